@@ -1,0 +1,97 @@
+// The memory arithmetic: one call takes a model shape and a workload and returns the named
+// components of GPU memory, each with its bytes and the formula that produced them. The CLI, the
+// HTTP API and the web pages all call EstimateMemory; nothing else computes sizing.
+//
+// Profiles:
+//  - guide: the published rules of spec §1–2 (quick rule for training), default for presets;
+//  - detailed: activations from the shapes, optimizer choice, ZeRO stages; default for real models.
+// Units: bytes (double); GB = 1e9 bytes. Components are per GPU. Pure and thread-safe.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "core/status.h"
+#include "sizing/model.h"
+#include "sizing/precision.h"
+
+namespace gpuhub::sizing {
+
+inline constexpr double kBytesPerGb = 1e9;
+
+enum class Method { kInference, kFullFineTune, kLora, kQlora };
+// "infer", "full", "lora", "qlora"
+Result<Method> ParseMethod(std::string_view text);
+std::string_view MethodName(Method method);
+
+enum class Profile { kGuide, kDetailed };
+Result<Profile> ParseProfile(std::string_view text);  // "guide", "detailed"
+std::string_view ProfileName(Profile profile);
+
+enum class Optimizer { kAdamW, kAdam8bit, kSgdMomentum, kAdafactor };
+Result<Optimizer> ParseOptimizer(std::string_view text);  // "adamw", "adam8bit", "sgd", "adafactor"
+std::string_view OptimizerName(Optimizer optimizer);
+
+// How the model is spread over several GPUs.
+//  - inference, LoRA, QLoRA: layers split across the cards (any link will do);
+//  - full fine-tuning: ZeRO stage 0 (plain data parallel, every card holds everything), 1, 2 or 3.
+struct Workload {
+  Method method = Method::kInference;
+  // Weights for inference; the frozen base for LoRA (QLoRA always stores the base in nf4).
+  Precision precision = Precision::kBf16;
+  Precision kv_precision = Precision::kFp16;  // fp16 or fp8
+  std::int64_t context_tokens = 8192;         // inference: tokens in the KV cache per sequence
+  std::int64_t batch = 1;                     // sequences (inference) or micro-batch (training)
+  std::int64_t sequence_tokens = 2048;        // training sequence length
+  int lora_rank = 16;
+  int gpus = 1;
+  int zero_stage = 0;  // full fine-tuning only: 0, 1, 2, 3
+  bool offload_optimizer = false;
+  Optimizer optimizer = Optimizer::kAdamW;
+  std::optional<Profile> profile;  // unset: guide for presets, detailed for real models
+};
+
+// Checks ranges and combinations (context 0, batch 10^12, rank 0, kv precision other than
+// fp16/fp8, ZeRO stage without full fine-tuning...). The message says what to fix.
+Status ValidateWorkload(const Workload& workload);
+
+struct Component {
+  std::string name;     // "weights", "kv_cache", "runtime_overhead", "gradients", ...
+  double bytes = 0;     // per GPU
+  std::string formula;  // "70e9 params x 1 B/param (fp8) = 70.00 GB"
+};
+
+struct MemoryEstimate {
+  std::string model_id;
+  Method method = Method::kInference;
+  Profile profile = Profile::kGuide;
+  int gpus = 1;
+  std::vector<Component> components;  // per GPU, in display order
+  double per_gpu_bytes = 0;           // sum of components: what one card must hold
+  double total_bytes = 0;             // all GPUs together (per_gpu_bytes x gpus)
+  // Weight bytes read to decode one token (active params at the weight precision): the decode
+  // ceiling is bandwidth / this. Zero for training.
+  double decode_weight_bytes = 0;
+  double host_bytes = 0;  // host RAM needed for offloaded state (0 without offload)
+  std::vector<std::string> notes;  // assumptions worth showing ("guide quick rule: +15% ...")
+};
+
+Result<MemoryEstimate> EstimateMemory(const ModelShape& model, const Workload& workload);
+
+// KV cache bytes for `context` tokens x `batch` sequences (sliding-window layers capped).
+double KvCacheBytes(const ModelShape& model, Precision kv_precision, std::int64_t context_tokens,
+                    std::int64_t batch);
+
+// Single-stream decode ceiling (tokens/s) = memory bandwidth / weight bytes read per token
+// (spec §3). Splitting layers across cards does not raise it. 0 when not inference.
+double DecodeCeilingTokensPerSecond(double bandwidth_gb_per_s, const MemoryEstimate& estimate);
+
+// "70e9", "8.03e9", "13.6e6": how formulas print parameter counts.
+std::string FormatCount(double count);
+// "74.68 GB"
+std::string FormatGb(double bytes);
+
+}  // namespace gpuhub::sizing

@@ -1,0 +1,20 @@
+// Numeric formats of weights and KV cache, and what each costs per element.
+#pragma once
+
+#include <string_view>
+
+#include "core/status.h"
+
+namespace gpuhub::sizing {
+
+enum class Precision { kFp32, kBf16, kFp16, kFp8, kInt8, kInt4, kNf4 };
+
+// "fp32", "bf16", "fp16", "fp8", "int8", "int4", "nf4" (lower case; "FP8" is accepted too).
+Result<Precision> ParsePrecision(std::string_view text);
+std::string_view PrecisionName(Precision precision);
+// fp32 4, bf16/fp16 2, fp8/int8 1, int4/nf4 0.5 (weight-only 4-bit), spec §1.
+double BytesPerParam(Precision precision);
+// FP8 weights or KV need Ada, Hopper, Blackwell or CDNA 3 hardware.
+inline bool NeedsFp8Hardware(Precision p) { return p == Precision::kFp8; }
+
+}  // namespace gpuhub::sizing
