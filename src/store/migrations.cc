@@ -1,0 +1,46 @@
+// The schema, as numbered migrations. Append new migrations at the end with the next number; never
+// edit one that has shipped (databases in the field have already run it).
+//
+// Portable SQL only: both SQLite and PostgreSQL run these statements as written. Integers are
+// BIGINT (money in micro-units, time in microseconds since the epoch), strings are TEXT.
+#include "store/store.h"
+
+namespace gpuhub::store {
+
+const std::vector<Migration>& Migrations() {
+  static const std::vector<Migration> migrations = {
+      {1, "accounts",
+       R"sql(
+CREATE TABLE engine_meta (
+  name TEXT PRIMARY KEY,
+  value BIGINT NOT NULL
+);
+CREATE TABLE users (
+  id BIGINT PRIMARY KEY,
+  username TEXT NOT NULL UNIQUE,
+  password_hash TEXT NOT NULL,
+  roles TEXT NOT NULL,
+  created_at_us BIGINT NOT NULL
+);
+CREATE TABLE sessions (
+  token_hash TEXT PRIMARY KEY,
+  user_id BIGINT NOT NULL REFERENCES users (id),
+  created_at_us BIGINT NOT NULL,
+  expires_at_us BIGINT NOT NULL
+);
+CREATE INDEX sessions_by_user ON sessions (user_id);
+CREATE TABLE idempotency_keys (
+  scope TEXT NOT NULL,
+  idem_key TEXT NOT NULL,
+  fingerprint TEXT NOT NULL,
+  status_code BIGINT NOT NULL,
+  response_body TEXT NOT NULL,
+  created_at_us BIGINT NOT NULL,
+  PRIMARY KEY (scope, idem_key)
+);
+)sql"},
+  };
+  return migrations;
+}
+
+}  // namespace gpuhub::store

@@ -1,0 +1,195 @@
+#include "store/sqlite/sqlite_store.h"
+
+#include <fcntl.h>
+#include <sqlite3.h>
+#include <sys/file.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+
+#include "store/limits.h"
+
+namespace gpuhub::store {
+
+Result<std::unique_ptr<SqliteStore>> SqliteStore::Open(const std::string& path) {
+  sqlite3* db = nullptr;
+  int rc = sqlite3_open_v2(path.c_str(), &db,
+                           SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX, nullptr);
+  if (rc != SQLITE_OK) {
+    std::string message = db ? sqlite3_errmsg(db) : sqlite3_errstr(rc);
+    sqlite3_close(db);
+    return Status::Unavailable("cannot open sqlite:" + path + ": " + message);
+  }
+  std::unique_ptr<SqliteStore> store(new SqliteStore(path, db));
+  sqlite3_busy_timeout(db, static_cast<int>(kSqliteBusyTimeoutMs));
+  for (const char* pragma : {"PRAGMA journal_mode=WAL", "PRAGMA synchronous=FULL",
+                             "PRAGMA foreign_keys=ON"}) {
+    GPUHUB_RETURN_IF_ERROR(store->Exec(pragma).WithContext("sqlite:" + path));
+  }
+  return store;
+}
+
+SqliteStore::~SqliteStore() {
+  for (auto& [sql, stmt] : statements_) sqlite3_finalize(stmt);
+  sqlite3_close(db_);
+  if (lock_fd_ >= 0) ::close(lock_fd_);
+}
+
+Status SqliteStore::Error(std::string_view what) const {
+  return Status::Unavailable("sqlite:" + path_ + ": " + std::string(what) + ": " +
+                             sqlite3_errmsg(db_));
+}
+
+Status SqliteStore::Exec(const std::string& sql) {
+  char* message = nullptr;
+  if (sqlite3_exec(db_, sql.c_str(), nullptr, nullptr, &message) != SQLITE_OK) {
+    std::string text = message ? message : "unknown error";
+    sqlite3_free(message);
+    return Status::Unavailable(text);
+  }
+  return Status::Ok();
+}
+
+Status SqliteStore::AcquireWriterLock() {
+  if (lock_fd_ >= 0) return Status::Ok();
+  // A sidecar file: flock on the database file itself would be released by SQLite's own POSIX
+  // locks handling when it closes a descriptor of that file.
+  std::string lock_path = path_ + ".lock";
+  int fd = ::open(lock_path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+  if (fd < 0) return Status::Unavailable("cannot open " + lock_path + ": " + std::strerror(errno));
+  if (::flock(fd, LOCK_EX | LOCK_NB) != 0) {
+    ::close(fd);
+    return Status::Unavailable("sqlite:" + path_ +
+                               " is in use by another gpuhub engine (a running `gpuhub serve`?)");
+  }
+  lock_fd_ = fd;
+  return Status::Ok();
+}
+
+Status SqliteStore::EnsureMigrationsTable() {
+  return Exec(
+             "CREATE TABLE IF NOT EXISTS schema_migrations (version BIGINT PRIMARY KEY, name TEXT "
+             "NOT NULL, applied_at TEXT NOT NULL DEFAULT CURRENT_TIMESTAMP)")
+      .WithContext(Describe());
+}
+
+Result<int> SqliteStore::SchemaVersion() {
+  GPUHUB_RETURN_IF_ERROR(EnsureMigrationsTable());
+  int version = 0;
+  Status s = Scan("schema_migrations", {"version"}, "version", [&](const Row& row) {
+    GPUHUB_ASSIGN_OR_RETURN(std::int64_t v, row.Int(0));
+    version = static_cast<int>(v);
+    return Status::Ok();
+  });
+  if (!s.ok()) return s;
+  return version;
+}
+
+Status SqliteStore::ApplyMigration(const Migration& migration) {
+  GPUHUB_RETURN_IF_ERROR(Exec("BEGIN IMMEDIATE"));
+  Status s = Exec(migration.sql);
+  if (s.ok()) {
+    s = Exec("INSERT INTO schema_migrations (version, name) VALUES (" +
+             std::to_string(migration.version) + ", '" + migration.name + "')");
+  }
+  if (s.ok()) s = Exec("COMMIT");
+  if (!s.ok()) (void)Exec("ROLLBACK");
+  return s;
+}
+
+Result<sqlite3_stmt*> SqliteStore::Prepared(const std::string& sql) {
+  auto it = statements_.find(sql);
+  if (it != statements_.end()) {
+    sqlite3_reset(it->second);
+    sqlite3_clear_bindings(it->second);
+    return it->second;
+  }
+  sqlite3_stmt* stmt = nullptr;
+  if (sqlite3_prepare_v2(db_, sql.c_str(), static_cast<int>(sql.size()), &stmt, nullptr) !=
+      SQLITE_OK) {
+    return Error("prepare '" + sql + "'");
+  }
+  statements_.emplace(sql, stmt);
+  return stmt;
+}
+
+Status SqliteStore::Apply(const WriteBatch& batch) {
+  if (batch.empty()) return Status::Ok();
+  if (sqlite3_exec(db_, "BEGIN IMMEDIATE", nullptr, nullptr, nullptr) != SQLITE_OK) {
+    return Error("begin");
+  }
+  auto fail = [&](Status s) {
+    sqlite3_exec(db_, "ROLLBACK", nullptr, nullptr, nullptr);
+    return s;
+  };
+  for (const Write& w : batch.writes()) {
+    auto stmt_or = Prepared(WriteSql(w, /*dollar=*/false));
+    if (!stmt_or.ok()) return fail(stmt_or.status());
+    sqlite3_stmt* stmt = *stmt_or;
+    for (std::size_t i = 0; i < w.values.size(); ++i) {
+      int index = static_cast<int>(i) + 1;
+      const Value& v = w.values[i];
+      if (const auto* n = std::get_if<std::int64_t>(&v)) {
+        sqlite3_bind_int64(stmt, index, *n);
+      } else if (const auto* s = std::get_if<std::string>(&v)) {
+        sqlite3_bind_text(stmt, index, s->data(), static_cast<int>(s->size()), SQLITE_STATIC);
+      } else {
+        sqlite3_bind_null(stmt, index);
+      }
+    }
+    int rc = sqlite3_step(stmt);
+    sqlite3_reset(stmt);
+    if (rc != SQLITE_DONE) return fail(Error("write to " + w.table));
+  }
+  if (sqlite3_exec(db_, "COMMIT", nullptr, nullptr, nullptr) != SQLITE_OK) {
+    return fail(Error("commit"));
+  }
+  return Status::Ok();
+}
+
+Status SqliteStore::Scan(std::string_view table, const std::vector<std::string>& columns,
+                         std::string_view order_by,
+                         const std::function<Status(const Row&)>& fn) {
+  GPUHUB_CHECK(IsIdentifier(table) && !columns.empty());
+  std::string sql = "SELECT ";
+  for (std::size_t i = 0; i < columns.size(); ++i) {
+    GPUHUB_CHECK(IsIdentifier(columns[i]));
+    if (i) sql += ", ";
+    sql += columns[i];
+  }
+  sql += " FROM " + std::string(table);
+  if (!order_by.empty()) sql += " ORDER BY " + std::string(order_by);
+  sqlite3_stmt* stmt = nullptr;
+  if (sqlite3_prepare_v2(db_, sql.c_str(), -1, &stmt, nullptr) != SQLITE_OK) {
+    return Error("prepare '" + sql + "'");
+  }
+  Status result;
+  Row row;
+  while (true) {
+    int rc = sqlite3_step(stmt);
+    if (rc == SQLITE_DONE) break;
+    if (rc != SQLITE_ROW) {
+      result = Error("read " + std::string(table));
+      break;
+    }
+    row.values.clear();
+    for (int i = 0; i < static_cast<int>(columns.size()); ++i) {
+      switch (sqlite3_column_type(stmt, i)) {
+        case SQLITE_NULL: row.values.emplace_back(std::monostate{}); break;
+        case SQLITE_INTEGER: row.values.emplace_back(std::int64_t{sqlite3_column_int64(stmt, i)}); break;
+        default: {
+          const unsigned char* text = sqlite3_column_text(stmt, i);
+          int n = sqlite3_column_bytes(stmt, i);
+          row.values.emplace_back(std::string(reinterpret_cast<const char*>(text), n));
+        }
+      }
+    }
+    result = fn(row);
+    if (!result.ok()) break;
+  }
+  sqlite3_finalize(stmt);
+  return result;
+}
+
+}  // namespace gpuhub::store

@@ -1,0 +1,160 @@
+#include "store/store.h"
+
+#include <string>
+
+#include "store/postgres/postgres_store.h"
+#include "store/sqlite/sqlite_store.h"
+
+namespace gpuhub::store {
+
+Result<std::int64_t> Row::Int(std::size_t column) const {
+  if (column >= values.size()) return Status::Internal("row has no column " + std::to_string(column));
+  const Value& v = values[column];
+  if (std::holds_alternative<std::monostate>(v)) return std::int64_t{0};
+  if (const auto* i = std::get_if<std::int64_t>(&v)) return *i;
+  return Status::Internal("column " + std::to_string(column) + " holds text, not an integer");
+}
+
+Result<std::string> Row::Text(std::size_t column) const {
+  if (column >= values.size()) return Status::Internal("row has no column " + std::to_string(column));
+  const Value& v = values[column];
+  if (std::holds_alternative<std::monostate>(v)) return std::string();
+  if (const auto* s = std::get_if<std::string>(&v)) return *s;
+  return Status::Internal("column " + std::to_string(column) + " holds an integer, not text");
+}
+
+bool Row::IsNull(std::size_t column) const {
+  return column >= values.size() || std::holds_alternative<std::monostate>(values[column]);
+}
+
+bool IsIdentifier(std::string_view name) {
+  if (name.empty() || name.size() > 63) return false;
+  if (!(name[0] == '_' || (name[0] >= 'a' && name[0] <= 'z'))) return false;
+  for (char c : name) {
+    if (!(c == '_' || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9'))) return false;
+  }
+  return true;
+}
+
+void WriteBatch::Add(Write::Kind kind, std::string table, Columns columns, std::size_t key_columns) {
+  GPUHUB_CHECK_MSG(IsIdentifier(table), "table name must be an identifier");
+  GPUHUB_CHECK(!columns.empty() && key_columns >= 1 && key_columns <= columns.size());
+  Write w;
+  w.kind = kind;
+  w.table = std::move(table);
+  w.key_columns = key_columns;
+  w.columns.reserve(columns.size());
+  w.values.reserve(columns.size());
+  for (auto& [name, value] : columns) {
+    GPUHUB_CHECK_MSG(IsIdentifier(name), "column name must be an identifier");
+    w.columns.push_back(std::move(name));
+    w.values.push_back(std::move(value));
+  }
+  writes_.push_back(std::move(w));
+}
+
+void WriteBatch::Upsert(std::string table, Columns columns, std::size_t key_columns) {
+  Add(Write::Kind::kUpsert, std::move(table), std::move(columns), key_columns);
+}
+
+void WriteBatch::Insert(std::string table, Columns columns) {
+  Add(Write::Kind::kInsert, std::move(table), std::move(columns), 1);
+}
+
+void WriteBatch::Delete(std::string table, Columns key) {
+  std::size_t n = key.size();
+  Add(Write::Kind::kDelete, std::move(table), std::move(key), n);
+}
+
+void WriteBatch::Truncate(std::size_t size) {
+  if (size < writes_.size()) writes_.resize(size);
+}
+
+std::string WriteSql(const Write& write, bool dollar) {
+  auto placeholder = [&](std::size_t i) {
+    return std::string(dollar ? "$" : "?") + std::to_string(i + 1);
+  };
+  std::string sql;
+  if (write.kind == Write::Kind::kDelete) {
+    sql = "DELETE FROM " + write.table + " WHERE ";
+    for (std::size_t i = 0; i < write.columns.size(); ++i) {
+      if (i) sql += " AND ";
+      sql += write.columns[i] + " = " + placeholder(i);
+    }
+    return sql;
+  }
+  sql = "INSERT INTO " + write.table + " (";
+  for (std::size_t i = 0; i < write.columns.size(); ++i) {
+    if (i) sql += ", ";
+    sql += write.columns[i];
+  }
+  sql += ") VALUES (";
+  for (std::size_t i = 0; i < write.columns.size(); ++i) {
+    if (i) sql += ", ";
+    sql += placeholder(i);
+  }
+  sql += ")";
+  if (write.kind == Write::Kind::kUpsert) {
+    sql += " ON CONFLICT (";
+    for (std::size_t i = 0; i < write.key_columns; ++i) {
+      if (i) sql += ", ";
+      sql += write.columns[i];
+    }
+    sql += ")";
+    if (write.key_columns == write.columns.size()) {
+      sql += " DO NOTHING";
+    } else {
+      sql += " DO UPDATE SET ";
+      for (std::size_t i = write.key_columns; i < write.columns.size(); ++i) {
+        if (i > write.key_columns) sql += ", ";
+        sql += write.columns[i] + " = excluded." + write.columns[i];
+      }
+    }
+  }
+  return sql;
+}
+
+Status Store::Migrate(int target_version) {
+  const auto& all = Migrations();
+  int latest = all.empty() ? 0 : all.back().version;
+  if (target_version == kLatestSchema) target_version = latest;
+  if (target_version < 0 || target_version > latest) {
+    return Status::InvalidArgument("no migration " + std::to_string(target_version) +
+                                   " (this binary knows 1.." + std::to_string(latest) + ")");
+  }
+  GPUHUB_RETURN_IF_ERROR(EnsureMigrationsTable());
+  GPUHUB_ASSIGN_OR_RETURN(int current, SchemaVersion());
+  if (current > latest) {
+    return Status::FailedPrecondition(
+        Describe() + " has schema version " + std::to_string(current) + " but this gpuhub knows only " +
+        std::to_string(latest) + ": upgrade gpuhub before opening this database");
+  }
+  for (const Migration& m : all) {
+    if (m.version <= current || m.version > target_version) continue;
+    GPUHUB_RETURN_IF_ERROR(ApplyMigration(m).WithContext("migration " + std::to_string(m.version) +
+                                                         " (" + m.name + ")"));
+  }
+  return Status::Ok();
+}
+
+Result<std::unique_ptr<Store>> OpenStore(std::string_view url) {
+  if (url.starts_with("postgresql://") || url.starts_with("postgres://")) {
+    GPUHUB_ASSIGN_OR_RETURN(auto pg, PostgresStore::Open(std::string(url)));
+    return std::unique_ptr<Store>(std::move(pg));
+  }
+  std::string path;
+  if (url.starts_with("sqlite:")) {
+    path = std::string(url.substr(7));
+    if (path.starts_with("//")) path = path.substr(2);  // sqlite:///abs/path and sqlite://rel
+  } else if (url.ends_with(".db") || url.ends_with(".sqlite")) {
+    path = std::string(url);
+  } else {
+    return Status::InvalidArgument("--db must be sqlite:PATH or postgresql://..., got '" +
+                                   std::string(url.substr(0, 64)) + "'");
+  }
+  if (path.empty()) return Status::InvalidArgument("--db sqlite: needs a file path (sqlite:gpuhub.db)");
+  GPUHUB_ASSIGN_OR_RETURN(auto lite, SqliteStore::Open(path));
+  return std::unique_ptr<Store>(std::move(lite));
+}
+
+}  // namespace gpuhub::store

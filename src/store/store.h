@@ -1,0 +1,132 @@
+// The Store: where the engine's state is made durable. SQLite (embedded, the default) and
+// PostgreSQL implement the same interface over the same schema (store/migrations.cc).
+//
+// Contract:
+// - The store holds no business rules. It knows tables, rows and transactions; the engine decides
+//   what goes in them. Table and column names come from code (checked identifiers), values are
+//   bound as parameters, never spliced into SQL.
+// - Apply(batch) writes every row of the batch in ONE transaction: all of it is durable when it
+//   returns ok, none of it when it returns an error (group commit: the engine puts the effects of
+//   many commands in one batch).
+// - Scan reads a whole table in a stable order; the engine uses it only at start-up to rebuild its
+//   in-memory state.
+// - Thread-safety: none. One Store object is used by one thread at a time (the engine's writer).
+// - Exclusivity: AcquireWriterLock makes sure that a single engine writes the database (SQLite: an
+//   flock on "<path>.lock"; PostgreSQL: a session advisory lock). It fails with `unavailable` when
+//   another process holds it.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <variant>
+#include <vector>
+
+#include "core/status.h"
+
+namespace gpuhub::store {
+
+// A column value: SQL NULL, a 64-bit integer (BIGINT) or text (TEXT). Money and timestamps are
+// integers (micro-units, microseconds); everything else is text.
+using Value = std::variant<std::monostate, std::int64_t, std::string>;
+
+// One row of a Scan: the values of the requested columns, in the requested order.
+struct Row {
+  std::vector<Value> values;
+
+  // Typed accessors for loaders. A NULL integer reads as 0, a NULL text as "". Asking for the wrong
+  // type returns an error rather than guessing (the schema and the loader disagree: a bug).
+  Result<std::int64_t> Int(std::size_t column) const;
+  Result<std::string> Text(std::size_t column) const;
+  bool IsNull(std::size_t column) const;
+};
+
+// One row-level change.
+struct Write {
+  enum class Kind {
+    kUpsert,  // insert, or update the non-key columns of the row with the same key
+    kInsert,  // insert; a row with the same key already there fails the batch
+    kDelete,  // delete the row with this key (no error when there is none)
+  };
+  Kind kind = Kind::kUpsert;
+  std::string table;
+  std::vector<std::string> columns;
+  std::vector<Value> values;
+  // The first `key_columns` columns are the primary key (the conflict target of an upsert).
+  std::size_t key_columns = 1;
+};
+
+// The writes of one transaction, in order.
+class WriteBatch {
+ public:
+  using Columns = std::vector<std::pair<std::string, Value>>;
+
+  void Upsert(std::string table, Columns columns, std::size_t key_columns = 1);
+  void Insert(std::string table, Columns columns);
+  void Delete(std::string table, Columns key);
+
+  bool empty() const { return writes_.empty(); }
+  std::size_t size() const { return writes_.size(); }
+  const std::vector<Write>& writes() const { return writes_; }
+  void Clear() { writes_.clear(); }
+  // Drops the writes after the first `size` (a command that failed takes its rows back).
+  void Truncate(std::size_t size);
+
+ private:
+  void Add(Write::Kind kind, std::string table, Columns columns, std::size_t key_columns);
+  std::vector<Write> writes_;
+};
+
+// A versioned schema change. Migrations are embedded in the binary, applied in order, each in its
+// own transaction together with its row in `schema_migrations`.
+struct Migration {
+  int version;
+  const char* name;
+  const char* sql;  // one or more statements, portable between SQLite and PostgreSQL
+};
+// Every migration this binary knows, in order (store/migrations.cc).
+const std::vector<Migration>& Migrations();
+inline constexpr int kLatestSchema = -1;
+
+class Store {
+ public:
+  virtual ~Store() = default;
+
+  // "sqlite:/path/to/gpuhub.db" or "postgresql://user@host:port/db" (without any password).
+  virtual std::string Describe() const = 0;
+
+  virtual Status AcquireWriterLock() = 0;
+
+  // Applies the migrations not yet applied, up to `target_version` (kLatestSchema: all of them).
+  // A database newer than this binary (a version it does not know) is failed_precondition.
+  Status Migrate(int target_version = kLatestSchema);
+  // The highest applied migration; 0 for an empty database.
+  virtual Result<int> SchemaVersion() = 0;
+
+  virtual Status Apply(const WriteBatch& batch) = 0;
+
+  // Calls `fn` for every row of `table` ordered by `order_by` (a column list from code). Stops and
+  // returns the first error `fn` returns.
+  virtual Status Scan(std::string_view table, const std::vector<std::string>& columns,
+                      std::string_view order_by, const std::function<Status(const Row&)>& fn) = 0;
+
+ protected:
+  // Runs one migration's SQL and records it in schema_migrations, in one transaction.
+  virtual Status ApplyMigration(const Migration& migration) = 0;
+  virtual Status EnsureMigrationsTable() = 0;
+};
+
+// Opens (creating when needed) the database named by `url`: "sqlite:PATH" (or a bare path ending in
+// .db) or "postgresql://..." / "postgres://...". Does not migrate: call Migrate().
+Result<std::unique_ptr<Store>> OpenStore(std::string_view url);
+
+// True for a lower-case SQL identifier ([a-z_][a-z0-9_]*, at most 63 bytes).
+bool IsIdentifier(std::string_view name);
+
+// Builds the portable SQL of a write with numbered placeholders: "$1, $2" when `dollar` (PostgreSQL)
+// or "?1, ?2" (SQLite). Both databases accept INSERT ... ON CONFLICT (...) DO UPDATE.
+std::string WriteSql(const Write& write, bool dollar);
+
+}  // namespace gpuhub::store
