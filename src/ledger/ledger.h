@@ -1,0 +1,188 @@
+// The double-entry ledger: accounts, transfers (posted, pending, post/void), atomic batches, FX.
+//
+// Contract
+// - Pure and deterministic: no I/O, no clock (timestamps are arguments), no threads. The same
+//   commands in the same order give the same state, byte for byte.
+// - Not thread-safe. The engine's single writer thread calls the mutating methods; const methods
+//   may run concurrently with each other, never with a mutating call.
+// - Expected failures (bad input, insufficient funds, conflicts) come back as result codes or
+//   Status, never as a crash. A broken invariant after money moved is a programmer error and aborts
+//   (GPUHUB_CHECK): it is better to stop than to keep going with wrong books.
+//
+// State = the ordered list of applied transfers + the list of FX table changes. Both are handed out
+// as they are applied (BatchResult::transfers, SetFxRate's FxRateChange) for the engine to persist;
+// Restore() rebuilds an identical ledger from them.
+//
+// Holds are pending debits (TigerBeetle's two-phase transfers), not transfers into a hold account:
+// a pending transfer reserves funds in the wallet itself (held = debits_pending), posting moves
+// money straight to its destination in one step and releases any rest, voiding needs no reverse
+// entry, and every hold stays attributable to one wallet and one purpose. When the destination is
+// not known yet (a resting bid), the hold's credit account is the system `holds` account; the fill
+// then voids the hold and pays the real legs in the same atomic batch:
+//   [void "bid:7:hold", wallet->provider_payable (price - fee), wallet->platform_revenue (fee)]
+//
+// Typical batches (all legs of one batch apply together or not at all):
+//   top-up:       deposits(USD) -> customer_wallet(u, USD)
+//   lease hour:   customer_wallet(u, USD) -> provider_payable(p, USD)  price - fee
+//                 customer_wallet(u, USD) -> platform_revenue(USD)     fee
+//   FX lease hour (EUR wallet, USD price; q = Fx().ConvertTo(kEur, kUsd, price)):
+//                 customer_wallet(u, EUR) -> fx_conversion(EUR)        q.from_micros
+//                 fx_conversion(USD)      -> provider_payable(p, USD)  price - fee
+//                 fx_conversion(USD)      -> platform_revenue(USD)     fee
+//   payout:       pending provider_payable(p, USD) -> payouts(USD); post when paid, void if refused
+#pragma once
+
+#include <array>
+#include <cstddef>
+#include <cstdint>
+#include <span>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <unordered_set>
+#include <vector>
+
+#include "core/clock.h"
+#include "core/money.h"
+#include "core/status.h"
+#include "ledger/fx.h"
+#include "ledger/limits.h"
+#include "ledger/types.h"
+
+namespace gpuhub::ledger {
+
+// failed_index value for errors about the batch as a whole.
+inline constexpr std::size_t kWholeBatch = static_cast<std::size_t>(-1);
+
+// The outcome of ApplyBatch.
+//   kOk:     every transfer was applied; `transfers` are the new records in request order, with
+//            consecutive sequence numbers. Persist them (in order) before acknowledging.
+//   kExists: every transfer already existed with identical fields (a resubmission); nothing
+//            changed; `transfers` are the stored records (current state), in request order.
+//   other:   nothing changed; `failed_index` is the request that failed (kWholeBatch for
+//            kBatchEmpty / kBatchTooLarge), `message` says why in words, `transfers` is empty.
+struct BatchResult {
+  TransferResult result = TransferResult::kOk;
+  std::size_t failed_index = kWholeBatch;
+  std::string message;
+  std::vector<Transfer> transfers;
+
+  bool ok() const { return result == TransferResult::kOk || result == TransferResult::kExists; }
+  // Ok for kOk/kExists; otherwise TransferResultStatusCode(result) with `message`.
+  Status status() const;
+};
+
+// One page of history, newest first.
+struct TransferPage {
+  std::vector<Transfer> transfers;
+  // Pass as before_sequence to get the next (older) page; 0 when there is none.
+  std::int64_t next_before_sequence = 0;
+};
+
+class Ledger {
+ public:
+  Ledger() = default;
+  // Value type: copies are independent ledgers (tests compare a restored copy with the original).
+
+  // ----- Commands ------------------------------------------------------------------------------
+
+  // Applies 1..kMaxTransfersPerBatch transfers atomically, in order: a later transfer sees the
+  // effects of the earlier ones (it may post a pending transfer created earlier in the batch, or
+  // spend money credited earlier in the batch). Idempotent by id: see BatchResult.
+  // A failed id is not remembered: resubmitting it later is evaluated afresh (after a top-up, a
+  // transfer refused for insufficient funds may succeed).
+  BatchResult ApplyBatch(std::span<const TransferRequest> requests);
+  BatchResult Apply(const TransferRequest& request) { return ApplyBatch({&request, 1}); }
+
+  // Sets the mid rate and spread of the pair {base, quote} (see fx.h) and returns the change to
+  // persist. Errors: invalid_argument (same currency, rate or spread out of range, timestamp <= 0).
+  Result<FxRateChange> SetFxRate(Currency base, Currency quote, std::int64_t mid_rate_ppb,
+                                 std::int32_t spread_bps, TimestampMicros now);
+  // Removes the pair's rate; conversions between them then fail with failed_precondition.
+  // Errors: invalid_argument (same currency, timestamp <= 0), not_found (no rate set).
+  Result<FxRateChange> RemoveFxRate(Currency base, Currency quote, TimestampMicros now);
+
+  // ----- Queries -------------------------------------------------------------------------------
+
+  // The account's totals; all zeros for a valid key never used. invalid_argument for a bad key.
+  Result<AccountBalance> GetAccount(const AccountKey& key) const;
+  // The user's wallets in USD, EUR, GBP (kAllCurrencies order), zeros where never used.
+  // invalid_argument unless user_id > 0.
+  Result<std::array<AccountBalance, kCurrencyCount>> Wallets(std::int64_t user_id) const;
+  // not_found when no transfer has this id.
+  Result<Transfer> FindTransfer(std::string_view id) const;
+  // Transfers whose debit or credit is `key` (including post/void of its pending transfers), newest
+  // first, with sequence < before_sequence (0 = start from the newest). limit: 1..
+  // kMaxTransfersPageSize. invalid_argument for a bad key, cursor (< 0) or limit.
+  Result<TransferPage> ListAccountTransfers(const AccountKey& key, std::int64_t before_sequence,
+                                            std::size_t limit) const;
+  // The same over every account owned by owner_id (> 0): wallets and payables in all currencies;
+  // a transfer between two accounts of the owner appears once.
+  Result<TransferPage> ListOwnerTransfers(std::int64_t owner_id, std::int64_t before_sequence,
+                                          std::size_t limit) const;
+
+  const FxTable& Fx() const { return fx_; }
+  // Sequence of the newest transfer (0 when empty).
+  std::int64_t LastSequence() const { return static_cast<std::int64_t>(transfers_.size()); }
+  // Every transfer in sequence order (transfers[i].sequence == i + 1). Invalidated by any command.
+  std::span<const Transfer> Transfers() const { return transfers_; }
+  // Every account ever touched, ordered by key (the trial balance).
+  std::vector<AccountBalance> Accounts() const;
+
+  // ----- Persistence ---------------------------------------------------------------------------
+
+  // Rebuilds a ledger from what it handed out: every applied transfer in sequence order (1..n,
+  // records as returned by ApplyBatch; `state` is recomputed from the post/void records, so a row
+  // persisted as "pending" and never updated is fine) and every FX change in version order.
+  // Business rules (balances, idempotency) are not re-checked transfer by transfer - they were
+  // checked when the transfers were first applied - but every record must be well-formed and
+  // consistent (contiguous sequences, unique ids, post/void referencing an earlier, still-pending
+  // transfer, amounts in range) and CheckInvariants() and CheckHistory() must pass at the end.
+  // Any violation is `internal` (the store holds something this ledger never produced).
+  static Result<Ledger> Restore(std::vector<Transfer> transfers,
+                                std::span<const FxRateChange> fx_changes);
+
+  // ----- Invariants ----------------------------------------------------------------------------
+
+  // Cheap enough to run after every command in tests (O(accounts + open pending transfers)):
+  // per currency, total debits == total credits (posted and pending separately); no wallet or
+  // payable negative and their holds within their credits (debits_posted + debits_pending <=
+  // credits_posted); each account's pending totals equal the sum of its open pending transfers;
+  // ids unique (one id per transfer).
+  Status CheckInvariants() const;
+  // Thorough, O(transfers): replays the whole history into fresh totals and compares them with
+  // the live accounts, and checks sequences, id index, post/void links and states.
+  Status CheckHistory() const;
+
+ private:
+  struct AccountState {
+    AccountBalance balance;
+    std::vector<std::int64_t> history;  // sequences touching the account, ascending
+  };
+  struct UndoLog;
+
+  TransferResult Validate(const TransferRequest& request, std::string* message) const;
+  TransferResult CheckExisting(const TransferRequest& request, const Transfer& existing,
+                               std::string* message) const;
+  TransferResult ApplyOne(const TransferRequest& request, UndoLog& undo, std::string* message);
+  void Rollback(UndoLog& undo);
+  std::size_t AccountIndex(const AccountKey& key, UndoLog* undo);
+  void AppendHistory(std::size_t account, std::int64_t sequence, UndoLog* undo);
+  void AppendOwnerHistory(std::int64_t owner, std::int64_t sequence, UndoLog* undo);
+  const AccountState* FindAccount(const AccountKey& key) const;
+  Status ReplayTransfer(Transfer transfer);
+  static Result<TransferPage> Page(const std::vector<std::int64_t>& history,
+                                   const std::vector<Transfer>& transfers,
+                                   std::int64_t before_sequence, std::size_t limit);
+
+  std::vector<Transfer> transfers_;                              // index = sequence - 1
+  std::unordered_map<std::string, std::size_t> transfer_index_;  // id -> index in transfers_
+  std::vector<AccountState> accounts_;
+  std::unordered_map<AccountKey, std::size_t, AccountKeyHash> account_index_;
+  std::unordered_map<std::int64_t, std::vector<std::int64_t>> owner_history_;
+  // Indices (in transfers_) of pending transfers not yet posted or voided.
+  std::unordered_set<std::size_t> open_pending_;
+  FxTable fx_;
+};
+
+}  // namespace gpuhub::ledger
