@@ -1,0 +1,173 @@
+// The engine: the single writer that owns all mutable state of the platform.
+//
+// Every mutating request (and every read that must be consistent) becomes a command: a function
+// run on the writer thread against the in-memory State, recording the rows it changes in the
+// batch's WriteBatch. The writer takes up to kMaxCommandsPerBatch queued commands, applies them in
+// order, commits all their rows in ONE store transaction (group commit), and only then calls each
+// command's completion. So:
+//   - commands are serializable by construction (one thread, in order);
+//   - nothing is acknowledged before it is durable;
+//   - a read sees every earlier command and is answered only once those are committed.
+//
+// Failed commit: every completion of the batch gets `unavailable`, and the engine throws its
+// in-memory state away and rebuilds it from the store (the store is the truth: the batch was rolled
+// back there). While the store cannot be loaded, every command fails with `unavailable` and the
+// writer retries the load before each batch. Chosen over undo logs because it needs no per-domain
+// undo code and start-up already exercises exactly the same loading path.
+//
+// A command that returns an error has the rows it wrote dropped from the batch (its in-memory
+// changes must not have happened: domain code validates before it mutates).
+//
+// Time: commands read `txn.now` (the engine's Clock at the start of the command). Tick hooks
+// (lease billing later) run on every manual clock advance and every kTickIntervalMicros with the
+// real clock.
+//
+// Thread-safety: Submit/Execute/Stop are thread-safe. State is touched only by the writer thread
+// (and by the caller of Start before the writer runs).
+#pragma once
+
+#include <condition_variable>
+#include <deque>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <thread>
+#include <vector>
+
+#include "core/clock.h"
+#include "core/status.h"
+#include "engine/metrics.h"
+#include "engine/state.h"
+#include "store/store.h"
+
+namespace gpuhub::engine {
+
+// What a command sees: the state, the batch its writes go to, and the time.
+class Txn {
+ public:
+  Txn(State& state, store::WriteBatch& writes, TimestampMicros now)
+      : state(state), writes(writes), now(now) {}
+  State& state;
+  store::WriteBatch& writes;
+  TimestampMicros now;
+};
+
+struct Command {
+  // Runs on the writer thread. Returns false when the command failed: its writes are dropped.
+  std::function<bool(Txn&)> apply;
+  // Runs on the writer thread after the batch's commit (ok) or its failure (unavailable). Must be
+  // quick: hand real work to another thread.
+  std::function<void(const Status& commit)> done;
+};
+
+// A Tick hook: time-driven work (billing). Runs inside a command, so its writes commit like any
+// other; an error is logged and its writes dropped.
+using TickHook = std::function<Status(Txn&)>;
+
+struct EngineOptions {
+  std::size_t max_commands_per_batch = 0;  // 0: kMaxCommandsPerBatch
+  std::size_t max_queued_commands = 0;     // 0: kMaxQueuedCommands
+  bool run_periodic_ticks = true;          // with the real clock; false for a manual clock
+};
+
+class Engine {
+ public:
+  // `store` must be migrated; `clock` and `metrics` must outlive the engine.
+  Engine(std::unique_ptr<store::Store> store, const Clock& clock, MetricsRegistry& metrics,
+         EngineOptions options = {});
+  ~Engine();
+  Engine(const Engine&) = delete;
+  Engine& operator=(const Engine&) = delete;
+
+  // Loads the state from the store and starts the writer thread.
+  Status Start();
+  // Stops taking commands, applies and commits every command already queued, joins the writer.
+  // Idempotent.
+  void Stop();
+
+  void AddTickHook(TickHook hook);
+
+  // Queues a command. unavailable when the engine is stopping or the queue is full (the command's
+  // `done` is then NOT called).
+  Status Submit(Command command);
+
+  // Typed convenience: runs `fn` on the writer; `done` gets its result once committed, or the
+  // commit's error. When the queue refuses the command, `done` is called at once with that error.
+  template <typename T>
+  void Execute(std::function<Result<T>(Txn&)> fn, std::function<void(Result<T>)> done);
+
+  // Blocking version for the CLI and tests (never call it from the writer thread).
+  template <typename T>
+  Result<T> ExecuteSync(std::function<Result<T>(Txn&)> fn);
+
+  // Runs every tick hook inside `txn` (used by the manual clock's advance command).
+  Status RunTickHooks(Txn& txn);
+
+  const Clock& clock() const { return clock_; }
+  std::size_t queued() const;
+
+ private:
+  void WriterLoop();
+  void ApplyBatch(std::deque<Command>& batch);
+  Status Reload();
+
+  std::unique_ptr<store::Store> store_;
+  const Clock& clock_;
+  EngineOptions options_;
+  std::unique_ptr<State> state_;
+  bool state_valid_ = false;
+  std::vector<TickHook> tick_hooks_;
+
+  mutable std::mutex mutex_;
+  std::condition_variable wake_;
+  std::condition_variable drained_;
+  std::deque<Command> queue_;
+  bool stopping_ = false;
+  bool started_ = false;
+  std::thread writer_;
+
+  CounterSeries& commands_applied_;
+  CounterSeries& commands_failed_;
+  CounterSeries& commits_ok_;
+  CounterSeries& commits_failed_;
+  HistogramSeries& batch_commands_;
+  HistogramSeries& batch_rows_;
+  HistogramSeries& commit_seconds_;
+};
+
+template <typename T>
+void Engine::Execute(std::function<Result<T>(Txn&)> fn, std::function<void(Result<T>)> done) {
+  auto result = std::make_shared<std::optional<Result<T>>>();
+  Command command;
+  command.apply = [fn = std::move(fn), result](Txn& txn) {
+    result->emplace(fn(txn));
+    return (*result)->ok();
+  };
+  command.done = [result, done](const Status& commit) {
+    if (!commit.ok()) {
+      done(Result<T>(commit));
+    } else {
+      done(std::move(**result));
+    }
+  };
+  Status queued = Submit(std::move(command));
+  if (!queued.ok()) done(Result<T>(queued));
+}
+
+template <typename T>
+Result<T> Engine::ExecuteSync(std::function<Result<T>(Txn&)> fn) {
+  std::mutex m;
+  std::condition_variable cv;
+  std::optional<Result<T>> out;
+  Execute<T>(std::move(fn), [&](Result<T> r) {
+    std::lock_guard<std::mutex> lock(m);
+    out.emplace(std::move(r));
+    cv.notify_one();
+  });
+  std::unique_lock<std::mutex> lock(m);
+  cv.wait(lock, [&] { return out.has_value(); });
+  return std::move(*out);
+}
+
+}  // namespace gpuhub::engine

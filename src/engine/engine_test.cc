@@ -1,0 +1,216 @@
+#include "engine/engine.h"
+
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <filesystem>
+#include <random>
+#include <thread>
+
+#include "engine/accounts.h"
+#include "engine/idempotency.h"
+
+namespace gpuhub::engine {
+namespace {
+
+std::string TempDb() {
+  static std::mt19937_64 rng(std::random_device{}());
+  auto dir = std::filesystem::temp_directory_path() /
+             ("gpuhub_engine_test_" + std::to_string(::getpid()) + "_" + std::to_string(rng()));
+  std::filesystem::create_directories(dir);
+  return "sqlite:" + (dir / "engine.db").string();
+}
+
+// Forwards to a real store; fails Apply while `fail` is set.
+class FlakyStore final : public store::Store {
+ public:
+  explicit FlakyStore(std::unique_ptr<store::Store> inner) : inner_(std::move(inner)) {}
+  std::string Describe() const override { return inner_->Describe(); }
+  Status AcquireWriterLock() override { return inner_->AcquireWriterLock(); }
+  Result<int> SchemaVersion() override { return inner_->SchemaVersion(); }
+  Status Apply(const store::WriteBatch& batch) override {
+    if (fail) return Status::Unavailable("disk on fire");
+    return inner_->Apply(batch);
+  }
+  Status Scan(std::string_view table, const std::vector<std::string>& columns,
+              std::string_view order_by, const std::function<Status(const store::Row&)>& fn) override {
+    return inner_->Scan(table, columns, order_by, fn);
+  }
+  std::atomic<bool> fail{false};
+
+ protected:
+  Status ApplyMigration(const store::Migration&) override { return Status::Ok(); }
+  Status EnsureMigrationsTable() override { return Status::Ok(); }
+
+ private:
+  std::unique_ptr<store::Store> inner_;
+};
+
+std::unique_ptr<store::Store> OpenMigrated(const std::string& url) {
+  auto store = store::OpenStore(url);
+  EXPECT_TRUE(store.ok()) << store.status().ToString();
+  EXPECT_TRUE((*store)->Migrate().ok());
+  return std::move(store).value();
+}
+
+Result<std::int64_t> AddUser(Engine& engine, const std::string& name) {
+  return engine.ExecuteSync<std::int64_t>([name](Txn& txn) -> Result<std::int64_t> {
+    GPUHUB_ASSIGN_OR_RETURN(User u, CreateUser(txn, name, "hash", kRoleCustomer));
+    return u.id;
+  });
+}
+
+TEST(EngineTest, CommittedCommandsSurviveARestart) {
+  std::string url = TempDb();
+  ManualClock clock(1'000'000);
+  MetricsRegistry metrics;
+  {
+    Engine engine(OpenMigrated(url), clock, metrics);
+    ASSERT_TRUE(engine.Start().ok());
+    EXPECT_EQ(AddUser(engine, "alice").value(), 1);
+    EXPECT_EQ(AddUser(engine, "bob").value(), 2);
+    EXPECT_EQ(AddUser(engine, "alice").status().code(), StatusCode::kConflict);
+  }
+  MetricsRegistry metrics2;
+  Engine engine(OpenMigrated(url), clock, metrics2);
+  ASSERT_TRUE(engine.Start().ok());
+  auto names = engine.ExecuteSync<std::string>([](Txn& txn) -> Result<std::string> {
+    std::string out;
+    for (const auto& [id, u] : txn.state.accounts.users) out += std::to_string(id) + u.username + ";";
+    return out;
+  });
+  EXPECT_EQ(names.value(), "1alice;2bob;");
+  EXPECT_EQ(AddUser(engine, "carol").value(), 3);
+}
+
+TEST(EngineTest, GroupCommitsConcurrentCommandsAndAnswersEveryOne) {
+  ManualClock clock(1'000'000);
+  MetricsRegistry metrics;
+  Engine engine(OpenMigrated(TempDb()), clock, metrics);
+  ASSERT_TRUE(engine.Start().ok());
+  constexpr int kThreads = 8, kPerThread = 200;
+  std::atomic<int> ok{0};
+  std::vector<std::thread> threads;
+  for (int t = 0; t < kThreads; ++t) {
+    threads.emplace_back([&, t] {
+      for (int i = 0; i < kPerThread; ++i) {
+        if (AddUser(engine, "u" + std::to_string(t) + "_" + std::to_string(i)).ok()) ++ok;
+      }
+    });
+  }
+  for (auto& th : threads) th.join();
+  EXPECT_EQ(ok.load(), kThreads * kPerThread);
+  std::string rendered = metrics.Render();
+  EXPECT_NE(rendered.find("gpuhub_engine_commands_total{result=\"ok\"} 1600"), std::string::npos)
+      << rendered;
+}
+
+TEST(EngineTest, AFailedCommitFailsTheBatchAndRebuildsStateFromTheStore) {
+  ManualClock clock(1'000'000);
+  MetricsRegistry metrics;
+  auto flaky = std::make_unique<FlakyStore>(OpenMigrated(TempDb()));
+  FlakyStore* store = flaky.get();
+  Engine engine(std::move(flaky), clock, metrics);
+  ASSERT_TRUE(engine.Start().ok());
+  ASSERT_TRUE(AddUser(engine, "kept").ok());
+  store->fail = true;
+  auto lost = AddUser(engine, "lost");
+  EXPECT_EQ(lost.status().code(), StatusCode::kUnavailable);
+  store->fail = false;
+  // Memory forgot "lost" with the database: the name is free and ids continue from the store.
+  EXPECT_EQ(AddUser(engine, "lost").value(), 2);
+}
+
+TEST(EngineTest, AFailedCommandsWritesAreDropped) {
+  ManualClock clock(1'000'000);
+  MetricsRegistry metrics;
+  std::string url = TempDb();
+  {
+    Engine engine(OpenMigrated(url), clock, metrics);
+    ASSERT_TRUE(engine.Start().ok());
+    auto r = engine.ExecuteSync<int>([](Txn& txn) -> Result<int> {
+      txn.writes.Upsert("engine_meta", {{"name", std::string("ghost")}, {"value", std::int64_t{1}}});
+      return Status::InvalidArgument("changed my mind");
+    });
+    EXPECT_EQ(r.status().code(), StatusCode::kInvalidArgument);
+  }
+  auto store = OpenMigrated(url);
+  int rows = 0;
+  ASSERT_TRUE(store->Scan("engine_meta", {"name"}, "name", [&](const store::Row&) {
+                     ++rows;
+                     return Status::Ok();
+                   }).ok());
+  EXPECT_EQ(rows, 0);
+}
+
+TEST(EngineTest, StopCommitsEverythingAlreadyQueued) {
+  ManualClock clock(1'000'000);
+  MetricsRegistry metrics;
+  std::string url = TempDb();
+  std::atomic<int> acknowledged{0};
+  {
+    Engine engine(OpenMigrated(url), clock, metrics);
+    ASSERT_TRUE(engine.Start().ok());
+    for (int i = 0; i < 500; ++i) {
+      engine.Execute<int>(
+          [i](Txn& txn) -> Result<int> {
+            GPUHUB_RETURN_IF_ERROR(CreateUser(txn, "q" + std::to_string(i), "h", kRoleCustomer).status());
+            return i;
+          },
+          [&](Result<int> r) {
+            if (r.ok()) ++acknowledged;
+          });
+    }
+    engine.Stop();
+    // After Stop nothing is accepted.
+    EXPECT_EQ(AddUser(engine, "late").status().code(), StatusCode::kUnavailable);
+  }
+  EXPECT_EQ(acknowledged.load(), 500);
+  MetricsRegistry metrics2;
+  Engine engine(OpenMigrated(url), clock, metrics2);
+  ASSERT_TRUE(engine.Start().ok());
+  auto count = engine.ExecuteSync<std::size_t>(
+      [](Txn& txn) -> Result<std::size_t> { return txn.state.accounts.users.size(); });
+  EXPECT_EQ(count.value(), 500u);
+}
+
+TEST(EngineTest, TickHooksRunWithTheCommandsTime) {
+  ManualClock clock(5'000'000);
+  MetricsRegistry metrics;
+  EngineOptions options;
+  options.run_periodic_ticks = false;
+  Engine engine(OpenMigrated(TempDb()), clock, metrics, options);
+  std::atomic<TimestampMicros> seen{0};
+  engine.AddTickHook([&](Txn& txn) {
+    seen = txn.now;
+    return Status::Ok();
+  });
+  ASSERT_TRUE(engine.Start().ok());
+  clock.Advance(3'000'000);
+  ASSERT_TRUE(engine.ExecuteSync<int>([&](Txn& txn) -> Result<int> {
+                      GPUHUB_RETURN_IF_ERROR(engine.RunTickHooks(txn));
+                      return 0;
+                    }).ok());
+  EXPECT_EQ(seen.load(), 8'000'000);
+}
+
+TEST(MetricsTest, RendersPrometheusText) {
+  MetricsRegistry m;
+  m.Counter("req_total", "Requests", {{"route", "/v1/x"}, {"status", "200"}}).Add(3);
+  auto& h = m.Histogram("lat_seconds", "Latency", {0.1, 1});
+  h.Observe(0.05);
+  h.Observe(0.5);
+  h.Observe(5);
+  std::string text = m.Render();
+  EXPECT_NE(text.find("# TYPE req_total counter\nreq_total{route=\"/v1/x\",status=\"200\"} 3\n"),
+            std::string::npos)
+      << text;
+  EXPECT_NE(text.find("lat_seconds_bucket{le=\"0.1\"} 1\n"), std::string::npos)
+      << text;
+  EXPECT_NE(text.find("lat_seconds_bucket{le=\"+Inf\"} 3\n"), std::string::npos);
+  EXPECT_NE(text.find("lat_seconds_count 3\n"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace gpuhub::engine

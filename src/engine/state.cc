@@ -1,0 +1,26 @@
+#include "engine/state.h"
+
+#include "engine/wallets.h"
+
+namespace gpuhub::engine {
+
+State::State() : wallets(std::make_unique<WalletsState>()) {}
+State::~State() = default;
+
+Result<std::unique_ptr<State>> LoadState(store::Store& store) {
+  auto state = std::make_unique<State>();
+  GPUHUB_RETURN_IF_ERROR(store.Scan("engine_meta", {"name", "value"}, "name",
+                                    [&](const store::Row& row) -> Status {
+                                      GPUHUB_ASSIGN_OR_RETURN(std::string name, row.Text(0));
+                                      GPUHUB_ASSIGN_OR_RETURN(state->meta[name], row.Int(1));
+                                      return Status::Ok();
+                                    })
+                             .WithContext("loading engine_meta"));
+  GPUHUB_RETURN_IF_ERROR(LoadAccounts(store, state->accounts).WithContext("loading accounts"));
+  GPUHUB_RETURN_IF_ERROR(
+      LoadIdempotency(store, state->idempotency).WithContext("loading idempotency keys"));
+  GPUHUB_RETURN_IF_ERROR(LoadWallets(store, *state->wallets).WithContext("loading wallets"));
+  return state;
+}
+
+}  // namespace gpuhub::engine

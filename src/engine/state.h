@@ -1,0 +1,87 @@
+// The engine's in-memory state: everything the platform knows, rebuilt from the store at start-up
+// (LoadState) and changed only by commands on the writer thread.
+//
+// Each domain keeps its own part (accounts, idempotency, wallets, later market and rentals) and
+// its own loader; LoadState calls them in order.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <set>
+#include <string>
+#include <unordered_map>
+#include <utility>
+
+#include "core/clock.h"
+#include "core/status.h"
+#include "store/store.h"
+
+namespace gpuhub::engine {
+
+// Roles are a bit set: one account may be customer and provider.
+enum Role : std::uint32_t {
+  kRoleCustomer = 1u << 0,
+  kRoleProvider = 1u << 1,
+  kRoleAdmin = 1u << 2,
+};
+
+struct User {
+  std::int64_t id = 0;
+  std::string username;       // canonical (lower case)
+  std::string password_hash;  // Argon2id, crypto_pwhash_str format
+  std::uint32_t roles = 0;
+  TimestampMicros created_at = 0;
+
+  bool Has(Role role) const { return (roles & role) != 0; }
+};
+
+struct Session {
+  std::string token_hash;  // hex SHA-256 of the bearer token: the token itself is never stored
+  std::int64_t user_id = 0;
+  TimestampMicros created_at = 0;
+  TimestampMicros expires_at = 0;
+};
+
+struct AccountsState {
+  std::map<std::int64_t, User> users;
+  std::unordered_map<std::string, std::int64_t> user_by_name;
+  std::unordered_map<std::string, Session> sessions;  // by token hash
+  // Sessions of a user by creation time (to drop the oldest beyond kMaxSessionsPerUser).
+  std::map<std::int64_t, std::set<std::pair<TimestampMicros, std::string>>> sessions_by_user;
+  std::int64_t next_user_id = 1;
+};
+
+struct IdempotencyRecord {
+  std::string fingerprint;  // hash of method, path and body
+  int status_code = 0;
+  std::string response_body;
+  TimestampMicros created_at = 0;
+};
+
+struct IdempotencyState {
+  std::map<std::pair<std::string, std::string>, IdempotencyRecord> records;  // (scope, key)
+  std::multimap<TimestampMicros, std::pair<std::string, std::string>> by_age;
+};
+
+struct WalletsState;  // engine/wallets.h (the ledger, invoices, FX rates)
+
+struct State {
+  State();
+  ~State();
+  AccountsState accounts;
+  IdempotencyState idempotency;
+  std::unique_ptr<WalletsState> wallets;
+  // Engine-wide values that must survive a restart (the manual clock's time).
+  std::map<std::string, std::int64_t> meta;
+};
+
+// Reads every table into a fresh State.
+Result<std::unique_ptr<State>> LoadState(store::Store& store);
+
+// Per-domain loaders (called by LoadState).
+Status LoadAccounts(store::Store& store, AccountsState& state);
+Status LoadIdempotency(store::Store& store, IdempotencyState& state);
+Status LoadWallets(store::Store& store, WalletsState& state);
+
+}  // namespace gpuhub::engine
