@@ -50,6 +50,28 @@ Result<ModelShape> PresetModel(std::string_view name) {
                           "' (presets: 7b, 13b, 34b, 70b, 405b)");
 }
 
+void ComputeParamCounts(ModelShape& s) {
+  if (s.nominal) return;
+  double total = s.embedding_params + s.lm_head_params + s.norm_params + s.other_params +
+                 s.vision_params;
+  double inactive = 0;
+  for (const auto& l : s.linears) {
+    double p = l.weight_params() + l.bias_params();
+    total += p;
+    if (l.kind == LinearKind::kExpert && s.experts > 0) {
+      inactive += p * (1.0 - static_cast<double>(s.experts_per_token) / s.experts);
+    }
+  }
+  s.total_params = total;
+  s.active_params = total - inactive;
+}
+
+double LinearWeightParams(const ModelShape& s) {
+  double sum = 0;
+  for (const auto& l : s.linears) sum += l.weight_params();
+  return sum;
+}
+
 Status ValidateShape(const ModelShape& s) {
   auto bad = [&](const std::string& why) {
     return Status::InvalidArgument("model '" + s.id + "': " + why);
