@@ -699,6 +699,13 @@ std::string FormatUsd(std::int64_t micros) {
   return (negative ? "-" : "") + grouped + "." + frac;
 }
 
+std::string FormatPercent(std::int64_t ppm) {
+  std::string text = FormatMicros(ppm * 100, 4);
+  while (!text.empty() && text.back() == '0') text.pop_back();
+  if (!text.empty() && text.back() == '.') text.pop_back();
+  return text + "%";
+}
+
 double MicrosToUsd(std::int64_t micros) {
   return static_cast<double>(micros) / static_cast<double>(kMicrosPerUnit);
 }

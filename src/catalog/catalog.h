@@ -136,6 +136,8 @@ double BreakEvenHours(std::int64_t monthly_micros, std::int64_t hourly_rate_micr
 
 // "1,490.00": thousands separators, exactly two decimals, rounded half-even to the cent.
 std::string FormatUsd(std::int64_t micros);
+// Parts per million as a percent for people: 50'000 -> "5%", 75'000 -> "7.5%".
+std::string FormatPercent(std::int64_t ppm);
 // A micro-USD amount as a JSON-friendly double (3643.2). Display only.
 double MicrosToUsd(std::int64_t micros);
 

@@ -1,0 +1,238 @@
+// `gpuhub size`, `gpuhub fit`, `gpuhub guide`, `gpuhub catalog`: thin wrappers that turn flags into a
+// fit::RequestFields and print the reports of src/fit (the same code that answers the HTTP API).
+#include <CLI/CLI.hpp>
+#include <iostream>
+#include <memory>
+#include <optional>
+#include <string>
+
+#include "catalog/catalog.h"
+#include "cli/command_registry.h"
+#include "core/strings.h"
+#include "fit/fit.h"
+#include "fit/guide.h"
+#include "fit/report_json.h"
+#include "fit/report_text.h"
+#include "fit/request.h"
+#include "sizing/estimate.h"
+
+namespace gpuhub::cli {
+namespace {
+
+// Reports a failed Status the way scripts expect: bad input (invalid_argument, not_found) exits 2
+// with one line on stderr; anything else exits 1.
+void FailWith(const Status& status) {
+  if (status.code() == StatusCode::kInvalidArgument || status.code() == StatusCode::kNotFound) {
+    FailBadInput(status.message());
+  } else {
+    Fail(status.message());
+  }
+}
+
+// Flags are read as text and parsed by core's strict parsers, so "--context 8k" or "--batch 1e12"
+// get a message naming the flag instead of CLI11's generic one.
+struct Flags {
+  std::string model, workload, precision, kv_precision, profile;
+  std::string context, batch, seq, rank, gpus, zero;
+  bool offload_optimizer = false, explain = false, json = false;
+  // fit
+  bool cuda_only = false, in_stock = false, why_not = false;
+  std::string region, max_monthly_usd, top, gpu;
+  std::string catalog_path;
+
+  std::map<std::string, CLI::Option*> options;
+  bool Given(const std::string& name) const {
+    auto it = options.find(name);
+    return it != options.end() && it->second->count() > 0;
+  }
+};
+
+void AddWorkloadFlags(CLI::App* cmd, Flags& f, bool for_size) {
+  auto text = [&](const std::string& name, std::string& target, const std::string& help) {
+    f.options[name] = cmd->add_option(name, target, help);
+  };
+  text("--model", f.model,
+       "a preset (7b, 13b, 34b, 70b, 405b), a path to a config.json or checkpoint, or a bundled "
+       "model id");
+  text("--workload", f.workload, "infer, full, lora or qlora");
+  text("--precision", f.precision,
+       "weights: fp32, bf16 (default), fp16, fp8, int8, int4 (QLoRA: nf4)");
+  text("--kv-precision", f.kv_precision, "KV cache: fp16 (default) or fp8 (inference)");
+  text("--profile", f.profile, "guide (default for presets) or detailed");
+  text("--context", f.context, "tokens in the KV cache per sequence (inference; default 8192)");
+  text("--batch", f.batch, "sequences (inference) or micro-batch (training); default 1");
+  text("--seq", f.seq, "training sequence length in tokens (default 2048)");
+  text("--rank", f.rank, "LoRA/QLoRA adapter rank (default 16)");
+  if (for_size) {
+    text("--gpus", f.gpus, "GPUs the job is spread over (default 1)");
+    text("--zero", f.zero, "ZeRO stage for full fine-tuning across GPUs: 0, 1, 2 or 3");
+  }
+  cmd->add_flag("--offload-optimizer", f.offload_optimizer,
+                "full fine-tuning: keep the optimizer state in host memory");
+  cmd->add_flag("--explain", f.explain, "show the formula behind every figure");
+  cmd->add_flag("--json", f.json, "print JSON instead of tables");
+}
+
+Result<std::optional<std::int64_t>> IntFlag(const Flags& f, const std::string& name,
+                                            const std::string& value) {
+  if (!f.Given(name)) return std::optional<std::int64_t>();
+  GPUHUB_ASSIGN_OR_RETURN(std::int64_t n, ParseInt64(value, name));
+  return std::optional<std::int64_t>(n);
+}
+
+Result<fit::RequestFields> ToFields(const Flags& f) {
+  fit::RequestFields r;
+  auto text = [&](const std::string& name, const std::string& value) {
+    return f.Given(name) ? std::optional<std::string>(value) : std::nullopt;
+  };
+  r.model = text("--model", f.model);
+  r.workload = text("--workload", f.workload);
+  r.precision = text("--precision", f.precision);
+  r.kv_precision = text("--kv-precision", f.kv_precision);
+  r.profile = text("--profile", f.profile);
+  GPUHUB_ASSIGN_OR_RETURN(r.context, IntFlag(f, "--context", f.context));
+  GPUHUB_ASSIGN_OR_RETURN(r.batch, IntFlag(f, "--batch", f.batch));
+  GPUHUB_ASSIGN_OR_RETURN(r.seq, IntFlag(f, "--seq", f.seq));
+  GPUHUB_ASSIGN_OR_RETURN(r.rank, IntFlag(f, "--rank", f.rank));
+  GPUHUB_ASSIGN_OR_RETURN(r.gpus, IntFlag(f, "--gpus", f.gpus));
+  GPUHUB_ASSIGN_OR_RETURN(r.zero, IntFlag(f, "--zero", f.zero));
+  GPUHUB_ASSIGN_OR_RETURN(r.top, IntFlag(f, "--top", f.top));
+  r.offload_optimizer = f.offload_optimizer;
+  r.explain = f.explain;
+  r.cuda_only = f.cuda_only;
+  r.in_stock = f.in_stock;
+  r.why_not = f.why_not;
+  r.region = text("--region", f.region);
+  r.max_monthly_usd = text("--max-monthly-usd", f.max_monthly_usd);
+  r.gpu = text("--gpu", f.gpu);
+  return r;
+}
+
+fit::RequestContext CliContext() { return fit::RequestContext{DataDir(), /*allow_paths=*/true}; }
+
+// The catalog of --catalog, or the bundled one. A broken bundled catalog is an installation
+// problem (exit 1); a broken file the user named is bad input (exit 2).
+std::optional<catalog::Catalog> LoadCatalogOrFail(const Flags& f) {
+  bool named = f.Given("--catalog");
+  std::string path = named ? f.catalog_path : DataDir() + "/catalog.toml";
+  auto c = catalog::LoadCatalog(path);
+  if (!c.ok()) {
+    if (named) {
+      FailBadInput(c.status().message());
+    } else {
+      Fail(c.status().message());
+    }
+    return std::nullopt;
+  }
+  return std::move(*c);
+}
+
+void AddCatalogFlag(CLI::App* cmd, Flags& f) {
+  f.options["--catalog"] =
+      cmd->add_option("--catalog", f.catalog_path, "catalog file (default: <data dir>/catalog.toml)");
+}
+
+void RunSize(const Flags& f) {
+  auto fields = ToFields(f);
+  if (!fields.ok()) return FailWith(fields.status());
+  auto request = fit::ResolveSizeRequest(*fields, CliContext());
+  if (!request.ok()) return FailWith(request.status());
+  auto estimate = sizing::EstimateMemory(request->model, request->workload);
+  if (!estimate.ok()) return FailWith(estimate.status());
+  if (f.json) {
+    std::cout << fit::SizeReportJson(*request, *estimate) << "\n";
+  } else {
+    std::cout << fit::SizeReportText(*request, *estimate);
+  }
+  SetExitCode(kExitOk);
+}
+
+void RunFit(const Flags& f) {
+  auto fields = ToFields(f);
+  if (!fields.ok()) return FailWith(fields.status());
+  auto fleet = LoadCatalogOrFail(f);
+  if (!fleet) return;
+  auto request = fit::ResolveFitRequest(*fields, CliContext(), *fleet);
+  if (!request.ok()) return FailWith(request.status());
+  auto result = fit::Fit(*fleet, request->model, request->workload, request->filters);
+  if (!result.ok()) return FailWith(result.status());
+  if (f.json) {
+    std::cout << fit::FitReportJson(*request, *result) << "\n";
+  } else {
+    std::cout << fit::FitReportText(*request, *result);
+  }
+  SetExitCode(kExitOk);
+}
+
+void RunGuide(const Flags& f) {
+  auto fleet = LoadCatalogOrFail(f);
+  if (!fleet) return;
+  auto guide = fit::BuildGuide(*fleet);
+  if (!guide.ok()) return Fail(guide.status().message());
+  if (f.json) {
+    std::cout << fit::GuideJson(*guide) << "\n";
+  } else {
+    std::cout << fit::GuideText(*guide);
+  }
+  SetExitCode(kExitOk);
+}
+
+void RunCatalog(const Flags& f) {
+  auto fleet = LoadCatalogOrFail(f);
+  if (!fleet) return;
+  if (f.json) {
+    std::cout << fit::CatalogJson(*fleet) << "\n";
+  } else {
+    std::cout << fit::CatalogText(*fleet);
+  }
+  SetExitCode(kExitOk);
+}
+
+void AddSizingCommands(CLI::App& app) {
+  // Flags live as long as the app: the callbacks run after parsing.
+  static Flags size_flags, fit_flags, guide_flags, catalog_flags;
+
+  CLI::App* size = app.add_subcommand(
+      "size", "GPU memory a model needs for inference or training, component by component");
+  AddWorkloadFlags(size, size_flags, /*for_size=*/true);
+  size->callback([] { RunSize(size_flags); });
+
+  CLI::App* fit_cmd = app.add_subcommand(
+      "fit", "the cheapest GPU configuration of the fleet that holds the job, and the runners-up");
+  AddWorkloadFlags(fit_cmd, fit_flags, /*for_size=*/false);
+  // --gpus/--zero are refused with a message that says why (fit picks the count).
+  fit_flags.options["--gpus"] =
+      fit_cmd->add_option("--gpus", fit_flags.gpus, "not for fit: it picks the count itself");
+  fit_flags.options["--zero"] =
+      fit_cmd->add_option("--zero", fit_flags.zero, "not for fit: it shards with ZeRO-3 itself");
+  fit_cmd->add_flag("--cuda-only", fit_flags.cuda_only, "CUDA cards only (no ROCm)");
+  fit_flags.options["--region"] =
+      fit_cmd->add_option("--region", fit_flags.region, "region code: DFW-1, IAD-1 or PDX-1");
+  fit_cmd->add_flag("--in-stock", fit_flags.in_stock, "only configurations free now");
+  fit_flags.options["--max-monthly-usd"] = fit_cmd->add_option(
+      "--max-monthly-usd", fit_flags.max_monthly_usd, "budget per month for the whole set, USD");
+  fit_flags.options["--top"] =
+      fit_cmd->add_option("--top", fit_flags.top, "configurations listed (default 5)");
+  fit_cmd->add_flag("--why-not", fit_flags.why_not, "list every excluded candidate and why");
+  fit_flags.options["--gpu"] =
+      fit_cmd->add_option("--gpu", fit_flags.gpu, "only this card of the term fleet (\"H100 SXM\")");
+  AddCatalogFlag(fit_cmd, fit_flags);
+  fit_cmd->callback([] { RunFit(fit_flags); });
+
+  CLI::App* guide = app.add_subcommand(
+      "guide", "the published sizing guide, regenerated from the engine and the catalog");
+  guide->add_flag("--json", guide_flags.json, "print JSON instead of tables");
+  AddCatalogFlag(guide, guide_flags);
+  guide->callback([] { RunGuide(guide_flags); });
+
+  CLI::App* catalog_cmd =
+      app.add_subcommand("catalog", "the fleet: term rentals and spot-exchange cards, with prices");
+  catalog_cmd->add_flag("--json", catalog_flags.json, "print JSON instead of tables");
+  AddCatalogFlag(catalog_cmd, catalog_flags);
+  catalog_cmd->callback([] { RunCatalog(catalog_flags); });
+}
+
+const bool kRegistered = RegisterCommands(&AddSizingCommands);
+
+}  // namespace
+}  // namespace gpuhub::cli

@@ -1,0 +1,408 @@
+#include "fit/fit.h"
+
+#include <algorithm>
+#include <map>
+
+#include "core/money.h"
+#include "core/strings.h"
+
+namespace gpuhub::fit {
+
+using catalog::Catalog;
+using catalog::TermGpu;
+using sizing::Method;
+using sizing::Precision;
+
+std::string_view ExclusionName(Exclusion exclusion) {
+  switch (exclusion) {
+    case Exclusion::kGpuFilter: return "gpu_filter";
+    case Exclusion::kCountNotRented: return "count_not_rented";
+    case Exclusion::kNotCuda: return "not_cuda";
+    case Exclusion::kRegion: return "region";
+    case Exclusion::kNeedsFp8: return "needs_fp8";
+    case Exclusion::kSingleCardFits: return "single_card_fits";
+    case Exclusion::kShardedTraining: return "sharded_training";
+    case Exclusion::kDoesNotFit: return "does_not_fit";
+    case Exclusion::kSmallerSetFits: return "smaller_set_fits";
+    case Exclusion::kOutOfStock: return "out_of_stock";
+    case Exclusion::kOverBudget: return "over_budget";
+  }
+  return "?";
+}
+
+std::string ConfigurationName(const std::string& gpu, int count) {
+  return count == 1 ? gpu : std::to_string(count) + "x " + gpu;
+}
+
+bool NeedsFp8(const sizing::Workload& w) {
+  bool fp8_weights = w.method != Method::kQlora && w.method != Method::kFullFineTune &&
+                     w.precision == Precision::kFp8;
+  bool fp8_kv = w.method == Method::kInference && w.kv_precision == Precision::kFp8;
+  return fp8_weights || fp8_kv;
+}
+
+namespace {
+
+constexpr double kTightSingleBytes = 5e9;  // spec §6
+constexpr double kTightSetBytes = 2e9;     // per card
+
+std::string Gb(double bytes) { return FormatFixed(bytes / sizing::kBytesPerGb, 2) + " GB"; }
+
+std::string VramText(const TermGpu& g) { return FormatFixed(g.vram_gb, 0) + " GB"; }
+
+std::string Fp8Reason(const sizing::Workload& w) {
+  if (w.method == Method::kInference && w.kv_precision == Precision::kFp8 &&
+      w.precision != Precision::kFp8) {
+    return "an FP8 KV cache";
+  }
+  return "FP8 weights";
+}
+
+std::string ShardedReason(const TermGpu& g, int count) {
+  using catalog::ShardedTraining;
+  std::string name = ConfigurationName(g.name, count);
+  switch (g.sharded_training) {
+    case ShardedTraining::kEightWayOnly:
+      return "full fine-tuning across " + g.name + " cards shards 8-way only (" + g.link + ")";
+    case ShardedTraining::kPairs:
+      return "full fine-tuning shards across pairs of " + g.name + " only (" + g.link + ")";
+    case ShardedTraining::kDataParallelOnly:
+      return "full fine-tuning cannot shard across " + g.name + " cards (" + g.link +
+             ": data parallel only)";
+    case ShardedTraining::kSingleCard:
+      return "full fine-tuning cannot shard across " + g.name + " cards (" + g.link +
+             ": single card only)";
+    case ShardedTraining::kUpTo8:
+      return "full fine-tuning shards across at most 8 " + g.name + " cards";
+  }
+  return name + " cannot shard training";
+}
+
+struct Evaluation {
+  std::optional<Exclusion> exclusion;
+  std::string reason;
+};
+
+class Fitter {
+ public:
+  Fitter(const Catalog& catalog, const sizing::ModelShape& model, const sizing::Workload& workload,
+         const Filters& filters)
+      : catalog_(catalog), model_(model), workload_(workload), filters_(filters) {}
+
+  Result<FitResult> Run() {
+    FitResult result;
+    GPUHUB_ASSIGN_OR_RETURN(const sizing::MemoryEstimate* single, EstimateFor(1));
+    result.required = *single;
+    result.needs_fp8 = NeedsFp8(workload_);
+    required_bytes_ = result.required.per_gpu_bytes;
+
+    // Single cards first; sets only when none of them is left standing.
+    for (const TermGpu& g : catalog_.term) {
+      GPUHUB_RETURN_IF_ERROR(Consider(g, 1, result));
+    }
+    result.considered_sets = result.ranked.empty();
+    for (const TermGpu& g : catalog_.term) {
+      bool smaller_set_fits = false;
+      int fitting_count = 0;
+      for (int count : SetCounts(g)) {
+        if (!result.considered_sets) {
+          Exclude(result, g, count, Exclusion::kSingleCardFits,
+                  "a single card holds this job; sets are considered only when none does");
+          continue;
+        }
+        if (smaller_set_fits) {
+          Exclude(result, g, count, Exclusion::kSmallerSetFits,
+                  ConfigurationName(g.name, fitting_count) +
+                      " already holds the job; a larger set only costs more");
+          continue;
+        }
+        GPUHUB_RETURN_IF_ERROR(Consider(g, count, result, &smaller_set_fits));
+        if (smaller_set_fits && fitting_count == 0) fitting_count = count;
+      }
+    }
+    std::stable_sort(result.ranked.begin(), result.ranked.end(),
+                     [](const Candidate& a, const Candidate& b) {
+                       if (a.monthly_micros != b.monthly_micros) {
+                         return a.monthly_micros < b.monthly_micros;
+                       }
+                       if (a.count != b.count) return a.count < b.count;
+                       if (a.headroom_bytes_per_card != b.headroom_bytes_per_card) {
+                         return a.headroom_bytes_per_card > b.headroom_bytes_per_card;
+                       }
+                       return a.gpu->name < b.gpu->name;
+                     });
+    if (result.ranked.empty()) result.reason = NothingFitsReason(result);
+    return result;
+  }
+
+ private:
+  // Counts above one that the fleet rents: every count of a card except 1, plus the counts it is
+  // not rented in (so --why-not can say "B200 is rented from 2").
+  std::vector<int> SetCounts(const TermGpu& g) const {
+    std::vector<int> counts;
+    for (const auto& d : catalog_.discounts) counts.push_back(d.count);
+    for (int n : g.counts) {
+      if (n > 1 && std::find(counts.begin(), counts.end(), n) == counts.end()) counts.push_back(n);
+    }
+    std::sort(counts.begin(), counts.end());
+    return counts;
+  }
+
+  Result<const sizing::MemoryEstimate*> EstimateFor(int count) {
+    auto it = estimates_.find(count);
+    if (it == estimates_.end()) {
+      sizing::Workload w = workload_;
+      w.gpus = count;
+      if (w.method == Method::kFullFineTune && count > 1) w.zero_stage = 3;
+      GPUHUB_ASSIGN_OR_RETURN(sizing::MemoryEstimate e, sizing::EstimateMemory(model_, w));
+      it = estimates_.emplace(count, std::move(e)).first;
+    }
+    return &it->second;
+  }
+
+  void Exclude(FitResult& result, const TermGpu& g, int count, Exclusion kind, std::string reason) {
+    result.excluded.push_back({g.name, count, kind, std::move(reason)});
+  }
+
+  // Applies the rules to one candidate; ranks it or records why not. `fits_memory` (optional) is
+  // set when the set holds the job, whatever stock and budget say.
+  Status Consider(const TermGpu& g, int count, FitResult& result, bool* fits_memory = nullptr) {
+    if (filters_.gpu && catalog_.FindTerm(*filters_.gpu) != &g) {
+      Exclude(result, g, count, Exclusion::kGpuFilter, "not the card asked for (--gpu)");
+      return Status::Ok();
+    }
+    if (!g.AllowsCount(count)) {
+      std::string counts;
+      for (int n : g.counts) counts += (counts.empty() ? "" : ", ") + std::to_string(n);
+      Exclude(result, g, count, Exclusion::kCountNotRented,
+              g.name + " is rented in sets of " + counts + " only");
+      return Status::Ok();
+    }
+    if (filters_.cuda_only && g.stack != catalog::Stack::kCuda) {
+      Exclude(result, g, count, Exclusion::kNotCuda,
+              g.name + " runs " + std::string(catalog::StackName(g.stack)) + ", not CUDA");
+      return Status::Ok();
+    }
+    if (filters_.region && !g.InRegion(*filters_.region)) {
+      std::string regions;
+      for (const auto& r : g.regions) regions += (regions.empty() ? "" : ", ") + r;
+      Exclude(result, g, count, Exclusion::kRegion,
+              g.name + " is offered in " + regions + " only, not " + *filters_.region);
+      return Status::Ok();
+    }
+    if (result.needs_fp8 && !g.fp8) {
+      Exclude(result, g, count, Exclusion::kNeedsFp8,
+              Fp8Reason(workload_) + " need an FP8 card; " + g.name + " has no FP8");
+      return Status::Ok();
+    }
+    if (count > 1 && workload_.method == Method::kFullFineTune &&
+        !catalog::AllowsShardedTraining(g.sharded_training, count)) {
+      Exclude(result, g, count, Exclusion::kShardedTraining, ShardedReason(g, count));
+      return Status::Ok();
+    }
+    GPUHUB_ASSIGN_OR_RETURN(const sizing::MemoryEstimate* e, EstimateFor(count));
+    double vram_bytes = g.vram_gb * sizing::kBytesPerGb;
+    if (e->per_gpu_bytes > vram_bytes) {
+      std::string share = count == 1 ? "needs " + Gb(e->per_gpu_bytes)
+                                     : "needs " + Gb(e->per_gpu_bytes) + " per card";
+      Exclude(result, g, count, Exclusion::kDoesNotFit,
+              share + ", " + g.name + " has " + VramText(g));
+      return Status::Ok();
+    }
+    if (fits_memory != nullptr) *fits_memory = true;
+    if (filters_.in_stock && g.free_now < count) {
+      Exclude(result, g, count, Exclusion::kOutOfStock,
+              std::to_string(g.free_now) + " " + g.name + " free now, the set needs " +
+                  std::to_string(count));
+      return Status::Ok();
+    }
+    Candidate c;
+    c.gpu = &g;
+    c.count = count;
+    c.per_card_bytes = e->per_gpu_bytes;
+    c.headroom_bytes_per_card = vram_bytes - e->per_gpu_bytes;
+    c.tight = c.headroom_bytes_per_card < (count == 1 ? kTightSingleBytes : kTightSetBytes);
+    c.discount_ppm = catalog_.DiscountPpm(count);
+    GPUHUB_ASSIGN_OR_RETURN(c.monthly_micros,
+                            catalog::SetPriceMicros(catalog_, g, count, catalog::Term::kMonthly));
+    GPUHUB_ASSIGN_OR_RETURN(c.weekly_micros,
+                            catalog::SetPriceMicros(catalog_, g, count, catalog::Term::kWeekly));
+    GPUHUB_ASSIGN_OR_RETURN(c.hourly_micros,
+                            catalog::SetPriceMicros(catalog_, g, count, catalog::Term::kHourly));
+    if (filters_.max_monthly_micros && c.monthly_micros > *filters_.max_monthly_micros) {
+      Exclude(result, g, count, Exclusion::kOverBudget,
+              "$" + catalog::FormatUsd(c.monthly_micros) + "/month is over the $" +
+                  catalog::FormatUsd(*filters_.max_monthly_micros) + " budget");
+      return Status::Ok();
+    }
+    c.in_stock = g.free_now >= count;
+    c.decode_ceiling_tokens_per_s = sizing::DecodeCeilingTokensPerSecond(g.bandwidth_gb_per_s, *e);
+    c.estimate = *e;
+    result.ranked.push_back(std::move(c));
+    return Status::Ok();
+  }
+
+  std::string TryInstead() const {
+    switch (workload_.method) {
+      case Method::kInference:
+        return "try a smaller weight precision (fp8, int4), an fp8 KV cache, a shorter context or "
+               "a smaller batch";
+      case Method::kFullFineTune:
+        return "try --workload lora or qlora, or --offload-optimizer";
+      case Method::kLora: return "try --workload qlora";
+      case Method::kQlora: return "try a smaller model";
+    }
+    return "";
+  }
+
+  std::string NothingFitsReason(const FitResult& result) const {
+    const Excluded* cheapest_over_budget = nullptr;
+    std::int64_t cheapest_price = 0;
+    const Excluded* out_of_stock = nullptr;
+    const Excluded* closest = nullptr;  // does not fit, smallest share of memory missing
+    double closest_ratio = 0;
+    bool sharding = false;
+    for (const auto& x : result.excluded) {
+      const TermGpu* g = catalog_.FindTerm(x.gpu);
+      if (x.kind == Exclusion::kOverBudget) {
+        auto price = catalog::SetPriceMicros(catalog_, *g, x.count, catalog::Term::kMonthly);
+        if (price.ok() && (cheapest_over_budget == nullptr || *price < cheapest_price)) {
+          cheapest_over_budget = &x;
+          cheapest_price = *price;
+        }
+      } else if (x.kind == Exclusion::kOutOfStock && out_of_stock == nullptr) {
+        out_of_stock = &x;
+      } else if (x.kind == Exclusion::kDoesNotFit) {
+        auto it = estimates_.find(x.count);
+        if (it == estimates_.end()) continue;
+        double ratio = it->second.per_gpu_bytes / (g->vram_gb * sizing::kBytesPerGb);
+        if (closest == nullptr || ratio < closest_ratio) {
+          closest = &x;
+          closest_ratio = ratio;
+        }
+      } else if (x.kind == Exclusion::kShardedTraining) {
+        sharding = true;
+      }
+    }
+    if (cheapest_over_budget != nullptr) {
+      return "the cheapest configuration that holds it, " +
+             ConfigurationName(cheapest_over_budget->gpu, cheapest_over_budget->count) + " at $" +
+             catalog::FormatUsd(cheapest_price) + "/month, is over the $" +
+             catalog::FormatUsd(*filters_.max_monthly_micros) + " budget";
+    }
+    if (out_of_stock != nullptr) {
+      return "every configuration that holds it is out of stock (" +
+             ConfigurationName(out_of_stock->gpu, out_of_stock->count) + ": " +
+             out_of_stock->reason + "); drop --in-stock to rent it when cards free up";
+    }
+    if (closest != nullptr) {
+      std::string text = "no configuration holds this job (" + Gb(required_bytes_) +
+                         " on one card); the closest, " +
+                         ConfigurationName(closest->gpu, closest->count) + ", " + closest->reason;
+      if (sharding) text += "; full fine-tuning can only shard over NVLink/NVSwitch/Infinity Fabric";
+      return text + "; " + TryInstead();
+    }
+    if (sharding) {
+      return "no card that passes the filters can hold this job alone (" + Gb(required_bytes_) +
+             ") or shard full fine-tuning across a set; " + TryInstead();
+    }
+    if (!result.excluded.empty()) {
+      // Everything was filtered out before memory was even checked: say by what.
+      for (Exclusion kind : {Exclusion::kNeedsFp8, Exclusion::kRegion, Exclusion::kNotCuda,
+                             Exclusion::kCountNotRented}) {
+        for (const auto& x : result.excluded) {
+          if (x.kind == kind) return "no card passes the filters: " + x.reason;
+        }
+      }
+    }
+    return "no card passes the filters";
+  }
+
+  const Catalog& catalog_;
+  const sizing::ModelShape& model_;
+  const sizing::Workload& workload_;
+  const Filters& filters_;
+  double required_bytes_ = 0;
+  std::map<int, sizing::MemoryEstimate> estimates_;
+};
+
+}  // namespace
+
+Status ValidateFitInput(const Catalog& catalog, const sizing::Workload& workload,
+                        const Filters& filters) {
+  GPUHUB_RETURN_IF_ERROR(sizing::ValidateWorkload(workload));
+  if (workload.gpus != 1) {
+    return Status::InvalidArgument(
+        "fit picks the number of GPUs itself; drop --gpus (use --gpu NAME to pick a card, or "
+        "gpuhub size --gpus N to size a fixed set)");
+  }
+  if (workload.zero_stage != 0) {
+    return Status::InvalidArgument(
+        "fit shards full fine-tuning across cards with ZeRO-3 itself; drop --zero");
+  }
+  if (filters.region && catalog.FindRegion(*filters.region) == nullptr) {
+    return Status::InvalidArgument("unknown region '" + filters.region->substr(0, 40) +
+                                   "' (regions: " + catalog.RegionCodes() + ")");
+  }
+  if (filters.max_monthly_micros && *filters.max_monthly_micros <= 0) {
+    return Status::InvalidArgument("--max-monthly-usd must be a positive amount like 1500 or 1500.50");
+  }
+  if (filters.gpu) {
+    const TermGpu* g = catalog.FindTerm(*filters.gpu);
+    if (g == nullptr) {
+      return Status::InvalidArgument("unknown GPU '" + filters.gpu->substr(0, 40) +
+                                     "' (term fleet: " + catalog.TermNames() + ")");
+    }
+    if (NeedsFp8(workload) && !g->fp8) {
+      std::string fp8_cards;
+      for (const auto& other : catalog.term) {
+        if (other.fp8) fp8_cards += (fp8_cards.empty() ? "" : ", ") + other.name;
+      }
+      return Status::InvalidArgument(g->name + " has no FP8 support: " + Fp8Reason(workload) +
+                                     " need one of " + fp8_cards +
+                                     " (or use --precision bf16 or int4 and --kv-precision fp16)");
+    }
+    if (filters.cuda_only && g->stack != catalog::Stack::kCuda) {
+      return Status::InvalidArgument(g->name + " runs " + std::string(catalog::StackName(g->stack)) +
+                                     ", not CUDA: drop --cuda-only or pick a CUDA card");
+    }
+  }
+  return Status::Ok();
+}
+
+Result<FitResult> Fit(const Catalog& catalog, const sizing::ModelShape& model,
+                      const sizing::Workload& workload, const Filters& filters) {
+  GPUHUB_RETURN_IF_ERROR(ValidateFitInput(catalog, workload, filters));
+  return Fitter(catalog, model, workload, filters).Run();
+}
+
+std::vector<std::string> ExplainCandidate(const Candidate& c) {
+  std::vector<std::string> lines;
+  const TermGpu& g = *c.gpu;
+  std::string per_card = c.count == 1 ? "" : " per card";
+  for (const auto& component : c.estimate.components) {
+    lines.push_back(component.name + ": " + component.formula);
+  }
+  lines.push_back("required" + per_card + ": " + Gb(c.per_card_bytes));
+  lines.push_back("headroom" + per_card + ": " + VramText(g) + " - " + Gb(c.per_card_bytes) +
+                  " = " + Gb(c.headroom_bytes_per_card) +
+                  (c.tight ? (c.count == 1 ? " (tight: under 5 GB)" : " (tight: under 2 GB per card)")
+                           : ""));
+  std::string price = "price: $" + catalog::FormatUsd(g.monthly_micros) + "/month";
+  if (c.count > 1) {
+    price += " x " + std::to_string(c.count) + " cards x (1 - " + catalog::FormatPercent(c.discount_ppm) + ")";
+  }
+  price += " = $" + catalog::FormatUsd(c.monthly_micros) + "/month; weekly $" +
+           catalog::FormatUsd(c.weekly_micros) + (g.weekly_derived ? " (derived)" : "") +
+           "; hourly = monthly / 720 = $" + catalog::FormatUsd(c.hourly_micros);
+  lines.push_back(price);
+  if (c.decode_ceiling_tokens_per_s > 0) {
+    lines.push_back("decode ceiling: " + FormatFixed(g.bandwidth_gb_per_s, 0) + " GB/s / " +
+                    Gb(c.estimate.decode_weight_bytes) + " of weights read per token = " +
+                    FormatFixed(c.decode_ceiling_tokens_per_s, 1) + " tok/s" +
+                    (c.count > 1 ? " (splitting layers across cards does not raise it)" : ""));
+  }
+  return lines;
+}
+
+}  // namespace gpuhub::fit

@@ -1,0 +1,515 @@
+#include "fit/report_json.h"
+
+#include <cmath>
+#include <nlohmann/json.hpp>
+
+#include "core/money.h"
+#include "fit/limits.h"
+
+namespace gpuhub::fit {
+
+using Json = nlohmann::ordered_json;
+using sizing::Method;
+
+namespace {
+
+double Round(double value, int decimals) {
+  double scale = std::pow(10.0, decimals);
+  return std::round(value * scale) / scale;
+}
+
+double Gb(double bytes) { return Round(bytes / sizing::kBytesPerGb, 6); }
+
+double Usd(std::int64_t micros) { return catalog::MicrosToUsd(micros); }
+
+std::string Exact(std::int64_t micros) { return FormatMicros(micros, 6); }
+
+Json ModelJson(const sizing::ModelShape& m) {
+  Json j;
+  j["id"] = m.id;
+  j["architecture"] = m.architecture;
+  j["nominal"] = m.nominal;
+  j["total_params"] = m.total_params;
+  j["active_params"] = m.active_params;
+  j["layers"] = m.layers;
+  j["hidden"] = m.hidden;
+  j["heads"] = m.heads;
+  j["kv_heads"] = m.kv_heads;
+  j["head_dim"] = m.head_dim;
+  if (m.is_moe()) {
+    j["experts"] = m.experts;
+    j["experts_per_token"] = m.experts_per_token;
+  }
+  return j;
+}
+
+Json WorkloadJson(const sizing::Workload& w, const sizing::MemoryEstimate& e) {
+  Json j;
+  j["workload"] = sizing::MethodName(w.method);
+  j["precision"] = sizing::PrecisionName(w.precision);
+  if (w.method == Method::kInference) {
+    j["kv_precision"] = sizing::PrecisionName(w.kv_precision);
+    j["context"] = w.context_tokens;
+  } else {
+    j["seq"] = w.sequence_tokens;
+  }
+  j["batch"] = w.batch;
+  if (w.method == Method::kLora || w.method == Method::kQlora) j["rank"] = w.lora_rank;
+  if (w.method == Method::kFullFineTune) {
+    j["zero"] = w.zero_stage;
+    j["offload_optimizer"] = w.offload_optimizer;
+  }
+  j["gpus"] = w.gpus;
+  j["profile"] = sizing::ProfileName(e.profile);
+  return j;
+}
+
+Json ComponentsJson(const sizing::MemoryEstimate& e) {
+  Json components = Json::array();
+  for (const auto& c : e.components) {
+    Json cj;
+    cj["name"] = c.name;
+    cj["bytes"] = c.bytes;
+    cj["gb"] = Gb(c.bytes);
+    cj["formula"] = c.formula;
+    components.push_back(std::move(cj));
+  }
+  return components;
+}
+
+Json Strings(const std::vector<std::string>& lines) {
+  Json j = Json::array();
+  for (const auto& line : lines) j.push_back(line);
+  return j;
+}
+
+Json ConfigJson(const Candidate& c, bool explain) {
+  const catalog::TermGpu& g = *c.gpu;
+  Json j;
+  j["gpu"] = g.name;
+  j["count"] = c.count;
+  j["configuration"] = ConfigurationName(g.name, c.count);
+  j["monthly_usd"] = Usd(c.monthly_micros);
+  j["weekly_usd"] = Usd(c.weekly_micros);
+  j["hourly_usd"] = Usd(c.hourly_micros);
+  j["headroom_gb_per_card"] = Gb(c.headroom_bytes_per_card);
+  j["tight"] = c.tight;
+  if (c.decode_ceiling_tokens_per_s > 0) {
+    j["decode_ceiling_tok_s"] = Round(c.decode_ceiling_tokens_per_s, 2);
+  } else {
+    j["decode_ceiling_tok_s"] = nullptr;
+  }
+  j["per_card_gb"] = Gb(c.per_card_bytes);
+  j["vram_gb"] = g.vram_gb;
+  j["discount_percent"] = Round(static_cast<double>(c.discount_ppm) / 1e4, 4);
+  j["list_monthly_usd"] = Usd(g.monthly_micros);
+  j["weekly_derived"] = g.weekly_derived;
+  j["fp8"] = g.fp8;
+  j["stack"] = catalog::StackName(g.stack);
+  j["interconnect"] = catalog::InterconnectName(g.interconnect);
+  j["link"] = g.link;
+  j["regions"] = g.regions;
+  j["free_now"] = g.free_now;
+  j["in_stock"] = c.in_stock;
+  j["exact"] = {{"monthly_usd", Exact(c.monthly_micros)},
+                {"weekly_usd", Exact(c.weekly_micros)},
+                {"hourly_usd", Exact(c.hourly_micros)}};
+  if (explain) j["explain"] = Strings(ExplainCandidate(c));
+  return j;
+}
+
+Json OptionalNumber(const std::optional<double>& v) {
+  return v ? Json(*v) : Json(nullptr);
+}
+
+// --- Request parsing -------------------------------------------------------------------------
+
+struct FieldSpec {
+  const char* name;
+  enum Type { kString, kInteger, kBool, kMoney, kObject } type;
+  bool fit_only;
+};
+
+constexpr FieldSpec kFields[] = {
+    {"model", FieldSpec::kString, false},        {"config", FieldSpec::kObject, false},
+    {"workload", FieldSpec::kString, false},     {"precision", FieldSpec::kString, false},
+    {"kv_precision", FieldSpec::kString, false}, {"profile", FieldSpec::kString, false},
+    {"context", FieldSpec::kInteger, false},     {"batch", FieldSpec::kInteger, false},
+    {"seq", FieldSpec::kInteger, false},         {"rank", FieldSpec::kInteger, false},
+    {"gpus", FieldSpec::kInteger, false},        {"zero", FieldSpec::kInteger, false},
+    {"offload_optimizer", FieldSpec::kBool, false}, {"explain", FieldSpec::kBool, false},
+    {"cuda_only", FieldSpec::kBool, true},       {"region", FieldSpec::kString, true},
+    {"in_stock", FieldSpec::kBool, true},        {"max_monthly_usd", FieldSpec::kMoney, true},
+    {"top", FieldSpec::kInteger, true},          {"why_not", FieldSpec::kBool, true},
+    {"gpu", FieldSpec::kString, true},
+};
+
+std::string FieldList(RequestKind kind) {
+  std::string out;
+  for (const auto& f : kFields) {
+    if (f.fit_only && kind == RequestKind::kSize) continue;
+    out += (out.empty() ? "" : ", ") + std::string(f.name);
+  }
+  return out;
+}
+
+const char* TypeName(const Json& v) {
+  if (v.is_null()) return "null";
+  if (v.is_boolean()) return "a boolean";
+  if (v.is_number_integer()) return "an integer";
+  if (v.is_number()) return "a number";
+  if (v.is_string()) return "a string";
+  if (v.is_array()) return "an array";
+  return "an object";
+}
+
+}  // namespace
+
+Result<RequestFields> ParseRequestJson(std::string_view body, RequestKind kind) {
+  if (body.size() > kMaxRequestJsonBytes) {
+    return Status::InvalidArgument("request body is larger than " +
+                                   std::to_string(kMaxRequestJsonBytes) + " bytes");
+  }
+  bool too_deep = false;
+  Json root = Json::parse(
+      body.begin(), body.end(),
+      [&](int depth, Json::parse_event_t, Json&) {
+        if (depth > kMaxRequestJsonDepth) too_deep = true;
+        return !too_deep;
+      },
+      /*allow_exceptions=*/false);
+  if (too_deep) {
+    return Status::InvalidArgument("request body is nested deeper than " +
+                                   std::to_string(kMaxRequestJsonDepth) + " levels");
+  }
+  if (root.is_discarded()) return Status::InvalidArgument("request body is not valid JSON");
+  if (!root.is_object()) return Status::InvalidArgument("request body must be a JSON object");
+
+  RequestFields f;
+  const char* verb = kind == RequestKind::kSize ? "size" : "fit";
+  for (auto it = root.begin(); it != root.end(); ++it) {
+    const std::string& key = it.key();
+    const Json& v = it.value();
+    const FieldSpec* spec = nullptr;
+    for (const auto& candidate : kFields) {
+      if (key == candidate.name) spec = &candidate;
+    }
+    if (spec == nullptr) {
+      std::string hint;
+      std::string underscored = key;
+      for (char& c : underscored) c = c == '-' ? '_' : c;
+      for (const auto& candidate : kFields) {
+        if (underscored == candidate.name) hint = " (did you mean '" + underscored + "'?)";
+      }
+      return Status::InvalidArgument("unknown field '" + key.substr(0, 40) + "'" + hint +
+                                     "; " + verb + " takes: " + FieldList(kind));
+    }
+    if (spec->fit_only && kind == RequestKind::kSize) {
+      return Status::InvalidArgument("field '" + key + "' applies to fit, not size");
+    }
+    auto wrong = [&](const char* expected) {
+      return Status::InvalidArgument("field '" + key + "' must be " + expected + ", got " +
+                                     TypeName(v));
+    };
+    if (v.is_null()) return wrong("present with a value (omit it instead of null)");
+    switch (spec->type) {
+      case FieldSpec::kString: {
+        if (!v.is_string()) return wrong("a string");
+        std::string s = v.get<std::string>();
+        if (key == "model") f.model = s;
+        else if (key == "workload") f.workload = s;
+        else if (key == "precision") f.precision = s;
+        else if (key == "kv_precision") f.kv_precision = s;
+        else if (key == "profile") f.profile = s;
+        else if (key == "region") f.region = s;
+        else if (key == "gpu") f.gpu = s;
+        break;
+      }
+      case FieldSpec::kInteger: {
+        std::int64_t n = 0;
+        if (v.is_number_integer()) {
+          if (v.is_number_unsigned() && v.get<std::uint64_t>() > static_cast<std::uint64_t>(INT64_MAX)) {
+            return wrong("a whole number within range");
+          }
+          n = v.get<std::int64_t>();
+        } else {
+          return wrong("a whole number");
+        }
+        if (key == "context") f.context = n;
+        else if (key == "batch") f.batch = n;
+        else if (key == "seq") f.seq = n;
+        else if (key == "rank") f.rank = n;
+        else if (key == "gpus") f.gpus = n;
+        else if (key == "zero") f.zero = n;
+        else if (key == "top") f.top = n;
+        break;
+      }
+      case FieldSpec::kBool: {
+        if (!v.is_boolean()) return wrong("true or false");
+        bool b = v.get<bool>();
+        if (key == "offload_optimizer") f.offload_optimizer = b;
+        else if (key == "explain") f.explain = b;
+        else if (key == "cuda_only") f.cuda_only = b;
+        else if (key == "in_stock") f.in_stock = b;
+        else if (key == "why_not") f.why_not = b;
+        break;
+      }
+      case FieldSpec::kMoney: {
+        if (v.is_string()) {
+          f.max_monthly_usd = v.get<std::string>();
+        } else if (v.is_number()) {
+          // The shortest text that reads back as the same double: 1500.5 -> "1500.5". Exponents
+          // and negatives are refused by the decimal parser with a clear message.
+          f.max_monthly_usd = v.dump();
+        } else {
+          return wrong("a decimal string like \"1500.50\" or a number");
+        }
+        break;
+      }
+      case FieldSpec::kObject: {
+        if (!v.is_object()) return wrong("a JSON object (the contents of a config.json)");
+        f.config_json = v.dump();
+        break;
+      }
+    }
+  }
+  return f;
+}
+
+std::string SizeReportJson(const SizeRequest& request, const sizing::MemoryEstimate& e) {
+  Json j;
+  j["model"] = ModelJson(request.model);
+  j["workload"] = WorkloadJson(request.workload, e);
+  j["total_gb"] = Gb(e.total_bytes);
+  j["total_bytes"] = e.total_bytes;
+  j["per_gpu_gb"] = Gb(e.per_gpu_bytes);
+  j["gpus"] = e.gpus;
+  j["components"] = ComponentsJson(e);
+  j["host_gb"] = Gb(e.host_bytes);
+  if (e.method == Method::kInference) {
+    j["decode_weight_bytes_per_token"] = e.decode_weight_bytes;
+  }
+  std::vector<std::string> notes = request.notes;
+  notes.insert(notes.end(), e.notes.begin(), e.notes.end());
+  j["notes"] = Strings(notes);
+  return j.dump(2);
+}
+
+std::string FitReportJson(const FitRequest& request, const FitResult& result) {
+  Json j;
+  j["model"] = ModelJson(request.model);
+  j["workload"] = WorkloadJson(request.workload, result.required);
+  Json filters;
+  filters["cuda_only"] = request.filters.cuda_only;
+  filters["region"] = request.filters.region ? Json(*request.filters.region) : Json(nullptr);
+  filters["in_stock"] = request.filters.in_stock;
+  filters["max_monthly_usd"] = request.filters.max_monthly_micros
+                                   ? Json(Usd(*request.filters.max_monthly_micros))
+                                   : Json(nullptr);
+  filters["gpu"] = request.filters.gpu ? Json(*request.filters.gpu) : Json(nullptr);
+  filters["top"] = request.top;
+  j["filters"] = std::move(filters);
+  j["required_gb"] = Gb(result.required.per_gpu_bytes);
+  j["required_bytes"] = result.required.per_gpu_bytes;
+  j["components"] = ComponentsJson(result.required);
+  j["needs_fp8"] = result.needs_fp8;
+  j["multi_card"] = result.considered_sets;
+  if (result.ranked.empty()) {
+    j["best"] = nullptr;
+    j["reason"] = result.reason;
+  } else {
+    j["best"] = ConfigJson(result.ranked.front(), request.explain);
+  }
+  Json alternatives = Json::array();
+  for (std::size_t i = 1; i < result.ranked.size() && static_cast<int>(i) < request.top; ++i) {
+    alternatives.push_back(ConfigJson(result.ranked[i], request.explain));
+  }
+  j["alternatives"] = std::move(alternatives);
+  if (request.why_not) {
+    Json excluded = Json::array();
+    for (const auto& x : result.excluded) {
+      excluded.push_back({{"gpu", x.gpu},
+                          {"count", x.count},
+                          {"configuration", ConfigurationName(x.gpu, x.count)},
+                          {"kind", ExclusionName(x.kind)},
+                          {"reason", x.reason}});
+    }
+    j["excluded"] = std::move(excluded);
+  }
+  std::vector<std::string> notes = request.notes;
+  notes.insert(notes.end(), result.required.notes.begin(), result.required.notes.end());
+  j["notes"] = Strings(notes);
+  return j.dump(2);
+}
+
+std::string GuideJson(const Guide& guide) {
+  Json j;
+  Json kv = Json::object();
+  for (const auto& row : guide.kv_cache) {
+    Json r;
+    r["per_token_bytes"] = row.per_token_bytes;
+    r["per_token_mb"] = Round(row.per_token_bytes / 1e6, 6);
+    for (int i = 0; i < 3; ++i) r[kGuideContextNames[i]] = Gb(row.bytes[i]);
+    kv[row.preset] = std::move(r);
+  }
+  j["kv_cache"] = std::move(kv);
+  Json inference = Json::object();
+  for (const auto& row : guide.inference) {
+    inference[row.preset] = {{"bf16", Gb(row.bf16_bytes)},
+                             {"fp8", Gb(row.fp8_bytes)},
+                             {"int4", Gb(row.int4_bytes)}};
+  }
+  j["inference"] = std::move(inference);
+  Json training = Json::object();
+  for (const auto& row : guide.training) {
+    training[row.preset] = {{"full", Gb(row.full_bytes)},
+                            {"full_with_allowance", Gb(row.full_with_allowance_bytes)},
+                            {"lora", Gb(row.lora_bytes)},
+                            {"qlora", Gb(row.qlora_bytes)}};
+  }
+  j["training"] = std::move(training);
+  Json cheapest = Json::object();
+  Json reasons = Json::object();
+  for (const auto& cell : guide.cheapest) {
+    if (cell.best) {
+      cheapest[cell.preset][cell.column] = ConfigJson(*cell.best, false);
+    } else {
+      cheapest[cell.preset][cell.column] = nullptr;
+      reasons[cell.preset][cell.column] = cell.reason;
+    }
+  }
+  j["cheapest"] = std::move(cheapest);
+  j["cheapest_reasons"] = std::move(reasons);
+  Json cost = Json::array();
+  for (const auto& row : guide.cost) {
+    const catalog::TermGpu& g = *row.gpu;
+    Json r;
+    r["gpu"] = g.name;
+    r["vram_gb"] = g.vram_gb;
+    r["monthly_usd"] = Usd(g.monthly_micros);
+    r["usd_per_gb_month"] = Round(row.usd_per_gb_month, 4);
+    r["bandwidth_gb_per_s"] = g.bandwidth_gb_per_s;
+    r["gb_s_per_usd_month"] = Round(row.gb_s_per_usd_month, 4);
+    r["hourly_usd"] = Usd(g.hourly_micros);
+    r["weekly_usd"] = Usd(g.weekly_micros);
+    r["weekly_derived"] = g.weekly_derived;
+    r["spot"] = row.spot_name ? Json(*row.spot_name) : Json(nullptr);
+    r["spot_ask_usd_per_hour"] = row.spot_ask_micros ? Json(Usd(*row.spot_ask_micros)) : Json(nullptr);
+    r["break_even_hours"] =
+        row.break_even_hours ? Json(Round(*row.break_even_hours, 1)) : Json(nullptr);
+    cost.push_back(std::move(r));
+  }
+  j["cost"] = std::move(cost);
+  j["units"] = {
+      {"kv_cache", "GB (1e9 bytes) of fp16 KV cache, batch 1; per_token_mb in MB (1e6 bytes)"},
+      {"inference", "GB per GPU: weights + fp16 KV at 8192 tokens + 2 GB runtime, batch 1"},
+      {"training", "GB on one GPU: full = 16 B/param (no activations), full_with_allowance = +15%, "
+                   "lora = bf16 base + adapters + 2 GB, qlora = nf4 base + adapters + 2 GB"},
+      {"cheapest", "fit's best configuration with no filters"},
+      {"cost", "USD; hourly = monthly / 720; break_even_hours = monthly / spot opening ask"},
+  };
+  return j.dump(2);
+}
+
+std::string CatalogJson(const catalog::Catalog& c) {
+  Json j;
+  j["source"] = c.source;
+  Json regions = Json::array();
+  for (const auto& r : c.regions) regions.push_back({{"code", r.code}, {"city", r.city}});
+  j["regions"] = std::move(regions);
+  Json discounts = Json::array();
+  for (const auto& d : c.discounts) {
+    discounts.push_back({{"count", d.count},
+                         {"percent", Round(static_cast<double>(d.ppm) / 1e4, 4)}});
+  }
+  j["multi_card_discounts"] = std::move(discounts);
+  j["weekly_ratio"] = {
+      {"published_weekly_sum_usd", Usd(c.weekly_ratio_numerator_micros)},
+      {"same_cards_monthly_sum_usd", Usd(c.weekly_ratio_denominator_micros)},
+      {"ratio", c.weekly_ratio_denominator_micros > 0
+                    ? Round(static_cast<double>(c.weekly_ratio_numerator_micros) /
+                                static_cast<double>(c.weekly_ratio_denominator_micros),
+                            6)
+                    : 0.0},
+      {"rule", "derived weekly = monthly x ratio, rounded half-even to the cent"}};
+  Json term = Json::array();
+  for (const auto& g : c.term) {
+    Json r;
+    r["name"] = g.name;
+    r["vram_gb"] = g.vram_gb;
+    r["memory"] = g.memory;
+    r["power_w"] = g.power_w ? Json(*g.power_w) : Json(nullptr);
+    r["bandwidth_gb_per_s"] = g.bandwidth_gb_per_s;
+    r["fp8"] = g.fp8;
+    r["stack"] = catalog::StackName(g.stack);
+    r["link"] = g.link;
+    r["interconnect"] = catalog::InterconnectName(g.interconnect);
+    r["link_gb_per_s"] = OptionalNumber(g.link_gb_per_s);
+    r["link_optional"] = g.link_optional;
+    r["sharded_training"] = catalog::ShardedTrainingName(g.sharded_training);
+    r["counts"] = g.counts;
+    r["regions"] = g.regions;
+    r["free_now"] = g.free_now;
+    r["local_nvme_tb"] = g.local_nvme_tb ? Json(*g.local_nvme_tb) : Json(nullptr);
+    r["monthly_usd"] = Usd(g.monthly_micros);
+    r["weekly_usd"] = Usd(g.weekly_micros);
+    r["weekly_derived"] = g.weekly_derived;
+    r["hourly_usd"] = Usd(g.hourly_micros);
+    r["usd_per_gb_month"] = Round(catalog::UsdPerGbMonth(g), 4);
+    r["gb_s_per_usd_month"] = Round(catalog::GbPerSecondPerUsdMonth(g), 4);
+    const catalog::SpotGpu* spot = nullptr;
+    for (const auto& s : c.spot) {
+      if (s.term_name && *s.term_name == g.name) spot = &s;
+    }
+    if (spot != nullptr && spot->opening_ask_micros_per_hour) {
+      r["break_even_hours_vs_spot"] = Round(
+          catalog::BreakEvenHours(g.monthly_micros, *spot->opening_ask_micros_per_hour), 1);
+    } else {
+      r["break_even_hours_vs_spot"] = nullptr;
+    }
+    r["exact"] = {{"monthly_usd", Exact(g.monthly_micros)},
+                  {"weekly_usd", Exact(g.weekly_micros)},
+                  {"hourly_usd", Exact(g.hourly_micros)}};
+    term.push_back(std::move(r));
+  }
+  j["term"] = std::move(term);
+  Json spot = Json::array();
+  for (const auto& s : c.spot) {
+    Json r;
+    r["name"] = s.name;
+    r["vram_gb"] = s.vram_gb;
+    r["memory"] = s.memory;
+    r["bandwidth_gb_per_s"] = OptionalNumber(s.bandwidth_gb_per_s);
+    r["bf16_dense_tflops"] = OptionalNumber(s.bf16_dense_tflops);
+    r["opening_ask_usd_per_hour"] = s.opening_ask_micros_per_hour
+                                        ? Json(Usd(*s.opening_ask_micros_per_hour))
+                                        : Json(nullptr);
+    r["largest_full_train_b_1gpu"] = s.largest_full_train_b_1gpu;
+    r["largest_full_train_b_8gpu"] = s.largest_full_train_b_8gpu;
+    r["term"] = s.term_name ? Json(*s.term_name) : Json(nullptr);
+    spot.push_back(std::move(r));
+  }
+  j["spot"] = std::move(spot);
+  return j.dump(2);
+}
+
+Result<std::string> HandleSizeJson(std::string_view body, const std::string& data_dir) {
+  GPUHUB_ASSIGN_OR_RETURN(RequestFields fields, ParseRequestJson(body, RequestKind::kSize));
+  GPUHUB_ASSIGN_OR_RETURN(SizeRequest request,
+                          ResolveSizeRequest(fields, RequestContext{data_dir, false}));
+  GPUHUB_ASSIGN_OR_RETURN(sizing::MemoryEstimate estimate,
+                          sizing::EstimateMemory(request.model, request.workload));
+  return SizeReportJson(request, estimate);
+}
+
+Result<std::string> HandleFitJson(std::string_view body, const std::string& data_dir,
+                                  const catalog::Catalog& catalog) {
+  GPUHUB_ASSIGN_OR_RETURN(RequestFields fields, ParseRequestJson(body, RequestKind::kFit));
+  GPUHUB_ASSIGN_OR_RETURN(FitRequest request,
+                          ResolveFitRequest(fields, RequestContext{data_dir, false}, catalog));
+  GPUHUB_ASSIGN_OR_RETURN(FitResult result,
+                          Fit(catalog, request.model, request.workload, request.filters));
+  return FitReportJson(request, result);
+}
+
+}  // namespace gpuhub::fit

@@ -1,0 +1,215 @@
+#include "fit/request.h"
+
+#include <climits>
+
+#include "core/money.h"
+#include "fit/limits.h"
+#include "sizing/limits.h"
+
+namespace gpuhub::fit {
+
+using sizing::Method;
+using sizing::Precision;
+
+namespace {
+
+Status Bad(std::string message) { return Status::InvalidArgument(std::move(message)); }
+
+std::string MethodPhrase(Method m) {
+  switch (m) {
+    case Method::kInference: return "inference";
+    case Method::kFullFineTune: return "full fine-tuning";
+    case Method::kLora: return "LoRA";
+    case Method::kQlora: return "QLoRA";
+  }
+  return "?";
+}
+
+// An int64 flag that lands in an int field: range-checked before narrowing, so 10^12 is refused
+// instead of wrapping into something plausible.
+Result<int> NarrowInt(std::int64_t value, std::int64_t min, std::int64_t max, const std::string& flag,
+                      const std::string& what) {
+  if (value < min || value > max) {
+    return Bad(flag + " must be between " + std::to_string(min) + " and " + std::to_string(max) +
+               " (" + what + "), got " + std::to_string(value));
+  }
+  return static_cast<int>(value);
+}
+
+// Fields shared by size and fit: the model and the workload.
+Status ResolveWorkload(const RequestFields& f, sizing::Workload& w, std::vector<std::string>& notes,
+                       bool is_model_preset) {
+  if (!f.workload) return Bad("--workload is required: infer, full, lora or qlora");
+  GPUHUB_ASSIGN_OR_RETURN(w.method, sizing::ParseMethod(*f.workload));
+  const Method m = w.method;
+  const bool training = m != Method::kInference;
+  auto not_for = [&](const std::string& flag, const std::string& applies_to) {
+    return Bad(flag + " applies to " + applies_to + ", not " + MethodPhrase(m));
+  };
+
+  if (f.precision) {
+    GPUHUB_ASSIGN_OR_RETURN(Precision p, sizing::ParsePrecision(*f.precision));
+    if (m == Method::kQlora && p != Precision::kNf4 && p != Precision::kInt4) {
+      return Bad("QLoRA keeps the frozen base in 4-bit nf4; drop --precision (or use --workload "
+                 "lora for a " + std::string(sizing::PrecisionName(p)) + " base)");
+    }
+    w.precision = m == Method::kQlora ? Precision::kNf4 : p;
+  } else if (m == Method::kQlora) {
+    w.precision = Precision::kNf4;
+  }
+  if (f.kv_precision) {
+    if (training) return not_for("--kv-precision", "inference");
+    GPUHUB_ASSIGN_OR_RETURN(w.kv_precision, sizing::ParsePrecision(*f.kv_precision));
+  }
+  if (f.profile) {
+    GPUHUB_ASSIGN_OR_RETURN(w.profile, sizing::ParseProfile(*f.profile));
+  }
+  if (f.context) {
+    if (training) {
+      return not_for("--context", "inference (training uses --seq for its sequence length)");
+    }
+    w.context_tokens = *f.context;
+  }
+  if (f.batch) w.batch = *f.batch;
+  if (f.seq) {
+    if (!training) return not_for("--seq", "training (inference uses --context)");
+    w.sequence_tokens = *f.seq;
+  }
+  if (f.rank) {
+    if (m != Method::kLora && m != Method::kQlora) return not_for("--rank", "LoRA and QLoRA");
+    GPUHUB_ASSIGN_OR_RETURN(w.lora_rank, NarrowInt(*f.rank, 1, sizing::kMaxLoraRank, "--rank",
+                                                   "adapter rank"));
+  }
+  if (f.zero) {
+    if (m != Method::kFullFineTune) return not_for("--zero", "full fine-tuning");
+    GPUHUB_ASSIGN_OR_RETURN(w.zero_stage, NarrowInt(*f.zero, 0, 3, "--zero", "ZeRO stage"));
+  }
+  if (f.offload_optimizer) {
+    if (m != Method::kFullFineTune) return not_for("--offload-optimizer", "full fine-tuning");
+    w.offload_optimizer = true;
+  }
+  bool guide_profile = w.profile ? *w.profile == sizing::Profile::kGuide : is_model_preset;
+  if (training && guide_profile && (f.seq || f.batch)) {
+    notes.push_back("guide profile: activations are the quick rule's 15% allowance, so --seq and "
+                    "--batch do not change the figure (use --profile detailed)");
+  }
+  return Status::Ok();
+}
+
+Status RefuseFitFields(const RequestFields& f) {
+  auto refuse = [](const std::string& flag) {
+    return Bad(flag + " applies to gpuhub fit, not gpuhub size");
+  };
+  if (f.cuda_only) return refuse("--cuda-only");
+  if (f.region) return refuse("--region");
+  if (f.in_stock) return refuse("--in-stock");
+  if (f.max_monthly_usd) return refuse("--max-monthly-usd");
+  if (f.top) return refuse("--top");
+  if (f.why_not) return refuse("--why-not");
+  if (f.gpu) return refuse("--gpu");
+  return Status::Ok();
+}
+
+Result<sizing::ModelShape> ResolveModelFields(const RequestFields& f, const RequestContext& context) {
+  if (f.model && f.config_json) {
+    return Bad("give either model (a preset or bundled id) or config (a pasted config.json), not "
+               "both");
+  }
+  if (f.config_json) {
+    return Bad("a pasted config is not supported yet: use a preset (" +
+               std::string("7b, 13b, 34b, 70b, 405b") + ")");
+  }
+  if (!f.model) {
+    return Bad("--model is required: a preset (7b, 13b, 34b, 70b, 405b)" +
+               std::string(context.allow_paths ? ", a path to a config.json" : "") +
+               " or a bundled model id");
+  }
+  return ResolveModel(*f.model, context);
+}
+
+}  // namespace
+
+Result<sizing::ModelShape> ResolveModel(const std::string& spec, const RequestContext& context) {
+  if (spec.empty()) return Bad("--model must not be empty");
+  (void)context;
+  auto preset = sizing::PresetModel(spec);
+  if (preset.ok()) return preset;
+  return Status::NotFound("unknown model '" + spec.substr(0, 64) +
+                          "' (presets: 7b, 13b, 34b, 70b, 405b)");
+}
+
+Result<SizeRequest> ResolveSizeRequest(const RequestFields& f, const RequestContext& context) {
+  GPUHUB_RETURN_IF_ERROR(RefuseFitFields(f));
+  SizeRequest r;
+  GPUHUB_ASSIGN_OR_RETURN(r.model, ResolveModelFields(f, context));
+  GPUHUB_RETURN_IF_ERROR(ResolveWorkload(f, r.workload, r.notes, r.model.nominal));
+  if (f.gpus) {
+    GPUHUB_ASSIGN_OR_RETURN(r.workload.gpus, NarrowInt(*f.gpus, 1, sizing::kMaxGpus, "--gpus",
+                                                       "GPUs the job is spread over"));
+  }
+  if (r.workload.zero_stage > 0 && r.workload.gpus == 1) {
+    r.notes.push_back("ZeRO shards across GPUs: with --gpus 1 it changes nothing");
+  }
+  GPUHUB_RETURN_IF_ERROR(sizing::ValidateWorkload(r.workload));
+  r.explain = f.explain;
+  return r;
+}
+
+Result<FitRequest> ResolveFitRequest(const RequestFields& f, const RequestContext& context,
+                                     const catalog::Catalog& catalog) {
+  if (f.gpus) {
+    return Bad("fit picks the number of GPUs itself; drop --gpus (use --gpu NAME to pick a card, "
+               "or gpuhub size --gpus N to size a fixed set)");
+  }
+  if (f.zero) {
+    return Bad("fit shards full fine-tuning across cards with ZeRO-3 itself; drop --zero");
+  }
+  FitRequest r;
+  GPUHUB_ASSIGN_OR_RETURN(r.model, ResolveModelFields(f, context));
+  GPUHUB_RETURN_IF_ERROR(ResolveWorkload(f, r.workload, r.notes, r.model.nominal));
+  r.filters.cuda_only = f.cuda_only;
+  r.filters.in_stock = f.in_stock;
+  if (f.region) {
+    const catalog::Region* region = catalog.FindRegion(*f.region);
+    if (region == nullptr) {
+      return Bad("unknown region '" + f.region->substr(0, 40) + "' (regions: " +
+                 catalog.RegionCodes() + ")");
+    }
+    r.filters.region = region->code;
+  }
+  if (f.gpu) {
+    const catalog::TermGpu* gpu = catalog.FindTerm(*f.gpu);
+    if (gpu == nullptr) {
+      return Bad("unknown GPU '" + f.gpu->substr(0, 40) + "' (term fleet: " + catalog.TermNames() +
+                 ")");
+    }
+    r.filters.gpu = gpu->name;
+  }
+  if (f.max_monthly_usd) {
+    const std::string& text = *f.max_monthly_usd;
+    if (!text.empty() && text[0] == '-') {
+      return Bad("--max-monthly-usd must be a positive amount like 1500 or 1500.50, got '" +
+                 text.substr(0, 40) + "'");
+    }
+    auto micros = ParseDecimalMicros(text, 2);
+    if (!micros.ok()) {
+      return Bad("--max-monthly-usd: " + micros.status().message() + " (like 1500 or 1500.50)");
+    }
+    if (*micros <= 0) {
+      return Bad("--max-monthly-usd must be a positive amount like 1500 or 1500.50, got '" +
+                 text.substr(0, 40) + "'");
+    }
+    r.filters.max_monthly_micros = *micros;
+  }
+  if (f.top) {
+    GPUHUB_ASSIGN_OR_RETURN(r.top, NarrowInt(*f.top, 1, kMaxTop, "--top", "configurations listed"));
+  } else {
+    r.top = kDefaultTop;
+  }
+  r.why_not = f.why_not;
+  r.explain = f.explain;
+  GPUHUB_RETURN_IF_ERROR(ValidateFitInput(catalog, r.workload, r.filters));
+  return r;
+}
+
+}  // namespace gpuhub::fit

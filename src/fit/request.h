@@ -1,0 +1,80 @@
+// The inputs of `gpuhub size` / `gpuhub fit` and of the HTTP API's POST /v1/size and POST /v1/fit,
+// under one set of names: a JSON field is the CLI flag without its dashes, with '_' for '-'
+// (--kv-precision <-> "kv_precision", --max-monthly-usd <-> "max_monthly_usd").
+//
+// Both faces fill a RequestFields (the CLI from flags, report_json.h from a JSON body) and resolve it
+// here, so validation and messages are the same everywhere. Every error is invalid_argument (or
+// not_found for an unknown model) with a message that says what to fix; a field that does not apply
+// to the workload is refused rather than ignored ("--context applies to inference").
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "core/status.h"
+#include "fit/fit.h"
+#include "sizing/estimate.h"
+#include "sizing/model.h"
+
+namespace gpuhub::fit {
+
+struct RequestFields {
+  std::optional<std::string> model;        // --model: preset, bundled id, or (CLI only) a path
+  std::optional<std::string> config_json;  // "config": a pasted config.json (HTTP API only)
+  std::optional<std::string> workload;     // --workload infer|full|lora|qlora (required)
+  std::optional<std::string> precision;    // --precision fp32|bf16|fp16|fp8|int8|int4|nf4
+  std::optional<std::string> kv_precision;  // --kv-precision fp16|fp8 (inference)
+  std::optional<std::string> profile;      // --profile guide|detailed
+  std::optional<std::int64_t> context;     // --context tokens (inference)
+  std::optional<std::int64_t> batch;       // --batch
+  std::optional<std::int64_t> seq;         // --seq tokens (training)
+  std::optional<std::int64_t> rank;        // --rank (LoRA, QLoRA)
+  std::optional<std::int64_t> gpus;        // --gpus (size only)
+  std::optional<std::int64_t> zero;        // --zero 0..3 (size, full fine-tuning)
+  bool offload_optimizer = false;          // --offload-optimizer (full fine-tuning)
+  bool explain = false;                    // --explain: formulas in the report
+  // fit only
+  bool cuda_only = false;                    // --cuda-only
+  std::optional<std::string> region;         // --region DFW-1
+  bool in_stock = false;                     // --in-stock
+  std::optional<std::string> max_monthly_usd;  // --max-monthly-usd 1500.50 (decimal text)
+  std::optional<std::int64_t> top;           // --top K
+  bool why_not = false;                      // --why-not
+  std::optional<std::string> gpu;            // --gpu "H100 SXM"
+};
+
+struct RequestContext {
+  std::string data_dir;  // where data/models/ lives (bundled model ids)
+  // CLI: --model may be a path to a config.json or checkpoint. HTTP API: never (a client must not
+  // make the server read its files); presets and bundled ids only, or a pasted "config".
+  bool allow_paths = false;
+};
+
+struct SizeRequest {
+  sizing::ModelShape model;
+  sizing::Workload workload;
+  bool explain = false;
+  std::vector<std::string> notes;  // about the request itself
+};
+
+struct FitRequest {
+  sizing::ModelShape model;
+  sizing::Workload workload;
+  Filters filters;
+  int top = 5;  // configurations listed: best + top-1 runners-up
+  bool why_not = false;
+  bool explain = false;
+  std::vector<std::string> notes;
+};
+
+Result<SizeRequest> ResolveSizeRequest(const RequestFields& fields, const RequestContext& context);
+// Validates the filters against `catalog` too (unknown --gpu or --region, FP8 on a non-FP8 --gpu).
+Result<FitRequest> ResolveFitRequest(const RequestFields& fields, const RequestContext& context,
+                                     const catalog::Catalog& catalog);
+
+// Resolves --model: a preset, a bundled model id, or (allow_paths) a config.json / checkpoint path.
+Result<sizing::ModelShape> ResolveModel(const std::string& spec, const RequestContext& context);
+
+}  // namespace gpuhub::fit
