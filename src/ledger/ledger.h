@@ -40,6 +40,7 @@
 #include <string_view>
 #include <unordered_map>
 #include <unordered_set>
+#include <utility>
 #include <vector>
 
 #include "core/clock.h"
@@ -159,16 +160,34 @@ class Ledger {
     AccountBalance balance;
     std::vector<std::int64_t> history;  // sequences touching the account, ascending
   };
-  struct UndoLog;
+  // What a batch changed, so that a failure midway can put everything back.
+  struct UndoLog {
+    std::size_t transfers_before = 0;
+    std::size_t accounts_before = 0;
+    std::vector<std::pair<std::size_t, AccountBalance>> balances;  // before each change
+    std::vector<std::size_t> history_appends;         // account index per history push_back
+    std::vector<std::int64_t> owner_history_appends;  // owner id per owner-history push_back
+    std::vector<std::size_t> resolved_pending;        // pending transfers resolved in the batch
+    void Reset(std::size_t transfers, std::size_t accounts) {
+      transfers_before = transfers;
+      accounts_before = accounts;
+      balances.clear();
+      history_appends.clear();
+      owner_history_appends.clear();
+      resolved_pending.clear();
+    }
+  };
 
   TransferResult Validate(const TransferRequest& request, std::string* message) const;
   TransferResult CheckExisting(const TransferRequest& request, const Transfer& existing,
                                std::string* message) const;
-  TransferResult ApplyOne(const TransferRequest& request, UndoLog& undo, std::string* message);
-  void Rollback(UndoLog& undo);
+  TransferResult ApplyOne(const TransferRequest& request, std::string* message);
+  // Moves the money of a checked record (pending_index: the transfer a post/void resolves) and
+  // appends it; records what it changed in `undo` when given.
+  void Commit(Transfer record, std::size_t pending_index, UndoLog* undo);
+  void Rollback();
+  void CheckBatchBalances() const;  // GPUHUB_CHECKs on the accounts the batch touched
   std::size_t AccountIndex(const AccountKey& key, UndoLog* undo);
-  void AppendHistory(std::size_t account, std::int64_t sequence, UndoLog* undo);
-  void AppendOwnerHistory(std::int64_t owner, std::int64_t sequence, UndoLog* undo);
   const AccountState* FindAccount(const AccountKey& key) const;
   Status ReplayTransfer(Transfer transfer);
   static Result<TransferPage> Page(const std::vector<std::int64_t>& history,
@@ -183,6 +202,7 @@ class Ledger {
   // Indices (in transfers_) of pending transfers not yet posted or voided.
   std::unordered_set<std::size_t> open_pending_;
   FxTable fx_;
+  UndoLog undo_;  // scratch of the batch being applied; kept to reuse its capacity
 };
 
 }  // namespace gpuhub::ledger

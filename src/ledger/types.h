@@ -191,8 +191,8 @@ struct Transfer {
 // Result codes
 
 // Every outcome of applying a transfer or a batch. Exhaustive: each refusal has its own code, so a
-// caller can switch on it. Within a transfer, checks run in the order listed (the first that applies
-// is reported). TransferResultStatusCode maps each to a Status code.
+// caller can switch on it. Within a transfer, checks run in the order listed (the first that
+// applies is reported). TransferResultStatusCode maps each to a Status code.
 enum class TransferResult : std::uint8_t {
   kOk = 0,  // applied
   kExists,  // every transfer of the batch already exists with identical fields; nothing applied
@@ -215,36 +215,36 @@ enum class TransferResult : std::uint8_t {
   kTimestampMustBePositive,
   kDebitAccountRequired,
   kCreditAccountRequired,
-  kDebitAccountInvalid,   // unknown kind/currency, or owner_id does not fit the kind
+  kDebitAccountInvalid,  // unknown kind/currency, or owner_id does not fit the kind
   kCreditAccountInvalid,
   kAccountsMustBeDifferent,
   kAccountsMustHaveSameCurrency,
-  kAmountMustBePositive,         // single_phase, pending, post_pending
-  kAmountMustNotBeNegative,      // void_pending
-  kAmountExceedsMaximum,         // > kMaxTransferAmountMicros
-  kPendingIdMustBeEmpty,         // single_phase, pending
-  kPendingIdMustNotBeEmpty,      // post_pending, void_pending
-  kPendingIdInvalid,             // too long or invalid characters
-  kPendingIdMustBeDifferent,     // pending_id == id
+  kAmountMustBePositive,      // single_phase, pending, post_pending
+  kAmountMustNotBeNegative,   // void_pending
+  kAmountExceedsMaximum,      // > kMaxTransferAmountMicros
+  kPendingIdMustBeEmpty,      // single_phase, pending
+  kPendingIdMustNotBeEmpty,   // post_pending, void_pending
+  kPendingIdInvalid,          // too long or invalid characters
+  kPendingIdMustBeDifferent,  // pending_id == id
 
   // Idempotency (conflict). The timestamp is never compared.
   kExistsWithDifferentFields,
   kBatchMixesExistingAndNewIds,  // some ids exist, others do not: not a resubmission of one batch
 
   // Post/void against the pending transfer.
-  kPendingTransferNotFound,                    // not_found
-  kPendingTransferNotPending,                  // it is not a pending-kind transfer (failed_precondition)
-  kPendingTransferHasDifferentDebitAccount,    // invalid_argument
-  kPendingTransferHasDifferentCreditAccount,   // invalid_argument
-  kPendingTransferHasDifferentAmount,          // void amount neither 0 nor the pending amount
-  kExceedsPendingTransferAmount,               // post amount > pending amount (invalid_argument)
-  kPendingTransferAlreadyPosted,               // failed_precondition
-  kPendingTransferAlreadyVoided,               // failed_precondition
+  kPendingTransferNotFound,    // not_found
+  kPendingTransferNotPending,  // it is not a pending-kind transfer (failed_precondition)
+  kPendingTransferHasDifferentDebitAccount,   // invalid_argument
+  kPendingTransferHasDifferentCreditAccount,  // invalid_argument
+  kPendingTransferHasDifferentAmount,         // void amount neither 0 nor the pending amount
+  kExceedsPendingTransferAmount,              // post amount > pending amount (invalid_argument)
+  kPendingTransferAlreadyPosted,              // failed_precondition
+  kPendingTransferAlreadyVoided,              // failed_precondition
 
   // Balances.
+  kOverflowsDebits,   // debits_posted + debits_pending would not fit in int64 (failed_precondition)
+  kOverflowsCredits,  // credits_posted + credits_pending would not fit in int64
   kInsufficientFunds,  // the debit account's debits would exceed its credits (insufficient_funds)
-  kOverflowsDebits,    // debits_posted + debits_pending would not fit in int64 (failed_precondition)
-  kOverflowsCredits,   // credits_posted + credits_pending would not fit in int64
 };
 
 // "ok", "exists", "insufficient_funds", ... (snake_case of the enumerator).

@@ -1,0 +1,196 @@
+#include "ledger/fx.h"
+
+#include <gtest/gtest.h>
+
+#include "ledger/limits.h"
+
+namespace gpuhub::ledger {
+namespace {
+
+constexpr TimestampMicros kT = 1'700'000'000'000'000;
+
+TEST(ParseFxRatePpb, AcceptsExactDecimals) {
+  struct Case {
+    const char* text;
+    std::int64_t ppb;
+  } cases[] = {
+      {"1", 1'000'000'000},        {"1.08", 1'080'000'000},
+      {"0.000000001", 1},          {"0.857", 857'000'000},
+      {"1000", 1'000'000'000'000}, {"1000.000000000", 1'000'000'000'000},
+      {"0001.5", 1'500'000'000},   {"123.456789012", 123'456'789'012},
+  };
+  for (const Case& c : cases) {
+    auto r = ParseFxRatePpb(c.text);
+    ASSERT_TRUE(r.ok()) << c.text << ": " << r.status().ToString();
+    EXPECT_EQ(*r, c.ppb) << c.text;
+  }
+}
+
+TEST(ParseFxRatePpb, RejectsEverythingElse) {
+  for (
+      const char* text :
+      {"",    "0",    "0.0",          "0.0000000000",        "-1",   "+1",      "1e3", " 1",  "1 ",
+       "1.",  ".5",   "1.0000000001", "1000.000000001",      "1001", "9999999", "abc", "1,5", "nan",
+       "inf", "1..2", "0x10",         "99999999999999999999"}) {
+    auto r = ParseFxRatePpb(text);
+    EXPECT_FALSE(r.ok()) << text;
+    if (!r.ok()) {
+      EXPECT_EQ(r.status().code(), StatusCode::kInvalidArgument) << text;
+    }
+  }
+}
+
+TEST(FormatFxRatePpb, ExactAndTrimmed) {
+  EXPECT_EQ(FormatFxRatePpb(1'080'000'000), "1.08");
+  EXPECT_EQ(FormatFxRatePpb(1'000'000'000), "1");
+  EXPECT_EQ(FormatFxRatePpb(1), "0.000000001");
+  EXPECT_EQ(FormatFxRatePpb(123'456'789'012), "123.456789012");
+  for (std::int64_t ppb : {1LL, 7LL, 1'080'000'000LL, 999'999'999LL, 1'000'000'000'000LL}) {
+    auto back = ParseFxRatePpb(FormatFxRatePpb(ppb));
+    ASSERT_TRUE(back.ok()) << ppb;
+    EXPECT_EQ(*back, ppb);
+  }
+}
+
+FxTable TableWith(Currency base, Currency quote, std::int64_t ppb, std::int32_t spread_bps) {
+  FxTable table;
+  Status s = table.Apply({1, base, quote, ppb, spread_bps, kT});
+  EXPECT_TRUE(s.ok()) << s.ToString();
+  return table;
+}
+
+TEST(FxTable, ApplyValidates) {
+  struct Case {
+    FxRateChange change;
+    StatusCode code;
+  } cases[] = {
+      {{1, Currency::kEur, Currency::kUsd, 1'080'000'000, 50, kT}, StatusCode::kOk},
+      {{1, Currency::kEur, Currency::kEur, 1'000'000'000, 0, kT}, StatusCode::kInvalidArgument},
+      {{1, Currency::kEur, Currency::kUsd, -1, 0, kT}, StatusCode::kInvalidArgument},
+      {{1, Currency::kEur, Currency::kUsd, kMaxFxRatePpb + 1, 0, kT}, StatusCode::kInvalidArgument},
+      {{1, Currency::kEur, Currency::kUsd, kMaxFxRatePpb, kMaxFxSpreadBps, kT}, StatusCode::kOk},
+      {{1, Currency::kEur, Currency::kUsd, 1'000'000'000, kMaxFxSpreadBps + 1, kT},
+       StatusCode::kInvalidArgument},
+      {{1, Currency::kEur, Currency::kUsd, 1'000'000'000, -1, kT}, StatusCode::kInvalidArgument},
+      {{1, Currency::kEur, Currency::kUsd, 1'000'000'000, 0, 0}, StatusCode::kInvalidArgument},
+      {{2, Currency::kEur, Currency::kUsd, 1'000'000'000, 0, kT}, StatusCode::kInvalidArgument},
+      {{0, Currency::kEur, Currency::kUsd, 1'000'000'000, 0, kT}, StatusCode::kInvalidArgument},
+      {{1, Currency::kEur, Currency::kUsd, 0, 0, kT}, StatusCode::kNotFound},  // nothing to remove
+      {{1, Currency::kEur, static_cast<Currency>(7), 1'000'000'000, 0, kT},
+       StatusCode::kInvalidArgument},
+  };
+  for (const Case& c : cases) {
+    FxTable table;
+    Status s = table.Apply(c.change);
+    EXPECT_EQ(s.code(), c.code) << s.ToString();
+    EXPECT_EQ(table.Version(), s.ok() ? 1 : 0);
+  }
+}
+
+TEST(FxTable, OneEntryPerPairAndRemoval) {
+  FxTable table = TableWith(Currency::kEur, Currency::kUsd, 1'080'000'000, 50);
+  ASSERT_TRUE(table.Find(Currency::kUsd, Currency::kEur).has_value());
+  EXPECT_EQ(table.Find(Currency::kUsd, Currency::kEur)->base, Currency::kEur);
+  EXPECT_FALSE(table.Find(Currency::kGbp, Currency::kUsd).has_value());
+  // Quoting the pair the other way replaces the entry.
+  ASSERT_TRUE(table.Apply({2, Currency::kUsd, Currency::kEur, 925'000'000, 0, kT}).ok());
+  auto rate = table.Find(Currency::kEur, Currency::kUsd);
+  ASSERT_TRUE(rate.has_value());
+  EXPECT_EQ(rate->base, Currency::kUsd);
+  EXPECT_EQ(rate->mid_rate_ppb, 925'000'000);
+  EXPECT_EQ(rate->version, 2);
+  EXPECT_EQ(table.All().size(), 1u);
+  // A removal takes no spread, then removes.
+  EXPECT_EQ(table.Apply({3, Currency::kEur, Currency::kUsd, 0, 10, kT}).code(),
+            StatusCode::kInvalidArgument);
+  ASSERT_TRUE(table.Apply({3, Currency::kEur, Currency::kUsd, 0, 0, kT}).ok());
+  EXPECT_FALSE(table.Find(Currency::kEur, Currency::kUsd).has_value());
+  EXPECT_TRUE(table.All().empty());
+  EXPECT_EQ(table.Version(), 3);
+}
+
+TEST(FxTable, ConvertsWithSpreadAgainstTheCustomer) {
+  // 1 EUR = 1.08 USD, 0.5% spread: r_eff(EUR->USD) = 1.08 x 0.995 = 1.0746.
+  FxTable table = TableWith(Currency::kEur, Currency::kUsd, 1'080'000'000, 50);
+  auto q = table.ConvertFrom(Currency::kEur, Currency::kUsd, 100'000'000);
+  ASSERT_TRUE(q.ok()) << q.status().ToString();
+  EXPECT_EQ(q->to_micros, 107'460'000);
+  EXPECT_EQ(q->from_micros, 100'000'000);
+  EXPECT_EQ(q->mid_rate_ppb, 1'080'000'000);
+  EXPECT_EQ(q->spread_bps, 50);
+  EXPECT_EQ(q->rate_version, 1);
+  // The other way through the same entry: 107.46 / 1.08 x 0.995 = 99.0025 EUR.
+  auto back = table.ConvertFrom(Currency::kUsd, Currency::kEur, 107'460'000);
+  ASSERT_TRUE(back.ok());
+  EXPECT_EQ(back->to_micros, 99'002'500);
+  // Delivering an exact target: 107.46 USD costs exactly 100 EUR.
+  auto need = table.ConvertTo(Currency::kEur, Currency::kUsd, 107'460'000);
+  ASSERT_TRUE(need.ok());
+  EXPECT_EQ(need->from_micros, 100'000'000);
+  EXPECT_EQ(need->to_micros, 107'460'000);
+  // A 2.16 USD lease hour from a EUR wallet: 2.16 / 1.0746 = 2.01005025... -> 2.010050 EUR.
+  auto hour = table.ConvertTo(Currency::kEur, Currency::kUsd, 2'160'000);
+  ASSERT_TRUE(hour.ok());
+  EXPECT_EQ(hour->from_micros, 2'010'050);
+  // Paying USD for EUR: 10 EUR cost 10 x 1.08 / 0.995 = 10.854271... USD.
+  auto usd = table.ConvertTo(Currency::kUsd, Currency::kEur, 10'000'000);
+  ASSERT_TRUE(usd.ok());
+  EXPECT_EQ(usd->from_micros, 10'854'271);
+}
+
+TEST(FxTable, RoundsHalfEvenOnce) {
+  FxTable table = TableWith(Currency::kGbp, Currency::kUsd, 1'500'000'000, 0);
+  struct Case {
+    std::int64_t from;
+    std::int64_t to;
+  } cases[] = {{1, 2}, {3, 4}, {5, 8}, {7, 10}, {2, 3}};  // 1.5, 4.5, 7.5, 10.5, 3
+  for (const Case& c : cases) {
+    auto q = table.ConvertFrom(Currency::kGbp, Currency::kUsd, c.from);
+    ASSERT_TRUE(q.ok());
+    EXPECT_EQ(q->to_micros, c.to) << c.from;
+  }
+}
+
+TEST(FxTable, Errors) {
+  FxTable table = TableWith(Currency::kEur, Currency::kUsd, 1, 0);  // 1e-9
+  auto missing = table.ConvertFrom(Currency::kGbp, Currency::kUsd, 1'000'000);
+  ASSERT_FALSE(missing.ok());
+  EXPECT_EQ(missing.status().code(), StatusCode::kFailedPrecondition);
+  EXPECT_NE(missing.status().message().find("GBP/USD"), std::string::npos);
+  auto tiny = table.ConvertFrom(Currency::kEur, Currency::kUsd, 1'000);  // 1e-12 USD
+  ASSERT_FALSE(tiny.ok());
+  EXPECT_EQ(tiny.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(tiny.status().message().find("too small"), std::string::npos);
+  auto huge = table.ConvertFrom(Currency::kUsd, Currency::kEur, kMaxTransferAmountMicros);
+  ASSERT_FALSE(huge.ok());
+  EXPECT_EQ(huge.status().code(), StatusCode::kInvalidArgument);
+  for (std::int64_t bad : {std::int64_t{0}, std::int64_t{-5}, kMaxTransferAmountMicros + 1}) {
+    EXPECT_EQ(table.ConvertFrom(Currency::kEur, Currency::kUsd, bad).status().code(),
+              StatusCode::kInvalidArgument);
+    EXPECT_EQ(table.ConvertTo(Currency::kEur, Currency::kUsd, bad).status().code(),
+              StatusCode::kInvalidArgument);
+  }
+}
+
+TEST(FxTable, SameCurrencyIsIdentity) {
+  FxTable table;
+  auto q = table.ConvertTo(Currency::kUsd, Currency::kUsd, 1'234'567);
+  ASSERT_TRUE(q.ok());
+  EXPECT_EQ(q->from_micros, 1'234'567);
+  EXPECT_EQ(q->to_micros, 1'234'567);
+  EXPECT_EQ(q->spread_bps, 0);
+  EXPECT_EQ(q->rate_version, 0);
+}
+
+TEST(FxTable, ExtremesDoNotOverflow) {
+  FxTable big = TableWith(Currency::kEur, Currency::kUsd, kMaxFxRatePpb, kMaxFxSpreadBps);
+  auto a = big.ConvertTo(Currency::kUsd, Currency::kEur, kMaxTransferAmountMicros);
+  EXPECT_FALSE(a.ok());  // would need 1000x the maximum
+  auto b = big.ConvertTo(Currency::kEur, Currency::kUsd, kMaxTransferAmountMicros);
+  ASSERT_TRUE(b.ok());
+  // 1e18 / (1000 x 0.9) = 1.111...e15
+  EXPECT_EQ(b->from_micros, 1'111'111'111'111'111);
+}
+
+}  // namespace
+}  // namespace gpuhub::ledger
