@@ -5,6 +5,7 @@
 #include <cstdio>
 
 #include "core/strings.h"
+#include "sizing/detailed.h"
 #include "sizing/limits.h"
 
 namespace gpuhub::sizing {
@@ -37,6 +38,23 @@ Result<Profile> ParseProfile(std::string_view text) {
 
 std::string_view ProfileName(Profile profile) {
   return profile == Profile::kGuide ? "guide" : "detailed";
+}
+
+Result<LoraTargets> ParseLoraTargets(std::string_view text) {
+  if (text == "qv" || text == "q,v") return LoraTargets::kQv;
+  if (text == "attn" || text == "attention") return LoraTargets::kAttention;
+  if (text == "all-linear" || text == "all_linear" || text == "all") return LoraTargets::kAllLinear;
+  return Status::InvalidArgument("unknown LoRA targets '" + std::string(text.substr(0, 40)) +
+                                 "' (expected qv, attn or all-linear)");
+}
+
+std::string_view LoraTargetsName(LoraTargets targets) {
+  switch (targets) {
+    case LoraTargets::kQv: return "qv";
+    case LoraTargets::kAttention: return "attn";
+    case LoraTargets::kAllLinear: return "all-linear";
+  }
+  return "?";
 }
 
 Result<Optimizer> ParseOptimizer(std::string_view text) {
@@ -99,6 +117,9 @@ Status ValidateWorkload(const Workload& w) {
     if (w.offload_optimizer && w.method == Method::kInference) {
       return bad("optimizer offload applies to training only");
     }
+  }
+  if (w.offload_params && (w.method != Method::kFullFineTune || w.zero_stage != 3)) {
+    return bad("parameter offload needs full fine-tuning with ZeRO stage 3 (or FSDP)");
   }
   if (w.method == Method::kLora &&
       (w.precision == Precision::kInt4 || w.precision == Precision::kNf4)) {
@@ -255,9 +276,11 @@ Result<MemoryEstimate> EstimateMemory(const ModelShape& model, const Workload& w
   e.method = workload.method;
   e.profile = workload.profile.value_or(model.nominal ? Profile::kGuide : Profile::kDetailed);
   e.gpus = workload.gpus;
-  // The detailed profile is built on top of the guide's components; until a shape carries what it
-  // needs, the guide's rules apply and the estimate says so.
-  if (workload.method == Method::kInference) {
+  if (e.profile == Profile::kDetailed) {
+    auto detailed = DetailedEstimate(model, workload, std::move(e));
+    if (!detailed.ok()) return detailed.status();
+    e = std::move(*detailed);
+  } else if (workload.method == Method::kInference) {
     e = GuideInference(model, workload, std::move(e));
   } else {
     e = GuideTraining(model, workload, std::move(e));

@@ -35,6 +35,14 @@ enum class Optimizer { kAdamW, kAdam8bit, kSgdMomentum, kAdafactor };
 Result<Optimizer> ParseOptimizer(std::string_view text);  // "adamw", "adam8bit", "sgd", "adafactor"
 std::string_view OptimizerName(Optimizer optimizer);
 
+// Which linear layers get LoRA adapters (detailed profile).
+//  - qv: the query and value projections (PEFT's default for Llama-style models);
+//  - attn: every attention projection (q, k, v, o; MLA's low-rank projections);
+//  - all-linear: attention and MLP projections, experts included (not the router, not lm_head).
+enum class LoraTargets { kQv, kAttention, kAllLinear };
+Result<LoraTargets> ParseLoraTargets(std::string_view text);  // "qv", "attn", "all-linear"
+std::string_view LoraTargetsName(LoraTargets targets);
+
 // How the model is spread over several GPUs.
 //  - inference, LoRA, QLoRA: layers split across the cards (any link will do);
 //  - full fine-tuning: ZeRO stage 0 (plain data parallel, every card holds everything), 1, 2 or 3.
@@ -52,6 +60,21 @@ struct Workload {
   bool offload_optimizer = false;
   Optimizer optimizer = Optimizer::kAdamW;
   std::optional<Profile> profile;  // unset: guide for presets, detailed for real models
+
+  // --- Detailed profile only (the guide's published rules ignore these) ---
+  LoraTargets lora_targets = LoraTargets::kQv;
+  bool lora_dropout = false;          // adapters apply dropout to their input (PEFT default: off)
+  bool flash_attention = true;        // FlashAttention / SDPA kernels: no seq x seq scores kept
+  bool gradient_checkpointing = true; // full recomputation: one hidden state per layer kept
+  bool chunked_loss = false;          // cross-entropy in chunks (torchtune, lit-gpt, Liger):
+                                      // no full fp32 copy of the logits
+  bool double_quant = true;           // QLoRA: the NF4 absmax constants are quantized too
+  bool offload_params = false;        // ZeRO-3 / FSDP: parameters live in host memory
+  // When the model carries checkpoint headers: size the weights from the tensor bytes as stored
+  // (e.g. a GGUF Q4_K_M or a GPTQ checkpoint) instead of params x precision. The CLI sets it when
+  // no --precision is given. Weights also come from the checkpoint when `precision` is the
+  // checkpoint's own.
+  bool weights_as_stored = false;
 };
 
 // Checks ranges and combinations (context 0, batch 10^12, rank 0, kv precision other than
@@ -80,6 +103,9 @@ struct MemoryEstimate {
 };
 
 Result<MemoryEstimate> EstimateMemory(const ModelShape& model, const Workload& workload);
+
+// Trainable LoRA parameters: rank x (in + out) for every targeted linear of the model.
+double LoraAdapterParams(const ModelShape& model, LoraTargets targets, int rank);
 
 // KV cache bytes for `context` tokens x `batch` sequences (sliding-window layers capped).
 double KvCacheBytes(const ModelShape& model, Precision kv_precision, std::int64_t context_tokens,

