@@ -209,12 +209,14 @@ struct OptimizerPart {
   std::string formula;
 };
 
-OptimizerPart OptimizerState(Optimizer o, double params, double factored_bytes) {
+OptimizerPart OptimizerState(Optimizer o, double params, double factored_bytes, bool bf16_states) {
   OptimizerPart p;
+  const double state = bf16_states ? 2 : 4;
+  const std::string dtype = bf16_states ? "bf16" : "fp32";
   switch (o) {
     case Optimizer::kAdamW:
-      p.bytes = params * 8;
-      p.formula = Num(params) + " trainable params x 8 B (AdamW m and v, fp32)";
+      p.bytes = params * 2 * state;
+      p.formula = Num(params) + " trainable params x " + B(2 * state) + " (AdamW m and v, " + dtype + ")";
       break;
     case Optimizer::kAdam8bit:
       // bitsandbytes 8-bit Adam: two uint8 states + one fp32 absmax per 2048-value block each.
@@ -222,11 +224,11 @@ OptimizerPart OptimizerState(Optimizer o, double params, double factored_bytes) 
       p.formula = Num(params) + " trainable params x 2.004 B (8-bit Adam: 2 uint8 states + block absmax)";
       break;
     case Optimizer::kSgdMomentum:
-      p.bytes = params * 4;
-      p.formula = Num(params) + " trainable params x 4 B (SGD momentum buffer, fp32)";
+      p.bytes = params * state;
+      p.formula = Num(params) + " trainable params x " + B(state) + " (SGD momentum buffer, " + dtype + ")";
       break;
     case Optimizer::kAdafactor:
-      p.bytes = factored_bytes;
+      p.bytes = factored_bytes * state / 4;
       p.formula = "Adafactor factored second moment (row + column statistics per matrix, fp32; "
                   "no first moment)";
       break;
@@ -279,15 +281,19 @@ double ActivationBytesPerTokenPerLayer(const ModelShape& model_in, const Workloa
   // Attention with FlashAttention/SDPA keeps q, k, v and the output (plus a per-head logsumexp).
   double attention = 2 * x.q + 2 * x.k + 2 * x.v + 2 * x.q + 4.0 * m.heads;
   double bytes = 0;
+  // Unfused (eager PyTorch, Hugging Face): RMSNorm upcasts to fp32 and keeps that copy (4h), plus
+  // the normalized bf16 output when its weight trains (2h); SwiGLU keeps gate (for SiLU), the SiLU
+  // output and up (for the product): 6i. Fused kernels keep the bf16 input (2h) and gate and up
+  // (4i), recomputing the rest.
+  const double norm = w.fused_kernels ? 2 * x.h : (w.method == Method::kFullFineTune ? 6 : 4) * x.h;
+  const double swiglu = (w.fused_kernels ? 4 : 6) * x.mlp;
   if (w.method == Method::kFullFineTune) {
-    // RMSNorm x2: fp32 input (4h) + normalized bf16 kept for the weight's gradient (2h);
-    // q/k/v, o, gate/up and down keep their inputs for the weight gradients (2h, 2q, 2h, 2i);
-    // SwiGLU keeps gate (for SiLU), SiLU output and up (for the product): 6i.
-    bytes = 2 * (4 * x.h + 2 * x.h) + 2 * x.h + attention + 2 * x.q + 2 * x.h + 8 * x.mlp;
+    // q/k/v, o, gate/up and down keep their inputs for the weight gradients (2h, 2q, 2h, 2i).
+    bytes = 2 * norm + 2 * x.h + attention + 2 * x.q + 2 * x.h + swiglu + 2 * x.mlp;
   } else {
-    // Frozen base: linears keep nothing (no weight gradient); norms keep their fp32 input;
-    // SwiGLU still keeps 6i for the gradient that flows to earlier layers' adapters.
-    bytes = 2 * 4 * x.h + attention + 6 * x.mlp;
+    // Frozen base: linears keep nothing (no weight gradient); the norms and SwiGLU keep what the
+    // gradient flowing back to earlier layers' adapters needs.
+    bytes = 2 * norm + attention + swiglu;
     // Adapters keep their input (with dropout: the dropped copy 2 B + its mask 1 B, per adapter;
     // without: the shared input tensor itself, counted once). bitsandbytes' 4-bit matmul also keeps
     // its input for the backward pass (MatMul4Bit ctx.tensors), so QLoRA keeps all four inputs.
@@ -367,12 +373,16 @@ Result<MemoryEstimate> DetailedEstimate(const ModelShape& model_in, const Worklo
   } else {
     const double tokens = static_cast<double>(w.batch) * static_cast<double>(w.sequence_tokens);
     const bool full = w.method == Method::kFullFineTune;
-    // Layer split for LoRA/QLoRA across GPUs; data parallel (+ZeRO) for full fine-tuning.
-    const int split = full ? 1 : gpus;
+    // LoRA/QLoRA across GPUs: layers split (stage 0: each card holds its layers and their
+    // activations) or FSDP (stage 3: the frozen base sharded, every card runs its own batch).
+    // Full fine-tuning: data parallel with ZeRO sharding.
+    const bool fsdp = !full && w.zero_stage == 3 && gpus > 1;
+    const int split = full || fsdp ? 1 : gpus;
+    const int shard = full ? 1 : gpus;
     if (full) {
       const std::string params = Num(m.total_params);
-      const bool mixed = w.precision != Precision::kFp32;
-      const double wb = mixed ? 2 : 4;
+      const bool mixed = w.precision != Precision::kFp32 && !w.pure_bf16;
+      const double wb = w.precision == Precision::kFp32 ? 4 : 2;
       int shard_w = w.zero_stage >= 3 ? gpus : 1;
       int shard_g = w.zero_stage >= 2 ? gpus : 1;
       int shard_o = w.zero_stage >= 1 ? gpus : 1;
@@ -388,9 +398,17 @@ Result<MemoryEstimate> DetailedEstimate(const ModelShape& model_in, const Worklo
       }
       e.components.push_back(wc);
       double grads = m.total_params * wb;
-      e.components.push_back(Split("gradients", grads,
-                                   params + " params x " + B(wb) + " gradients = " + Gb(grads), shard_g));
       double optimizer_host = 0;
+      Component gc = Split("gradients", grads, params + " params x " + B(wb) + " gradients = " + Gb(grads),
+                           shard_g);
+      if (w.offload_optimizer && w.zero_stage >= 2) {
+        // ZeRO-Offload / FSDP CPU offload: the optimizer steps on the CPU, so the reduced gradient
+        // shards are copied out as they are produced (fp32 on the host).
+        optimizer_host += m.total_params * 4;
+        gc.formula += " -> offloaded to host memory (the optimizer steps on the CPU)";
+        gc.bytes = 0;
+      }
+      e.components.push_back(gc);
       if (mixed) {
         double master = m.total_params * 4;
         Component mc = Split("master_weights", master,
@@ -404,7 +422,7 @@ Result<MemoryEstimate> DetailedEstimate(const ModelShape& model_in, const Worklo
         e.components.push_back(mc);
       }
       OptimizerPart opt = OptimizerState(w.optimizer, m.total_params,
-                                         AdafactorBytes(m, 0, w.lora_targets, false));
+                                         AdafactorBytes(m, 0, w.lora_targets, false), w.pure_bf16);
       Component oc = Split("optimizer_state", opt.bytes, opt.formula, shard_o);
       if (w.offload_optimizer) {
         optimizer_host += opt.bytes;
@@ -432,7 +450,7 @@ Result<MemoryEstimate> DetailedEstimate(const ModelShape& model_in, const Worklo
         double quant = linear * 0.5;
         e.components.push_back(Split("base_weights", quant,
                                      Num(linear) + " linear params x 0.5 B (nf4, frozen) = " + Gb(quant),
-                                     split));
+                                     shard));
         double constants = linear * QuantConstantBytesPerParam(Precision::kNf4, w.double_quant);
         e.components.push_back(Split(
             "quantization_constants", constants,
@@ -440,13 +458,16 @@ Result<MemoryEstimate> DetailedEstimate(const ModelShape& model_in, const Worklo
                 (w.double_quant ? std::string("(1 B absmax + 4 B per 256 blocks: double quantization)")
                                 : std::string("4 B fp32 absmax")) +
                 " = " + Gb(constants),
-            split));
-        double rest_bytes = rest * 4;
+            shard));
+        const double rb = w.pure_bf16 ? 2 : 4;
+        double rest_bytes = rest * rb;
         e.components.push_back(Split("frozen_unquantized", rest_bytes,
-                                     Num(rest) + " embedding/lm_head/norm params x 4 B (fp32, as "
-                                                 "prepare_model_for_kbit_training leaves them) = " +
-                                         Gb(rest_bytes),
-                                     split));
+                                     Num(rest) + " embedding/lm_head/norm params x " + B(rb) +
+                                         (w.pure_bf16 ? std::string(" (bf16)")
+                                                      : std::string(" (fp32, as prepare_model_for_kbit_"
+                                                                    "training leaves them)")) +
+                                         " = " + Gb(rest_bytes),
+                                     shard));
         double dequant = LargestLinearParams(m) * 2;
         e.components.push_back({"dequant_workspace", dequant,
                                 "largest linear " + Num(LargestLinearParams(m)) +
@@ -454,18 +475,28 @@ Result<MemoryEstimate> DetailedEstimate(const ModelShape& model_in, const Worklo
       } else {
         WeightPart base = Weights(m, w.precision, w.double_quant);
         if (from_checkpoint) base = {m.checkpoint->bytes, CheckpointFormula(*m.checkpoint)};
-        e.components.push_back(Split("base_weights", base.bytes, base.formula + " (frozen)", split));
+        e.components.push_back(Split("base_weights", base.bytes, base.formula + " (frozen)", shard));
       }
       double adapter_params = LoraAdapterParams(m, w.lora_targets, w.lora_rank);
       OptimizerPart opt = OptimizerState(w.optimizer, adapter_params,
-                                         AdafactorBytes(m, w.lora_rank, w.lora_targets, true));
-      double adapters = adapter_params * 8 + opt.bytes;
+                                         AdafactorBytes(m, w.lora_rank, w.lora_targets, true),
+                                         w.pure_bf16);
+      const double ab = w.pure_bf16 ? 2 : 4;
+      const std::string adt = w.pure_bf16 ? "bf16" : "fp32";
+      double adapters = adapter_params * 2 * ab + opt.bytes;
       e.components.push_back(Split(
           "lora_adapters", adapters,
           "rank " + std::to_string(w.lora_rank) + " on " + std::string(LoraTargetsName(w.lora_targets)) +
-              ": " + Num(adapter_params) + " params x (4 B fp32 weights + 4 B fp32 grads) + " +
-              opt.formula,
-          split));
+              ": " + Num(adapter_params) + " params x (" + B(ab) + " " + adt + " weights + " + B(ab) +
+              " " + adt + " grads) + " + opt.formula,
+          shard));
+      if (fsdp) {
+        double layer_params = (m.total_params - m.embedding_params - m.lm_head_params) / std::max(1, m.layers);
+        double gathered = 2 * layer_params * (qlora ? 0.5 : WeightBytesPerParam(w.precision));
+        e.components.push_back({"fsdp_gathered_params", gathered,
+                                "2 layers (current + prefetched) x " + Num(layer_params) +
+                                    " params gathered from the shards = " + Gb(gathered)});
+      }
       if (w.offload_optimizer) {
         e.notes.push_back("optimizer offload has little to move for LoRA: adapter state stays on GPU");
       }
@@ -483,16 +514,27 @@ Result<MemoryEstimate> DetailedEstimate(const ModelShape& model_in, const Worklo
     if (w.gradient_checkpointing) {
       double kept = static_cast<double>(m.layers) * tokens * 2 * x.h / split;
       double working = tokens * per_layer_token + eager + backward_temp;
+      std::string kept_text = std::to_string(m.layers) + " layers x " + tok + " x " +
+                              FormatFixed(2 * x.h, 0) + " B (one bf16 hidden state per layer)" +
+                              (split > 1 ? " / " + std::to_string(split) + " GPUs" : "");
+      if (w.offload_activations) {
+        e.host_bytes += kept * gpus;
+        kept_text = "checkpoints offloaded to host memory (" + Gb(kept) + ")";
+        kept = 0;
+      }
       activations = kept + working;
-      formula = "gradient checkpointing: " + std::to_string(m.layers) + " layers x " + tok + " x " +
-                FormatFixed(2 * x.h, 0) + " B (one bf16 hidden state per layer)" +
-                (split > 1 ? " / " + std::to_string(split) + " GPUs" : "") + " + one layer recomputed: " +
+      formula = "gradient checkpointing: " + kept_text + " + one layer recomputed: " +
                 tok + " x " + FormatFixed(per_layer_token, 0) + " B" +
                 (eager > 0 ? " + eager attention scores " + Gb(eager) : "") +
                 " + backward temporaries " + Gb(backward_temp) + " = " + Gb(activations);
     } else {
-      activations = (static_cast<double>(m.layers) * (tokens * per_layer_token + eager)) / split +
-                    backward_temp;
+      double layers_on_gpu = static_cast<double>(m.layers) / split;
+      if (w.offload_activations) {
+        // Two layers' activations stay on the GPU (the one in use and the one in transit).
+        e.host_bytes += (layers_on_gpu - std::min(2.0, layers_on_gpu)) * (tokens * per_layer_token + eager) * gpus;
+        layers_on_gpu = std::min(2.0, layers_on_gpu);
+      }
+      activations = layers_on_gpu * (tokens * per_layer_token + eager) + backward_temp;
       formula = std::to_string(m.layers) + " layers x " + tok + " x " + FormatFixed(per_layer_token, 0) +
                 " B per token per layer" +
                 (eager > 0 ? " + " + std::to_string(m.layers) + " x eager attention scores " +
@@ -506,8 +548,10 @@ Result<MemoryEstimate> DetailedEstimate(const ModelShape& model_in, const Worklo
 
     // Logits and loss: bf16 logits (fp32 for QLoRA's fp32 lm_head), the fp32 upcast and
     // log-softmax kept for backward, and their gradients at the start of backward.
-    double logit_bytes = w.method == Method::kQlora ? 4 : 2;
-    double per = w.chunked_loss ? logit_bytes + 12.0 / kLossChunks : logit_bytes + 12;
+    double logit_bytes = w.method == Method::kQlora && !w.pure_bf16 ? 4 : 2;
+    // Chunked: only one chunk's fp32 work at a time (fused kernels do it without the fp32 copy).
+    double per = w.chunked_loss ? logit_bytes + (w.fused_kernels ? 4.0 : 12.0) / kLossChunks
+                                : logit_bytes + 12;
     double logits = tokens * m.vocab * per;
     e.components.push_back(
         {"logits_and_loss", logits,

@@ -113,10 +113,19 @@ Status ValidateWorkload(const Workload& w) {
                  std::string(PrecisionName(w.precision)));
     }
   } else {
-    if (w.zero_stage != 0) return bad("ZeRO stages apply to full fine-tuning only");
+    if (w.zero_stage != 0 && w.method == Method::kInference) {
+      return bad("ZeRO stages apply to training only");
+    }
+    if (w.zero_stage != 0 && w.zero_stage != 3) {
+      return bad("LoRA/QLoRA across GPUs: ZeRO stage 3 (FSDP) shards the frozen base, stage 0 "
+                 "splits the layers; stages 1 and 2 do not apply");
+    }
     if (w.offload_optimizer && w.method == Method::kInference) {
       return bad("optimizer offload applies to training only");
     }
+  }
+  if (w.offload_activations && w.method == Method::kInference) {
+    return bad("activation offload applies to training only");
   }
   if (w.offload_params && (w.method != Method::kFullFineTune || w.zero_stage != 3)) {
     return bad("parameter offload needs full fine-tuning with ZeRO stage 3 (or FSDP)");
@@ -168,7 +177,11 @@ constexpr double kAdapterBytesPerParam = 16;        // weights + grads + master 
 
 std::string KvFormula(const ModelShape& m, const Workload& w, double bytes) {
   std::string f = "2 x " + std::to_string(m.layers) + " layers x ";
-  if (m.kv_elements_per_token_per_layer == 2.0 * m.kv_heads * m.head_dim) {
+  if (m.kv_lora_rank > 0) {
+    // MLA caches one compressed latent (K and V together) plus the decoupled rope key.
+    f = std::to_string(m.layers) + " layers x (kv_lora_rank " + std::to_string(m.kv_lora_rank) +
+        " + rope " + std::to_string(m.qk_rope_head_dim) + ") latent";
+  } else if (m.kv_elements_per_token_per_layer == 2.0 * m.kv_heads * m.head_dim) {
     f += std::to_string(m.kv_heads) + " kv heads x " + std::to_string(m.head_dim) + " head_dim";
   } else {
     f += FormatFixed(m.kv_elements_per_token_per_layer / 2, 0) + " elements";

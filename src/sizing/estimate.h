@@ -45,7 +45,9 @@ std::string_view LoraTargetsName(LoraTargets targets);
 
 // How the model is spread over several GPUs.
 //  - inference, LoRA, QLoRA: layers split across the cards (any link will do);
-//  - full fine-tuning: ZeRO stage 0 (plain data parallel, every card holds everything), 1, 2 or 3.
+//  - full fine-tuning: ZeRO stage 0 (plain data parallel, every card holds everything), 1, 2 or 3
+//    (stage 3 = FSDP full sharding);
+//  - LoRA/QLoRA with zero_stage 3: FSDP shards the frozen base, every card runs its own batch.
 struct Workload {
   Method method = Method::kInference;
   // Weights for inference; the frozen base for LoRA (QLoRA always stores the base in nf4).
@@ -70,6 +72,17 @@ struct Workload {
                                       // no full fp32 copy of the logits
   bool double_quant = true;           // QLoRA: the NF4 absmax constants are quantized too
   bool offload_params = false;        // ZeRO-3 / FSDP: parameters live in host memory
+  // Everything in the compute dtype (torchtune, LitGPT "bf16-true"): no fp32 master weights,
+  // optimizer states and adapters in bf16, QLoRA's unquantized parameters in bf16. Off: mixed
+  // precision as Hugging Face/DeepSpeed run it (fp32 master copy, fp32 adapters and optimizer
+  // state; prepare_model_for_kbit_training upcasts QLoRA's unquantized parameters to fp32).
+  bool pure_bf16 = false;
+  // Fused kernels (torch.compile, Liger, Unsloth): RMSNorm keeps only its bf16 input and SwiGLU
+  // only gate and up for the backward pass.
+  bool fused_kernels = false;
+  // Saved activations stream to host memory (torchtune activation offloading, DeepSpeed CPU
+  // checkpointing): with gradient checkpointing the per-layer checkpoints leave the GPU.
+  bool offload_activations = false;
   // When the model carries checkpoint headers: size the weights from the tensor bytes as stored
   // (e.g. a GGUF Q4_K_M or a GPTQ checkpoint) instead of params x precision. The CLI sets it when
   // no --precision is given. Weights also come from the checkpoint when `precision` is the
