@@ -151,6 +151,28 @@ TEST(FxTable, RoundsHalfEvenOnce) {
   }
 }
 
+TEST(FxTable, ConvertToRoundsHalfEvenToo) {
+  // 1 GBP = 2 USD: delivering n USD costs n / 2 GBP.
+  FxTable table = TableWith(Currency::kGbp, Currency::kUsd, 2'000'000'000, 0);
+  struct Case {
+    std::int64_t to;
+    std::int64_t from;
+  } cases[] = {{3, 2}, {5, 2}, {7, 4}, {9, 4}, {4, 2}};  // 1.5, 2.5, 3.5, 4.5, 2
+  for (const Case& c : cases) {
+    auto q = table.ConvertTo(Currency::kGbp, Currency::kUsd, c.to);
+    ASSERT_TRUE(q.ok());
+    EXPECT_EQ(q->from_micros, c.from) << c.to;
+  }
+  // 0.5 rounds to the even 0: nothing to charge, so it is refused rather than given away.
+  EXPECT_EQ(table.ConvertTo(Currency::kGbp, Currency::kUsd, 1).status().code(),
+            StatusCode::kInvalidArgument);
+  // Rounding up, not truncating: 1 micro at 1.0746 costs 0.93 -> 1 micro.
+  FxTable eur = TableWith(Currency::kEur, Currency::kUsd, 1'080'000'000, 50);
+  EXPECT_EQ(eur.ConvertTo(Currency::kEur, Currency::kUsd, 1)->from_micros, 1);
+  EXPECT_EQ(eur.ConvertTo(Currency::kEur, Currency::kUsd, 2)->from_micros, 2);  // 1.86
+  EXPECT_EQ(eur.ConvertTo(Currency::kUsd, Currency::kEur, 1)->from_micros, 1);  // 1.085
+}
+
 TEST(FxTable, Errors) {
   FxTable table = TableWith(Currency::kEur, Currency::kUsd, 1, 0);  // 1e-9
   auto missing = table.ConvertFrom(Currency::kGbp, Currency::kUsd, 1'000'000);

@@ -76,6 +76,16 @@ std::string Quoted(std::string_view text) {
   return out;
 }
 
+// "transfer 'id': " in front of a message, built only when a message is (failures are rare).
+struct Prefix {
+  const std::string& id;
+  friend std::string operator+(const Prefix& p, std::string_view rest) {
+    std::string out = "transfer " + Quoted(p.id) + ": ";
+    out += rest;
+    return out;
+  }
+};
+
 bool IsKnownTransferKind(TransferKind kind) {
   return static_cast<int>(kind) <= 3;  // uint8_t: never negative
 }
@@ -125,7 +135,7 @@ TransferResult Ledger::Validate(const TransferRequest& r, std::string* message) 
     return fail(TransferResult::kIdHasInvalidCharacters,
                 "transfer id " + Quoted(r.id) + " may only contain A-Z a-z 0-9 : _ - . / @");
   }
-  const std::string in = "transfer " + Quoted(r.id) + ": ";
+  const Prefix in{r.id};
   if (!IsKnownTransferKind(r.kind)) {
     return fail(TransferResult::kKindInvalid,
                 in + "unknown kind " + std::to_string(static_cast<int>(r.kind)));
@@ -247,7 +257,8 @@ BatchResult Ledger::ApplyBatch(std::span<const TransferRequest> requests) {
   auto fail = [&](TransferResult result, std::size_t index, std::string message) {
     out.result = result;
     out.failed_index = index;
-    out.message = index == kWholeBatch
+    // Messages already name the transfer by id; in a batch, also say which leg it was.
+    out.message = index == kWholeBatch || requests.size() == 1
                       ? std::move(message)
                       : "transfer " + std::to_string(index + 1) + " of " +
                             std::to_string(requests.size()) + ": " + std::move(message);
@@ -314,7 +325,7 @@ BatchResult Ledger::ApplyBatch(std::span<const TransferRequest> requests) {
 }
 
 TransferResult Ledger::ApplyOne(const TransferRequest& r, std::string* message) {
-  const std::string in = "transfer " + Quoted(r.id) + ": ";
+  const Prefix in{r.id};
   Transfer record;
   record.id = r.id;
   record.kind = r.kind;
@@ -764,25 +775,25 @@ Status Ledger::CheckInvariants() const {
   Wide credits_pending[kCurrencyCount] = {};
   for (std::size_t i = 0; i < accounts_.size(); ++i) {
     const AccountBalance& b = accounts_[i].balance;
-    const std::string name = AccountKeyName(b.key);
-    if (!ValidateAccountKey(b.key).ok()) return broken("invalid account key " + name);
+    auto name = [&] { return AccountKeyName(b.key); };
+    if (!ValidateAccountKey(b.key).ok()) return broken("invalid account key " + name());
     if (b.debits_posted < 0 || b.credits_posted < 0 || b.debits_pending < 0 ||
         b.credits_pending < 0) {
-      return broken(name + " has a negative total");
+      return broken(name() + " has a negative total");
     }
     if (Wide{b.debits_posted} + b.debits_pending > kInt64Max ||
         Wide{b.credits_posted} + b.credits_pending > kInt64Max) {
-      return broken(name + " totals overflow");
+      return broken(name() + " totals overflow");
     }
     if (DebitsMustNotExceedCredits(b.key.kind)) {
-      if (b.debits_posted > b.credits_posted) return broken(name + " is below zero");
+      if (b.debits_posted > b.credits_posted) return broken(name() + " is below zero");
       if (Wide{b.debits_posted} + b.debits_pending > b.credits_posted) {
-        return broken(name + " holds " + FormatMicros(b.debits_pending) + " but only " +
+        return broken(name() + " holds " + FormatMicros(b.debits_pending) + " but only " +
                       FormatMicros(b.posted()) + " is there");
       }
     }
     if (open[i].first != b.debits_pending || open[i].second != b.credits_pending) {
-      return broken(name + " pending totals do not match its open pending transfers");
+      return broken(name() + " pending totals do not match its open pending transfers");
     }
     const auto c = static_cast<std::size_t>(b.key.currency);
     debits_posted[c] += b.debits_posted;

@@ -30,6 +30,11 @@
 //                 fx_conversion(USD)      -> provider_payable(p, USD)  price - fee
 //                 fx_conversion(USD)      -> platform_revenue(USD)     fee
 //   payout:       pending provider_payable(p, USD) -> payouts(USD); post when paid, void if refused
+//
+// FX is converted once, when the settlement batch is built: the amounts are fixed in the transfers
+// and a replay never converts again. A retried settlement must not re-quote (the rate may have
+// changed, giving other amounts and exists_with_different_fields): look its id up first
+// (FindTransfer) and quote only if it is not there.
 #pragma once
 
 #include <array>
@@ -57,7 +62,9 @@ inline constexpr std::size_t kWholeBatch = static_cast<std::size_t>(-1);
 
 // The outcome of ApplyBatch.
 //   kOk:     every transfer was applied; `transfers` are the new records in request order, with
-//            consecutive sequence numbers. Persist them (in order) before acknowledging.
+//            consecutive sequence numbers, `state` as of the end of the batch (a pending transfer
+//            posted later in the same batch reads "posted"). Persist them (in order) before
+//            acknowledging; a post/void record names the pending transfer it resolved.
 //   kExists: every transfer already existed with identical fields (a resubmission); nothing
 //            changed; `transfers` are the stored records (current state), in request order.
 //   other:   nothing changed; `failed_index` is the request that failed (kWholeBatch for
