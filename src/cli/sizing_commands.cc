@@ -15,6 +15,7 @@
 #include "fit/report_text.h"
 #include "fit/request.h"
 #include "sizing/estimate.h"
+#include "sizing/loader.h"
 
 namespace gpuhub::cli {
 namespace {
@@ -188,9 +189,20 @@ void RunCatalog(const Flags& f) {
   SetExitCode(kExitOk);
 }
 
+void RunModels(const Flags& f) {
+  auto bundled = sizing::ListBundledModels(DataDir());
+  if (!bundled.ok()) return Fail(bundled.status().message());
+  if (f.json) {
+    std::cout << fit::ModelsJson(*bundled) << "\n";
+  } else {
+    std::cout << fit::ModelsText(*bundled);
+  }
+  SetExitCode(kExitOk);
+}
+
 void AddSizingCommands(CLI::App& app) {
   // Flags live as long as the app: the callbacks run after parsing.
-  static Flags size_flags, fit_flags, guide_flags, catalog_flags;
+  static Flags size_flags, fit_flags, guide_flags, catalog_flags, models_flags;
 
   CLI::App* size = app.add_subcommand(
       "size", "GPU memory a model needs for inference or training, component by component");
@@ -230,6 +242,11 @@ void AddSizingCommands(CLI::App& app) {
   catalog_cmd->add_flag("--json", catalog_flags.json, "print JSON instead of tables");
   AddCatalogFlag(catalog_cmd, catalog_flags);
   catalog_cmd->callback([] { RunCatalog(catalog_flags); });
+
+  CLI::App* models = app.add_subcommand(
+      "models", "the guide's presets and the bundled model configs --model accepts by id");
+  models->add_flag("--json", models_flags.json, "print JSON instead of tables");
+  models->callback([] { RunModels(models_flags); });
 }
 
 const bool kRegistered = RegisterCommands(&AddSizingCommands);

@@ -493,6 +493,42 @@ std::string CatalogJson(const catalog::Catalog& c) {
   return j.dump(2);
 }
 
+namespace {
+
+Json ShapeSummaryJson(const std::string& id, const sizing::ModelShape& m) {
+  Json r;
+  r["id"] = id;
+  r["architecture"] = m.architecture;
+  r["model_type"] = m.model_type.empty() ? Json(nullptr) : Json(m.model_type);
+  r["total_params"] = m.total_params;
+  r["active_params"] = m.active_params;
+  r["layers"] = m.layers;
+  r["hidden"] = m.hidden;
+  r["kv_heads"] = m.kv_heads;
+  r["head_dim"] = m.head_dim;
+  r["max_context"] = m.max_context > 0 ? Json(m.max_context) : Json(nullptr);
+  r["kv_bytes_per_token"] = sizing::KvCacheBytes(m, sizing::Precision::kFp16, 1, 1);
+  r["experts"] = m.experts;
+  r["experts_per_token"] = m.experts_per_token;
+  return r;
+}
+
+}  // namespace
+
+std::string ModelsJson(const std::vector<sizing::BundledModel>& bundled) {
+  Json j;
+  Json presets = Json::array();
+  for (const auto& name : sizing::PresetNames()) {
+    auto shape = sizing::PresetModel(name);
+    if (shape.ok()) presets.push_back(ShapeSummaryJson(name, *shape));
+  }
+  j["presets"] = std::move(presets);
+  Json models = Json::array();
+  for (const auto& b : bundled) models.push_back(ShapeSummaryJson(b.id, b.shape));
+  j["bundled"] = std::move(models);
+  return j.dump(2);
+}
+
 Result<std::string> HandleSizeJson(std::string_view body, const std::string& data_dir) {
   GPUHUB_ASSIGN_OR_RETURN(RequestFields fields, ParseRequestJson(body, RequestKind::kSize));
   GPUHUB_ASSIGN_OR_RETURN(SizeRequest request,

@@ -49,6 +49,7 @@
 #include "fit/fit.h"
 #include "fit/guide.h"
 #include "fit/request.h"
+#include "sizing/loader.h"
 
 namespace gpuhub::fit {
 
@@ -60,6 +61,10 @@ std::string SizeReportJson(const SizeRequest& request, const sizing::MemoryEstim
 std::string FitReportJson(const FitRequest& request, const FitResult& result);
 std::string GuideJson(const Guide& guide);
 std::string CatalogJson(const catalog::Catalog& catalog);
+// `gpuhub models --json`: {"presets": [{"id", "total_params", ...}], "bundled": [{"id",
+// "architecture", "model_type", "total_params", "active_params", "layers", "kv_heads", "head_dim",
+// "max_context", "kv_bytes_per_token", "experts", "experts_per_token"}]}
+std::string ModelsJson(const std::vector<sizing::BundledModel>& bundled);
 
 // The whole of POST /v1/size and POST /v1/fit: body in, the CLI's --json text out. Errors are
 // invalid_argument (400) or not_found (404, unknown model) with a message for the client.

@@ -382,4 +382,34 @@ std::string CatalogText(const catalog::Catalog& c) {
   return out;
 }
 
+std::string ModelsText(const std::vector<sizing::BundledModel>& bundled) {
+  using A = TextTable::Align;
+  auto params = [](double n) { return FormatFixed(n / 1e9, 2) + "B"; };
+  std::string out = "Presets of the guide (nominal parameter counts)\n";
+  TextTable p({"model", "params", "layers", "KV heads", "head_dim", "KV per token"},
+              {A::kLeft, A::kRight, A::kRight, A::kRight, A::kRight, A::kRight});
+  for (const auto& name : sizing::PresetNames()) {
+    auto m = sizing::PresetModel(name);
+    if (!m.ok()) continue;
+    p.AddRow({name, params(m->total_params), std::to_string(m->layers), std::to_string(m->kv_heads),
+              std::to_string(m->head_dim),
+              FormatFixed(sizing::KvCacheBytes(*m, sizing::Precision::kFp16, 1, 1) / 1e6, 3) +
+                  " MB"});
+  }
+  out += p.Render();
+  out += "\nBundled models (--model ID; parameter counts computed from config.json)\n";
+  TextTable t({"id", "type", "params", "active", "layers", "KV per token", "max context"},
+              {A::kLeft, A::kLeft, A::kRight, A::kRight, A::kRight, A::kRight, A::kRight});
+  for (const auto& b : bundled) {
+    const sizing::ModelShape& m = b.shape;
+    t.AddRow({b.id, m.model_type, params(m.total_params),
+              m.is_moe() ? params(m.active_params) : "",
+              std::to_string(m.layers),
+              FormatFixed(sizing::KvCacheBytes(m, sizing::Precision::kFp16, 1, 1) / 1e6, 3) + " MB",
+              m.max_context > 0 ? Tokens(m.max_context) : ""});
+  }
+  out += t.Render();
+  return out;
+}
+
 }  // namespace gpuhub::fit

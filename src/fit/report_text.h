@@ -9,6 +9,7 @@
 #include "fit/fit.h"
 #include "fit/guide.h"
 #include "fit/request.h"
+#include "sizing/loader.h"
 
 namespace gpuhub::fit {
 
@@ -31,6 +32,7 @@ std::string SizeReportText(const SizeRequest& request, const sizing::MemoryEstim
 std::string FitReportText(const FitRequest& request, const FitResult& result);
 std::string GuideText(const Guide& guide);
 std::string CatalogText(const catalog::Catalog& catalog);
+std::string ModelsText(const std::vector<sizing::BundledModel>& bundled);
 
 // "70b, inference: fp8 weights, fp16 KV cache, 8192 tokens x batch 1"
 std::string DescribeJob(const sizing::ModelShape& model, const sizing::Workload& workload);

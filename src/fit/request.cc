@@ -1,10 +1,14 @@
 #include "fit/request.h"
 
+#include <algorithm>
 #include <climits>
+#include <filesystem>
 
 #include "core/money.h"
 #include "fit/limits.h"
+#include "sizing/hf_config.h"
 #include "sizing/limits.h"
+#include "sizing/loader.h"
 
 namespace gpuhub::fit {
 
@@ -116,8 +120,10 @@ Result<sizing::ModelShape> ResolveModelFields(const RequestFields& f, const Requ
                "both");
   }
   if (f.config_json) {
-    return Bad("a pasted config is not supported yet: use a preset (" +
-               std::string("7b, 13b, 34b, 70b, 405b") + ")");
+    GPUHUB_ASSIGN_OR_RETURN(sizing::ModelShape shape,
+                            sizing::ParseHfConfig(*f.config_json, "pasted config.json"));
+    shape.source = "pasted config.json";
+    return shape;
   }
   if (!f.model) {
     return Bad("--model is required: a preset (7b, 13b, 34b, 70b, 405b)" +
@@ -130,12 +136,25 @@ Result<sizing::ModelShape> ResolveModelFields(const RequestFields& f, const Requ
 }  // namespace
 
 Result<sizing::ModelShape> ResolveModel(const std::string& spec, const RequestContext& context) {
-  if (spec.empty()) return Bad("--model must not be empty");
-  (void)context;
-  auto preset = sizing::PresetModel(spec);
-  if (preset.ok()) return preset;
-  return Status::NotFound("unknown model '" + spec.substr(0, 64) +
-                          "' (presets: 7b, 13b, 34b, 70b, 405b)");
+  if (!context.allow_paths) {
+    // The API names models, it never points the server at its own files: a preset or a bundled
+    // id ("org/name" or "name") only, and nothing that exists as a path where the server runs.
+    bool plain = !spec.empty() && spec.size() <= kMaxModelIdBytes && spec[0] != '.' &&
+                 spec[0] != '/' && spec.find("..") == std::string::npos &&
+                 std::count(spec.begin(), spec.end(), '/') <= 1;
+    for (char c : spec) {
+      bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+                c == '.' || c == '-' || c == '_' || c == '/';
+      plain = plain && ok;
+    }
+    std::error_code ec;
+    if (!plain || (!sizing::PresetModel(spec).ok() && std::filesystem::exists(spec, ec))) {
+      return Bad("model must be a preset (7b, 13b, 34b, 70b, 405b) or a bundled model id like "
+                 "meta-llama/Llama-3.1-8B (paths are not accepted here; paste a config.json as "
+                 "\"config\" instead)");
+    }
+  }
+  return sizing::LoadModel(spec, context.data_dir);
 }
 
 Result<SizeRequest> ResolveSizeRequest(const RequestFields& f, const RequestContext& context) {
