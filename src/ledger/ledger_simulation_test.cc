@@ -235,6 +235,7 @@ class Simulation {
   const Ledger& ledger() const { return ledger_; }
   const std::vector<FxRateChange>& fx_changes() const { return fx_changes_; }
   const std::map<TransferResult, int>& outcomes() const { return outcomes_; }
+  int fills_undone() const { return fills_undone_; }
 
  private:
   std::uint64_t Below(std::uint64_t n) { return rng_() % n; }
@@ -329,10 +330,11 @@ class Simulation {
   void OneCommand() {
     const std::uint64_t roll = Below(100);
     if (roll < 14) return TopUp();
-    if (roll < 24) return Spend();
-    if (roll < 38) return LeaseHour();
-    if (roll < 46) return FxLeaseHour();
-    if (roll < 54) return Hold();
+    if (roll < 23) return Spend();
+    if (roll < 35) return LeaseHour();
+    if (roll < 39) return FillBid();
+    if (roll < 47) return FxLeaseHour();
+    if (roll < 55) return Hold();
     if (roll < 70) return ResolveHold();
     if (roll < 73) return Payout();
     if (roll < 79) return Resubmit();
@@ -371,6 +373,44 @@ class Simulation {
                           System(AccountKind::kPlatformRevenue, c), fee, "fee"));
     }
     Submit(batch);
+  }
+
+  // The spot exchange's fill of a resting bid: release the bid's hold and pay the hour, in one
+  // batch. When the price exceeds what the wallet has without the hold, the batch fails after the
+  // void, which must then be undone.
+  void FillBid() {
+    if (pendings_.empty()) return TopUp();
+    const std::string* bid = nullptr;
+    for (int attempt = 0; attempt < 8 && bid == nullptr; ++attempt) {
+      const std::size_t recent = std::min<std::size_t>(pendings_.size(), 100);
+      const std::string& id = pendings_[pendings_.size() - 1 - Below(recent)];
+      const ShadowTransfer& t = shadow_.transfers.at(id);
+      if (t.state == TransferState::kPending && t.credit.kind == AccountKind::kHolds) bid = &id;
+    }
+    if (bid == nullptr) return ResolveHold();
+    const ShadowTransfer& hold = shadow_.transfers.at(*bid);
+    const Totals& wallet = shadow_.accounts.at(hold.debit);
+    const std::int64_t after_release = wallet.cp - wallet.dp - wallet.dq + hold.amount;
+    const std::int64_t price =
+        Chance(30)
+            ? after_release + 1 + static_cast<std::int64_t>(Below(1000))  // overdraws
+            : 1 + static_cast<std::int64_t>(Below(static_cast<std::uint64_t>(hold.amount) * 2));
+    const std::int64_t fee = price / 10;
+    const std::string id = NewId("fill");
+    std::vector<TransferRequest> batch = {
+        Resolve(id + ":release", TransferKind::kVoidPending, *bid, 0),
+        Leg(id + ":provider", TransferKind::kSinglePhase, hold.debit,
+            AccountKey::Payable(Provider(), hold.debit.currency), price - fee, "lease_hour")};
+    if (fee > 0) {
+      batch.push_back(Leg(id + ":fee", TransferKind::kSinglePhase, hold.debit,
+                          System(AccountKind::kPlatformRevenue, hold.debit.currency), fee, "fee"));
+    }
+    const std::string bid_id = *bid;
+    Submit(batch);
+    if (!ledger_.FindTransfer(id + ":release").ok()) {
+      ++fills_undone_;
+      ASSERT_EQ(ledger_.FindTransfer(bid_id)->state, TransferState::kPending);
+    }
   }
 
   void FxLeaseHour() {
@@ -639,6 +679,7 @@ class Simulation {
   std::vector<std::string> pendings_;
   std::vector<FxRateChange> fx_changes_;
   std::map<TransferResult, int> outcomes_;
+  int fills_undone_ = 0;  // fills whose void was rolled back because the legs could not be paid
 };
 
 TEST(LedgerSimulation, RandomCommandsKeepTheBooksRight) {
@@ -676,10 +717,11 @@ TEST(LedgerSimulation, RandomCommandsKeepTheBooksRight) {
   EXPECT_GT(sim.ledger().Transfers().size(), 40'000u);
   EXPECT_GT(posted_for_less, 1000u);
   EXPECT_GT(sim.fx_changes().size(), 100u);
+  EXPECT_GT(sim.fills_undone(), 100);
   std::cout << "[ sim      ] " << commands << " commands, " << sim.ledger().Transfers().size()
             << " transfers, " << sim.ledger().Accounts().size() << " accounts, " << open
             << " holds open, " << posted_for_less << " posted for less, " << sim.fx_changes().size()
-            << " FX changes\n";
+            << " FX changes, " << sim.fills_undone() << " bid fills rolled back\n";
 
   // Replaying what the ledger handed out rebuilds it exactly.
   std::vector<Transfer> rows(sim.ledger().Transfers().begin(), sim.ledger().Transfers().end());
