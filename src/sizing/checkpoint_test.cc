@@ -4,6 +4,7 @@
 
 #include <chrono>
 
+#include "sizing/estimate.h"
 #include "sizing/loader.h"
 #include "sizing/test_files.h"
 
@@ -238,6 +239,22 @@ TEST(Gguf, HeaderGivesExactBytesPerTensorAndTheShape) {
   EXPECT_DOUBLE_EQ(loaded->checkpoint->bytes, expected_bytes);
   auto folder = LoadModel(dir.path(), kDataDir);
   ASSERT_TRUE(folder.ok()) << folder.status().ToString();
+
+  // Sized as stored: the weights are the GGUF's tensor bytes, not params x 2 B.
+  Workload w;
+  w.weights_as_stored = true;
+  w.context_tokens = 1024;
+  auto e = EstimateMemory(*loaded, w);
+  ASSERT_TRUE(e.ok()) << e.status().ToString();
+  EXPECT_EQ(e->profile, Profile::kDetailed);
+  EXPECT_DOUBLE_EQ(e->components[0].bytes, expected_bytes);
+  EXPECT_NE(e->components[0].formula.find("Q4_K_M"), std::string::npos);
+  // Asking for int4 (the checkpoint's own precision class) uses the stored bytes too.
+  w.weights_as_stored = false;
+  w.precision = Precision::kInt4;
+  EXPECT_DOUBLE_EQ(EstimateMemory(*loaded, w)->components[0].bytes, expected_bytes);
+  w.precision = Precision::kBf16;
+  EXPECT_DOUBLE_EQ(EstimateMemory(*loaded, w)->components[0].bytes, 2 * expected_params);
 }
 
 TEST(Gguf, CorruptFilesGetClearErrors) {

@@ -46,7 +46,8 @@ ModelShape WithInventory(const ModelShape& m) {
   // Integer MLP width: the remainder goes to other_params so the nominal total is kept exactly.
   double counted = s.embedding_params + s.lm_head_params + s.norm_params + LinearWeightParams(s);
   s.other_params = std::max(0.0, m.total_params - counted);
-  s.notes.push_back("preset: Llama-style shapes assumed (vocab 32000, MLP width " +
+  s.notes.push_back(std::string(m.nominal ? "preset" : "no per-layer inventory") +
+                    ": Llama-style shapes assumed (vocab 32000, MLP width " +
                     std::to_string(s.intermediate) + ")");
   return s;
 }

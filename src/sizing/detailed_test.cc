@@ -326,5 +326,45 @@ TEST(Detailed, InferenceWeightsKeepEmbeddingsIn16Bits) {
   EXPECT_NEAR(e.decode_weight_bytes / Component(e, "weights"), v3.active_params / v3.total_params, 1e-12);
 }
 
+TEST(Detailed, LoraAcrossGpusSplitsLayersOrShardsWithFsdp) {
+  ModelShape m = Model("meta-llama/Llama-3.1-70B");
+  Workload w = Lora(16, 2048, 1);
+  w.gpus = 4;
+  MemoryEstimate split = Estimate(m, w);
+  w.zero_stage = 3;
+  MemoryEstimate fsdp = Estimate(m, w);
+  EXPECT_DOUBLE_EQ(Component(split, "base_weights"), Component(fsdp, "base_weights"));
+  // FSDP: every card runs its own batch through all 80 layers, and gathers two layers at a time.
+  EXPECT_GT(Component(fsdp, "activations"), Component(split, "activations"));
+  EXPECT_GT(Component(fsdp, "fsdp_gathered_params"), 0);
+  EXPECT_LT(Component(split, "fsdp_gathered_params"), 0);  // absent
+  w.zero_stage = 2;
+  auto bad = EstimateMemory(m, w);
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.status().message().find("stage"), std::string::npos);
+  Workload infer;
+  infer.zero_stage = 3;
+  EXPECT_FALSE(EstimateMemory(m, infer).ok());
+  Workload offload_infer;
+  offload_infer.offload_activations = true;
+  EXPECT_FALSE(EstimateMemory(m, offload_infer).ok());
+}
+
+TEST(Detailed, PureBf16AndFusedKernelsCostLess) {
+  ModelShape m = Model("meta-llama/Llama-3.1-8B");
+  Workload w;
+  w.method = Method::kFullFineTune;
+  MemoryEstimate mixed = Estimate(m, w);
+  w.pure_bf16 = true;
+  MemoryEstimate pure = Estimate(m, w);
+  EXPECT_LT(Component(pure, "master_weights"), 0);  // no fp32 master copy
+  EXPECT_DOUBLE_EQ(Component(pure, "optimizer_state"), 4 * m.total_params);  // bf16 m and v
+  EXPECT_LT(pure.per_gpu_bytes, mixed.per_gpu_bytes);
+  w.fused_kernels = true;
+  EXPECT_LT(Component(Estimate(m, w), "activations"), Component(pure, "activations"));
+  w.chunked_loss = true;
+  EXPECT_LT(Component(Estimate(m, w), "logits_and_loss"), Component(pure, "logits_and_loss") / 3);
+}
+
 }  // namespace
 }  // namespace gpuhub::sizing
