@@ -1,0 +1,178 @@
+#!/usr/bin/env bash
+# End-to-end tests of the sizing verbs of the real `gpuhub` binary: size, fit, guide, catalog,
+# models. Checks exit codes (0 ok, 2 bad input with exactly one line on stderr), the figures of
+# spec/sizing.md §5-§6 in the JSON output (parsed with python3), and the human tables.
+#   bash tests/cli/run.sh BUILD_DIR
+set -uo pipefail
+build_dir=$(cd "${1:-build}" && pwd)
+bin="$build_dir/gpuhub"
+here=$(cd "$(dirname "$0")" && pwd)
+top=$(cd "$here/../.." && pwd)
+export GPUHUB_DATA_DIR="$top/data"
+[ -x "$bin" ] || { echo "cli: $bin is not built"; exit 1; }
+
+work=$(mktemp -d /tmp/gpuhub-cli.XXXXXX)
+trap 'rm -rf "$work"' EXIT
+out="$work/out" err="$work/err"
+passed=0 failed=0
+
+fail() {
+  echo "FAIL: $1"
+  echo "  command: gpuhub ${*:2}"
+  echo "  stdout: $(head -c 600 "$out")"
+  echo "  stderr: $(head -c 600 "$err")"
+  failed=$((failed + 1))
+}
+
+# expect_ok DESCRIPTION PYTHON_CHECK ARGS...  (exit 0, empty stderr; PYTHON_CHECK evaluated with
+# `j` = parsed stdout when it is JSON and `t` = stdout text; empty check = none)
+expect_ok() {
+  local what=$1 check=$2
+  shift 2
+  "$bin" "$@" >"$out" 2>"$err"
+  local rc=$?
+  if [ $rc -ne 0 ] || [ -s "$err" ]; then
+    fail "$what (exit $rc, want 0 and a quiet stderr)" "$@"
+    return
+  fi
+  if [ -n "$check" ]; then
+    if ! python3 - "$out" "$check" <<'EOF'
+import json, sys
+t = open(sys.argv[1]).read()
+try:
+    j = json.loads(t)
+except ValueError:
+    j = None
+ok = eval(sys.argv[2])
+if not ok:
+    sys.exit(1)
+EOF
+    then
+      fail "$what (check failed: $check)" "$@"
+      return
+    fi
+  fi
+  passed=$((passed + 1))
+}
+
+# expect_bad DESCRIPTION EXPECTED_SUBSTRING ARGS...  (exit 2, one line on stderr naming the problem)
+expect_bad() {
+  local what=$1 expected=$2
+  shift 2
+  "$bin" "$@" >"$out" 2>"$err"
+  local rc=$?
+  local lines
+  lines=$(wc -l <"$err")
+  if [ $rc -ne 2 ] || [ "$lines" -ne 1 ] || ! grep -q "^gpuhub: " "$err" ||
+      ! grep -qF -- "$expected" "$err"; then
+    fail "$what (exit $rc with $lines stderr lines; want exit 2 and one line containing '$expected')" "$@"
+    return
+  fi
+  passed=$((passed + 1))
+}
+
+near() { python3 -c "import sys; sys.exit(0 if abs($1 - $2) <= ${3:-0.005} else 1)"; }
+
+# --- size ---------------------------------------------------------------------------------------
+expect_ok "size 70b fp8 (spec §1: 74.7 GB)" \
+  "abs(j['total_gb'] - 74.684355) < 1e-6 and [c['name'] for c in j['components']] == ['weights', 'kv_cache', 'runtime_overhead'] and j['components'][1]['bytes'] == 2*80*8*128*2*8192" \
+  size --model 70b --workload infer --precision fp8 --json
+expect_ok "size 7b bf16 is 17 GB" "abs(j['total_gb'] - 17.073742) < 1e-6" \
+  size --model 7b --workload infer --json
+expect_ok "size 70b fp8 at 128k: the cache alone is 42.9 GB" \
+  "abs(j['components'][1]['gb'] - 42.949673) < 1e-6" \
+  size --model 70b --workload infer --precision fp8 --context 131072 --json
+expect_ok "size 7b full fine-tune: 112 GB + 15% = 128.8 GB" "abs(j['total_gb'] - 128.8) < 1e-9" \
+  size --model 7b --workload full --json
+expect_ok "size 13b full, ZeRO-3 over 4 GPUs: 59.8 GB each" \
+  "abs(j['per_gpu_gb'] - 59.8) < 1e-9 and j['gpus'] == 4" \
+  size --model 13b --workload full --gpus 4 --zero 3 --json
+expect_ok "size --explain prints formulas" "'70e9 params x 1.0 B/param (fp8) = 70.00 GB' in t and 'total: 74.68 GB' in t" \
+  size --model 70b --workload infer --precision fp8 --explain
+expect_ok "size a bundled model id" "j['model']['total_params'] == 8030261248" \
+  size --model meta-llama/Llama-3.1-8B --workload infer --json
+expect_ok "size a config.json path" "j['model']['total_params'] == 8030261248" \
+  size --model "$top/data/models/meta-llama--Llama-3.1-8B.json" --workload infer --json
+expect_ok "size qlora rank 64" "j['workload']['rank'] == 64" \
+  size --model 70b --workload qlora --rank 64 --json
+
+# --- fit: the worked examples of spec §6 --------------------------------------------------------
+expect_ok "fit 7b bf16 -> one RTX A5000, \$190/month" \
+  "j['best']['gpu'] == 'RTX A5000' and j['best']['count'] == 1 and j['best']['monthly_usd'] == 190 and abs(j['required_gb'] - 17.07) < 0.005 and j['best']['tight'] is False" \
+  fit --model 7b --workload infer --precision bf16 --json
+expect_ok "fit 70b fp8 -> one H100 PCIe, \$1,490" \
+  "j['best']['gpu'] == 'H100 PCIe' and j['best']['count'] == 1 and j['best']['monthly_usd'] == 1490 and abs(j['required_gb'] - 74.68) < 0.005 and j['best']['decode_ceiling_tok_s'] == 28.57" \
+  fit --model 70b --workload infer --precision fp8 --json
+expect_ok "fit 13b full -> 4x A100 SXM, \$3,643.20/month" \
+  "j['best']['gpu'] == 'A100 SXM' and j['best']['count'] == 4 and j['best']['monthly_usd'] == 3643.2 and j['best']['exact']['monthly_usd'] == '3643.200000' and abs(j['required_gb'] - 239.2) < 1e-9 and abs(j['best']['headroom_gb_per_card'] - 20.2) < 1e-9 and j['best']['decode_ceiling_tok_s'] is None" \
+  fit --model 13b --workload full --json
+expect_ok "fit lists runners-up cheapest first" \
+  "[a['configuration'] for a in j['alternatives']] == ['RTX 3090', 'A40', 'L4', 'RTX A6000'] and all(j['alternatives'][i]['monthly_usd'] <= j['alternatives'][i+1]['monthly_usd'] for i in range(3))" \
+  fit --model 7b --workload infer --json
+expect_ok "fit --top 2" "len(j['alternatives']) == 1" fit --model 7b --workload infer --top 2 --json
+expect_ok "fit --in-stock skips the H100 PCIe (none free)" "j['best']['gpu'] == 'MI300X'" \
+  fit --model 70b --workload infer --precision fp8 --in-stock --json
+expect_ok "fit --cuda-only --region IAD-1 for 7b full -> H200 SXM" "j['best']['gpu'] == 'H200 SXM'" \
+  fit --model 7b --workload full --cuda-only --region IAD-1 --json
+expect_ok "fit --gpu picks one card" "j['best']['configuration'] == '4x H100 SXM' and j['best']['monthly_usd'] == 6219.2" \
+  fit --model 13b --workload full --gpu "H100 SXM" --json
+expect_ok "fit --max-monthly-usd: sets come in when single cards are over budget" \
+  "j['best']['configuration'] == '2x RTX 6000 Ada' and j['best']['monthly_usd'] == 874" \
+  fit --model 70b --workload infer --precision fp8 --max-monthly-usd 1000 --json
+expect_ok "fit: nothing fits is an answer (best null, reason)" \
+  "j['best'] is None and j['reason'].startswith('no configuration holds this job') and j['alternatives'] == []" \
+  fit --model 405b --workload full --json
+expect_ok "fit --why-not explains every exclusion" \
+  "any(x['configuration'] == 'A100 SXM' and x['kind'] == 'needs_fp8' for x in j['excluded'])" \
+  fit --model 70b --workload infer --precision fp8 --why-not --json
+expect_ok "fit text table" "'Best: 4x A100 SXM at \$3,643.20/month (8% multi-card discount)' in t and 'How the best answer was computed' in t" \
+  fit --model 13b --workload full --explain
+expect_ok "fit text --why-not" "'Excluded:' in t and 'FP8 weights need an FP8 card; A100 SXM has no FP8' in t" \
+  fit --model 70b --workload infer --precision fp8 --why-not
+expect_ok "fit nothing-fits text" "t.count('Nothing fits: ') == 1" fit --model 405b --workload full
+
+# --- guide, catalog, models ---------------------------------------------------------------------
+expect_ok "guide --json: tables and cheapest cells" \
+  "set(['kv_cache', 'inference', 'training', 'cheapest', 'cost']) <= set(j) and j['cheapest']['70b']['fp8']['gpu'] == 'H100 PCIe' and j['cheapest']['70b']['fp8']['monthly_usd'] == 1490 and abs(j['kv_cache']['70b']['128k'] - 42.949673) < 1e-6 and abs(j['inference']['70b']['fp8'] - 74.684355) < 1e-6 and j['training']['7b']['full'] == 112 and abs(j['training']['7b']['full_with_allowance'] - 128.8) < 1e-9 and j['cheapest']['13b']['full']['configuration'] == '4x A100 SXM' and j['cheapest']['7b']['bf16']['gpu'] == 'RTX A5000' and len(j['cost']) == 15" \
+  guide --json
+expect_ok "guide tables" "'KV cache' in t and 'Cheapest configuration' in t and 'Cost per GB' in t" guide
+expect_ok "catalog --json" \
+  "len(j['term']) == 15 and len(j['spot']) == 9 and j['term'][1]['counts'] == [2, 4, 8] and j['spot'][0]['bandwidth_gb_per_s'] is None and j['term'][0]['regions'] == ['DFW-1']" \
+  catalog --json
+expect_ok "catalog tables" "'Term fleet' in t and 'Spot exchange' in t and 'not published' in t" catalog
+expect_ok "models --json" "len(j['presets']) == 5 and any(m['id'] == 'meta-llama/Llama-3.1-8B' for m in j['bundled'])" \
+  models --json
+expect_ok "what make run prints" "'Best: H100 PCIe' in t" fit --model 70b --workload infer --precision fp8
+
+# --- bad input: exit 2, one line on stderr saying what to fix -------------------------------------
+echo '{"model_type": "llama", "hidden_size": "big"' >"$work/broken.json"
+printf '[[region]]\ncode = "DFW-1"\ncity = "Dallas"\n[[term]]\nname = "X"\nvram_gb = "lots"\n' >"$work/bad.toml"
+expect_bad "unknown model" "unknown model '71b'" size --model 71b --workload infer
+expect_bad "malformed config.json" "config.json of 'broken': not valid JSON" size --model "$work/broken.json" --workload infer
+expect_bad "context 0" "context must be between 1 and" size --model 7b --workload infer --context 0
+expect_bad "context not a number" "--context must be a whole number, got '8k'" size --model 7b --workload infer --context 8k
+expect_bad "batch 10^12" "batch must be between 1 and 65536, got 1000000000000" size --model 7b --workload infer --batch 1000000000000
+expect_bad "rank 0" "--rank must be between 1 and 65536" size --model 7b --workload lora --rank 0
+expect_bad "unknown flag" "--contxt" size --model 7b --workload infer --contxt 5
+expect_bad "unknown precision" "unknown precision 'fp4'" size --model 7b --workload infer --precision fp4
+expect_bad "unknown workload" "unknown workload 'train'" fit --model 7b --workload train
+expect_bad "missing workload" "--workload is required" fit --model 7b
+expect_bad "missing model" "--model is required" size --workload infer
+expect_bad "context for training" "--context applies to inference" size --model 7b --workload full --context 4096
+expect_bad "FP8 on a card without it" "A100 SXM has no FP8 support" fit --model 70b --workload infer --precision fp8 --gpu "A100 SXM"
+expect_bad "FP8 KV on a card without it" "RTX A5000 has no FP8 support" fit --model 7b --workload infer --kv-precision fp8 --gpu rtx-a5000
+expect_bad "negative budget" "--max-monthly-usd must be a positive amount" fit --model 7b --workload infer --max-monthly-usd -5
+expect_bad "budget not a number" "--max-monthly-usd: amount 'cheap'" fit --model 7b --workload infer --max-monthly-usd cheap
+expect_bad "unknown region" "unknown region 'LHR-1' (regions: DFW-1, IAD-1, PDX-1)" fit --model 7b --workload infer --region LHR-1
+expect_bad "unknown gpu" "unknown GPU 'V100'" fit --model 7b --workload infer --gpu V100
+expect_bad "top 0" "--top must be between 1 and 100" fit --model 7b --workload infer --top 0
+expect_bad "fit --gpus" "fit picks the number of GPUs itself" fit --model 7b --workload infer --gpus 2
+expect_bad "size --region" "--region" size --model 7b --workload infer --region DFW-1
+expect_bad "qlora with bf16" "QLoRA keeps the frozen base in 4-bit nf4" size --model 7b --workload qlora --precision bf16
+expect_bad "no verb" "" 
+expect_bad "malformed --catalog names file:line:field" "bad.toml:6: [[term]] \"X\" field 'vram_gb'" \
+  fit --model 7b --workload infer --catalog "$work/bad.toml"
+expect_bad "missing --catalog" "nope.toml" catalog --catalog "$work/nope.toml"
+
+echo "cli: $passed passed, $failed failed"
+[ $failed -eq 0 ]
