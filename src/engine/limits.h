@@ -36,3 +36,21 @@ inline constexpr std::int64_t kIdempotencyKeyLifetimeMicros = 24 * kMicrosPerHou
 inline constexpr std::size_t kMaxStoredResponseBytes = 64 * 1024;
 
 }  // namespace gpuhub::engine
+
+namespace gpuhub::engine {
+
+// Top-up invoices: fiat amounts with at most 2 decimals, 1.00 .. 100,000.00 per invoice.
+inline constexpr int kTopupFractionDigits = 2;
+inline constexpr std::int64_t kMinTopupMicros = 1'000'000;
+inline constexpr std::int64_t kMaxTopupMicros = 100'000LL * 1'000'000;
+// Unpaid invoices a user may have open at once (each is a row and a processor-side invoice).
+inline constexpr std::size_t kMaxOpenInvoicesPerUser = 20;
+// An invoice nobody paid is expired by the engine after this long (the processor's own expiry is
+// shorter; a late InvoiceSettled still credits an expired invoice: the money did arrive).
+inline constexpr std::int64_t kInvoiceLifetimeMicros = 24 * kMicrosPerHour;
+// Admin manual credits: at most this much in one credit (a typo guard: 1,000,000 units).
+inline constexpr std::int64_t kMaxManualCreditMicros = 1'000'000LL * 1'000'000;
+// Conversions: amounts with up to 6 decimals, at least 0.01 of the source currency.
+inline constexpr std::int64_t kMinConversionMicros = 10'000;
+
+}  // namespace gpuhub::engine

@@ -1,7 +1,377 @@
 #include "engine/wallets.h"
 
-namespace gpuhub::engine {
+#include <sodium.h>
 
-Status LoadWallets(store::Store&, WalletsState&) { return Status::Ok(); }
+#include "engine/limits.h"
+
+namespace gpuhub::engine {
+namespace {
+
+using ledger::AccountKey;
+using ledger::AccountKind;
+using ledger::TransferKind;
+using ledger::TransferRequest;
+
+bool IsOpen(InvoiceStatus s) { return s == InvoiceStatus::kNew || s == InvoiceStatus::kProcessing; }
+
+Result<InvoiceStatus> ParseInvoiceStatus(std::string_view name) {
+  for (auto s : {InvoiceStatus::kNew, InvoiceStatus::kProcessing, InvoiceStatus::kSettled,
+                 InvoiceStatus::kExpired, InvoiceStatus::kInvalid}) {
+    if (InvoiceStatusName(s) == name) return s;
+  }
+  return Status::Internal("unknown invoice status '" + std::string(name) + "'");
+}
+
+void WriteTransfers(Txn& txn, const std::vector<ledger::Transfer>& transfers) {
+  for (const auto& t : transfers) {
+    txn.writes.Insert(
+        "ledger_transfers",
+        {{"sequence", t.sequence},
+         {"id", t.id},
+         {"kind", std::string(ledger::TransferKindName(t.kind))},
+         {"debit_kind", std::string(ledger::AccountKindName(t.debit.kind))},
+         {"debit_owner", t.debit.owner_id},
+         {"debit_currency", std::string(CurrencyCode(t.debit.currency))},
+         {"credit_kind", std::string(ledger::AccountKindName(t.credit.kind))},
+         {"credit_owner", t.credit.owner_id},
+         {"credit_currency", std::string(CurrencyCode(t.credit.currency))},
+         {"amount_micros", t.amount_micros},
+         {"pending_id", t.pending_id},
+         {"code", t.code},
+         {"memo", t.memo},
+         {"timestamp_us", t.timestamp},
+         {"state", std::string(ledger::TransferStateName(t.state))}});
+  }
+}
+
+void WriteInvoice(Txn& txn, const Invoice& inv) {
+  txn.writes.Upsert("invoices", {{"id", inv.id},
+                                 {"user_id", inv.user_id},
+                                 {"currency", std::string(CurrencyCode(inv.currency))},
+                                 {"amount_micros", inv.amount_micros},
+                                 {"status", std::string(InvoiceStatusName(inv.status))},
+                                 {"created_at_us", inv.created_at},
+                                 {"updated_at_us", inv.updated_at},
+                                 {"transfer_id", inv.transfer_id}});
+}
+
+void WriteFxChange(Txn& txn, const ledger::FxRateChange& c) {
+  txn.writes.Insert("fx_rate_changes", {{"version", c.version},
+                                        {"base", std::string(CurrencyCode(c.base))},
+                                        {"quote", std::string(CurrencyCode(c.quote))},
+                                        {"mid_rate_ppb", c.mid_rate_ppb},
+                                        {"spread_bps", std::int64_t{c.spread_bps}},
+                                        {"timestamp_us", c.timestamp}});
+}
+
+// Applies a batch and queues its new transfers for the commit.
+Result<std::vector<ledger::Transfer>> ApplyAndWrite(Txn& txn,
+                                                    const std::vector<TransferRequest>& batch) {
+  ledger::BatchResult result = txn.state.wallets->ledger.ApplyBatch(batch);
+  if (!result.ok()) return result.status();
+  if (result.result == ledger::TransferResult::kOk) WriteTransfers(txn, result.transfers);
+  return result.transfers;
+}
+
+void SetStatus(Txn& txn, Invoice& inv, InvoiceStatus status) {
+  WalletsState& w = *txn.state.wallets;
+  if (IsOpen(inv.status) && !IsOpen(status)) {
+    w.open_by_age.erase({inv.created_at, inv.id});
+    if (--w.open_per_user[inv.user_id] == 0) w.open_per_user.erase(inv.user_id);
+  }
+  inv.status = status;
+  inv.updated_at = txn.now;
+  WriteInvoice(txn, inv);
+}
+
+std::string RandomHex(std::size_t bytes) {
+  std::vector<unsigned char> buf(bytes);
+  randombytes_buf(buf.data(), buf.size());
+  std::string out(bytes * 2, '\0');
+  sodium_bin2hex(out.data(), out.size() + 1, buf.data(), buf.size());
+  return out;
+}
+
+}  // namespace
+
+std::string_view InvoiceStatusName(InvoiceStatus status) {
+  switch (status) {
+    case InvoiceStatus::kNew: return "new";
+    case InvoiceStatus::kProcessing: return "processing";
+    case InvoiceStatus::kSettled: return "settled";
+    case InvoiceStatus::kExpired: return "expired";
+    case InvoiceStatus::kInvalid: return "invalid";
+  }
+  return "new";
+}
+
+Result<std::int64_t> ParseTopupAmount(std::string_view text) {
+  auto amount = ParseDecimalMicros(text, kTopupFractionDigits);
+  if (!amount.ok()) {
+    return Status::InvalidArgument("amount must be a decimal string with at most 2 decimals, such as \"100.00\"");
+  }
+  if (*amount < kMinTopupMicros || *amount > kMaxTopupMicros) {
+    return Status::InvalidArgument("amount must be between " + FormatMicros(kMinTopupMicros, 2) +
+                                   " and " + FormatMicros(kMaxTopupMicros, 2));
+  }
+  return *amount;
+}
+
+Result<Invoice> CreateTopup(Txn& txn, std::int64_t user_id, Currency currency,
+                            std::int64_t amount_micros) {
+  WalletsState& w = *txn.state.wallets;
+  if (amount_micros < kMinTopupMicros || amount_micros > kMaxTopupMicros) {
+    return Status::InvalidArgument("top-up amount out of range");
+  }
+  auto open = w.open_per_user.find(user_id);
+  if (open != w.open_per_user.end() && open->second >= kMaxOpenInvoicesPerUser) {
+    return Status::ResourceExhausted("you have " + std::to_string(kMaxOpenInvoicesPerUser) +
+                                     " unpaid top-ups open; pay or let them expire first");
+  }
+  Invoice inv;
+  do {
+    inv.id = "inv_" + RandomHex(12);
+  } while (w.invoices.count(inv.id));
+  inv.user_id = user_id;
+  inv.currency = currency;
+  inv.amount_micros = amount_micros;
+  inv.status = InvoiceStatus::kNew;
+  inv.created_at = inv.updated_at = txn.now;
+  w.invoices[inv.id] = inv;
+  w.invoices_by_user[user_id].push_back(inv.id);
+  w.open_by_age.insert({inv.created_at, inv.id});
+  ++w.open_per_user[user_id];
+  WriteInvoice(txn, inv);
+  return inv;
+}
+
+Result<Invoice> GetTopup(const Txn& txn, std::int64_t user_id, const std::string& invoice_id) {
+  const WalletsState& w = *txn.state.wallets;
+  auto it = w.invoices.find(invoice_id);
+  if (it == w.invoices.end() || it->second.user_id != user_id) {
+    return Status::NotFound("no top-up '" + invoice_id.substr(0, 64) + "'");
+  }
+  return it->second;
+}
+
+std::vector<Invoice> ListTopups(const Txn& txn, std::int64_t user_id, std::size_t limit) {
+  std::vector<Invoice> out;
+  const WalletsState& w = *txn.state.wallets;
+  auto it = w.invoices_by_user.find(user_id);
+  if (it == w.invoices_by_user.end()) return out;
+  for (auto id = it->second.rbegin(); id != it->second.rend() && out.size() < limit; ++id) {
+    out.push_back(w.invoices.at(*id));
+  }
+  return out;
+}
+
+Result<PaymentEventOutcome> ApplyPaymentEvent(Txn& txn, const std::string& type,
+                                              const std::string& invoice_id) {
+  WalletsState& w = *txn.state.wallets;
+  auto it = w.invoices.find(invoice_id);
+  if (it == w.invoices.end()) return Status::NotFound("no invoice '" + invoice_id.substr(0, 64) + "'");
+  Invoice& inv = it->second;
+  PaymentEventOutcome outcome;
+  if (type == "InvoiceSettled") {
+    if (inv.status != InvoiceStatus::kSettled) {
+      TransferRequest credit;
+      credit.id = "topup:" + inv.id;
+      credit.kind = TransferKind::kSinglePhase;
+      credit.debit = AccountKey::System(AccountKind::kDeposits, inv.currency);
+      credit.credit = AccountKey::Wallet(inv.user_id, inv.currency);
+      credit.amount_micros = inv.amount_micros;
+      credit.code = "topup";
+      credit.memo = "top-up invoice " + inv.id;
+      credit.timestamp = txn.now;
+      GPUHUB_RETURN_IF_ERROR(ApplyAndWrite(txn, {credit}).status());
+      inv.transfer_id = credit.id;
+      SetStatus(txn, inv, InvoiceStatus::kSettled);
+      outcome.credited = true;
+    }
+  } else if (type == "InvoiceProcessing" || type == "InvoiceReceivedPayment") {
+    if (inv.status == InvoiceStatus::kNew) SetStatus(txn, inv, InvoiceStatus::kProcessing);
+  } else if (type == "InvoiceExpired") {
+    if (IsOpen(inv.status)) SetStatus(txn, inv, InvoiceStatus::kExpired);
+  } else if (type == "InvoiceInvalid") {
+    if (inv.status != InvoiceStatus::kSettled) SetStatus(txn, inv, InvoiceStatus::kInvalid);
+  } else {
+    outcome.ignored = true;
+  }
+  outcome.invoice = inv;
+  return outcome;
+}
+
+Result<ledger::Transfer> ManualCredit(Txn& txn, std::int64_t admin_id, std::int64_t user_id,
+                                      Currency currency, std::int64_t amount_micros,
+                                      const std::string& reason) {
+  WalletsState& w = *txn.state.wallets;
+  if (amount_micros <= 0 || amount_micros > kMaxManualCreditMicros) {
+    return Status::InvalidArgument("a manual credit must be between 0.000001 and " +
+                                   FormatMicros(kMaxManualCreditMicros));
+  }
+  TransferRequest credit;
+  credit.id = "manual:" + std::to_string(w.ledger.LastSequence() + 1);
+  credit.kind = TransferKind::kSinglePhase;
+  credit.debit = AccountKey::System(AccountKind::kDeposits, currency);
+  credit.credit = AccountKey::Wallet(user_id, currency);
+  credit.amount_micros = amount_micros;
+  credit.code = "manual_credit";
+  credit.memo = reason;
+  credit.timestamp = txn.now;
+  GPUHUB_ASSIGN_OR_RETURN(auto transfers, ApplyAndWrite(txn, {credit}));
+  txn.writes.Insert("manual_credits", {{"transfer_id", credit.id},
+                                       {"admin_user_id", admin_id},
+                                       {"user_id", user_id},
+                                       {"reason", reason},
+                                       {"created_at_us", txn.now}});
+  return transfers.front();
+}
+
+Result<Conversion> Convert(Txn& txn, std::int64_t user_id, Currency from, Currency to,
+                           std::int64_t amount_micros) {
+  WalletsState& w = *txn.state.wallets;
+  if (from == to) return Status::InvalidArgument("'from' and 'to' must be different currencies");
+  if (amount_micros < kMinConversionMicros) {
+    return Status::InvalidArgument("the smallest conversion is " + FormatMicros(kMinConversionMicros, 2));
+  }
+  GPUHUB_ASSIGN_OR_RETURN(ledger::FxQuote quote, w.ledger.Fx().ConvertFrom(from, to, amount_micros));
+  std::string id = "fx:" + std::to_string(w.ledger.LastSequence() + 1);
+  std::string memo = "convert " + FormatMicros(quote.from_micros) + " " +
+                     std::string(CurrencyCode(from)) + " to " + FormatMicros(quote.to_micros) + " " +
+                     std::string(CurrencyCode(to));
+  TransferRequest out;
+  out.id = id + ":out";
+  out.debit = AccountKey::Wallet(user_id, from);
+  out.credit = AccountKey::System(AccountKind::kFxConversion, from);
+  out.amount_micros = quote.from_micros;
+  out.code = "fx";
+  out.memo = memo;
+  out.timestamp = txn.now;
+  TransferRequest in = out;
+  in.id = id + ":in";
+  in.debit = AccountKey::System(AccountKind::kFxConversion, to);
+  in.credit = AccountKey::Wallet(user_id, to);
+  in.amount_micros = quote.to_micros;
+  GPUHUB_ASSIGN_OR_RETURN(auto transfers, ApplyAndWrite(txn, {out, in}));
+  return Conversion{quote, std::move(transfers)};
+}
+
+Result<ledger::FxRateChange> SetFxRate(Txn& txn, Currency base, Currency quote,
+                                       std::int64_t mid_rate_ppb, std::int32_t spread_bps) {
+  GPUHUB_ASSIGN_OR_RETURN(auto change, txn.state.wallets->ledger.SetFxRate(base, quote, mid_rate_ppb,
+                                                                           spread_bps, txn.now));
+  WriteFxChange(txn, change);
+  return change;
+}
+
+Result<ledger::FxRateChange> RemoveFxRate(Txn& txn, Currency base, Currency quote) {
+  GPUHUB_ASSIGN_OR_RETURN(auto change, txn.state.wallets->ledger.RemoveFxRate(base, quote, txn.now));
+  WriteFxChange(txn, change);
+  return change;
+}
+
+void AddWalletTickHooks(Engine& engine) {
+  engine.AddTickHook([](Txn& txn) -> Status {
+    WalletsState& w = *txn.state.wallets;
+    while (!w.open_by_age.empty() &&
+           w.open_by_age.begin()->first + kInvoiceLifetimeMicros <= txn.now) {
+      std::string id = w.open_by_age.begin()->second;
+      SetStatus(txn, w.invoices.at(id), InvoiceStatus::kExpired);
+    }
+    return Status::Ok();
+  });
+}
+
+Status SeedDemoData(Engine& engine) {
+  return engine
+      .ExecuteSync<int>([](Txn& txn) -> Result<int> {
+        if (txn.state.wallets->ledger.Fx().Version() != 0) return 0;
+        GPUHUB_RETURN_IF_ERROR(
+            SetFxRate(txn, Currency::kEur, Currency::kUsd, 1'080'000'000, 50).status());
+        GPUHUB_RETURN_IF_ERROR(
+            SetFxRate(txn, Currency::kGbp, Currency::kUsd, 1'270'000'000, 50).status());
+        GPUHUB_RETURN_IF_ERROR(
+            SetFxRate(txn, Currency::kEur, Currency::kGbp, 850'000'000, 50).status());
+        return 3;
+      })
+      .status();
+}
+
+Status LoadWallets(store::Store& store, WalletsState& state) {
+  std::vector<ledger::Transfer> transfers;
+  GPUHUB_RETURN_IF_ERROR(store.Scan(
+      "ledger_transfers",
+      {"sequence", "id", "kind", "debit_kind", "debit_owner", "debit_currency", "credit_kind",
+       "credit_owner", "credit_currency", "amount_micros", "pending_id", "code", "memo",
+       "timestamp_us", "state"},
+      "sequence", [&](const store::Row& row) -> Status {
+        ledger::Transfer t;
+        GPUHUB_ASSIGN_OR_RETURN(t.sequence, row.Int(0));
+        GPUHUB_ASSIGN_OR_RETURN(t.id, row.Text(1));
+        GPUHUB_ASSIGN_OR_RETURN(std::string kind, row.Text(2));
+        GPUHUB_ASSIGN_OR_RETURN(t.kind, ledger::ParseTransferKind(kind));
+        GPUHUB_ASSIGN_OR_RETURN(std::string debit_kind, row.Text(3));
+        GPUHUB_ASSIGN_OR_RETURN(t.debit.kind, ledger::ParseAccountKind(debit_kind));
+        GPUHUB_ASSIGN_OR_RETURN(t.debit.owner_id, row.Int(4));
+        GPUHUB_ASSIGN_OR_RETURN(std::string debit_currency, row.Text(5));
+        GPUHUB_ASSIGN_OR_RETURN(t.debit.currency, ParseCurrency(debit_currency));
+        GPUHUB_ASSIGN_OR_RETURN(std::string credit_kind, row.Text(6));
+        GPUHUB_ASSIGN_OR_RETURN(t.credit.kind, ledger::ParseAccountKind(credit_kind));
+        GPUHUB_ASSIGN_OR_RETURN(t.credit.owner_id, row.Int(7));
+        GPUHUB_ASSIGN_OR_RETURN(std::string credit_currency, row.Text(8));
+        GPUHUB_ASSIGN_OR_RETURN(t.credit.currency, ParseCurrency(credit_currency));
+        GPUHUB_ASSIGN_OR_RETURN(t.amount_micros, row.Int(9));
+        GPUHUB_ASSIGN_OR_RETURN(t.pending_id, row.Text(10));
+        GPUHUB_ASSIGN_OR_RETURN(t.code, row.Text(11));
+        GPUHUB_ASSIGN_OR_RETURN(t.memo, row.Text(12));
+        GPUHUB_ASSIGN_OR_RETURN(t.timestamp, row.Int(13));
+        GPUHUB_ASSIGN_OR_RETURN(std::string state_name, row.Text(14));
+        GPUHUB_ASSIGN_OR_RETURN(t.state, ledger::ParseTransferState(state_name));
+        transfers.push_back(std::move(t));
+        return Status::Ok();
+      }));
+  std::vector<ledger::FxRateChange> fx;
+  GPUHUB_RETURN_IF_ERROR(store.Scan(
+      "fx_rate_changes", {"version", "base", "quote", "mid_rate_ppb", "spread_bps", "timestamp_us"},
+      "version", [&](const store::Row& row) -> Status {
+        ledger::FxRateChange c;
+        GPUHUB_ASSIGN_OR_RETURN(c.version, row.Int(0));
+        GPUHUB_ASSIGN_OR_RETURN(std::string base, row.Text(1));
+        GPUHUB_ASSIGN_OR_RETURN(c.base, ParseCurrency(base));
+        GPUHUB_ASSIGN_OR_RETURN(std::string quote, row.Text(2));
+        GPUHUB_ASSIGN_OR_RETURN(c.quote, ParseCurrency(quote));
+        GPUHUB_ASSIGN_OR_RETURN(c.mid_rate_ppb, row.Int(3));
+        GPUHUB_ASSIGN_OR_RETURN(std::int64_t spread, row.Int(4));
+        c.spread_bps = static_cast<std::int32_t>(spread);
+        GPUHUB_ASSIGN_OR_RETURN(c.timestamp, row.Int(5));
+        fx.push_back(c);
+        return Status::Ok();
+      }));
+  GPUHUB_ASSIGN_OR_RETURN(state.ledger, ledger::Ledger::Restore(std::move(transfers), fx));
+  return store.Scan(
+      "invoices",
+      {"id", "user_id", "currency", "amount_micros", "status", "created_at_us", "updated_at_us",
+       "transfer_id"},
+      "created_at_us, id", [&](const store::Row& row) -> Status {
+        Invoice inv;
+        GPUHUB_ASSIGN_OR_RETURN(inv.id, row.Text(0));
+        GPUHUB_ASSIGN_OR_RETURN(inv.user_id, row.Int(1));
+        GPUHUB_ASSIGN_OR_RETURN(std::string currency, row.Text(2));
+        GPUHUB_ASSIGN_OR_RETURN(inv.currency, ParseCurrency(currency));
+        GPUHUB_ASSIGN_OR_RETURN(inv.amount_micros, row.Int(3));
+        GPUHUB_ASSIGN_OR_RETURN(std::string status, row.Text(4));
+        GPUHUB_ASSIGN_OR_RETURN(inv.status, ParseInvoiceStatus(status));
+        GPUHUB_ASSIGN_OR_RETURN(inv.created_at, row.Int(5));
+        GPUHUB_ASSIGN_OR_RETURN(inv.updated_at, row.Int(6));
+        GPUHUB_ASSIGN_OR_RETURN(inv.transfer_id, row.Text(7));
+        state.invoices_by_user[inv.user_id].push_back(inv.id);
+        if (IsOpen(inv.status)) {
+          state.open_by_age.insert({inv.created_at, inv.id});
+          ++state.open_per_user[inv.user_id];
+        }
+        state.invoices[inv.id] = std::move(inv);
+        return Status::Ok();
+      });
+}
 
 }  // namespace gpuhub::engine

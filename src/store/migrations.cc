@@ -39,6 +39,52 @@ CREATE TABLE idempotency_keys (
   PRIMARY KEY (scope, idem_key)
 );
 )sql"},
+      {2, "wallets",
+       R"sql(
+CREATE TABLE ledger_transfers (
+  sequence BIGINT PRIMARY KEY,
+  id TEXT NOT NULL UNIQUE,
+  kind TEXT NOT NULL,
+  debit_kind TEXT NOT NULL,
+  debit_owner BIGINT NOT NULL,
+  debit_currency TEXT NOT NULL,
+  credit_kind TEXT NOT NULL,
+  credit_owner BIGINT NOT NULL,
+  credit_currency TEXT NOT NULL,
+  amount_micros BIGINT NOT NULL,
+  pending_id TEXT NOT NULL,
+  code TEXT NOT NULL,
+  memo TEXT NOT NULL,
+  timestamp_us BIGINT NOT NULL,
+  state TEXT NOT NULL
+);
+CREATE TABLE fx_rate_changes (
+  version BIGINT PRIMARY KEY,
+  base TEXT NOT NULL,
+  quote TEXT NOT NULL,
+  mid_rate_ppb BIGINT NOT NULL,
+  spread_bps BIGINT NOT NULL,
+  timestamp_us BIGINT NOT NULL
+);
+CREATE TABLE invoices (
+  id TEXT PRIMARY KEY,
+  user_id BIGINT NOT NULL REFERENCES users (id),
+  currency TEXT NOT NULL,
+  amount_micros BIGINT NOT NULL,
+  status TEXT NOT NULL,
+  created_at_us BIGINT NOT NULL,
+  updated_at_us BIGINT NOT NULL,
+  transfer_id TEXT NOT NULL
+);
+CREATE INDEX invoices_by_user ON invoices (user_id);
+CREATE TABLE manual_credits (
+  transfer_id TEXT PRIMARY KEY,
+  admin_user_id BIGINT NOT NULL REFERENCES users (id),
+  user_id BIGINT NOT NULL REFERENCES users (id),
+  reason TEXT NOT NULL,
+  created_at_us BIGINT NOT NULL
+);
+)sql"},
   };
   return migrations;
 }

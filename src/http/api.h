@@ -1,0 +1,115 @@
+// The JSON API's shared machinery, for the route files (api_*.cc). Internal to src/http.
+//
+// Each domain registers its routes in its own file (RegisterAccountRoutes, RegisterWalletRoutes,
+// ...); the spot exchange and the web pages add theirs the same way. Handlers turn a request into
+// an engine command through RunAuthenticated / RunAnonymous, which take care of the bearer token,
+// roles, Idempotency-Key (Stripe's semantics, engine/idempotency.h) and the JSON error shape.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <initializer_list>
+#include <memory>
+#include <mutex>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <set>
+#include <string>
+#include <utility>
+
+#include "core/clock.h"
+#include "core/status.h"
+#include "engine/accounts.h"
+#include "engine/engine.h"
+#include "engine/idempotency.h"
+#include "engine/metrics.h"
+#include "http/config.h"
+#include "http/rate_limit.h"
+#include "http/router.h"
+
+namespace gpuhub::http {
+
+using json = nlohmann::ordered_json;
+
+// Idempotency keys whose first request is still running: a concurrent duplicate gets 409.
+class InFlightKeys {
+ public:
+  bool Insert(const std::string& key);
+  void Erase(const std::string& key);
+
+ private:
+  std::mutex mutex_;
+  std::set<std::string> keys_;
+};
+
+struct ApiContext {
+  ApiContext(engine::Engine& engine, engine::MetricsRegistry& metrics, const ServiceConfig& config)
+      : engine(engine),
+        metrics(metrics),
+        config(config),
+        hashers(config.hash_threads, kHashQueue()),
+        login_failures_by_user(config.login_failures_per_username),
+        login_attempts_by_address(config.login_attempts_per_address),
+        signups_by_address(config.signups_per_address) {}
+  static std::size_t kHashQueue();
+
+  engine::Engine& engine;
+  engine::MetricsRegistry& metrics;
+  const ServiceConfig& config;
+  WorkerPool hashers;
+  RateLimiter login_failures_by_user;
+  RateLimiter login_attempts_by_address;
+  RateLimiter signups_by_address;
+  InFlightKeys in_flight;
+  ManualClock* manual_clock = nullptr;  // set with --clock manual
+  std::function<bool()> draining;       // the server is shutting down
+};
+
+// What an action returns on success: a status and a JSON body.
+struct Reply {
+  int status = 200;
+  json body;
+};
+using UserAction = std::function<Result<Reply>(engine::Txn&, const engine::User&)>;
+using AnonymousAction = std::function<Result<Reply>(engine::Txn&)>;
+
+// Authenticates the bearer token on the writer thread, checks that the user has one of
+// `any_of_roles` (0: any signed-in user), then runs `action`. For POST with an Idempotency-Key the
+// response is stored and replayed per Stripe's rules.
+void RunAuthenticated(ApiContext& api, const Request& request, Responder respond,
+                      std::uint32_t any_of_roles, UserAction action);
+// The same without a user (scope "anonymous"); `idempotent` honours Idempotency-Key.
+// `key_reserved`: the caller already put InFlightId(request, key) in api.in_flight (because it did
+// slow work first, such as hashing a password); it is released when the response is ready.
+void RunAnonymous(ApiContext& api, const Request& request, Responder respond, bool idempotent,
+                  AnonymousAction action, bool key_reserved = false);
+
+// The request's JSON object: Content-Type (when given) must be application/json, the body at most
+// kMaxJsonDepth deep, an object, and only `allowed` fields.
+Result<json> ParseJsonObject(const Request& request, std::initializer_list<std::string_view> allowed);
+// Typed field access with messages naming the field.
+Result<std::string> RequiredString(const json& object, std::string_view field);
+Result<std::optional<std::string>> OptionalString(const json& object, std::string_view field);
+Result<std::int64_t> RequiredInteger(const json& object, std::string_view field, std::int64_t min,
+                                     std::int64_t max);
+// invalid_argument when deeper than max_depth (scans brackets outside strings).
+Status CheckJsonDepth(std::string_view text, int max_depth);
+
+Response JsonResponse(int status, const json& body);
+std::string Dump(const json& body);
+Response TooManyRequests(std::int64_t retry_after_seconds, std::string_view what);
+// An idempotency scope + key that is unique per caller, for InFlightKeys.
+std::string InFlightId(const Request& request, const std::string& key);
+std::string RequestFingerprint(const Request& request);
+
+json UserJson(const engine::User& user);
+
+// Route registration, one function per domain file.
+void RegisterSystemRoutes(Router& router, ApiContext& api);
+void RegisterAccountRoutes(Router& router, ApiContext& api);
+void RegisterAdminRoutes(Router& router, ApiContext& api);
+void RegisterWalletRoutes(Router& router, ApiContext& api);
+// The public read API (catalog, size, fit, guide); `data_dir` holds catalog.toml and models/.
+void RegisterReadRoutes(Router& router, ApiContext& api, const std::string& data_dir);
+
+}  // namespace gpuhub::http

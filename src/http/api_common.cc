@@ -1,0 +1,238 @@
+#include "http/api.h"
+
+#include "core/clock.h"
+#include "core/strings.h"
+#include "http/limits.h"
+
+namespace gpuhub::http {
+
+std::size_t ApiContext::kHashQueue() { return kMaxQueuedPasswordHashes; }
+
+bool InFlightKeys::Insert(const std::string& key) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return keys_.insert(key).second;
+}
+
+void InFlightKeys::Erase(const std::string& key) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  keys_.erase(key);
+}
+
+std::string Dump(const json& body) {
+  return body.dump(-1, ' ', false, json::error_handler_t::replace);
+}
+
+Response JsonResponse(int status, const json& body) { return Response::Json(status, Dump(body)); }
+
+Response TooManyRequests(std::int64_t retry_after_seconds, std::string_view what) {
+  Response r = Response::Error(429, "resource_exhausted",
+                               std::string(what) + "; retry in " +
+                                   std::to_string(retry_after_seconds) + " s");
+  r.headers.emplace_back("Retry-After", std::to_string(retry_after_seconds));
+  return r;
+}
+
+std::string InFlightId(const Request& request, const std::string& key) {
+  std::string token = request.BearerToken();
+  return (token.empty() ? std::string("anonymous") : engine::HashToken(token)) + "\n" + key;
+}
+
+std::string RequestFingerprint(const Request& request) {
+  return engine::Sha256Hex(request.method + " " + request.path + "\n" + request.body);
+}
+
+json UserJson(const engine::User& user) {
+  return {{"id", user.id},
+          {"username", user.username},
+          {"roles", engine::RoleNames(user.roles)},
+          {"created_at", FormatTimestamp(user.created_at)}};
+}
+
+Status CheckJsonDepth(std::string_view text, int max_depth) {
+  int depth = 0;
+  bool in_string = false, escaped = false;
+  for (char c : text) {
+    if (in_string) {
+      if (escaped) {
+        escaped = false;
+      } else if (c == '\\') {
+        escaped = true;
+      } else if (c == '"') {
+        in_string = false;
+      }
+      continue;
+    }
+    if (c == '"') {
+      in_string = true;
+    } else if (c == '{' || c == '[') {
+      if (++depth > max_depth) {
+        return Status::InvalidArgument("JSON body is nested deeper than " +
+                                       std::to_string(max_depth) + " levels");
+      }
+    } else if (c == '}' || c == ']') {
+      --depth;
+    }
+  }
+  return Status::Ok();
+}
+
+Result<json> ParseJsonObject(const Request& request,
+                             std::initializer_list<std::string_view> allowed) {
+  const std::string& type = request.Header("content-type");
+  if (!type.empty() && ToLower(type).rfind("application/json", 0) != 0) {
+    return Status::InvalidArgument("Content-Type must be application/json");
+  }
+  if (Trim(request.body).empty()) return Status::InvalidArgument("request body must be a JSON object");
+  GPUHUB_RETURN_IF_ERROR(CheckJsonDepth(request.body, kMaxJsonDepth));
+  json body = json::parse(request.body, nullptr, /*allow_exceptions=*/false);
+  if (body.is_discarded()) return Status::InvalidArgument("request body is not valid JSON");
+  if (!body.is_object()) return Status::InvalidArgument("request body must be a JSON object");
+  for (const auto& [key, value] : body.items()) {
+    bool known = false;
+    for (auto a : allowed) known = known || key == a;
+    if (!known) {
+      return Status::InvalidArgument("unknown field '" + key.substr(0, 64) + "'");
+    }
+  }
+  return body;
+}
+
+Result<std::string> RequiredString(const json& object, std::string_view field) {
+  auto it = object.find(field);
+  if (it == object.end() || it->is_null()) {
+    return Status::InvalidArgument("field '" + std::string(field) + "' is required");
+  }
+  if (!it->is_string()) {
+    return Status::InvalidArgument("field '" + std::string(field) + "' must be a string");
+  }
+  return it->get<std::string>();
+}
+
+Result<std::optional<std::string>> OptionalString(const json& object, std::string_view field) {
+  auto it = object.find(field);
+  if (it == object.end() || it->is_null()) return std::optional<std::string>();
+  if (!it->is_string()) {
+    return Status::InvalidArgument("field '" + std::string(field) + "' must be a string");
+  }
+  return std::optional<std::string>(it->get<std::string>());
+}
+
+Result<std::int64_t> RequiredInteger(const json& object, std::string_view field, std::int64_t min,
+                                     std::int64_t max) {
+  auto it = object.find(field);
+  if (it == object.end() || it->is_null()) {
+    return Status::InvalidArgument("field '" + std::string(field) + "' is required");
+  }
+  if (!it->is_number_integer()) {
+    return Status::InvalidArgument("field '" + std::string(field) + "' must be a whole number");
+  }
+  std::int64_t v = it->is_number_unsigned()
+                       ? (it->get<std::uint64_t>() > static_cast<std::uint64_t>(max)
+                              ? max + (max < INT64_MAX ? 1 : 0)
+                              : static_cast<std::int64_t>(it->get<std::uint64_t>()))
+                       : it->get<std::int64_t>();
+  if (v < min || v > max) {
+    return Status::InvalidArgument("field '" + std::string(field) + "' must be between " +
+                                   std::to_string(min) + " and " + std::to_string(max));
+  }
+  return v;
+}
+
+namespace {
+
+engine::StoredResponse ToStored(const Result<Reply>& reply) {
+  if (reply.ok()) return {reply->status, reply->status == 204 ? "" : Dump(reply->body), false};
+  const Status& s = reply.status();
+  return {HttpStatusOf(s.code()), ErrorBody(StatusCodeName(s.code()), s.message()), false};
+}
+
+Response FromStored(const engine::StoredResponse& stored) {
+  Response r = Response::Json(stored.status_code, stored.body);
+  if (stored.replayed) r.headers.emplace_back("Idempotent-Replayed", "true");
+  return r;
+}
+
+// The common path of both Run* functions. `scope` is computed on the writer (it needs the user).
+void Run(ApiContext& api, const Request& request, Responder respond, bool idempotent,
+         bool reserved, std::function<Result<engine::StoredResponse>(engine::Txn&, const std::string& key,
+                                                      const std::string& fingerprint)>
+             body) {
+  std::string key;
+  std::string in_flight;
+  if (idempotent && request.method == "POST") {
+    key = request.Header("idempotency-key");
+    if (request.headers.count("idempotency-key")) {
+      Status valid = engine::ValidateIdempotencyKey(key);
+      if (!valid.ok()) return respond(Response::Error(valid));
+      in_flight = InFlightId(request, key);
+      if (!reserved && !api.in_flight.Insert(in_flight)) {
+        return respond(Response::Error(
+            409, "conflict",
+            "a request with this Idempotency-Key is still being processed; retry later"));
+      }
+    }
+  }
+  std::string fingerprint = key.empty() ? std::string() : RequestFingerprint(request);
+  api.engine.Execute<engine::StoredResponse>(
+      [body = std::move(body), key, fingerprint](engine::Txn& txn) {
+        return body(txn, key, fingerprint);
+      },
+      [&api, respond = std::move(respond), in_flight](Result<engine::StoredResponse> result) {
+        if (!in_flight.empty()) api.in_flight.Erase(in_flight);
+        if (!result.ok()) return respond(Response::Error(result.status()));
+        respond(FromStored(*result));
+      });
+}
+
+// Runs `action` (idempotently when a key is given); the writes of a failed action are dropped.
+Result<engine::StoredResponse> RunMaybeIdempotent(
+    engine::Txn& txn, const std::string& scope, const std::string& key,
+    const std::string& fingerprint, const std::function<Result<Reply>(engine::Txn&)>& action) {
+  auto run = [&](engine::Txn& t) { return ToStored(action(t)); };
+  if (!key.empty()) return engine::RunIdempotent(txn, scope, key, fingerprint, run);
+  std::size_t mark = txn.writes.size();
+  engine::StoredResponse response = run(txn);
+  if (response.status_code >= 400) txn.writes.Truncate(mark);
+  return response;
+}
+
+}  // namespace
+
+void RunAuthenticated(ApiContext& api, const Request& request, Responder respond,
+                      std::uint32_t any_of_roles, UserAction action) {
+  std::string token = request.BearerToken();
+  if (token.empty()) {
+    Response r = Response::Error(401, "unauthenticated",
+                                 "this endpoint needs 'Authorization: Bearer <token>' (POST "
+                                 "/v1/sessions to get one)");
+    r.headers.emplace_back("WWW-Authenticate", "Bearer");
+    return respond(std::move(r));
+  }
+  std::string token_hash = engine::HashToken(token);
+  Run(api, request, std::move(respond), /*idempotent=*/true, /*reserved=*/false,
+      [token_hash, any_of_roles, action = std::move(action)](
+          engine::Txn& txn, const std::string& key,
+          const std::string& fingerprint) -> Result<engine::StoredResponse> {
+        auto user = engine::Authenticate(txn, token_hash);
+        if (!user.ok()) return ToStored(user.status());
+        if (any_of_roles != 0 && (user->roles & any_of_roles) == 0) {
+          std::string names;
+          for (const auto& n : engine::RoleNames(any_of_roles)) names += (names.empty() ? "" : " or ") + n;
+          return ToStored(Status::PermissionDenied("this endpoint needs the " + names + " role"));
+        }
+        const engine::User me = *user;
+        return RunMaybeIdempotent(txn, "user:" + std::to_string(me.id), key, fingerprint,
+                                  [&](engine::Txn& t) { return action(t, me); });
+      });
+}
+
+void RunAnonymous(ApiContext& api, const Request& request, Responder respond, bool idempotent,
+                  AnonymousAction action, bool key_reserved) {
+  Run(api, request, std::move(respond), idempotent, key_reserved,
+      [action = std::move(action)](engine::Txn& txn, const std::string& key,
+                                   const std::string& fingerprint) {
+        return RunMaybeIdempotent(txn, "anonymous", key, fingerprint, action);
+      });
+}
+
+}  // namespace gpuhub::http

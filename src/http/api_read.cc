@@ -1,0 +1,91 @@
+// The public read API, the same JSON as the CLI's --json (src/fit/report_json.h):
+//   GET /v1/catalog, POST /v1/size, POST /v1/fit, GET /v1/guide
+// Pure computations over the catalog loaded at start: they do not go through the engine.
+#include <memory>
+
+#include "http/api.h"
+
+#ifdef GPUHUB_HAVE_FIT
+#include "catalog/catalog.h"
+#include "fit/guide.h"
+#include "fit/report_json.h"
+#endif
+
+namespace gpuhub::http {
+
+#ifdef GPUHUB_HAVE_FIT
+namespace {
+
+struct ReadData {
+  std::string data_dir;
+  std::optional<catalog::Catalog> catalog;
+  std::string catalog_json;
+  std::string guide_json;
+  Status error;
+};
+
+Response Cached(const std::string& body) {
+  Response r = Response::Json(200, body);
+  r.headers.emplace_back("Cache-Control", "public, max-age=60");
+  return r;
+}
+
+}  // namespace
+
+void RegisterReadRoutes(Router& router, ApiContext&, const std::string& data_dir) {
+  auto data = std::make_shared<ReadData>();
+  data->data_dir = data_dir;
+  auto loaded = catalog::LoadCatalog(data_dir + "/catalog.toml");
+  if (loaded.ok()) {
+    data->catalog = std::move(loaded).value();
+    data->catalog_json = fit::CatalogJson(*data->catalog);
+    auto guide = fit::BuildGuide(*data->catalog);
+    if (guide.ok()) {
+      data->guide_json = fit::GuideJson(*guide);
+    } else {
+      data->error = guide.status();
+    }
+  } else {
+    data->error = loaded.status();
+  }
+  auto unavailable = [data] {
+    return Response::Error(503, "unavailable", "the catalog is not loaded: " + data->error.message());
+  };
+  router.Add("GET", "/v1/catalog", [data, unavailable](const Request&, Responder respond) {
+    if (!data->catalog) return respond(unavailable());
+    respond(Cached(data->catalog_json));
+  });
+  router.Add("GET", "/v1/guide", [data, unavailable](const Request&, Responder respond) {
+    if (data->guide_json.empty()) return respond(unavailable());
+    respond(Cached(data->guide_json));
+  });
+  router.Add("POST", "/v1/size", [data](const Request& r, Responder respond) {
+    Status depth = CheckJsonDepth(r.body, 32);
+    if (!depth.ok()) return respond(Response::Error(depth));
+    auto out = fit::HandleSizeJson(r.body, data->data_dir);
+    respond(out.ok() ? Response::Json(200, *out) : Response::Error(out.status()));
+  });
+  router.Add("POST", "/v1/fit", [data, unavailable](const Request& r, Responder respond) {
+    if (!data->catalog) return respond(unavailable());
+    Status depth = CheckJsonDepth(r.body, 32);
+    if (!depth.ok()) return respond(Response::Error(depth));
+    auto out = fit::HandleFitJson(r.body, data->data_dir, *data->catalog);
+    respond(out.ok() ? Response::Json(200, *out) : Response::Error(out.status()));
+  });
+}
+
+#else
+
+void RegisterReadRoutes(Router& router, ApiContext&, const std::string&) {
+  auto unavailable = [](const Request&, Responder respond) {
+    respond(Response::Error(503, "unavailable", "the sizing and fit engine is not built in yet"));
+  };
+  router.Add("GET", "/v1/catalog", unavailable);
+  router.Add("GET", "/v1/guide", unavailable);
+  router.Add("POST", "/v1/size", unavailable);
+  router.Add("POST", "/v1/fit", unavailable);
+}
+
+#endif
+
+}  // namespace gpuhub::http

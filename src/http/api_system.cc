@@ -1,0 +1,28 @@
+// GET /healthz (the writer answers a no-op command: proves the engine loop is alive) and
+// GET /metrics (Prometheus text format 0.0.4).
+#include "http/api.h"
+
+namespace gpuhub::http {
+
+void RegisterSystemRoutes(Router& router, ApiContext& api) {
+  router.Add("GET", "/healthz", [&api](const Request&, Responder respond) {
+    if (api.draining && api.draining()) {
+      return respond(Response::Error(503, "unavailable", "the server is shutting down"));
+    }
+    api.engine.Execute<int>([](engine::Txn&) -> Result<int> { return 0; },
+                            [respond](Result<int> r) {
+                              if (!r.ok()) return respond(Response::Error(r.status()));
+                              Response ok = JsonResponse(200, {{"status", "ok"}});
+                              ok.headers.emplace_back("Cache-Control", "no-store");
+                              respond(std::move(ok));
+                            });
+  });
+  router.Add("GET", "/metrics", [&api](const Request&, Responder respond) {
+    Response r = Response::Json(200, api.metrics.Render());
+    r.content_type = "text/plain; version=0.0.4; charset=utf-8";
+    r.headers.emplace_back("Cache-Control", "no-store");
+    respond(std::move(r));
+  });
+}
+
+}  // namespace gpuhub::http

@@ -1,0 +1,137 @@
+#include "http/config.h"
+
+#include <toml++/toml.h>
+
+#include "core/file.h"
+#include "core/strings.h"
+
+namespace gpuhub::http {
+
+Status ParseListen(std::string_view listen, std::string* host, int* port) {
+  std::size_t colon = listen.rfind(':');
+  if (colon == std::string_view::npos || colon == 0) {
+    return Status::InvalidArgument("--listen must be HOST:PORT (127.0.0.1:8080), got '" +
+                                   std::string(listen.substr(0, 64)) + "'");
+  }
+  std::string_view h = listen.substr(0, colon);
+  if (h.size() >= 2 && h.front() == '[' && h.back() == ']') h = h.substr(1, h.size() - 2);
+  GPUHUB_ASSIGN_OR_RETURN(std::int64_t p, ParseInt64(listen.substr(colon + 1), "--listen port"));
+  if (p < 0 || p > 65535) return Status::InvalidArgument("--listen port must be 0..65535");
+  *host = std::string(h);
+  *port = static_cast<int>(p);
+  return Status::Ok();
+}
+
+Result<ServiceConfig> ParseServiceConfig(std::string_view toml_text, std::string_view source) {
+  toml::table root;
+  try {
+    root = toml::parse(toml_text, source);
+  } catch (const toml::parse_error& e) {
+    return Status::InvalidArgument(std::string(source) + ":" +
+                                   std::to_string(e.source().begin.line) + ": " +
+                                   std::string(e.description()));
+  }
+  ServiceConfig config;
+  auto where = [&](const toml::node& node, std::string_view key) {
+    return std::string(source) + ":" + std::to_string(node.source().begin.line) + ": " +
+           std::string(key);
+  };
+  auto integer = [&](const toml::table& table, std::string_view section, std::string_view key,
+                     std::int64_t min, std::int64_t max, std::int64_t* out) -> Status {
+    const toml::node* node = table.get(key);
+    if (!node) return Status::Ok();
+    auto v = node->value<std::int64_t>();
+    if (!v || !node->is_integer()) {
+      return Status::InvalidArgument(where(*node, std::string(section) + "." + std::string(key)) +
+                                     " must be a whole number");
+    }
+    if (*v < min || *v > max) {
+      return Status::InvalidArgument(where(*node, std::string(section) + "." + std::string(key)) +
+                                     " must be between " + std::to_string(min) + " and " +
+                                     std::to_string(max));
+    }
+    *out = *v;
+    return Status::Ok();
+  };
+  auto text = [&](const toml::table& table, std::string_view section, std::string_view key,
+                  std::string* out) -> Status {
+    const toml::node* node = table.get(key);
+    if (!node) return Status::Ok();
+    if (!node->is_string()) {
+      return Status::InvalidArgument(where(*node, std::string(section) + "." + std::string(key)) +
+                                     " must be a string");
+    }
+    *out = *node->value<std::string>();
+    return Status::Ok();
+  };
+  auto known = [&](const toml::table& table, std::string_view section,
+                   std::initializer_list<std::string_view> keys) -> Status {
+    for (const auto& [key, node] : table) {
+      bool ok = false;
+      for (auto k : keys) ok = ok || key.str() == k;
+      if (!ok) {
+        return Status::InvalidArgument(where(node, std::string(section) + "." +
+                                                       std::string(key.str())) +
+                                       " is not a known setting");
+      }
+    }
+    return Status::Ok();
+  };
+  for (const auto& [key, node] : root) {
+    if (key.str() != "server" && key.str() != "auth" && key.str() != "payments") {
+      return Status::InvalidArgument(where(node, key.str()) +
+                                     " is not a known section ([server], [auth], [payments])");
+    }
+    if (!node.is_table()) return Status::InvalidArgument(where(node, key.str()) + " must be a table");
+  }
+  if (const toml::table* s = root["server"].as_table()) {
+    GPUHUB_RETURN_IF_ERROR(known(*s, "server",
+                                 {"listen", "io_threads", "max_connections", "max_header_bytes",
+                                  "max_body_bytes", "read_timeout_seconds",
+                                  "shutdown_grace_seconds"}));
+    std::string listen;
+    GPUHUB_RETURN_IF_ERROR(text(*s, "server", "listen", &listen));
+    if (!listen.empty()) GPUHUB_RETURN_IF_ERROR(ParseListen(listen, &config.host, &config.port));
+    std::int64_t threads = config.io_threads;
+    GPUHUB_RETURN_IF_ERROR(integer(*s, "server", "io_threads", 1, 64, &threads));
+    config.io_threads = static_cast<int>(threads);
+    GPUHUB_RETURN_IF_ERROR(integer(*s, "server", "max_connections", 1, 1'000'000, &config.max_connections));
+    GPUHUB_RETURN_IF_ERROR(integer(*s, "server", "max_header_bytes", 1024, 1 << 20, &config.max_header_bytes));
+    GPUHUB_RETURN_IF_ERROR(integer(*s, "server", "max_body_bytes", 1024, 64 << 20, &config.max_body_bytes));
+    GPUHUB_RETURN_IF_ERROR(integer(*s, "server", "read_timeout_seconds", 1, 3600, &config.read_timeout_seconds));
+    GPUHUB_RETURN_IF_ERROR(integer(*s, "server", "shutdown_grace_seconds", 1, 3600, &config.shutdown_grace_seconds));
+  }
+  if (const toml::table* a = root["auth"].as_table()) {
+    GPUHUB_RETURN_IF_ERROR(known(*a, "auth",
+                                 {"argon2_ops_limit", "argon2_mem_limit_bytes", "hash_threads",
+                                  "login_failures_per_username", "login_username_window_seconds",
+                                  "login_attempts_per_address", "login_address_window_seconds",
+                                  "signups_per_address", "signup_address_window_seconds"}));
+    std::int64_t ops = 0, mem = 0, threads = config.hash_threads;
+    GPUHUB_RETURN_IF_ERROR(integer(*a, "auth", "argon2_ops_limit", 1, 1000, &ops));
+    GPUHUB_RETURN_IF_ERROR(integer(*a, "auth", "argon2_mem_limit_bytes", 8192, std::int64_t{4} << 30, &mem));
+    GPUHUB_RETURN_IF_ERROR(integer(*a, "auth", "hash_threads", 1, 64, &threads));
+    config.hashing.ops_limit = static_cast<std::uint64_t>(ops);
+    config.hashing.mem_limit_bytes = static_cast<std::uint64_t>(mem);
+    config.hash_threads = static_cast<int>(threads);
+    GPUHUB_RETURN_IF_ERROR(integer(*a, "auth", "login_failures_per_username", 1, 1'000'000, &config.login_failures_per_username.count));
+    GPUHUB_RETURN_IF_ERROR(integer(*a, "auth", "login_username_window_seconds", 1, 86400 * 7, &config.login_failures_per_username.window_seconds));
+    GPUHUB_RETURN_IF_ERROR(integer(*a, "auth", "login_attempts_per_address", 1, 1'000'000, &config.login_attempts_per_address.count));
+    GPUHUB_RETURN_IF_ERROR(integer(*a, "auth", "login_address_window_seconds", 1, 86400 * 7, &config.login_attempts_per_address.window_seconds));
+    GPUHUB_RETURN_IF_ERROR(integer(*a, "auth", "signups_per_address", 1, 1'000'000, &config.signups_per_address.count));
+    GPUHUB_RETURN_IF_ERROR(integer(*a, "auth", "signup_address_window_seconds", 1, 86400 * 7, &config.signups_per_address.window_seconds));
+  }
+  if (const toml::table* p = root["payments"].as_table()) {
+    GPUHUB_RETURN_IF_ERROR(known(*p, "payments", {"webhook_secret", "checkout_base_url"}));
+    GPUHUB_RETURN_IF_ERROR(text(*p, "payments", "webhook_secret", &config.webhook_secret));
+    GPUHUB_RETURN_IF_ERROR(text(*p, "payments", "checkout_base_url", &config.checkout_base_url));
+  }
+  return config;
+}
+
+Result<ServiceConfig> LoadServiceConfig(const std::string& path) {
+  GPUHUB_ASSIGN_OR_RETURN(std::string text, ReadFile(path, 1 << 20));
+  return ParseServiceConfig(text, path);
+}
+
+}  // namespace gpuhub::http

@@ -1,0 +1,69 @@
+// The service's configuration: `gpuhub serve --config FILE` (TOML), then flags, then environment
+// (GPUHUB_WEBHOOK_SECRET). Every field has a safe default; unknown keys are errors (a typo in a
+// security setting must not be silently ignored).
+//
+//   [server]
+//   listen = "127.0.0.1:8080"
+//   io_threads = 2
+//   max_connections = 1024
+//   max_header_bytes = 16384
+//   max_body_bytes = 1048576
+//   read_timeout_seconds = 15
+//   shutdown_grace_seconds = 20
+//
+//   [auth]
+//   argon2_ops_limit = 2                 # libsodium "interactive"
+//   argon2_mem_limit_bytes = 67108864    # 64 MiB
+//   hash_threads = 2
+//   login_failures_per_username = 5      # failed logins per username per window...
+//   login_username_window_seconds = 900  # ...then 429 with Retry-After
+//   login_attempts_per_address = 30      # logins (any outcome) per address per window
+//   login_address_window_seconds = 60
+//   signups_per_address = 20             # accounts created per address per window
+//   signup_address_window_seconds = 3600
+//
+//   [payments]
+//   webhook_secret = "..."               # or GPUHUB_WEBHOOK_SECRET; none: webhooks refused (503)
+//   checkout_base_url = "https://pay.example.com/i/"
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "core/status.h"
+#include "engine/accounts.h"
+
+namespace gpuhub::http {
+
+struct RateLimit {
+  std::int64_t count = 0;
+  std::int64_t window_seconds = 0;
+};
+
+struct ServiceConfig {
+  std::string host = "127.0.0.1";
+  int port = 8080;
+  int io_threads = 2;
+  std::int64_t max_connections = 0;
+  std::int64_t max_header_bytes = 0;
+  std::int64_t max_body_bytes = 0;
+  std::int64_t read_timeout_seconds = 0;
+  std::int64_t shutdown_grace_seconds = 0;
+
+  engine::PasswordHashing hashing;
+  int hash_threads = 2;
+  RateLimit login_failures_per_username{5, 900};
+  RateLimit login_attempts_per_address{30, 60};
+  RateLimit signups_per_address{20, 3600};
+
+  std::string webhook_secret;
+  std::string checkout_base_url = "https://pay.gpuhub.example/i/";
+};
+
+// Parses the TOML text of a config file; errors name the file, line and key.
+Result<ServiceConfig> ParseServiceConfig(std::string_view toml_text, std::string_view source);
+Result<ServiceConfig> LoadServiceConfig(const std::string& path);
+// "127.0.0.1:8080" -> host, port (0..65535). "[::1]:8080" for IPv6.
+Status ParseListen(std::string_view listen, std::string* host, int* port);
+
+}  // namespace gpuhub::http

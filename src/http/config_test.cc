@@ -1,0 +1,66 @@
+#include "http/config.h"
+
+#include <gtest/gtest.h>
+
+namespace gpuhub::http {
+namespace {
+
+TEST(ConfigTest, ParsesEverySection) {
+  auto c = ParseServiceConfig(R"(
+[server]
+listen = "0.0.0.0:9000"
+io_threads = 4
+max_body_bytes = 65536
+[auth]
+argon2_ops_limit = 1
+argon2_mem_limit_bytes = 8192
+login_failures_per_username = 3
+[payments]
+webhook_secret = "s3cret"
+checkout_base_url = "https://pay.example.com/i/"
+)",
+                              "test.toml");
+  ASSERT_TRUE(c.ok()) << c.status().ToString();
+  EXPECT_EQ(c->host, "0.0.0.0");
+  EXPECT_EQ(c->port, 9000);
+  EXPECT_EQ(c->io_threads, 4);
+  EXPECT_EQ(c->max_body_bytes, 65536);
+  EXPECT_EQ(c->hashing.ops_limit, 1u);
+  EXPECT_EQ(c->hashing.mem_limit_bytes, 8192u);
+  EXPECT_EQ(c->login_failures_per_username.count, 3);
+  EXPECT_EQ(c->login_failures_per_username.window_seconds, 900);
+  EXPECT_EQ(c->webhook_secret, "s3cret");
+}
+
+TEST(ConfigTest, RejectsTyposAndBadValuesWithFileAndLine) {
+  struct Case {
+    const char* text;
+    const char* message;
+  } cases[] = {
+      {"[server]\nlisten = 8080\n", "test.toml:2: server.listen must be a string"},
+      {"[server]\nio_thread = 2\n", "test.toml:2: server.io_thread is not a known setting"},
+      {"[auth]\nargon2_mem_limit_bytes = 10\n", "must be between 8192"},
+      {"[payment]\nwebhook_secret = \"x\"\n", "is not a known section"},
+      {"[server\n", "test.toml:1:"},
+      {"[server]\nlisten = \"localhost\"\n", "HOST:PORT"},
+  };
+  for (const auto& c : cases) {
+    auto r = ParseServiceConfig(c.text, "test.toml");
+    ASSERT_FALSE(r.ok()) << c.text;
+    EXPECT_NE(r.status().message().find(c.message), std::string::npos) << r.status().message();
+  }
+}
+
+TEST(ConfigTest, ParsesListenAddresses) {
+  std::string host;
+  int port = 0;
+  ASSERT_TRUE(ParseListen("127.0.0.1:0", &host, &port).ok());
+  EXPECT_EQ(port, 0);
+  ASSERT_TRUE(ParseListen("[::1]:8080", &host, &port).ok());
+  EXPECT_EQ(host, "::1");
+  EXPECT_FALSE(ParseListen("127.0.0.1:70000", &host, &port).ok());
+  EXPECT_FALSE(ParseListen("127.0.0.1:http", &host, &port).ok());
+}
+
+}  // namespace
+}  // namespace gpuhub::http

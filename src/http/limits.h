@@ -1,0 +1,32 @@
+// Named limits of the HTTP server. Each is answered with its own status code when exceeded.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+namespace gpuhub::http {
+
+// Request line + headers: beyond this, 431 Request Header Fields Too Large.
+inline constexpr std::size_t kMaxHeaderBytes = 16 * 1024;
+// Request body: beyond this, 413 Content Too Large (checked against Content-Length before the
+// body is read, and while reading a chunked body).
+inline constexpr std::size_t kMaxBodyBytes = 1024 * 1024;
+// A request must arrive completely within this time once its first byte did: 408 otherwise.
+// An idle keep-alive connection is closed after the same time.
+inline constexpr int kReadTimeoutSeconds = 15;
+inline constexpr int kWriteTimeoutSeconds = 30;
+// Open connections at once: beyond this new connections get 503 and are closed.
+inline constexpr std::size_t kMaxConnections = 1024;
+// JSON bodies nested deeper than this are refused (400) before parsing.
+inline constexpr int kMaxJsonDepth = 32;
+// Password hashes waiting for a worker: beyond this signups and logins get 503 (Argon2id uses
+// tens of MiB each; an unbounded queue is a memory exhaustion attack).
+inline constexpr std::size_t kMaxQueuedPasswordHashes = 256;
+// On SIGTERM: how long in-flight requests may take to finish before the server stops anyway.
+inline constexpr int kShutdownGraceSeconds = 20;
+// Pages of GET /v1/transfers and similar lists.
+inline constexpr std::size_t kDefaultPageSize = 50;
+// Longest X-Request-Id accepted from a client (longer or odd ones are replaced).
+inline constexpr std::size_t kMaxRequestIdBytes = 64;
+
+}  // namespace gpuhub::http

@@ -1,0 +1,160 @@
+#include "http/router.h"
+
+#include <nlohmann/json.hpp>
+
+#include "core/strings.h"
+
+namespace gpuhub::http {
+
+const std::string& Request::Header(const std::string& lower_name) const {
+  static const std::string kEmpty;
+  auto it = headers.find(lower_name);
+  return it == headers.end() ? kEmpty : it->second;
+}
+
+std::string Request::BearerToken() const {
+  const std::string& auth = Header("authorization");
+  if (auth.size() < 8) return "";
+  std::string scheme = ToLower(auth.substr(0, 7));
+  if (scheme != "bearer ") return "";
+  return std::string(Trim(std::string_view(auth).substr(7)));
+}
+
+int HttpStatusOf(StatusCode code) {
+  switch (code) {
+    case StatusCode::kOk: return 200;
+    case StatusCode::kInvalidArgument: return 400;
+    case StatusCode::kUnauthenticated: return 401;
+    case StatusCode::kInsufficientFunds: return 402;
+    case StatusCode::kPermissionDenied: return 403;
+    case StatusCode::kNotFound: return 404;
+    case StatusCode::kConflict: return 409;
+    case StatusCode::kFailedPrecondition: return 409;
+    case StatusCode::kPayloadTooLarge: return 413;
+    case StatusCode::kResourceExhausted: return 429;
+    case StatusCode::kUnavailable: return 503;
+    case StatusCode::kInternal: return 500;
+  }
+  return 500;
+}
+
+std::string ErrorBody(std::string_view code, std::string_view message) {
+  nlohmann::json body = {{"error", {{"code", code}, {"message", message}}}};
+  // Messages may quote user input: never let invalid UTF-8 break the JSON.
+  return body.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+}
+
+Response Response::Json(int status, std::string body) {
+  Response r;
+  r.status = status;
+  r.body = std::move(body);
+  return r;
+}
+
+Response Response::Error(const Status& status) {
+  return Error(HttpStatusOf(status.code()), StatusCodeName(status.code()), status.message());
+}
+
+Response Response::Error(int http_status, std::string_view code, std::string_view message) {
+  Response r;
+  r.status = http_status;
+  r.body = ErrorBody(code, message);
+  return r;
+}
+
+namespace {
+std::vector<std::string> Segments(std::string_view path) {
+  std::vector<std::string> out;
+  std::size_t i = 0;
+  while (i < path.size()) {
+    if (path[i] == '/') {
+      ++i;
+      continue;
+    }
+    std::size_t end = path.find('/', i);
+    if (end == std::string_view::npos) end = path.size();
+    out.emplace_back(path.substr(i, end - i));
+    i = end;
+  }
+  return out;
+}
+}  // namespace
+
+void Router::Add(std::string method, std::string pattern, Handler handler) {
+  Route r{std::move(method), pattern, Segments(pattern), std::move(handler)};
+  routes_.push_back(std::move(r));
+}
+
+Router::Match Router::Find(const std::string& method, const std::string& path) const {
+  Match match;
+  std::vector<std::string> segments = Segments(path);
+  for (const Route& route : routes_) {
+    if (route.segments.size() != segments.size()) continue;
+    std::map<std::string, std::string> params;
+    bool ok = true;
+    for (std::size_t i = 0; i < segments.size() && ok; ++i) {
+      const std::string& want = route.segments[i];
+      if (want.size() > 2 && want.front() == '{' && want.back() == '}') {
+        if (segments[i].empty()) ok = false;
+        params[want.substr(1, want.size() - 2)] = segments[i];
+      } else if (want != segments[i]) {
+        ok = false;
+      }
+    }
+    if (!ok) continue;
+    if (route.method == method || (method == "HEAD" && route.method == "GET")) {
+      match.handler = &route.handler;
+      match.route = route.pattern;
+      match.params = std::move(params);
+      return match;
+    }
+    match.allowed_methods.push_back(route.method);
+    match.route = route.pattern;
+  }
+  return match;
+}
+
+Result<std::string> UrlDecode(std::string_view text, bool plus_is_space) {
+  std::string out;
+  out.reserve(text.size());
+  auto hex = [](char c) -> int {
+    if (c >= '0' && c <= '9') return c - '0';
+    if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+    if (c >= 'A' && c <= 'F') return c - 'A' + 10;
+    return -1;
+  };
+  for (std::size_t i = 0; i < text.size(); ++i) {
+    char c = text[i];
+    if (c == '%') {
+      int hi = i + 1 < text.size() ? hex(text[i + 1]) : -1;
+      int lo = i + 2 < text.size() ? hex(text[i + 2]) : -1;
+      if (hi < 0 || lo < 0) return Status::InvalidArgument("bad percent-escape in URL");
+      char decoded = static_cast<char>(hi * 16 + lo);
+      if (decoded == '\0') return Status::InvalidArgument("NUL byte in URL");
+      out.push_back(decoded);
+      i += 2;
+    } else if (c == '+' && plus_is_space) {
+      out.push_back(' ');
+    } else {
+      out.push_back(c);
+    }
+  }
+  return out;
+}
+
+Result<std::map<std::string, std::string>> ParseQuery(std::string_view query) {
+  std::map<std::string, std::string> out;
+  for (const auto& part : Split(query, '&')) {
+    if (part.empty()) continue;
+    auto eq = part.find('=');
+    GPUHUB_ASSIGN_OR_RETURN(std::string name, UrlDecode(part.substr(0, eq), true));
+    std::string value;
+    if (eq != std::string::npos) {
+      GPUHUB_ASSIGN_OR_RETURN(value, UrlDecode(std::string_view(part).substr(eq + 1), true));
+    }
+    out[name] = value;
+  }
+  return out;
+}
+
+}  // namespace gpuhub::http

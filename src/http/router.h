@@ -1,0 +1,89 @@
+// Requests, responses and the router: the HTTP layer's own light types (no Beast here), so that
+// route handlers per domain (accounts, wallets, admin, read API, later market and web sessions)
+// are plain C++.
+//
+// Handlers are asynchronous: a handler gets the request and a Responder, and calls the Responder
+// exactly once, from any thread (typically from the engine's completion, after the commit).
+#pragma once
+
+#include <functional>
+#include <map>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "core/status.h"
+
+namespace gpuhub::http {
+
+struct Request {
+  std::string method;  // "GET", "POST", ...
+  std::string target;  // as sent: "/v1/transfers?limit=10"
+  std::string path;    // decoded path without the query: "/v1/transfers"
+  std::map<std::string, std::string> query;    // decoded query parameters
+  std::map<std::string, std::string> headers;  // lower-case names
+  std::string body;
+  std::string remote_address;  // "127.0.0.1"
+  std::string request_id;
+  std::map<std::string, std::string> path_params;  // {id} of the route pattern
+
+  // The header's value or "" when absent.
+  const std::string& Header(const std::string& lower_name) const;
+  // The bearer token of "Authorization: Bearer <token>", or "" when absent/malformed.
+  std::string BearerToken() const;
+};
+
+struct Response {
+  int status = 200;
+  std::string content_type = "application/json";
+  std::string body;
+  std::vector<std::pair<std::string, std::string>> headers;  // extra headers
+  bool close = false;  // close the connection after this response
+
+  static Response Json(int status, std::string body);
+  // {"error": {"code": "...", "message": "..."}} with the status of the code.
+  static Response Error(const Status& status);
+  static Response Error(int http_status, std::string_view code, std::string_view message);
+};
+
+using Responder = std::function<void(Response)>;
+using Handler = std::function<void(const Request&, Responder)>;
+
+// The HTTP status of a Status code (core/status.h's table).
+int HttpStatusOf(StatusCode code);
+// The error body for a status (valid JSON, message escaped).
+std::string ErrorBody(std::string_view code, std::string_view message);
+
+class Router {
+ public:
+  // Pattern segments in braces capture: "/v1/topups/{id}". The pattern is also the route's name
+  // in metrics and logs (so ids never become metric labels).
+  void Add(std::string method, std::string pattern, Handler handler);
+
+  struct Match {
+    const Handler* handler = nullptr;
+    std::string route;  // the pattern
+    std::map<std::string, std::string> params;
+    std::vector<std::string> allowed_methods;  // when the path matched but the method did not
+  };
+  Match Find(const std::string& method, const std::string& path) const;
+
+ private:
+  struct Route {
+    std::string method;
+    std::string pattern;
+    std::vector<std::string> segments;
+    Handler handler;
+  };
+  std::vector<Route> routes_;
+};
+
+// Percent-decodes a URL component; invalid_argument for bad escapes or NUL bytes. `plus_is_space`
+// for query strings.
+Result<std::string> UrlDecode(std::string_view text, bool plus_is_space);
+// Splits "a=1&b=2" (decoding both sides).
+Result<std::map<std::string, std::string>> ParseQuery(std::string_view query);
+
+}  // namespace gpuhub::http

@@ -1,0 +1,140 @@
+#include "http/serve.h"
+
+#include <spdlog/sinks/stdout_sinks.h>
+#include <spdlog/spdlog.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <iostream>
+
+#include "engine/accounts.h"
+#include "engine/engine.h"
+#include "engine/idempotency.h"
+#include "engine/wallets.h"
+#include "http/api.h"
+#include "http/server.h"
+#include "store/store.h"
+
+namespace gpuhub::http {
+
+void SetUpLogging() {
+  auto logger = spdlog::stderr_logger_mt("gpuhub");
+  spdlog::set_default_logger(logger);
+  spdlog::set_pattern("ts=%Y-%m-%dT%H:%M:%S.%fZ level=%l %v", spdlog::pattern_time_type::utc);
+  if (const char* level = std::getenv("GPUHUB_LOG_LEVEL"); level && *level) {
+    spdlog::set_level(spdlog::level::from_str(level));
+  }
+  spdlog::flush_on(spdlog::level::info);
+}
+
+int RunServe(const ServeOptions& options) {
+  ServiceConfig config;
+  if (!options.config_path.empty()) {
+    auto loaded = LoadServiceConfig(options.config_path);
+    if (!loaded.ok()) {
+      std::cerr << "gpuhub: " << loaded.status().message() << "\n";
+      return 2;
+    }
+    config = std::move(loaded).value();
+  }
+  if (!options.listen.empty()) {
+    Status s = ParseListen(options.listen, &config.host, &config.port);
+    if (!s.ok()) {
+      std::cerr << "gpuhub: " << s.message() << "\n";
+      return 2;
+    }
+  }
+  if (const char* secret = std::getenv("GPUHUB_WEBHOOK_SECRET"); secret && *secret) {
+    config.webhook_secret = secret;
+  }
+  if (options.clock != "real" && options.clock != "manual") {
+    std::cerr << "gpuhub: --clock must be real or manual\n";
+    return 2;
+  }
+  Status hashing = engine::ValidatePasswordHashing(config.hashing);
+  if (!hashing.ok()) {
+    std::cerr << "gpuhub: " << hashing.message() << "\n";
+    return 2;
+  }
+  SetUpLogging();
+
+  auto opened = store::OpenStore(options.db);
+  if (!opened.ok()) {
+    std::cerr << "gpuhub: " << opened.status().message() << "\n";
+    return opened.status().code() == StatusCode::kInvalidArgument ? 2 : 1;
+  }
+  std::unique_ptr<store::Store> store = std::move(opened).value();
+  for (Status s : {store->AcquireWriterLock(), store->Migrate()}) {
+    if (!s.ok()) {
+      std::cerr << "gpuhub: " << s.message() << "\n";
+      return 1;
+    }
+  }
+  std::string description = store->Describe();
+
+  RealClock real_clock;
+  std::unique_ptr<ManualClock> manual_clock;
+  const Clock* clock = &real_clock;
+  if (options.clock == "manual") {
+    TimestampMicros start = real_clock.NowMicros();
+    (void)store->Scan("engine_meta", {"name", "value"}, "name", [&](const store::Row& row) {
+      if (row.Text(0).value() == "manual_clock_us") start = std::max(start, row.Int(1).value());
+      return Status::Ok();
+    });
+    manual_clock = std::make_unique<ManualClock>(start);
+    clock = manual_clock.get();
+  }
+
+  engine::MetricsRegistry metrics;
+  engine::EngineOptions engine_options;
+  engine_options.run_periodic_ticks = !manual_clock;
+  engine::Engine engine(std::move(store), *clock, metrics, engine_options);
+  engine.AddTickHook(engine::ExpireSessions);
+  engine.AddTickHook(engine::ExpireIdempotencyKeys);
+  engine::AddWalletTickHooks(engine);
+  if (Status s = engine.Start(); !s.ok()) {
+    std::cerr << "gpuhub: cannot load the state from " << description << ": " << s.message() << "\n";
+    return 1;
+  }
+  if (options.demo) {
+    Status s = engine::SeedDemoData(engine);
+    if (!s.ok()) spdlog::warn("event=demo_seed_failed error=\"{}\"", s.ToString());
+  }
+
+  Router router;
+  ApiContext api(engine, metrics, config);
+  api.manual_clock = manual_clock.get();
+  RegisterSystemRoutes(router, api);
+  RegisterAccountRoutes(router, api);
+  RegisterAdminRoutes(router, api);
+  RegisterWalletRoutes(router, api);
+  RegisterReadRoutes(router, api, options.data_dir);
+
+  ServerOptions server_options;
+  server_options.host = config.host;
+  server_options.port = config.port;
+  server_options.io_threads = config.io_threads;
+  server_options.max_connections = static_cast<std::size_t>(config.max_connections);
+  server_options.max_header_bytes = static_cast<std::size_t>(config.max_header_bytes);
+  server_options.max_body_bytes = static_cast<std::size_t>(config.max_body_bytes);
+  server_options.read_timeout_seconds = static_cast<int>(config.read_timeout_seconds);
+  server_options.shutdown_grace_seconds = static_cast<int>(config.shutdown_grace_seconds);
+  server_options.web_dir = options.web_dir;
+  Server server(server_options, router, metrics);
+  api.draining = [&server] { return server.draining(); };
+  if (Status s = server.Listen(); !s.ok()) {
+    std::cerr << "gpuhub: " << s.message() << "\n";
+    engine.Stop();
+    return 1;
+  }
+  std::string host = config.host.find(':') != std::string::npos ? "[" + config.host + "]" : config.host;
+  spdlog::info("event=listening url=http://{}:{} db={} clock={} webhooks={}", host, server.port(),
+               description, options.clock, config.webhook_secret.empty() ? "off" : "on");
+  std::cout << "listening on http://" << host << ":" << server.port() << std::endl;
+  server.Run([&engine] { engine.Stop(); });
+  engine.Stop();
+  spdlog::info("event=exit");
+  return 0;
+}
+
+}  // namespace gpuhub::http

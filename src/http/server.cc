@@ -1,0 +1,495 @@
+#include "http/server.h"
+
+#include <sodium.h>
+#include <spdlog/spdlog.h>
+
+#include <atomic>
+#include <boost/asio/dispatch.hpp>
+#include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/post.hpp>
+#include <boost/asio/signal_set.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <boost/asio/strand.hpp>
+#include <boost/beast/core.hpp>
+#include <boost/beast/http.hpp>
+#include <chrono>
+#include <csignal>
+#include <optional>
+#include <thread>
+#include <vector>
+
+#include "http/limits.h"
+#include "http/static_files.h"
+
+namespace gpuhub::http {
+namespace {
+
+namespace beast = boost::beast;
+namespace bhttp = boost::beast::http;
+namespace net = boost::asio;
+using tcp = net::ip::tcp;
+
+std::string NewRequestId() {
+  unsigned char bytes[8];
+  randombytes_buf(bytes, sizeof bytes);
+  char hex[sizeof bytes * 2 + 1];
+  sodium_bin2hex(hex, sizeof hex, bytes, sizeof bytes);
+  return hex;
+}
+
+bool SaneRequestId(const std::string& id) {
+  if (id.empty() || id.size() > kMaxRequestIdBytes) return false;
+  for (char c : id) {
+    bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+              c == '-' || c == '_' || c == '.';
+    if (!ok) return false;
+  }
+  return true;
+}
+
+}  // namespace
+
+std::string LogSafe(std::string_view text, std::size_t max_bytes) {
+  std::string out;
+  for (char c : text.substr(0, max_bytes)) {
+    unsigned char u = static_cast<unsigned char>(c);
+    out.push_back(u < 0x20 || u == 0x7f || c == '"' || c == '\\' ? '?' : c);
+  }
+  if (text.size() > max_bytes) out += "...";
+  return out;
+}
+
+struct Server::Impl {
+  Impl(ServerOptions o, const Router& r, engine::MetricsRegistry& m)
+      : options(std::move(o)),
+        router(r),
+        metrics(m),
+        ioc(options.io_threads),
+        acceptor(ioc),
+        signals(ioc),
+        refused(m.Counter("gpuhub_http_connections_refused_total",
+                          "Connections refused because of the connection limit")) {
+    if (!options.max_connections) options.max_connections = kMaxConnections;
+    if (!options.max_header_bytes) options.max_header_bytes = kMaxHeaderBytes;
+    if (!options.max_body_bytes) options.max_body_bytes = kMaxBodyBytes;
+    if (!options.read_timeout_seconds) options.read_timeout_seconds = kReadTimeoutSeconds;
+    if (!options.shutdown_grace_seconds) options.shutdown_grace_seconds = kShutdownGraceSeconds;
+    if (options.io_threads < 1) options.io_threads = 1;
+    m.Gauge("gpuhub_http_open_connections", "Open HTTP connections",
+            [this] { return static_cast<double>(connections.load()); });
+    m.Gauge("gpuhub_http_requests_in_flight", "Requests being handled",
+            [this] { return static_cast<double>(in_flight.load()); });
+  }
+
+  void Accept();
+  void Dispatch(Request request, std::function<void(Response)> send);
+  void BeginShutdown();
+  void WaitForDrain(std::chrono::steady_clock::time_point deadline);
+
+  ServerOptions options;
+  const Router& router;
+  engine::MetricsRegistry& metrics;
+  net::io_context ioc;
+  tcp::acceptor acceptor;
+  net::signal_set signals;
+  std::optional<net::steady_timer> drain_timer;
+  std::function<void()> before_stop;
+  std::atomic<std::size_t> connections{0};
+  std::atomic<std::size_t> in_flight{0};
+  std::atomic<bool> draining{false};
+  std::atomic<bool> stopped{false};
+  engine::CounterSeries& refused;
+  int bound_port = 0;
+};
+
+namespace {
+
+class Connection : public std::enable_shared_from_this<Connection> {
+ public:
+  Connection(tcp::socket&& socket, Server::Impl& server)
+      : stream_(std::move(socket)), timer_(stream_.get_executor()), server_(server) {
+    ++server_.connections;
+  }
+  ~Connection() { --server_.connections; }
+
+  void Start() {
+    net::dispatch(stream_.get_executor(),
+                  beast::bind_front_handler(&Connection::ReadHeader, shared_from_this()));
+  }
+
+  // Answers 503 and closes: the connection limit is reached.
+  void Refuse() {
+    auto self = shared_from_this();
+    net::dispatch(stream_.get_executor(), [self] {
+      self->WriteProtocolError(Response::Error(503, "unavailable",
+                                               "too many open connections; retry shortly"));
+    });
+  }
+
+ private:
+  void ReadHeader() {
+    parser_.emplace();
+    parser_->header_limit(static_cast<std::uint32_t>(server_.options.max_header_bytes));
+    parser_->body_limit(server_.options.max_body_bytes);
+    timed_out_ = false;
+    stream_.expires_never();
+    timer_.expires_after(std::chrono::seconds(server_.options.read_timeout_seconds));
+    auto self = shared_from_this();
+    timer_.async_wait([self](beast::error_code ec) {
+      if (ec) return;  // cancelled: the request arrived
+      self->timed_out_ = true;
+      beast::error_code ignored;
+      self->stream_.socket().cancel(ignored);
+    });
+    bhttp::async_read_header(stream_, buffer_, *parser_,
+                             beast::bind_front_handler(&Connection::OnHeader, self));
+  }
+
+  void OnHeader(beast::error_code ec, std::size_t) {
+    if (ec) return OnReadError(ec);
+    auto length = parser_->content_length();
+    if (length && *length > server_.options.max_body_bytes) {
+      timer_.cancel();
+      return WriteProtocolError(Response::Error(
+          413, "payload_too_large",
+          "request body is larger than " + std::to_string(server_.options.max_body_bytes) +
+              " bytes"));
+    }
+    auto& req = parser_->get();
+    auto expect = req[bhttp::field::expect];
+    if (beast::iequals(expect, "100-continue")) {
+      auto self = shared_from_this();
+      auto cont = std::make_shared<bhttp::response<bhttp::empty_body>>(bhttp::status::continue_,
+                                                                       req.version());
+      bhttp::async_write(stream_, *cont, [self, cont](beast::error_code ec2, std::size_t) {
+        if (ec2) return self->Close();
+        self->ReadBody();
+      });
+      return;
+    }
+    ReadBody();
+  }
+
+  void ReadBody() {
+    bhttp::async_read(stream_, buffer_, *parser_,
+                      beast::bind_front_handler(&Connection::OnBody, shared_from_this()));
+  }
+
+  void OnBody(beast::error_code ec, std::size_t) {
+    if (ec) return OnReadError(ec);
+    timer_.cancel();
+    Handle();
+  }
+
+  void OnReadError(beast::error_code ec) {
+    timer_.cancel();
+    if (timed_out_) {
+      if (parser_->got_some()) {
+        return WriteProtocolError(
+            Response::Error(408, "invalid_argument",
+                            "the request did not arrive within " +
+                                std::to_string(server_.options.read_timeout_seconds) + " s"));
+      }
+      return Close();  // an idle keep-alive connection
+    }
+    if (ec == bhttp::error::end_of_stream || ec == net::error::eof ||
+        ec == net::error::connection_reset || ec == net::error::operation_aborted ||
+        ec == net::error::broken_pipe) {
+      return Close();
+    }
+    if (ec == bhttp::error::header_limit) {
+      return WriteProtocolError(Response::Error(
+          431, "payload_too_large",
+          "request headers are larger than " + std::to_string(server_.options.max_header_bytes) +
+              " bytes"));
+    }
+    if (ec == bhttp::error::body_limit) {
+      return WriteProtocolError(Response::Error(
+          413, "payload_too_large",
+          "request body is larger than " + std::to_string(server_.options.max_body_bytes) +
+              " bytes"));
+    }
+    WriteProtocolError(
+        Response::Error(400, "invalid_argument", "malformed HTTP request: " + ec.message()));
+  }
+
+  void Handle() {
+    auto& req = parser_->get();
+    keep_alive_ = req.keep_alive();
+    version_ = req.version();
+    Request request;
+    request.method = std::string(req.method_string());
+    request.target = std::string(req.target());
+    head_ = request.method == "HEAD";
+    beast::error_code ec;
+    auto endpoint = stream_.socket().remote_endpoint(ec);
+    request.remote_address = ec ? "unknown" : endpoint.address().to_string();
+    for (const auto& field : req) {
+      std::string name(field.name_string());
+      for (char& c : name) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+      auto [it, inserted] = request.headers.emplace(name, std::string(field.value()));
+      if (!inserted) it->second += ", " + std::string(field.value());
+    }
+    request.body = std::move(req.body());
+    std::string_view target = request.target;
+    auto question = target.find('?');
+    auto path = UrlDecode(target.substr(0, question), false);
+    Status bad;
+    if (!path.ok()) {
+      bad = path.status();
+    } else {
+      request.path = *path;
+      if (request.path.empty() || request.path[0] != '/') {
+        bad = Status::InvalidArgument("the request target must be an absolute path");
+      }
+    }
+    if (bad.ok() && question != std::string_view::npos) {
+      auto query = ParseQuery(target.substr(question + 1));
+      if (query.ok()) {
+        request.query = std::move(query).value();
+      } else {
+        bad = query.status();
+      }
+    }
+    if (!bad.ok()) return WriteProtocolError(Response::Error(bad));
+    if (server_.draining) {
+      Response r = Response::Error(503, "unavailable", "the server is shutting down");
+      r.close = true;
+      return WriteProtocolError(std::move(r));
+    }
+    ++server_.in_flight;
+    counted_ = true;
+    auto self = shared_from_this();
+    server_.Dispatch(std::move(request), [self](Response response) {
+      net::post(self->stream_.get_executor(), [self, response = std::move(response)]() mutable {
+        self->Write(std::move(response));
+      });
+    });
+  }
+
+  void WriteProtocolError(Response response) {
+    response.close = true;
+    keep_alive_ = false;
+    if (!version_) version_ = 11;
+    Write(std::move(response));
+  }
+
+  void Write(Response response) {
+    auto res = std::make_shared<bhttp::response<bhttp::string_body>>(
+        static_cast<bhttp::status>(response.status), version_ ? version_ : 11);
+    res->set(bhttp::field::server, "gpuhub");
+    if (!response.content_type.empty() && response.status != 204 && response.status != 304) {
+      res->set(bhttp::field::content_type, response.content_type);
+    }
+    res->set("X-Content-Type-Options", "nosniff");
+    for (const auto& [name, value] : response.headers) res->set(name, value);
+    bool keep = keep_alive_ && !response.close && !server_.draining;
+    res->keep_alive(keep);
+    if (response.status == 204 || response.status == 304) {
+      // no body, no Content-Length
+    } else if (head_) {
+      res->content_length(response.body.size());
+    } else {
+      res->body() = std::move(response.body);
+      res->prepare_payload();
+    }
+    stream_.expires_after(std::chrono::seconds(kWriteTimeoutSeconds));
+    auto self = shared_from_this();
+    bhttp::async_write(stream_, *res, [self, res, keep](beast::error_code ec, std::size_t) {
+      if (self->counted_) {
+        self->counted_ = false;
+        --self->server_.in_flight;
+      }
+      if (ec || !keep) return self->Close();
+      self->ReadHeader();
+    });
+  }
+
+  void Close() {
+    timer_.cancel();
+    beast::error_code ec;
+    stream_.socket().shutdown(tcp::socket::shutdown_send, ec);
+    stream_.socket().close(ec);
+  }
+
+  beast::tcp_stream stream_;
+  net::steady_timer timer_;
+  beast::flat_buffer buffer_;
+  std::optional<bhttp::request_parser<bhttp::string_body>> parser_;
+  Server::Impl& server_;
+  bool keep_alive_ = false;
+  bool head_ = false;
+  bool timed_out_ = false;
+  bool counted_ = false;
+  unsigned version_ = 0;
+};
+
+}  // namespace
+
+void Server::Impl::Accept() {
+  acceptor.async_accept(net::make_strand(ioc), [this](beast::error_code ec, tcp::socket socket) {
+    if (ec) {
+      if (ec == net::error::operation_aborted || !acceptor.is_open()) return;
+      spdlog::warn("event=accept_failed error=\"{}\"", ec.message());
+    } else {
+      auto connection = std::make_shared<Connection>(std::move(socket), *this);
+      if (connections.load() > options.max_connections || draining) {
+        refused.Add();
+        connection->Refuse();
+      } else {
+        connection->Start();
+      }
+    }
+    if (!draining) Accept();
+  });
+}
+
+void Server::Impl::Dispatch(Request request, std::function<void(Response)> send) {
+  auto started = std::chrono::steady_clock::now();
+  const std::string& offered = request.Header("x-request-id");
+  request.request_id = SaneRequestId(offered) ? offered : NewRequestId();
+  Router::Match match = router.Find(request.method, request.path);
+  std::string route = match.route;
+  if (!match.handler && match.allowed_methods.empty()) {
+    bool api = request.path == "/v1" || request.path.rfind("/v1/", 0) == 0;
+    route = api ? "unmatched" : "static";
+  }
+  auto finish = [this, send = std::move(send), started, route, method = request.method,
+                 path = request.path, id = request.request_id,
+                 remote = request.remote_address](Response response) {
+    response.headers.emplace_back("X-Request-Id", id);
+    double seconds =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+    metrics
+        .Counter("gpuhub_http_requests_total", "HTTP requests by route and status",
+                 {{"method", method}, {"route", route}, {"status", std::to_string(response.status)}})
+        .Add();
+    metrics
+        .Histogram("gpuhub_http_request_duration_seconds", "HTTP request latency by route",
+                   engine::MetricsRegistry::LatencyBounds(), {{"route", route}})
+        .Observe(seconds);
+    auto level = response.status >= 500 ? spdlog::level::warn : spdlog::level::info;
+    spdlog::log(level,
+                "event=request request_id={} remote={} method={} path=\"{}\" route=\"{}\" "
+                "status={} duration_ms={:.3f}",
+                id, remote, LogSafe(method, 16), LogSafe(path), LogSafe(route), response.status,
+                seconds * 1000);
+    send(std::move(response));
+  };
+  if (match.handler) {
+    request.path_params = std::move(match.params);
+    try {
+      (*match.handler)(request, std::move(finish));
+    } catch (const std::exception& e) {
+      // A handler bug must not take the server down; the Responder may already be spent, so the
+      // connection is answered by the client's timeout in the worst case.
+      spdlog::error("event=handler_exception request_id={} error=\"{}\"", request.request_id,
+                    LogSafe(e.what()));
+    }
+    return;
+  }
+  if (!match.allowed_methods.empty()) {
+    Response r = Response::Error(405, "invalid_argument",
+                                 request.method + " is not allowed on " + match.route);
+    std::string allow;
+    for (const auto& m : match.allowed_methods) allow += (allow.empty() ? "" : ", ") + m;
+    r.headers.emplace_back("Allow", allow);
+    return finish(std::move(r));
+  }
+  if (route == "unmatched") {
+    return finish(Response::Error(404, "not_found", "no such endpoint: " + request.path));
+  }
+  if (request.method != "GET" && request.method != "HEAD") {
+    Response r = Response::Error(405, "invalid_argument", "static files are read with GET");
+    r.headers.emplace_back("Allow", "GET, HEAD");
+    return finish(std::move(r));
+  }
+  finish(ServeStaticFile(options.web_dir, request));
+}
+
+void Server::Impl::BeginShutdown() {
+  if (draining.exchange(true)) return;
+  spdlog::info("event=shutdown_started in_flight={}", in_flight.load());
+  beast::error_code ec;
+  acceptor.close(ec);
+  signals.cancel(ec);
+  drain_timer.emplace(ioc);
+  WaitForDrain(std::chrono::steady_clock::now() +
+               std::chrono::seconds(options.shutdown_grace_seconds));
+}
+
+void Server::Impl::WaitForDrain(std::chrono::steady_clock::time_point deadline) {
+  if (in_flight.load() == 0 || std::chrono::steady_clock::now() >= deadline) {
+    if (in_flight.load() != 0) {
+      spdlog::warn("event=shutdown_grace_expired in_flight={}", in_flight.load());
+    }
+    // Runs on an I/O thread while the others keep serving the last writes; the engine commits
+    // and answers everything it still has queued.
+    if (before_stop) before_stop();
+    // Let the responses that before_stop produced reach their sockets.
+    drain_timer->expires_after(std::chrono::milliseconds(50));
+    drain_timer->async_wait([this](beast::error_code) {
+      stopped = true;
+      ioc.stop();
+    });
+    return;
+  }
+  drain_timer->expires_after(std::chrono::milliseconds(10));
+  drain_timer->async_wait([this, deadline](beast::error_code ec) {
+    if (!ec) WaitForDrain(deadline);
+  });
+}
+
+Server::Server(ServerOptions options, const Router& router, engine::MetricsRegistry& metrics)
+    : impl_(std::make_unique<Impl>(std::move(options), router, metrics)) {}
+
+Server::~Server() = default;
+
+Status Server::Listen() {
+  beast::error_code ec;
+  auto address = net::ip::make_address(impl_->options.host, ec);
+  if (ec) return Status::InvalidArgument("--listen: '" + impl_->options.host + "' is not an IP address");
+  tcp::endpoint endpoint(address, static_cast<unsigned short>(impl_->options.port));
+  auto& acceptor = impl_->acceptor;
+  acceptor.open(endpoint.protocol(), ec);
+  if (!ec) acceptor.set_option(net::socket_base::reuse_address(true), ec);
+  if (!ec) acceptor.bind(endpoint, ec);
+  if (!ec) acceptor.listen(net::socket_base::max_listen_connections, ec);
+  if (ec) {
+    return Status::Unavailable("cannot listen on " + impl_->options.host + ":" +
+                               std::to_string(impl_->options.port) + ": " + ec.message());
+  }
+  impl_->bound_port = acceptor.local_endpoint().port();
+  return Status::Ok();
+}
+
+int Server::port() const { return impl_->bound_port; }
+
+bool Server::draining() const { return impl_->draining; }
+
+void Server::Shutdown() {
+  net::post(impl_->ioc, [impl = impl_.get()] { impl->BeginShutdown(); });
+}
+
+void Server::Run(std::function<void()> before_stop) {
+  impl_->before_stop = std::move(before_stop);
+  if (impl_->options.handle_signals) {
+    impl_->signals.add(SIGINT);
+    impl_->signals.add(SIGTERM);
+    impl_->signals.async_wait([impl = impl_.get()](beast::error_code ec, int signal_number) {
+      if (ec) return;
+      spdlog::info("event=signal signal={}", signal_number);
+      impl->BeginShutdown();
+    });
+  }
+  impl_->Accept();
+  std::vector<std::thread> threads;
+  for (int i = 1; i < impl_->options.io_threads; ++i) {
+    threads.emplace_back([this] { impl_->ioc.run(); });
+  }
+  impl_->ioc.run();
+  for (auto& t : threads) t.join();
+  spdlog::info("event=stopped");
+}
+
+}  // namespace gpuhub::http
