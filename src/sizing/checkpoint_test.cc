@@ -255,6 +255,16 @@ TEST(Gguf, HeaderGivesExactBytesPerTensorAndTheShape) {
   EXPECT_DOUBLE_EQ(EstimateMemory(*loaded, w)->components[0].bytes, expected_bytes);
   w.precision = Precision::kBf16;
   EXPECT_DOUBLE_EQ(EstimateMemory(*loaded, w)->components[0].bytes, 2 * expected_params);
+
+  // A config.json beside the GGUF gives the architecture; the GGUF still gives the tensor bytes.
+  dir.Write("config.json", R"({"model_type":"llama","hidden_size":256,"num_hidden_layers":1,
+      "num_attention_heads":4,"num_key_value_heads":2,"intermediate_size":512,"vocab_size":1000})");
+  auto with_config = LoadModel(dir.path(), kDataDir);
+  ASSERT_TRUE(with_config.ok()) << with_config.status().ToString();
+  EXPECT_EQ(with_config->model_type, "llama");
+  ASSERT_TRUE(with_config->checkpoint.has_value());
+  EXPECT_EQ(with_config->checkpoint->format, "gguf");
+  EXPECT_DOUBLE_EQ(with_config->total_params, expected_params);
 }
 
 TEST(Gguf, CorruptFilesGetClearErrors) {

@@ -224,6 +224,15 @@ Result<ModelShape> LoadFolder(const std::string& dir) {
       GPUHUB_ASSIGN_OR_RETURN(CheckpointSummary summary,
                               ReadSafetensorsFolder(dir, c, BitsOf(shape)));
       AttachCheckpoint(shape, std::move(summary));
+    } else if (!c.gguf.empty()) {
+      // A GGUF export next to its config.json: the config gives the architecture, the GGUF the
+      // exact tensor bytes.
+      if (c.gguf.size() > 1 && !std::all_of(c.gguf.begin(), c.gguf.end(), IsGgufSplitPart)) {
+        return Status::InvalidArgument(dir + ": holds " + std::to_string(c.gguf.size()) +
+                                       " .gguf files; name the one to size");
+      }
+      GPUHUB_ASSIGN_OR_RETURN(auto read, ReadGgufFiles(dir, c.gguf));
+      AttachCheckpoint(shape, std::move(read.first));
     } else {
       shape.notes.push_back("no *.safetensors in the folder: sized from config.json alone");
     }
