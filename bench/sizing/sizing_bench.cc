@@ -84,8 +84,10 @@ class Checkpoint70b {
     for (std::size_t i = 0; i < ts.size(); ++i) {
       const auto& t = ts[i];
       json += "\"" + t.name + "\":{\"dtype\":\"" + t.dtype + "\",\"shape\":[";
-      for (std::size_t d = 0; d < t.shape.size(); ++d) json += (d ? "," : "") + std::to_string(t.shape[d]);
-      json += "],\"data_offsets\":[" + std::to_string(offset) + "," + std::to_string(offset + t.bytes) + "]}";
+      for (std::size_t d = 0; d < t.shape.size(); ++d)
+        json += (d ? "," : "") + std::to_string(t.shape[d]);
+      json += "],\"data_offsets\":[" + std::to_string(offset) + "," +
+              std::to_string(offset + t.bytes) + "]}";
       offset += t.bytes;
       if (i + 1 < ts.size()) json += ",";
     }
@@ -109,14 +111,13 @@ BENCHMARK(BM_LoadCheckpoint70b)->Unit(benchmark::kMillisecond);
 
 void BM_ParseGgufHeader(benchmark::State& state) {
   // Llama-3-8B-like metadata: a 128,256-entry token list, then 291 tensor infos.
-  std::vector<GgufKv> kv = {{"general.architecture", 8, 0, "llama"},
-                            {"llama.block_count", 4, 32, ""},
-                            {"llama.embedding_length", 4, 4096, ""},
-                            {"llama.attention.head_count", 4, 32, ""},
-                            {"llama.attention.head_count_kv", 4, 8, ""},
-                            {"tokenizer.ggml.tokens", 9, 128256, ""}};
+  std::vector<GgufKv> kv = {
+      {"general.architecture", 8, 0, "llama"},     {"llama.block_count", 4, 32, ""},
+      {"llama.embedding_length", 4, 4096, ""},     {"llama.attention.head_count", 4, 32, ""},
+      {"llama.attention.head_count_kv", 4, 8, ""}, {"tokenizer.ggml.tokens", 9, 128256, ""}};
   std::vector<GgufT> tensors;
-  for (int i = 0; i < 291; ++i) tensors.push_back({"blk." + std::to_string(i) + ".w", 12, {4096, 4096}, 4096ull * 16 * 144});
+  for (int i = 0; i < 291; ++i)
+    tensors.push_back({"blk." + std::to_string(i) + ".w", 12, {4096, 4096}, 4096ull * 16 * 144});
   std::uint64_t data = 0;
   std::string head = MakeGguf(kv, tensors, 32, &data);
   for (auto _ : state) {
@@ -140,9 +141,12 @@ void BM_EstimateMemory(benchmark::State& state, const char* model, Method method
 }
 BENCHMARK_CAPTURE(BM_EstimateMemory, guide_70b_infer, "70b", Method::kInference, Profile::kGuide);
 BENCHMARK_CAPTURE(BM_EstimateMemory, guide_70b_full, "70b", Method::kFullFineTune, Profile::kGuide);
-BENCHMARK_CAPTURE(BM_EstimateMemory, detailed_llama8b_infer, "meta-llama/Llama-3.1-8B", Method::kInference, Profile::kDetailed);
-BENCHMARK_CAPTURE(BM_EstimateMemory, detailed_llama8b_qlora, "meta-llama/Llama-3.1-8B", Method::kQlora, Profile::kDetailed);
-BENCHMARK_CAPTURE(BM_EstimateMemory, detailed_deepseek_v3_full, "deepseek-ai/DeepSeek-V3", Method::kFullFineTune, Profile::kDetailed);
+BENCHMARK_CAPTURE(BM_EstimateMemory, detailed_llama8b_infer, "meta-llama/Llama-3.1-8B",
+                  Method::kInference, Profile::kDetailed);
+BENCHMARK_CAPTURE(BM_EstimateMemory, detailed_llama8b_qlora, "meta-llama/Llama-3.1-8B",
+                  Method::kQlora, Profile::kDetailed);
+BENCHMARK_CAPTURE(BM_EstimateMemory, detailed_deepseek_v3_full, "deepseek-ai/DeepSeek-V3",
+                  Method::kFullFineTune, Profile::kDetailed);
 
 }  // namespace
 }  // namespace gpuhub::sizing

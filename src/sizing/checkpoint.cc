@@ -14,7 +14,9 @@ namespace {
 
 using nlohmann::json;
 
-std::string Where(std::string_view file_name) { return std::string(file_name.substr(0, 512)) + ": "; }
+std::string Where(std::string_view file_name) {
+  return std::string(file_name.substr(0, 512)) + ": ";
+}
 
 std::uint64_t ReadLe64(const char* p) {
   std::uint64_t v = 0;
@@ -34,10 +36,10 @@ bool SafetensorsDtype(std::string_view dtype, double* bytes_per_element) {
     double bytes;
   };
   static constexpr D kDtypes[] = {
-      {"BOOL", 1},    {"U8", 1},      {"I8", 1},      {"F8_E5M2", 1}, {"F8_E4M3", 1},
-      {"F8_E8M0", 1}, {"I16", 2},     {"U16", 2},     {"F16", 2},     {"BF16", 2},
-      {"I32", 4},     {"U32", 4},     {"F32", 4},     {"F64", 8},     {"I64", 8},
-      {"U64", 8},     {"F4", 0.5},    {"F6_E2M3", 0.75}, {"F6_E3M2", 0.75},
+      {"BOOL", 1},    {"U8", 1},   {"I8", 1},         {"F8_E5M2", 1},    {"F8_E4M3", 1},
+      {"F8_E8M0", 1}, {"I16", 2},  {"U16", 2},        {"F16", 2},        {"BF16", 2},
+      {"I32", 4},     {"U32", 4},  {"F32", 4},        {"F64", 8},        {"I64", 8},
+      {"U64", 8},     {"F4", 0.5}, {"F6_E2M3", 0.75}, {"F6_E3M2", 0.75},
   };
   for (const auto& d : kDtypes) {
     if (dtype == d.name) {
@@ -51,11 +53,10 @@ bool SafetensorsDtype(std::string_view dtype, double* bytes_per_element) {
 // Names of quantization constants (scales, zeros, absmax ...), which are bytes but not params.
 bool IsQuantConstant(std::string_view name) {
   static constexpr std::string_view kSuffixes[] = {
-      ".qzeros",          ".scales",           ".g_idx",          ".absmax",
-      ".quant_map",       ".nested_absmax",    ".nested_quant_map", ".SCB",
-      ".weight_format",   "weight_scale_inv",  "weight_scale",    "input_scale",
-      "_scales",          "weight_zero_point", "weight_g_idx",    "weight_shape",
-      ".scale_inv",       "k_scale",           "v_scale",         "output_scale",
+      ".qzeros",        ".scales",           ".g_idx",  ".absmax",           ".quant_map",
+      ".nested_absmax", ".nested_quant_map", ".SCB",    ".weight_format",    "weight_scale_inv",
+      "weight_scale",   "input_scale",       "_scales", "weight_zero_point", "weight_g_idx",
+      "weight_shape",   ".scale_inv",        "k_scale", "v_scale",           "output_scale",
   };
   for (auto s : kSuffixes) {
     if (EndsWith(name, s)) return true;
@@ -80,9 +81,9 @@ Result<std::uint64_t> SafetensorsHeaderLength(std::string_view first_bytes, std:
   }
   std::uint64_t n = ReadLe64(first_bytes.data());
   if (n > kMaxSafetensorsHeaderBytes) {
-    return Status::InvalidArgument(where + "safetensors header length " + std::to_string(n) +
-                                   " is absurd (limit " + std::to_string(kMaxSafetensorsHeaderBytes) +
-                                   " bytes): not a safetensors file, or corrupt");
+    return Status::InvalidArgument(
+        where + "safetensors header length " + std::to_string(n) + " is absurd (limit " +
+        std::to_string(kMaxSafetensorsHeaderBytes) + " bytes): not a safetensors file, or corrupt");
   }
   if (n + 8 > file_size) {
     return Status::InvalidArgument(where + "safetensors header length " + std::to_string(n) +
@@ -136,7 +137,8 @@ Result<SafetensorsHeader> ParseSafetensorsHeader(std::string_view head, std::uin
     if (!SafetensorsDtype(tensor.dtype, &bpe)) {
       return bad(tname + "unknown dtype '" + tensor.dtype.substr(0, 32) + "'");
     }
-    if (sh->size() > static_cast<std::size_t>(kMaxTensorDims)) return bad(tname + "too many dimensions");
+    if (sh->size() > static_cast<std::size_t>(kMaxTensorDims))
+      return bad(tname + "too many dimensions");
     double elements = 1;
     for (const auto& d : *sh) {
       if (!d.is_number_unsigned() || d.get<std::uint64_t>() > static_cast<std::uint64_t>(1) << 48) {
@@ -150,14 +152,14 @@ Result<SafetensorsHeader> ParseSafetensorsHeader(std::string_view head, std::uin
     if (tensor.end < tensor.begin) return bad(tname + "data_offsets end before they begin");
     if (tensor.end > h.data_bytes) {
       return bad(tname + "data_offsets [" + std::to_string(tensor.begin) + ", " +
-                 std::to_string(tensor.end) + "] run past the data (" + std::to_string(h.data_bytes) +
-                 " bytes): truncated or corrupt file");
+                 std::to_string(tensor.end) + "] run past the data (" +
+                 std::to_string(h.data_bytes) + " bytes): truncated or corrupt file");
     }
     double expected = elements * bpe;
     if (expected != std::floor(expected) ||
         static_cast<double>(tensor.end - tensor.begin) != expected) {
-      return bad(tname + "holds " + std::to_string(tensor.end - tensor.begin) + " bytes but shape x " +
-                 tensor.dtype + " needs " + FormatFixed(expected, 0));
+      return bad(tname + "holds " + std::to_string(tensor.end - tensor.begin) +
+                 " bytes but shape x " + tensor.dtype + " needs " + FormatFixed(expected, 0));
     }
     h.tensors.push_back(std::move(tensor));
   }
@@ -199,7 +201,8 @@ Result<SafetensorsIndex> ParseSafetensorsIndex(std::string_view json_text,
   SafetensorsIndex index;
   std::set<std::string> shards;
   for (auto it = wm->begin(); it != wm->end(); ++it) {
-    if (!it->is_string()) return bad("weight_map['" + it.key().substr(0, 200) + "'] is not a file name");
+    if (!it->is_string())
+      return bad("weight_map['" + it.key().substr(0, 200) + "'] is not a file name");
     const std::string& shard = it->get_ref<const std::string&>();
     if (shard.empty() || shard.find('/') != std::string::npos ||
         shard.find('\\') != std::string::npos || shard == "." || shard == "..") {
@@ -259,8 +262,8 @@ void AddSafetensorsToSummary(const SafetensorsHeader& header, std::string_view f
       std::string label = t.dtype + " (packed int" + std::to_string(bits) + ")";
       AddTotal(summary, label, elements * 32.0 / bits, bytes, false);
       if (summary.quantization.empty()) {
-        summary.quantization = (EndsWith(name, ".qweight") ? "gptq/awq int" : "packed int") +
-                               std::to_string(bits);
+        summary.quantization =
+            (EndsWith(name, ".qweight") ? "gptq/awq int" : "packed int") + std::to_string(bits);
       }
     } else if (t.dtype == "U8" && EndsWith(name, "_blocks")) {
       AddTotal(summary, "U8 (mxfp4)", elements * 2, bytes, false);
@@ -299,17 +302,17 @@ bool GgmlTypeInfo(std::uint32_t type, std::string_view* name, std::uint64_t* blo
   };
   // ggml.c type_traits: blck_size and type_size (block structs in ggml-common.h).
   static constexpr T kTypes[] = {
-      {0, "F32", 1, 4},          {1, "F16", 1, 2},          {2, "Q4_0", 32, 18},
-      {3, "Q4_1", 32, 20},       {6, "Q5_0", 32, 22},       {7, "Q5_1", 32, 24},
-      {8, "Q8_0", 32, 34},       {9, "Q8_1", 32, 36},       {10, "Q2_K", 256, 84},
-      {11, "Q3_K", 256, 110},    {12, "Q4_K", 256, 144},    {13, "Q5_K", 256, 176},
-      {14, "Q6_K", 256, 210},    {15, "Q8_K", 256, 292},    {16, "IQ2_XXS", 256, 66},
-      {17, "IQ2_XS", 256, 74},   {18, "IQ3_XXS", 256, 98},  {19, "IQ1_S", 256, 50},
-      {20, "IQ4_NL", 32, 18},    {21, "IQ3_S", 256, 110},   {22, "IQ2_S", 256, 82},
-      {23, "IQ4_XS", 256, 136},  {24, "I8", 1, 1},          {25, "I16", 1, 2},
-      {26, "I32", 1, 4},         {27, "I64", 1, 8},         {28, "F64", 1, 8},
-      {29, "IQ1_M", 256, 56},    {30, "BF16", 1, 2},        {34, "TQ1_0", 256, 54},
-      {35, "TQ2_0", 256, 66},    {39, "MXFP4", 32, 17},
+      {0, "F32", 1, 4},         {1, "F16", 1, 2},         {2, "Q4_0", 32, 18},
+      {3, "Q4_1", 32, 20},      {6, "Q5_0", 32, 22},      {7, "Q5_1", 32, 24},
+      {8, "Q8_0", 32, 34},      {9, "Q8_1", 32, 36},      {10, "Q2_K", 256, 84},
+      {11, "Q3_K", 256, 110},   {12, "Q4_K", 256, 144},   {13, "Q5_K", 256, 176},
+      {14, "Q6_K", 256, 210},   {15, "Q8_K", 256, 292},   {16, "IQ2_XXS", 256, 66},
+      {17, "IQ2_XS", 256, 74},  {18, "IQ3_XXS", 256, 98}, {19, "IQ1_S", 256, 50},
+      {20, "IQ4_NL", 32, 18},   {21, "IQ3_S", 256, 110},  {22, "IQ2_S", 256, 82},
+      {23, "IQ4_XS", 256, 136}, {24, "I8", 1, 1},         {25, "I16", 1, 2},
+      {26, "I32", 1, 4},        {27, "I64", 1, 8},        {28, "F64", 1, 8},
+      {29, "IQ1_M", 256, 56},   {30, "BF16", 1, 2},       {34, "TQ1_0", 256, 54},
+      {35, "TQ2_0", 256, 66},   {39, "MXFP4", 32, 17},
   };
   for (const auto& t : kTypes) {
     if (t.id == type) {
@@ -327,8 +330,19 @@ namespace {
 constexpr std::uint32_t kGgufMagic = 0x46554747;  // "GGUF" little-endian
 
 enum GgufType : std::uint32_t {
-  kU8 = 0, kI8 = 1, kU16 = 2, kI16 = 3, kU32 = 4, kI32 = 5, kF32 = 6, kBool = 7,
-  kString = 8, kArray = 9, kU64 = 10, kI64 = 11, kF64 = 12,
+  kU8 = 0,
+  kI8 = 1,
+  kU16 = 2,
+  kI16 = 3,
+  kU32 = 4,
+  kI32 = 5,
+  kF32 = 6,
+  kBool = 7,
+  kString = 8,
+  kArray = 9,
+  kU64 = 10,
+  kI64 = 11,
+  kF64 = 12,
 };
 
 class Reader {
@@ -388,43 +402,110 @@ class Reader {
 
 std::uint64_t ScalarSize(std::uint32_t type) {
   switch (type) {
-    case kU8: case kI8: case kBool: return 1;
-    case kU16: case kI16: return 2;
-    case kU32: case kI32: case kF32: return 4;
-    case kU64: case kI64: case kF64: return 8;
-    default: return 0;
+    case kU8:
+    case kI8:
+    case kBool:
+      return 1;
+    case kU16:
+    case kI16:
+      return 2;
+    case kU32:
+    case kI32:
+    case kF32:
+      return 4;
+    case kU64:
+    case kI64:
+    case kF64:
+      return 8;
+    default:
+      return 0;
   }
 }
 
 bool ReadScalar(Reader& r, std::uint32_t type, GgufValue* v) {
   switch (type) {
-    case kU8: { std::uint8_t x; if (!r.Le(&x)) return false; v->i = x; v->f = x; return true; }
-    case kI8: { std::int8_t x; if (!r.Le(&x)) return false; v->i = x; v->f = x; return true; }
-    case kU16: { std::uint16_t x; if (!r.Le(&x)) return false; v->i = x; v->f = x; return true; }
-    case kI16: { std::int16_t x; if (!r.Le(&x)) return false; v->i = x; v->f = x; return true; }
-    case kU32: { std::uint32_t x; if (!r.Le(&x)) return false; v->i = x; v->f = x; return true; }
-    case kI32: { std::int32_t x; if (!r.Le(&x)) return false; v->i = x; v->f = x; return true; }
-    case kU64: {
-      std::uint64_t x; if (!r.Le(&x)) return false;
-      v->i = x > static_cast<std::uint64_t>(INT64_MAX) ? INT64_MAX : static_cast<std::int64_t>(x);
-      v->f = static_cast<double>(x); return true;
+    case kU8: {
+      std::uint8_t x;
+      if (!r.Le(&x)) return false;
+      v->i = x;
+      v->f = x;
+      return true;
     }
-    case kI64: { std::int64_t x; if (!r.Le(&x)) return false; v->i = x; v->f = static_cast<double>(x); return true; }
+    case kI8: {
+      std::int8_t x;
+      if (!r.Le(&x)) return false;
+      v->i = x;
+      v->f = x;
+      return true;
+    }
+    case kU16: {
+      std::uint16_t x;
+      if (!r.Le(&x)) return false;
+      v->i = x;
+      v->f = x;
+      return true;
+    }
+    case kI16: {
+      std::int16_t x;
+      if (!r.Le(&x)) return false;
+      v->i = x;
+      v->f = x;
+      return true;
+    }
+    case kU32: {
+      std::uint32_t x;
+      if (!r.Le(&x)) return false;
+      v->i = x;
+      v->f = x;
+      return true;
+    }
+    case kI32: {
+      std::int32_t x;
+      if (!r.Le(&x)) return false;
+      v->i = x;
+      v->f = x;
+      return true;
+    }
+    case kU64: {
+      std::uint64_t x;
+      if (!r.Le(&x)) return false;
+      v->i = x > static_cast<std::uint64_t>(INT64_MAX) ? INT64_MAX : static_cast<std::int64_t>(x);
+      v->f = static_cast<double>(x);
+      return true;
+    }
+    case kI64: {
+      std::int64_t x;
+      if (!r.Le(&x)) return false;
+      v->i = x;
+      v->f = static_cast<double>(x);
+      return true;
+    }
     case kF32: {
-      float x; if (!r.Le(reinterpret_cast<std::uint32_t*>(&x))) return false;
-      v->kind = GgufValue::Kind::kFloat; v->f = x;
-      v->i = std::isfinite(x) && std::fabs(x) < 9e18 ? static_cast<std::int64_t>(x) : 0; return true;
+      float x;
+      if (!r.Le(reinterpret_cast<std::uint32_t*>(&x))) return false;
+      v->kind = GgufValue::Kind::kFloat;
+      v->f = x;
+      v->i = std::isfinite(x) && std::fabs(x) < 9e18 ? static_cast<std::int64_t>(x) : 0;
+      return true;
     }
     case kF64: {
-      double x; if (!r.Le(reinterpret_cast<std::uint64_t*>(&x))) return false;
-      v->kind = GgufValue::Kind::kFloat; v->f = x;
-      v->i = std::isfinite(x) && std::fabs(x) < 9e18 ? static_cast<std::int64_t>(x) : 0; return true;
+      double x;
+      if (!r.Le(reinterpret_cast<std::uint64_t*>(&x))) return false;
+      v->kind = GgufValue::Kind::kFloat;
+      v->f = x;
+      v->i = std::isfinite(x) && std::fabs(x) < 9e18 ? static_cast<std::int64_t>(x) : 0;
+      return true;
     }
     case kBool: {
-      std::uint8_t x; if (!r.Le(&x)) return false;
-      v->kind = GgufValue::Kind::kBool; v->i = x != 0; v->f = v->i; return true;
+      std::uint8_t x;
+      if (!r.Le(&x)) return false;
+      v->kind = GgufValue::Kind::kBool;
+      v->i = x != 0;
+      v->f = v->i;
+      return true;
     }
-    default: return false;
+    default:
+      return false;
   }
 }
 
@@ -441,8 +522,8 @@ Result<GgufFile> ParseGgufHeader(std::string_view head, std::uint64_t file_size,
   auto truncated = [&](const char* what) -> Status {
     if (head.size() < file_size && head.size() < kMaxGgufHeaderBytes) {
       if (more_bytes) {
-        *more_bytes = std::min<std::uint64_t>({file_size, kMaxGgufHeaderBytes,
-                                               std::max<std::uint64_t>(head.size() * 2, 1 << 20)});
+        *more_bytes = std::min<std::uint64_t>(
+            {file_size, kMaxGgufHeaderBytes, std::max<std::uint64_t>(head.size() * 2, 1 << 20)});
       }
       return bad(std::string("GGUF header continues past the bytes read (in ") + what + ")");
     }
@@ -457,7 +538,8 @@ Result<GgufFile> ParseGgufHeader(std::string_view head, std::uint64_t file_size,
   if (magic != kGgufMagic) return bad("not a GGUF file (bad magic number)");
   GgufFile g;
   if (!r.Le(&g.version)) return truncated("the version");
-  if (g.version == 1) return bad("GGUF version 1 is obsolete; convert the file with a current llama.cpp");
+  if (g.version == 1)
+    return bad("GGUF version 1 is obsolete; convert the file with a current llama.cpp");
   if (g.version != 2 && g.version != 3) {
     return bad("unsupported GGUF version " + std::to_string(g.version) +
                (g.version > 0xFFFF ? " (a big-endian file?)" : ""));
@@ -513,7 +595,8 @@ Result<GgufFile> ParseGgufHeader(std::string_view head, std::uint64_t file_size,
           return truncated("a numeric array");
         }
       } else {
-        return bad("metadata '" + key + "': unsupported array item type " + std::to_string(item_type));
+        return bad("metadata '" + key + "': unsupported array item type " +
+                   std::to_string(item_type));
       }
     } else if (ScalarSize(type) > 0) {
       if (!ReadScalar(r, type, &v)) return truncated("a metadata value");
@@ -539,7 +622,8 @@ Result<GgufFile> ParseGgufHeader(std::string_view head, std::uint64_t file_size,
     const std::string tname = "tensor '" + tensor.name + "': ";
     std::uint32_t n_dims = 0;
     if (!r.Le(&n_dims)) return truncated("a tensor's dimensions");
-    if (n_dims == 0 || n_dims > 4) return bad(tname + std::to_string(n_dims) + " dimensions (1 to 4 allowed)");
+    if (n_dims == 0 || n_dims > 4)
+      return bad(tname + std::to_string(n_dims) + " dimensions (1 to 4 allowed)");
     tensor.elements = 1;
     for (std::uint32_t d = 0; d < n_dims; ++d) {
       std::uint64_t dim = 0;
@@ -548,7 +632,8 @@ Result<GgufFile> ParseGgufHeader(std::string_view head, std::uint64_t file_size,
       tensor.dims.push_back(dim);
       tensor.elements *= static_cast<double>(dim);
     }
-    if (!r.Le(&tensor.type) || !r.Le(&tensor.offset)) return truncated("a tensor's type and offset");
+    if (!r.Le(&tensor.type) || !r.Le(&tensor.offset))
+      return truncated("a tensor's type and offset");
     std::string_view type_name;
     std::uint64_t block_elements = 0, block_bytes = 0;
     if (!GgmlTypeInfo(tensor.type, &type_name, &block_elements, &block_bytes)) {
@@ -560,7 +645,8 @@ Result<GgufFile> ParseGgufHeader(std::string_view head, std::uint64_t file_size,
                  std::to_string(block_elements));
     }
     if (tensor.elements > 1e15) return bad(tname + "too many elements");
-    double bytes = tensor.elements / static_cast<double>(block_elements) * static_cast<double>(block_bytes);
+    double bytes =
+        tensor.elements / static_cast<double>(block_elements) * static_cast<double>(block_bytes);
     tensor.bytes = static_cast<std::uint64_t>(bytes);
     if (tensor.offset % g.alignment != 0) {
       return bad(tname + "offset " + std::to_string(tensor.offset) + " is not aligned to " +
@@ -594,7 +680,8 @@ Result<GgufFile> ParseGgufHeader(std::string_view head, std::uint64_t file_size,
   return g;
 }
 
-void AddGgufToSummary(const GgufFile& file, std::string_view file_name, CheckpointSummary& summary) {
+void AddGgufToSummary(const GgufFile& file, std::string_view file_name,
+                      CheckpointSummary& summary) {
   summary.format = "gguf";
   summary.files.emplace_back(file_name.substr(0, 512));
   for (const auto& t : file.tensors) {
@@ -604,12 +691,12 @@ void AddGgufToSummary(const GgufFile& file, std::string_view file_name, Checkpoi
   }
   if (auto it = file.metadata.find("general.file_type"); it != file.metadata.end()) {
     static const std::map<std::int64_t, const char*> kFileTypes = {
-        {0, "F32"},      {1, "F16"},      {2, "Q4_0"},     {3, "Q4_1"},     {7, "Q8_0"},
-        {8, "Q5_0"},     {9, "Q5_1"},     {10, "Q2_K"},    {11, "Q3_K_S"},  {12, "Q3_K_M"},
-        {13, "Q3_K_L"},  {14, "Q4_K_S"},  {15, "Q4_K_M"},  {16, "Q5_K_S"},  {17, "Q5_K_M"},
-        {18, "Q6_K"},    {19, "IQ2_XXS"}, {20, "IQ2_XS"},  {21, "Q2_K_S"},  {22, "IQ3_XS"},
-        {23, "IQ3_XXS"}, {24, "IQ1_S"},   {25, "IQ4_NL"},  {26, "IQ3_S"},   {27, "IQ3_M"},
-        {28, "IQ2_S"},   {29, "IQ2_M"},   {30, "IQ4_XS"},  {31, "IQ1_M"},   {32, "BF16"},
+        {0, "F32"},      {1, "F16"},      {2, "Q4_0"},       {3, "Q4_1"},    {7, "Q8_0"},
+        {8, "Q5_0"},     {9, "Q5_1"},     {10, "Q2_K"},      {11, "Q3_K_S"}, {12, "Q3_K_M"},
+        {13, "Q3_K_L"},  {14, "Q4_K_S"},  {15, "Q4_K_M"},    {16, "Q5_K_S"}, {17, "Q5_K_M"},
+        {18, "Q6_K"},    {19, "IQ2_XXS"}, {20, "IQ2_XS"},    {21, "Q2_K_S"}, {22, "IQ3_XS"},
+        {23, "IQ3_XXS"}, {24, "IQ1_S"},   {25, "IQ4_NL"},    {26, "IQ3_S"},  {27, "IQ3_M"},
+        {28, "IQ2_S"},   {29, "IQ2_M"},   {30, "IQ4_XS"},    {31, "IQ1_M"},  {32, "BF16"},
         {36, "TQ1_0"},   {37, "TQ2_0"},   {38, "MXFP4_MOE"},
     };
     if (auto ft = kFileTypes.find(it->second.i); ft != kFileTypes.end()) {
@@ -724,15 +811,22 @@ Result<ModelShape> ShapeFromGguf(const GgufFile& g, std::string id) {
   s.heads = static_cast<int>(heads);
   s.kv_heads = static_cast<int>(kv_heads);
   s.head_dim = static_cast<int>(key_len);
-  s.intermediate = static_cast<int>(std::clamp<std::int64_t>(MetaInt(g, key("feed_forward_length"), 0), 0, kMaxDimension));
+  s.intermediate = static_cast<int>(
+      std::clamp<std::int64_t>(MetaInt(g, key("feed_forward_length"), 0), 0, kMaxDimension));
   s.max_context = std::clamp<std::int64_t>(MetaInt(g, key("context_length"), 0), 0, 1'000'000'000);
-  s.experts = static_cast<int>(std::clamp<std::int64_t>(MetaInt(g, key("expert_count"), 0), 0, kMaxExperts));
-  s.experts_per_token = static_cast<int>(std::clamp<std::int64_t>(MetaInt(g, key("expert_used_count"), 0), 0, s.experts));
-  s.moe_intermediate = static_cast<int>(std::clamp<std::int64_t>(MetaInt(g, key("expert_feed_forward_length"), 0), 0, kMaxDimension));
-  s.kv_lora_rank = static_cast<int>(std::clamp<std::int64_t>(MetaInt(g, key("attention.kv_lora_rank"), 0), 0, kMaxDimension));
+  s.experts = static_cast<int>(
+      std::clamp<std::int64_t>(MetaInt(g, key("expert_count"), 0), 0, kMaxExperts));
+  s.experts_per_token = static_cast<int>(
+      std::clamp<std::int64_t>(MetaInt(g, key("expert_used_count"), 0), 0, s.experts));
+  s.moe_intermediate = static_cast<int>(
+      std::clamp<std::int64_t>(MetaInt(g, key("expert_feed_forward_length"), 0), 0, kMaxDimension));
+  s.kv_lora_rank = static_cast<int>(
+      std::clamp<std::int64_t>(MetaInt(g, key("attention.kv_lora_rank"), 0), 0, kMaxDimension));
   if (s.kv_lora_rank > 0) {
-    s.qk_rope_head_dim = static_cast<int>(std::clamp<std::int64_t>(MetaInt(g, key("rope.dimension_count"), 0), 0, kMaxDimension));
-    s.q_lora_rank = static_cast<int>(std::clamp<std::int64_t>(MetaInt(g, key("attention.q_lora_rank"), 0), 0, kMaxDimension));
+    s.qk_rope_head_dim = static_cast<int>(
+        std::clamp<std::int64_t>(MetaInt(g, key("rope.dimension_count"), 0), 0, kMaxDimension));
+    s.q_lora_rank = static_cast<int>(
+        std::clamp<std::int64_t>(MetaInt(g, key("attention.q_lora_rank"), 0), 0, kMaxDimension));
     s.kv_elements_per_token_per_layer = s.kv_lora_rank + s.qk_rope_head_dim;
   } else {
     s.kv_elements_per_token_per_layer = static_cast<double>(kv_heads) * (key_len + value_len);
@@ -769,14 +863,16 @@ Result<ModelShape> ShapeFromGguf(const GgufFile& g, std::string id) {
     bool matched = false;
     if (name.substr(0, 4) == "blk." && EndsWith(name, ".weight") && t.dims.size() >= 2) {
       std::size_t dot = name.find('.', 4);
-      std::string_view base =
-          dot == std::string_view::npos ? std::string_view() : name.substr(dot + 1, name.size() - dot - 8);
+      std::string_view base = dot == std::string_view::npos
+                                  ? std::string_view()
+                                  : name.substr(dot + 1, name.size() - dot - 8);
       for (const auto& ln : kLinearNames) {
         if (base != ln.gguf) continue;
         std::int64_t in = static_cast<std::int64_t>(t.dims[0]);
         std::int64_t out = static_cast<std::int64_t>(t.dims[1]);
         std::int64_t count = t.dims.size() >= 3 ? static_cast<std::int64_t>(t.dims[2]) : 1;
-        for (std::size_t d = 3; d < t.dims.size(); ++d) count *= static_cast<std::int64_t>(t.dims[d]);
+        for (std::size_t d = 3; d < t.dims.size(); ++d)
+          count *= static_cast<std::int64_t>(t.dims[d]);
         auto it = std::find_if(s.linears.begin(), s.linears.end(), [&](const LinearModule& l) {
           return l.name == ln.hf && l.in_features == in && l.out_features == out;
         });
@@ -794,13 +890,18 @@ Result<ModelShape> ShapeFromGguf(const GgufFile& g, std::string id) {
   s.tied_embeddings = s.lm_head_params == 0;
   std::int64_t meta_vocab = MetaInt(g, key("vocab_size"), 0);
   if (meta_vocab <= 0) {
-    if (const GgufValue* tokens = Meta(g, "tokenizer.ggml.tokens"); tokens && tokens->kind == GgufValue::Kind::kArray) {
-      meta_vocab = static_cast<std::int64_t>(std::min<std::uint64_t>(tokens->array_length, kMaxDimension));
+    if (const GgufValue* tokens = Meta(g, "tokenizer.ggml.tokens");
+        tokens && tokens->kind == GgufValue::Kind::kArray) {
+      meta_vocab =
+          static_cast<std::int64_t>(std::min<std::uint64_t>(tokens->array_length, kMaxDimension));
     }
   }
-  s.vocab = static_cast<int>(std::clamp<std::int64_t>(vocab > 0 ? vocab : meta_vocab, 0, kMaxDimension));
+  s.vocab =
+      static_cast<int>(std::clamp<std::int64_t>(vocab > 0 ? vocab : meta_vocab, 0, kMaxDimension));
   for (const auto& l : s.linears) {
-    if (l.kind == LinearKind::kExpert) s.moe_layers = static_cast<int>(std::max<std::int64_t>(s.moe_layers, l.count / std::max(1, s.experts)));
+    if (l.kind == LinearKind::kExpert)
+      s.moe_layers =
+          static_cast<int>(std::max<std::int64_t>(s.moe_layers, l.count / std::max(1, s.experts)));
   }
   if (s.experts == 0) {
     for (auto& l : s.linears) {

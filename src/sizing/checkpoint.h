@@ -1,9 +1,10 @@
 // Checkpoint headers: safetensors and GGUF, parsed from bytes the caller read (headers only; the
 // tensor data is never touched, so a 140 GB checkpoint is sized from a few MB of headers).
 //
-// Every parser here takes untrusted bytes: sizes are bounded by the named limits in sizing/limits.h,
-// every offset is checked against the file size, and malformed input is invalid_argument naming the
-// file and what is wrong — never a crash (these functions are fuzzed, see tests/fuzz/).
+// Every parser here takes untrusted bytes: sizes are bounded by the named limits in
+// sizing/limits.h, every offset is checked against the file size, and malformed input is
+// invalid_argument naming the file and what is wrong — never a crash (these functions are fuzzed,
+// see tests/fuzz/).
 #pragma once
 
 #include <cstdint>
@@ -73,9 +74,9 @@ struct GgufValue {
   enum class Kind { kInt, kFloat, kBool, kString, kArray } kind = Kind::kInt;
   std::int64_t i = 0;
   double f = 0;
-  std::string s;                     // strings (truncated to 256 bytes)
+  std::string s;  // strings (truncated to 256 bytes)
   std::uint64_t array_length = 0;
-  std::vector<double> numbers;       // numeric arrays up to 65,536 entries (per-layer values)
+  std::vector<double> numbers;  // numeric arrays up to 65,536 entries (per-layer values)
 };
 
 struct GgufTensor {

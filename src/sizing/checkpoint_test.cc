@@ -23,15 +23,24 @@ std::vector<StTensor> TinyLayer(int layer, const std::string& dtype, int bytes_p
   auto t = [&](std::string name, std::int64_t a, std::int64_t b) {
     return StTensor{p + name, dtype, {a, b}, static_cast<std::uint64_t>(a * b * bytes_per)};
   };
-  return {t("self_attn.q_proj.weight", 64, 64),   t("self_attn.k_proj.weight", 32, 64),
-          t("self_attn.v_proj.weight", 32, 64),   t("self_attn.o_proj.weight", 64, 64),
-          t("mlp.gate_proj.weight", 128, 64),     t("mlp.up_proj.weight", 128, 64),
-          t("mlp.down_proj.weight", 64, 128),
-          StTensor{p + "input_layernorm.weight", dtype, {64}, static_cast<std::uint64_t>(64 * bytes_per)},
-          StTensor{p + "post_attention_layernorm.weight", dtype, {64}, static_cast<std::uint64_t>(64 * bytes_per)}};
+  return {
+      t("self_attn.q_proj.weight", 64, 64),
+      t("self_attn.k_proj.weight", 32, 64),
+      t("self_attn.v_proj.weight", 32, 64),
+      t("self_attn.o_proj.weight", 64, 64),
+      t("mlp.gate_proj.weight", 128, 64),
+      t("mlp.up_proj.weight", 128, 64),
+      t("mlp.down_proj.weight", 64, 128),
+      StTensor{
+          p + "input_layernorm.weight", dtype, {64}, static_cast<std::uint64_t>(64 * bytes_per)},
+      StTensor{p + "post_attention_layernorm.weight",
+               dtype,
+               {64},
+               static_cast<std::uint64_t>(64 * bytes_per)}};
 }
 
-constexpr double kTinyParams = 2 * 256 * 64 + 2 * (4 * 64 * 64 - 2 * 32 * 64 + 3 * 64 * 128 + 128) + 64;
+constexpr double kTinyParams =
+    2 * 256 * 64 + 2 * (4 * 64 * 64 - 2 * 32 * 64 + 3 * 64 * 128 + 128) + 64;
 
 TEST(Safetensors, ShardedCheckpointMatchesTheConfig) {
   TempDir dir;
@@ -43,8 +52,9 @@ TEST(Safetensors, ShardedCheckpointMatchesTheConfig) {
   shard2.push_back({"model.norm.weight", "BF16", {64}, 128});
   dir.Write("model-00001-of-00002.safetensors", MakeSafetensors(shard1, R"({"format":"pt"})"));
   dir.Write("model-00002-of-00002.safetensors", MakeSafetensors(shard2));
-  std::string index = R"({"metadata":{"total_size":)" + std::to_string(kTinyParams * 2) +
-                      R"(},"weight_map":{"model.embed_tokens.weight":"model-00001-of-00002.safetensors",
+  std::string index =
+      R"({"metadata":{"total_size":)" + std::to_string(kTinyParams * 2) +
+      R"(},"weight_map":{"model.embed_tokens.weight":"model-00001-of-00002.safetensors",
                       "lm_head.weight":"model-00002-of-00002.safetensors"}})";
   dir.Write("model.safetensors.index.json", index);
 
@@ -69,7 +79,8 @@ TEST(Safetensors, ShardedCheckpointMatchesTheConfig) {
 }
 
 TEST(Safetensors, QuantizedLayoutsCountTheWeightsTheyPack) {
-  // GPTQ int4, group 32: qweight int32 [in/8, out], scales fp16 [in/32, out], qzeros [in/32, out/8].
+  // GPTQ int4, group 32: qweight int32 [in/8, out], scales fp16 [in/32, out], qzeros [in/32,
+  // out/8].
   std::vector<StTensor> gptq = {
       {"l.qweight", "I32", {64 / 8, 128}, 64 / 8 * 128 * 4},
       {"l.scales", "F16", {2, 128}, 2 * 128 * 2},
@@ -137,14 +148,22 @@ TEST(Safetensors, CorruptFilesGetClearErrors) {
       {"truncated header", good.substr(0, 20), "runs past the end"},
       {"absurd header length", absurd, "absurd"},
       {"not json", header_of("{nope", 0), "not valid JSON"},
-      {"unknown dtype", header_of(R"({"a":{"dtype":"Q9","shape":[1],"data_offsets":[0,1]}})", 1), "unknown dtype"},
-      {"size mismatch", header_of(R"({"a":{"dtype":"F32","shape":[3],"data_offsets":[0,8]}})", 8), "needs 12"},
-      {"overlap", header_of(R"({"a":{"dtype":"F32","shape":[2],"data_offsets":[0,8]},
-                               "b":{"dtype":"F32","shape":[2],"data_offsets":[4,12]}})", 12), "overlaps"},
+      {"unknown dtype", header_of(R"({"a":{"dtype":"Q9","shape":[1],"data_offsets":[0,1]}})", 1),
+       "unknown dtype"},
+      {"size mismatch", header_of(R"({"a":{"dtype":"F32","shape":[3],"data_offsets":[0,8]}})", 8),
+       "needs 12"},
+      {"overlap",
+       header_of(R"({"a":{"dtype":"F32","shape":[2],"data_offsets":[0,8]},
+                               "b":{"dtype":"F32","shape":[2],"data_offsets":[4,12]}})",
+                 12),
+       "overlaps"},
       {"gap", header_of(R"({"a":{"dtype":"F32","shape":[1],"data_offsets":[4,8]}})", 8), "gap"},
-      {"trailing bytes", header_of(R"({"a":{"dtype":"F32","shape":[1],"data_offsets":[0,4]}})", 8), "cover"},
-      {"end before begin", header_of(R"({"a":{"dtype":"F32","shape":[1],"data_offsets":[8,4]}})", 8), "end before"},
-      {"negative shape", header_of(R"({"a":{"dtype":"F32","shape":[-1],"data_offsets":[0,4]}})", 4), "shape"},
+      {"trailing bytes", header_of(R"({"a":{"dtype":"F32","shape":[1],"data_offsets":[0,4]}})", 8),
+       "cover"},
+      {"end before begin",
+       header_of(R"({"a":{"dtype":"F32","shape":[1],"data_offsets":[8,4]}})", 8), "end before"},
+      {"negative shape", header_of(R"({"a":{"dtype":"F32","shape":[-1],"data_offsets":[0,4]}})", 4),
+       "shape"},
       {"missing offsets", header_of(R"({"a":{"dtype":"F32","shape":[1]}})", 4), "data_offsets"},
   };
   for (const auto& c : cases) {
@@ -164,20 +183,17 @@ TEST(Safetensors, IndexNamesOnlyPlainShardFiles) {
   EXPECT_FALSE(ParseSafetensorsIndex(R"({"weight_map":{"a":"../etc/passwd"}})", "i").ok());
   EXPECT_FALSE(ParseSafetensorsIndex(R"({"weight_map":{}})", "i").ok());
   EXPECT_FALSE(ParseSafetensorsIndex(R"({"weight_map":{"a":3}})", "i").ok());
-  auto ok = ParseSafetensorsIndex(R"({"weight_map":{"a":"x.safetensors","b":"x.safetensors"}})", "i");
+  auto ok =
+      ParseSafetensorsIndex(R"({"weight_map":{"a":"x.safetensors","b":"x.safetensors"}})", "i");
   ASSERT_TRUE(ok.ok());
   EXPECT_EQ(ok->shards.size(), 1u);
 }
 
 std::vector<GgufKv> TinyGgufMeta() {
-  return {{"general.architecture", 8, 0, "llama"},
-          {"llama.block_count", 4, 1, ""},
-          {"llama.embedding_length", 4, 256, ""},
-          {"llama.feed_forward_length", 4, 512, ""},
-          {"llama.attention.head_count", 4, 4, ""},
-          {"llama.attention.head_count_kv", 4, 2, ""},
-          {"llama.context_length", 4, 8192, ""},
-          {"general.file_type", 4, 15, ""},
+  return {{"general.architecture", 8, 0, "llama"},  {"llama.block_count", 4, 1, ""},
+          {"llama.embedding_length", 4, 256, ""},   {"llama.feed_forward_length", 4, 512, ""},
+          {"llama.attention.head_count", 4, 4, ""}, {"llama.attention.head_count_kv", 4, 2, ""},
+          {"llama.context_length", 4, 8192, ""},    {"general.file_type", 4, 15, ""},
           {"tokenizer.ggml.tokens", 9, 1000, ""}};
 }
 
@@ -333,13 +349,14 @@ TEST(Gguf, ReadsOnlyTheHeaderOfABigFile) {
   // A sparse 8 GB file: the header is read, the data never is.
   TempDir dir;
   std::uint64_t data = 0;
-  std::string head = MakeGguf(TinyGgufMeta(), {{"token_embd.weight", 0, {256, 8'000'000}, 8'192'000'000ull}},
-                              32, &data);
+  std::string head = MakeGguf(
+      TinyGgufMeta(), {{"token_embd.weight", 0, {256, 8'000'000}, 8'192'000'000ull}}, 32, &data);
   std::string path = dir.Write("big.gguf", head);
   std::filesystem::resize_file(path, head.size() + data);
   auto start = std::chrono::steady_clock::now();
   auto c = ReadCheckpoint(path);
-  auto ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+  auto ms =
+      std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
   ASSERT_TRUE(c.ok()) << c.status().ToString();
   EXPECT_DOUBLE_EQ(c->bytes, 8'192'000'000.0);
   EXPECT_LT(ms, 500);
@@ -351,10 +368,10 @@ TEST(GgmlTypes, BlockSizes) {
     const char* name;
     std::uint64_t elements, bytes;
   };
-  const Case cases[] = {{0, "F32", 1, 4},     {1, "F16", 1, 2},       {2, "Q4_0", 32, 18},
-                        {8, "Q8_0", 32, 34},  {12, "Q4_K", 256, 144}, {13, "Q5_K", 256, 176},
-                        {14, "Q6_K", 256, 210}, {10, "Q2_K", 256, 84}, {11, "Q3_K", 256, 110},
-                        {30, "BF16", 1, 2},   {23, "IQ4_XS", 256, 136}, {39, "MXFP4", 32, 17}};
+  const Case cases[] = {{0, "F32", 1, 4},       {1, "F16", 1, 2},         {2, "Q4_0", 32, 18},
+                        {8, "Q8_0", 32, 34},    {12, "Q4_K", 256, 144},   {13, "Q5_K", 256, 176},
+                        {14, "Q6_K", 256, 210}, {10, "Q2_K", 256, 84},    {11, "Q3_K", 256, 110},
+                        {30, "BF16", 1, 2},     {23, "IQ4_XS", 256, 136}, {39, "MXFP4", 32, 17}};
   for (const auto& c : cases) {
     std::string_view name;
     std::uint64_t e = 0, b = 0;

@@ -23,7 +23,8 @@ ModelShape WithInventory(const ModelShape& m) {
   if (!m.linears.empty() || m.hidden <= 0) return m;
   ModelShape s = m;
   const double h = m.hidden, layers = m.layers;
-  const double q = static_cast<double>(m.heads) * m.head_dim, kv = static_cast<double>(m.kv_heads) * m.head_dim;
+  const double q = static_cast<double>(m.heads) * m.head_dim,
+               kv = static_cast<double>(m.kv_heads) * m.head_dim;
   s.vocab = s.vocab > 0 ? s.vocab : 32000;
   s.embedding_params = static_cast<double>(s.vocab) * h;
   s.lm_head_params = s.embedding_params;
@@ -141,7 +142,8 @@ struct WeightPart {
 WeightPart Weights(const ModelShape& m, Precision precision, bool double_quant) {
   WeightPart w;
   double bpp = WeightBytesPerParam(precision);
-  if (precision == Precision::kBf16 || precision == Precision::kFp16 || precision == Precision::kFp32) {
+  if (precision == Precision::kBf16 || precision == Precision::kFp16 ||
+      precision == Precision::kFp32) {
     w.bytes = m.total_params * bpp;
     w.formula = Num(m.total_params) + " params x " + B(bpp) + " (" +
                 std::string(PrecisionName(precision)) + ") = " + Gb(w.bytes);
@@ -151,9 +153,10 @@ WeightPart Weights(const ModelShape& m, Precision precision, bool double_quant) 
   double rest = m.total_params - linear;
   double constants = QuantConstantBytesPerParam(precision, double_quant);
   w.bytes = linear * (bpp + constants) + rest * 2;
-  w.formula = Num(linear) + " linear params x " + B(bpp) + " (" + std::string(PrecisionName(precision)) +
-              ")" + (constants > 0 ? " + " + B(constants) + " quantization constants" : "") +
-              ", " + Num(rest) + " embedding/norm/other params x 2 B (kept in 16 bits) = " + Gb(w.bytes);
+  w.formula = Num(linear) + " linear params x " + B(bpp) + " (" +
+              std::string(PrecisionName(precision)) + ")" +
+              (constants > 0 ? " + " + B(constants) + " quantization constants" : "") + ", " +
+              Num(rest) + " embedding/norm/other params x 2 B (kept in 16 bits) = " + Gb(w.bytes);
   return w;
 }
 
@@ -187,8 +190,9 @@ std::string KvFormula(const ModelShape& m, const Workload& w, double bytes) {
     f = "2 x " + std::to_string(m.layers) + " layers x " + std::to_string(m.kv_heads) +
         " kv heads x " + std::to_string(m.head_dim) + " head_dim";
   }
-  f += " x " + B(BytesPerParam(w.kv_precision)) + " (" + std::string(PrecisionName(w.kv_precision)) +
-       ") x " + std::to_string(w.context_tokens) + " tokens x batch " + std::to_string(w.batch);
+  f += " x " + B(BytesPerParam(w.kv_precision)) + " (" +
+       std::string(PrecisionName(w.kv_precision)) + ") x " + std::to_string(w.context_tokens) +
+       " tokens x batch " + std::to_string(w.batch);
   if (m.sliding_window_layers > 0) {
     f += " (" + std::to_string(m.sliding_window_layers) + " sliding-window layers keep at most " +
          std::to_string(m.sliding_window) + " tokens)";
@@ -217,28 +221,33 @@ OptimizerPart OptimizerState(Optimizer o, double params, double factored_bytes, 
   switch (o) {
     case Optimizer::kAdamW:
       p.bytes = params * 2 * state;
-      p.formula = Num(params) + " trainable params x " + B(2 * state) + " (AdamW m and v, " + dtype + ")";
+      p.formula =
+          Num(params) + " trainable params x " + B(2 * state) + " (AdamW m and v, " + dtype + ")";
       break;
     case Optimizer::kAdam8bit:
       // bitsandbytes 8-bit Adam: two uint8 states + one fp32 absmax per 2048-value block each.
       p.bytes = params * (2 + 2 * 4.0 / 2048);
-      p.formula = Num(params) + " trainable params x 2.004 B (8-bit Adam: 2 uint8 states + block absmax)";
+      p.formula =
+          Num(params) + " trainable params x 2.004 B (8-bit Adam: 2 uint8 states + block absmax)";
       break;
     case Optimizer::kSgdMomentum:
       p.bytes = params * state;
-      p.formula = Num(params) + " trainable params x " + B(state) + " (SGD momentum buffer, " + dtype + ")";
+      p.formula =
+          Num(params) + " trainable params x " + B(state) + " (SGD momentum buffer, " + dtype + ")";
       break;
     case Optimizer::kAdafactor:
       p.bytes = factored_bytes * state / 4;
-      p.formula = "Adafactor factored second moment (row + column statistics per matrix, fp32; "
-                  "no first moment)";
+      p.formula =
+          "Adafactor factored second moment (row + column statistics per matrix, fp32; "
+          "no first moment)";
       break;
   }
   p.formula += " = " + Gb(p.bytes);
   return p;
 }
 
-double AdafactorBytes(const ModelShape& m, double lora_rank, LoraTargets targets, bool adapters_only) {
+double AdafactorBytes(const ModelShape& m, double lora_rank, LoraTargets targets,
+                      bool adapters_only) {
   double bytes = 0;
   if (adapters_only) {
     for (const auto& l : m.linears) {
@@ -353,23 +362,27 @@ Result<MemoryEstimate> DetailedEstimate(const ModelShape& model_in, const Worklo
     // Prefill runs the prompt through one layer at a time: that layer's activations are the
     // working set (hidden in/out, q/k/v, attention output, gate/up/SiLU), in chunks.
     Widths x = WidthsOf(m);
-    double tokens = static_cast<double>(std::min<std::int64_t>(w.context_tokens * w.batch, kPrefillChunkTokens));
+    double tokens = static_cast<double>(
+        std::min<std::int64_t>(w.context_tokens * w.batch, kPrefillChunkTokens));
     double per_token = 4 * x.h + 2 * (x.q + x.k + x.v) + 2 * x.q + 6 * x.mlp;
     double logits = static_cast<double>(w.batch) * m.vocab * 4;
     double prefill = tokens * per_token + logits;
-    e.components.push_back({"prefill_activations", prefill,
-                            FormatFixed(tokens, 0) + " tokens in flight (prefill chunk of at most " +
-                                std::to_string(kPrefillChunkTokens) + ") x " + FormatFixed(per_token, 0) +
-                                " B per token for one layer's working set + batch x vocab x 4 B "
-                                "logits = " + Gb(prefill)});
+    e.components.push_back(
+        {"prefill_activations", prefill,
+         FormatFixed(tokens, 0) + " tokens in flight (prefill chunk of at most " +
+             std::to_string(kPrefillChunkTokens) + ") x " + FormatFixed(per_token, 0) +
+             " B per token for one layer's working set + batch x vocab x 4 B "
+             "logits = " +
+             Gb(prefill)});
     transient += prefill;
-    e.decode_weight_bytes = from_checkpoint
-                                ? m.checkpoint->bytes * (m.active_params / std::max(1.0, m.total_params))
-                                : Weights(m, w.precision, w.double_quant).bytes *
-                                      (m.active_params / std::max(1.0, m.total_params));
+    e.decode_weight_bytes =
+        from_checkpoint ? m.checkpoint->bytes * (m.active_params / std::max(1.0, m.total_params))
+                        : Weights(m, w.precision, w.double_quant).bytes *
+                              (m.active_params / std::max(1.0, m.total_params));
     if (m.is_moe()) {
-      e.notes.push_back("MoE: every expert is resident (memory uses total params); decoding reads "
-                        "the active params only");
+      e.notes.push_back(
+          "MoE: every expert is resident (memory uses total params); decoding reads "
+          "the active params only");
     }
   } else {
     const double tokens = static_cast<double>(w.batch) * static_cast<double>(w.sequence_tokens);
@@ -389,8 +402,8 @@ Result<MemoryEstimate> DetailedEstimate(const ModelShape& model_in, const Worklo
       int shard_o = w.zero_stage >= 1 ? gpus : 1;
       double weights = m.total_params * wb;
       Component wc = Split("weights", weights,
-                           params + " params x " + B(wb) + " (" + std::string(PrecisionName(w.precision)) +
-                               ") = " + Gb(weights),
+                           params + " params x " + B(wb) + " (" +
+                               std::string(PrecisionName(w.precision)) + ") = " + Gb(weights),
                            shard_w);
       if (w.offload_params) {
         e.host_bytes += weights;
@@ -400,8 +413,8 @@ Result<MemoryEstimate> DetailedEstimate(const ModelShape& model_in, const Worklo
       e.components.push_back(wc);
       double grads = m.total_params * wb;
       double optimizer_host = 0;
-      Component gc = Split("gradients", grads, params + " params x " + B(wb) + " gradients = " + Gb(grads),
-                           shard_g);
+      Component gc = Split("gradients", grads,
+                           params + " params x " + B(wb) + " gradients = " + Gb(grads), shard_g);
       if (w.offload_optimizer && w.zero_stage >= 2) {
         // ZeRO-Offload / FSDP CPU offload: the optimizer steps on the CPU, so the reduced gradient
         // shards are copied out as they are produced (fp32 on the host).
@@ -412,9 +425,10 @@ Result<MemoryEstimate> DetailedEstimate(const ModelShape& model_in, const Worklo
       e.components.push_back(gc);
       if (mixed) {
         double master = m.total_params * 4;
-        Component mc = Split("master_weights", master,
-                             params + " params x 4 B (fp32 master copy for mixed precision) = " + Gb(master),
-                             shard_o);
+        Component mc =
+            Split("master_weights", master,
+                  params + " params x 4 B (fp32 master copy for mixed precision) = " + Gb(master),
+                  shard_o);
         if (w.offload_optimizer) {
           optimizer_host += master;
           mc.formula += " -> offloaded to host memory";
@@ -437,11 +451,13 @@ Result<MemoryEstimate> DetailedEstimate(const ModelShape& model_in, const Worklo
       if (w.offload_params) e.host_bytes *= 1;
       if (w.zero_stage >= 3) {
         // ZeRO-3/FSDP gather each layer's full parameters before use, prefetching the next.
-        double layer_params = (m.total_params - m.embedding_params - m.lm_head_params) / std::max(1, m.layers);
+        double layer_params =
+            (m.total_params - m.embedding_params - m.lm_head_params) / std::max(1, m.layers);
         double gathered = 2 * layer_params * wb;
         e.components.push_back({"zero3_gathered_params", gathered,
                                 "2 layers (current + prefetched) x " + Num(layer_params) +
-                                    " params x " + B(wb) + " gathered from the shards = " + Gb(gathered)});
+                                    " params x " + B(wb) +
+                                    " gathered from the shards = " + Gb(gathered)});
       }
     } else {
       const bool qlora = w.method == Method::kQlora;
@@ -449,26 +465,28 @@ Result<MemoryEstimate> DetailedEstimate(const ModelShape& model_in, const Worklo
         double linear = LinearWeightParams(m);
         double rest = m.total_params - linear;
         double quant = linear * 0.5;
-        e.components.push_back(Split("base_weights", quant,
-                                     Num(linear) + " linear params x 0.5 B (nf4, frozen) = " + Gb(quant),
-                                     shard));
+        e.components.push_back(
+            Split("base_weights", quant,
+                  Num(linear) + " linear params x 0.5 B (nf4, frozen) = " + Gb(quant), shard));
         double constants = linear * QuantConstantBytesPerParam(Precision::kNf4, w.double_quant);
-        e.components.push_back(Split(
-            "quantization_constants", constants,
-            Num(linear) + " params / 64-weight blocks x " +
-                (w.double_quant ? std::string("(1 B absmax + 4 B per 256 blocks: double quantization)")
-                                : std::string("4 B fp32 absmax")) +
-                " = " + Gb(constants),
-            shard));
+        e.components.push_back(
+            Split("quantization_constants", constants,
+                  Num(linear) + " params / 64-weight blocks x " +
+                      (w.double_quant
+                           ? std::string("(1 B absmax + 4 B per 256 blocks: double quantization)")
+                           : std::string("4 B fp32 absmax")) +
+                      " = " + Gb(constants),
+                  shard));
         const double rb = w.pure_bf16 ? 2 : 4;
         double rest_bytes = rest * rb;
-        e.components.push_back(Split("frozen_unquantized", rest_bytes,
-                                     Num(rest) + " embedding/lm_head/norm params x " + B(rb) +
-                                         (w.pure_bf16 ? std::string(" (bf16)")
-                                                      : std::string(" (fp32, as prepare_model_for_kbit_"
-                                                                    "training leaves them)")) +
-                                         " = " + Gb(rest_bytes),
-                                     shard));
+        e.components.push_back(
+            Split("frozen_unquantized", rest_bytes,
+                  Num(rest) + " embedding/lm_head/norm params x " + B(rb) +
+                      (w.pure_bf16 ? std::string(" (bf16)")
+                                   : std::string(" (fp32, as prepare_model_for_kbit_"
+                                                 "training leaves them)")) +
+                      " = " + Gb(rest_bytes),
+                  shard));
         double dequant = LargestLinearParams(m) * 2;
         e.components.push_back({"dequant_workspace", dequant,
                                 "largest linear " + Num(LargestLinearParams(m)) +
@@ -476,36 +494,41 @@ Result<MemoryEstimate> DetailedEstimate(const ModelShape& model_in, const Worklo
       } else {
         WeightPart base = Weights(m, w.precision, w.double_quant);
         if (from_checkpoint) base = {m.checkpoint->bytes, CheckpointFormula(*m.checkpoint)};
-        e.components.push_back(Split("base_weights", base.bytes, base.formula + " (frozen)", shard));
+        e.components.push_back(
+            Split("base_weights", base.bytes, base.formula + " (frozen)", shard));
       }
       double adapter_params = LoraAdapterParams(m, w.lora_targets, w.lora_rank);
-      OptimizerPart opt = OptimizerState(w.optimizer, adapter_params,
-                                         AdafactorBytes(m, w.lora_rank, w.lora_targets, true),
-                                         w.pure_bf16);
+      OptimizerPart opt =
+          OptimizerState(w.optimizer, adapter_params,
+                         AdafactorBytes(m, w.lora_rank, w.lora_targets, true), w.pure_bf16);
       const double ab = w.pure_bf16 ? 2 : 4;
       const std::string adt = w.pure_bf16 ? "bf16" : "fp32";
       double adapters = adapter_params * 2 * ab + opt.bytes;
-      e.components.push_back(Split(
-          "lora_adapters", adapters,
-          "rank " + std::to_string(w.lora_rank) + " on " + std::string(LoraTargetsName(w.lora_targets)) +
-              ": " + Num(adapter_params) + " params x (" + B(ab) + " " + adt + " weights + " + B(ab) +
-              " " + adt + " grads) + " + opt.formula,
-          shard));
+      e.components.push_back(Split("lora_adapters", adapters,
+                                   "rank " + std::to_string(w.lora_rank) + " on " +
+                                       std::string(LoraTargetsName(w.lora_targets)) + ": " +
+                                       Num(adapter_params) + " params x (" + B(ab) + " " + adt +
+                                       " weights + " + B(ab) + " " + adt + " grads) + " +
+                                       opt.formula,
+                                   shard));
       if (fsdp) {
-        double layer_params = (m.total_params - m.embedding_params - m.lm_head_params) / std::max(1, m.layers);
+        double layer_params =
+            (m.total_params - m.embedding_params - m.lm_head_params) / std::max(1, m.layers);
         double gathered = 2 * layer_params * (qlora ? 0.5 : WeightBytesPerParam(w.precision));
         e.components.push_back({"fsdp_gathered_params", gathered,
                                 "2 layers (current + prefetched) x " + Num(layer_params) +
                                     " params gathered from the shards = " + Gb(gathered)});
       }
       if (w.offload_optimizer) {
-        e.notes.push_back("optimizer offload has little to move for LoRA: adapter state stays on GPU");
+        e.notes.push_back(
+            "optimizer offload has little to move for LoRA: adapter state stays on GPU");
       }
     }
 
     // Activations (Korthikanti et al. 2022, adapted to Llama-style blocks).
     double per_layer_token = ActivationBytesPerTokenPerLayer(m, w);
-    double eager = w.flash_attention ? 0 : EagerAttentionBytesPerLayer(m, w.sequence_tokens) * w.batch;
+    double eager =
+        w.flash_attention ? 0 : EagerAttentionBytesPerLayer(m, w.sequence_tokens) * w.batch;
     Widths x = WidthsOf(m);
     double backward_temp = tokens * (4 * x.h + 2 * x.mlp);
     double activations = 0;
@@ -524,20 +547,21 @@ Result<MemoryEstimate> DetailedEstimate(const ModelShape& model_in, const Worklo
         kept = 0;
       }
       activations = kept + working;
-      formula = "gradient checkpointing: " + kept_text + " + one layer recomputed: " +
-                tok + " x " + FormatFixed(per_layer_token, 0) + " B" +
+      formula = "gradient checkpointing: " + kept_text + " + one layer recomputed: " + tok + " x " +
+                FormatFixed(per_layer_token, 0) + " B" +
                 (eager > 0 ? " + eager attention scores " + Gb(eager) : "") +
                 " + backward temporaries " + Gb(backward_temp) + " = " + Gb(activations);
     } else {
       double layers_on_gpu = static_cast<double>(m.layers) / split;
       if (w.offload_activations) {
         // Two layers' activations stay on the GPU (the one in use and the one in transit).
-        e.host_bytes += (layers_on_gpu - std::min(2.0, layers_on_gpu)) * (tokens * per_layer_token + eager) * gpus;
+        e.host_bytes += (layers_on_gpu - std::min(2.0, layers_on_gpu)) *
+                        (tokens * per_layer_token + eager) * gpus;
         layers_on_gpu = std::min(2.0, layers_on_gpu);
       }
       activations = layers_on_gpu * (tokens * per_layer_token + eager) + backward_temp;
-      formula = std::to_string(m.layers) + " layers x " + tok + " x " + FormatFixed(per_layer_token, 0) +
-                " B per token per layer" +
+      formula = std::to_string(m.layers) + " layers x " + tok + " x " +
+                FormatFixed(per_layer_token, 0) + " B per token per layer" +
                 (eager > 0 ? " + " + std::to_string(m.layers) + " x eager attention scores " +
                                  Gb(eager) + " (6 x heads x seq^2 x batch)"
                            : " (flash attention: no seq^2 term)") +
@@ -557,9 +581,10 @@ Result<MemoryEstimate> DetailedEstimate(const ModelShape& model_in, const Worklo
     e.components.push_back(
         {"logits_and_loss", logits,
          tok + " x vocab " + std::to_string(m.vocab) + " x " + B(per) +
-             (w.chunked_loss ? " (logits kept + fp32 loss in " + std::to_string(kLossChunks) + " chunks)"
-                             : " (logits " + B(logit_bytes) +
-                                   " + fp32 log-softmax 4 B + its gradient 4 B + logits gradient 4 B)") +
+             (w.chunked_loss
+                  ? " (logits kept + fp32 loss in " + std::to_string(kLossChunks) + " chunks)"
+                  : " (logits " + B(logit_bytes) +
+                        " + fp32 log-softmax 4 B + its gradient 4 B + logits gradient 4 B)") +
              " = " + Gb(logits)});
     transient += logits;
   }
@@ -571,7 +596,8 @@ Result<MemoryEstimate> DetailedEstimate(const ModelShape& model_in, const Worklo
   e.components.push_back({"allocator_reserve", reserve,
                           "10% of " + Gb(transient) +
                               " transient memory (PyTorch caching allocator: blocks rounded and "
-                              "cached, fragmentation) = " + Gb(reserve)});
+                              "cached, fragmentation) = " +
+                              Gb(reserve)});
   return e;
 }
 

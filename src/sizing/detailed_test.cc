@@ -67,31 +67,43 @@ std::vector<Calibration> Cases() {
   lit.lora_dropout = true;
   lit.gradient_checkpointing = false;
   lit.chunked_loss = true;
-  c.push_back({"LitGPT: Llama-2-7B LoRA r8 qv, mb 1", "meta-llama/Llama-2-7b-hf", lit, 21.30e9, nullptr, 0.15});
-  c.push_back({"LitGPT: Llama-2-13B LoRA r8 qv, mb 1", "meta-llama/Llama-2-13b-hf", lit, 38.12e9, nullptr, 0.15});
+  c.push_back({"LitGPT: Llama-2-7B LoRA r8 qv, mb 1", "meta-llama/Llama-2-7b-hf", lit, 21.30e9,
+               nullptr, 0.15});
+  c.push_back({"LitGPT: Llama-2-13B LoRA r8 qv, mb 1", "meta-llama/Llama-2-13b-hf", lit, 38.12e9,
+               nullptr, 0.15});
   Workload lit2 = lit;
   lit2.batch = 2;
-  c.push_back({"LitGPT: Llama-2-7B LoRA r8 qv, mb 2", "meta-llama/Llama-2-7b-hf", lit2, 29.07e9, nullptr, 0.30});
+  c.push_back({"LitGPT: Llama-2-7B LoRA r8 qv, mb 2", "meta-llama/Llama-2-7b-hf", lit2, 29.07e9,
+               nullptr, 0.30});
   Workload litq = lit;
   litq.method = Method::kQlora;
   litq.double_quant = false;
-  c.push_back({"LitGPT: Llama-2-7B QLoRA nf4", "meta-llama/Llama-2-7b-hf", litq, 14.14e9, nullptr, 0.30});
-  c.push_back({"LitGPT: Llama-2-13B QLoRA nf4", "meta-llama/Llama-2-13b-hf", litq, 23.14e9, nullptr, 0.30});
+  c.push_back(
+      {"LitGPT: Llama-2-7B QLoRA nf4", "meta-llama/Llama-2-7b-hf", litq, 14.14e9, nullptr, 0.30});
+  c.push_back(
+      {"LitGPT: Llama-2-13B QLoRA nf4", "meta-llama/Llama-2-13b-hf", litq, 23.14e9, nullptr, 0.30});
   litq.double_quant = true;
-  c.push_back({"LitGPT: Llama-2-7B QLoRA nf4-dq", "meta-llama/Llama-2-7b-hf", litq, 13.84e9, nullptr, 0.30});
-  c.push_back({"LitGPT: Llama-2-13B QLoRA nf4-dq", "meta-llama/Llama-2-13b-hf", litq, 22.55e9, nullptr, 0.30});
+  c.push_back({"LitGPT: Llama-2-7B QLoRA nf4-dq", "meta-llama/Llama-2-7b-hf", litq, 13.84e9,
+               nullptr, 0.30});
+  c.push_back({"LitGPT: Llama-2-13B QLoRA nf4-dq", "meta-llama/Llama-2-13b-hf", litq, 22.55e9,
+               nullptr, 0.30});
   // LitGPT single-GPU inference (short prompt, 50 new tokens).
   Workload gen;
   gen.context_tokens = 256;
-  c.push_back({"LitGPT: Llama-2-7B inference bf16", "meta-llama/Llama-2-7b-hf", gen, 13.52e9, nullptr, 0.30});
-  c.push_back({"LitGPT: Llama-2-13B inference bf16", "meta-llama/Llama-2-13b-hf", gen, 26.21e9, nullptr, 0.30});
+  c.push_back({"LitGPT: Llama-2-7B inference bf16", "meta-llama/Llama-2-7b-hf", gen, 13.52e9,
+               nullptr, 0.30});
+  c.push_back({"LitGPT: Llama-2-13B inference bf16", "meta-llama/Llama-2-13b-hf", gen, 26.21e9,
+               nullptr, 0.30});
   Workload gen4 = gen;
   gen4.precision = Precision::kNf4;
   gen4.double_quant = false;
-  c.push_back({"LitGPT: Llama-2-7B inference nf4", "meta-llama/Llama-2-7b-hf", gen4, 4.57e9, nullptr, 0.30});
-  c.push_back({"LitGPT: Llama-2-13B inference nf4", "meta-llama/Llama-2-13b-hf", gen4, 8.32e9, nullptr, 0.30});
+  c.push_back({"LitGPT: Llama-2-7B inference nf4", "meta-llama/Llama-2-7b-hf", gen4, 4.57e9,
+               nullptr, 0.30});
+  c.push_back({"LitGPT: Llama-2-13B inference nf4", "meta-llama/Llama-2-13b-hf", gen4, 8.32e9,
+               nullptr, 0.30});
   gen4.double_quant = true;
-  c.push_back({"LitGPT: Llama-2-70B inference nf4-dq", "meta-llama/Llama-2-70b-hf", gen4, 37.21e9, nullptr, 0.30});
+  c.push_back({"LitGPT: Llama-2-70B inference nf4-dq", "meta-llama/Llama-2-70b-hf", gen4, 37.21e9,
+               nullptr, 0.30});
 
   // torchtune Llama 3.1 8B LoRA single device: bf16, AdamW, seq 2048, batch 2, activation
   // checkpointing, LoRA on q/v/output and the MLP, chunked cross-entropy.
@@ -105,11 +117,13 @@ std::vector<Calibration> Cases() {
   // NF4 weights + 1.05 GB of bf16 logits + 1.07 GB of checkpoints already exceed it): torchtune's
   // activation offloading was on.
   tt.offload_activations = true;
-  c.push_back({"torchtune: Llama-3.1-8B LoRA, seq 2048, bs 2, AC", "meta-llama/Llama-3.1-8B", tt, 16.2 * kGiB, nullptr, 0.15});
+  c.push_back({"torchtune: Llama-3.1-8B LoRA, seq 2048, bs 2, AC", "meta-llama/Llama-3.1-8B", tt,
+               16.2 * kGiB, nullptr, 0.15});
 
   Workload ttq = tt;
   ttq.method = Method::kQlora;
-  c.push_back({"torchtune: Llama-3.1-8B QLoRA, seq 2048, bs 2, AC", "meta-llama/Llama-3.1-8B", ttq, 7.4 * kGiB, nullptr, 0.30});
+  c.push_back({"torchtune: Llama-3.1-8B QLoRA, seq 2048, bs 2, AC", "meta-llama/Llama-3.1-8B", ttq,
+               7.4 * kGiB, nullptr, 0.30});
   // 70B on 8 x A100 with FSDP: LoRA r16 on the attention projections; full fine-tuning with CPU
   // offload of parameters, gradients and the (fused) optimizer.
   Workload tt70 = tt;
@@ -118,15 +132,18 @@ std::vector<Calibration> Cases() {
   tt70.lora_rank = 16;
   tt70.gpus = 8;
   tt70.zero_stage = 3;
-  c.push_back({"torchtune: Llama-3.1-70B LoRA, 8 GPUs FSDP", "meta-llama/Llama-3.1-70B", tt70, 27.6 * kGiB, nullptr, 0.30});
+  c.push_back({"torchtune: Llama-3.1-70B LoRA, 8 GPUs FSDP", "meta-llama/Llama-3.1-70B", tt70,
+               27.6 * kGiB, nullptr, 0.30});
   Workload tt70f = tt70;
   tt70f.method = Method::kFullFineTune;
   tt70f.offload_optimizer = true;
   tt70f.offload_params = true;
-  c.push_back({"torchtune: Llama-3.1-70B full, 8 GPUs FSDP + CPU offload", "meta-llama/Llama-3.1-70B", tt70f, 13.9 * kGiB, nullptr, 0.30});
+  c.push_back({"torchtune: Llama-3.1-70B full, 8 GPUs FSDP + CPU offload",
+               "meta-llama/Llama-3.1-70B", tt70f, 13.9 * kGiB, nullptr, 0.30});
 
   // vLLM: "Loading model weights took 14.99 GiB" for Llama-3.1-8B in bf16.
-  c.push_back({"vLLM: Llama-3.1-8B bf16 weights loaded", "meta-llama/Llama-3.1-8B", Workload{}, 14.99 * kGiB, "weights", 0.15});
+  c.push_back({"vLLM: Llama-3.1-8B bf16 weights loaded", "meta-llama/Llama-3.1-8B", Workload{},
+               14.99 * kGiB, "weights", 0.15});
 
   // Unsloth's long-context table: Hugging Face + FA2, Llama 3.1 8B QLoRA r=32 on all linear
   // layers, batch 1, gradient checkpointing, standard loss: the longest sequence that fits a card.
@@ -144,7 +161,8 @@ std::vector<Calibration> Cases() {
     static std::vector<std::string> names;
     names.push_back("Unsloth: HF+FA2 Llama-3.1-8B QLoRA r32, " + std::to_string(f.tokens) +
                     " tokens fill " + std::to_string(static_cast<int>(f.card_gib)) + " GiB");
-    c.push_back({names.back().c_str(), "meta-llama/Llama-3.1-8B", u, f.card_gib * kGiB, nullptr, 0.30});
+    c.push_back(
+        {names.back().c_str(), "meta-llama/Llama-3.1-8B", u, f.card_gib * kGiB, nullptr, 0.30});
   }
   return c;
 }
@@ -160,13 +178,14 @@ TEST(Calibration, PublishedMeasurements) {
     double estimate = c.component ? Component(e, c.component) : e.per_gpu_bytes;
     double error = (estimate - c.measured_bytes) / c.measured_bytes;
     errors.push_back(std::fabs(error));
-    std::printf("%-70s %8.2f GB %8.2f GB %+7.1f%%\n", c.source, c.measured_bytes / 1e9, estimate / 1e9,
-                100 * error);
+    std::printf("%-70s %8.2f GB %8.2f GB %+7.1f%%\n", c.source, c.measured_bytes / 1e9,
+                estimate / 1e9, 100 * error);
     EXPECT_LE(std::fabs(error), c.tolerance) << c.source;
   }
   std::sort(errors.begin(), errors.end());
-  double median = errors.size() % 2 ? errors[errors.size() / 2]
-                                    : (errors[errors.size() / 2 - 1] + errors[errors.size() / 2]) / 2;
+  double median = errors.size() % 2
+                      ? errors[errors.size() / 2]
+                      : (errors[errors.size() / 2 - 1] + errors[errors.size() / 2]) / 2;
   std::printf("median absolute error %.1f%% over %zu cases\n", 100 * median, errors.size());
   EXPECT_LE(median, 0.15);
 }
@@ -189,7 +208,8 @@ TEST(Detailed, LoraAdapterParamsFromRankAndTargets) {
   EXPECT_DOUBLE_EQ(LoraAdapterParams(m, LoraTargets::kQv, 8), 4'194'304);
   EXPECT_DOUBLE_EQ(LoraAdapterParams(m, LoraTargets::kAttention, 8), 8'388'608);
   // all-linear adds gate/up (4096 -> 11008) and down: 32 x 8 x 3 x (4096 + 11008).
-  EXPECT_DOUBLE_EQ(LoraAdapterParams(m, LoraTargets::kAllLinear, 8), 8'388'608 + 32.0 * 8 * 3 * 15104);
+  EXPECT_DOUBLE_EQ(LoraAdapterParams(m, LoraTargets::kAllLinear, 8),
+                   8'388'608 + 32.0 * 8 * 3 * 15104);
   // GQA: Llama-3.1-8B's v_proj is 4096 -> 1024.
   ModelShape l3 = Model("meta-llama/Llama-3.1-8B");
   EXPECT_DOUBLE_EQ(LoraAdapterParams(l3, LoraTargets::kQv, 16), 32.0 * 16 * (8192 + 5120));
@@ -202,7 +222,8 @@ TEST(Detailed, QloraConstantsFollowTheQloraPaper) {
   w.method = Method::kQlora;
   w.double_quant = false;
   double linear = LinearWeightParams(m);
-  EXPECT_DOUBLE_EQ(Component(Estimate(m, w), "quantization_constants"), linear * 4 / 64);  // 0.5 bit
+  EXPECT_DOUBLE_EQ(Component(Estimate(m, w), "quantization_constants"),
+                   linear * 4 / 64);  // 0.5 bit
   w.double_quant = true;
   // 8-bit absmax per 64 weights + one fp32 per 256 blocks: 0.127 bits per parameter.
   double dq = Component(Estimate(m, w), "quantization_constants");
@@ -263,7 +284,8 @@ TEST(Detailed, ActivationsFollowTheSwitches) {
   // Frozen base, flash attention, q/v adapters without dropout: 18h + 6i bytes per token per layer
   // (+ the adapters' rank-wide intermediates and flash attention's fp32 logsumexp per head)
   // = 73,728 + 66,048 + 32 + 128.
-  EXPECT_DOUBLE_EQ(ActivationBytesPerTokenPerLayer(m, w), 18 * 4096 + 6 * 11008 + 2 * 8 * 2 + 4 * 32);
+  EXPECT_DOUBLE_EQ(ActivationBytesPerTokenPerLayer(m, w),
+                   18 * 4096 + 6 * 11008 + 2 * 8 * 2 + 4 * 32);
   // QLoRA's 4-bit matmuls also keep the inputs of o_proj, gate/up and down: + 2q + 2h + 2i.
   Workload q = w;
   q.method = Method::kQlora;
@@ -323,7 +345,8 @@ TEST(Detailed, InferenceWeightsKeepEmbeddingsIn16Bits) {
   ModelShape v3 = Model("deepseek-ai/DeepSeek-V3");
   MemoryEstimate e = Estimate(v3, w);
   EXPECT_DOUBLE_EQ(Component(e, "kv_cache"), 61.0 * 576 * 2 * 8192);
-  EXPECT_NEAR(e.decode_weight_bytes / Component(e, "weights"), v3.active_params / v3.total_params, 1e-12);
+  EXPECT_NEAR(e.decode_weight_bytes / Component(e, "weights"), v3.active_params / v3.total_params,
+              1e-12);
 }
 
 TEST(Detailed, LoraAcrossGpusSplitsLayersOrShardsWithFsdp) {
@@ -357,7 +380,7 @@ TEST(Detailed, PureBf16AndFusedKernelsCostLess) {
   MemoryEstimate mixed = Estimate(m, w);
   w.pure_bf16 = true;
   MemoryEstimate pure = Estimate(m, w);
-  EXPECT_LT(Component(pure, "master_weights"), 0);  // no fp32 master copy
+  EXPECT_LT(Component(pure, "master_weights"), 0);                           // no fp32 master copy
   EXPECT_DOUBLE_EQ(Component(pure, "optimizer_state"), 4 * m.total_params);  // bf16 m and v
   EXPECT_LT(pure.per_gpu_bytes, mixed.per_gpu_bytes);
   w.fused_kernels = true;

@@ -21,10 +21,14 @@ Result<Method> ParseMethod(std::string_view text) {
 
 std::string_view MethodName(Method method) {
   switch (method) {
-    case Method::kInference: return "infer";
-    case Method::kFullFineTune: return "full";
-    case Method::kLora: return "lora";
-    case Method::kQlora: return "qlora";
+    case Method::kInference:
+      return "infer";
+    case Method::kFullFineTune:
+      return "full";
+    case Method::kLora:
+      return "lora";
+    case Method::kQlora:
+      return "qlora";
   }
   return "?";
 }
@@ -50,9 +54,12 @@ Result<LoraTargets> ParseLoraTargets(std::string_view text) {
 
 std::string_view LoraTargetsName(LoraTargets targets) {
   switch (targets) {
-    case LoraTargets::kQv: return "qv";
-    case LoraTargets::kAttention: return "attn";
-    case LoraTargets::kAllLinear: return "all-linear";
+    case LoraTargets::kQv:
+      return "qv";
+    case LoraTargets::kAttention:
+      return "attn";
+    case LoraTargets::kAllLinear:
+      return "all-linear";
   }
   return "?";
 }
@@ -68,10 +75,14 @@ Result<Optimizer> ParseOptimizer(std::string_view text) {
 
 std::string_view OptimizerName(Optimizer optimizer) {
   switch (optimizer) {
-    case Optimizer::kAdamW: return "adamw";
-    case Optimizer::kAdam8bit: return "adam8bit";
-    case Optimizer::kSgdMomentum: return "sgd";
-    case Optimizer::kAdafactor: return "adafactor";
+    case Optimizer::kAdamW:
+      return "adamw";
+    case Optimizer::kAdam8bit:
+      return "adam8bit";
+    case Optimizer::kSgdMomentum:
+      return "sgd";
+    case Optimizer::kAdafactor:
+      return "adafactor";
   }
   return "?";
 }
@@ -117,8 +128,9 @@ Status ValidateWorkload(const Workload& w) {
       return bad("ZeRO stages apply to training only");
     }
     if (w.zero_stage != 0 && w.zero_stage != 3) {
-      return bad("LoRA/QLoRA across GPUs: ZeRO stage 3 (FSDP) shards the frozen base, stage 0 "
-                 "splits the layers; stages 1 and 2 do not apply");
+      return bad(
+          "LoRA/QLoRA across GPUs: ZeRO stage 3 (FSDP) shards the frozen base, stage 0 "
+          "splits the layers; stages 1 and 2 do not apply");
     }
     if (w.offload_optimizer && w.method == Method::kInference) {
       return bad("optimizer offload applies to training only");
@@ -154,9 +166,10 @@ double KvCacheBytes(const ModelShape& m, Precision kv_precision, std::int64_t co
                     std::int64_t batch) {
   double per_token_per_layer = m.kv_elements_per_token_per_layer * BytesPerParam(kv_precision);
   double full_layers = m.layers - m.sliding_window_layers;
-  double window_tokens = m.sliding_window > 0
-                             ? static_cast<double>(std::min<std::int64_t>(context_tokens, m.sliding_window))
-                             : static_cast<double>(context_tokens);
+  double window_tokens =
+      m.sliding_window > 0
+          ? static_cast<double>(std::min<std::int64_t>(context_tokens, m.sliding_window))
+          : static_cast<double>(context_tokens);
   double token_layers =
       full_layers * static_cast<double>(context_tokens) + m.sliding_window_layers * window_tokens;
   return per_token_per_layer * token_layers * static_cast<double>(batch);
@@ -173,7 +186,7 @@ constexpr double kRuntimeOverheadBytes = 2e9;       // spec §1: per GPU process
 constexpr double kGuideActivationAllowance = 0.15;  // spec §2: the quick rule
 constexpr double kGuideAdapterFraction = 0.005;     // spec §2: rank-16 adapters ≈ 0.5% of params
 constexpr int kGuideAdapterRank = 16;
-constexpr double kAdapterBytesPerParam = 16;        // weights + grads + master + Adam, spec §2
+constexpr double kAdapterBytesPerParam = 16;  // weights + grads + master + Adam, spec §2
 
 std::string KvFormula(const ModelShape& m, const Workload& w, double bytes) {
   std::string f = "2 x " + std::to_string(m.layers) + " layers x ";
@@ -200,7 +213,8 @@ std::string KvFormula(const ModelShape& m, const Workload& w, double bytes) {
 Component Split(std::string name, double bytes, std::string formula, int gpus) {
   if (gpus <= 1) return {std::move(name), bytes, std::move(formula)};
   double per = bytes / gpus;
-  return {std::move(name), per, formula + ", / " + std::to_string(gpus) + " GPUs = " + FormatGb(per)};
+  return {std::move(name), per,
+          formula + ", / " + std::to_string(gpus) + " GPUs = " + FormatGb(per)};
 }
 
 MemoryEstimate GuideInference(const ModelShape& m, const Workload& w, MemoryEstimate e) {
@@ -216,8 +230,9 @@ MemoryEstimate GuideInference(const ModelShape& m, const Workload& w, MemoryEsti
                           "2 GB per GPU process (CUDA/ROCm context, framework, allocator)"});
   e.decode_weight_bytes = m.active_params * bpp;
   if (m.is_moe()) {
-    e.notes.push_back("MoE: every expert is resident (memory uses total params); decoding reads "
-                      "the active params only");
+    e.notes.push_back(
+        "MoE: every expert is resident (memory uses total params); decoding reads "
+        "the active params only");
   }
   return e;
 }
@@ -225,10 +240,10 @@ MemoryEstimate GuideInference(const ModelShape& m, const Workload& w, MemoryEsti
 Component Adapters(const ModelShape& m, const Workload& w, int gpus) {
   double adapter_params = m.total_params * kGuideAdapterFraction * w.lora_rank / kGuideAdapterRank;
   double bytes = adapter_params * kAdapterBytesPerParam;
-  std::string formula = FormatCount(m.total_params) + " params x 0.5% x rank " +
-                        std::to_string(w.lora_rank) + "/16 = " + FormatCount(adapter_params) +
-                        " adapter params x 16 B (weights, grads, fp32 master, Adam) = " +
-                        FormatGb(bytes);
+  std::string formula =
+      FormatCount(m.total_params) + " params x 0.5% x rank " + std::to_string(w.lora_rank) +
+      "/16 = " + FormatCount(adapter_params) +
+      " adapter params x 16 B (weights, grads, fp32 master, Adam) = " + FormatGb(bytes);
   return Split("lora_adapters", bytes, formula, gpus);
 }
 
@@ -241,10 +256,16 @@ MemoryEstimate GuideTraining(const ModelShape& m, const Workload& w, MemoryEstim
     int shard_optimizer = w.zero_stage >= 1 ? w.gpus : 1;
     double weights = m.total_params * 2, grads = m.total_params * 2;
     double master = m.total_params * 4, adam = m.total_params * 8;
-    e.components.push_back(Split("weights", weights, params + " params x 2 B (bf16) = " + FormatGb(weights), shard_weights));
-    e.components.push_back(Split("gradients", grads, params + " params x 2 B (bf16) = " + FormatGb(grads), shard_grads));
-    Component master_c = Split("master_weights", master, params + " params x 4 B (fp32 master copy) = " + FormatGb(master), shard_optimizer);
-    Component adam_c = Split("optimizer_state", adam, params + " params x 8 B (Adam m and v, fp32) = " + FormatGb(adam), shard_optimizer);
+    e.components.push_back(Split(
+        "weights", weights, params + " params x 2 B (bf16) = " + FormatGb(weights), shard_weights));
+    e.components.push_back(Split(
+        "gradients", grads, params + " params x 2 B (bf16) = " + FormatGb(grads), shard_grads));
+    Component master_c =
+        Split("master_weights", master,
+              params + " params x 4 B (fp32 master copy) = " + FormatGb(master), shard_optimizer);
+    Component adam_c =
+        Split("optimizer_state", adam,
+              params + " params x 8 B (Adam m and v, fp32) = " + FormatGb(adam), shard_optimizer);
     if (w.offload_optimizer) {
       e.host_bytes = master + adam;
       master_c.formula += " -> offloaded to host memory";
@@ -260,7 +281,8 @@ MemoryEstimate GuideTraining(const ModelShape& m, const Workload& w, MemoryEstim
     e.components.push_back({"activation_allowance", allowance,
                             "15% of " + FormatGb(state) +
                                 " (guide quick rule: activations with gradient checkpointing, "
-                                "fragmentation) = " + FormatGb(allowance)});
+                                "fragmentation) = " +
+                                FormatGb(allowance)});
     e.notes.push_back("guide quick rule: 16 B/param for weights, gradients and Adam state, +15%");
     return e;
   }
@@ -269,13 +291,15 @@ MemoryEstimate GuideTraining(const ModelShape& m, const Workload& w, MemoryEstim
   double weights = m.total_params * bpp;
   e.components.push_back(Split("base_weights", weights,
                                params + " params x " + FormatFixed(bpp, 1) + " B/param (" +
-                                   std::string(PrecisionName(base)) + ", frozen) = " + FormatGb(weights),
+                                   std::string(PrecisionName(base)) +
+                                   ", frozen) = " + FormatGb(weights),
                                w.gpus));
   e.components.push_back(Adapters(m, w, w.gpus));
   e.components.push_back({"runtime_overhead", kRuntimeOverheadBytes,
                           "2 GB per GPU process (CUDA/ROCm context, framework, allocator)"});
-  e.notes.push_back("guide assumptions: gradient checkpointing on, sequence 2048, batch 1, "
-                    "rank-16 adapters on the attention projections at about 0.5% of params");
+  e.notes.push_back(
+      "guide assumptions: gradient checkpointing on, sequence 2048, batch 1, "
+      "rank-16 adapters on the attention projections at about 0.5% of params");
   return e;
 }
 

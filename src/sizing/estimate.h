@@ -65,13 +65,13 @@ struct Workload {
 
   // --- Detailed profile only (the guide's published rules ignore these) ---
   LoraTargets lora_targets = LoraTargets::kQv;
-  bool lora_dropout = false;          // adapters apply dropout to their input (PEFT default: off)
-  bool flash_attention = true;        // FlashAttention / SDPA kernels: no seq x seq scores kept
-  bool gradient_checkpointing = true; // full recomputation: one hidden state per layer kept
-  bool chunked_loss = false;          // cross-entropy in chunks (torchtune, lit-gpt, Liger):
-                                      // no full fp32 copy of the logits
-  bool double_quant = true;           // QLoRA: the NF4 absmax constants are quantized too
-  bool offload_params = false;        // ZeRO-3 / FSDP: parameters live in host memory
+  bool lora_dropout = false;           // adapters apply dropout to their input (PEFT default: off)
+  bool flash_attention = true;         // FlashAttention / SDPA kernels: no seq x seq scores kept
+  bool gradient_checkpointing = true;  // full recomputation: one hidden state per layer kept
+  bool chunked_loss = false;           // cross-entropy in chunks (torchtune, lit-gpt, Liger):
+                                       // no full fp32 copy of the logits
+  bool double_quant = true;            // QLoRA: the NF4 absmax constants are quantized too
+  bool offload_params = false;         // ZeRO-3 / FSDP: parameters live in host memory
   // Everything in the compute dtype (torchtune, LitGPT "bf16-true"): no fp32 master weights,
   // optimizer states and adapters in bf16, QLoRA's unquantized parameters in bf16. Off: mixed
   // precision as Hugging Face/DeepSpeed run it (fp32 master copy, fp32 adapters and optimizer
@@ -111,7 +111,7 @@ struct MemoryEstimate {
   // Weight bytes read to decode one token (active params at the weight precision): the decode
   // ceiling is bandwidth / this. Zero for training.
   double decode_weight_bytes = 0;
-  double host_bytes = 0;  // host RAM needed for offloaded state (0 without offload)
+  double host_bytes = 0;           // host RAM needed for offloaded state (0 without offload)
   std::vector<std::string> notes;  // assumptions worth showing ("guide quick rule: +15% ...")
 };
 

@@ -36,13 +36,20 @@ struct FamilyName {
 };
 
 constexpr FamilyName kFamilies[] = {
-    {"llama", Family::kLlama},          {"mistral", Family::kMistral},
-    {"mixtral", Family::kMixtral},      {"qwen2", Family::kQwen2},
-    {"qwen2_moe", Family::kQwen2Moe},   {"qwen3", Family::kQwen3},
-    {"qwen3_moe", Family::kQwen3Moe},   {"gemma", Family::kGemma},
-    {"gemma2", Family::kGemma2},        {"gemma3", Family::kGemma3},
-    {"gemma3_text", Family::kGemma3},   {"phi3", Family::kPhi3},
-    {"deepseek_v2", Family::kDeepseekV2}, {"deepseek_v3", Family::kDeepseekV3},
+    {"llama", Family::kLlama},
+    {"mistral", Family::kMistral},
+    {"mixtral", Family::kMixtral},
+    {"qwen2", Family::kQwen2},
+    {"qwen2_moe", Family::kQwen2Moe},
+    {"qwen3", Family::kQwen3},
+    {"qwen3_moe", Family::kQwen3Moe},
+    {"gemma", Family::kGemma},
+    {"gemma2", Family::kGemma2},
+    {"gemma3", Family::kGemma3},
+    {"gemma3_text", Family::kGemma3},
+    {"phi3", Family::kPhi3},
+    {"deepseek_v2", Family::kDeepseekV2},
+    {"deepseek_v3", Family::kDeepseekV3},
     {"gpt_oss", Family::kGptOss},
 };
 
@@ -97,7 +104,8 @@ class Fields {
     if (v->is_number_integer()) {
       if (v->is_number_unsigned()) {
         auto u = v->get<std::uint64_t>();
-        d = u > static_cast<std::uint64_t>(max) ? static_cast<double>(max) + 1 : static_cast<double>(u);
+        d = u > static_cast<std::uint64_t>(max) ? static_cast<double>(max) + 1
+                                                : static_cast<double>(u);
       } else {
         d = static_cast<double>(v->get<std::int64_t>());
       }
@@ -244,8 +252,8 @@ Result<ModelShape> ParseHfConfig(std::string_view json_text, std::string id) {
   ModelShape s;
   s.id = id;
   s.model_type = f.String("model_type");
-  if (auto it = root.find("architectures"); it != root.end() && it->is_array() && !it->empty() &&
-                                            (*it)[0].is_string()) {
+  if (auto it = root.find("architectures");
+      it != root.end() && it->is_array() && !it->empty() && (*it)[0].is_string()) {
     s.architecture = (*it)[0].get<std::string>().substr(0, 128);
   }
   if (s.model_type.empty() && s.architecture.empty()) {
@@ -256,8 +264,8 @@ Result<ModelShape> ParseHfConfig(std::string_view json_text, std::string id) {
     if (s.model_type == fam.model_type) family = fam.family;
   }
   if (s.architecture.empty()) s.architecture = s.model_type;
-  const bool is_gemma = family == Family::kGemma || family == Family::kGemma2 ||
-                        family == Family::kGemma3;
+  const bool is_gemma =
+      family == Family::kGemma || family == Family::kGemma2 || family == Family::kGemma3;
   const bool is_mla = family == Family::kDeepseekV2 || family == Family::kDeepseekV3;
 
   // --- Core dimensions ---
@@ -347,8 +355,8 @@ Result<ModelShape> ParseHfConfig(std::string_view json_text, std::string id) {
     if (!f.missing().empty()) why = "missing " + Join(f.missing(), ", ");
     if (!f.bad().empty()) why += (why.empty() ? "" : "; ") + Join(f.bad(), "; ");
     if (family == Family::kGeneric) {
-      why += " (model_type '" + s.model_type + "' is not a supported family: " +
-             Join(SupportedModelTypes(), ", ") + ")";
+      why += " (model_type '" + s.model_type +
+             "' is not a supported family: " + Join(SupportedModelTypes(), ", ") + ")";
     }
     return fail(why);
   }
@@ -520,7 +528,8 @@ Result<ModelShape> ParseHfConfig(std::string_view json_text, std::string id) {
       case Family::kQwen3:
       case Family::kQwen3Moe:
         if (f.Bool("use_sliding_window").value_or(false)) {
-          sliding_layers = layers - std::min(layers, f.IntOr("max_window_layers", layers, kMaxLayers, true));
+          sliding_layers =
+              layers - std::min(layers, f.IntOr("max_window_layers", layers, kMaxLayers, true));
         }
         break;
       default:
@@ -544,7 +553,8 @@ Result<ModelShape> ParseHfConfig(std::string_view json_text, std::string id) {
       s.notes.push_back("vision tower and projector counted: " +
                         std::to_string(static_cast<std::int64_t>(s.vision_params)) + " params");
     } else {
-      s.notes.push_back("vision_config present but not understood: the vision tower is not counted");
+      s.notes.push_back(
+          "vision_config present but not understood: the vision tower is not counted");
     }
   }
 

@@ -31,19 +31,19 @@ TEST(HfConfig, ParameterCountsOfRealModels) {
       {"meta-llama/Llama-2-70b-hf", 68'976'648'192, 68'976'648'192},
       {"meta-llama/Llama-3.1-70B", 70'553'706'496, 70'553'706'496},
       {"meta-llama/Llama-3.1-405B", 405'853'388'800, 405'853'388'800},
-      {"meta-llama/Llama-3.2-1B", 1'235'814'400, 1'235'814'400},   // tied embeddings
+      {"meta-llama/Llama-3.2-1B", 1'235'814'400, 1'235'814'400},  // tied embeddings
       {"meta-llama/Llama-3.2-3B", 3'212'749'824, 3'212'749'824},
       {"mistralai/Mistral-7B-v0.1", 7'241'732'096, 7'241'732'096},
       {"mistralai/Mistral-7B-Instruct-v0.3", 7'248'023'552, 7'248'023'552},
       {"mistralai/Mixtral-8x7B-v0.1", 46'702'792'704, 12'879'925'248},
-      {"Qwen/Qwen2.5-7B", 7'615'616'512, 7'615'616'512},           // q/k/v biases
+      {"Qwen/Qwen2.5-7B", 7'615'616'512, 7'615'616'512},  // q/k/v biases
       {"Qwen/Qwen2.5-0.5B", 494'032'768, 494'032'768},
-      {"Qwen/Qwen3-8B", 8'190'735'360, 8'190'735'360},             // q/k norms
+      {"Qwen/Qwen3-8B", 8'190'735'360, 8'190'735'360},  // q/k norms
       {"Qwen/Qwen3-30B-A3B", 30'532'122'624, 3'353'032'704},
-      {"google/gemma-2-9b", 9'241'705'984, 9'241'705'984},         // 4 norms per layer, tied
+      {"google/gemma-2-9b", 9'241'705'984, 9'241'705'984},  // 4 norms per layer, tied
       {"google/gemma-2-27b", 27'227'128'320, 27'227'128'320},
       {"google/gemma-3-1b-it", 999'885'952, 999'885'952},
-      {"google/gemma-3-27b-it", 27'432'406'640, 27'432'406'640},   // with the SigLIP tower
+      {"google/gemma-3-27b-it", 27'432'406'640, 27'432'406'640},           // with the SigLIP tower
       {"microsoft/Phi-3-mini-4k-instruct", 3'821'079'552, 3'821'079'552},  // fused qkv
       {"deepseek-ai/DeepSeek-V3", 671'026'419'200, 37'552'297'472},  // MLA, 1 shared + 256 routed
       {"deepseek-ai/DeepSeek-V2-Lite", 15'706'484'224, 2'661'150'208},
@@ -104,22 +104,30 @@ TEST(HfConfig, ErrorsNameTheField) {
       {"[1,2]", "JSON object"},
       {"{\"hidden_size\": 4096}", "model_type"},
       {R"({"model_type":"llama","hidden_size":4096,"num_attention_heads":32,"vocab_size":32000,
-          "intermediate_size":11008})", "missing num_hidden_layers"},
+          "intermediate_size":11008})",
+       "missing num_hidden_layers"},
       {R"({"model_type":"llama","hidden_size":-4096,"num_hidden_layers":32,"num_attention_heads":32,
-          "vocab_size":32000,"intermediate_size":11008})", "hidden_size must be between"},
+          "vocab_size":32000,"intermediate_size":11008})",
+       "hidden_size must be between"},
       {R"({"model_type":"llama","hidden_size":"big","num_hidden_layers":32,"num_attention_heads":32,
-          "vocab_size":32000,"intermediate_size":11008})", "hidden_size must be a number"},
+          "vocab_size":32000,"intermediate_size":11008})",
+       "hidden_size must be a number"},
       {R"({"model_type":"llama","hidden_size":4096.5,"num_hidden_layers":32,"num_attention_heads":32,
-          "vocab_size":32000,"intermediate_size":11008})", "whole number"},
+          "vocab_size":32000,"intermediate_size":11008})",
+       "whole number"},
       {R"({"model_type":"llama","hidden_size":4096,"num_hidden_layers":32,"num_attention_heads":32,
-          "num_key_value_heads":5,"vocab_size":32000,"intermediate_size":11008})", "multiple"},
+          "num_key_value_heads":5,"vocab_size":32000,"intermediate_size":11008})",
+       "multiple"},
       {R"({"model_type":"mixtral","hidden_size":4096,"num_hidden_layers":32,"num_attention_heads":32,
-          "vocab_size":32000,"intermediate_size":11008,"num_local_experts":8})", "num_experts_per_tok"},
+          "vocab_size":32000,"intermediate_size":11008,"num_local_experts":8})",
+       "num_experts_per_tok"},
       {R"({"model_type":"deepseek_v3","hidden_size":4096,"num_hidden_layers":32,"num_attention_heads":32,
-          "vocab_size":32000,"intermediate_size":11008})", "kv_lora_rank"},
+          "vocab_size":32000,"intermediate_size":11008})",
+       "kv_lora_rank"},
       {R"({"model_type":"mamba","hidden_size":768})", "not a supported family"},
       {R"({"model_type":"llama","hidden_size":4096,"num_hidden_layers":1e30,"num_attention_heads":32,
-          "vocab_size":32000,"intermediate_size":11008})", "num_hidden_layers must be between"},
+          "vocab_size":32000,"intermediate_size":11008})",
+       "num_hidden_layers must be between"},
   };
   for (const auto& c : cases) {
     auto m = ParseHfConfig(c.json, "test/model");
@@ -142,15 +150,16 @@ TEST(HfConfig, RefusesHostileInput) {
 TEST(HfConfig, UnknownFamilyWithStandardFieldsIsSizedLikeLlama) {
   auto m = ParseHfConfig(R"({"model_type":"olmo2","architectures":["Olmo2ForCausalLM"],
       "hidden_size":4096,"num_hidden_layers":32,"num_attention_heads":32,"vocab_size":100352,
-      "intermediate_size":11008})", "allenai/OLMo-2-7B");
+      "intermediate_size":11008})",
+                         "allenai/OLMo-2-7B");
   ASSERT_TRUE(m.ok()) << m.status().ToString();
   EXPECT_EQ(m->architecture, "Olmo2ForCausalLM");
   ASSERT_FALSE(m->notes.empty());
   EXPECT_NE(m->notes.back().find("Llama-style"), std::string::npos);
   // 2 x 100352 x 4096 + 32 x (4 x 4096^2 + 3 x 4096 x 11008 + 2 x 4096) + 4096
-  EXPECT_DOUBLE_EQ(m->total_params, 2.0 * 100352 * 4096 +
-                                        32.0 * (4.0 * 4096 * 4096 + 3.0 * 4096 * 11008 + 2 * 4096) +
-                                        4096);
+  EXPECT_DOUBLE_EQ(
+      m->total_params,
+      2.0 * 100352 * 4096 + 32.0 * (4.0 * 4096 * 4096 + 3.0 * 4096 * 11008 + 2 * 4096) + 4096);
 }
 
 }  // namespace

@@ -7,15 +7,15 @@
 
 namespace gpuhub::sizing {
 
-inline constexpr std::int64_t kMaxContextTokens = 10'000'000;   // 10M tokens
+inline constexpr std::int64_t kMaxContextTokens = 10'000'000;  // 10M tokens
 inline constexpr std::int64_t kMaxSequenceTokens = 10'000'000;
 inline constexpr std::int64_t kMaxBatch = 65'536;
 inline constexpr int kMaxLoraRank = 65'536;
 inline constexpr int kMaxGpus = 1'024;
-inline constexpr double kMaxParams = 1e14;                      // 100T parameters
+inline constexpr double kMaxParams = 1e14;  // 100T parameters
 inline constexpr int kMaxLayers = 100'000;
 inline constexpr int kMaxExperts = 100'000;
-inline constexpr std::int64_t kMaxDimension = 10'000'000;       // hidden, vocab, intermediate
+inline constexpr std::int64_t kMaxDimension = 10'000'000;  // hidden, vocab, intermediate
 
 // Files read by the model loader (config.json, checkpoint headers). Larger inputs are refused with
 // invalid_argument before they are parsed.
@@ -26,7 +26,7 @@ inline constexpr std::uint64_t kMaxSafetensorsHeaderBytes = 100'000'000;
 inline constexpr std::size_t kMaxSafetensorsIndexBytes = 64 * 1024 * 1024;
 inline constexpr std::int64_t kMaxTensorsPerFile = 1'000'000;
 inline constexpr int kMaxTensorDims = 8;
-inline constexpr std::size_t kMaxCheckpointFiles = 4'096;           // shards in one folder
+inline constexpr std::size_t kMaxCheckpointFiles = 4'096;  // shards in one folder
 // GGUF: metadata (tokenizer vocabularies and merges included) plus tensor infos.
 inline constexpr std::uint64_t kMaxGgufHeaderBytes = 256ull * 1024 * 1024;
 inline constexpr std::uint64_t kMaxGgufMetadataEntries = 100'000;

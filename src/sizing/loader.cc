@@ -48,8 +48,8 @@ class HeadFile {
     std::string out(static_cast<std::size_t>(length), '\0');
     std::size_t done = 0;
     while (done < out.size()) {
-      ssize_t n = ::pread(fd_, out.data() + done, out.size() - done,
-                          static_cast<off_t>(offset + done));
+      ssize_t n =
+          ::pread(fd_, out.data() + done, out.size() - done, static_cast<off_t>(offset + done));
       if (n < 0 && errno == EINTR) continue;
       if (n <= 0) return Status::InvalidArgument(path_ + ": read failed");
       done += static_cast<std::size_t>(n);
@@ -161,14 +161,15 @@ Result<CheckpointSummary> ReadSafetensorsFolder(const std::string& dir, const Fo
   }
   if (index_total > 0 && std::fabs(index_total - summary.bytes) > 0.001 * summary.bytes) {
     summary.notes.push_back("index metadata.total_size " + FormatFixed(index_total, 0) +
-                            " differs from the headers' " + FormatFixed(summary.bytes, 0) + " bytes");
+                            " differs from the headers' " + FormatFixed(summary.bytes, 0) +
+                            " bytes");
   }
   FinishSummary(summary);
   return summary;
 }
 
-Result<std::pair<CheckpointSummary, GgufFile>> ReadGgufFiles(const std::string& dir,
-                                                             const std::vector<std::string>& files) {
+Result<std::pair<CheckpointSummary, GgufFile>> ReadGgufFiles(
+    const std::string& dir, const std::vector<std::string>& files) {
   CheckpointSummary summary;
   GgufFile first;
   for (std::size_t i = 0; i < files.size(); ++i) {
@@ -254,8 +255,9 @@ Result<ModelShape> LoadFolder(const std::string& dir) {
     return shape;
   }
   if (!c.safetensors.empty()) {
-    return Status::InvalidArgument(dir + ": has *.safetensors but no config.json (needed for the "
-                                         "architecture: layers, heads, KV width)");
+    return Status::InvalidArgument(dir +
+                                   ": has *.safetensors but no config.json (needed for the "
+                                   "architecture: layers, heads, KV width)");
   }
   return Status::InvalidArgument(dir + ": no config.json, *.safetensors or *.gguf in this folder");
 }
@@ -277,8 +279,9 @@ Result<ModelShape> LoadPath(const std::string& path) {
   if (ext == ".safetensors" || p.filename() == "model.safetensors.index.json") {
     std::string config = (fs::path(dir) / "config.json").string();
     if (!fs::is_regular_file(config, ec)) {
-      return Status::InvalidArgument(path + ": no config.json beside it (needed for the "
-                                            "architecture: layers, heads, KV width)");
+      return Status::InvalidArgument(path +
+                                     ": no config.json beside it (needed for the "
+                                     "architecture: layers, heads, KV width)");
     }
     std::string id = fs::absolute(fs::path(dir), ec).filename().string();
     GPUHUB_ASSIGN_OR_RETURN(ModelShape shape, LoadConfigFile(config, id));
@@ -327,7 +330,8 @@ Result<CheckpointSummary> ReadCheckpoint(const std::string& path, int quantizati
   std::error_code ec;
   if (fs::is_directory(path, ec)) {
     GPUHUB_ASSIGN_OR_RETURN(FolderContents c, ListFolder(path));
-    if (c.has_index || !c.safetensors.empty()) return ReadSafetensorsFolder(path, c, quantization_bits);
+    if (c.has_index || !c.safetensors.empty())
+      return ReadSafetensorsFolder(path, c, quantization_bits);
     if (!c.gguf.empty()) {
       GPUHUB_ASSIGN_OR_RETURN(auto read, ReadGgufFiles(path, c.gguf));
       return std::move(read.first);
@@ -368,17 +372,19 @@ Result<std::vector<BundledModel>> ListBundledModels(const std::string& data_dir)
     GPUHUB_ASSIGN_OR_RETURN(m.shape, LoadConfigFile(m.path, m.id));
     out.push_back(std::move(m));
   }
-  std::sort(out.begin(), out.end(),
-            [](const BundledModel& a, const BundledModel& b) { return ToLower(a.id) < ToLower(b.id); });
+  std::sort(out.begin(), out.end(), [](const BundledModel& a, const BundledModel& b) {
+    return ToLower(a.id) < ToLower(b.id);
+  });
   return out;
 }
 
 Result<ModelShape> LoadModel(std::string_view spec_in, const std::string& data_dir) {
   std::string spec(Trim(spec_in));
   if (spec.empty()) {
-    return Status::InvalidArgument("model is empty: give a preset (7b, 13b, 34b, 70b, 405b), a "
-                                   "path to a config.json, checkpoint folder or .gguf file, or a "
-                                   "bundled model id (`gpuhub models` lists them)");
+    return Status::InvalidArgument(
+        "model is empty: give a preset (7b, 13b, 34b, 70b, 405b), a "
+        "path to a config.json, checkpoint folder or .gguf file, or a "
+        "bundled model id (`gpuhub models` lists them)");
   }
   if (spec.size() > 4096 || spec.find('\0') != std::string::npos) {
     return Status::InvalidArgument("model name or path is too long or malformed");
@@ -424,9 +430,10 @@ Result<ModelShape> LoadModel(std::string_view spec_in, const std::string& data_d
     for (const auto& [id, file] : by_name) ids += (ids.empty() ? "" : ", ") + id;
     return Status::InvalidArgument("model '" + spec.substr(0, 200) + "' is ambiguous: " + ids);
   }
-  return Status::NotFound("unknown model '" + spec.substr(0, 200) +
-                          "': not a preset (7b, 13b, 34b, 70b, 405b), not an existing path, and not "
-                          "a bundled model id (`gpuhub models` lists them)");
+  return Status::NotFound(
+      "unknown model '" + spec.substr(0, 200) +
+      "': not a preset (7b, 13b, 34b, 70b, 405b), not an existing path, and not "
+      "a bundled model id (`gpuhub models` lists them)");
 }
 
 }  // namespace gpuhub::sizing

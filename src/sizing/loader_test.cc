@@ -59,7 +59,8 @@ TEST(ListBundledModels, AllBundledConfigsParse) {
 
 TEST(LoadModel, ConfigFilePathAndFolderWithoutWeights) {
   TempDir dir;
-  std::string config = dir.Write("config.json", ReadSourceFile("data/models/meta-llama--Llama-3.1-8B.json"));
+  std::string config =
+      dir.Write("config.json", ReadSourceFile("data/models/meta-llama--Llama-3.1-8B.json"));
   auto by_file = LoadModel(config, kDataDir);
   ASSERT_TRUE(by_file.ok()) << by_file.status().ToString();
   EXPECT_DOUBLE_EQ(by_file->total_params, 8'030'261'248);

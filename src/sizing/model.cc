@@ -52,8 +52,8 @@ Result<ModelShape> PresetModel(std::string_view name) {
 
 void ComputeParamCounts(ModelShape& s) {
   if (s.nominal) return;
-  double total = s.embedding_params + s.lm_head_params + s.norm_params + s.other_params +
-                 s.vision_params;
+  double total =
+      s.embedding_params + s.lm_head_params + s.norm_params + s.other_params + s.vision_params;
   double inactive = 0;
   for (const auto& l : s.linears) {
     double p = l.weight_params() + l.bias_params();
@@ -76,7 +76,8 @@ Status ValidateShape(const ModelShape& s) {
   auto bad = [&](const std::string& why) {
     return Status::InvalidArgument("model '" + s.id + "': " + why);
   };
-  if (!(s.total_params > 0) || s.total_params > kMaxParams) return bad("parameter count out of range");
+  if (!(s.total_params > 0) || s.total_params > kMaxParams)
+    return bad("parameter count out of range");
   if (!(s.active_params > 0) || s.active_params > s.total_params) {
     return bad("active parameters must be positive and at most the total");
   }

@@ -2,7 +2,8 @@
 //
 // A shape comes from a preset of the published guide (nominal parameter counts, spec §4) or from a
 // real model's files (config.json, checkpoint headers), where the parameter count is computed from
-// the tensor shapes. Shapes are plain values; producing one does no I/O beyond the text it is given.
+// the tensor shapes. Shapes are plain values; producing one does no I/O beyond the text it is
+// given.
 #pragma once
 
 #include <cstdint>
@@ -15,8 +16,9 @@
 
 namespace gpuhub::sizing {
 
-// One kind of linear (matmul) layer of the model, e.g. every layer's q_proj, or every routed expert's
-// gate_proj. LoRA adapters attach to these; QLoRA quantizes them; activations follow their widths.
+// One kind of linear (matmul) layer of the model, e.g. every layer's q_proj, or every routed
+// expert's gate_proj. LoRA adapters attach to these; QLoRA quantizes them; activations follow their
+// widths.
 enum class LinearKind {
   kAttention,     // q/k/v/o projections (and MLA's low-rank projections)
   kMlp,           // dense MLP projections
@@ -41,27 +43,28 @@ struct LinearModule {
   }
 };
 
-// What a checkpoint's headers say about its tensors (safetensors or GGUF), read without touching the
-// tensor data. `params` counts the parameters the tensors represent: a GPTQ/AWQ `qweight` of int32
-// packs 32/bits weights per element, a bitsandbytes nf4 `weight` of uint8 packs 2, an MXFP4 block
-// packs 2 per byte; quantization constants (scales, zeros, absmax, g_idx...) are bytes, not params.
+// What a checkpoint's headers say about its tensors (safetensors or GGUF), read without touching
+// the tensor data. `params` counts the parameters the tensors represent: a GPTQ/AWQ `qweight` of
+// int32 packs 32/bits weights per element, a bitsandbytes nf4 `weight` of uint8 packs 2, an MXFP4
+// block packs 2 per byte; quantization constants (scales, zeros, absmax, g_idx...) are bytes, not
+// params.
 struct DtypeTotal {
-  std::string dtype;     // "BF16", "I32 (gptq int4)", "Q4_K", "F8_E4M3"...
+  std::string dtype;  // "BF16", "I32 (gptq int4)", "Q4_K", "F8_E4M3"...
   std::int64_t tensors = 0;
-  double params = 0;     // parameters represented (0 for quantization constants)
-  double bytes = 0;      // bytes of tensor data on disk
+  double params = 0;  // parameters represented (0 for quantization constants)
+  double bytes = 0;   // bytes of tensor data on disk
 };
 
 struct CheckpointSummary {
-  std::string format;             // "safetensors" or "gguf"
+  std::string format;              // "safetensors" or "gguf"
   std::vector<std::string> files;  // file names read (headers only)
   std::int64_t tensors = 0;
-  double params = 0;               // parameters represented, see above
-  double bytes = 0;                // tensor data bytes (what loading the weights costs)
-  double quantization_bytes = 0;   // part of `bytes` that is scales/zeros/absmax and the like
+  double params = 0;                 // parameters represented, see above
+  double bytes = 0;                  // tensor data bytes (what loading the weights costs)
+  double quantization_bytes = 0;     // part of `bytes` that is scales/zeros/absmax and the like
   std::vector<DtypeTotal> by_dtype;  // sorted by bytes, largest first
-  std::string quantization;        // "gptq int4", "awq int4", "bnb nf4", "Q4_K_M", "" if none
-  std::vector<std::string> notes;  // "index total_size 16060522496 differs from the headers"
+  std::string quantization;          // "gptq int4", "awq int4", "bnb nf4", "Q4_K_M", "" if none
+  std::vector<std::string> notes;    // "index total_size 16060522496 differs from the headers"
 };
 
 struct ModelShape {
@@ -77,11 +80,11 @@ struct ModelShape {
   int heads = 0;
   int kv_heads = 0;
   int head_dim = 0;
-  int intermediate = 0;      // MLP width of a dense layer (per expert for MoE)
+  int intermediate = 0;  // MLP width of a dense layer (per expert for MoE)
   int vocab = 0;
   bool tied_embeddings = false;
-  int experts = 0;             // routed experts per MoE layer; 0 for dense models
-  int experts_per_token = 0;   // routed experts active per token
+  int experts = 0;            // routed experts per MoE layer; 0 for dense models
+  int experts_per_token = 0;  // routed experts active per token
   // KV cache elements stored per token per layer, K and V together. Standard attention (MHA, GQA):
   // 2 x kv_heads x head_dim. MLA (DeepSeek-V2/V3): kv_lora_rank + qk_rope_head_dim.
   double kv_elements_per_token_per_layer = 0;
@@ -91,8 +94,8 @@ struct ModelShape {
   int sliding_window = 0;
 
   // --- Filled for real models (config.json, checkpoints); presets leave them empty. ---
-  std::string model_type;        // config.json "model_type": "llama", "gemma3_text", "deepseek_v3"
-  std::string source;            // where the shape came from ("data/models/x.json", a path, "preset")
+  std::string model_type;  // config.json "model_type": "llama", "gemma3_text", "deepseek_v3"
+  std::string source;      // where the shape came from ("data/models/x.json", a path, "preset")
   std::int64_t max_context = 0;  // max_position_embeddings (0 = unknown)
   std::string stored_dtype;      // torch_dtype of the published weights ("bfloat16"), may be empty
   std::string quantization;      // quantization_config.quant_method ("gptq", "awq", "fp8", "mxfp4")
@@ -117,7 +120,7 @@ struct ModelShape {
   double vision_params = 0;           // vision tower and projector of multimodal models
   // Exact tensor inventory when the shape was read from a checkpoint (safetensors or GGUF).
   std::optional<CheckpointSummary> checkpoint;
-  std::vector<std::string> notes;     // what the loader assumed ("sized as a Llama-style decoder")
+  std::vector<std::string> notes;  // what the loader assumed ("sized as a Llama-style decoder")
 
   bool is_moe() const { return experts > 0; }
 };

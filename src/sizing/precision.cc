@@ -18,26 +18,37 @@ Result<Precision> ParsePrecision(std::string_view text) {
 
 std::string_view PrecisionName(Precision precision) {
   switch (precision) {
-    case Precision::kFp32: return "fp32";
-    case Precision::kBf16: return "bf16";
-    case Precision::kFp16: return "fp16";
-    case Precision::kFp8: return "fp8";
-    case Precision::kInt8: return "int8";
-    case Precision::kInt4: return "int4";
-    case Precision::kNf4: return "nf4";
+    case Precision::kFp32:
+      return "fp32";
+    case Precision::kBf16:
+      return "bf16";
+    case Precision::kFp16:
+      return "fp16";
+    case Precision::kFp8:
+      return "fp8";
+    case Precision::kInt8:
+      return "int8";
+    case Precision::kInt4:
+      return "int4";
+    case Precision::kNf4:
+      return "nf4";
   }
   return "?";
 }
 
 double BytesPerParam(Precision precision) {
   switch (precision) {
-    case Precision::kFp32: return 4;
+    case Precision::kFp32:
+      return 4;
     case Precision::kBf16:
-    case Precision::kFp16: return 2;
+    case Precision::kFp16:
+      return 2;
     case Precision::kFp8:
-    case Precision::kInt8: return 1;
+    case Precision::kInt8:
+      return 1;
     case Precision::kInt4:
-    case Precision::kNf4: return 0.5;
+    case Precision::kNf4:
+      return 0.5;
   }
   return 0;
 }

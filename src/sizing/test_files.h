@@ -1,5 +1,5 @@
-// Test helpers: temporary folders and small checkpoint files (safetensors, GGUF) built in memory, so
-// the tests never need a real multi-GB download. Test-only; not part of the library.
+// Test helpers: temporary folders and small checkpoint files (safetensors, GGUF) built in memory,
+// so the tests never need a real multi-GB download. Test-only; not part of the library.
 #pragma once
 
 #include <stdlib.h>
@@ -71,7 +71,8 @@ inline std::string MakeSafetensors(const std::vector<StTensor>& tensors,
     for (std::size_t d = 0; d < t.shape.size(); ++d) {
       json += (d ? "," : "") + std::to_string(t.shape[d]);
     }
-    json += "],\"data_offsets\":[" + std::to_string(offset) + "," + std::to_string(offset + t.bytes) + "]}";
+    json += "],\"data_offsets\":[" + std::to_string(offset) + "," +
+            std::to_string(offset + t.bytes) + "]}";
     offset += t.bytes;
     if (i + 1 < tensors.size()) json += ",";
   }
