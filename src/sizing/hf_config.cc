@@ -279,7 +279,9 @@ Result<ModelShape> ParseHfConfig(std::string_view json_text, std::string id) {
     vocab = f.Require("vocab_size");
   }
   const std::int64_t kv_heads = f.IntOr("num_key_value_heads", heads);
-  s.max_context = f.IntOr("max_position_embeddings", 0, 1'000'000'000);
+  // Gemma3TextConfig's default; multimodal Gemma 3 configs omit it.
+  s.max_context =
+      f.IntOr("max_position_embeddings", family == Family::kGemma3 ? 131072 : 0, 1'000'000'000);
   s.stored_dtype = f.String("torch_dtype");
   if (s.stored_dtype.empty()) s.stored_dtype = f.String("dtype");
 
