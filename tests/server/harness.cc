@@ -1,0 +1,430 @@
+#include "harness.h"
+
+#include <arpa/inet.h>
+#include <fcntl.h>
+#include <libpq-fe.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <poll.h>
+#include <signal.h>
+#include <sodium.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <random>
+#include <sstream>
+#include <stdexcept>
+#include <mutex>
+#include <thread>
+
+namespace gpuhub::testing {
+namespace {
+
+std::string RandomSuffix() {
+  static std::mt19937_64 rng(std::random_device{}() ^ static_cast<unsigned>(::getpid()));
+  static std::mutex m;
+  std::lock_guard<std::mutex> lock(m);
+  return std::to_string(rng() % 1'000'000'000'000ULL);
+}
+
+bool WriteAll(int fd, const std::string& data) {
+  std::size_t sent = 0;
+  while (sent < data.size()) {
+    ssize_t n = ::send(fd, data.data() + sent, data.size() - sent, MSG_NOSIGNAL);
+    if (n <= 0) return false;
+    sent += static_cast<std::size_t>(n);
+  }
+  return true;
+}
+
+}  // namespace
+
+TempDir::TempDir() {
+  path_ = (std::filesystem::temp_directory_path() / ("gpuhub_server_test_" + RandomSuffix())).string();
+  std::filesystem::create_directories(path_);
+}
+
+TempDir::~TempDir() {
+  std::error_code ec;
+  if (!std::getenv("GPUHUB_KEEP_TEST_DIRS")) std::filesystem::remove_all(path_, ec);
+}
+
+std::string FreshDatabaseUrl(const std::string& backend, const TempDir& dir) {
+  if (backend == "sqlite") return "sqlite:" + dir.path() + "/gpuhub.db";
+  const char* base = std::getenv("GPUHUB_TEST_PG_URL");
+  if (!base || !*base) return "";
+  std::string name = "gpuhub_it_" + RandomSuffix();
+  PGconn* conn = PQconnectdb(base);
+  if (PQstatus(conn) != CONNECTION_OK) {
+    std::string error = PQerrorMessage(conn);
+    PQfinish(conn);
+    throw std::runtime_error("cannot connect to GPUHUB_TEST_PG_URL: " + error);
+  }
+  PGresult* r = PQexec(conn, ("CREATE DATABASE " + name).c_str());
+  bool ok = PQresultStatus(r) == PGRES_COMMAND_OK;
+  std::string error = PQerrorMessage(conn);
+  PQclear(r);
+  PQfinish(conn);
+  if (!ok) throw std::runtime_error("CREATE DATABASE failed: " + error);
+  std::string url = base;
+  auto slash = url.rfind('/');
+  auto query = url.find('?', slash);
+  return url.substr(0, slash + 1) + name + (query == std::string::npos ? "" : url.substr(query));
+}
+
+json HttpResponse::Json() const {
+  json j = json::parse(body, nullptr, false);
+  return j.is_discarded() ? json(nullptr) : j;
+}
+
+std::string HttpResponse::Header(const std::string& lower) const {
+  auto it = headers.find(lower);
+  return it == headers.end() ? "" : it->second;
+}
+
+HttpClient::~HttpClient() { Close(); }
+
+void HttpClient::Close() {
+  if (fd_ >= 0) ::close(fd_);
+  fd_ = -1;
+}
+
+bool HttpClient::Connect() {
+  Close();
+  fd_ = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (fd_ < 0) return false;
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_port = htons(static_cast<uint16_t>(port_));
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  int one = 1;
+  ::setsockopt(fd_, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+  timeval tv{30, 0};
+  ::setsockopt(fd_, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+  if (::connect(fd_, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0) {
+    Close();
+    return false;
+  }
+  return true;
+}
+
+namespace {
+
+// Reads one response from fd; status 0 when the connection failed.
+HttpResponse ReadResponse(int fd, bool head) {
+  HttpResponse response;
+  std::string buffer;
+  char chunk[65536];
+  std::size_t header_end = std::string::npos;
+  while ((header_end = buffer.find("\r\n\r\n")) == std::string::npos) {
+    ssize_t n = ::recv(fd, chunk, sizeof chunk, 0);
+    if (n <= 0) return response;
+    buffer.append(chunk, static_cast<std::size_t>(n));
+  }
+  std::istringstream head_stream(buffer.substr(0, header_end));
+  std::string line;
+  std::getline(head_stream, line);
+  if (line.size() < 12) return response;
+  int status = std::atoi(line.substr(9, 3).c_str());
+  while (std::getline(head_stream, line)) {
+    if (!line.empty() && line.back() == '\r') line.pop_back();
+    auto colon = line.find(':');
+    if (colon == std::string::npos) continue;
+    std::string name = line.substr(0, colon);
+    for (char& c : name) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    std::string value = line.substr(colon + 1);
+    while (!value.empty() && value.front() == ' ') value.erase(0, 1);
+    response.headers[name] = value;
+  }
+  std::size_t length = 0;
+  if (!head && response.headers.count("content-length")) {
+    length = std::stoul(response.headers["content-length"]);
+  }
+  std::string body = buffer.substr(header_end + 4);
+  while (body.size() < length) {
+    ssize_t n = ::recv(fd, chunk, sizeof chunk, 0);
+    if (n <= 0) return response;
+    body.append(chunk, static_cast<std::size_t>(n));
+  }
+  response.status = status;
+  response.body = body.substr(0, length);
+  return response;
+}
+
+}  // namespace
+
+HttpResponse HttpClient::Send(const std::string& method, const std::string& path,
+                              const std::string& body,
+                              const std::vector<std::pair<std::string, std::string>>& headers) {
+  std::string request = method + " " + path + " HTTP/1.1\r\nHost: 127.0.0.1\r\n";
+  for (const auto& [name, value] : headers) request += name + ": " + value + "\r\n";
+  if (!body.empty() || method == "POST" || method == "PUT") {
+    request += "Content-Length: " + std::to_string(body.size()) + "\r\n";
+  }
+  request += "\r\n" + body;
+  // One retry on a fresh connection: the server may have closed an idle keep-alive connection.
+  for (int attempt = 0; attempt < 2; ++attempt) {
+    if (fd_ < 0 && !Connect()) return {};
+    bool fresh = attempt > 0;
+    if (!WriteAll(fd_, request)) {
+      Close();
+      if (fresh) return {};
+      continue;
+    }
+    HttpResponse r = ReadResponse(fd_, method == "HEAD");
+    if (r.status == 0) {
+      Close();
+      // Retrying a request that may have been received is only safe for reads.
+      if (fresh || (method != "GET" && method != "HEAD")) return r;
+      continue;
+    }
+    if (r.Header("connection") == "close") Close();
+    return r;
+  }
+  return {};
+}
+
+HttpResponse HttpClient::Call(const std::string& method, const std::string& path, const json& body,
+                              const std::string& token, const std::string& idempotency_key) {
+  std::vector<std::pair<std::string, std::string>> headers;
+  std::string text;
+  if (!body.is_null()) {
+    text = body.dump();
+    headers.emplace_back("Content-Type", "application/json");
+  }
+  if (!token.empty()) headers.emplace_back("Authorization", "Bearer " + token);
+  if (!idempotency_key.empty()) headers.emplace_back("Idempotency-Key", idempotency_key);
+  return Send(method, path, text, headers);
+}
+
+std::string HttpClient::Raw(const std::string& bytes, int timeout_ms) {
+  int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_port = htons(static_cast<uint16_t>(port_));
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  if (::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0) {
+    ::close(fd);
+    return "";
+  }
+  WriteAll(fd, bytes);
+  std::string out;
+  char chunk[65536];
+  auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms);
+  while (std::chrono::steady_clock::now() < deadline) {
+    pollfd p{fd, POLLIN, 0};
+    int left = static_cast<int>(std::chrono::duration_cast<std::chrono::milliseconds>(
+                                    deadline - std::chrono::steady_clock::now())
+                                    .count());
+    if (::poll(&p, 1, std::max(1, left)) <= 0) break;
+    ssize_t n = ::recv(fd, chunk, sizeof chunk, 0);
+    if (n <= 0) break;
+    out.append(chunk, static_cast<std::size_t>(n));
+  }
+  ::close(fd);
+  return out;
+}
+
+ServerProcess::ServerProcess(const TempDir& dir, ServerOptions options)
+    : dir_(dir), options_(std::move(options)) {
+  std::string suffix = RandomSuffix();
+  config_path_ = dir_.path() + "/gpuhub-" + suffix + ".toml";
+  log_path_ = dir_.path() + "/server-" + suffix + ".log";
+  std::ofstream config(config_path_);
+  config << "[server]\nshutdown_grace_seconds = 10\n" << options_.server_extra << "\n";
+  config << "[auth]\nargon2_ops_limit = " << options_.argon2_ops_limit << "\n";
+  config << "argon2_mem_limit_bytes = " << options_.argon2_mem_limit_bytes << "\n";
+  config << "login_attempts_per_address = " << options_.login_attempts_per_address << "\n";
+  config << "login_failures_per_username = " << options_.login_failures_per_username << "\n";
+  config << "signups_per_address = " << options_.signups_per_address << "\n";
+  config << "[payments]\n";
+  if (!options_.webhook_secret.empty()) {
+    config << "webhook_secret = \"" << options_.webhook_secret << "\"\n";
+  }
+}
+
+ServerProcess::~ServerProcess() {
+  if (pid_ > 0) Kill();
+}
+
+bool ServerProcess::Start() {
+  int out[2];
+  if (::pipe2(out, O_CLOEXEC) != 0) return false;
+  pid_ = ::fork();
+  if (pid_ == 0) {
+    int log = ::open(log_path_.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
+    ::dup2(out[1], STDOUT_FILENO);
+    ::dup2(log, STDERR_FILENO);
+    ::unsetenv("GPUHUB_WEBHOOK_SECRET");
+    std::vector<std::string> args = {GPUHUB_BINARY, "serve",         "--listen", "127.0.0.1:0",
+                                     "--db",        options_.db,     "--config", config_path_,
+                                     "--clock",     options_.clock};
+    std::vector<char*> argv;
+    for (auto& a : args) argv.push_back(a.data());
+    argv.push_back(nullptr);
+    ::execv(GPUHUB_BINARY, argv.data());
+    _exit(127);
+  }
+  ::close(out[1]);
+  std::string text;
+  auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+  const std::string marker = "listening on http://127.0.0.1:";
+  while (std::chrono::steady_clock::now() < deadline) {
+    pollfd p{out[0], POLLIN, 0};
+    if (::poll(&p, 1, 100) > 0) {
+      char buf[256];
+      ssize_t n = ::read(out[0], buf, sizeof buf);
+      if (n <= 0) break;
+      text.append(buf, static_cast<std::size_t>(n));
+      auto at = text.find(marker);
+      if (at != std::string::npos && text.find('\n', at) != std::string::npos) {
+        port_ = std::atoi(text.c_str() + at + marker.size());
+        // Keep the pipe open would need a reader; the server prints nothing else on stdout.
+        ::close(out[0]);
+        return port_ > 0;
+      }
+    }
+    if (!Running()) break;
+  }
+  ::close(out[0]);
+  return false;
+}
+
+bool ServerProcess::Running() {
+  if (pid_ <= 0) return false;
+  int status = 0;
+  pid_t r = ::waitpid(pid_, &status, WNOHANG);
+  if (r == pid_) {
+    pid_ = -1;
+    return false;
+  }
+  return true;
+}
+
+void ServerProcess::Kill() {
+  if (pid_ <= 0) return;
+  ::kill(pid_, SIGKILL);
+  int status = 0;
+  ::waitpid(pid_, &status, 0);
+  pid_ = -1;
+}
+
+int ServerProcess::Terminate(int timeout_ms) {
+  if (pid_ <= 0) return -1;
+  ::kill(pid_, SIGTERM);
+  auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms);
+  while (std::chrono::steady_clock::now() < deadline) {
+    int status = 0;
+    pid_t r = ::waitpid(pid_, &status, WNOHANG);
+    if (r == pid_) {
+      pid_ = -1;
+      return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  Kill();
+  return -1;
+}
+
+std::string ServerProcess::Log() const {
+  std::ifstream in(log_path_);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+CommandResult RunGpuhub(const std::vector<std::string>& args, const std::string& stdin_text) {
+  int in[2], out[2];
+  if (::pipe2(in, O_CLOEXEC) != 0 || ::pipe2(out, O_CLOEXEC) != 0) return {};
+  pid_t pid = ::fork();
+  if (pid == 0) {
+    ::dup2(in[0], STDIN_FILENO);
+    ::dup2(out[1], STDOUT_FILENO);
+    ::dup2(out[1], STDERR_FILENO);
+    std::vector<std::string> all = {GPUHUB_BINARY};
+    all.insert(all.end(), args.begin(), args.end());
+    std::vector<char*> argv;
+    for (auto& a : all) argv.push_back(a.data());
+    argv.push_back(nullptr);
+    ::execv(GPUHUB_BINARY, argv.data());
+    _exit(127);
+  }
+  ::close(in[0]);
+  ::close(out[1]);
+  std::size_t written = 0;
+  while (written < stdin_text.size()) {
+    ssize_t w = ::write(in[1], stdin_text.data() + written, stdin_text.size() - written);
+    if (w <= 0) break;
+    written += static_cast<std::size_t>(w);
+  }
+  ::close(in[1]);
+  CommandResult result;
+  char buf[4096];
+  ssize_t n;
+  while ((n = ::read(out[0], buf, sizeof buf)) > 0) result.output.append(buf, static_cast<std::size_t>(n));
+  ::close(out[0]);
+  int status = 0;
+  ::waitpid(pid, &status, 0);
+  result.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  return result;
+}
+
+std::string LogIn(HttpClient& client, const std::string& username, const std::string& password) {
+  auto r = client.Call("POST", "/v1/sessions", {{"username", username}, {"password", password}});
+  if (r.status != 201) return "";
+  return r.Json().value("token", "");
+}
+
+std::string SignUpAndLogIn(HttpClient& client, const std::string& username,
+                           const std::string& password) {
+  auto r = client.Call("POST", "/v1/accounts", {{"username", username}, {"password", password}});
+  if (r.status != 201) return "";
+  return LogIn(client, username, password);
+}
+
+std::string WebhookSignature(const std::string& secret, const std::string& body) {
+  unsigned char mac[crypto_auth_hmacsha256_BYTES];
+  crypto_auth_hmacsha256_state state;
+  crypto_auth_hmacsha256_init(&state, reinterpret_cast<const unsigned char*>(secret.data()),
+                              secret.size());
+  crypto_auth_hmacsha256_update(&state, reinterpret_cast<const unsigned char*>(body.data()),
+                                body.size());
+  crypto_auth_hmacsha256_final(&state, mac);
+  char hex[sizeof mac * 2 + 1];
+  sodium_bin2hex(hex, sizeof hex, mac, sizeof mac);
+  return std::string("sha256=") + hex;
+}
+
+std::vector<json> AllTransfers(HttpClient& client, const std::string& token) {
+  std::vector<json> out;
+  std::string cursor;
+  for (int page = 0; page < 10000; ++page) {
+    std::string path = "/v1/transfers?limit=200" + (cursor.empty() ? "" : "&cursor=" + cursor);
+    auto r = client.Call("GET", path, nullptr, token);
+    if (r.status != 200) break;
+    json body = r.Json();
+    for (auto& t : body["transfers"]) out.push_back(t);
+    if (body["next_cursor"].is_null()) break;
+    cursor = body["next_cursor"].get<std::string>();
+  }
+  return out;
+}
+
+long long Micros(const std::string& decimal) {
+  bool negative = !decimal.empty() && decimal[0] == '-';
+  std::string d = negative ? decimal.substr(1) : decimal;
+  auto dot = d.find('.');
+  long long whole = std::stoll(d.substr(0, dot));
+  std::string frac = dot == std::string::npos ? "" : d.substr(dot + 1);
+  frac.resize(6, '0');
+  long long v = whole * 1000000 + std::stoll(frac);
+  return negative ? -v : v;
+}
+
+}  // namespace gpuhub::testing

@@ -1,0 +1,117 @@
+// Test harness for the server's integration tests: a real `gpuhub serve` process on port 0 with a
+// real database, a small blocking HTTP/1.1 client (raw sockets, so tests can also send malformed
+// and oversized requests), and fresh SQLite/PostgreSQL databases.
+#pragma once
+
+#include <sys/types.h>
+
+#include <map>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace gpuhub::testing {
+
+using json = nlohmann::json;
+
+// A fresh empty directory under /tmp, removed by the destructor.
+class TempDir {
+ public:
+  TempDir();
+  ~TempDir();
+  const std::string& path() const { return path_; }
+
+ private:
+  std::string path_;
+};
+
+// "sqlite:<dir>/gpuhub.db", or a new database in the cluster of GPUHUB_TEST_PG_URL ("" when that
+// variable is unset).
+std::string FreshDatabaseUrl(const std::string& backend, const TempDir& dir);
+
+struct HttpResponse {
+  int status = 0;  // 0: no response (connection failed or closed)
+  std::map<std::string, std::string> headers;  // lower-case names
+  std::string body;
+  json Json() const;  // parsed body, or null when it is not JSON
+  std::string Header(const std::string& lower) const;
+};
+
+// One keep-alive connection to 127.0.0.1:port; reconnects when the server closed it.
+class HttpClient {
+ public:
+  explicit HttpClient(int port) : port_(port) {}
+  ~HttpClient();
+  HttpResponse Send(const std::string& method, const std::string& path, const std::string& body = "",
+                    const std::vector<std::pair<std::string, std::string>>& headers = {});
+  // Convenience: JSON body, optional bearer token and idempotency key.
+  HttpResponse Call(const std::string& method, const std::string& path, const json& body = nullptr,
+                    const std::string& token = "", const std::string& idempotency_key = "");
+  // Sends raw bytes on a new connection and reads until the server closes it or `timeout_ms`.
+  std::string Raw(const std::string& bytes, int timeout_ms = 5000);
+  void Close();
+
+ private:
+  bool Connect();
+  int port_;
+  int fd_ = -1;
+};
+
+struct ServerOptions {
+  std::string db;
+  std::string clock = "manual";
+  std::string webhook_secret = "whsec_test_secret";
+  // [auth] rate limits: generous by default so that load tests are not throttled.
+  long long login_attempts_per_address = 100000;
+  long long login_failures_per_username = 5;
+  long long signups_per_address = 100000;
+  long long argon2_ops_limit = 1;          // fast hashing for tests...
+  long long argon2_mem_limit_bytes = 8192;  // ...unless a test needs slow ones
+  std::string server_extra;  // lines for the [server] section
+};
+
+// A running `gpuhub serve`. The destructor kills it (SIGKILL) if it still runs.
+class ServerProcess {
+ public:
+  ServerProcess(const TempDir& dir, ServerOptions options);
+  ~ServerProcess();
+  // Starts and waits for "listening on http://127.0.0.1:PORT"; false (with the log) on failure.
+  bool Start();
+  int port() const { return port_; }
+  void Kill();  // SIGKILL, then reap
+  // SIGTERM; returns the exit status (or -1 when it did not exit within the timeout).
+  int Terminate(int timeout_ms = 20000);
+  bool Running();
+  std::string Log() const;  // everything the server wrote on stderr so far
+  const std::string& config_path() const { return config_path_; }
+
+ private:
+  const TempDir& dir_;
+  ServerOptions options_;
+  std::string config_path_;
+  std::string log_path_;
+  pid_t pid_ = -1;
+  int port_ = 0;
+};
+
+// Runs the gpuhub binary with `args`, feeding `stdin_text`; returns exit status and output.
+struct CommandResult {
+  int exit_code = -1;
+  std::string output;  // stdout + stderr
+};
+CommandResult RunGpuhub(const std::vector<std::string>& args, const std::string& stdin_text);
+
+// Helpers over the API.
+std::string SignUpAndLogIn(HttpClient& client, const std::string& username,
+                           const std::string& password = "correct horse battery staple");
+std::string LogIn(HttpClient& client, const std::string& username,
+                  const std::string& password = "correct horse battery staple");
+// The BTCPay-Sig header value for a body.
+std::string WebhookSignature(const std::string& secret, const std::string& body);
+// Every transfer of the user, walking the pages.
+std::vector<json> AllTransfers(HttpClient& client, const std::string& token);
+// Micros from "12.500000".
+long long Micros(const std::string& decimal);
+
+}  // namespace gpuhub::testing
