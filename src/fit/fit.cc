@@ -91,7 +91,7 @@ class Fitter {
 
   Result<FitResult> Run() {
     FitResult result;
-    GPUHUB_ASSIGN_OR_RETURN(const sizing::MemoryEstimate* single, EstimateFor(1));
+    GPUHUB_ASSIGN_OR_RETURN(std::shared_ptr<const sizing::MemoryEstimate> single, EstimateFor(1));
     result.required = *single;
     result.needs_fp8 = NeedsFp8(workload_);
     required_bytes_ = result.required.per_gpu_bytes;
@@ -148,16 +148,17 @@ class Fitter {
     return counts;
   }
 
-  Result<const sizing::MemoryEstimate*> EstimateFor(int count) {
+  Result<std::shared_ptr<const sizing::MemoryEstimate>> EstimateFor(int count) {
     auto it = estimates_.find(count);
     if (it == estimates_.end()) {
       sizing::Workload w = workload_;
       w.gpus = count;
       if (w.method == Method::kFullFineTune && count > 1) w.zero_stage = 3;
       GPUHUB_ASSIGN_OR_RETURN(sizing::MemoryEstimate e, sizing::EstimateMemory(model_, w));
-      it = estimates_.emplace(count, std::move(e)).first;
+      it = estimates_.emplace(count, std::make_shared<const sizing::MemoryEstimate>(std::move(e)))
+               .first;
     }
-    return &it->second;
+    return it->second;
   }
 
   void Exclude(FitResult& result, const TermGpu& g, int count, Exclusion kind, std::string reason) {
@@ -200,7 +201,7 @@ class Fitter {
       Exclude(result, g, count, Exclusion::kShardedTraining, ShardedReason(g, count));
       return Status::Ok();
     }
-    GPUHUB_ASSIGN_OR_RETURN(const sizing::MemoryEstimate* e, EstimateFor(count));
+    GPUHUB_ASSIGN_OR_RETURN(std::shared_ptr<const sizing::MemoryEstimate> e, EstimateFor(count));
     double vram_bytes = g.vram_gb * sizing::kBytesPerGb;
     if (e->per_gpu_bytes > vram_bytes) {
       std::string share = count == 1 ? "needs " + Gb(e->per_gpu_bytes)
@@ -237,7 +238,7 @@ class Fitter {
     }
     c.in_stock = g.free_now >= count;
     c.decode_ceiling_tokens_per_s = sizing::DecodeCeilingTokensPerSecond(g.bandwidth_gb_per_s, *e);
-    c.estimate = *e;
+    c.estimate = std::move(e);
     result.ranked.push_back(std::move(c));
     return Status::Ok();
   }
@@ -275,7 +276,7 @@ class Fitter {
       } else if (x.kind == Exclusion::kDoesNotFit) {
         auto it = estimates_.find(x.count);
         if (it == estimates_.end()) continue;
-        double ratio = it->second.per_gpu_bytes / (g->vram_gb * sizing::kBytesPerGb);
+        double ratio = it->second->per_gpu_bytes / (g->vram_gb * sizing::kBytesPerGb);
         if (closest == nullptr || ratio < closest_ratio) {
           closest = &x;
           closest_ratio = ratio;
@@ -323,7 +324,7 @@ class Fitter {
   const sizing::Workload& workload_;
   const Filters& filters_;
   double required_bytes_ = 0;
-  std::map<int, sizing::MemoryEstimate> estimates_;
+  std::map<int, std::shared_ptr<const sizing::MemoryEstimate>> estimates_;
 };
 
 }  // namespace
@@ -380,7 +381,7 @@ std::vector<std::string> ExplainCandidate(const Candidate& c) {
   std::vector<std::string> lines;
   const TermGpu& g = *c.gpu;
   std::string per_card = c.count == 1 ? "" : " per card";
-  for (const auto& component : c.estimate.components) {
+  for (const auto& component : c.estimate->components) {
     lines.push_back(component.name + ": " + component.formula);
   }
   lines.push_back("required" + per_card + ": " + Gb(c.per_card_bytes));
@@ -398,7 +399,7 @@ std::vector<std::string> ExplainCandidate(const Candidate& c) {
   lines.push_back(price);
   if (c.decode_ceiling_tokens_per_s > 0) {
     lines.push_back("decode ceiling: " + FormatFixed(g.bandwidth_gb_per_s, 0) + " GB/s / " +
-                    Gb(c.estimate.decode_weight_bytes) + " of weights read per token = " +
+                    Gb(c.estimate->decode_weight_bytes) + " of weights read per token = " +
                     FormatFixed(c.decode_ceiling_tokens_per_s, 1) + " tok/s" +
                     (c.count > 1 ? " (splitting layers across cards does not raise it)" : ""));
   }

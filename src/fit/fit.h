@@ -23,6 +23,7 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -70,7 +71,8 @@ struct Candidate {
   std::int64_t hourly_micros = 0;
   bool in_stock = false;                  // free now >= count
   double decode_ceiling_tokens_per_s = 0;  // 0 for training
-  sizing::MemoryEstimate estimate;        // per card, with the formulas
+  // Per card, with the formulas; shared by every candidate with the same card count.
+  std::shared_ptr<const sizing::MemoryEstimate> estimate;
 };
 
 struct Excluded {

@@ -139,7 +139,7 @@ TEST(Fit, ThirteenBFullFineTuneDetails) {
   EXPECT_NEAR(best.per_card_bytes, 59.8e9, 1);   // 239.2 / 4 (ZeRO-3 shards everything)
   EXPECT_NEAR(best.headroom_bytes_per_card, 20.2e9, 1);
   EXPECT_EQ(best.decode_ceiling_tokens_per_s, 0);  // training: no decode ceiling
-  EXPECT_EQ(best.estimate.gpus, 4);
+  EXPECT_EQ(best.estimate->gpus, 4);
   // Runners-up, cheapest first: 2x H200 SXM (2290 x 2 x 0.95), 4x H100 SXM, 2x B200, 8x MI300X.
   ASSERT_GE(r.ranked.size(), 5u);
   EXPECT_EQ(ConfigurationName(r.ranked[1].gpu->name, r.ranked[1].count), "2x H200 SXM");

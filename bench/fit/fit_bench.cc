@@ -1,0 +1,110 @@
+// Fit across all presets x workloads x contexts (spec §6 over the whole term fleet), plus the full
+// API path (JSON body in, JSON report out) and the catalog load. Reported as ns per fit.
+#include <benchmark/benchmark.h>
+
+#include <string>
+#include <vector>
+
+#include "catalog/catalog.h"
+#include "fit/fit.h"
+#include "fit/report_json.h"
+
+namespace {
+
+using gpuhub::catalog::Catalog;
+using gpuhub::sizing::Method;
+using gpuhub::sizing::Precision;
+
+const Catalog& Fleet() {
+  static const Catalog fleet =
+      *gpuhub::catalog::LoadCatalog(std::string(GPUHUB_SOURCE_DIR) + "/data/catalog.toml");
+  return fleet;
+}
+
+struct Case {
+  gpuhub::sizing::ModelShape model;
+  gpuhub::sizing::Workload workload;
+};
+
+// 5 presets x (inference at bf16/fp8/int4 x 4 contexts + full + LoRA + QLoRA) = 75 fits.
+std::vector<Case> AllCases() {
+  std::vector<Case> cases;
+  for (const auto& name : gpuhub::sizing::PresetNames()) {
+    auto model = *gpuhub::sizing::PresetModel(name);
+    for (Precision p : {Precision::kBf16, Precision::kFp8, Precision::kInt4}) {
+      for (std::int64_t context : {1024, 8192, 32768, 131072}) {
+        gpuhub::sizing::Workload w;
+        w.precision = p;
+        w.context_tokens = context;
+        cases.push_back({model, w});
+      }
+    }
+    for (Method m : {Method::kFullFineTune, Method::kLora, Method::kQlora}) {
+      gpuhub::sizing::Workload w;
+      w.method = m;
+      w.precision = m == Method::kQlora ? Precision::kNf4 : Precision::kBf16;
+      cases.push_back({model, w});
+    }
+  }
+  return cases;
+}
+
+void BM_FitAllPresetsWorkloadsContexts(benchmark::State& state) {
+  const Catalog& fleet = Fleet();
+  const std::vector<Case> cases = AllCases();
+  gpuhub::fit::Filters filters;
+  std::size_t i = 0;
+  for (auto _ : state) {
+    const Case& c = cases[i++ % cases.size()];
+    auto result = gpuhub::fit::Fit(fleet, c.model, c.workload, filters);
+    benchmark::DoNotOptimize(result);
+  }
+  state.SetItemsProcessed(state.iterations());
+  state.counters["cases"] = static_cast<double>(cases.size());
+}
+BENCHMARK(BM_FitAllPresetsWorkloadsContexts);
+
+void BM_FitWithFilters(benchmark::State& state) {
+  const Catalog& fleet = Fleet();
+  const std::vector<Case> cases = AllCases();
+  gpuhub::fit::Filters filters;
+  filters.cuda_only = true;
+  filters.in_stock = true;
+  filters.region = "IAD-1";
+  filters.max_monthly_micros = 5'000'000'000;
+  std::size_t i = 0;
+  for (auto _ : state) {
+    const Case& c = cases[i++ % cases.size()];
+    auto result = gpuhub::fit::Fit(fleet, c.model, c.workload, filters);
+    benchmark::DoNotOptimize(result);
+  }
+  state.SetItemsProcessed(state.iterations());
+}
+BENCHMARK(BM_FitWithFilters);
+
+// POST /v1/fit as the HTTP layer runs it: parse, resolve, fit, render JSON.
+void BM_FitJsonRequest(benchmark::State& state) {
+  const Catalog& fleet = Fleet();
+  const std::string data_dir = std::string(GPUHUB_SOURCE_DIR) + "/data";
+  const std::string body = R"({"model": "70b", "workload": "infer", "precision": "fp8",
+                               "context": 32768, "why_not": true})";
+  for (auto _ : state) {
+    auto json = gpuhub::fit::HandleFitJson(body, data_dir, fleet);
+    benchmark::DoNotOptimize(json);
+  }
+  state.SetItemsProcessed(state.iterations());
+}
+BENCHMARK(BM_FitJsonRequest);
+
+void BM_LoadCatalog(benchmark::State& state) {
+  const std::string path = std::string(GPUHUB_SOURCE_DIR) + "/data/catalog.toml";
+  for (auto _ : state) {
+    auto c = gpuhub::catalog::LoadCatalog(path);
+    benchmark::DoNotOptimize(c);
+  }
+}
+BENCHMARK(BM_LoadCatalog);
+
+}  // namespace
+
+BENCHMARK_MAIN();
