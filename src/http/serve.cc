@@ -3,6 +3,7 @@
 #include <spdlog/sinks/stdout_sinks.h>
 #include <spdlog/spdlog.h>
 
+#include <csignal>
 #include <cstdio>
 #include <cstdlib>
 #include <iostream>
@@ -28,6 +29,8 @@ void SetUpLogging() {
 }
 
 int RunServe(const ServeOptions& options) {
+  // A client that disconnects must never kill the server with SIGPIPE.
+  std::signal(SIGPIPE, SIG_IGN);
   ServiceConfig config;
   if (!options.config_path.empty()) {
     auto loaded = LoadServiceConfig(options.config_path);

@@ -1,0 +1,147 @@
+#include "engine/wallets.h"
+
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <random>
+
+#include "engine/accounts.h"
+#include "engine/limits.h"
+
+namespace gpuhub::engine {
+namespace {
+
+class WalletsTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    auto dir = std::filesystem::temp_directory_path() /
+               ("gpuhub_wallets_" + std::to_string(::getpid()) + "_" +
+                std::to_string(std::random_device{}()));
+    std::filesystem::create_directories(dir);
+    url_ = "sqlite:" + (dir / "w.db").string();
+    Open();
+    user_ = Run<std::int64_t>([](Txn& txn) -> Result<std::int64_t> {
+      GPUHUB_ASSIGN_OR_RETURN(User u, CreateUser(txn, "wendy", "h", kRoleCustomer));
+      GPUHUB_RETURN_IF_ERROR(CreateUser(txn, "admin", "h", kRoleAdmin).status());
+      return u.id;
+    });
+  }
+  void Open() {
+    engine_.reset();
+    auto store = store::OpenStore(url_);
+    ASSERT_TRUE(store.ok());
+    ASSERT_TRUE((*store)->Migrate().ok());
+    EngineOptions options;
+    options.run_periodic_ticks = false;
+    metrics_ = std::make_unique<MetricsRegistry>();
+    engine_ = std::make_unique<Engine>(std::move(store).value(), clock_, *metrics_, options);
+    AddWalletTickHooks(*engine_);
+    ASSERT_TRUE(engine_->Start().ok());
+  }
+  template <typename T>
+  T Run(std::function<Result<T>(Txn&)> fn) {
+    auto r = engine_->ExecuteSync<T>(std::move(fn));
+    EXPECT_TRUE(r.ok()) << r.status().ToString();
+    return r.ok() ? std::move(r).value() : T{};
+  }
+  std::int64_t Available(Currency c) {
+    return Run<std::int64_t>([&](Txn& txn) -> Result<std::int64_t> {
+      GPUHUB_ASSIGN_OR_RETURN(auto w, txn.state.wallets->ledger.Wallets(user_));
+      return w[static_cast<int>(c)].available();
+    });
+  }
+
+  ManualClock clock_{1'700'000'000'000'000};
+  std::string url_;
+  std::unique_ptr<MetricsRegistry> metrics_;
+  std::unique_ptr<Engine> engine_;
+  std::int64_t user_ = 0;
+};
+
+TEST_F(WalletsTest, ParsesTopupAmounts) {
+  EXPECT_EQ(ParseTopupAmount("100.00").value(), 100'000'000);
+  EXPECT_EQ(ParseTopupAmount("1").value(), 1'000'000);
+  for (const char* bad : {"0.99", "100000.01", "1.001", "-1", "1e3", "", " 5"}) {
+    EXPECT_EQ(ParseTopupAmount(bad).status().code(), StatusCode::kInvalidArgument) << bad;
+  }
+}
+
+TEST_F(WalletsTest, ASettledInvoiceCreditsOnceAndSurvivesARestart) {
+  Invoice inv = Run<Invoice>([&](Txn& txn) { return CreateTopup(txn, user_, Currency::kEur, 25'500'000); });
+  EXPECT_EQ(inv.id.size(), 4u + 24u);
+  EXPECT_EQ(inv.status, InvoiceStatus::kNew);
+  for (int i = 0; i < 3; ++i) {
+    auto outcome = Run<PaymentEventOutcome>(
+        [&](Txn& txn) { return ApplyPaymentEvent(txn, "InvoiceSettled", inv.id); });
+    EXPECT_EQ(outcome.credited, i == 0);
+    EXPECT_EQ(outcome.invoice.status, InvoiceStatus::kSettled);
+  }
+  EXPECT_EQ(Available(Currency::kEur), 25'500'000);
+  Open();
+  EXPECT_EQ(Available(Currency::kEur), 25'500'000);
+  auto again = Run<PaymentEventOutcome>(
+      [&](Txn& txn) { return ApplyPaymentEvent(txn, "InvoiceSettled", inv.id); });
+  EXPECT_FALSE(again.credited);
+  EXPECT_EQ(Available(Currency::kEur), 25'500'000);
+  auto missing = engine_->ExecuteSync<PaymentEventOutcome>(
+      [&](Txn& txn) { return ApplyPaymentEvent(txn, "InvoiceSettled", "inv_nope"); });
+  EXPECT_EQ(missing.status().code(), StatusCode::kNotFound);
+}
+
+TEST_F(WalletsTest, ConvertsAtTheRateWithSpreadAndRefusesOverdrafts) {
+  Run<int>([&](Txn& txn) -> Result<int> {
+    GPUHUB_RETURN_IF_ERROR(ManualCredit(txn, 2, user_, Currency::kUsd, 108'000'000, "wire").status());
+    GPUHUB_RETURN_IF_ERROR(SetFxRate(txn, Currency::kEur, Currency::kUsd, 1'080'000'000, 100).status());
+    return 0;
+  });
+  Conversion c = Run<Conversion>(
+      [&](Txn& txn) { return Convert(txn, user_, Currency::kUsd, Currency::kEur, 54'000'000); });
+  // 54 USD / 1.08 = 50 EUR, minus 1% = 49.5 EUR.
+  EXPECT_EQ(c.quote.to_micros, 49'500'000);
+  ASSERT_EQ(c.transfers.size(), 2u);
+  EXPECT_EQ(c.transfers[0].id, "fx:2:out");
+  EXPECT_EQ(c.transfers[1].id, "fx:2:in");
+  EXPECT_EQ(Available(Currency::kUsd), 54'000'000);
+  EXPECT_EQ(Available(Currency::kEur), 49'500'000);
+  auto overdraft = engine_->ExecuteSync<Conversion>(
+      [&](Txn& txn) { return Convert(txn, user_, Currency::kUsd, Currency::kEur, 55'000'000); });
+  EXPECT_EQ(overdraft.status().code(), StatusCode::kInsufficientFunds);
+  auto no_rate = engine_->ExecuteSync<Conversion>(
+      [&](Txn& txn) { return Convert(txn, user_, Currency::kUsd, Currency::kGbp, 1'000'000); });
+  EXPECT_EQ(no_rate.status().code(), StatusCode::kFailedPrecondition);
+  Open();  // the FX table and the transfers come back
+  EXPECT_EQ(Available(Currency::kEur), 49'500'000);
+  EXPECT_TRUE(Run<int>([](Txn& txn) -> Result<int> {
+    GPUHUB_RETURN_IF_ERROR(txn.state.wallets->ledger.CheckHistory());
+    return txn.state.wallets->ledger.Fx().Find(Currency::kUsd, Currency::kEur) ? 1 : 0;
+  }));
+}
+
+TEST_F(WalletsTest, InvoicesExpireAndOpenOnesAreLimited) {
+  for (std::size_t i = 0; i < kMaxOpenInvoicesPerUser; ++i) {
+    Run<Invoice>([&](Txn& txn) { return CreateTopup(txn, user_, Currency::kUsd, 1'000'000); });
+  }
+  auto over = engine_->ExecuteSync<Invoice>(
+      [&](Txn& txn) { return CreateTopup(txn, user_, Currency::kUsd, 1'000'000); });
+  EXPECT_EQ(over.status().code(), StatusCode::kResourceExhausted);
+  clock_.Advance(kInvoiceLifetimeMicros);
+  Run<int>([&](Txn& txn) -> Result<int> {
+    GPUHUB_RETURN_IF_ERROR(engine_->RunTickHooks(txn));
+    return 0;
+  });
+  auto list = Run<std::vector<Invoice>>(
+      [&](Txn& txn) -> Result<std::vector<Invoice>> { return ListTopups(txn, user_, 100); });
+  ASSERT_EQ(list.size(), kMaxOpenInvoicesPerUser);
+  for (const auto& inv : list) EXPECT_EQ(inv.status, InvoiceStatus::kExpired);
+  EXPECT_TRUE(engine_->ExecuteSync<Invoice>([&](Txn& txn) {
+                       return CreateTopup(txn, user_, Currency::kUsd, 1'000'000);
+                     }).ok());
+  // Other users cannot read the invoice.
+  auto other = engine_->ExecuteSync<Invoice>(
+      [&](Txn& txn) { return GetTopup(txn, user_ + 1, list[0].id); });
+  EXPECT_EQ(other.status().code(), StatusCode::kNotFound);
+}
+
+}  // namespace
+}  // namespace gpuhub::engine
