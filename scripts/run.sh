@@ -1,15 +1,20 @@
 #!/usr/bin/env bash
-# make run: starts `gpuhub serve` on an embedded SQLite database with the demo catalog and prints
-# the URL. (Before the server existed this printed the guide and an example fit; it still does when
-# the binary has no serve verb.)
+# make run: starts `gpuhub serve` on an embedded SQLite database with the demo catalog and FX rates,
+# and prints the URL. Stop it with Ctrl-C (graceful: in-flight requests finish and commit).
+#
+# Webhooks need a shared secret. Unless GPUHUB_WEBHOOK_SECRET is set, a demo secret is used and
+# printed, so that a signed test webhook can be sent by hand (see docs/api.md).
 set -euo pipefail
 bin=${1:-build/gpuhub}
 listen=${2:-127.0.0.1:8080}
 db=${3:-sqlite:gpuhub.db}
-if "$bin" serve --help >/dev/null 2>&1; then
-  exec "$bin" serve --listen "$listen" --db "$db" --demo
+if ! "$bin" serve --help >/dev/null 2>&1; then
+  "$bin" guide
+  exit 0
 fi
-"$bin" guide
-echo
-echo "$ gpuhub fit --model 70b --workload infer --precision fp8"
-"$bin" fit --model 70b --workload infer --precision fp8
+if [ -z "${GPUHUB_WEBHOOK_SECRET:-}" ]; then
+  export GPUHUB_WEBHOOK_SECRET=demo-webhook-secret
+  echo "run: demo webhook secret: $GPUHUB_WEBHOOK_SECRET (set GPUHUB_WEBHOOK_SECRET to choose your own)"
+fi
+echo "run: gpuhub serve --listen $listen --db $db --demo   (API reference: docs/api.md)"
+exec "$bin" serve --listen "$listen" --db "$db" --demo
