@@ -36,6 +36,10 @@ struct Flags {
   std::string model, workload, precision, kv_precision, profile;
   std::string context, batch, seq, rank, gpus, zero;
   bool offload_optimizer = false, explain = false, json = false;
+  std::string optimizer, lora_targets;
+  bool lora_dropout = false, pure_bf16 = false, fused_kernels = false, chunked_loss = false;
+  bool offload_activations = false, offload_params = false;
+  bool flash_attention = true, gradient_checkpointing = true, double_quant = true;
   // fit
   bool cuda_only = false, in_stock = false, why_not = false;
   std::string region, max_monthly_usd, top, gpu;
@@ -69,7 +73,31 @@ void AddWorkloadFlags(CLI::App* cmd, Flags& f, bool for_size) {
     text("--zero", f.zero, "ZeRO stage for full fine-tuning across GPUs: 0, 1, 2 or 3");
   }
   cmd->add_flag("--offload-optimizer", f.offload_optimizer,
-                "full fine-tuning: keep the optimizer state in host memory");
+                "training: keep the optimizer state in host memory");
+  // Detailed profile (--profile detailed, the default for real models).
+  text("--optimizer", f.optimizer, "detailed: adamw (default), adam8bit, sgd or adafactor");
+  text("--lora-targets", f.lora_targets, "detailed: qv (default), attn or all-linear");
+  auto flag = [&](const std::string& spec, const std::string& name, bool& target,
+                  const std::string& help) {
+    f.options[name] = cmd->add_flag(spec, target, help);
+  };
+  flag("--lora-dropout", "--lora-dropout", f.lora_dropout, "detailed: adapters apply dropout");
+  flag("--pure-bf16", "--pure-bf16", f.pure_bf16,
+       "detailed: everything in bf16 (no fp32 master weights or optimizer state)");
+  flag("--fused-kernels", "--fused-kernels", f.fused_kernels,
+       "detailed: fused RMSNorm/SwiGLU kernels (Liger, Unsloth, torch.compile)");
+  flag("--chunked-loss", "--chunked-loss", f.chunked_loss,
+       "detailed: cross-entropy in chunks (no full fp32 logits)");
+  flag("--offload-activations", "--offload-activations", f.offload_activations,
+       "detailed: saved activations stream to host memory");
+  flag("--offload-params", "--offload-params", f.offload_params,
+       "detailed: ZeRO-3 parameters live in host memory (full fine-tuning)");
+  flag("--flash-attention,!--no-flash-attention", "--flash-attention", f.flash_attention,
+       "detailed: FlashAttention/SDPA kernels (default on)");
+  flag("--gradient-checkpointing,!--no-gradient-checkpointing", "--gradient-checkpointing",
+       f.gradient_checkpointing, "detailed: recompute activations (default on)");
+  flag("--double-quant,!--no-double-quant", "--double-quant", f.double_quant,
+       "detailed: quantize the nf4 absmax constants too (default on)");
   cmd->add_flag("--explain", f.explain, "show the formula behind every figure");
   cmd->add_flag("--json", f.json, "print JSON instead of tables");
 }
@@ -99,6 +127,20 @@ Result<fit::RequestFields> ToFields(const Flags& f) {
   GPUHUB_ASSIGN_OR_RETURN(r.zero, IntFlag(f, "--zero", f.zero));
   GPUHUB_ASSIGN_OR_RETURN(r.top, IntFlag(f, "--top", f.top));
   r.offload_optimizer = f.offload_optimizer;
+  r.optimizer = text("--optimizer", f.optimizer);
+  r.lora_targets = text("--lora-targets", f.lora_targets);
+  auto given = [&](const std::string& name, bool value) {
+    return f.Given(name) ? std::optional<bool>(value) : std::nullopt;
+  };
+  r.lora_dropout = given("--lora-dropout", f.lora_dropout);
+  r.pure_bf16 = given("--pure-bf16", f.pure_bf16);
+  r.fused_kernels = given("--fused-kernels", f.fused_kernels);
+  r.chunked_loss = given("--chunked-loss", f.chunked_loss);
+  r.offload_activations = given("--offload-activations", f.offload_activations);
+  r.offload_params = given("--offload-params", f.offload_params);
+  r.flash_attention = given("--flash-attention", f.flash_attention);
+  r.gradient_checkpointing = given("--gradient-checkpointing", f.gradient_checkpointing);
+  r.double_quant = given("--double-quant", f.double_quant);
   r.explain = f.explain;
   r.cuda_only = f.cuda_only;
   r.in_stock = f.in_stock;

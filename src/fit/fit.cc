@@ -391,9 +391,13 @@ std::vector<std::string> ExplainCandidate(const Candidate& c) {
                            : ""));
   std::string price = "price: $" + catalog::FormatUsd(g.monthly_micros) + "/month";
   if (c.count > 1) {
-    price += " x " + std::to_string(c.count) + " cards x (1 - " + catalog::FormatPercent(c.discount_ppm) + ")";
+    price += " x " + std::to_string(c.count) + " cards x (1 - " +
+             catalog::FormatPercent(c.discount_ppm) + ") = $" +
+             catalog::FormatUsd(c.monthly_micros) + "/month";
+  } else {
+    price += " (list)";
   }
-  price += " = $" + catalog::FormatUsd(c.monthly_micros) + "/month; weekly $" +
+  price += "; weekly $" +
            catalog::FormatUsd(c.weekly_micros) + (g.weekly_derived ? " (derived)" : "") +
            "; hourly = monthly / 720 = $" + catalog::FormatUsd(c.hourly_micros);
   lines.push_back(price);

@@ -6,6 +6,7 @@
 #include <set>
 
 #include "core/money.h"
+#include "sizing/loader.h"
 
 namespace gpuhub::fit {
 namespace {
@@ -325,8 +326,8 @@ TEST(Fit, DecodeCeilingAndExplain) {
   EXPECT_EQ(lines[3], "required: 74.68 GB");
   EXPECT_EQ(lines[4], "headroom: 80 GB - 74.68 GB = 5.32 GB");
   EXPECT_EQ(lines[5],
-            "price: $1,490.00/month = $1,490.00/month; weekly $419.93 (derived); hourly = monthly "
-            "/ 720 = $2.07");
+            "price: $1,490.00/month (list); weekly $419.93 (derived); hourly = monthly / 720 = "
+            "$2.07");
   EXPECT_EQ(lines[6], "decode ceiling: 2000 GB/s / 70.00 GB of weights read per token = 28.6 tok/s");
 
   // Layer split across cards does not raise the ceiling: one card's bandwidth over all weights.
@@ -344,6 +345,18 @@ TEST(Fit, DecodeCeilingAndExplain) {
 }
 
 // ---- Property: fit never returns a configuration that breaks a rule. ----
+
+// Presets (guide profile) and a few real models (detailed profile: dense, MoE, sliding window).
+const sizing::ModelShape& Model(const std::string& id) {
+  static std::map<std::string, sizing::ModelShape> cache;
+  auto it = cache.find(id);
+  if (it == cache.end()) {
+    auto shape = sizing::LoadModel(id, std::string(GPUHUB_SOURCE_DIR) + "/data");
+    EXPECT_TRUE(shape.ok()) << shape.status().ToString();
+    it = cache.emplace(id, shape.ok() ? *shape : sizing::ModelShape{}).first;
+  }
+  return it->second;
+}
 
 struct Scenario {
   std::string preset;
@@ -416,8 +429,13 @@ std::vector<Scenario> AllScenarios() {
     f.max_monthly_micros = Usd(5000);
     filters.push_back(f);
   }
+  std::vector<std::string> models = sizing::PresetNames();
+  for (const char* real : {"meta-llama/Llama-3.1-8B", "mistralai/Mixtral-8x7B-v0.1",
+                           "google/gemma-2-9b", "meta-llama/Llama-3.1-70B"}) {
+    models.push_back(real);
+  }
   std::vector<Scenario> out;
-  for (const auto& preset : sizing::PresetNames()) {
+  for (const auto& preset : models) {
     for (const auto& w : workloads) {
       for (const auto& f : filters) {
         if (f.gpu && NeedsFp8(w) && !Fleet().FindTerm(*f.gpu)->fp8) continue;  // an input error
@@ -433,7 +451,7 @@ TEST(FitProperties, NoReturnedConfigurationBreaksARule) {
   int checked = 0;
   for (const Scenario& s : AllScenarios()) {
     SCOPED_TRACE(s.Describe());
-    auto fit = Fit(c, Preset(s.preset), s.workload, s.filters);
+    auto fit = Fit(c, Model(s.preset), s.workload, s.filters);
     ASSERT_TRUE(fit.ok()) << fit.status().ToString();
     const FitResult& r = *fit;
     bool fp8 = NeedsFp8(s.workload);
@@ -479,7 +497,7 @@ TEST(FitProperties, NoReturnedConfigurationBreaksARule) {
       sizing::Workload per = s.workload;
       per.gpus = x.count;
       if (full && x.count > 1) per.zero_stage = 3;
-      auto e = sizing::EstimateMemory(Preset(s.preset), per);
+      auto e = sizing::EstimateMemory(Model(s.preset), per);
       ASSERT_TRUE(e.ok());
       EXPECT_DOUBLE_EQ(x.per_card_bytes, e->per_gpu_bytes);
       EXPECT_LE(x.per_card_bytes, g.vram_gb * 1e9) << g.name << " x" << x.count;
@@ -530,7 +548,7 @@ TEST(FitProperties, NoReturnedConfigurationBreaksARule) {
 TEST(FitProperties, NoCheaperFittingCandidateLeftOut) {
   const Catalog& c = Fleet();
   for (const Scenario& s : AllScenarios()) {
-    auto r = Fit(c, Preset(s.preset), s.workload, s.filters);
+    auto r = Fit(c, Model(s.preset), s.workload, s.filters);
     ASSERT_TRUE(r.ok());
     if (r->ranked.empty()) continue;
     for (const auto& x : r->excluded) {

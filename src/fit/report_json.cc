@@ -36,6 +36,7 @@ Json ModelJson(const sizing::ModelShape& m) {
   j["heads"] = m.heads;
   j["kv_heads"] = m.kv_heads;
   j["head_dim"] = m.head_dim;
+  if (!m.source.empty()) j["source"] = m.source;
   if (m.is_moe()) {
     j["experts"] = m.experts;
     j["experts_per_token"] = m.experts_per_token;
@@ -61,6 +62,25 @@ Json WorkloadJson(const sizing::Workload& w, const sizing::MemoryEstimate& e) {
   }
   j["gpus"] = w.gpus;
   j["profile"] = sizing::ProfileName(e.profile);
+  if (e.profile == sizing::Profile::kDetailed && w.method != Method::kInference) {
+    j["optimizer"] = sizing::OptimizerName(w.optimizer);
+    if (w.method == Method::kLora || w.method == Method::kQlora) {
+      j["lora_targets"] = sizing::LoraTargetsName(w.lora_targets);
+      j["lora_dropout"] = w.lora_dropout;
+    }
+    j["pure_bf16"] = w.pure_bf16;
+    j["fused_kernels"] = w.fused_kernels;
+    j["chunked_loss"] = w.chunked_loss;
+    j["flash_attention"] = w.flash_attention;
+    j["gradient_checkpointing"] = w.gradient_checkpointing;
+    j["offload_activations"] = w.offload_activations;
+    if (w.method == Method::kFullFineTune) j["offload_params"] = w.offload_params;
+  }
+  if (e.profile == sizing::Profile::kDetailed &&
+      (w.method == Method::kQlora || w.precision == sizing::Precision::kNf4)) {
+    j["double_quant"] = w.double_quant;
+  }
+  if (w.weights_as_stored) j["weights_as_stored"] = true;
   return j;
 }
 
@@ -137,7 +157,13 @@ constexpr FieldSpec kFields[] = {
     {"context", FieldSpec::kInteger, false},     {"batch", FieldSpec::kInteger, false},
     {"seq", FieldSpec::kInteger, false},         {"rank", FieldSpec::kInteger, false},
     {"gpus", FieldSpec::kInteger, false},        {"zero", FieldSpec::kInteger, false},
-    {"offload_optimizer", FieldSpec::kBool, false}, {"explain", FieldSpec::kBool, false},
+    {"offload_optimizer", FieldSpec::kBool, false}, {"optimizer", FieldSpec::kString, false},
+    {"lora_targets", FieldSpec::kString, false}, {"lora_dropout", FieldSpec::kBool, false},
+    {"pure_bf16", FieldSpec::kBool, false},      {"fused_kernels", FieldSpec::kBool, false},
+    {"chunked_loss", FieldSpec::kBool, false},   {"offload_activations", FieldSpec::kBool, false},
+    {"offload_params", FieldSpec::kBool, false}, {"flash_attention", FieldSpec::kBool, false},
+    {"gradient_checkpointing", FieldSpec::kBool, false},
+    {"double_quant", FieldSpec::kBool, false},   {"explain", FieldSpec::kBool, false},
     {"cuda_only", FieldSpec::kBool, true},       {"region", FieldSpec::kString, true},
     {"in_stock", FieldSpec::kBool, true},        {"max_monthly_usd", FieldSpec::kMoney, true},
     {"top", FieldSpec::kInteger, true},          {"why_not", FieldSpec::kBool, true},
@@ -221,6 +247,8 @@ Result<RequestFields> ParseRequestJson(std::string_view body, RequestKind kind) 
         else if (key == "precision") f.precision = s;
         else if (key == "kv_precision") f.kv_precision = s;
         else if (key == "profile") f.profile = s;
+        else if (key == "optimizer") f.optimizer = s;
+        else if (key == "lora_targets") f.lora_targets = s;
         else if (key == "region") f.region = s;
         else if (key == "gpu") f.gpu = s;
         break;
@@ -252,6 +280,15 @@ Result<RequestFields> ParseRequestJson(std::string_view body, RequestKind kind) 
         else if (key == "cuda_only") f.cuda_only = b;
         else if (key == "in_stock") f.in_stock = b;
         else if (key == "why_not") f.why_not = b;
+        else if (key == "lora_dropout") f.lora_dropout = b;
+        else if (key == "pure_bf16") f.pure_bf16 = b;
+        else if (key == "fused_kernels") f.fused_kernels = b;
+        else if (key == "chunked_loss") f.chunked_loss = b;
+        else if (key == "offload_activations") f.offload_activations = b;
+        else if (key == "offload_params") f.offload_params = b;
+        else if (key == "flash_attention") f.flash_attention = b;
+        else if (key == "gradient_checkpointing") f.gradient_checkpointing = b;
+        else if (key == "double_quant") f.double_quant = b;
         break;
       }
       case FieldSpec::kMoney: {
@@ -289,7 +326,8 @@ std::string SizeReportJson(const SizeRequest& request, const sizing::MemoryEstim
   if (e.method == Method::kInference) {
     j["decode_weight_bytes_per_token"] = e.decode_weight_bytes;
   }
-  std::vector<std::string> notes = request.notes;
+  std::vector<std::string> notes = request.model.notes;
+  notes.insert(notes.end(), request.notes.begin(), request.notes.end());
   notes.insert(notes.end(), e.notes.begin(), e.notes.end());
   j["notes"] = Strings(notes);
   return j.dump(2);
@@ -336,7 +374,8 @@ std::string FitReportJson(const FitRequest& request, const FitResult& result) {
     }
     j["excluded"] = std::move(excluded);
   }
-  std::vector<std::string> notes = request.notes;
+  std::vector<std::string> notes = request.model.notes;
+  notes.insert(notes.end(), request.notes.begin(), request.notes.end());
   notes.insert(notes.end(), result.required.notes.begin(), result.required.notes.end());
   j["notes"] = Strings(notes);
   return j.dump(2);

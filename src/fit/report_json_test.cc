@@ -143,12 +143,16 @@ TEST(RequestJson, BadBodiesNameTheField) {
       {"", RequestKind::kSize, "request body is not valid JSON"},
       {R"({"model": "7b", "workload": "infer", "contxt": 5})", RequestKind::kSize,
        "unknown field 'contxt'; size takes: model, config, workload, precision, kv_precision, "
-       "profile, context, batch, seq, rank, gpus, zero, offload_optimizer, explain"},
+       "profile, context, batch, seq, rank, gpus, zero, offload_optimizer, optimizer, "
+       "lora_targets, lora_dropout, pure_bf16, fused_kernels, chunked_loss, offload_activations, "
+       "offload_params, flash_attention, gradient_checkpointing, double_quant, explain"},
       {R"({"kv-precision": "fp8"})", RequestKind::kFit,
        "unknown field 'kv-precision' (did you mean 'kv_precision'?); fit takes: model, config, "
        "workload, precision, kv_precision, profile, context, batch, seq, rank, gpus, zero, "
-       "offload_optimizer, explain, cuda_only, region, in_stock, max_monthly_usd, top, why_not, "
-       "gpu"},
+       "offload_optimizer, optimizer, lora_targets, lora_dropout, pure_bf16, fused_kernels, "
+       "chunked_loss, offload_activations, offload_params, flash_attention, "
+       "gradient_checkpointing, double_quant, explain, cuda_only, region, in_stock, "
+       "max_monthly_usd, top, why_not, gpu"},
       {R"({"region": "DFW-1"})", RequestKind::kSize, "field 'region' applies to fit, not size"},
       {R"({"context": "8192"})", RequestKind::kFit,
        "field 'context' must be a whole number, got a string"},

@@ -91,7 +91,8 @@ std::string DescribeJob(const sizing::ModelShape& model, const sizing::Workload&
              Tokens(w.context_tokens) + " tokens x batch " + std::to_string(w.batch);
       break;
     case Method::kFullFineTune:
-      out += "full fine-tuning (Adam, mixed precision)";
+      out += "full fine-tuning (" + std::string(sizing::OptimizerName(w.optimizer)) + ", " +
+             (w.pure_bf16 ? "pure bf16" : "mixed precision") + ")";
       if (w.offload_optimizer) out += ", optimizer offloaded to host";
       break;
     case Method::kLora:
@@ -108,8 +109,14 @@ std::string DescribeJob(const sizing::ModelShape& model, const sizing::Workload&
   return out;
 }
 
+static std::string ProfileLine(const sizing::MemoryEstimate& e) {
+  return e.profile == sizing::Profile::kGuide
+             ? "profile: guide (the published rules of the sizing guide)\n"
+             : "profile: detailed (from the model's shapes)\n";
+}
+
 std::string SizeReportText(const SizeRequest& request, const sizing::MemoryEstimate& e) {
-  std::string out = DescribeJob(request.model, request.workload) + "\n\n";
+  std::string out = DescribeJob(request.model, request.workload) + "\n" + ProfileLine(e) + "\n";
   std::vector<std::string> header = {"component", "GB"};
   if (request.explain) header.push_back("formula");
   TextTable table(header, {TextTable::Align::kLeft, TextTable::Align::kRight});
@@ -124,7 +131,8 @@ std::string SizeReportText(const SizeRequest& request, const sizing::MemoryEstim
   if (e.gpus > 1) out += " (" + Gb(e.total_bytes) + " GB across " + Plural(e.gpus, "GPU") + ")";
   out += "\n";
   if (e.host_bytes > 0) out += "  host memory for offloaded state: " + Gb(e.host_bytes) + " GB\n";
-  std::vector<std::string> notes = request.notes;
+  std::vector<std::string> notes = request.model.notes;
+  notes.insert(notes.end(), request.notes.begin(), request.notes.end());
   notes.insert(notes.end(), e.notes.begin(), e.notes.end());
   if (!notes.empty()) {
     out += "\n";
@@ -135,6 +143,7 @@ std::string SizeReportText(const SizeRequest& request, const sizing::MemoryEstim
 
 std::string FitReportText(const FitRequest& request, const FitResult& result) {
   std::string out = DescribeJob(request.model, request.workload) + "\n";
+  out += ProfileLine(result.required);
   out += "needs " + Gb(result.required.per_gpu_bytes) + " GB on one GPU";
   if (result.needs_fp8) out += " (FP8: needs an FP8 card)";
   out += "\n";
@@ -235,7 +244,8 @@ std::string FitReportText(const FitRequest& request, const FitResult& result) {
     }
     out += table.Render();
   }
-  std::vector<std::string> notes = request.notes;
+  std::vector<std::string> notes = request.model.notes;
+  notes.insert(notes.end(), request.notes.begin(), request.notes.end());
   notes.insert(notes.end(), result.required.notes.begin(), result.required.notes.end());
   if (!notes.empty()) {
     out += "\n";

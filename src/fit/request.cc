@@ -42,7 +42,8 @@ Result<int> NarrowInt(std::int64_t value, std::int64_t min, std::int64_t max, co
 
 // Fields shared by size and fit: the model and the workload.
 Status ResolveWorkload(const RequestFields& f, sizing::Workload& w, std::vector<std::string>& notes,
-                       bool is_model_preset) {
+                       const sizing::ModelShape& model) {
+  const bool is_model_preset = model.nominal;
   if (!f.workload) return Bad("--workload is required: infer, full, lora or qlora");
   GPUHUB_ASSIGN_OR_RETURN(w.method, sizing::ParseMethod(*f.workload));
   const Method m = w.method;
@@ -60,6 +61,10 @@ Status ResolveWorkload(const RequestFields& f, sizing::Workload& w, std::vector<
     w.precision = m == Method::kQlora ? Precision::kNf4 : p;
   } else if (m == Method::kQlora) {
     w.precision = Precision::kNf4;
+  } else if (model.checkpoint) {
+    // A checkpoint's weights are sized as stored (a GGUF Q4_K_M, a GPTQ int4) unless a precision
+    // is asked for.
+    w.weights_as_stored = true;
   }
   if (f.kv_precision) {
     if (training) return not_for("--kv-precision", "inference");
@@ -85,14 +90,64 @@ Status ResolveWorkload(const RequestFields& f, sizing::Workload& w, std::vector<
                                                    "adapter rank"));
   }
   if (f.zero) {
-    if (m != Method::kFullFineTune) return not_for("--zero", "full fine-tuning");
+    if (!training) return not_for("--zero", "training");
     GPUHUB_ASSIGN_OR_RETURN(w.zero_stage, NarrowInt(*f.zero, 0, 3, "--zero", "ZeRO stage"));
   }
+  bool guide_profile = w.profile ? *w.profile == sizing::Profile::kGuide : is_model_preset;
+  // A setting the guide profile does not model: refused there, rather than silently ignored.
+  auto detailed_only = [&](const std::string& flag) -> Status {
+    if (!guide_profile) return Status::Ok();
+    return Bad(flag + " is part of the detailed profile; the guide's published rules (the "
+               "default for presets) ignore it: add --profile detailed");
+  };
   if (f.offload_optimizer) {
-    if (m != Method::kFullFineTune) return not_for("--offload-optimizer", "full fine-tuning");
+    if (!training) return not_for("--offload-optimizer", "training");
+    if (m != Method::kFullFineTune) GPUHUB_RETURN_IF_ERROR(detailed_only("--offload-optimizer"));
     w.offload_optimizer = true;
   }
-  bool guide_profile = w.profile ? *w.profile == sizing::Profile::kGuide : is_model_preset;
+  if (f.optimizer) {
+    if (!training) return not_for("--optimizer", "training");
+    GPUHUB_ASSIGN_OR_RETURN(w.optimizer, sizing::ParseOptimizer(*f.optimizer));
+    if (w.optimizer != sizing::Optimizer::kAdamW) {
+      GPUHUB_RETURN_IF_ERROR(detailed_only("--optimizer"));
+    }
+  }
+  if (f.lora_targets) {
+    if (m != Method::kLora && m != Method::kQlora) return not_for("--lora-targets", "LoRA and QLoRA");
+    GPUHUB_ASSIGN_OR_RETURN(w.lora_targets, sizing::ParseLoraTargets(*f.lora_targets));
+    GPUHUB_RETURN_IF_ERROR(detailed_only("--lora-targets"));
+  }
+  struct Switch {
+    const std::optional<bool>& value;
+    bool* target;
+    bool default_value;
+    const char* flag;  // the spelling that asks for the non-default value
+    bool applies;
+    const char* applies_to;
+  };
+  const bool lora_like = m == Method::kLora || m == Method::kQlora;
+  const bool nf4 = m == Method::kQlora || w.precision == Precision::kNf4;
+  const Switch switches[] = {
+      {f.lora_dropout, &w.lora_dropout, false, "--lora-dropout", lora_like, "LoRA and QLoRA"},
+      {f.pure_bf16, &w.pure_bf16, false, "--pure-bf16", training, "training"},
+      {f.fused_kernels, &w.fused_kernels, false, "--fused-kernels", training, "training"},
+      {f.chunked_loss, &w.chunked_loss, false, "--chunked-loss", training, "training"},
+      {f.offload_activations, &w.offload_activations, false, "--offload-activations", training,
+       "training"},
+      {f.offload_params, &w.offload_params, false, "--offload-params",
+       m == Method::kFullFineTune, "full fine-tuning"},
+      {f.flash_attention, &w.flash_attention, true, "--no-flash-attention", training, "training"},
+      {f.gradient_checkpointing, &w.gradient_checkpointing, true, "--no-gradient-checkpointing",
+       training, "training"},
+      {f.double_quant, &w.double_quant, true, "--no-double-quant", nf4,
+       "QLoRA and nf4 weights"},
+  };
+  for (const Switch& s : switches) {
+    if (!s.value || *s.value == s.default_value) continue;  // the default: nothing to check
+    if (!s.applies) return not_for(s.flag, s.applies_to);
+    GPUHUB_RETURN_IF_ERROR(detailed_only(s.flag));
+    *s.target = *s.value;
+  }
   if (training && guide_profile && (f.seq || f.batch)) {
     notes.push_back("guide profile: activations are the quick rule's 15% allowance, so --seq and "
                     "--batch do not change the figure (use --profile detailed)");
@@ -161,7 +216,7 @@ Result<SizeRequest> ResolveSizeRequest(const RequestFields& f, const RequestCont
   GPUHUB_RETURN_IF_ERROR(RefuseFitFields(f));
   SizeRequest r;
   GPUHUB_ASSIGN_OR_RETURN(r.model, ResolveModelFields(f, context));
-  GPUHUB_RETURN_IF_ERROR(ResolveWorkload(f, r.workload, r.notes, r.model.nominal));
+  GPUHUB_RETURN_IF_ERROR(ResolveWorkload(f, r.workload, r.notes, r.model));
   if (f.gpus) {
     GPUHUB_ASSIGN_OR_RETURN(r.workload.gpus, NarrowInt(*f.gpus, 1, sizing::kMaxGpus, "--gpus",
                                                        "GPUs the job is spread over"));
@@ -185,7 +240,7 @@ Result<FitRequest> ResolveFitRequest(const RequestFields& f, const RequestContex
   }
   FitRequest r;
   GPUHUB_ASSIGN_OR_RETURN(r.model, ResolveModelFields(f, context));
-  GPUHUB_RETURN_IF_ERROR(ResolveWorkload(f, r.workload, r.notes, r.model.nominal));
+  GPUHUB_RETURN_IF_ERROR(ResolveWorkload(f, r.workload, r.notes, r.model));
   r.filters.cuda_only = f.cuda_only;
   r.filters.in_stock = f.in_stock;
   if (f.region) {

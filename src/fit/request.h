@@ -33,7 +33,20 @@ struct RequestFields {
   std::optional<std::int64_t> rank;        // --rank (LoRA, QLoRA)
   std::optional<std::int64_t> gpus;        // --gpus (size only)
   std::optional<std::int64_t> zero;        // --zero 0..3 (size, full fine-tuning)
-  bool offload_optimizer = false;          // --offload-optimizer (full fine-tuning)
+  bool offload_optimizer = false;          // --offload-optimizer (training)
+  // Detailed profile only (--profile detailed; the default for real models). The guide's published
+  // rules ignore them, so asking for a non-default value under the guide profile is an error.
+  std::optional<std::string> optimizer;     // --optimizer adamw|adam8bit|sgd|adafactor (training)
+  std::optional<std::string> lora_targets;  // --lora-targets qv|attn|all-linear (LoRA, QLoRA)
+  std::optional<bool> lora_dropout;         // --lora-dropout
+  std::optional<bool> pure_bf16;            // --pure-bf16 (training)
+  std::optional<bool> fused_kernels;        // --fused-kernels (training)
+  std::optional<bool> chunked_loss;         // --chunked-loss (training)
+  std::optional<bool> offload_activations;  // --offload-activations (training)
+  std::optional<bool> offload_params;       // --offload-params (full fine-tuning, ZeRO-3)
+  std::optional<bool> flash_attention;      // --flash-attention / --no-flash-attention (training)
+  std::optional<bool> gradient_checkpointing;  // --[no-]gradient-checkpointing (training)
+  std::optional<bool> double_quant;         // --[no-]double-quant (nf4 weights, QLoRA)
   bool explain = false;                    // --explain: formulas in the report
   // fit only
   bool cuda_only = false;                    // --cuda-only

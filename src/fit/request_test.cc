@@ -114,13 +114,42 @@ TEST(Request, BadSizeInputSaysWhatToFix) {
        StatusCode::kInvalidArgument, "--rank applies to LoRA and QLoRA, not inference"},
       {"kv for training", with(Fields("7b", "lora"), [](RequestFields& f) { f.kv_precision = "fp8"; }),
        StatusCode::kInvalidArgument, "--kv-precision applies to inference, not LoRA"},
-      {"zero for lora", with(Fields("7b", "lora"), [](RequestFields& f) { f.zero = 3; }),
-       StatusCode::kInvalidArgument, "--zero applies to full fine-tuning, not LoRA"},
+      {"zero for inference", with(infer, [](RequestFields& f) { f.zero = 3; }),
+       StatusCode::kInvalidArgument, "--zero applies to training, not inference"},
+      {"zero 1 for lora", with(Fields("7b", "lora"), [](RequestFields& f) { f.zero = 1; }),
+       StatusCode::kInvalidArgument,
+       "LoRA/QLoRA across GPUs: ZeRO stage 3 (FSDP) shards the frozen base, stage 0 splits the "
+       "layers; stages 1 and 2 do not apply"},
+      {"detailed flag on a preset", with(Fields("7b", "lora"), [](RequestFields& f) { f.pure_bf16 = true; }),
+       StatusCode::kInvalidArgument,
+       "--pure-bf16 is part of the detailed profile; the guide's published rules (the default for "
+       "presets) ignore it: add --profile detailed"},
+      {"no flash attention on a preset",
+       with(Fields("7b", "full"), [](RequestFields& f) { f.flash_attention = false; }),
+       StatusCode::kInvalidArgument,
+       "--no-flash-attention is part of the detailed profile; the guide's published rules (the "
+       "default for presets) ignore it: add --profile detailed"},
+      {"lora targets for inference", with(infer, [](RequestFields& f) { f.lora_targets = "qv"; }),
+       StatusCode::kInvalidArgument, "--lora-targets applies to LoRA and QLoRA, not inference"},
+      {"fused kernels for inference",
+       with(infer, [](RequestFields& f) { f.fused_kernels = true; f.profile = "detailed"; }),
+       StatusCode::kInvalidArgument, "--fused-kernels applies to training, not inference"},
+      {"bad optimizer", with(Fields("7b", "full"), [](RequestFields& f) { f.optimizer = "lion"; }),
+       StatusCode::kInvalidArgument,
+       "unknown optimizer 'lion' (expected adamw, adam8bit, sgd or adafactor)"},
+      {"offload params without zero 3",
+       with(Fields("7b", "full"), [](RequestFields& f) { f.offload_params = true; f.profile = "detailed"; }),
+       StatusCode::kInvalidArgument,
+       "parameter offload needs full fine-tuning with ZeRO stage 3 (or FSDP)"},
       {"zero 4", with(Fields("7b", "full"), [](RequestFields& f) { f.zero = 4; }),
        StatusCode::kInvalidArgument, "--zero must be between 0 and 3 (ZeRO stage), got 4"},
       {"offload for qlora",
        with(Fields("7b", "qlora"), [](RequestFields& f) { f.offload_optimizer = true; }),
-       StatusCode::kInvalidArgument, "--offload-optimizer applies to full fine-tuning, not QLoRA"},
+       StatusCode::kInvalidArgument,
+       "--offload-optimizer is part of the detailed profile; the guide's published rules (the "
+       "default for presets) ignore it: add --profile detailed"},
+      {"offload for inference", with(infer, [](RequestFields& f) { f.offload_optimizer = true; }),
+       StatusCode::kInvalidArgument, "--offload-optimizer applies to training, not inference"},
       {"qlora bf16", with(Fields("7b", "qlora"), [](RequestFields& f) { f.precision = "bf16"; }),
        StatusCode::kInvalidArgument,
        "QLoRA keeps the frozen base in 4-bit nf4; drop --precision (or use --workload lora for a "
@@ -142,6 +171,41 @@ TEST(Request, BadSizeInputSaysWhatToFix) {
       EXPECT_EQ(r.status().message(), row.message) << row.what;
     }
   }
+}
+
+TEST(Request, DetailedProfileSettings) {
+  RequestFields f = Fields("meta-llama/Llama-3.1-8B", "lora");  // real model: detailed by default
+  f.lora_targets = "all-linear";
+  f.pure_bf16 = true;
+  f.fused_kernels = true;
+  f.chunked_loss = true;
+  f.flash_attention = true;  // the default: accepted anywhere
+  f.gradient_checkpointing = false;
+  f.optimizer = "adam8bit";
+  f.offload_optimizer = true;
+  auto r = ResolveSizeRequest(f, Cli());
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_EQ(r->workload.lora_targets, sizing::LoraTargets::kAllLinear);
+  EXPECT_TRUE(r->workload.pure_bf16);
+  EXPECT_TRUE(r->workload.fused_kernels);
+  EXPECT_TRUE(r->workload.chunked_loss);
+  EXPECT_TRUE(r->workload.flash_attention);
+  EXPECT_FALSE(r->workload.gradient_checkpointing);
+  EXPECT_EQ(r->workload.optimizer, sizing::Optimizer::kAdam8bit);
+  EXPECT_TRUE(r->workload.offload_optimizer);
+
+  // A preset with --profile detailed takes them too; the guide's own switches stay usable.
+  RequestFields p = Fields("7b", "full");
+  p.profile = "detailed";
+  p.offload_params = true;
+  p.zero = 3;
+  p.gpus = 4;
+  auto pr = ResolveSizeRequest(p, Cli());
+  ASSERT_TRUE(pr.ok()) << pr.status().ToString();
+  EXPECT_TRUE(pr->workload.offload_params);
+  RequestFields g = Fields("7b", "full");
+  g.offload_optimizer = true;  // the guide models optimizer offload for full fine-tuning
+  EXPECT_TRUE(ResolveSizeRequest(g, Cli()).ok());
 }
 
 TEST(Request, FitFiltersAndErrors) {
