@@ -349,6 +349,7 @@ std::string CatalogText(const catalog::Catalog& c) {
     for (int n : g.counts) counts += (counts.empty() ? "" : ",") + std::to_string(n);
     std::string regions;
     for (const auto& r : g.regions) regions += (regions.empty() ? "" : ",") + r;
+    if (g.regions.size() == c.regions.size()) regions = "all";
     std::string memory = g.memory;
     if (g.power_w) memory += " (" + std::to_string(*g.power_w) + " W)";
     t.AddRow({g.name, Number(g.vram_gb, 0), memory, Number(g.bandwidth_gb_per_s, 0),
