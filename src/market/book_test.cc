@@ -1,0 +1,272 @@
+#include "market/book.h"
+
+#include <gtest/gtest.h>
+
+#include <map>
+#include <random>
+#include <unordered_map>
+
+namespace gpuhub::market {
+namespace {
+
+constexpr RegionIndex kDfw = 1, kIad = 2;
+constexpr TimestampMicros kNow = 1'000;
+
+// ----- FindAsk: which ask a bid takes ---------------------------------------------------------
+
+struct FindAskCase {
+  const char* name;
+  std::vector<BookAsk> asks;
+  int gpus;
+  RegionIndex region;
+  Ticks max_price;
+  OrderId expected;
+};
+
+TEST(OrderBookTest, FindAskTable) {
+  const FindAskCase cases[] = {
+      {"empty book", {}, 1, kAnyRegion, 10'000, 0},
+      {"best price wins", {{1, 3000, 8, 1, kDfw, kNever}, {2, 2880, 8, 1, kDfw, kNever}}, 2,
+       kAnyRegion, 10'000, 2},
+      {"tie goes to the earlier ask", {{5, 2880, 8, 1, kDfw, kNever}, {3, 2880, 8, 1, kIad, kNever}},
+       2, kAnyRegion, 10'000, 3},
+      {"price above the limit", {{1, 3000, 8, 1, kDfw, kNever}}, 2, kAnyRegion, 2999, 0},
+      {"price equal to the limit", {{1, 3000, 8, 1, kDfw, kNever}}, 2, kAnyRegion, 3000, 1},
+      {"all N GPUs on one machine", {{1, 2000, 1, 1, kDfw, kNever}, {2, 2000, 1, 1, kDfw, kNever}},
+       2, kAnyRegion, 10'000, 0},
+      {"cheaper ask too small, dearer one fits",
+       {{1, 2000, 1, 1, kDfw, kNever}, {2, 2500, 4, 1, kDfw, kNever}}, 2, kAnyRegion, 10'000, 2},
+      {"min_gpus above the bid", {{1, 2000, 8, 4, kDfw, kNever}}, 2, kAnyRegion, 10'000, 0},
+      {"min_gpus equal to the bid", {{1, 2000, 8, 4, kDfw, kNever}}, 4, kAnyRegion, 10'000, 1},
+      {"region filter", {{1, 2000, 8, 1, kDfw, kNever}, {2, 2500, 8, 1, kIad, kNever}}, 2, kIad,
+       10'000, 2},
+      {"region filter, none there", {{1, 2000, 8, 1, kDfw, kNever}}, 2, kIad, 10'000, 0},
+      {"expired ask skipped (lazy)", {{1, 2000, 8, 1, kDfw, kNow}, {2, 2100, 8, 1, kDfw, kNow + 1}},
+       1, kAnyRegion, 10'000, 2},
+      {"market bid takes the best", {{1, 9000, 8, 1, kDfw, kNever}, {2, 8990, 8, 1, kDfw, kNever}}, 8,
+       kAnyRegion, 1'000'000, 2},
+      {"out-of-range quantity", {{1, 2000, 8, 1, kDfw, kNever}}, 17, kAnyRegion, 10'000, 0},
+  };
+  for (const auto& c : cases) {
+    OrderBook book;
+    for (const auto& a : c.asks) book.AddAsk(a);
+    EXPECT_EQ(book.FindAsk(c.gpus, c.region, c.max_price, kNow), c.expected) << c.name;
+    EXPECT_TRUE(book.CheckConsistency().ok()) << c.name;
+  }
+}
+
+// ----- FindBid: which bid an ask fills --------------------------------------------------------
+
+struct FindBidCase {
+  const char* name;
+  std::vector<BookBid> bids;
+  int free;
+  int min_gpus;
+  RegionIndex region;
+  Ticks min_price;
+  OrderId expected;
+};
+
+TEST(OrderBookTest, FindBidTable) {
+  const FindBidCase cases[] = {
+      {"empty book", {}, 8, 1, kDfw, 1000, 0},
+      {"highest bid wins", {{1, 2900, 2, kAnyRegion, kNever}, {2, 3000, 2, kAnyRegion, kNever}}, 8, 1,
+       kDfw, 1000, 2},
+      {"tie goes to the earlier bid", {{4, 3000, 2, kAnyRegion, kNever}, {2, 3000, 2, kAnyRegion, kNever}},
+       8, 1, kDfw, 1000, 2},
+      {"bid below the ask", {{1, 2800, 2, kAnyRegion, kNever}}, 8, 1, kDfw, 2880, 0},
+      {"bid too large for the free GPUs", {{1, 3000, 8, kAnyRegion, kNever}, {2, 2900, 2, kAnyRegion, kNever}},
+       4, 1, kDfw, 1000, 2},
+      {"bid below min_gpus", {{1, 3000, 1, kAnyRegion, kNever}, {2, 2900, 4, kAnyRegion, kNever}}, 8, 2,
+       kDfw, 1000, 2},
+      {"bid in another region", {{1, 3000, 1, kIad, kNever}, {2, 2900, 1, kDfw, kNever}}, 8, 1, kDfw,
+       1000, 2},
+      {"bid in any region", {{1, 3000, 1, kAnyRegion, kNever}}, 8, 1, kIad, 1000, 1},
+      {"expired bid skipped", {{1, 3000, 1, kAnyRegion, kNow}, {2, 2900, 1, kAnyRegion, kNever}}, 8, 1,
+       kDfw, 1000, 2},
+      {"min_gpus above the free GPUs", {{1, 3000, 1, kAnyRegion, kNever}}, 2, 4, kDfw, 1000, 0},
+  };
+  for (const auto& c : cases) {
+    OrderBook book;
+    for (const auto& b : c.bids) book.AddBid(b);
+    EXPECT_EQ(book.FindBid(c.free, c.min_gpus, c.region, c.min_price, kNow), c.expected) << c.name;
+    EXPECT_TRUE(book.CheckConsistency().ok()) << c.name;
+  }
+}
+
+TEST(OrderBookTest, AnAskWhoseGpusComeBackKeepsItsPlace) {
+  OrderBook book;
+  book.AddAsk({10, 2000, 8, 1, kDfw, kNever});
+  book.AddAsk({20, 2000, 8, 1, kDfw, kNever});
+  book.AddAsk({30, 2000, 8, 1, kDfw, kNever});
+  EXPECT_EQ(book.FindAsk(1, kAnyRegion, 2000, kNow), 10);
+  book.Remove(10);  // fully leased
+  EXPECT_EQ(book.FindAsk(1, kAnyRegion, 2000, kNow), 20);
+  book.AddAsk({10, 2000, 2, 1, kDfw, kNever});  // GPUs came back: first in line again
+  EXPECT_EQ(book.FindAsk(1, kAnyRegion, 2000, kNow), 10);
+  EXPECT_EQ(book.FindAsk(4, kAnyRegion, 2000, kNow), 20);
+  book.SetAskFree(20, 1);
+  EXPECT_EQ(book.FindAsk(2, kAnyRegion, 2000, kNow), 10);
+  EXPECT_EQ(book.FindAsk(4, kAnyRegion, 2000, kNow), 30);
+  EXPECT_TRUE(book.CheckConsistency().ok());
+}
+
+TEST(OrderBookTest, DepthByPriceLevel) {
+  OrderBook book;
+  book.AddAsk({1, 2880, 8, 1, kDfw, kNever});
+  book.AddAsk({2, 2880, 4, 1, kIad, kNever});
+  book.AddAsk({3, 3000, 2, 1, kIad, kNever});
+  book.AddBid({4, 2500, 2, kAnyRegion, kNever});
+  book.AddBid({5, 2700, 1, kAnyRegion, kNever});
+  book.AddBid({6, 2700, 4, kAnyRegion, kNever});
+  auto asks = book.AskLevels(10);
+  ASSERT_EQ(asks.size(), 2u);
+  EXPECT_EQ(asks[0].price, 2880);
+  EXPECT_EQ(asks[0].gpus, 12);
+  EXPECT_EQ(asks[0].orders, 2);
+  EXPECT_EQ(asks[1].price, 3000);
+  EXPECT_EQ(asks[1].gpus, 2);
+  auto bids = book.BidLevels(1);
+  ASSERT_EQ(bids.size(), 1u);
+  EXPECT_EQ(bids[0].price, 2700);
+  EXPECT_EQ(bids[0].gpus, 5);
+  EXPECT_EQ(book.BestAskPrice(), 2880);
+  EXPECT_EQ(book.BestBidPrice(), 2700);
+  EXPECT_EQ(book.ask_gpus(), 14);
+  EXPECT_EQ(book.bid_gpus(), 7);
+  book.SetAskFree(1, 1);
+  EXPECT_EQ(book.AskLevels(1)[0].gpus, 5);
+  book.Remove(1);
+  book.Remove(2);
+  EXPECT_EQ(book.BestAskPrice(), 3000);
+  EXPECT_EQ(book.ask_orders(), 1u);
+  EXPECT_TRUE(book.CheckConsistency().ok());
+}
+
+// ----- Against a brute-force model ------------------------------------------------------------
+
+struct ModelOrder {
+  bool ask;
+  Ticks price;
+  int qty;
+  int min_gpus;
+  RegionIndex region;
+  TimestampMicros until;
+};
+
+OrderId BruteFindAsk(const std::map<OrderId, ModelOrder>& orders, int gpus, RegionIndex region,
+                     Ticks max_price, TimestampMicros now) {
+  OrderId best = 0;
+  Ticks best_price = 0;
+  for (const auto& [id, o] : orders) {  // ascending id: the first at a price is the earliest
+    if (!o.ask || o.price > max_price || o.qty < gpus || o.min_gpus > gpus || now >= o.until) continue;
+    if (region != kAnyRegion && o.region != region) continue;
+    if (best == 0 || o.price < best_price) {
+      best = id;
+      best_price = o.price;
+    }
+  }
+  return best;
+}
+
+OrderId BruteFindBid(const std::map<OrderId, ModelOrder>& orders, int free, int min_gpus,
+                     RegionIndex region, Ticks min_price, TimestampMicros now) {
+  OrderId best = 0;
+  Ticks best_price = 0;
+  for (const auto& [id, o] : orders) {
+    if (o.ask || o.price < min_price || o.qty > free || o.qty < min_gpus || now >= o.until) continue;
+    if (o.region != kAnyRegion && o.region != region) continue;
+    if (best == 0 || o.price > best_price) {
+      best = id;
+      best_price = o.price;
+    }
+  }
+  return best;
+}
+
+TEST(OrderBookTest, MatchesABruteForceModelUnderRandomChanges) {
+  std::mt19937_64 rng(20261130);
+  OrderBook book;
+  std::map<OrderId, ModelOrder> model;
+  OrderId next_id = 1;
+  auto pick = [&](int lo, int hi) { return std::uniform_int_distribution<int>(lo, hi)(rng); };
+  for (int step = 0; step < 60'000; ++step) {
+    int op = pick(0, 99);
+    if (op < 35 || model.empty()) {
+      ModelOrder o;
+      o.ask = pick(0, 1) == 0;
+      o.price = 2000 + pick(0, 40) * 10;
+      o.qty = pick(1, kMaxGpusPerMachine);
+      o.min_gpus = o.ask ? pick(1, 4) : 1;
+      o.region = static_cast<RegionIndex>(pick(0, 3));
+      if (o.ask && o.region == kAnyRegion) o.region = kDfw;
+      o.until = pick(0, 9) == 0 ? kNow + pick(-5, 5) : kNever;
+      OrderId id = next_id++;
+      if (o.ask) {
+        book.AddAsk({id, o.price, o.qty, o.min_gpus, o.region, o.until});
+      } else {
+        book.AddBid({id, o.price, o.qty, o.region, o.until});
+      }
+      model[id] = o;
+    } else if (op < 60) {
+      auto it = model.begin();
+      std::advance(it, pick(0, static_cast<int>(model.size()) - 1));
+      book.Remove(it->first);
+      model.erase(it);
+    } else if (op < 70) {
+      auto it = model.begin();
+      std::advance(it, pick(0, static_cast<int>(model.size()) - 1));
+      if (it->second.ask) {
+        it->second.qty = pick(1, kMaxGpusPerMachine);
+        book.SetAskFree(it->first, it->second.qty);
+      }
+    } else if (op < 85) {
+      int gpus = pick(1, kMaxGpusPerMachine);
+      auto region = static_cast<RegionIndex>(pick(0, 3));
+      Ticks max_price = 2000 + pick(-5, 45) * 10;
+      ASSERT_EQ(book.FindAsk(gpus, region, max_price, kNow),
+                BruteFindAsk(model, gpus, region, max_price, kNow))
+          << "step " << step;
+    } else {
+      int free = pick(1, kMaxGpusPerMachine);
+      int min_gpus = pick(1, 4);
+      auto region = static_cast<RegionIndex>(pick(1, 3));
+      Ticks min_price = 2000 + pick(-5, 45) * 10;
+      ASSERT_EQ(book.FindBid(free, min_gpus, region, min_price, kNow),
+                BruteFindBid(model, free, min_gpus, region, min_price, kNow))
+          << "step " << step;
+    }
+    if (step % 1000 == 0) {
+      Status s = book.CheckConsistency();
+      ASSERT_TRUE(s.ok()) << s.ToString();
+    }
+  }
+  std::size_t asks = 0;
+  for (const auto& [id, o] : model) asks += o.ask;
+  EXPECT_EQ(book.ask_orders(), asks);
+  EXPECT_EQ(book.bid_orders(), model.size() - asks);
+  EXPECT_TRUE(book.CheckConsistency().ok());
+}
+
+TEST(IdIndexTest, AgreesWithAHashMap) {
+  std::mt19937_64 rng(7);
+  detail::IdIndex index;
+  std::unordered_map<std::int64_t, std::uint32_t> model;
+  for (int i = 0; i < 200'000; ++i) {
+    std::int64_t id = static_cast<std::int64_t>(rng() % 5000) + 1;
+    if (rng() % 2) {
+      auto v = static_cast<std::uint32_t>(rng());
+      EXPECT_EQ(index.Insert(id, v), model.emplace(id, v).second);
+    } else {
+      EXPECT_EQ(index.Erase(id), model.erase(id) == 1);
+    }
+    std::int64_t probe = static_cast<std::int64_t>(rng() % 5000) + 1;
+    auto it = model.find(probe);
+    EXPECT_EQ(index.Find(probe), it == model.end() ? detail::IdIndex::kAbsent : it->second);
+  }
+  EXPECT_EQ(index.size(), model.size());
+  for (const auto& [id, v] : model) EXPECT_EQ(index.Find(id), v);
+}
+
+}  // namespace
+}  // namespace gpuhub::market

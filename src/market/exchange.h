@@ -1,0 +1,382 @@
+// The spot exchange: machines, asks, bids, leases, trades and payouts of every market, matched by
+// price-time priority and settled hour by hour through the double-entry ledger.
+//
+// Contract
+// - Pure and deterministic: no I/O, no clock (every command takes `now`), no threads. The same
+//   commands with the same times against the same ledger give the same state.
+// - Not thread-safe: the engine's single writer calls the mutating methods; const methods may run
+//   concurrently with each other only.
+// - Commands validate first and change nothing when they fail (the ledger batches they apply are
+//   atomic). Expected failures are Status codes: invalid_argument (bad input), not_found (unknown
+//   id, or one that belongs to someone else), failed_precondition (wrong state: cancelling a filled
+//   bid), conflict (a machine that already has an open ask), insufficient_funds (the wallet cannot
+//   pay the first hour or the hold), resource_exhausted (per-account limits).
+// - Each command reports what it changed in `Changes` (records to persist and the ledger transfers
+//   it applied, in order); the engine writes them in the same group commit.
+//
+// Rules (spec: "Spot exchange"; see book.h for matching)
+// - Trade price = the price of the order that was on the book first (the resting order; when the
+//   GPUs of a lease come back to an ask and a bid that was already resting now fits, the older of
+//   the two). All N GPUs of a bid come from one machine: the lowest-numbered free GPUs.
+// - A resting (gtc) bid holds one hour at its limit: a pending transfer wallet -> holds, converted
+//   into the wallet's currency at placement. A fill voids the hold and pays the first hour in one
+//   atomic ledger batch; cancel and expiry void it. If a fill of a resting bid cannot pay (only
+//   possible when FX moved against a non-USD wallet) the bid is cancelled (insufficient_funds) and
+//   matching goes on with the next bid.
+// - Market bids are immediate-or-cancel: they take the best offer or are cancelled ("no_match").
+//   An ioc bid that finds nothing is recorded as cancelled, which is not an error.
+// - Leases are billed per hour in advance: hour 1 at the trade, hour k+1 at started_at + k hours.
+//   Each hour: customer wallet -> provider payable (price - fee) and -> platform revenue (fee), fee
+//   = round_half_even(price x fee_ppm / 1e6); a non-USD wallet pays through the FX accounts, the
+//   price converted at that moment (ledger.h). Transfer ids name the lease and the hour, so an hour
+//   can never be charged twice. A lease whose next hour cannot be paid ends at that boundary; a
+//   lease never sells an hour past its ask's available_until (it ends at the last boundary that
+//   leaves no room for another whole hour). Stopping ends a lease now; the paid hour is kept.
+//   When a lease ends its GPUs go back to the machine's open ask, which then matches resting bids.
+// - An ask expires (leaves the book) one hour before its available_until; a cancelled ask leaves at
+//   once. Running leases continue either way.
+// - Time-driven work (hour boundaries, expiries) happens in AdvanceTo, in time order, each event
+//   at its own timestamp: advancing a manual clock by a week replays the week hour by hour.
+//   Between ticks, orders past their time simply stop matching (book.h: lazy expiry).
+#pragma once
+
+#include <cstdint>
+#include <deque>
+#include <map>
+#include <optional>
+#include <set>
+#include <span>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <vector>
+
+#include "core/clock.h"
+#include "core/money.h"
+#include "core/status.h"
+#include "ledger/ledger.h"
+#include "market/book.h"
+#include "market/config.h"
+#include "market/limits.h"
+#include "market/types.h"
+
+namespace gpuhub::market {
+
+// ----- Inputs -------------------------------------------------------------------------------------
+
+struct MachineSpec {
+  std::string gpu;  // a listed market, any spelling GpuKey accepts
+  int gpus = 0;
+  std::string region;
+  std::int64_t vcpus = 0;
+  std::int64_t ram_gb = 0;
+  std::int64_t disk_gb = 0;
+};
+
+struct AskSpec {
+  MachineId machine_id = 0;
+  std::int64_t price_micros = 0;  // per GPU-hour, multiple of the tick
+  int min_gpus = 1;
+  TimestampMicros available_until = 0;
+};
+
+struct BidSpec {
+  std::string gpu;
+  int gpus = 0;
+  std::string region;  // "" = any
+  bool is_market = false;
+  std::int64_t limit_micros = 0;  // per GPU-hour; must be 0 for a market bid
+  TimeInForce time_in_force = TimeInForce::kIoc;
+  TimestampMicros expires_at = 0;  // gtc only; 0 = none
+  Currency currency = Currency::kUsd;
+};
+
+// ----- Outputs ------------------------------------------------------------------------------------
+
+// What a command changed. Id lists are deduplicated by Normalize (the engine upserts each record
+// once); trades are new records; transfers are the ledger records applied, in order.
+struct Changes {
+  std::vector<ledger::Transfer> transfers;
+  std::vector<MachineId> machines;
+  std::vector<OrderId> asks;
+  std::vector<OrderId> bids;
+  std::vector<LeaseId> leases;
+  std::vector<PayoutId> payouts;
+  std::vector<Trade> trades;
+
+  void Clear();
+  void Normalize();  // sorts and deduplicates the id lists
+  bool empty() const;
+};
+
+struct BidResult {
+  Bid bid;
+  std::optional<Lease> lease;  // when filled
+  std::optional<Trade> trade;
+};
+
+struct MachineView {
+  Machine machine;
+  int leased_gpus = 0;
+  OrderId open_ask = 0;  // 0 when none
+};
+
+struct MarketSummary {
+  std::string gpu;
+  bool listed = true;  // takes new machines
+  std::optional<std::int64_t> best_ask_micros;  // per GPU-hour: the "from $X/h"
+  std::optional<std::int64_t> best_bid_micros;
+  std::int64_t gpus_on_offer = 0;  // free GPUs of all asks on the book
+  std::int64_t gpus_bid = 0;       // GPUs wanted by resting bids
+  std::size_t asks = 0;
+  std::size_t bids = 0;
+  std::optional<Trade> last_trade;
+};
+
+struct BookDepth {
+  std::string gpu;
+  std::vector<BookLevel> asks;  // best (lowest) first
+  std::vector<BookLevel> bids;  // best (highest) first
+};
+
+// An ask on the book as a buyer sees it (fit on live prices): the machine's free GPUs for sale.
+struct Offer {
+  OrderId ask_id = 0;
+  MachineId machine_id = 0;
+  std::string gpu;
+  std::string region;
+  int free_gpus = 0;
+  int min_gpus = 1;
+  std::int64_t price_micros = 0;  // per GPU-hour
+  TimestampMicros available_until = 0;
+  std::int64_t vcpus = 0;
+  std::int64_t ram_gb = 0;
+  std::int64_t disk_gb = 0;
+};
+
+struct Earnings {
+  std::int64_t gross_micros = 0;  // every lease-hour sold, USD
+  std::int64_t fee_micros = 0;    // the platform's share
+  std::int64_t net_micros = 0;    // credited to the payable: gross - fee
+  std::int64_t gpu_hours = 0;
+  std::int64_t lease_hours = 0;
+  std::int64_t active_leases = 0;
+  std::int64_t available_micros = 0;        // payable that can be paid out now
+  std::int64_t pending_payout_micros = 0;   // requested, not yet paid
+  std::int64_t paid_out_micros = 0;
+};
+
+// Everything the exchange persists; Restore rebuilds an identical exchange from it.
+struct Snapshot {
+  std::vector<Machine> machines;
+  std::vector<Ask> asks;
+  std::vector<Bid> bids;
+  std::vector<Lease> leases;
+  std::vector<Trade> trades;  // all of them, any order
+  std::vector<Payout> payouts;
+};
+
+class Exchange {
+ public:
+  // `config` must be valid (ValidateExchangeConfig): a programmer error otherwise.
+  explicit Exchange(ExchangeConfig config = {});
+
+  // ----- Providers ---------------------------------------------------------------------------
+  Result<Machine> AddMachine(UserId provider, const MachineSpec& spec, TimestampMicros now,
+                             Changes* changes);
+  // The ask offers the machine's free GPUs and matches resting bids at once.
+  Result<Ask> PlaceAsk(UserId provider, const AskSpec& spec, ledger::Ledger& ledger,
+                       TimestampMicros now, Changes* changes);
+  Result<Ask> CancelAsk(UserId provider, OrderId ask_id, TimestampMicros now, Changes* changes);
+  // A pending transfer provider_payable -> payouts (USD); insufficient_funds beyond what is
+  // available.
+  Result<Payout> RequestPayout(UserId provider, std::int64_t amount_micros, ledger::Ledger& ledger,
+                               TimestampMicros now, Changes* changes);
+  // An admin marks a pending payout paid (posts it) or rejected (voids it).
+  Result<Payout> ResolvePayout(UserId admin, PayoutId payout_id, bool paid, ledger::Ledger& ledger,
+                               TimestampMicros now, Changes* changes);
+
+  // ----- Customers ---------------------------------------------------------------------------
+  Result<BidResult> PlaceBid(UserId customer, const BidSpec& spec, ledger::Ledger& ledger,
+                             TimestampMicros now, Changes* changes);
+  Result<Bid> CancelBid(UserId customer, OrderId bid_id, ledger::Ledger& ledger,
+                        TimestampMicros now, Changes* changes);
+  Result<Lease> StopLease(UserId customer, LeaseId lease_id, ledger::Ledger& ledger,
+                          TimestampMicros now, Changes* changes);
+
+  // ----- Time ----------------------------------------------------------------------------------
+  // Runs every time-driven event due at or before `now`, in time order: hour boundaries of
+  // leases (charge or end), bid and ask expiries, and the matching that freed GPUs allow.
+  void AdvanceTo(ledger::Ledger& ledger, TimestampMicros now, Changes* changes);
+  // When the next event is due (kNever when none).
+  TimestampMicros NextEventAt() const;
+
+  // ----- Queries -------------------------------------------------------------------------------
+  const ExchangeConfig& config() const { return config_; }
+  // The canonical name of a market ("h100-sxm" -> "H100 SXM"); not_found when unknown.
+  Result<std::string> MarketName(std::string_view gpu) const;
+  const Machine* FindMachine(MachineId id) const;
+  const Ask* FindAsk(OrderId id) const;
+  const Bid* FindBid(OrderId id) const;
+  const Lease* FindLease(LeaseId id) const;
+  const Payout* FindPayout(PayoutId id) const;
+  int FreeGpus(MachineId id) const;  // 0 for an unknown machine
+
+  // Newest first, at most `limit`.
+  std::vector<MachineView> ListMachines(UserId provider, std::size_t limit) const;
+  std::vector<Ask> ListAsks(UserId provider, std::size_t limit) const;
+  std::vector<Bid> ListBids(UserId customer, std::size_t limit) const;
+  std::vector<Lease> ListCustomerLeases(UserId customer, std::size_t limit) const;
+  std::vector<Lease> ListProviderLeases(UserId provider, std::size_t limit) const;
+  std::vector<Payout> ListPayouts(UserId provider, std::size_t limit) const;
+  std::vector<Payout> ListPendingPayouts(std::size_t limit) const;  // oldest first, all providers
+
+  // Listed markets in config order, then unlisted ones that still have orders or leases.
+  std::vector<MarketSummary> Markets() const;
+  Result<BookDepth> Book(std::string_view gpu, std::size_t max_levels) const;
+  // Newest first; not_found for an unknown market.
+  Result<std::vector<Trade>> Trades(std::string_view gpu, std::size_t limit) const;
+  // Asks that can be taken at `now`, cheapest first; `gpu` empty = every market.
+  Result<std::vector<Offer>> Offers(std::string_view gpu, TimestampMicros now) const;
+  Earnings ProviderEarnings(UserId provider, const ledger::Ledger& ledger) const;
+
+  std::size_t machine_count() const { return machines_.size(); }
+  std::size_t active_lease_count() const { return active_leases_; }
+  std::size_t resting_bid_count() const;
+  std::size_t open_ask_count() const;
+
+  // ----- Persistence ---------------------------------------------------------------------------
+  // Rebuilds the exchange from its records. Records that contradict each other (a GPU in two
+  // active leases, an open ask on an unknown machine, ...) are `internal`: the store holds
+  // something no exchange produced.
+  static Result<Exchange> Restore(ExchangeConfig config, Snapshot snapshot);
+  // Every record, for tests that compare a restored exchange with the original.
+  Snapshot Records() const;
+
+  // ----- Invariants ----------------------------------------------------------------------------
+  // Cheap enough for tests to run after every command: no GPU in two active leases and each
+  // machine's leased mask is the union of its active leases; the books agree with the open asks
+  // (free GPUs) and the resting bids; every resting bid's hold is pending in the ledger for its
+  // amount; per-account counters and the event timeline
+  // agree with the records; the books' own structures are consistent.
+  Status CheckInvariants(const ledger::Ledger& ledger) const;
+  // Thorough, O(lease-hours + bids): every hour 1..hours_paid of every lease is in the ledger
+  // exactly as it must be (customer paid = provider credited + fee, in USD), hour hours_paid + 1 is
+  // not, the providers' earnings totals equal the sums of those transfers, and every closed bid
+  // released its hold.
+  Status CheckSettlement(const ledger::Ledger& ledger) const;
+
+ private:
+  struct MarketState {
+    std::string name;
+    std::string key;
+    bool listed = false;
+    OrderBook book;
+    std::deque<Trade> recent;  // oldest first, at most kRecentTradesPerMarket
+    std::size_t active_leases = 0;
+  };
+  struct MachineState {
+    Machine machine;
+    int market = 0;
+    RegionIndex region = kAnyRegion;
+    std::uint32_t leased_mask = 0;
+    OrderId open_ask = 0;
+    int Free() const;
+  };
+  struct BidState {
+    Bid bid;
+    int market = 0;
+    RegionIndex region = kAnyRegion;
+  };
+  struct ProviderTotals {
+    std::int64_t gross_micros = 0;
+    std::int64_t fee_micros = 0;
+    std::int64_t gpu_hours = 0;
+    std::int64_t lease_hours = 0;
+    std::int64_t active_leases = 0;
+    std::int64_t pending_payout_micros = 0;
+    std::int64_t paid_out_micros = 0;
+  };
+  enum EventKind : std::uint8_t { kLeaseHour = 0, kBidExpiry = 1, kAskExpiry = 2 };
+  struct Event {
+    TimestampMicros at = 0;
+    EventKind kind = kLeaseHour;
+    std::int64_t id = 0;
+    friend auto operator<=>(const Event&, const Event&) = default;
+  };
+  // A fill about to happen: who buys what from which ask at which price.
+  struct FillPlan {
+    UserId customer = 0;
+    OrderId bid_id = 0;
+    int gpus = 0;
+    Currency currency = Currency::kUsd;
+    bool resting_bid = false;  // the bid holds an hour: void the hold in the same batch
+    OrderId ask_id = 0;
+    std::int64_t price_micros = 0;
+    Side maker = Side::kAsk;
+  };
+
+  int AddMarket(const std::string& name, bool listed);
+  Result<int> FindMarket(std::string_view gpu) const;
+  RegionIndex InternRegion(const std::string& code);
+  std::optional<RegionIndex> FindRegion(const std::string& code) const;
+  Result<std::string> CheckRegion(std::string_view code) const;
+  static TimestampMicros AskUntil(const Ask& ask);
+
+  Result<std::vector<ledger::TransferRequest>> HourLegs(const Lease& lease, std::int64_t hour,
+                                                        const ledger::Ledger& ledger,
+                                                        TimestampMicros at) const;
+  Result<std::int64_t> HoldMicros(Currency currency, std::int64_t usd_micros,
+                                  const ledger::Ledger& ledger) const;
+  Status ApplyLegs(ledger::Ledger& ledger, const std::vector<ledger::TransferRequest>& legs,
+                   Changes* changes);
+  // Opens the lease of a fill (ledger first: when the money does not move nothing changes).
+  Result<Lease> OpenLease(const FillPlan& plan, ledger::Ledger& ledger, TimestampMicros at,
+                          Changes* changes, Trade* trade);
+  void SyncAsk(const MachineState& machine);  // book quantity of the machine's open ask
+  void MatchAsk(OrderId ask_id, ledger::Ledger& ledger, TimestampMicros at, Changes* changes);
+  void CloseRestingBid(BidState& state, BidStatus status, BidCloseReason reason,
+                       ledger::Ledger& ledger, TimestampMicros at, Changes* changes);
+  void EndLease(Lease& lease, LeaseEndReason reason, ledger::Ledger& ledger, TimestampMicros at,
+                Changes* changes);
+  void CloseAsk(Ask& ask, AskStatus status, TimestampMicros at, Changes* changes);
+  void ChargeNextHour(LeaseId id, ledger::Ledger& ledger, TimestampMicros at, Changes* changes);
+  void RecordTrade(int market, const Trade& trade);
+  TimestampMicros Now(TimestampMicros now) const { return now > now_ ? now : now_; }
+
+  ExchangeConfig config_;
+  std::vector<MarketState> markets_;
+  std::unordered_map<std::string, int> market_by_key_;
+  std::vector<std::string> regions_;  // index 0 = any
+  std::unordered_map<std::string, RegionIndex> region_by_code_;
+
+  std::map<MachineId, MachineState> machines_;
+  std::unordered_map<OrderId, Ask> asks_;
+  std::unordered_map<OrderId, BidState> bids_;
+  std::map<LeaseId, Lease> leases_;
+  std::map<PayoutId, Payout> payouts_;
+  std::set<Event> timeline_;
+
+  // Per account, ids in creation order.
+  std::unordered_map<UserId, std::vector<MachineId>> machines_by_provider_;
+  std::unordered_map<UserId, std::vector<OrderId>> asks_by_provider_;
+  std::unordered_map<UserId, std::vector<OrderId>> bids_by_customer_;
+  std::unordered_map<UserId, std::vector<LeaseId>> leases_by_customer_;
+  std::unordered_map<UserId, std::vector<LeaseId>> leases_by_provider_;
+  std::unordered_map<UserId, std::vector<PayoutId>> payouts_by_provider_;
+  std::unordered_map<UserId, std::size_t> open_bids_by_customer_;
+  std::unordered_map<UserId, std::size_t> active_leases_by_customer_;
+  std::unordered_map<UserId, std::size_t> pending_payouts_by_provider_;
+  std::unordered_map<UserId, ProviderTotals> totals_;
+  std::set<PayoutId> pending_payouts_;
+
+  std::size_t active_leases_ = 0;
+  MachineId next_machine_id_ = 1;
+  OrderId next_order_id_ = 1;
+  LeaseId next_lease_id_ = 1;
+  TradeId next_trade_id_ = 1;
+  PayoutId next_payout_id_ = 1;
+  TimestampMicros now_ = 0;  // the latest time seen: time never runs backwards inside
+};
+
+}  // namespace gpuhub::market

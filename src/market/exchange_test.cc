@@ -1,0 +1,719 @@
+#include "market/exchange.h"
+
+#include <gtest/gtest.h>
+
+#include "ledger/ledger.h"
+
+namespace gpuhub::market {
+namespace {
+
+using ledger::AccountKey;
+using ledger::AccountKind;
+
+constexpr TimestampMicros kStart = 1'800'000'000'000'000;  // 2027-01-15T08:00:00Z
+constexpr TimestampMicros kHour = kMicrosPerHour;
+constexpr UserId kProvider = 1, kProvider2 = 2, kAlice = 10, kBob = 11, kAdmin = 99;
+
+std::int64_t Usd(double units) { return static_cast<std::int64_t>(units * 1e6 + 0.5); }
+
+class ExchangeTest : public ::testing::Test {
+ protected:
+  ExchangeTest() : x_(Config()) {}
+
+  static ExchangeConfig Config() {
+    ExchangeConfig c;
+    c.gpus = {"H100 SXM", "A100 SXM"};
+    c.regions = {"DFW-1", "IAD-1", "PDX-1"};
+    c.fee_ppm = 100'000;
+    return c;
+  }
+
+  void TearDown() override { Check(); }
+
+  void Check() {
+    Status s = ledger_.CheckInvariants();
+    ASSERT_TRUE(s.ok()) << s.ToString();
+    s = x_.CheckInvariants(ledger_);
+    ASSERT_TRUE(s.ok()) << s.ToString();
+    s = x_.CheckSettlement(ledger_);
+    ASSERT_TRUE(s.ok()) << s.ToString();
+  }
+
+  void Fund(UserId user, std::int64_t micros, Currency c = Currency::kUsd) {
+    ledger::TransferRequest t;
+    t.id = "topup:" + std::to_string(++topups_);
+    t.debit = AccountKey::System(AccountKind::kDeposits, c);
+    t.credit = AccountKey::Wallet(user, c);
+    t.amount_micros = micros;
+    t.code = "topup";
+    t.timestamp = kStart;
+    ASSERT_TRUE(ledger_.Apply(t).ok());
+  }
+
+  std::int64_t Available(const AccountKey& key) { return ledger_.GetAccount(key)->available(); }
+  std::int64_t Wallet(UserId u, Currency c = Currency::kUsd) {
+    return Available(AccountKey::Wallet(u, c));
+  }
+  std::int64_t Held(UserId u, Currency c = Currency::kUsd) {
+    return ledger_.GetAccount(AccountKey::Wallet(u, c))->held();
+  }
+  std::int64_t Payable(UserId p) { return Available(AccountKey::Payable(p, Currency::kUsd)); }
+  std::int64_t Revenue() {
+    return ledger_.GetAccount(AccountKey::System(AccountKind::kPlatformRevenue, Currency::kUsd))
+        ->posted();
+  }
+
+  MachineId NewMachine(UserId provider, int gpus, const char* region = "IAD-1",
+                    const char* gpu = "H100 SXM") {
+    auto m = x_.AddMachine(provider, {gpu, gpus, region, 64, 512, 2000}, now_, &changes_);
+    EXPECT_TRUE(m.ok()) << m.status().ToString();
+    return m.ok() ? m->id : 0;
+  }
+
+  OrderId AskOn(MachineId machine, std::int64_t price, int min_gpus = 1,
+                TimestampMicros until = 0, UserId provider = kProvider) {
+    auto a = x_.PlaceAsk(provider,
+                         {machine, price, min_gpus, until ? until : now_ + 30 * kMicrosPerDay},
+                         ledger_, now_, &changes_);
+    EXPECT_TRUE(a.ok()) << a.status().ToString();
+    return a.ok() ? a->id : 0;
+  }
+
+  Result<BidResult> Buy(UserId customer, int gpus, std::optional<std::int64_t> limit,
+                        TimeInForce tif = TimeInForce::kIoc, const char* region = "",
+                        TimestampMicros expires = 0, Currency c = Currency::kUsd) {
+    BidSpec spec;
+    spec.gpu = "H100 SXM";
+    spec.gpus = gpus;
+    spec.region = region;
+    spec.is_market = !limit.has_value();
+    spec.limit_micros = limit.value_or(0);
+    spec.time_in_force = tif;
+    spec.expires_at = expires;
+    spec.currency = c;
+    return x_.PlaceBid(customer, spec, ledger_, now_, &changes_);
+  }
+
+  void Advance(std::int64_t micros) {
+    now_ += micros;
+    x_.AdvanceTo(ledger_, now_, &changes_);
+    Check();
+  }
+
+  Exchange x_;
+  ledger::Ledger ledger_;
+  Changes changes_;
+  TimestampMicros now_ = kStart;
+  int topups_ = 0;
+};
+
+// The acceptance story: a provider lists a machine and an ask; a funded customer buys 2 GPUs
+// at market; the lease appears, an hour is charged and the provider credited minus the fee;
+// advancing the clock bills each hour until the wallet runs dry and the GPUs return to the book.
+TEST_F(ExchangeTest, MarketBuyIsBilledHourlyUntilTheWalletRunsDry) {
+  MachineId m = NewMachine(kProvider, 8);
+  OrderId ask = AskOn(m, Usd(2.88));
+  Fund(kAlice, Usd(20));
+
+  auto r = Buy(kAlice, 2, std::nullopt);
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_EQ(r->bid.status, BidStatus::kFilled);
+  ASSERT_TRUE(r->lease.has_value());
+  const Lease lease = *r->lease;
+  EXPECT_EQ(lease.gpus, 2);
+  EXPECT_EQ(lease.gpu_mask, 0b11u);
+  EXPECT_EQ(lease.price_micros, Usd(2.88));
+  EXPECT_EQ(lease.hours_paid, 1);
+  EXPECT_EQ(lease.started_at, kStart);
+  EXPECT_EQ(r->trade->maker, Side::kAsk);
+  // Hour 1: 5.76 charged; the provider gets 5.184, the platform 0.576.
+  EXPECT_EQ(Wallet(kAlice), Usd(20 - 5.76));
+  EXPECT_EQ(Payable(kProvider), Usd(5.184));
+  EXPECT_EQ(Revenue(), Usd(0.576));
+  EXPECT_EQ(x_.FreeGpus(m), 6);
+  auto book = x_.Book("H100 SXM", 10).value();
+  ASSERT_EQ(book.asks.size(), 1u);
+  EXPECT_EQ(book.asks[0].gpus, 6);
+
+  Advance(kHour - 1);  // not yet the boundary
+  EXPECT_EQ(x_.FindLease(lease.id)->hours_paid, 1);
+  Advance(1);
+  EXPECT_EQ(x_.FindLease(lease.id)->hours_paid, 2);
+  EXPECT_EQ(Wallet(kAlice), Usd(20 - 2 * 5.76));
+  Advance(kHour);
+  EXPECT_EQ(x_.FindLease(lease.id)->hours_paid, 3);
+  EXPECT_EQ(Wallet(kAlice), Usd(20 - 3 * 5.76));  // 2.72 left: not enough for hour 4
+  Advance(kHour);
+  const Lease* ended = x_.FindLease(lease.id);
+  EXPECT_EQ(ended->status, LeaseStatus::kEnded);
+  EXPECT_EQ(ended->end_reason, LeaseEndReason::kUnpaid);
+  EXPECT_EQ(ended->ended_at, kStart + 3 * kHour);  // at the hour boundary it could not pay
+  EXPECT_EQ(ended->hours_paid, 3);
+  EXPECT_EQ(Wallet(kAlice), Usd(2.72));
+  EXPECT_EQ(Payable(kProvider), 3 * Usd(5.184));
+  EXPECT_EQ(Revenue(), 3 * Usd(0.576));
+  EXPECT_EQ(x_.FreeGpus(m), 8);
+  EXPECT_EQ(x_.Book("h100-sxm", 10)->asks[0].gpus, 8);  // the GPUs are back on the book
+  auto earnings = x_.ProviderEarnings(kProvider, ledger_);
+  EXPECT_EQ(earnings.gross_micros, 3 * Usd(5.76));
+  EXPECT_EQ(earnings.fee_micros, 3 * Usd(0.576));
+  EXPECT_EQ(earnings.net_micros, 3 * Usd(5.184));
+  EXPECT_EQ(earnings.gpu_hours, 6);
+  EXPECT_EQ(earnings.available_micros, 3 * Usd(5.184));
+  EXPECT_EQ(x_.FindAsk(ask)->status, AskStatus::kOpen);
+}
+
+TEST_F(ExchangeTest, AWeekInOneAdvanceChargesEveryHourInTimeOrder) {
+  MachineId m = NewMachine(kProvider, 8);
+  AskOn(m, Usd(1.0));
+  Fund(kAlice, Usd(100));
+  ASSERT_TRUE(Buy(kAlice, 1, std::nullopt).ok());  // 1.00/h from kStart
+  now_ += 30 * kMicrosPerSecond * 60;             // half an hour later
+  ASSERT_TRUE(Buy(kAlice, 2, std::nullopt).ok());  // 2.00/h from kStart + 30 min
+  Advance(7 * kMicrosPerDay);
+  // 100 USD pays hours alternately (1 + 2 per hour pair); the wallet runs dry after 33 pairs plus
+  // the 1.00 hour: 33 x 3 = 99, then lease 1 pays its 34th hour (1.00) and lease 2 cannot.
+  const Lease* l1 = x_.FindLease(1);
+  const Lease* l2 = x_.FindLease(2);
+  EXPECT_EQ(l1->hours_paid + 0, 34);
+  EXPECT_EQ(l2->hours_paid + 0, 33);
+  EXPECT_EQ(l2->ended_at, kStart + kHour / 2 + 33 * kHour);
+  EXPECT_EQ(l1->ended_at, kStart + 34 * kHour);
+  EXPECT_EQ(Wallet(kAlice), 0);
+  EXPECT_EQ(x_.FreeGpus(m), 8);
+}
+
+// ----- Price-time priority -------------------------------------------------------------------
+
+struct PriorityCase {
+  const char* name;
+  std::vector<std::pair<int, double>> asks;  // machine GPUs, price (placed in this order)
+  int gpus;
+  std::optional<double> limit;
+  int expected_ask;  // index into asks (-1: no fill)
+  double expected_price;
+};
+
+TEST_F(ExchangeTest, PriceTimePriorityTable) {
+  const PriorityCase cases[] = {
+      {"cheapest wins", {{8, 3.0}, {8, 2.5}, {8, 2.9}}, 1, std::nullopt, 1, 2.5},
+      {"tie to the earlier ask", {{8, 2.5}, {8, 2.5}}, 1, std::nullopt, 0, 2.5},
+      {"trade at the resting ask, not the limit", {{8, 2.5}}, 2, 3.0, 0, 2.5},
+      {"limit below every ask", {{8, 2.5}}, 2, 2.499, -1, 0},
+      {"cheapest too small", {{1, 2.0}, {4, 2.2}}, 2, 3.0, 1, 2.2},
+      {"nothing large enough", {{1, 2.0}, {1, 2.0}}, 2, std::nullopt, -1, 0},
+  };
+  UserId provider = 100;
+  for (const auto& c : cases) {
+    SCOPED_TRACE(c.name);
+    // A fresh market each case: a new GPU model would need config, so cancel what is left instead.
+    std::vector<OrderId> asks;
+    ++provider;
+    for (auto [gpus, price] : c.asks) asks.push_back(AskOn(NewMachine(provider, gpus), Usd(price), 1, 0,
+                                                            provider));
+    UserId customer = provider + 1000;
+    Fund(customer, Usd(100));
+    auto r = Buy(customer, c.gpus, c.limit ? std::optional(Usd(*c.limit)) : std::nullopt);
+    ASSERT_TRUE(r.ok()) << r.status().ToString();
+    if (c.expected_ask < 0) {
+      EXPECT_EQ(r->bid.status, BidStatus::kCancelled);
+      EXPECT_EQ(r->bid.close_reason, BidCloseReason::kNoMatch);
+      EXPECT_EQ(Wallet(customer), Usd(100));
+    } else {
+      ASSERT_EQ(r->bid.status, BidStatus::kFilled);
+      EXPECT_EQ(r->lease->ask_id, asks[static_cast<std::size_t>(c.expected_ask)]);
+      EXPECT_EQ(r->lease->price_micros, Usd(c.expected_price));
+      EXPECT_EQ(Wallet(customer), Usd(100) - Usd(c.expected_price) * c.gpus);
+      ASSERT_TRUE(x_.StopLease(customer, r->lease->id, ledger_, now_, &changes_).ok());
+    }
+    for (OrderId a : asks) ASSERT_TRUE(x_.CancelAsk(provider, a, now_, &changes_).ok());
+    Check();
+  }
+}
+
+TEST_F(ExchangeTest, MinGpusAndRegionsFilterAsks) {
+  OrderId big = AskOn(NewMachine(kProvider, 8, "DFW-1"), Usd(2.0), /*min_gpus=*/4);
+  OrderId small = AskOn(NewMachine(kProvider, 2, "PDX-1"), Usd(2.5));
+  Fund(kAlice, Usd(100));
+  auto r = Buy(kAlice, 2, std::nullopt);
+  ASSERT_TRUE(r.ok());
+  EXPECT_EQ(r->lease->ask_id, small);  // the cheaper one rents 4 GPUs or more
+  r = Buy(kAlice, 4, std::nullopt, TimeInForce::kIoc, "PDX-1");
+  ASSERT_TRUE(r.ok());
+  EXPECT_EQ(r->bid.status, BidStatus::kCancelled);
+  r = Buy(kAlice, 4, std::nullopt, TimeInForce::kIoc, "dfw-1");
+  ASSERT_TRUE(r.ok());
+  EXPECT_EQ(r->lease->ask_id, big);
+  EXPECT_EQ(r->bid.region, "DFW-1");
+  auto bad = Buy(kAlice, 1, std::nullopt, TimeInForce::kIoc, "MARS-1");
+  ASSERT_FALSE(bad.ok());
+  EXPECT_EQ(bad.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(bad.status().message(), "unknown region 'MARS-1' (regions: DFW-1, IAD-1, PDX-1)");
+}
+
+// ----- Resting bids --------------------------------------------------------------------------
+
+TEST_F(ExchangeTest, ARestingBidHoldsOneHourAndANewAskFillsItAtTheBidPrice) {
+  Fund(kAlice, Usd(10));
+  auto r = Buy(kAlice, 2, Usd(3.0), TimeInForce::kGtc);
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_EQ(r->bid.status, BidStatus::kResting);
+  EXPECT_EQ(r->bid.hold_micros, Usd(6.0));
+  EXPECT_EQ(Held(kAlice), Usd(6.0));
+  EXPECT_EQ(Wallet(kAlice), Usd(4.0));
+  auto depth = x_.Book("H100 SXM", 5).value();
+  ASSERT_EQ(depth.bids.size(), 1u);
+  EXPECT_EQ(depth.bids[0].price, Usd(3.0));
+  EXPECT_EQ(depth.bids[0].gpus, 2);
+
+  now_ += kHour / 4;
+  OrderId ask = AskOn(NewMachine(kProvider, 8), Usd(2.5));
+  const Bid* bid = x_.FindBid(r->bid.id);
+  ASSERT_EQ(bid->status, BidStatus::kFilled);
+  const Lease* lease = x_.FindLease(bid->lease_id);
+  EXPECT_EQ(lease->ask_id, ask);
+  EXPECT_EQ(lease->price_micros, Usd(3.0));  // the resting order's price
+  EXPECT_EQ(lease->started_at, now_);
+  EXPECT_EQ(Held(kAlice), 0);
+  EXPECT_EQ(Wallet(kAlice), Usd(4.0));
+  auto trades = x_.Trades("H100 SXM", 10).value();
+  ASSERT_EQ(trades.size(), 1u);
+  EXPECT_EQ(trades[0].maker, Side::kBid);
+  EXPECT_EQ(trades[0].price_micros, Usd(3.0));
+  EXPECT_TRUE(x_.Book("H100 SXM", 5)->bids.empty());
+}
+
+TEST_F(ExchangeTest, PriceThenTimeAmongRestingBids) {
+  for (UserId u : {kAlice, kBob, UserId{12}, UserId{13}}) Fund(u, Usd(100));
+  auto first = Buy(kAlice, 2, Usd(3.1), TimeInForce::kGtc);   // best price, earliest
+  auto second = Buy(kBob, 8, Usd(3.1), TimeInForce::kGtc);    // same price, later
+  auto third = Buy(12, 4, Usd(2.9), TimeInForce::kGtc);       // lower price
+  auto below = Buy(13, 1, Usd(2.0), TimeInForce::kGtc);       // below the ask
+  for (auto* r : {&first, &second, &third, &below}) ASSERT_TRUE(r->ok());
+  AskOn(NewMachine(kProvider, 8), Usd(2.5));
+  // 8 free: Alice's 2 first (6 left); Bob's 8 no longer fits; 12's 4 fits (2 left); 13 is below.
+  EXPECT_EQ(x_.FindBid(first->bid.id)->status, BidStatus::kFilled);
+  EXPECT_EQ(x_.FindBid(second->bid.id)->status, BidStatus::kResting);
+  EXPECT_EQ(x_.FindBid(third->bid.id)->status, BidStatus::kFilled);
+  EXPECT_EQ(x_.FindBid(below->bid.id)->status, BidStatus::kResting);
+  EXPECT_EQ(x_.FindLease(x_.FindBid(third->bid.id)->lease_id)->price_micros, Usd(2.9));
+  EXPECT_EQ(x_.FindLease(x_.FindBid(third->bid.id)->lease_id)->gpu_mask, 0b111100u);
+  EXPECT_EQ(x_.Markets()[0].best_bid_micros, Usd(3.1));
+  EXPECT_EQ(x_.Markets()[0].gpus_on_offer, 2);
+
+  // Alice stops: 4 free, still not 8. 12 stops too: 8 free, Bob's bid fills at the older price.
+  ASSERT_TRUE(x_.StopLease(kAlice, x_.FindBid(first->bid.id)->lease_id, ledger_, now_, &changes_).ok());
+  EXPECT_EQ(x_.FindBid(second->bid.id)->status, BidStatus::kResting);
+  now_ += kHour / 2;
+  ASSERT_TRUE(x_.StopLease(12, x_.FindBid(third->bid.id)->lease_id, ledger_, now_, &changes_).ok());
+  const Bid* bob = x_.FindBid(second->bid.id);
+  ASSERT_EQ(bob->status, BidStatus::kFilled);
+  const Lease* lease = x_.FindLease(bob->lease_id);
+  EXPECT_EQ(lease->price_micros, Usd(3.1));  // Bob's bid (id 2) is older than the ask (id 5)
+  EXPECT_EQ(lease->started_at, now_);
+  EXPECT_EQ(Wallet(kBob), Usd(100 - 8 * 3.1));
+  EXPECT_EQ(Held(kBob), 0);
+}
+
+TEST_F(ExchangeTest, FreedGpusGoToAnOlderAskAtTheAskPrice) {
+  Fund(kAlice, Usd(100));
+  Fund(kBob, Usd(100));
+  MachineId m = NewMachine(kProvider, 4);
+  OrderId ask = AskOn(m, Usd(2.0));
+  auto lease = Buy(kAlice, 4, std::nullopt);
+  ASSERT_TRUE(lease.ok());
+  auto waiting = Buy(kBob, 2, Usd(3.0), TimeInForce::kGtc);  // newer than the ask, nothing free
+  ASSERT_TRUE(waiting.ok());
+  EXPECT_EQ(waiting->bid.status, BidStatus::kResting);
+  ASSERT_TRUE(x_.StopLease(kAlice, lease->lease->id, ledger_, now_, &changes_).ok());
+  const Bid* bob = x_.FindBid(waiting->bid.id);
+  ASSERT_EQ(bob->status, BidStatus::kFilled);
+  EXPECT_EQ(x_.FindLease(bob->lease_id)->price_micros, Usd(2.0));  // the ask was there first
+  EXPECT_EQ(x_.FindLease(bob->lease_id)->ask_id, ask);
+  EXPECT_EQ(Wallet(kBob), Usd(96));
+}
+
+TEST_F(ExchangeTest, CancelAndExpiryReleaseTheHold) {
+  Fund(kAlice, Usd(10));
+  auto r = Buy(kAlice, 1, Usd(3.0), TimeInForce::kGtc, "", now_ + 2 * kHour);
+  ASSERT_TRUE(r.ok());
+  auto c = Buy(kAlice, 1, Usd(3.0), TimeInForce::kGtc);
+  ASSERT_TRUE(c.ok());
+  EXPECT_EQ(Held(kAlice), Usd(6));
+  auto cancelled = x_.CancelBid(kAlice, c->bid.id, ledger_, now_, &changes_);
+  ASSERT_TRUE(cancelled.ok());
+  EXPECT_EQ(cancelled->status, BidStatus::kCancelled);
+  EXPECT_EQ(cancelled->close_reason, BidCloseReason::kCancelledByUser);
+  EXPECT_EQ(Held(kAlice), Usd(3));
+  auto again = x_.CancelBid(kAlice, c->bid.id, ledger_, now_, &changes_);
+  ASSERT_FALSE(again.ok());
+  EXPECT_EQ(again.status().code(), StatusCode::kFailedPrecondition);
+  auto other = x_.CancelBid(kBob, r->bid.id, ledger_, now_, &changes_);
+  ASSERT_FALSE(other.ok());
+  EXPECT_EQ(other.status().code(), StatusCode::kNotFound);  // someone else's bid is not yours
+  Advance(2 * kHour - 1);
+  EXPECT_EQ(x_.FindBid(r->bid.id)->status, BidStatus::kResting);
+  Advance(1);
+  EXPECT_EQ(x_.FindBid(r->bid.id)->status, BidStatus::kExpired);
+  EXPECT_EQ(x_.FindBid(r->bid.id)->closed_at, kStart + 2 * kHour);
+  EXPECT_EQ(Held(kAlice), 0);
+  EXPECT_EQ(Wallet(kAlice), Usd(10));
+  // An expired bid no longer matches (it is off the book).
+  AskOn(NewMachine(kProvider, 1), Usd(1.0));
+  EXPECT_EQ(x_.ListCustomerLeases(kAlice, 10).size(), 0u);
+}
+
+// ----- Refusals ------------------------------------------------------------------------------
+
+TEST_F(ExchangeTest, RefusalsChangeNothing) {
+  MachineId m = NewMachine(kProvider, 8);
+  AskOn(m, Usd(2.88));
+  Fund(kAlice, Usd(5));
+  struct Case {
+    const char* name;
+    BidSpec spec;
+    StatusCode code;
+    const char* message;  // substring
+  };
+  auto spec = [](int gpus, bool market, std::int64_t limit, TimeInForce tif,
+                 TimestampMicros expires = 0, const char* gpu = "H100 SXM") {
+    BidSpec s;
+    s.gpu = gpu;
+    s.gpus = gpus;
+    s.is_market = market;
+    s.limit_micros = limit;
+    s.time_in_force = tif;
+    s.expires_at = expires;
+    return s;
+  };
+  const Case cases[] = {
+      {"cannot pay the first hour", spec(2, true, 0, TimeInForce::kIoc),
+       StatusCode::kInsufficientFunds, "this needs 5.760000 USD and your USD wallet has 5.000000"},
+      {"cannot pay the hold", spec(2, false, Usd(2.6), TimeInForce::kGtc),
+       StatusCode::kInsufficientFunds, "needs 5.200000 USD"},
+      {"market and gtc", spec(1, true, 0, TimeInForce::kGtc), StatusCode::kInvalidArgument,
+       "immediate-or-cancel"},
+      {"market with a limit", spec(1, true, Usd(1), TimeInForce::kIoc),
+       StatusCode::kInvalidArgument, "no limit price"},
+      {"off the tick", spec(1, false, 2'880'500, TimeInForce::kIoc), StatusCode::kInvalidArgument,
+       "0.001 tick"},
+      {"zero GPUs", spec(0, true, 0, TimeInForce::kIoc), StatusCode::kInvalidArgument, "gpus"},
+      {"too many GPUs", spec(17, true, 0, TimeInForce::kIoc), StatusCode::kInvalidArgument,
+       "one machine"},
+      {"expiry on ioc", spec(1, false, Usd(1), TimeInForce::kIoc, kStart + kHour),
+       StatusCode::kInvalidArgument, "gtc"},
+      {"expiry in the past", spec(1, false, Usd(1), TimeInForce::kGtc, kStart),
+       StatusCode::kInvalidArgument, "past"},
+      {"unknown GPU", spec(1, true, 0, TimeInForce::kIoc, 0, "H999"), StatusCode::kInvalidArgument,
+       "markets: H100 SXM, A100 SXM"},
+  };
+  for (const auto& c : cases) {
+    Changes changes;
+    auto r = x_.PlaceBid(kAlice, c.spec, ledger_, now_, &changes);
+    ASSERT_FALSE(r.ok()) << c.name;
+    EXPECT_EQ(r.status().code(), c.code) << c.name;
+    EXPECT_NE(r.status().message().find(c.message), std::string::npos)
+        << c.name << ": " << r.status().message();
+    EXPECT_TRUE(changes.empty()) << c.name;
+  }
+  EXPECT_EQ(Wallet(kAlice), Usd(5));
+  EXPECT_EQ(x_.FreeGpus(m), 8);
+  EXPECT_TRUE(x_.ListBids(kAlice, 10).empty());
+  // The same bid goes through once the wallet can pay.
+  Fund(kAlice, Usd(1));
+  EXPECT_TRUE(Buy(kAlice, 2, std::nullopt).ok());
+}
+
+TEST_F(ExchangeTest, ProviderRefusals) {
+  EXPECT_EQ(x_.AddMachine(kProvider, {"H100 SXM", 0, "IAD-1", 1, 1, 1}, now_, &changes_)
+                .status()
+                .code(),
+            StatusCode::kInvalidArgument);
+  EXPECT_EQ(x_.AddMachine(kProvider, {"H100 SXM", 8, "Mars", 1, 1, 1}, now_, &changes_)
+                .status()
+                .code(),
+            StatusCode::kInvalidArgument);
+  EXPECT_EQ(x_.AddMachine(kProvider, {"RTX 9999", 8, "IAD-1", 1, 1, 1}, now_, &changes_)
+                .status()
+                .code(),
+            StatusCode::kNotFound);
+  MachineId m = NewMachine(kProvider, 4);
+  auto place = [&](UserId p, AskSpec s) { return x_.PlaceAsk(p, s, ledger_, now_, &changes_); };
+  EXPECT_EQ(place(kProvider2, {m, Usd(2), 1, now_ + kMicrosPerDay}).status().code(),
+            StatusCode::kNotFound);  // not their machine
+  EXPECT_EQ(place(kProvider, {m, Usd(2), 5, now_ + kMicrosPerDay}).status().code(),
+            StatusCode::kInvalidArgument);  // min_gpus above the machine
+  EXPECT_EQ(place(kProvider, {m, Usd(2), 1, now_ + kHour}).status().code(),
+            StatusCode::kInvalidArgument);  // not even one whole hour
+  EXPECT_EQ(place(kProvider, {m, Usd(2), 1, now_ + 400 * kMicrosPerDay}).status().code(),
+            StatusCode::kInvalidArgument);
+  EXPECT_EQ(place(kProvider, {m, 2'000'100, 1, now_ + kMicrosPerDay}).status().code(),
+            StatusCode::kInvalidArgument);  // off the tick
+  OrderId ask = AskOn(m, Usd(2));
+  auto twice = place(kProvider, {m, Usd(2), 1, now_ + kMicrosPerDay});
+  EXPECT_EQ(twice.status().code(), StatusCode::kConflict);
+  EXPECT_EQ(x_.CancelAsk(kProvider2, ask, now_, &changes_).status().code(), StatusCode::kNotFound);
+  ASSERT_TRUE(x_.CancelAsk(kProvider, ask, now_, &changes_).ok());
+  EXPECT_EQ(x_.CancelAsk(kProvider, ask, now_, &changes_).status().code(),
+            StatusCode::kFailedPrecondition);
+  EXPECT_TRUE(place(kProvider, {m, Usd(2.5), 1, now_ + kMicrosPerDay}).ok());  // reprice
+}
+
+// ----- Asks ending -----------------------------------------------------------------------------
+
+TEST_F(ExchangeTest, CancelledAskKeepsRunningLeasesButTakesNoGpusBack) {
+  MachineId m = NewMachine(kProvider, 8);
+  OrderId ask = AskOn(m, Usd(2.0));
+  Fund(kAlice, Usd(100));
+  auto r = Buy(kAlice, 4, std::nullopt);
+  ASSERT_TRUE(r.ok());
+  ASSERT_TRUE(x_.CancelAsk(kProvider, ask, now_, &changes_).ok());
+  EXPECT_TRUE(x_.Book("H100 SXM", 5)->asks.empty());
+  Advance(kHour);
+  EXPECT_EQ(x_.FindLease(r->lease->id)->hours_paid, 2);  // still billed
+  ASSERT_TRUE(x_.StopLease(kAlice, r->lease->id, ledger_, now_, &changes_).ok());
+  EXPECT_TRUE(x_.Book("H100 SXM", 5)->asks.empty());
+  EXPECT_EQ(x_.FreeGpus(m), 8);
+  // A new ask on the machine offers all of it again.
+  AskOn(m, Usd(2.2));
+  EXPECT_EQ(x_.Book("H100 SXM", 5)->asks[0].gpus, 8);
+}
+
+TEST_F(ExchangeTest, AskExpiresAnHourBeforeAvailableUntilAndLeasesStopAtTheWindow) {
+  MachineId m = NewMachine(kProvider, 8);
+  OrderId ask = AskOn(m, Usd(1.0), 1, kStart + 5 * kHour + kHour / 2);
+  Fund(kAlice, Usd(100));
+  auto r = Buy(kAlice, 1, std::nullopt);
+  ASSERT_TRUE(r.ok());
+  Advance(4 * kHour);  // hours 1..5 sold: the 5th ends at 5:00 <= 5:30
+  EXPECT_EQ(x_.FindAsk(ask)->status, AskStatus::kOpen);
+  EXPECT_EQ(x_.FindLease(r->lease->id)->hours_paid, 5);
+  Advance(kHour / 2);  // 4:30: less than an hour left, the ask leaves the book
+  EXPECT_EQ(x_.FindAsk(ask)->status, AskStatus::kExpired);
+  EXPECT_EQ(x_.FindAsk(ask)->closed_at, kStart + 4 * kHour + kHour / 2);
+  EXPECT_TRUE(x_.Book("H100 SXM", 5)->asks.empty());
+  Advance(kHour / 2);  // 5:00: hour 6 would end at 6:00 > 5:30
+  const Lease* lease = x_.FindLease(r->lease->id);
+  EXPECT_EQ(lease->status, LeaseStatus::kEnded);
+  EXPECT_EQ(lease->end_reason, LeaseEndReason::kWindowEnded);
+  EXPECT_EQ(lease->hours_paid, 5);
+  EXPECT_EQ(Wallet(kAlice), Usd(95));
+}
+
+TEST_F(ExchangeTest, StopEndsNowAndKeepsThePaidHour) {
+  MachineId m = NewMachine(kProvider, 8);
+  AskOn(m, Usd(2.0));
+  Fund(kAlice, Usd(100));
+  auto r = Buy(kAlice, 8, std::nullopt);
+  ASSERT_TRUE(r.ok());
+  now_ += 10 * 60 * kMicrosPerSecond;
+  auto stopped = x_.StopLease(kAlice, r->lease->id, ledger_, now_, &changes_);
+  ASSERT_TRUE(stopped.ok());
+  EXPECT_EQ(stopped->ended_at, now_);
+  EXPECT_EQ(stopped->end_reason, LeaseEndReason::kStopped);
+  EXPECT_EQ(Wallet(kAlice), Usd(84));  // no refund
+  EXPECT_EQ(x_.FreeGpus(m), 8);
+  EXPECT_EQ(x_.StopLease(kAlice, r->lease->id, ledger_, now_, &changes_).status().code(),
+            StatusCode::kFailedPrecondition);
+  EXPECT_EQ(x_.StopLease(kBob, r->lease->id, ledger_, now_, &changes_).status().code(),
+            StatusCode::kNotFound);
+  Advance(3 * kHour);
+  EXPECT_EQ(Wallet(kAlice), Usd(84));  // nothing more is charged
+}
+
+// ----- Money ---------------------------------------------------------------------------------
+
+TEST_F(ExchangeTest, NonUsdWalletsPayThroughFxAtSettlement) {
+  ASSERT_TRUE(ledger_.SetFxRate(Currency::kEur, Currency::kUsd, 1'080'000'000, 50, kStart).ok());
+  Fund(kAlice, Usd(20), Currency::kEur);
+  AskOn(NewMachine(kProvider, 8), Usd(2.88));
+  auto r = Buy(kAlice, 2, Usd(3.0), TimeInForce::kGtc, "", 0, Currency::kEur);
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  ASSERT_EQ(r->bid.status, BidStatus::kFilled);
+  // 5.76 USD at 1.08 with 0.5% spread: 5.76 / (1.08 x 0.995) = 5.360134 EUR (half-even).
+  auto quote = ledger_.Fx().ConvertTo(Currency::kEur, Currency::kUsd, Usd(5.76)).value();
+  EXPECT_EQ(quote.from_micros, 5'360'134);
+  EXPECT_EQ(Wallet(kAlice, Currency::kEur), Usd(20) - 5'360'134);
+  EXPECT_EQ(Payable(kProvider), Usd(5.184));
+  EXPECT_EQ(Revenue(), Usd(0.576));
+  // The rate moves; hour 2 converts at the new rate.
+  ASSERT_TRUE(ledger_.SetFxRate(Currency::kEur, Currency::kUsd, 1'000'000'000, 0, kStart).ok());
+  Advance(kHour);
+  EXPECT_EQ(Wallet(kAlice, Currency::kEur), Usd(20) - 5'360'134 - Usd(5.76));
+  // A resting EUR bid holds the converted hour.
+  auto resting = Buy(kAlice, 1, Usd(1.0), TimeInForce::kGtc, "", 0, Currency::kEur);
+  ASSERT_TRUE(resting.ok());
+  EXPECT_EQ(resting->bid.hold_micros, Usd(1.0));
+  EXPECT_EQ(Held(kAlice, Currency::kEur), Usd(1.0));
+}
+
+TEST_F(ExchangeTest, FeeIsRoundedHalfEvenOncePerHour) {
+  ExchangeConfig config = Config();
+  config.fee_ppm = 2'500;  // 0.25%
+  Exchange x(config);
+  Changes ch;
+  Fund(kAlice, Usd(100));
+  MachineId m = x.AddMachine(kProvider, {"H100 SXM", 8, "IAD-1", 8, 64, 100}, now_, &ch)->id;
+  ASSERT_TRUE(x.PlaceAsk(kProvider, {m, 1'000, 1, now_ + kMicrosPerDay}, ledger_, now_, &ch).ok());
+  BidSpec one{"H100 SXM", 1, "", true, 0, TimeInForce::kIoc, 0, Currency::kUsd};
+  ASSERT_TRUE(x.PlaceBid(kAlice, one, ledger_, now_, &ch).ok());  // 1000 x 0.25% = 2.5 -> 2
+  EXPECT_EQ(Revenue(), 2);
+  BidSpec three = one;
+  three.gpus = 3;
+  ASSERT_TRUE(x.PlaceBid(kAlice, three, ledger_, now_, &ch).ok());  // 3000 x 0.25% = 7.5 -> 8
+  EXPECT_EQ(Revenue(), 10);
+  EXPECT_EQ(Payable(kProvider), 998 + 2992);
+  EXPECT_TRUE(x.CheckSettlement(ledger_).ok());
+  EXPECT_TRUE(x.CheckInvariants(ledger_).ok());
+
+  config.fee_ppm = 0;  // no fee: no fee leg (a separate ledger: lease ids start at 1 again)
+  Exchange free_x(config);
+  ledger::Ledger other;
+  ledger::TransferRequest topup{"topup:1", ledger::TransferKind::kSinglePhase,
+                                AccountKey::System(AccountKind::kDeposits, Currency::kUsd),
+                                AccountKey::Wallet(kAlice, Currency::kUsd), Usd(10), "", "topup",
+                                "", kStart};
+  ASSERT_TRUE(other.Apply(topup).ok());
+  MachineId m2 = free_x.AddMachine(kProvider2, {"H100 SXM", 8, "IAD-1", 8, 64, 100}, now_, &ch)->id;
+  ASSERT_TRUE(free_x.PlaceAsk(kProvider2, {m2, 1'000, 1, now_ + kMicrosPerDay}, other, now_, &ch).ok());
+  auto lease = free_x.PlaceBid(kAlice, one, other, now_, &ch);
+  ASSERT_TRUE(lease.ok()) << lease.status().ToString();
+  EXPECT_EQ(other.GetAccount(AccountKey::Payable(kProvider2, Currency::kUsd))->available(), 1'000);
+  EXPECT_FALSE(other.FindTransfer(LeaseHourTransferId(lease->lease->id, 1, "fee")).ok());
+  EXPECT_TRUE(free_x.CheckSettlement(other).ok());
+  EXPECT_TRUE(other.CheckInvariants().ok());
+}
+
+TEST_F(ExchangeTest, PayoutsStayPendingUntilAnAdminMarksThemPaid) {
+  AskOn(NewMachine(kProvider, 8), Usd(10.0));
+  Fund(kAlice, Usd(100));
+  ASSERT_TRUE(Buy(kAlice, 1, std::nullopt).ok());
+  EXPECT_EQ(Payable(kProvider), Usd(9));
+  auto too_much = x_.RequestPayout(kProvider, Usd(9.01), ledger_, now_, &changes_);
+  ASSERT_FALSE(too_much.ok());
+  EXPECT_EQ(too_much.status().code(), StatusCode::kInsufficientFunds);
+  EXPECT_EQ(too_much.status().message(), "you can pay out at most 9.000000 USD now");
+  EXPECT_EQ(x_.RequestPayout(kProvider, Usd(0.5), ledger_, now_, &changes_).status().code(),
+            StatusCode::kInvalidArgument);
+  auto p1 = x_.RequestPayout(kProvider, Usd(5), ledger_, now_, &changes_);
+  ASSERT_TRUE(p1.ok());
+  EXPECT_EQ(p1->status, PayoutStatus::kPending);
+  EXPECT_EQ(Payable(kProvider), Usd(4));
+  auto p2 = x_.RequestPayout(kProvider, Usd(4), ledger_, now_, &changes_);
+  ASSERT_TRUE(p2.ok());
+  EXPECT_EQ(x_.ListPendingPayouts(10).size(), 2u);
+  auto paid = x_.ResolvePayout(kAdmin, p1->id, true, ledger_, now_, &changes_);
+  ASSERT_TRUE(paid.ok());
+  EXPECT_EQ(paid->status, PayoutStatus::kPaid);
+  EXPECT_EQ(paid->admin_id, kAdmin);
+  EXPECT_EQ(x_.ResolvePayout(kAdmin, p1->id, true, ledger_, now_, &changes_).status().code(),
+            StatusCode::kFailedPrecondition);
+  auto rejected = x_.ResolvePayout(kAdmin, p2->id, false, ledger_, now_, &changes_);
+  ASSERT_TRUE(rejected.ok());
+  EXPECT_EQ(Payable(kProvider), Usd(4));  // the rejected payout is available again
+  EXPECT_EQ(ledger_.GetAccount(AccountKey::System(AccountKind::kPayouts, Currency::kUsd))->posted(),
+            Usd(5));
+  auto e = x_.ProviderEarnings(kProvider, ledger_);
+  EXPECT_EQ(e.paid_out_micros, Usd(5));
+  EXPECT_EQ(e.pending_payout_micros, 0);
+  EXPECT_EQ(e.available_micros, Usd(4));
+}
+
+// ----- Persistence ---------------------------------------------------------------------------
+
+TEST_F(ExchangeTest, RestoreRebuildsTheSameExchange) {
+  MachineId m1 = NewMachine(kProvider, 8);
+  MachineId m2 = NewMachine(kProvider2, 4, "DFW-1");
+  AskOn(m1, Usd(2.5));
+  AskOn(m2, Usd(2.0), 2, 0, kProvider2);
+  Fund(kAlice, Usd(100));
+  Fund(kBob, Usd(100));
+  ASSERT_TRUE(Buy(kAlice, 4, std::nullopt).ok());
+  ASSERT_TRUE(Buy(kBob, 2, Usd(3), TimeInForce::kGtc).ok());   // fills on m2
+  ASSERT_TRUE(Buy(kBob, 8, Usd(3), TimeInForce::kGtc, "", now_ + 5 * kHour).ok());  // rests
+  ASSERT_TRUE(x_.RequestPayout(kProvider, Usd(1), ledger_, now_, &changes_).ok());
+  Advance(2 * kHour);
+
+  auto restored = Exchange::Restore(Config(), x_.Records());
+  ASSERT_TRUE(restored.ok()) << restored.status().ToString();
+  Exchange& y = *restored;
+  EXPECT_TRUE(y.CheckInvariants(ledger_).ok());
+  EXPECT_TRUE(y.CheckSettlement(ledger_).ok());
+  auto a = x_.Records(), b = y.Records();
+  EXPECT_EQ(a.machines, b.machines);
+  EXPECT_EQ(a.asks, b.asks);
+  EXPECT_EQ(a.bids, b.bids);
+  EXPECT_EQ(a.leases, b.leases);
+  EXPECT_EQ(a.trades, b.trades);
+  EXPECT_EQ(a.payouts, b.payouts);
+  EXPECT_EQ(x_.NextEventAt(), y.NextEventAt());
+  EXPECT_EQ(x_.Book("H100 SXM", 10)->asks.size(), y.Book("H100 SXM", 10)->asks.size());
+  // Both continue identically: the restored one on a copy of the ledger.
+  ledger::Ledger copy = ledger_;
+  Changes c1, c2;
+  x_.AdvanceTo(ledger_, now_ + 10 * kHour, &c1);
+  y.AdvanceTo(copy, now_ + 10 * kHour, &c2);
+  EXPECT_EQ(x_.Records().leases, y.Records().leases);
+  EXPECT_EQ(x_.Records().bids, y.Records().bids);
+  EXPECT_EQ(ledger_.Accounts(), copy.Accounts());
+  // Ids continue after the highest stored one.
+  auto m3 = y.AddMachine(kProvider, {"A100 SXM", 1, "PDX-1", 1, 1, 1}, now_, &c2);
+  EXPECT_EQ(m3->id, 3);
+
+  Snapshot broken = x_.Records();
+  for (auto& l : broken.leases) l.status = LeaseStatus::kActive;
+  broken.leases.push_back(broken.leases.front());
+  broken.leases.back().id = 99;
+  auto bad = Exchange::Restore(Config(), broken);
+  ASSERT_FALSE(bad.ok());
+  EXPECT_EQ(bad.status().code(), StatusCode::kInternal);
+}
+
+TEST_F(ExchangeTest, ChangesNameEverythingToPersist) {
+  changes_.Clear();
+  MachineId m = NewMachine(kProvider, 8);
+  OrderId ask = AskOn(m, Usd(2.0));
+  Fund(kAlice, Usd(100));
+  changes_.Clear();
+  auto r = Buy(kAlice, 2, std::nullopt);
+  ASSERT_TRUE(r.ok());
+  changes_.Normalize();
+  EXPECT_EQ(changes_.bids, std::vector<OrderId>{r->bid.id});
+  EXPECT_EQ(changes_.leases, std::vector<LeaseId>{r->lease->id});
+  ASSERT_EQ(changes_.trades.size(), 1u);
+  EXPECT_EQ(changes_.trades[0].ask_id, ask);
+  ASSERT_EQ(changes_.transfers.size(), 2u);  // provider leg and fee leg
+  EXPECT_EQ(changes_.transfers[0].id, "lease:1:h1:provider");
+  EXPECT_EQ(changes_.transfers[1].id, "lease:1:h1:fee");
+  EXPECT_TRUE(changes_.asks.empty());  // the ask record itself did not change
+}
+
+TEST_F(ExchangeTest, MarketsSummarizeTheBooks) {
+  AskOn(NewMachine(kProvider, 8), Usd(2.88));
+  AskOn(NewMachine(kProvider, 4), Usd(2.5));
+  Fund(kAlice, Usd(100));
+  ASSERT_TRUE(Buy(kAlice, 1, Usd(2.0), TimeInForce::kGtc).ok());
+  ASSERT_TRUE(Buy(kAlice, 2, std::nullopt).ok());
+  auto markets = x_.Markets();
+  ASSERT_EQ(markets.size(), 2u);
+  EXPECT_EQ(markets[0].gpu, "H100 SXM");
+  EXPECT_EQ(markets[0].best_ask_micros, Usd(2.5));
+  EXPECT_EQ(markets[0].best_bid_micros, Usd(2.0));
+  EXPECT_EQ(markets[0].gpus_on_offer, 10);
+  EXPECT_EQ(markets[0].asks, 2u);
+  EXPECT_EQ(markets[0].bids, 1u);
+  ASSERT_TRUE(markets[0].last_trade.has_value());
+  EXPECT_EQ(markets[0].last_trade->price_micros, Usd(2.5));
+  EXPECT_EQ(markets[0].last_trade->gpus, 2);
+  EXPECT_EQ(markets[1].gpu, "A100 SXM");
+  EXPECT_FALSE(markets[1].best_ask_micros.has_value());
+  auto offers = x_.Offers("", now_).value();
+  ASSERT_EQ(offers.size(), 2u);
+  EXPECT_EQ(offers[0].price_micros, Usd(2.5));
+  EXPECT_EQ(offers[0].free_gpus, 2);
+  EXPECT_EQ(offers[1].free_gpus, 8);
+  EXPECT_EQ(x_.Book("nope", 5).status().code(), StatusCode::kNotFound);
+}
+
+}  // namespace
+}  // namespace gpuhub::market

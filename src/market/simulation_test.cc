@@ -1,0 +1,401 @@
+// Simulation: random providers, machines, asks, bids (limit and market, ioc and gtc, with and
+// without expiry and region, USD and EUR wallets), cancels, lease stops, top-ups, payouts, FX rate
+// changes and clock advances from minutes to days, against one exchange and one ledger.
+//
+// After every step: the ledger's invariants (balanced per currency, no wallet or payable negative,
+// holds within funds) and the exchange's (no GPU in two leases, books = open orders, holds pending
+// for resting bids only, timeline complete). Every incoming bid is also matched by brute force
+// against the offers on the book, and the exchange must pick the same ask at the same price. Every
+// 1000 steps and at the end, independent checks over the whole history: each lease-hour 1..paid is
+// in the ledger exactly once with provider + fee = price, and nothing else was charged; the money
+// in platform revenue and provider payables adds up to what the leases say. At the end the
+// exchange is rebuilt from its records (Restore) and must equal the original and keep behaving the
+// same.
+//
+// GPUHUB_MARKET_SIM_SEED=<n> runs another seed; GPUHUB_MARKET_SIM_STEPS=<n> runs longer.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cstdlib>
+#include <map>
+#include <random>
+#include <set>
+#include <string>
+
+#include "ledger/ledger.h"
+#include "market/exchange.h"
+
+namespace gpuhub::market {
+namespace {
+
+using ledger::AccountKey;
+using ledger::AccountKind;
+
+constexpr TimestampMicros kStart = 1'800'000'000'000'000;
+constexpr int kProviders = 6;   // user ids 1..6
+constexpr int kCustomers = 12;  // user ids 101..112
+constexpr std::size_t kMaxMachines = 40;
+
+std::int64_t EnvOr(const char* name, std::int64_t fallback) {
+  const char* v = std::getenv(name);
+  return v && *v ? std::strtoll(v, nullptr, 10) : fallback;
+}
+
+class Simulation {
+ public:
+  explicit Simulation(std::uint64_t seed) : rng_(seed), x_(Config()) {}
+
+  static ExchangeConfig Config() {
+    ExchangeConfig c;
+    c.gpus = {"H100 SXM", "A100 SXM", "H200"};
+    c.regions = {"DFW-1", "IAD-1", "PDX-1"};
+    c.fee_ppm = 100'000;
+    return c;
+  }
+
+  void Run(std::int64_t steps) {
+    SetRate(1'080'000'000, 50);
+    for (int c = 0; c < kCustomers; ++c) TopUp(101 + c);
+    for (std::int64_t step = 0; step < steps; ++step) {
+      step_ = step;
+      Step();
+      CheckAfterStep();
+      if (::testing::Test::HasFatalFailure()) return;
+      if (step % 1000 == 0) CheckHistory();
+      if (::testing::Test::HasFatalFailure()) return;
+    }
+    CheckHistory();
+    CheckRestore();
+    Summary();
+  }
+
+ private:
+  int Pick(int lo, int hi) { return std::uniform_int_distribution<int>(lo, hi)(rng_); }
+  bool Chance(int percent) { return Pick(1, 100) <= percent; }
+  template <typename T>
+  T PickOf(const std::vector<T>& v) {
+    return v[static_cast<std::size_t>(Pick(0, static_cast<int>(v.size()) - 1))];
+  }
+
+  void SetRate(std::int64_t ppb, std::int32_t spread) {
+    ASSERT_TRUE(ledger_.SetFxRate(Currency::kEur, Currency::kUsd, ppb, spread, now_).ok());
+  }
+
+  void TopUp(UserId customer) {
+    ledger::TransferRequest t;
+    t.id = "topup:" + std::to_string(++topups_);
+    Currency c = Chance(25) ? Currency::kEur : Currency::kUsd;
+    t.debit = AccountKey::System(AccountKind::kDeposits, c);
+    t.credit = AccountKey::Wallet(customer, c);
+    t.amount_micros = Pick(5, 400) * 1'000'000 + Pick(0, 999'999);
+    t.code = "topup";
+    t.timestamp = now_;
+    ASSERT_TRUE(ledger_.Apply(t).ok());
+  }
+
+  std::int64_t RandomPrice() {
+    // Prices cluster so that levels hold several orders and bids cross often.
+    return (1'500 + Pick(0, 40) * 50 + (Chance(20) ? Pick(0, 49) : 0)) * kPriceTickMicros;
+  }
+
+  void Step() {
+    Changes changes;
+    int op = Pick(1, 100);
+    if (op <= 6 && x_.machine_count() < kMaxMachines) {
+      UserId provider = Pick(1, kProviders);
+      const char* gpus[] = {"H100 SXM", "a100-sxm", "H200"};
+      const char* regions[] = {"DFW-1", "IAD-1", "pdx-1"};
+      const int counts[] = {1, 2, 4, 8, 8, 3};
+      auto m = x_.AddMachine(provider,
+                             {gpus[Pick(0, 2)], counts[Pick(0, 5)], regions[Pick(0, 2)], 32, 256, 1000},
+                             now_, &changes);
+      ASSERT_TRUE(m.ok()) << m.status().ToString();
+      machines_.push_back(m->id);
+    } else if (op <= 20 && !machines_.empty()) {
+      MachineId id = PickOf(machines_);
+      const Machine* m = x_.FindMachine(id);
+      AskSpec spec{id, RandomPrice(), Chance(70) ? 1 : Pick(1, m->gpus),
+                   now_ + kMicrosPerHour + Pick(1, 72 * 60) * 60 * kMicrosPerSecond};
+      auto a = x_.PlaceAsk(Chance(95) ? m->provider_id : Pick(1, kProviders), spec, ledger_, now_,
+                           &changes);
+      if (!a.ok()) {
+        ASSERT_TRUE(a.status().code() == StatusCode::kConflict ||
+                    a.status().code() == StatusCode::kNotFound)
+            << a.status().ToString();
+      } else {
+        ++asks_placed_;
+      }
+    } else if (op <= 25) {
+      auto asks = x_.ListAsks(Pick(1, kProviders), 20);
+      if (asks.empty()) return;
+      const Ask& a = PickOf(asks);
+      auto r = x_.CancelAsk(a.provider_id, a.id, now_, &changes);
+      ASSERT_EQ(r.ok(), a.status == AskStatus::kOpen) << r.status().ToString();
+    } else if (op <= 60) {
+      PlaceRandomBid(&changes);
+    } else if (op <= 67) {
+      UserId customer = 100 + Pick(1, kCustomers);
+      auto bids = x_.ListBids(customer, 100);
+      if (bids.empty()) return;
+      // Mostly resting bids (the interesting case); sometimes a closed one, which must be refused.
+      std::vector<Bid> resting;
+      for (const auto& b : bids) {
+        if (b.status == BidStatus::kResting) resting.push_back(b);
+      }
+      const Bid& b = resting.empty() || Chance(10) ? PickOf(bids) : PickOf(resting);
+      auto r = x_.CancelBid(customer, b.id, ledger_, now_, &changes);
+      ASSERT_EQ(r.ok(), b.status == BidStatus::kResting) << r.status().ToString();
+      if (r.ok()) {
+        ASSERT_EQ(r->status, BidStatus::kCancelled);
+        ++cancels_;
+      }
+    } else if (op <= 72) {
+      UserId customer = 100 + Pick(1, kCustomers);
+      auto leases = x_.ListCustomerLeases(customer, 100);
+      if (leases.empty()) return;
+      std::vector<Lease> active;
+      for (const auto& l : leases) {
+        if (l.status == LeaseStatus::kActive) active.push_back(l);
+      }
+      const Lease& l = active.empty() || Chance(10) ? PickOf(leases) : PickOf(active);
+      auto r = x_.StopLease(customer, l.id, ledger_, now_, &changes);
+      ASSERT_EQ(r.ok(), l.status == LeaseStatus::kActive) << r.status().ToString();
+      if (r.ok()) ++stops_;
+    } else if (op <= 78) {
+      TopUp(100 + Pick(1, kCustomers));
+    } else if (op <= 81) {
+      UserId provider = Pick(1, kProviders);
+      std::int64_t available =
+          ledger_.GetAccount(AccountKey::Payable(provider, Currency::kUsd))->available();
+      std::int64_t amount = Pick(1, 30) * 1'000'000;
+      auto r = x_.RequestPayout(provider, amount, ledger_, now_, &changes);
+      if (amount > available) {
+        ASSERT_EQ(r.status().code(), StatusCode::kInsufficientFunds);
+      } else if (!r.ok()) {
+        ASSERT_EQ(r.status().code(), StatusCode::kResourceExhausted) << r.status().ToString();
+      }
+    } else if (op <= 83) {
+      auto pending = x_.ListPendingPayouts(5);
+      if (pending.empty()) return;
+      ASSERT_TRUE(x_.ResolvePayout(999, PickOf(pending).id, Chance(80), ledger_, now_, &changes).ok());
+    } else if (op <= 84) {
+      SetRate(1'000'000'000 + Pick(0, 200) * 1'000'000, Pick(0, 100));
+    } else {
+      std::int64_t delta = Chance(5) ? Pick(1, 3) * kMicrosPerDay
+                                     : Pick(1, 300) * 60 * kMicrosPerSecond;
+      now_ += delta;
+      x_.AdvanceTo(ledger_, now_, &changes);
+      // Every due event was handled (CheckHistory also checks each active lease is paid past now).
+      ASSERT_GT(x_.NextEventAt(), now_);
+    }
+    total_transfers_ += changes.transfers.size();
+  }
+
+  void PlaceRandomBid(Changes* changes) {
+    UserId customer = 100 + Pick(1, kCustomers);
+    BidSpec spec;
+    const char* gpus[] = {"H100 SXM", "A100 SXM", "h200"};
+    spec.gpu = gpus[Pick(0, 2)];
+    const int counts[] = {1, 1, 2, 2, 4, 8, 3};
+    spec.gpus = counts[Pick(0, 6)];
+    if (Chance(25)) spec.region = Chance(50) ? "DFW-1" : "IAD-1";
+    spec.is_market = Chance(20);
+    spec.time_in_force = spec.is_market || Chance(40) ? TimeInForce::kIoc : TimeInForce::kGtc;
+    if (!spec.is_market) spec.limit_micros = RandomPrice();
+    if (spec.time_in_force == TimeInForce::kGtc && Chance(40)) {
+      spec.expires_at = now_ + Pick(1, 24 * 60) * 60 * kMicrosPerSecond;
+    }
+    spec.currency = Chance(25) ? Currency::kEur : Currency::kUsd;
+
+    // Brute force: the first offer (cheapest, then oldest) that this bid can take.
+    const Offer* expected = nullptr;
+    auto offers = x_.Offers(spec.gpu, now_).value();
+    for (const auto& o : offers) {
+      if (o.free_gpus < spec.gpus || o.min_gpus > spec.gpus) continue;
+      if (!spec.region.empty() && o.region != spec.region) continue;
+      if (!spec.is_market && o.price_micros > spec.limit_micros) continue;
+      expected = &o;
+      break;
+    }
+    ledger::AccountBalance before =
+        ledger_.GetAccount(AccountKey::Wallet(customer, spec.currency)).value();
+    auto r = x_.PlaceBid(customer, spec, ledger_, now_, changes);
+    if (!r.ok()) {
+      ASSERT_EQ(r.status().code(), StatusCode::kInsufficientFunds) << r.status().ToString();
+      // It really could not pay: the hour (or the hold) is more than the wallet has.
+      std::int64_t usd = (expected ? expected->price_micros : spec.limit_micros) * spec.gpus;
+      std::int64_t needed = usd;
+      if (spec.currency != Currency::kUsd) {
+        needed = ledger_.Fx().ConvertTo(spec.currency, Currency::kUsd, usd)->from_micros;
+      }
+      ASSERT_LT(before.available(), needed);
+      ASSERT_TRUE(expected != nullptr || spec.time_in_force == TimeInForce::kGtc);
+      ++refused_;
+      return;
+    }
+    const Bid& bid = r->bid;
+    if (expected) {
+      ASSERT_EQ(bid.status, BidStatus::kFilled) << "step " << step_;
+      ASSERT_EQ(r->lease->ask_id, expected->ask_id) << "step " << step_;
+      ASSERT_EQ(r->lease->price_micros, expected->price_micros);  // the resting ask's price
+      ASSERT_EQ(r->lease->machine_id, expected->machine_id);
+      ASSERT_EQ(r->trade->maker, Side::kAsk);
+      ++fills_;
+    } else if (spec.time_in_force == TimeInForce::kGtc) {
+      ASSERT_EQ(bid.status, BidStatus::kResting);
+      ++rests_;
+    } else {
+      ASSERT_EQ(bid.status, BidStatus::kCancelled);
+      ASSERT_EQ(bid.close_reason, BidCloseReason::kNoMatch);
+      ++no_match_;
+    }
+  }
+
+  void CheckAfterStep() {
+    Status s = ledger_.CheckInvariants();
+    ASSERT_TRUE(s.ok()) << "step " << step_ << ": " << s.ToString();
+    s = x_.CheckInvariants(ledger_);
+    ASSERT_TRUE(s.ok()) << "step " << step_ << ": " << s.ToString();
+  }
+
+  // Independent of the exchange's own checks: recomputed from the records and the ledger.
+  void CheckHistory() {
+    Snapshot records = x_.Records();
+    // No GPU in two active leases.
+    std::map<MachineId, std::uint32_t> used;
+    std::map<MachineId, int> machine_gpus;
+    for (const auto& m : records.machines) machine_gpus[m.id] = m.gpus;
+    for (const auto& l : records.leases) {
+      if (l.status != LeaseStatus::kActive) continue;
+      ASSERT_GT(l.PaidUntil(), now_) << "active lease " << l.id << " has an unpaid hour";
+      ASSERT_EQ(used[l.machine_id] & l.gpu_mask, 0u) << "lease " << l.id << " shares a GPU";
+      used[l.machine_id] |= l.gpu_mask;
+      ASSERT_EQ(l.gpu_mask >> machine_gpus[l.machine_id], 0u);
+    }
+    // Every lease-hour charged exactly once, and nothing else charged.
+    std::map<std::pair<LeaseId, std::int64_t>, std::int64_t> provider_legs, fee_legs;
+    std::int64_t revenue_from_fees = 0, payable_from_hours = 0;
+    for (const auto& t : ledger_.Transfers()) {
+      if (t.code != "lease_hour" && t.code != "platform_fee") continue;
+      long long lease = 0, hour = 0;
+      char leg[16] = {};
+      ASSERT_EQ(std::sscanf(t.id.c_str(), "lease:%lld:h%lld:%15s", &lease, &hour, leg), 3) << t.id;
+      auto& legs = t.code == "lease_hour" ? provider_legs : fee_legs;
+      ASSERT_TRUE(legs.emplace(std::pair{lease, hour}, t.amount_micros).second) << "twice: " << t.id;
+      (t.code == "lease_hour" ? payable_from_hours : revenue_from_fees) += t.amount_micros;
+    }
+    std::int64_t hours = 0, expected_fees = 0, expected_net = 0;
+    for (const auto& l : records.leases) {
+      std::int64_t total = l.price_micros * l.gpus;
+      std::int64_t fee = MulDivHalfEven(total, l.fee_ppm, kPpm).value();
+      for (std::int64_t h = 1; h <= l.hours_paid; ++h) {
+        auto p = provider_legs.find({l.id, h});
+        ASSERT_NE(p, provider_legs.end()) << "lease " << l.id << " hour " << h << " not charged";
+        auto f = fee_legs.find({l.id, h});
+        std::int64_t fee_paid = f == fee_legs.end() ? 0 : f->second;
+        // Customer paid = provider credited + fee.
+        ASSERT_EQ(p->second + fee_paid, total) << "lease " << l.id << " hour " << h;
+        ASSERT_EQ(fee_paid, fee);
+      }
+      hours += l.hours_paid;
+      expected_fees += fee * l.hours_paid;
+      expected_net += (total - fee) * l.hours_paid;
+    }
+    ASSERT_EQ(static_cast<std::int64_t>(provider_legs.size()), hours) << "hours charged twice";
+    ASSERT_EQ(revenue_from_fees, expected_fees);
+    ASSERT_EQ(payable_from_hours, expected_net);
+    auto revenue = ledger_.GetAccount(AccountKey::System(AccountKind::kPlatformRevenue, Currency::kUsd));
+    ASSERT_EQ(revenue->posted(), expected_fees);
+    // No wallet or payable below zero; holds within the wallet.
+    for (const auto& a : ledger_.Accounts()) {
+      if (ledger::DebitsMustNotExceedCredits(a.key.kind)) {
+        ASSERT_GE(a.available(), 0) << ledger::AccountKeyName(a.key);
+      }
+    }
+    Status s = x_.CheckSettlement(ledger_);
+    ASSERT_TRUE(s.ok()) << s.ToString();
+  }
+
+  void CheckRestore() {
+    Status history = ledger_.CheckHistory();
+    ASSERT_TRUE(history.ok()) << history.ToString();
+    auto restored = Exchange::Restore(Config(), x_.Records());
+    ASSERT_TRUE(restored.ok()) << restored.status().ToString();
+    Exchange& y = *restored;
+    ASSERT_TRUE(y.CheckInvariants(ledger_).ok());
+    Snapshot a = x_.Records(), b = y.Records();
+    ASSERT_EQ(a.machines, b.machines);
+    ASSERT_EQ(a.asks, b.asks);
+    ASSERT_EQ(a.bids, b.bids);
+    ASSERT_EQ(a.leases, b.leases);
+    ASSERT_EQ(a.payouts, b.payouts);
+    // Both go on identically for another three days.
+    ledger::Ledger copy = ledger_;
+    Changes c1, c2;
+    x_.AdvanceTo(ledger_, now_ + 3 * kMicrosPerDay, &c1);
+    y.AdvanceTo(copy, now_ + 3 * kMicrosPerDay, &c2);
+    ASSERT_EQ(x_.Records().leases, y.Records().leases);
+    ASSERT_EQ(x_.Records().bids, y.Records().bids);
+    ASSERT_EQ(ledger_.Accounts(), copy.Accounts());
+    ASSERT_EQ(c1.transfers.size(), c2.transfers.size());
+  }
+
+  void Summary() {
+    std::int64_t hours = 0, ended_unpaid = 0, ended_window = 0, ended_stopped = 0;
+    for (const auto& l : x_.Records().leases) {
+      hours += l.hours_paid;
+      ended_unpaid += l.end_reason == LeaseEndReason::kUnpaid;
+      ended_window += l.end_reason == LeaseEndReason::kWindowEnded;
+      ended_stopped += l.end_reason == LeaseEndReason::kStopped;
+    }
+    std::printf(
+        "simulation: %lld steps, %zu machines, %lld asks, %lld immediate fills, %lld rested, %lld "
+        "no-match, %lld refused (funds), %lld cancels, %lld stops, %zu leases (%lld unpaid, %lld "
+        "window, %lld stopped), %lld lease-hours, %zu ledger transfers, clock +%lld h\n",
+        static_cast<long long>(step_ + 1), x_.machine_count(), static_cast<long long>(asks_placed_),
+        static_cast<long long>(fills_), static_cast<long long>(rests_),
+        static_cast<long long>(no_match_), static_cast<long long>(refused_),
+        static_cast<long long>(cancels_), static_cast<long long>(stops_),
+        x_.Records().leases.size(), static_cast<long long>(ended_unpaid),
+        static_cast<long long>(ended_window), static_cast<long long>(ended_stopped),
+        static_cast<long long>(hours), ledger_.Transfers().size(),
+        static_cast<long long>((now_ - kStart) / kMicrosPerHour));
+    // The run exercised what it claims to.
+    EXPECT_GT(fills_, 100);
+    EXPECT_GT(rests_, 100);
+    EXPECT_GT(ended_unpaid, 0);
+    EXPECT_GT(ended_window, 0);
+    EXPECT_GT(ended_stopped, 0);
+    std::int64_t filled_from_book = 0;
+    for (const auto& t : x_.Records().trades) filled_from_book += t.maker == Side::kBid;
+    EXPECT_GT(filled_from_book, 10) << "resting bids were never filled by a new ask or freed GPUs";
+  }
+
+  std::mt19937_64 rng_;
+  Exchange x_;
+  ledger::Ledger ledger_;
+  TimestampMicros now_ = kStart;
+  std::vector<MachineId> machines_;
+  std::int64_t step_ = 0, topups_ = 0, asks_placed_ = 0, fills_ = 0, rests_ = 0, no_match_ = 0,
+               refused_ = 0, cancels_ = 0, stops_ = 0;
+  std::size_t total_transfers_ = 0;
+};
+
+TEST(MarketSimulationTest, RandomTradingKeepsEveryInvariant) {
+  auto seed = static_cast<std::uint64_t>(EnvOr("GPUHUB_MARKET_SIM_SEED", 5));
+  std::int64_t steps = EnvOr("GPUHUB_MARKET_SIM_STEPS", 15'000);
+  Simulation sim(seed);
+  sim.Run(steps);
+}
+
+TEST(MarketSimulationTest, OtherSeeds) {
+  for (std::uint64_t seed : {11u, 12u, 13u}) {
+    SCOPED_TRACE(seed);
+    Simulation sim(seed);
+    sim.Run(5'000);
+    if (HasFatalFailure()) return;
+  }
+}
+
+}  // namespace
+}  // namespace gpuhub::market
