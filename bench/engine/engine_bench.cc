@@ -44,7 +44,8 @@ std::unique_ptr<store::Store> OpenStore(const std::string& backend, benchmark::S
   if (backend == "memory") return std::make_unique<NullStore>();
   std::string url;
   if (backend == "sqlite") {
-    auto dir = std::filesystem::temp_directory_path() / ("gpuhub_engine_bench_" + std::to_string(::getpid()));
+    auto dir = std::filesystem::temp_directory_path() /
+               ("gpuhub_engine_bench_" + std::to_string(::getpid()));
     std::filesystem::remove_all(dir);
     std::filesystem::create_directories(dir);
     url = "sqlite:" + (dir / "bench.db").string();
@@ -52,7 +53,8 @@ std::unique_ptr<store::Store> OpenStore(const std::string& backend, benchmark::S
     const char* pg = std::getenv("GPUHUB_BENCH_PG_URL");
     if (!pg || !*pg) pg = std::getenv("GPUHUB_TEST_PG_URL");
     if (!pg || !*pg) {
-      state.SkipWithError("set GPUHUB_BENCH_PG_URL (or GPUHUB_TEST_PG_URL) to benchmark PostgreSQL");
+      state.SkipWithError(
+          "set GPUHUB_BENCH_PG_URL (or GPUHUB_TEST_PG_URL) to benchmark PostgreSQL");
       return nullptr;
     }
     url = pg;
@@ -136,8 +138,8 @@ void RunCredits(benchmark::State& state, const std::string& backend) {
   engine.Stop();
   if (failed) state.SkipWithError("some commands failed");
   state.SetItemsProcessed(state.iterations() * kCommandsPerIteration);
-  state.counters["commands_per_s"] =
-      benchmark::Counter(static_cast<double>(state.iterations() * kCommandsPerIteration), benchmark::Counter::kIsRate);
+  state.counters["commands_per_s"] = benchmark::Counter(
+      static_cast<double>(state.iterations() * kCommandsPerIteration), benchmark::Counter::kIsRate);
 }
 
 void BM_EngineInMemory(benchmark::State& state) { RunCredits(state, "memory"); }
@@ -145,7 +147,11 @@ void BM_EngineSqlite(benchmark::State& state) { RunCredits(state, "sqlite"); }
 void BM_EnginePostgres(benchmark::State& state) { RunCredits(state, "postgresql"); }
 
 // Args: {clients in flight, max commands per batch}.
-BENCHMARK(BM_EngineInMemory)->Args({1, 1024})->Args({64, 1024})->UseRealTime()->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_EngineInMemory)
+    ->Args({1, 1024})
+    ->Args({64, 1024})
+    ->UseRealTime()
+    ->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_EngineSqlite)
     ->Args({1, 1024})
     ->Args({64, 1})

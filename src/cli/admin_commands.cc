@@ -119,14 +119,16 @@ void GrantRole(const AdminOptions& o) {
 }
 
 void AddAdminCommands(CLI::App& app) {
-  CLI::App* admin = app.add_subcommand("admin", "Operator commands (run while the server is stopped)");
+  CLI::App* admin =
+      app.add_subcommand("admin", "Operator commands (run while the server is stopped)");
   admin->require_subcommand(1);
   auto create = std::make_shared<AdminOptions>();
-  CLI::App* c = admin->add_subcommand(
-      "create-user", "Create a user (password from stdin or --password-file)");
+  CLI::App* c = admin->add_subcommand("create-user",
+                                      "Create a user (password from stdin or --password-file)");
   c->add_option("--username", create->username, "user name")->required();
   c->add_option("--role", create->role, "customer, provider or admin")->default_str("admin");
-  c->add_option("--db", create->db, "sqlite:PATH or postgresql://...")->default_str("sqlite:gpuhub.db");
+  c->add_option("--db", create->db, "sqlite:PATH or postgresql://...")
+      ->default_str("sqlite:gpuhub.db");
   c->add_option("--password-file", create->password_file, "read the password from this file");
   c->add_option("--config", create->config_path, "config file (for the Argon2id work factor)");
   c->callback([create] { CreateUser(*create); });
@@ -135,7 +137,8 @@ void AddAdminCommands(CLI::App& app) {
   CLI::App* g = admin->add_subcommand("grant-role", "Give an existing user a role");
   g->add_option("--username", grant->username, "user name")->required();
   g->add_option("--role", grant->role, "customer, provider or admin")->required();
-  g->add_option("--db", grant->db, "sqlite:PATH or postgresql://...")->default_str("sqlite:gpuhub.db");
+  g->add_option("--db", grant->db, "sqlite:PATH or postgresql://...")
+      ->default_str("sqlite:gpuhub.db");
   g->callback([grant] { GrantRole(*grant); });
 }
 

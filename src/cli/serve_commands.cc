@@ -16,8 +16,9 @@ void AddServeCommands(CLI::App& app) {
   serve->add_option("--db", options->db, "sqlite:PATH or postgresql://USER@HOST:PORT/DB")
       ->default_str("sqlite:gpuhub.db");
   serve->add_option("--config", options->config_path, "TOML config file (docs/operations.md)");
-  serve->add_option("--clock", options->clock,
-                    "real, or manual (tests and demos: POST /v1/admin/clock/advance)")
+  serve
+      ->add_option("--clock", options->clock,
+                   "real, or manual (tests and demos: POST /v1/admin/clock/advance)")
       ->default_str("real");
   serve->add_flag("--demo", options->demo, "load the demo catalog and FX rates");
   serve->callback([options] {

@@ -41,20 +41,22 @@ void ForgetSession(AccountsState& accounts, const std::string& token_hash) {
     by_user->second.erase({it->second.created_at, token_hash});
     if (by_user->second.empty()) accounts.sessions_by_user.erase(by_user);
   }
+  accounts.sessions_by_expiry.erase({it->second.expires_at, token_hash});
   accounts.sessions.erase(it);
 }
 
 void RememberSession(AccountsState& accounts, const Session& s) {
   accounts.sessions[s.token_hash] = s;
   accounts.sessions_by_user[s.user_id].insert({s.created_at, s.token_hash});
+  accounts.sessions_by_expiry.insert({s.expires_at, s.token_hash});
 }
 
 }  // namespace
 
 Result<std::string> CanonicalUsername(std::string_view username) {
   if (username.size() < kMinUsernameBytes || username.size() > kMaxUsernameBytes) {
-    return Status::InvalidArgument("username must be " + std::to_string(kMinUsernameBytes) + " to " +
-                                   std::to_string(kMaxUsernameBytes) + " characters long");
+    return Status::InvalidArgument("username must be " + std::to_string(kMinUsernameBytes) +
+                                   " to " + std::to_string(kMaxUsernameBytes) + " characters long");
   }
   std::string out;
   out.reserve(username.size());
@@ -77,8 +79,8 @@ Result<std::string> CanonicalUsername(std::string_view username) {
 
 Status ValidatePassword(std::string_view password) {
   if (password.size() < kMinPasswordBytes) {
-    return Status::InvalidArgument("password must be at least " + std::to_string(kMinPasswordBytes) +
-                                   " characters long");
+    return Status::InvalidArgument("password must be at least " +
+                                   std::to_string(kMinPasswordBytes) + " characters long");
   }
   if (password.size() > kMaxPasswordBytes) {
     return Status::InvalidArgument("password must be at most " + std::to_string(kMaxPasswordBytes) +
@@ -242,11 +244,9 @@ Status DeleteSession(Txn& txn, const std::string& token_hash) {
 }
 
 Status ExpireSessions(Txn& txn) {
-  std::vector<std::string> expired;
-  for (const auto& [hash, session] : txn.state.accounts.sessions) {
-    if (session.expires_at <= txn.now) expired.push_back(hash);
-  }
-  for (const auto& hash : expired) {
+  auto& by_expiry = txn.state.accounts.sessions_by_expiry;
+  while (!by_expiry.empty() && by_expiry.begin()->first <= txn.now) {
+    std::string hash = by_expiry.begin()->second;
     ForgetSession(txn.state.accounts, hash);
     txn.writes.Delete("sessions", {{"token_hash", hash}});
   }
@@ -254,25 +254,25 @@ Status ExpireSessions(Txn& txn) {
 }
 
 Status LoadAccounts(store::Store& store, AccountsState& state) {
-  GPUHUB_RETURN_IF_ERROR(store.Scan(
-      "users", {"id", "username", "password_hash", "roles", "created_at_us"}, "id",
-      [&](const store::Row& row) -> Status {
-        User u;
-        GPUHUB_ASSIGN_OR_RETURN(u.id, row.Int(0));
-        GPUHUB_ASSIGN_OR_RETURN(u.username, row.Text(1));
-        GPUHUB_ASSIGN_OR_RETURN(u.password_hash, row.Text(2));
-        GPUHUB_ASSIGN_OR_RETURN(std::string roles, row.Text(3));
-        for (const auto& name : Split(roles, ',')) {
-          if (name.empty()) continue;
-          GPUHUB_ASSIGN_OR_RETURN(Role r, ParseRole(name));
-          u.roles |= r;
-        }
-        GPUHUB_ASSIGN_OR_RETURN(u.created_at, row.Int(4));
-        state.user_by_name[u.username] = u.id;
-        state.next_user_id = std::max(state.next_user_id, u.id + 1);
-        state.users[u.id] = std::move(u);
-        return Status::Ok();
-      }));
+  GPUHUB_RETURN_IF_ERROR(store.Scan("users",
+                                    {"id", "username", "password_hash", "roles", "created_at_us"},
+                                    "id", [&](const store::Row& row) -> Status {
+                                      User u;
+                                      GPUHUB_ASSIGN_OR_RETURN(u.id, row.Int(0));
+                                      GPUHUB_ASSIGN_OR_RETURN(u.username, row.Text(1));
+                                      GPUHUB_ASSIGN_OR_RETURN(u.password_hash, row.Text(2));
+                                      GPUHUB_ASSIGN_OR_RETURN(std::string roles, row.Text(3));
+                                      for (const auto& name : Split(roles, ',')) {
+                                        if (name.empty()) continue;
+                                        GPUHUB_ASSIGN_OR_RETURN(Role r, ParseRole(name));
+                                        u.roles |= r;
+                                      }
+                                      GPUHUB_ASSIGN_OR_RETURN(u.created_at, row.Int(4));
+                                      state.user_by_name[u.username] = u.id;
+                                      state.next_user_id = std::max(state.next_user_id, u.id + 1);
+                                      state.users[u.id] = std::move(u);
+                                      return Status::Ok();
+                                    }));
   return store.Scan("sessions", {"token_hash", "user_id", "created_at_us", "expires_at_us"},
                     "token_hash", [&](const store::Row& row) -> Status {
                       Session s;

@@ -28,7 +28,7 @@ Status ValidatePassword(std::string_view password);
 // Argon2id work factor. Defaults are libsodium's "interactive" limits (about 64 MiB and a few
 // hundred milliseconds); tests lower them in the config file.
 struct PasswordHashing {
-  std::uint64_t ops_limit = 0;     // 0: crypto_pwhash_OPSLIMIT_INTERACTIVE
+  std::uint64_t ops_limit = 0;        // 0: crypto_pwhash_OPSLIMIT_INTERACTIVE
   std::uint64_t mem_limit_bytes = 0;  // 0: crypto_pwhash_MEMLIMIT_INTERACTIVE
 };
 // invalid_argument when the limits are below libsodium's minimums.

@@ -39,7 +39,8 @@ TEST(PasswordTest, EnforcesLengthAndHashesWithArgon2id) {
   EXPECT_EQ(ValidatePassword("short").code(), StatusCode::kInvalidArgument);
   EXPECT_EQ(ValidatePassword(std::string(kMaxPasswordBytes + 1, 'x')).code(),
             StatusCode::kInvalidArgument);
-  EXPECT_EQ(ValidatePassword(std::string("abcdefghij\0k", 12)).code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(ValidatePassword(std::string("abcdefghij\0k", 12)).code(),
+            StatusCode::kInvalidArgument);
   EXPECT_TRUE(ValidatePassword("correct horse battery").ok());
 
   PasswordHashing fast{1, 8192};
@@ -52,7 +53,8 @@ TEST(PasswordTest, EnforcesLengthAndHashesWithArgon2id) {
   EXPECT_FALSE(VerifyPassword("garbage", "correct horse battery"));
   // Salted: the same password hashes differently.
   EXPECT_NE(*hash, HashPassword("correct horse battery", fast).value());
-  EXPECT_EQ(HashPassword("x", PasswordHashing{1, 100}).status().code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(HashPassword("x", PasswordHashing{1, 100}).status().code(),
+            StatusCode::kInvalidArgument);
 }
 
 TEST(TokenTest, TokensAreRandomAndOnlyTheirHashIsKept) {
@@ -72,9 +74,9 @@ TEST(RoleTest, ParsesAndNamesRoles) {
 class SessionTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    auto dir = std::filesystem::temp_directory_path() /
-               ("gpuhub_sessions_" + std::to_string(::getpid()) + "_" +
-                std::to_string(std::random_device{}()));
+    auto dir =
+        std::filesystem::temp_directory_path() / ("gpuhub_sessions_" + std::to_string(::getpid()) +
+                                                  "_" + std::to_string(std::random_device{}()));
     std::filesystem::create_directories(dir);
     auto store = store::OpenStore("sqlite:" + (dir / "s.db").string());
     ASSERT_TRUE(store.ok());
@@ -110,29 +112,33 @@ TEST_F(SessionTest, SessionsAuthenticateUntilTheyExpireOrAreDeleted) {
   EXPECT_EQ(who(hash).status().code(), StatusCode::kUnauthenticated);
 
   std::string second = HashToken(NewSessionToken());
-  ASSERT_TRUE(engine_->ExecuteSync<int>([&](Txn& txn) -> Result<int> {
-                        GPUHUB_RETURN_IF_ERROR(CreateSession(txn, *user_id, second).status());
-                        return 0;
-                      }).ok());
+  ASSERT_TRUE(engine_
+                  ->ExecuteSync<int>([&](Txn& txn) -> Result<int> {
+                    GPUHUB_RETURN_IF_ERROR(CreateSession(txn, *user_id, second).status());
+                    return 0;
+                  })
+                  .ok());
   EXPECT_TRUE(who(second).ok());
-  ASSERT_TRUE(engine_->ExecuteSync<int>([&](Txn& txn) -> Result<int> {
-                        GPUHUB_RETURN_IF_ERROR(DeleteSession(txn, second));
-                        return 0;
-                      }).ok());
+  ASSERT_TRUE(engine_
+                  ->ExecuteSync<int>([&](Txn& txn) -> Result<int> {
+                    GPUHUB_RETURN_IF_ERROR(DeleteSession(txn, second));
+                    return 0;
+                  })
+                  .ok());
   EXPECT_EQ(who(second).status().code(), StatusCode::kUnauthenticated);
 }
 
 TEST_F(SessionTest, KeepsAtMostTheNewestSessionsPerUser) {
   std::vector<std::string> hashes;
   auto count = engine_->ExecuteSync<int>([&](Txn& txn) -> Result<int> {
-                        GPUHUB_ASSIGN_OR_RETURN(User u, CreateUser(txn, "bob", "h", kRoleCustomer));
-                        for (std::size_t i = 0; i < kMaxSessionsPerUser + 5; ++i) {
-                          hashes.push_back(HashToken(NewSessionToken()));
-                          txn.now += 1;
-                          GPUHUB_RETURN_IF_ERROR(CreateSession(txn, u.id, hashes.back()).status());
-                        }
-                        return static_cast<int>(txn.state.accounts.sessions.size());
-                      });
+    GPUHUB_ASSIGN_OR_RETURN(User u, CreateUser(txn, "bob", "h", kRoleCustomer));
+    for (std::size_t i = 0; i < kMaxSessionsPerUser + 5; ++i) {
+      hashes.push_back(HashToken(NewSessionToken()));
+      txn.now += 1;
+      GPUHUB_RETURN_IF_ERROR(CreateSession(txn, u.id, hashes.back()).status());
+    }
+    return static_cast<int>(txn.state.accounts.sessions.size());
+  });
   EXPECT_EQ(count.value(), static_cast<int>(kMaxSessionsPerUser));
   auto alive = [&](const std::string& h) {
     return engine_
@@ -169,10 +175,12 @@ TEST_F(SessionTest, IdempotencyReplaysRefusesMismatchesAndExpires) {
   EXPECT_EQ(call("k2", "fp-a")->body, "{\"n\":2}");
   // After 24 hours the key is forgotten and the request runs again.
   clock_.Advance(kIdempotencyKeyLifetimeMicros);
-  ASSERT_TRUE(engine_->ExecuteSync<int>([&](Txn& txn) -> Result<int> {
-                        GPUHUB_RETURN_IF_ERROR(ExpireIdempotencyKeys(txn));
-                        return static_cast<int>(txn.state.idempotency.records.size());
-                      }).value() == 0);
+  ASSERT_TRUE(engine_
+                  ->ExecuteSync<int>([&](Txn& txn) -> Result<int> {
+                    GPUHUB_RETURN_IF_ERROR(ExpireIdempotencyKeys(txn));
+                    return static_cast<int>(txn.state.idempotency.records.size());
+                  })
+                  .value() == 0);
   EXPECT_EQ(call("k1", "fp-b")->body, "{\"n\":3}");
   EXPECT_EQ(ValidateIdempotencyKey("has space").code(), StatusCode::kInvalidArgument);
   EXPECT_EQ(ValidateIdempotencyKey("").code(), StatusCode::kInvalidArgument);

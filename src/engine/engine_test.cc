@@ -34,7 +34,8 @@ class FlakyStore final : public store::Store {
     return inner_->Apply(batch);
   }
   Status Scan(std::string_view table, const std::vector<std::string>& columns,
-              std::string_view order_by, const std::function<Status(const store::Row&)>& fn) override {
+              std::string_view order_by,
+              const std::function<Status(const store::Row&)>& fn) override {
     return inner_->Scan(table, columns, order_by, fn);
   }
   std::atomic<bool> fail{false};
@@ -77,7 +78,8 @@ TEST(EngineTest, CommittedCommandsSurviveARestart) {
   ASSERT_TRUE(engine.Start().ok());
   auto names = engine.ExecuteSync<std::string>([](Txn& txn) -> Result<std::string> {
     std::string out;
-    for (const auto& [id, u] : txn.state.accounts.users) out += std::to_string(id) + u.username + ";";
+    for (const auto& [id, u] : txn.state.accounts.users)
+      out += std::to_string(id) + u.username + ";";
     return out;
   });
   EXPECT_EQ(names.value(), "1alice;2bob;");
@@ -130,17 +132,21 @@ TEST(EngineTest, AFailedCommandsWritesAreDropped) {
     Engine engine(OpenMigrated(url), clock, metrics);
     ASSERT_TRUE(engine.Start().ok());
     auto r = engine.ExecuteSync<int>([](Txn& txn) -> Result<int> {
-      txn.writes.Upsert("engine_meta", {{"name", std::string("ghost")}, {"value", std::int64_t{1}}});
+      txn.writes.Upsert("engine_meta",
+                        {{"name", std::string("ghost")}, {"value", std::int64_t{1}}});
       return Status::InvalidArgument("changed my mind");
     });
     EXPECT_EQ(r.status().code(), StatusCode::kInvalidArgument);
   }
   auto store = OpenMigrated(url);
   int rows = 0;
-  ASSERT_TRUE(store->Scan("engine_meta", {"name"}, "name", [&](const store::Row&) {
-                     ++rows;
-                     return Status::Ok();
-                   }).ok());
+  ASSERT_TRUE(store
+                  ->Scan("engine_meta", {"name"}, "name",
+                         [&](const store::Row&) {
+                           ++rows;
+                           return Status::Ok();
+                         })
+                  .ok());
   EXPECT_EQ(rows, 0);
 }
 
@@ -155,7 +161,8 @@ TEST(EngineTest, StopCommitsEverythingAlreadyQueued) {
     for (int i = 0; i < 500; ++i) {
       engine.Execute<int>(
           [i](Txn& txn) -> Result<int> {
-            GPUHUB_RETURN_IF_ERROR(CreateUser(txn, "q" + std::to_string(i), "h", kRoleCustomer).status());
+            GPUHUB_RETURN_IF_ERROR(
+                CreateUser(txn, "q" + std::to_string(i), "h", kRoleCustomer).status());
             return i;
           },
           [&](Result<int> r) {
@@ -188,10 +195,12 @@ TEST(EngineTest, TickHooksRunWithTheCommandsTime) {
   });
   ASSERT_TRUE(engine.Start().ok());
   clock.Advance(3'000'000);
-  ASSERT_TRUE(engine.ExecuteSync<int>([&](Txn& txn) -> Result<int> {
-                      GPUHUB_RETURN_IF_ERROR(engine.RunTickHooks(txn));
-                      return 0;
-                    }).ok());
+  ASSERT_TRUE(engine
+                  .ExecuteSync<int>([&](Txn& txn) -> Result<int> {
+                    GPUHUB_RETURN_IF_ERROR(engine.RunTickHooks(txn));
+                    return 0;
+                  })
+                  .ok());
   EXPECT_EQ(seen.load(), 8'000'000);
 }
 
@@ -206,8 +215,7 @@ TEST(MetricsTest, RendersPrometheusText) {
   EXPECT_NE(text.find("# TYPE req_total counter\nreq_total{route=\"/v1/x\",status=\"200\"} 3\n"),
             std::string::npos)
       << text;
-  EXPECT_NE(text.find("lat_seconds_bucket{le=\"0.1\"} 1\n"), std::string::npos)
-      << text;
+  EXPECT_NE(text.find("lat_seconds_bucket{le=\"0.1\"} 1\n"), std::string::npos) << text;
   EXPECT_NE(text.find("lat_seconds_bucket{le=\"+Inf\"} 3\n"), std::string::npos);
   EXPECT_NE(text.find("lat_seconds_count 3\n"), std::string::npos);
 }

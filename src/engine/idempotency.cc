@@ -23,8 +23,7 @@ Result<StoredResponse> RunIdempotent(Txn& txn, const std::string& scope, const s
   IdempotencyState& idem = txn.state.idempotency;
   auto id = std::make_pair(scope, key);
   auto it = idem.records.find(id);
-  if (it != idem.records.end() &&
-      it->second.created_at + kIdempotencyKeyLifetimeMicros > txn.now) {
+  if (it != idem.records.end() && it->second.created_at + kIdempotencyKeyLifetimeMicros > txn.now) {
     if (it->second.fingerprint != fingerprint) {
       return Status::InvalidArgument(
           "Idempotency-Key '" + key.substr(0, 64) +

@@ -41,10 +41,14 @@ std::string RenderLabels(const Labels& labels) {
     if (!out.empty()) out += ",";
     out += name + "=\"";
     for (char c : value) {
-      if (c == '\\') out += "\\\\";
-      else if (c == '"') out += "\\\"";
-      else if (c == '\n') out += "\\n";
-      else out += c;
+      if (c == '\\')
+        out += "\\\\";
+      else if (c == '"')
+        out += "\\\"";
+      else if (c == '\n')
+        out += "\\n";
+      else
+        out += c;
     }
     out += "\"";
   }

@@ -47,7 +47,8 @@ class HistogramSeries {
 
 class MetricsRegistry {
  public:
-  CounterSeries& Counter(const std::string& name, const std::string& help, const Labels& labels = {});
+  CounterSeries& Counter(const std::string& name, const std::string& help,
+                         const Labels& labels = {});
   HistogramSeries& Histogram(const std::string& name, const std::string& help,
                              const std::vector<double>& bounds, const Labels& labels = {});
   // A gauge computed at render time (queue depth, open connections).

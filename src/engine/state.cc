@@ -9,12 +9,13 @@ State::~State() = default;
 
 Result<std::unique_ptr<State>> LoadState(store::Store& store) {
   auto state = std::make_unique<State>();
-  GPUHUB_RETURN_IF_ERROR(store.Scan("engine_meta", {"name", "value"}, "name",
-                                    [&](const store::Row& row) -> Status {
-                                      GPUHUB_ASSIGN_OR_RETURN(std::string name, row.Text(0));
-                                      GPUHUB_ASSIGN_OR_RETURN(state->meta[name], row.Int(1));
-                                      return Status::Ok();
-                                    })
+  GPUHUB_RETURN_IF_ERROR(store
+                             .Scan("engine_meta", {"name", "value"}, "name",
+                                   [&](const store::Row& row) -> Status {
+                                     GPUHUB_ASSIGN_OR_RETURN(std::string name, row.Text(0));
+                                     GPUHUB_ASSIGN_OR_RETURN(state->meta[name], row.Int(1));
+                                     return Status::Ok();
+                                   })
                              .WithContext("loading engine_meta"));
   GPUHUB_RETURN_IF_ERROR(LoadAccounts(store, state->accounts).WithContext("loading accounts"));
   GPUHUB_RETURN_IF_ERROR(

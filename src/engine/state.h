@@ -49,6 +49,8 @@ struct AccountsState {
   std::unordered_map<std::string, Session> sessions;  // by token hash
   // Sessions of a user by creation time (to drop the oldest beyond kMaxSessionsPerUser).
   std::map<std::int64_t, std::set<std::pair<TimestampMicros, std::string>>> sessions_by_user;
+  // Every session by expiry time, so that the tick hook touches only the expired ones.
+  std::set<std::pair<TimestampMicros, std::string>> sessions_by_expiry;
   std::int64_t next_user_id = 1;
 };
 

@@ -24,23 +24,22 @@ Result<InvoiceStatus> ParseInvoiceStatus(std::string_view name) {
 
 void WriteTransfers(Txn& txn, const std::vector<ledger::Transfer>& transfers) {
   for (const auto& t : transfers) {
-    txn.writes.Insert(
-        "ledger_transfers",
-        {{"sequence", t.sequence},
-         {"id", t.id},
-         {"kind", std::string(ledger::TransferKindName(t.kind))},
-         {"debit_kind", std::string(ledger::AccountKindName(t.debit.kind))},
-         {"debit_owner", t.debit.owner_id},
-         {"debit_currency", std::string(CurrencyCode(t.debit.currency))},
-         {"credit_kind", std::string(ledger::AccountKindName(t.credit.kind))},
-         {"credit_owner", t.credit.owner_id},
-         {"credit_currency", std::string(CurrencyCode(t.credit.currency))},
-         {"amount_micros", t.amount_micros},
-         {"pending_id", t.pending_id},
-         {"code", t.code},
-         {"memo", t.memo},
-         {"timestamp_us", t.timestamp},
-         {"state", std::string(ledger::TransferStateName(t.state))}});
+    txn.writes.Insert("ledger_transfers",
+                      {{"sequence", t.sequence},
+                       {"id", t.id},
+                       {"kind", std::string(ledger::TransferKindName(t.kind))},
+                       {"debit_kind", std::string(ledger::AccountKindName(t.debit.kind))},
+                       {"debit_owner", t.debit.owner_id},
+                       {"debit_currency", std::string(CurrencyCode(t.debit.currency))},
+                       {"credit_kind", std::string(ledger::AccountKindName(t.credit.kind))},
+                       {"credit_owner", t.credit.owner_id},
+                       {"credit_currency", std::string(CurrencyCode(t.credit.currency))},
+                       {"amount_micros", t.amount_micros},
+                       {"pending_id", t.pending_id},
+                       {"code", t.code},
+                       {"memo", t.memo},
+                       {"timestamp_us", t.timestamp},
+                       {"state", std::string(ledger::TransferStateName(t.state))}});
   }
 }
 
@@ -96,11 +95,16 @@ std::string RandomHex(std::size_t bytes) {
 
 std::string_view InvoiceStatusName(InvoiceStatus status) {
   switch (status) {
-    case InvoiceStatus::kNew: return "new";
-    case InvoiceStatus::kProcessing: return "processing";
-    case InvoiceStatus::kSettled: return "settled";
-    case InvoiceStatus::kExpired: return "expired";
-    case InvoiceStatus::kInvalid: return "invalid";
+    case InvoiceStatus::kNew:
+      return "new";
+    case InvoiceStatus::kProcessing:
+      return "processing";
+    case InvoiceStatus::kSettled:
+      return "settled";
+    case InvoiceStatus::kExpired:
+      return "expired";
+    case InvoiceStatus::kInvalid:
+      return "invalid";
   }
   return "new";
 }
@@ -108,7 +112,8 @@ std::string_view InvoiceStatusName(InvoiceStatus status) {
 Result<std::int64_t> ParseTopupAmount(std::string_view text) {
   auto amount = ParseDecimalMicros(text, kTopupFractionDigits);
   if (!amount.ok()) {
-    return Status::InvalidArgument("amount must be a decimal string with at most 2 decimals, such as \"100.00\"");
+    return Status::InvalidArgument(
+        "amount must be a decimal string with at most 2 decimals, such as \"100.00\"");
   }
   if (*amount < kMinTopupMicros || *amount > kMaxTopupMicros) {
     return Status::InvalidArgument("amount must be between " + FormatMicros(kMinTopupMicros, 2) +
@@ -169,7 +174,8 @@ Result<PaymentEventOutcome> ApplyPaymentEvent(Txn& txn, const std::string& type,
                                               const std::string& invoice_id) {
   WalletsState& w = *txn.state.wallets;
   auto it = w.invoices.find(invoice_id);
-  if (it == w.invoices.end()) return Status::NotFound("no invoice '" + invoice_id.substr(0, 64) + "'");
+  if (it == w.invoices.end())
+    return Status::NotFound("no invoice '" + invoice_id.substr(0, 64) + "'");
   Invoice& inv = it->second;
   PaymentEventOutcome outcome;
   if (type == "InvoiceSettled") {
@@ -232,13 +238,15 @@ Result<Conversion> Convert(Txn& txn, std::int64_t user_id, Currency from, Curren
   WalletsState& w = *txn.state.wallets;
   if (from == to) return Status::InvalidArgument("'from' and 'to' must be different currencies");
   if (amount_micros < kMinConversionMicros) {
-    return Status::InvalidArgument("the smallest conversion is " + FormatMicros(kMinConversionMicros, 2));
+    return Status::InvalidArgument("the smallest conversion is " +
+                                   FormatMicros(kMinConversionMicros, 2));
   }
-  GPUHUB_ASSIGN_OR_RETURN(ledger::FxQuote quote, w.ledger.Fx().ConvertFrom(from, to, amount_micros));
+  GPUHUB_ASSIGN_OR_RETURN(ledger::FxQuote quote,
+                          w.ledger.Fx().ConvertFrom(from, to, amount_micros));
   std::string id = "fx:" + std::to_string(w.ledger.LastSequence() + 1);
   std::string memo = "convert " + FormatMicros(quote.from_micros) + " " +
-                     std::string(CurrencyCode(from)) + " to " + FormatMicros(quote.to_micros) + " " +
-                     std::string(CurrencyCode(to));
+                     std::string(CurrencyCode(from)) + " to " + FormatMicros(quote.to_micros) +
+                     " " + std::string(CurrencyCode(to));
   TransferRequest out;
   out.id = id + ":out";
   out.debit = AccountKey::Wallet(user_id, from);
@@ -258,14 +266,15 @@ Result<Conversion> Convert(Txn& txn, std::int64_t user_id, Currency from, Curren
 
 Result<ledger::FxRateChange> SetFxRate(Txn& txn, Currency base, Currency quote,
                                        std::int64_t mid_rate_ppb, std::int32_t spread_bps) {
-  GPUHUB_ASSIGN_OR_RETURN(auto change, txn.state.wallets->ledger.SetFxRate(base, quote, mid_rate_ppb,
-                                                                           spread_bps, txn.now));
+  GPUHUB_ASSIGN_OR_RETURN(auto change, txn.state.wallets->ledger.SetFxRate(
+                                           base, quote, mid_rate_ppb, spread_bps, txn.now));
   WriteFxChange(txn, change);
   return change;
 }
 
 Result<ledger::FxRateChange> RemoveFxRate(Txn& txn, Currency base, Currency quote) {
-  GPUHUB_ASSIGN_OR_RETURN(auto change, txn.state.wallets->ledger.RemoveFxRate(base, quote, txn.now));
+  GPUHUB_ASSIGN_OR_RETURN(auto change,
+                          txn.state.wallets->ledger.RemoveFxRate(base, quote, txn.now));
   WriteFxChange(txn, change);
   return change;
 }
@@ -299,37 +308,37 @@ Status SeedDemoData(Engine& engine) {
 
 Status LoadWallets(store::Store& store, WalletsState& state) {
   std::vector<ledger::Transfer> transfers;
-  GPUHUB_RETURN_IF_ERROR(store.Scan(
-      "ledger_transfers",
-      {"sequence", "id", "kind", "debit_kind", "debit_owner", "debit_currency", "credit_kind",
-       "credit_owner", "credit_currency", "amount_micros", "pending_id", "code", "memo",
-       "timestamp_us", "state"},
-      "sequence", [&](const store::Row& row) -> Status {
-        ledger::Transfer t;
-        GPUHUB_ASSIGN_OR_RETURN(t.sequence, row.Int(0));
-        GPUHUB_ASSIGN_OR_RETURN(t.id, row.Text(1));
-        GPUHUB_ASSIGN_OR_RETURN(std::string kind, row.Text(2));
-        GPUHUB_ASSIGN_OR_RETURN(t.kind, ledger::ParseTransferKind(kind));
-        GPUHUB_ASSIGN_OR_RETURN(std::string debit_kind, row.Text(3));
-        GPUHUB_ASSIGN_OR_RETURN(t.debit.kind, ledger::ParseAccountKind(debit_kind));
-        GPUHUB_ASSIGN_OR_RETURN(t.debit.owner_id, row.Int(4));
-        GPUHUB_ASSIGN_OR_RETURN(std::string debit_currency, row.Text(5));
-        GPUHUB_ASSIGN_OR_RETURN(t.debit.currency, ParseCurrency(debit_currency));
-        GPUHUB_ASSIGN_OR_RETURN(std::string credit_kind, row.Text(6));
-        GPUHUB_ASSIGN_OR_RETURN(t.credit.kind, ledger::ParseAccountKind(credit_kind));
-        GPUHUB_ASSIGN_OR_RETURN(t.credit.owner_id, row.Int(7));
-        GPUHUB_ASSIGN_OR_RETURN(std::string credit_currency, row.Text(8));
-        GPUHUB_ASSIGN_OR_RETURN(t.credit.currency, ParseCurrency(credit_currency));
-        GPUHUB_ASSIGN_OR_RETURN(t.amount_micros, row.Int(9));
-        GPUHUB_ASSIGN_OR_RETURN(t.pending_id, row.Text(10));
-        GPUHUB_ASSIGN_OR_RETURN(t.code, row.Text(11));
-        GPUHUB_ASSIGN_OR_RETURN(t.memo, row.Text(12));
-        GPUHUB_ASSIGN_OR_RETURN(t.timestamp, row.Int(13));
-        GPUHUB_ASSIGN_OR_RETURN(std::string state_name, row.Text(14));
-        GPUHUB_ASSIGN_OR_RETURN(t.state, ledger::ParseTransferState(state_name));
-        transfers.push_back(std::move(t));
-        return Status::Ok();
-      }));
+  GPUHUB_RETURN_IF_ERROR(
+      store.Scan("ledger_transfers",
+                 {"sequence", "id", "kind", "debit_kind", "debit_owner", "debit_currency",
+                  "credit_kind", "credit_owner", "credit_currency", "amount_micros", "pending_id",
+                  "code", "memo", "timestamp_us", "state"},
+                 "sequence", [&](const store::Row& row) -> Status {
+                   ledger::Transfer t;
+                   GPUHUB_ASSIGN_OR_RETURN(t.sequence, row.Int(0));
+                   GPUHUB_ASSIGN_OR_RETURN(t.id, row.Text(1));
+                   GPUHUB_ASSIGN_OR_RETURN(std::string kind, row.Text(2));
+                   GPUHUB_ASSIGN_OR_RETURN(t.kind, ledger::ParseTransferKind(kind));
+                   GPUHUB_ASSIGN_OR_RETURN(std::string debit_kind, row.Text(3));
+                   GPUHUB_ASSIGN_OR_RETURN(t.debit.kind, ledger::ParseAccountKind(debit_kind));
+                   GPUHUB_ASSIGN_OR_RETURN(t.debit.owner_id, row.Int(4));
+                   GPUHUB_ASSIGN_OR_RETURN(std::string debit_currency, row.Text(5));
+                   GPUHUB_ASSIGN_OR_RETURN(t.debit.currency, ParseCurrency(debit_currency));
+                   GPUHUB_ASSIGN_OR_RETURN(std::string credit_kind, row.Text(6));
+                   GPUHUB_ASSIGN_OR_RETURN(t.credit.kind, ledger::ParseAccountKind(credit_kind));
+                   GPUHUB_ASSIGN_OR_RETURN(t.credit.owner_id, row.Int(7));
+                   GPUHUB_ASSIGN_OR_RETURN(std::string credit_currency, row.Text(8));
+                   GPUHUB_ASSIGN_OR_RETURN(t.credit.currency, ParseCurrency(credit_currency));
+                   GPUHUB_ASSIGN_OR_RETURN(t.amount_micros, row.Int(9));
+                   GPUHUB_ASSIGN_OR_RETURN(t.pending_id, row.Text(10));
+                   GPUHUB_ASSIGN_OR_RETURN(t.code, row.Text(11));
+                   GPUHUB_ASSIGN_OR_RETURN(t.memo, row.Text(12));
+                   GPUHUB_ASSIGN_OR_RETURN(t.timestamp, row.Int(13));
+                   GPUHUB_ASSIGN_OR_RETURN(std::string state_name, row.Text(14));
+                   GPUHUB_ASSIGN_OR_RETURN(t.state, ledger::ParseTransferState(state_name));
+                   transfers.push_back(std::move(t));
+                   return Status::Ok();
+                 }));
   std::vector<ledger::FxRateChange> fx;
   GPUHUB_RETURN_IF_ERROR(store.Scan(
       "fx_rate_changes", {"version", "base", "quote", "mid_rate_ppb", "spread_bps", "timestamp_us"},
@@ -348,30 +357,29 @@ Status LoadWallets(store::Store& store, WalletsState& state) {
         return Status::Ok();
       }));
   GPUHUB_ASSIGN_OR_RETURN(state.ledger, ledger::Ledger::Restore(std::move(transfers), fx));
-  return store.Scan(
-      "invoices",
-      {"id", "user_id", "currency", "amount_micros", "status", "created_at_us", "updated_at_us",
-       "transfer_id"},
-      "created_at_us, id", [&](const store::Row& row) -> Status {
-        Invoice inv;
-        GPUHUB_ASSIGN_OR_RETURN(inv.id, row.Text(0));
-        GPUHUB_ASSIGN_OR_RETURN(inv.user_id, row.Int(1));
-        GPUHUB_ASSIGN_OR_RETURN(std::string currency, row.Text(2));
-        GPUHUB_ASSIGN_OR_RETURN(inv.currency, ParseCurrency(currency));
-        GPUHUB_ASSIGN_OR_RETURN(inv.amount_micros, row.Int(3));
-        GPUHUB_ASSIGN_OR_RETURN(std::string status, row.Text(4));
-        GPUHUB_ASSIGN_OR_RETURN(inv.status, ParseInvoiceStatus(status));
-        GPUHUB_ASSIGN_OR_RETURN(inv.created_at, row.Int(5));
-        GPUHUB_ASSIGN_OR_RETURN(inv.updated_at, row.Int(6));
-        GPUHUB_ASSIGN_OR_RETURN(inv.transfer_id, row.Text(7));
-        state.invoices_by_user[inv.user_id].push_back(inv.id);
-        if (IsOpen(inv.status)) {
-          state.open_by_age.insert({inv.created_at, inv.id});
-          ++state.open_per_user[inv.user_id];
-        }
-        state.invoices[inv.id] = std::move(inv);
-        return Status::Ok();
-      });
+  return store.Scan("invoices",
+                    {"id", "user_id", "currency", "amount_micros", "status", "created_at_us",
+                     "updated_at_us", "transfer_id"},
+                    "created_at_us, id", [&](const store::Row& row) -> Status {
+                      Invoice inv;
+                      GPUHUB_ASSIGN_OR_RETURN(inv.id, row.Text(0));
+                      GPUHUB_ASSIGN_OR_RETURN(inv.user_id, row.Int(1));
+                      GPUHUB_ASSIGN_OR_RETURN(std::string currency, row.Text(2));
+                      GPUHUB_ASSIGN_OR_RETURN(inv.currency, ParseCurrency(currency));
+                      GPUHUB_ASSIGN_OR_RETURN(inv.amount_micros, row.Int(3));
+                      GPUHUB_ASSIGN_OR_RETURN(std::string status, row.Text(4));
+                      GPUHUB_ASSIGN_OR_RETURN(inv.status, ParseInvoiceStatus(status));
+                      GPUHUB_ASSIGN_OR_RETURN(inv.created_at, row.Int(5));
+                      GPUHUB_ASSIGN_OR_RETURN(inv.updated_at, row.Int(6));
+                      GPUHUB_ASSIGN_OR_RETURN(inv.transfer_id, row.Text(7));
+                      state.invoices_by_user[inv.user_id].push_back(inv.id);
+                      if (IsOpen(inv.status)) {
+                        state.open_by_age.insert({inv.created_at, inv.id});
+                        ++state.open_per_user[inv.user_id];
+                      }
+                      state.invoices[inv.id] = std::move(inv);
+                      return Status::Ok();
+                    });
 }
 
 }  // namespace gpuhub::engine

@@ -15,9 +15,9 @@ namespace {
 class WalletsTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    auto dir = std::filesystem::temp_directory_path() /
-               ("gpuhub_wallets_" + std::to_string(::getpid()) + "_" +
-                std::to_string(std::random_device{}()));
+    auto dir =
+        std::filesystem::temp_directory_path() / ("gpuhub_wallets_" + std::to_string(::getpid()) +
+                                                  "_" + std::to_string(std::random_device{}()));
     std::filesystem::create_directories(dir);
     url_ = "sqlite:" + (dir / "w.db").string();
     Open();
@@ -68,7 +68,8 @@ TEST_F(WalletsTest, ParsesTopupAmounts) {
 }
 
 TEST_F(WalletsTest, ASettledInvoiceCreditsOnceAndSurvivesARestart) {
-  Invoice inv = Run<Invoice>([&](Txn& txn) { return CreateTopup(txn, user_, Currency::kEur, 25'500'000); });
+  Invoice inv =
+      Run<Invoice>([&](Txn& txn) { return CreateTopup(txn, user_, Currency::kEur, 25'500'000); });
   EXPECT_EQ(inv.id.size(), 4u + 24u);
   EXPECT_EQ(inv.status, InvoiceStatus::kNew);
   for (int i = 0; i < 3; ++i) {
@@ -91,8 +92,10 @@ TEST_F(WalletsTest, ASettledInvoiceCreditsOnceAndSurvivesARestart) {
 
 TEST_F(WalletsTest, ConvertsAtTheRateWithSpreadAndRefusesOverdrafts) {
   Run<int>([&](Txn& txn) -> Result<int> {
-    GPUHUB_RETURN_IF_ERROR(ManualCredit(txn, 2, user_, Currency::kUsd, 108'000'000, "wire").status());
-    GPUHUB_RETURN_IF_ERROR(SetFxRate(txn, Currency::kEur, Currency::kUsd, 1'080'000'000, 100).status());
+    GPUHUB_RETURN_IF_ERROR(
+        ManualCredit(txn, 2, user_, Currency::kUsd, 108'000'000, "wire").status());
+    GPUHUB_RETURN_IF_ERROR(
+        SetFxRate(txn, Currency::kEur, Currency::kUsd, 1'080'000'000, 100).status());
     return 0;
   });
   Conversion c = Run<Conversion>(
@@ -134,12 +137,13 @@ TEST_F(WalletsTest, InvoicesExpireAndOpenOnesAreLimited) {
       [&](Txn& txn) -> Result<std::vector<Invoice>> { return ListTopups(txn, user_, 100); });
   ASSERT_EQ(list.size(), kMaxOpenInvoicesPerUser);
   for (const auto& inv : list) EXPECT_EQ(inv.status, InvoiceStatus::kExpired);
-  EXPECT_TRUE(engine_->ExecuteSync<Invoice>([&](Txn& txn) {
-                       return CreateTopup(txn, user_, Currency::kUsd, 1'000'000);
-                     }).ok());
+  EXPECT_TRUE(engine_
+                  ->ExecuteSync<Invoice>(
+                      [&](Txn& txn) { return CreateTopup(txn, user_, Currency::kUsd, 1'000'000); })
+                  .ok());
   // Other users cannot read the invoice.
-  auto other = engine_->ExecuteSync<Invoice>(
-      [&](Txn& txn) { return GetTopup(txn, user_ + 1, list[0].id); });
+  auto other =
+      engine_->ExecuteSync<Invoice>([&](Txn& txn) { return GetTopup(txn, user_ + 1, list[0].id); });
   EXPECT_EQ(other.status().code(), StatusCode::kNotFound);
 }
 

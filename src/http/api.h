@@ -73,6 +73,10 @@ struct Reply {
 using UserAction = std::function<Result<Reply>(engine::Txn&, const engine::User&)>;
 using AnonymousAction = std::function<Result<Reply>(engine::Txn&)>;
 
+// Wraps a handler of an authenticated endpoint: a request without any bearer token is answered
+// 401 before its body is even looked at (a forged token is caught by RunAuthenticated).
+Handler RequireBearer(Handler handler);
+
 // Authenticates the bearer token on the writer thread, checks that the user has one of
 // `any_of_roles` (0: any signed-in user), then runs `action`. For POST with an Idempotency-Key the
 // response is stored and replayed per Stripe's rules.
@@ -86,7 +90,8 @@ void RunAnonymous(ApiContext& api, const Request& request, Responder respond, bo
 
 // The request's JSON object: Content-Type (when given) must be application/json, the body at most
 // kMaxJsonDepth deep, an object, and only `allowed` fields.
-Result<json> ParseJsonObject(const Request& request, std::initializer_list<std::string_view> allowed);
+Result<json> ParseJsonObject(const Request& request,
+                             std::initializer_list<std::string_view> allowed);
 // Typed field access with messages naming the field.
 Result<std::string> RequiredString(const json& object, std::string_view field);
 Result<std::optional<std::string>> OptionalString(const json& object, std::string_view field);

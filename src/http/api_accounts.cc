@@ -1,7 +1,7 @@
 // Accounts and sessions: sign up, log in, log out, who am I, become a provider.
 //
-//   POST   /v1/accounts           {"username", "password", "roles"?: ["customer"|"provider"]} -> 201
-//   POST   /v1/sessions           {"username", "password"} -> 201 {"token", "token_type", ...}
+//   POST   /v1/accounts           {"username", "password", "roles"?: ["customer"|"provider"]} ->
+//   201 POST   /v1/sessions           {"username", "password"} -> 201 {"token", "token_type", ...}
 //   DELETE /v1/sessions/current   -> 204
 //   GET    /v1/accounts/me        -> 200 user
 //   POST   /v1/accounts/me/roles  {"role": "provider"|"customer"} -> 200 user
@@ -9,8 +9,8 @@
 // Passwords are hashed and verified on the worker pool (Argon2id), never on the I/O or writer
 // threads. Login answers the same 401 for an unknown user and a wrong password, and verifies
 // against a dummy hash for unknown users so that timing does not tell them apart either.
-#include "http/api.h"
 #include "engine/limits.h"
+#include "http/api.h"
 #include "http/limits.h"
 
 namespace gpuhub::http {
@@ -118,8 +118,8 @@ void LogIn(ApiContext& api, const Request& request, Responder respond) {
       [&api, respond, password = *password, user_key, invalid](Result<LoginTarget> target) {
         if (!target.ok()) return respond(Response::Error(target.status()));
         auto verify = [&api, respond, password, user_key, invalid, target = *target]() {
-          const std::string& hash = target.user_id ? target.password_hash
-                                                   : engine::DummyPasswordHash(api.config.hashing);
+          const std::string& hash =
+              target.user_id ? target.password_hash : engine::DummyPasswordHash(api.config.hashing);
           bool ok = engine::VerifyPassword(hash, password) && target.user_id != 0;
           if (!ok) {
             api.login_failures_by_user.Record(user_key);
@@ -128,9 +128,10 @@ void LogIn(ApiContext& api, const Request& request, Responder respond) {
           api.login_failures_by_user.Reset(user_key);
           std::string token = engine::NewSessionToken();
           api.engine.Execute<Reply>(
-              [user_id = target.user_id, hash = engine::HashToken(token), token](
-                  engine::Txn& txn) -> Result<Reply> {
-                GPUHUB_ASSIGN_OR_RETURN(engine::Session s, engine::CreateSession(txn, user_id, hash));
+              [user_id = target.user_id, hash = engine::HashToken(token),
+               token](engine::Txn& txn) -> Result<Reply> {
+                GPUHUB_ASSIGN_OR_RETURN(engine::Session s,
+                                        engine::CreateSession(txn, user_id, hash));
                 const engine::User* user = engine::FindUser(txn.state, user_id);
                 if (!user) return Status::Unauthenticated("invalid username or password");
                 return Reply{201,
@@ -147,7 +148,8 @@ void LogIn(ApiContext& api, const Request& request, Responder respond) {
               });
         };
         if (!api.hashers.Post(verify)) {
-          respond(Response::Error(503, "unavailable", "too many logins in progress; retry shortly"));
+          respond(
+              Response::Error(503, "unavailable", "too many logins in progress; retry shortly"));
         }
       });
 }
@@ -159,37 +161,40 @@ void RegisterAccountRoutes(Router& router, ApiContext& api) {
              [&api](const Request& r, Responder respond) { SignUp(api, r, std::move(respond)); });
   router.Add("POST", "/v1/sessions",
              [&api](const Request& r, Responder respond) { LogIn(api, r, std::move(respond)); });
-  router.Add("DELETE", "/v1/sessions/current", [&api](const Request& r, Responder respond) {
-    std::string hash = engine::HashToken(r.BearerToken());
-    RunAuthenticated(api, r, std::move(respond), 0,
-                     [hash](engine::Txn& txn, const engine::User&) -> Result<Reply> {
-                       GPUHUB_RETURN_IF_ERROR(engine::DeleteSession(txn, hash));
-                       return Reply{204, nullptr};
-                     });
-  });
-  router.Add("GET", "/v1/accounts/me", [&api](const Request& r, Responder respond) {
-    RunAuthenticated(api, r, std::move(respond), 0,
-                     [](engine::Txn&, const engine::User& me) -> Result<Reply> {
-                       return Reply{200, UserJson(me)};
-                     });
-  });
-  router.Add("POST", "/v1/accounts/me/roles", [&api](const Request& r, Responder respond) {
-    auto body = ParseJsonObject(r, {"role"});
-    if (!body.ok()) return respond(Response::Error(body.status()));
-    auto name = RequiredString(*body, "role");
-    if (!name.ok()) return respond(Response::Error(name.status()));
-    auto role = engine::ParseRole(*name);
-    if (!role.ok()) return respond(Response::Error(role.status()));
-    if (*role == engine::kRoleAdmin) {
-      return respond(Response::Error(Status::PermissionDenied(
-          "the admin role is granted by an operator (gpuhub admin create-user)")));
-    }
-    RunAuthenticated(api, r, std::move(respond), 0,
-                     [role = *role](engine::Txn& txn, const engine::User& me) -> Result<Reply> {
-                       GPUHUB_ASSIGN_OR_RETURN(engine::User user, engine::GrantRoles(txn, me.id, role));
-                       return Reply{200, UserJson(user)};
-                     });
-  });
+  router.Add("DELETE", "/v1/sessions/current",
+             RequireBearer([&api](const Request& r, Responder respond) {
+               std::string hash = engine::HashToken(r.BearerToken());
+               RunAuthenticated(api, r, std::move(respond), 0,
+                                [hash](engine::Txn& txn, const engine::User&) -> Result<Reply> {
+                                  GPUHUB_RETURN_IF_ERROR(engine::DeleteSession(txn, hash));
+                                  return Reply{204, nullptr};
+                                });
+             }));
+  router.Add("GET", "/v1/accounts/me", RequireBearer([&api](const Request& r, Responder respond) {
+               RunAuthenticated(api, r, std::move(respond), 0,
+                                [](engine::Txn&, const engine::User& me) -> Result<Reply> {
+                                  return Reply{200, UserJson(me)};
+                                });
+             }));
+  router.Add(
+      "POST", "/v1/accounts/me/roles", RequireBearer([&api](const Request& r, Responder respond) {
+        auto body = ParseJsonObject(r, {"role"});
+        if (!body.ok()) return respond(Response::Error(body.status()));
+        auto name = RequiredString(*body, "role");
+        if (!name.ok()) return respond(Response::Error(name.status()));
+        auto role = engine::ParseRole(*name);
+        if (!role.ok()) return respond(Response::Error(role.status()));
+        if (*role == engine::kRoleAdmin) {
+          return respond(Response::Error(Status::PermissionDenied(
+              "the admin role is granted by an operator (gpuhub admin create-user)")));
+        }
+        RunAuthenticated(api, r, std::move(respond), 0,
+                         [role = *role](engine::Txn& txn, const engine::User& me) -> Result<Reply> {
+                           GPUHUB_ASSIGN_OR_RETURN(engine::User user,
+                                                   engine::GrantRoles(txn, me.id, role));
+                           return Reply{200, UserJson(user)};
+                         });
+      }));
 }
 
 }  // namespace gpuhub::http

@@ -6,31 +6,34 @@
 namespace gpuhub::http {
 
 void RegisterAdminRoutes(Router& router, ApiContext& api) {
-  router.Add("POST", "/v1/admin/clock/advance", [&api](const Request& r, Responder respond) {
-    if (!api.manual_clock) {
-      return respond(Response::Error(
-          404, "not_found", "the clock is real; this endpoint exists only with --clock manual"));
-    }
-    auto body = ParseJsonObject(r, {"seconds"});
-    if (!body.ok()) return respond(Response::Error(body.status()));
-    auto seconds = RequiredInteger(*body, "seconds", 1, 366 * 24 * 3600);
-    if (!seconds.ok()) return respond(Response::Error(seconds.status()));
-    ManualClock* clock = api.manual_clock;
-    engine::Engine* engine = &api.engine;
-    RunAuthenticated(api, r, std::move(respond), engine::kRoleAdmin,
-                     [clock, engine, seconds = *seconds](engine::Txn& txn,
-                                                         const engine::User&) -> Result<Reply> {
-                       // The writer is the only thread that reads time for commands, so moving
-                       // the clock here is ordered with every command before and after.
-                       clock->Advance(seconds * kMicrosPerSecond);
-                       txn.now = clock->NowMicros();
-                       txn.state.meta["manual_clock_us"] = txn.now;
-                       txn.writes.Upsert("engine_meta", {{"name", std::string("manual_clock_us")},
-                                                         {"value", txn.now}});
-                       GPUHUB_RETURN_IF_ERROR(engine->RunTickHooks(txn));
-                       return Reply{200, {{"now", FormatTimestamp(txn.now)}}};
-                     });
-  });
+  router.Add(
+      "POST", "/v1/admin/clock/advance", RequireBearer([&api](const Request& r, Responder respond) {
+        if (!api.manual_clock) {
+          return respond(
+              Response::Error(404, "not_found",
+                              "the clock is real; this endpoint exists only with --clock manual"));
+        }
+        auto body = ParseJsonObject(r, {"seconds"});
+        if (!body.ok()) return respond(Response::Error(body.status()));
+        auto seconds = RequiredInteger(*body, "seconds", 1, 366 * 24 * 3600);
+        if (!seconds.ok()) return respond(Response::Error(seconds.status()));
+        ManualClock* clock = api.manual_clock;
+        engine::Engine* engine = &api.engine;
+        RunAuthenticated(api, r, std::move(respond), engine::kRoleAdmin,
+                         [clock, engine, seconds = *seconds](engine::Txn& txn,
+                                                             const engine::User&) -> Result<Reply> {
+                           // The writer is the only thread that reads time for commands, so moving
+                           // the clock here is ordered with every command before and after.
+                           clock->Advance(seconds * kMicrosPerSecond);
+                           txn.now = clock->NowMicros();
+                           txn.state.meta["manual_clock_us"] = txn.now;
+                           txn.writes.Upsert(
+                               "engine_meta",
+                               {{"name", std::string("manual_clock_us")}, {"value", txn.now}});
+                           GPUHUB_RETURN_IF_ERROR(engine->RunTickHooks(txn));
+                           return Reply{200, {{"now", FormatTimestamp(txn.now)}}};
+                         });
+      }));
 }
 
 }  // namespace gpuhub::http

@@ -25,9 +25,9 @@ std::string Dump(const json& body) {
 Response JsonResponse(int status, const json& body) { return Response::Json(status, Dump(body)); }
 
 Response TooManyRequests(std::int64_t retry_after_seconds, std::string_view what) {
-  Response r = Response::Error(429, "resource_exhausted",
-                               std::string(what) + "; retry in " +
-                                   std::to_string(retry_after_seconds) + " s");
+  Response r = Response::Error(
+      429, "resource_exhausted",
+      std::string(what) + "; retry in " + std::to_string(retry_after_seconds) + " s");
   r.headers.emplace_back("Retry-After", std::to_string(retry_after_seconds));
   return r;
 }
@@ -82,7 +82,8 @@ Result<json> ParseJsonObject(const Request& request,
   if (!type.empty() && ToLower(type).rfind("application/json", 0) != 0) {
     return Status::InvalidArgument("Content-Type must be application/json");
   }
-  if (Trim(request.body).empty()) return Status::InvalidArgument("request body must be a JSON object");
+  if (Trim(request.body).empty())
+    return Status::InvalidArgument("request body must be a JSON object");
   GPUHUB_RETURN_IF_ERROR(CheckJsonDepth(request.body, kMaxJsonDepth));
   json body = json::parse(request.body, nullptr, /*allow_exceptions=*/false);
   if (body.is_discarded()) return Status::InvalidArgument("request body is not valid JSON");
@@ -153,8 +154,8 @@ Response FromStored(const engine::StoredResponse& stored) {
 }
 
 // The common path of both Run* functions. `scope` is computed on the writer (it needs the user).
-void Run(ApiContext& api, const Request& request, Responder respond, bool idempotent,
-         bool reserved, std::function<Result<engine::StoredResponse>(engine::Txn&, const std::string& key,
+void Run(ApiContext& api, const Request& request, Responder respond, bool idempotent, bool reserved,
+         std::function<Result<engine::StoredResponse>(engine::Txn&, const std::string& key,
                                                       const std::string& fingerprint)>
              body) {
   std::string key;
@@ -198,16 +199,27 @@ Result<engine::StoredResponse> RunMaybeIdempotent(
 
 }  // namespace
 
+namespace {
+Response MissingToken() {
+  Response r = Response::Error(401, "unauthenticated",
+                               "this endpoint needs 'Authorization: Bearer <token>' (POST "
+                               "/v1/sessions to get one)");
+  r.headers.emplace_back("WWW-Authenticate", "Bearer");
+  return r;
+}
+}  // namespace
+
+Handler RequireBearer(Handler handler) {
+  return [handler = std::move(handler)](const Request& request, Responder respond) {
+    if (request.BearerToken().empty()) return respond(MissingToken());
+    handler(request, std::move(respond));
+  };
+}
+
 void RunAuthenticated(ApiContext& api, const Request& request, Responder respond,
                       std::uint32_t any_of_roles, UserAction action) {
   std::string token = request.BearerToken();
-  if (token.empty()) {
-    Response r = Response::Error(401, "unauthenticated",
-                                 "this endpoint needs 'Authorization: Bearer <token>' (POST "
-                                 "/v1/sessions to get one)");
-    r.headers.emplace_back("WWW-Authenticate", "Bearer");
-    return respond(std::move(r));
-  }
+  if (token.empty()) return respond(MissingToken());
   std::string token_hash = engine::HashToken(token);
   Run(api, request, std::move(respond), /*idempotent=*/true, /*reserved=*/false,
       [token_hash, any_of_roles, action = std::move(action)](
@@ -217,7 +229,8 @@ void RunAuthenticated(ApiContext& api, const Request& request, Responder respond
         if (!user.ok()) return ToStored(user.status());
         if (any_of_roles != 0 && (user->roles & any_of_roles) == 0) {
           std::string names;
-          for (const auto& n : engine::RoleNames(any_of_roles)) names += (names.empty() ? "" : " or ") + n;
+          for (const auto& n : engine::RoleNames(any_of_roles))
+            names += (names.empty() ? "" : " or ") + n;
           return ToStored(Status::PermissionDenied("this endpoint needs the " + names + " role"));
         }
         const engine::User me = *user;

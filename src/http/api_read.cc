@@ -49,7 +49,8 @@ void RegisterReadRoutes(Router& router, ApiContext&, const std::string& data_dir
     data->error = loaded.status();
   }
   auto unavailable = [data] {
-    return Response::Error(503, "unavailable", "the catalog is not loaded: " + data->error.message());
+    return Response::Error(503, "unavailable",
+                           "the catalog is not loaded: " + data->error.message());
   };
   router.Add("GET", "/v1/catalog", [data, unavailable](const Request&, Responder respond) {
     if (!data->catalog) return respond(unavailable());

@@ -70,9 +70,9 @@ Result<ServiceConfig> ParseServiceConfig(std::string_view toml_text, std::string
       bool ok = false;
       for (auto k : keys) ok = ok || key.str() == k;
       if (!ok) {
-        return Status::InvalidArgument(where(node, std::string(section) + "." +
-                                                       std::string(key.str())) +
-                                       " is not a known setting");
+        return Status::InvalidArgument(
+            where(node, std::string(section) + "." + std::string(key.str())) +
+            " is not a known setting");
       }
     }
     return Status::Ok();
@@ -82,24 +82,30 @@ Result<ServiceConfig> ParseServiceConfig(std::string_view toml_text, std::string
       return Status::InvalidArgument(where(node, key.str()) +
                                      " is not a known section ([server], [auth], [payments])");
     }
-    if (!node.is_table()) return Status::InvalidArgument(where(node, key.str()) + " must be a table");
+    if (!node.is_table())
+      return Status::InvalidArgument(where(node, key.str()) + " must be a table");
   }
   if (const toml::table* s = root["server"].as_table()) {
-    GPUHUB_RETURN_IF_ERROR(known(*s, "server",
-                                 {"listen", "io_threads", "max_connections", "max_header_bytes",
-                                  "max_body_bytes", "read_timeout_seconds",
-                                  "shutdown_grace_seconds"}));
+    GPUHUB_RETURN_IF_ERROR(
+        known(*s, "server",
+              {"listen", "io_threads", "max_connections", "max_header_bytes", "max_body_bytes",
+               "read_timeout_seconds", "shutdown_grace_seconds"}));
     std::string listen;
     GPUHUB_RETURN_IF_ERROR(text(*s, "server", "listen", &listen));
     if (!listen.empty()) GPUHUB_RETURN_IF_ERROR(ParseListen(listen, &config.host, &config.port));
     std::int64_t threads = config.io_threads;
     GPUHUB_RETURN_IF_ERROR(integer(*s, "server", "io_threads", 1, 64, &threads));
     config.io_threads = static_cast<int>(threads);
-    GPUHUB_RETURN_IF_ERROR(integer(*s, "server", "max_connections", 1, 1'000'000, &config.max_connections));
-    GPUHUB_RETURN_IF_ERROR(integer(*s, "server", "max_header_bytes", 1024, 1 << 20, &config.max_header_bytes));
-    GPUHUB_RETURN_IF_ERROR(integer(*s, "server", "max_body_bytes", 1024, 64 << 20, &config.max_body_bytes));
-    GPUHUB_RETURN_IF_ERROR(integer(*s, "server", "read_timeout_seconds", 1, 3600, &config.read_timeout_seconds));
-    GPUHUB_RETURN_IF_ERROR(integer(*s, "server", "shutdown_grace_seconds", 1, 3600, &config.shutdown_grace_seconds));
+    GPUHUB_RETURN_IF_ERROR(
+        integer(*s, "server", "max_connections", 1, 1'000'000, &config.max_connections));
+    GPUHUB_RETURN_IF_ERROR(
+        integer(*s, "server", "max_header_bytes", 1024, 1 << 20, &config.max_header_bytes));
+    GPUHUB_RETURN_IF_ERROR(
+        integer(*s, "server", "max_body_bytes", 1024, 64 << 20, &config.max_body_bytes));
+    GPUHUB_RETURN_IF_ERROR(
+        integer(*s, "server", "read_timeout_seconds", 1, 3600, &config.read_timeout_seconds));
+    GPUHUB_RETURN_IF_ERROR(
+        integer(*s, "server", "shutdown_grace_seconds", 1, 3600, &config.shutdown_grace_seconds));
   }
   if (const toml::table* a = root["auth"].as_table()) {
     GPUHUB_RETURN_IF_ERROR(known(*a, "auth",
@@ -109,17 +115,24 @@ Result<ServiceConfig> ParseServiceConfig(std::string_view toml_text, std::string
                                   "signups_per_address", "signup_address_window_seconds"}));
     std::int64_t ops = 0, mem = 0, threads = config.hash_threads;
     GPUHUB_RETURN_IF_ERROR(integer(*a, "auth", "argon2_ops_limit", 1, 1000, &ops));
-    GPUHUB_RETURN_IF_ERROR(integer(*a, "auth", "argon2_mem_limit_bytes", 8192, std::int64_t{4} << 30, &mem));
+    GPUHUB_RETURN_IF_ERROR(
+        integer(*a, "auth", "argon2_mem_limit_bytes", 8192, std::int64_t{4} << 30, &mem));
     GPUHUB_RETURN_IF_ERROR(integer(*a, "auth", "hash_threads", 1, 64, &threads));
     config.hashing.ops_limit = static_cast<std::uint64_t>(ops);
     config.hashing.mem_limit_bytes = static_cast<std::uint64_t>(mem);
     config.hash_threads = static_cast<int>(threads);
-    GPUHUB_RETURN_IF_ERROR(integer(*a, "auth", "login_failures_per_username", 1, 1'000'000, &config.login_failures_per_username.count));
-    GPUHUB_RETURN_IF_ERROR(integer(*a, "auth", "login_username_window_seconds", 1, 86400 * 7, &config.login_failures_per_username.window_seconds));
-    GPUHUB_RETURN_IF_ERROR(integer(*a, "auth", "login_attempts_per_address", 1, 1'000'000, &config.login_attempts_per_address.count));
-    GPUHUB_RETURN_IF_ERROR(integer(*a, "auth", "login_address_window_seconds", 1, 86400 * 7, &config.login_attempts_per_address.window_seconds));
-    GPUHUB_RETURN_IF_ERROR(integer(*a, "auth", "signups_per_address", 1, 1'000'000, &config.signups_per_address.count));
-    GPUHUB_RETURN_IF_ERROR(integer(*a, "auth", "signup_address_window_seconds", 1, 86400 * 7, &config.signups_per_address.window_seconds));
+    GPUHUB_RETURN_IF_ERROR(integer(*a, "auth", "login_failures_per_username", 1, 1'000'000,
+                                   &config.login_failures_per_username.count));
+    GPUHUB_RETURN_IF_ERROR(integer(*a, "auth", "login_username_window_seconds", 1, 86400 * 7,
+                                   &config.login_failures_per_username.window_seconds));
+    GPUHUB_RETURN_IF_ERROR(integer(*a, "auth", "login_attempts_per_address", 1, 1'000'000,
+                                   &config.login_attempts_per_address.count));
+    GPUHUB_RETURN_IF_ERROR(integer(*a, "auth", "login_address_window_seconds", 1, 86400 * 7,
+                                   &config.login_attempts_per_address.window_seconds));
+    GPUHUB_RETURN_IF_ERROR(integer(*a, "auth", "signups_per_address", 1, 1'000'000,
+                                   &config.signups_per_address.count));
+    GPUHUB_RETURN_IF_ERROR(integer(*a, "auth", "signup_address_window_seconds", 1, 86400 * 7,
+                                   &config.signups_per_address.window_seconds));
   }
   if (const toml::table* p = root["payments"].as_table()) {
     GPUHUB_RETURN_IF_ERROR(known(*p, "payments", {"webhook_secret", "checkout_base_url"}));

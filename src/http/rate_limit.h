@@ -5,15 +5,15 @@
 // Thread-safe. Time comes from a function (steady clock by default) so tests can move it.
 #pragma once
 
-#include <cstdint>
 #include <condition_variable>
+#include <cstdint>
 #include <deque>
-#include <thread>
-#include <vector>
 #include <functional>
 #include <mutex>
 #include <string>
+#include <thread>
 #include <unordered_map>
+#include <vector>
 
 #include "http/config.h"
 

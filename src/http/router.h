@@ -19,9 +19,9 @@
 namespace gpuhub::http {
 
 struct Request {
-  std::string method;  // "GET", "POST", ...
-  std::string target;  // as sent: "/v1/transfers?limit=10"
-  std::string path;    // decoded path without the query: "/v1/transfers"
+  std::string method;                          // "GET", "POST", ...
+  std::string target;                          // as sent: "/v1/transfers?limit=10"
+  std::string path;                            // decoded path without the query: "/v1/transfers"
   std::map<std::string, std::string> query;    // decoded query parameters
   std::map<std::string, std::string> headers;  // lower-case names
   std::string body;

@@ -96,7 +96,8 @@ int RunServe(const ServeOptions& options) {
   engine.AddTickHook(engine::ExpireIdempotencyKeys);
   engine::AddWalletTickHooks(engine);
   if (Status s = engine.Start(); !s.ok()) {
-    std::cerr << "gpuhub: cannot load the state from " << description << ": " << s.message() << "\n";
+    std::cerr << "gpuhub: cannot load the state from " << description << ": " << s.message()
+              << "\n";
     return 1;
   }
   if (options.demo) {
@@ -130,7 +131,8 @@ int RunServe(const ServeOptions& options) {
     engine.Stop();
     return 1;
   }
-  std::string host = config.host.find(':') != std::string::npos ? "[" + config.host + "]" : config.host;
+  std::string host =
+      config.host.find(':') != std::string::npos ? "[" + config.host + "]" : config.host;
   spdlog::info("event=listening url=http://{}:{} db={} clock={} webhooks={}", host, server.port(),
                description, options.clock, config.webhook_secret.empty() ? "off" : "on");
   std::cout << "listening on http://" << host << ":" << server.port() << std::endl;

@@ -9,7 +9,7 @@ namespace gpuhub::http {
 struct ServeOptions {
   std::string listen;  // "HOST:PORT"; empty: the config file's, else 127.0.0.1:8080
   std::string db = "sqlite:gpuhub.db";
-  std::string config_path;  // empty: defaults
+  std::string config_path;     // empty: defaults
   std::string clock = "real";  // "real" | "manual"
   bool demo = false;
   std::string data_dir;  // catalog.toml, models/

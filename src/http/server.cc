@@ -121,8 +121,8 @@ class Connection : public std::enable_shared_from_this<Connection> {
   void Refuse() {
     auto self = shared_from_this();
     net::dispatch(stream_.get_executor(), [self] {
-      self->WriteProtocolError(Response::Error(503, "unavailable",
-                                               "too many open connections; retry shortly"));
+      self->WriteProtocolError(
+          Response::Error(503, "unavailable", "too many open connections; retry shortly"));
     });
   }
 
@@ -150,10 +150,10 @@ class Connection : public std::enable_shared_from_this<Connection> {
     auto length = parser_->content_length();
     if (length && *length > server_.options.max_body_bytes) {
       timer_.cancel();
-      return WriteProtocolError(Response::Error(
-          413, "payload_too_large",
-          "request body is larger than " + std::to_string(server_.options.max_body_bytes) +
-              " bytes"));
+      return WriteProtocolError(Response::Error(413, "payload_too_large",
+                                                "request body is larger than " +
+                                                    std::to_string(server_.options.max_body_bytes) +
+                                                    " bytes"));
     }
     auto& req = parser_->get();
     auto expect = req[bhttp::field::expect];
@@ -198,16 +198,16 @@ class Connection : public std::enable_shared_from_this<Connection> {
       return Close();
     }
     if (ec == bhttp::error::header_limit) {
-      return WriteProtocolError(Response::Error(
-          431, "payload_too_large",
-          "request headers are larger than " + std::to_string(server_.options.max_header_bytes) +
-              " bytes"));
+      return WriteProtocolError(
+          Response::Error(431, "payload_too_large",
+                          "request headers are larger than " +
+                              std::to_string(server_.options.max_header_bytes) + " bytes"));
     }
     if (ec == bhttp::error::body_limit) {
-      return WriteProtocolError(Response::Error(
-          413, "payload_too_large",
-          "request body is larger than " + std::to_string(server_.options.max_body_bytes) +
-              " bytes"));
+      return WriteProtocolError(Response::Error(413, "payload_too_large",
+                                                "request body is larger than " +
+                                                    std::to_string(server_.options.max_body_bytes) +
+                                                    " bytes"));
     }
     WriteProtocolError(
         Response::Error(400, "invalid_argument", "malformed HTTP request: " + ec.message()));
@@ -361,8 +361,9 @@ void Server::Impl::Dispatch(Request request, std::function<void(Response)> send)
     double seconds =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
     metrics
-        .Counter("gpuhub_http_requests_total", "HTTP requests by route and status",
-                 {{"method", method}, {"route", route}, {"status", std::to_string(response.status)}})
+        .Counter(
+            "gpuhub_http_requests_total", "HTTP requests by route and status",
+            {{"method", method}, {"route", route}, {"status", std::to_string(response.status)}})
         .Add();
     metrics
         .Histogram("gpuhub_http_request_duration_seconds", "HTTP request latency by route",
@@ -448,7 +449,8 @@ Server::~Server() = default;
 Status Server::Listen() {
   beast::error_code ec;
   auto address = net::ip::make_address(impl_->options.host, ec);
-  if (ec) return Status::InvalidArgument("--listen: '" + impl_->options.host + "' is not an IP address");
+  if (ec)
+    return Status::InvalidArgument("--listen: '" + impl_->options.host + "' is not an IP address");
   tcp::endpoint endpoint(address, static_cast<unsigned short>(impl_->options.port));
   auto& acceptor = impl_->acceptor;
   acceptor.open(endpoint.protocol(), ec);

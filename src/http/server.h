@@ -29,7 +29,7 @@ namespace gpuhub::http {
 
 struct ServerOptions {
   std::string host = "127.0.0.1";
-  int port = 8080;  // 0: any free port (see Server::port())
+  int port = 8080;                   // 0: any free port (see Server::port())
   std::size_t max_connections = 0;   // 0: kMaxConnections
   std::size_t max_header_bytes = 0;  // 0: kMaxHeaderBytes
   std::size_t max_body_bytes = 0;    // 0: kMaxBodyBytes

@@ -13,7 +13,8 @@ namespace {
 constexpr std::size_t kMaxStaticFileBytes = 16 * 1024 * 1024;
 
 bool EndsWith(const std::string& s, std::string_view suffix) {
-  return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
+  return s.size() >= suffix.size() &&
+         s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
 }
 
 std::string RealPath(const std::string& path) {
@@ -59,7 +60,9 @@ std::string ContentTypeFor(const std::string& path) {
 }
 
 Response ServeStaticFile(const std::string& web_dir, const Request& request) {
-  auto not_found = [&] { return Response::Error(404, "not_found", "no such page: " + request.path); };
+  auto not_found = [&] {
+    return Response::Error(404, "not_found", "no such page: " + request.path);
+  };
   std::string relative = request.path;
   if (relative.find('\0') != std::string::npos || relative.find('\\') != std::string::npos) {
     return Response::Error(400, "invalid_argument", "invalid path");
@@ -98,7 +101,8 @@ Response ServeStaticFile(const std::string& web_dir, const Request& request) {
     return not_found();
   }
   // A symlink inside web/ must not lead outside it.
-  if (full.compare(0, root.size(), root) != 0 || (full.size() > root.size() && full[root.size()] != '/')) {
+  if (full.compare(0, root.size(), root) != 0 ||
+      (full.size() > root.size() && full[root.size()] != '/')) {
     return not_found();
   }
   struct stat st {};

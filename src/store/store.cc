@@ -8,7 +8,8 @@
 namespace gpuhub::store {
 
 Result<std::int64_t> Row::Int(std::size_t column) const {
-  if (column >= values.size()) return Status::Internal("row has no column " + std::to_string(column));
+  if (column >= values.size())
+    return Status::Internal("row has no column " + std::to_string(column));
   const Value& v = values[column];
   if (std::holds_alternative<std::monostate>(v)) return std::int64_t{0};
   if (const auto* i = std::get_if<std::int64_t>(&v)) return *i;
@@ -16,7 +17,8 @@ Result<std::int64_t> Row::Int(std::size_t column) const {
 }
 
 Result<std::string> Row::Text(std::size_t column) const {
-  if (column >= values.size()) return Status::Internal("row has no column " + std::to_string(column));
+  if (column >= values.size())
+    return Status::Internal("row has no column " + std::to_string(column));
   const Value& v = values[column];
   if (std::holds_alternative<std::monostate>(v)) return std::string();
   if (const auto* s = std::get_if<std::string>(&v)) return *s;
@@ -36,7 +38,8 @@ bool IsIdentifier(std::string_view name) {
   return true;
 }
 
-void WriteBatch::Add(Write::Kind kind, std::string table, Columns columns, std::size_t key_columns) {
+void WriteBatch::Add(Write::Kind kind, std::string table, Columns columns,
+                     std::size_t key_columns) {
   GPUHUB_CHECK_MSG(IsIdentifier(table), "table name must be an identifier");
   GPUHUB_CHECK(!columns.empty() && key_columns >= 1 && key_columns <= columns.size());
   Write w;
@@ -125,9 +128,10 @@ Status Store::Migrate(int target_version) {
   GPUHUB_RETURN_IF_ERROR(EnsureMigrationsTable());
   GPUHUB_ASSIGN_OR_RETURN(int current, SchemaVersion());
   if (current > latest) {
-    return Status::FailedPrecondition(
-        Describe() + " has schema version " + std::to_string(current) + " but this gpuhub knows only " +
-        std::to_string(latest) + ": upgrade gpuhub before opening this database");
+    return Status::FailedPrecondition(Describe() + " has schema version " +
+                                      std::to_string(current) + " but this gpuhub knows only " +
+                                      std::to_string(latest) +
+                                      ": upgrade gpuhub before opening this database");
   }
   for (const Migration& m : all) {
     if (m.version <= current || m.version > target_version) continue;
@@ -152,7 +156,8 @@ Result<std::unique_ptr<Store>> OpenStore(std::string_view url) {
     return Status::InvalidArgument("--db must be sqlite:PATH or postgresql://..., got '" +
                                    std::string(url.substr(0, 64)) + "'");
   }
-  if (path.empty()) return Status::InvalidArgument("--db sqlite: needs a file path (sqlite:gpuhub.db)");
+  if (path.empty())
+    return Status::InvalidArgument("--db sqlite: needs a file path (sqlite:gpuhub.db)");
   GPUHUB_ASSIGN_OR_RETURN(auto lite, SqliteStore::Open(path));
   return std::unique_ptr<Store>(std::move(lite));
 }

@@ -125,8 +125,8 @@ Result<std::unique_ptr<Store>> OpenStore(std::string_view url);
 // True for a lower-case SQL identifier ([a-z_][a-z0-9_]*, at most 63 bytes).
 bool IsIdentifier(std::string_view name);
 
-// Builds the portable SQL of a write with numbered placeholders: "$1, $2" when `dollar` (PostgreSQL)
-// or "?1, ?2" (SQLite). Both databases accept INSERT ... ON CONFLICT (...) DO UPDATE.
+// Builds the portable SQL of a write with numbered placeholders: "$1, $2" when `dollar`
+// (PostgreSQL) or "?1, ?2" (SQLite). Both databases accept INSERT ... ON CONFLICT (...) DO UPDATE.
 std::string WriteSql(const Write& write, bool dollar);
 
 }  // namespace gpuhub::store

@@ -14,7 +14,8 @@ namespace {
 // A fresh database per test: a temp SQLite file, or a new PostgreSQL database in the test cluster.
 std::string FreshDatabase(const std::string& backend) {
   static std::mt19937_64 rng(std::random_device{}());
-  std::string name = "gpuhub_store_test_" + std::to_string(::getpid()) + "_" + std::to_string(rng() % 1000000000);
+  std::string name =
+      "gpuhub_store_test_" + std::to_string(::getpid()) + "_" + std::to_string(rng() % 1000000000);
   if (backend == "sqlite") {
     auto dir = std::filesystem::temp_directory_path() / name;
     std::filesystem::create_directories(dir);
@@ -76,10 +77,13 @@ TEST_P(StoreTest, UpgradesAnOlderDatabaseInPlace) {
   ASSERT_TRUE(store->Migrate().ok());
   EXPECT_EQ(store->SchemaVersion().value(), Latest());
   std::int64_t kept = 0;
-  ASSERT_TRUE(store->Scan("engine_meta", {"name", "value"}, "name", [&](const Row& row) {
-                     if (row.Text(0).value() == "kept") kept = row.Int(1).value();
-                     return Status::Ok();
-                   }).ok());
+  ASSERT_TRUE(store
+                  ->Scan("engine_meta", {"name", "value"}, "name",
+                         [&](const Row& row) {
+                           if (row.Text(0).value() == "kept") kept = row.Int(1).value();
+                           return Status::Ok();
+                         })
+                  .ok());
   EXPECT_EQ(kept, 7);
 }
 
@@ -90,7 +94,8 @@ TEST_P(StoreTest, RefusesADatabaseNewerThanTheBinary) {
   // A migration only a later gpuhub knows.
   Migration future{9999, "future", "CREATE TABLE future_table (id BIGINT PRIMARY KEY)"};
   WriteBatch batch;
-  batch.Insert("schema_migrations", {{"version", std::int64_t{9999}}, {"name", std::string("future")}});
+  batch.Insert("schema_migrations",
+               {{"version", std::int64_t{9999}}, {"name", std::string("future")}});
   ASSERT_TRUE(store->Apply(batch).ok());
   Status s = store->Migrate();
   EXPECT_EQ(s.code(), StatusCode::kFailedPrecondition) << s.ToString();
@@ -123,23 +128,27 @@ TEST_P(StoreTest, AppliesUpsertsInsertsAndDeletesAndScansThemBack) {
   ASSERT_TRUE(store->Apply(second).ok());
 
   std::vector<std::pair<std::string, std::int64_t>> rows;
-  ASSERT_TRUE(store->Scan("engine_meta", {"name", "value"}, "name", [&](const Row& row) {
-                     rows.emplace_back(row.Text(0).value(), row.Int(1).value());
-                     return Status::Ok();
-                   }).ok());
+  ASSERT_TRUE(store
+                  ->Scan("engine_meta", {"name", "value"}, "name",
+                         [&](const Row& row) {
+                           rows.emplace_back(row.Text(0).value(), row.Int(1).value());
+                           return Status::Ok();
+                         })
+                  .ok());
   ASSERT_EQ(rows.size(), 2u);
   EXPECT_EQ(rows[0], (std::pair<std::string, std::int64_t>{"b", 20}));
   EXPECT_EQ(rows[1].first, "it's \"quoted\"; DROP TABLE users; --");
   EXPECT_EQ(rows[1].second, 9'000'000'000'000'000'000);
 
   std::string body;
-  ASSERT_TRUE(store->Scan("idempotency_keys", {"response_body", "status_code"}, "scope, idem_key",
-                          [&](const Row& row) {
-                            body = row.Text(0).value();
-                            EXPECT_EQ(row.Int(1).value(), 201);
-                            EXPECT_FALSE(row.Int(0).ok());  // text is not an integer
-                            return Status::Ok();
-                          })
+  ASSERT_TRUE(store
+                  ->Scan("idempotency_keys", {"response_body", "status_code"}, "scope, idem_key",
+                         [&](const Row& row) {
+                           body = row.Text(0).value();
+                           EXPECT_EQ(row.Int(1).value(), 201);
+                           EXPECT_FALSE(row.Int(0).ok());  // text is not an integer
+                           return Status::Ok();
+                         })
                   .ok());
   EXPECT_EQ(body, "{\"x\":\"\xc3\xa9\"}");
 }
@@ -158,12 +167,15 @@ TEST_P(StoreTest, AFailingBatchWritesNothing) {
   EXPECT_FALSE(s.ok());
   EXPECT_EQ(s.code(), StatusCode::kUnavailable);
   int count = 0;
-  ASSERT_TRUE(store->Scan("engine_meta", {"name", "value"}, "name", [&](const Row& row) {
-                     ++count;
-                     EXPECT_EQ(row.Text(0).value(), "x");
-                     EXPECT_EQ(row.Int(1).value(), 1);
-                     return Status::Ok();
-                   }).ok());
+  ASSERT_TRUE(store
+                  ->Scan("engine_meta", {"name", "value"}, "name",
+                         [&](const Row& row) {
+                           ++count;
+                           EXPECT_EQ(row.Text(0).value(), "x");
+                           EXPECT_EQ(row.Int(1).value(), 1);
+                           return Status::Ok();
+                         })
+                  .ok());
   EXPECT_EQ(count, 1);
   // The store is still usable after the failure.
   WriteBatch good;

@@ -30,12 +30,12 @@ constexpr int kThreads = 6;
 struct Ledger {
   std::mutex mutex;
   // Acknowledged (a 2xx answer arrived).
-  std::map<std::string, int> invoice_owner;             // invoice id -> user index
-  std::set<std::string> settled;                        // invoices whose settlement was acknowledged
-  std::map<std::string, std::string> credit_by_key;     // idempotency key -> transfer id
-  std::set<std::string> conversion_transfers;           // "fx:N:out", "fx:N:in"
+  std::map<std::string, int> invoice_owner;          // invoice id -> user index
+  std::set<std::string> settled;                     // invoices whose settlement was acknowledged
+  std::map<std::string, std::string> credit_by_key;  // idempotency key -> transfer id
+  std::set<std::string> conversion_transfers;        // "fx:N:out", "fx:N:in"
   // Attempted but not acknowledged (the crash may or may not have kept them).
-  std::map<std::string, json> credits_in_doubt;         // idempotency key -> request body
+  std::map<std::string, json> credits_in_doubt;  // idempotency key -> request body
   std::set<std::string> settlements_in_doubt;
   int acknowledged = 0;
 };
@@ -62,10 +62,10 @@ TEST_P(CrashTest, NothingAcknowledgedIsLostAfterSigkillAndTheBooksBalance) {
   HttpClient setup(server->port());
   std::string root = LogIn(setup, "root", "admin password 123");
   ASSERT_FALSE(root.empty());
-  ASSERT_EQ(setup.Call("PUT", "/v1/admin/fx-rates/EUR/USD", {{"rate", "1.08"}, {"spread_bps", 25}},
-                       root)
-                .status,
-            200);
+  ASSERT_EQ(
+      setup.Call("PUT", "/v1/admin/fx-rates/EUR/USD", {{"rate", "1.08"}, {"spread_bps", 25}}, root)
+          .status,
+      200);
   std::vector<std::string> names, tokens;
   for (int u = 0; u < kUsers; ++u) {
     names.push_back("user" + std::to_string(u));
@@ -86,7 +86,8 @@ TEST_P(CrashTest, NothingAcknowledgedIsLostAfterSigkillAndTheBooksBalance) {
         int op = static_cast<int>(rng() % 3);
         if (op == 0) {  // top-up, then the processor's signed webhook
           std::string amount = std::to_string(1 + rng() % 50) + ".00";
-          auto r = c.Call("POST", "/v1/topups", {{"amount", amount}, {"currency", "USD"}}, tokens[u]);
+          auto r =
+              c.Call("POST", "/v1/topups", {{"amount", amount}, {"currency", "USD"}}, tokens[u]);
           if (r.status == 0) break;
           if (r.status != 201) continue;
           std::string id = r.Json()["invoice_id"];
@@ -126,9 +127,10 @@ TEST_P(CrashTest, NothingAcknowledgedIsLostAfterSigkillAndTheBooksBalance) {
             ++seen.acknowledged;
           }
         } else {  // conversion USD -> EUR (may fail for lack of funds: fine)
-          auto r = c.Call("POST", "/v1/conversions",
-                          {{"from", "USD"}, {"to", "EUR"}, {"amount", std::to_string(1 + rng() % 5)}},
-                          tokens[u]);
+          auto r =
+              c.Call("POST", "/v1/conversions",
+                     {{"from", "USD"}, {"to", "EUR"}, {"amount", std::to_string(1 + rng() % 5)}},
+                     tokens[u]);
           if (r.status == 0) break;
           if (r.status == 201) {
             std::lock_guard<std::mutex> lock(seen.mutex);
@@ -219,9 +221,9 @@ TEST_P(CrashTest, NothingAcknowledgedIsLostAfterSigkillAndTheBooksBalance) {
   }
   for (const auto& id : seen.settled) {
     std::string body = json{{"type", "InvoiceSettled"}, {"invoiceId", id}}.dump();
-    auto hook = c.Send("POST", "/v1/payments/webhook", body,
-                       {{"Content-Type", "application/json"},
-                        {"BTCPay-Sig", WebhookSignature(kSecret, body)}});
+    auto hook = c.Send(
+        "POST", "/v1/payments/webhook", body,
+        {{"Content-Type", "application/json"}, {"BTCPay-Sig", WebhookSignature(kSecret, body)}});
     EXPECT_EQ(hook.Json()["credited"], false) << id;
   }
   // 5. The books balance.

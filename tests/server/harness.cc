@@ -17,10 +17,10 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <mutex>
 #include <random>
 #include <sstream>
 #include <stdexcept>
-#include <mutex>
 #include <thread>
 
 namespace gpuhub::testing {
@@ -46,7 +46,8 @@ bool WriteAll(int fd, const std::string& data) {
 }  // namespace
 
 TempDir::TempDir() {
-  path_ = (std::filesystem::temp_directory_path() / ("gpuhub_server_test_" + RandomSuffix())).string();
+  path_ =
+      (std::filesystem::temp_directory_path() / ("gpuhub_server_test_" + RandomSuffix())).string();
   std::filesystem::create_directories(path_);
 }
 
@@ -262,8 +263,8 @@ bool ServerProcess::Start() {
     ::dup2(out[1], STDOUT_FILENO);
     ::dup2(log, STDERR_FILENO);
     ::unsetenv("GPUHUB_WEBHOOK_SECRET");
-    std::vector<std::string> args = {GPUHUB_BINARY, "serve",         "--listen", "127.0.0.1:0",
-                                     "--db",        options_.db,     "--config", config_path_,
+    std::vector<std::string> args = {GPUHUB_BINARY, "serve",       "--listen", "127.0.0.1:0",
+                                     "--db",        options_.db,   "--config", config_path_,
                                      "--clock",     options_.clock};
     std::vector<char*> argv;
     for (auto& a : args) argv.push_back(a.data());
@@ -367,7 +368,8 @@ CommandResult RunGpuhub(const std::vector<std::string>& args, const std::string&
   CommandResult result;
   char buf[4096];
   ssize_t n;
-  while ((n = ::read(out[0], buf, sizeof buf)) > 0) result.output.append(buf, static_cast<std::size_t>(n));
+  while ((n = ::read(out[0], buf, sizeof buf)) > 0)
+    result.output.append(buf, static_cast<std::size_t>(n));
   ::close(out[0]);
   int status = 0;
   ::waitpid(pid, &status, 0);

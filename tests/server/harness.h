@@ -31,7 +31,7 @@ class TempDir {
 std::string FreshDatabaseUrl(const std::string& backend, const TempDir& dir);
 
 struct HttpResponse {
-  int status = 0;  // 0: no response (connection failed or closed)
+  int status = 0;                              // 0: no response (connection failed or closed)
   std::map<std::string, std::string> headers;  // lower-case names
   std::string body;
   json Json() const;  // parsed body, or null when it is not JSON
@@ -43,7 +43,8 @@ class HttpClient {
  public:
   explicit HttpClient(int port) : port_(port) {}
   ~HttpClient();
-  HttpResponse Send(const std::string& method, const std::string& path, const std::string& body = "",
+  HttpResponse Send(const std::string& method, const std::string& path,
+                    const std::string& body = "",
                     const std::vector<std::pair<std::string, std::string>>& headers = {});
   // Convenience: JSON body, optional bearer token and idempotency key.
   HttpResponse Call(const std::string& method, const std::string& path, const json& body = nullptr,
@@ -66,9 +67,9 @@ struct ServerOptions {
   long long login_attempts_per_address = 100000;
   long long login_failures_per_username = 5;
   long long signups_per_address = 100000;
-  long long argon2_ops_limit = 1;          // fast hashing for tests...
+  long long argon2_ops_limit = 1;           // fast hashing for tests...
   long long argon2_mem_limit_bytes = 8192;  // ...unless a test needs slow ones
-  std::string server_extra;  // lines for the [server] section
+  std::string server_extra;                 // lines for the [server] section
 };
 
 // A running `gpuhub serve`. The destructor kills it (SIGKILL) if it still runs.

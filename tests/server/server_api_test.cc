@@ -32,12 +32,16 @@ class ServerTest : public ::testing::Test {
     client_ = std::make_unique<HttpClient>(server_->port());
   }
   HttpResponse Webhook(const std::string& type, const std::string& invoice) {
-    std::string body = json{{"deliveryId", "d1"}, {"type", type}, {"invoiceId", invoice},
-                            {"storeId", "s1"}, {"timestamp", 1700000000}}
-                           .dump();
-    return client_->Send("POST", "/v1/payments/webhook", body,
-                         {{"Content-Type", "application/json"},
-                          {"BTCPay-Sig", WebhookSignature(kSecret, body)}});
+    std::string body = json{
+        {"deliveryId", "d1"},
+        {"type", type},
+        {"invoiceId", invoice},
+        {"storeId", "s1"},
+        {"timestamp",
+         1700000000}}.dump();
+    return client_->Send(
+        "POST", "/v1/payments/webhook", body,
+        {{"Content-Type", "application/json"}, {"BTCPay-Sig", WebhookSignature(kSecret, body)}});
   }
   // Creates the admin with the CLI (the server must not be running on db_ yet).
   void CreateAdmin(const std::string& db) {
@@ -56,15 +60,17 @@ class ServerTest : public ::testing::Test {
 
 TEST_F(ServerTest, SignUpLogInTopUpAndTheSignedWebhookCreditsOnce) {
   StartServer();
-  auto signup = client_->Call("POST", "/v1/accounts",
-                              {{"username", "Alice"}, {"password", "correct horse battery staple"}});
+  auto signup =
+      client_->Call("POST", "/v1/accounts",
+                    {{"username", "Alice"}, {"password", "correct horse battery staple"}});
   ASSERT_EQ(signup.status, 201) << signup.body;
   EXPECT_EQ(signup.Json()["username"], "alice");
   EXPECT_EQ(signup.Json()["roles"], json::array({"customer"}));
   std::string token = LogIn(*client_, "ALICE");
   ASSERT_FALSE(token.empty());
 
-  auto topup = client_->Call("POST", "/v1/topups", {{"amount", "100.00"}, {"currency", "USD"}}, token);
+  auto topup =
+      client_->Call("POST", "/v1/topups", {{"amount", "100.00"}, {"currency", "USD"}}, token);
   ASSERT_EQ(topup.status, 201) << topup.body;
   json invoice = topup.Json();
   EXPECT_EQ(invoice["status"], "new");
@@ -118,12 +124,13 @@ TEST_F(ServerTest, BadCallsGetClearJsonErrors) {
        "field 'username' is required"},
       {"POST", "/v1/accounts", R"({"username":"a b","password":"long enough pw"})", 400,
        "invalid_argument", "may contain only"},
-      {"POST", "/v1/accounts", R"({"username":"carol","password":"short"})", 400, "invalid_argument",
-       "at least 10"},
+      {"POST", "/v1/accounts", R"({"username":"carol","password":"short"})", 400,
+       "invalid_argument", "at least 10"},
       {"POST", "/v1/accounts", R"({"username":"bob","password":"long enough pw"})", 409, "conflict",
        "taken"},
-      {"POST", "/v1/accounts", R"({"username":"eve","password":"long enough pw","roles":["admin"]})",
-       403, "permission_denied", "operator"},
+      {"POST", "/v1/accounts",
+       R"({"username":"eve","password":"long enough pw","roles":["admin"]})", 403,
+       "permission_denied", "operator"},
       {"POST", "/v1/topups", R"({"amount":100,"currency":"USD"})", 400, "invalid_argument",
        "decimal string"},
       {"POST", "/v1/topups", R"({"amount":"1.005","currency":"USD"})", 400, "invalid_argument",
@@ -154,9 +161,9 @@ TEST_F(ServerTest, BadCallsGetClearJsonErrors) {
     EXPECT_EQ(error["code"], c.code) << r.body;
     EXPECT_NE(error["message"].get<std::string>().find(c.message), std::string::npos) << r.body;
   }
-  auto wrong_type = client_->Send("POST", "/v1/topups", R"({"amount":"1.00","currency":"USD"})",
-                                  {{"Authorization", "Bearer " + token},
-                                   {"Content-Type", "text/plain"}});
+  auto wrong_type =
+      client_->Send("POST", "/v1/topups", R"({"amount":"1.00","currency":"USD"})",
+                    {{"Authorization", "Bearer " + token}, {"Content-Type", "text/plain"}});
   EXPECT_EQ(wrong_type.status, 400);
   EXPECT_EQ(client_->Send("DELETE", "/v1/topups").Header("allow"), "POST, GET");
 }
@@ -164,13 +171,20 @@ TEST_F(ServerTest, BadCallsGetClearJsonErrors) {
 TEST_F(ServerTest, EveryNonPublicEndpointRefusesAnonymousCalls) {
   StartServer();
   const std::vector<std::pair<std::string, std::string>> endpoints = {
-      {"GET", "/v1/accounts/me"},       {"POST", "/v1/accounts/me/roles"},
-      {"DELETE", "/v1/sessions/current"}, {"GET", "/v1/wallets"},
-      {"GET", "/v1/transfers"},         {"POST", "/v1/topups"},
-      {"GET", "/v1/topups"},            {"GET", "/v1/topups/inv_x"},
-      {"POST", "/v1/conversions"},      {"GET", "/v1/fx-rates"},
-      {"POST", "/v1/admin/credits"},    {"PUT", "/v1/admin/fx-rates/EUR/USD"},
-      {"DELETE", "/v1/admin/fx-rates/EUR/USD"}, {"GET", "/v1/admin/ledger"},
+      {"GET", "/v1/accounts/me"},
+      {"POST", "/v1/accounts/me/roles"},
+      {"DELETE", "/v1/sessions/current"},
+      {"GET", "/v1/wallets"},
+      {"GET", "/v1/transfers"},
+      {"POST", "/v1/topups"},
+      {"GET", "/v1/topups"},
+      {"GET", "/v1/topups/inv_x"},
+      {"POST", "/v1/conversions"},
+      {"GET", "/v1/fx-rates"},
+      {"POST", "/v1/admin/credits"},
+      {"PUT", "/v1/admin/fx-rates/EUR/USD"},
+      {"DELETE", "/v1/admin/fx-rates/EUR/USD"},
+      {"GET", "/v1/admin/ledger"},
       {"POST", "/v1/admin/clock/advance"},
   };
   const json bodies = {{"role", "provider"}};
@@ -205,7 +219,8 @@ TEST_F(ServerTest, NoAccountReadsOrMovesAnothersMoney) {
   StartServer();
   std::string alice = SignUpAndLogIn(*client_, "alice");
   std::string bob = SignUpAndLogIn(*client_, "bob");
-  auto topup = client_->Call("POST", "/v1/topups", {{"amount", "50.00"}, {"currency", "EUR"}}, alice);
+  auto topup =
+      client_->Call("POST", "/v1/topups", {{"amount", "50.00"}, {"currency", "EUR"}}, alice);
   std::string id = topup.Json()["invoice_id"];
   ASSERT_EQ(Webhook("InvoiceSettled", id).status, 200);
   // Bob cannot see Alice's invoice (404, not 403: ids are not confirmed to exist).
@@ -215,16 +230,16 @@ TEST_F(ServerTest, NoAccountReadsOrMovesAnothersMoney) {
   EXPECT_EQ(client_->Call("GET", "/v1/wallets", nullptr, bob).Json()["wallets"][1]["available"],
             "0.000000");
   // Customers are not admins.
-  auto credit = client_->Call("POST", "/v1/admin/credits",
-                              {{"username", "bob"}, {"amount", "1000"}, {"currency", "EUR"},
-                               {"reason", "free money"}},
-                              bob);
+  auto credit = client_->Call(
+      "POST", "/v1/admin/credits",
+      {{"username", "bob"}, {"amount", "1000"}, {"currency", "EUR"}, {"reason", "free money"}},
+      bob);
   EXPECT_EQ(credit.status, 403) << credit.body;
   EXPECT_EQ(client_->Call("GET", "/v1/admin/ledger", nullptr, bob).status, 403);
-  EXPECT_EQ(client_->Call("PUT", "/v1/admin/fx-rates/EUR/USD",
-                          {{"rate", "100"}, {"spread_bps", 0}}, bob)
-                .status,
-            403);
+  EXPECT_EQ(
+      client_->Call("PUT", "/v1/admin/fx-rates/EUR/USD", {{"rate", "100"}, {"spread_bps", 0}}, bob)
+          .status,
+      403);
   EXPECT_EQ(client_->Call("POST", "/v1/accounts/me/roles", {{"role", "admin"}}, bob).status, 403);
   // Bob spending: only his own (empty) wallet.
   auto convert = client_->Call("POST", "/v1/conversions",
@@ -285,7 +300,8 @@ TEST_F(ServerTest, WebhooksAreRefusedWhenNoSecretIsConfigured) {
 TEST_F(ServerTest, PasswordsAndTokensNeverReachTheLog) {
   StartServer();
   const std::string password = "Sup3r-Secret-Passw0rd-xyzzy";
-  auto signup = client_->Call("POST", "/v1/accounts", {{"username", "dora"}, {"password", password}});
+  auto signup =
+      client_->Call("POST", "/v1/accounts", {{"username", "dora"}, {"password", password}});
   ASSERT_EQ(signup.status, 201);
   std::string token = LogIn(*client_, "dora", password);
   ASSERT_FALSE(token.empty());
@@ -314,7 +330,8 @@ TEST_F(ServerTest, OversizedAndMalformedRequestsGet4xxAndTheServerStaysHealthy) 
             413);
   // Chunked body over the limit.
   std::string chunk(64 * 1024, 'a');
-  std::string chunked = "POST /v1/accounts HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n";
+  std::string chunked =
+      "POST /v1/accounts HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n";
   char size_line[32];
   std::snprintf(size_line, sizeof size_line, "%zx\r\n", chunk.size());
   for (int i = 0; i < 20; ++i) chunked += size_line + chunk + "\r\n";
@@ -328,19 +345,22 @@ TEST_F(ServerTest, OversizedAndMalformedRequestsGet4xxAndTheServerStaysHealthy) 
   EXPECT_EQ(status_of(client_->Raw("GET /healthz HTTP/1.1\r\nContent-Length: abc\r\n\r\n")), 400);
   EXPECT_EQ(status_of(client_->Raw("GET /%zz HTTP/1.1\r\nHost: x\r\n\r\n")), 400);
   // A request that starts and never finishes: 408 after the read timeout.
-  std::string slow = client_->Raw("POST /v1/accounts HTTP/1.1\r\nHost: x\r\nContent-Length: 10\r\n\r\n{", 4000);
+  std::string slow =
+      client_->Raw("POST /v1/accounts HTTP/1.1\r\nHost: x\r\nContent-Length: 10\r\n\r\n{", 4000);
   EXPECT_EQ(status_of(slow), 408) << slow;
   // JSON nested too deep, and invalid UTF-8 in a field.
   std::string deep(100, '[');
   auto r = client_->Send("POST", "/v1/accounts", deep, {{"Content-Type", "application/json"}});
   EXPECT_EQ(r.status, 400);
   EXPECT_NE(r.body.find("nested deeper"), std::string::npos);
-  r = client_->Send("POST", "/v1/accounts", "{\"username\":\"\xff\xfe\",\"password\":\"0123456789\"}",
+  r = client_->Send("POST", "/v1/accounts",
+                    "{\"username\":\"\xff\xfe\",\"password\":\"0123456789\"}",
                     {{"Content-Type", "application/json"}});
   EXPECT_EQ(r.status, 400);
   // Directory traversal on static files.
   EXPECT_EQ(status_of(client_->Raw("GET /../../etc/passwd HTTP/1.1\r\nHost: x\r\n\r\n")), 400);
-  EXPECT_EQ(status_of(client_->Raw("GET /%2e%2e/%2e%2e/etc/passwd HTTP/1.1\r\nHost: x\r\n\r\n")), 400);
+  EXPECT_EQ(status_of(client_->Raw("GET /%2e%2e/%2e%2e/etc/passwd HTTP/1.1\r\nHost: x\r\n\r\n")),
+            400);
   // Still healthy, and still serving on a kept-alive connection.
   HttpClient fresh(server_->port());
   EXPECT_EQ(fresh.Send("GET", "/healthz").status, 200);
@@ -369,10 +389,10 @@ TEST_F(ServerTest, IdempotencyKeysReplayRefuseMismatchesAndAreScopedPerAccount) 
   EXPECT_EQ(bobs.status, 201);
   EXPECT_NE(bobs.Json()["invoice_id"], first.Json()["invoice_id"]);
   // Errors are replayed too (the request ran to a result).
-  auto poor = client_->Call("POST", "/v1/conversions", {{"from", "GBP"}, {"to", "USD"}, {"amount", "5"}},
-                            alice, "key-2");
-  auto poor_again = client_->Call("POST", "/v1/conversions",
-                                  {{"from", "GBP"}, {"to", "USD"}, {"amount", "5"}}, alice, "key-2");
+  auto poor = client_->Call("POST", "/v1/conversions",
+                            {{"from", "GBP"}, {"to", "USD"}, {"amount", "5"}}, alice, "key-2");
+  auto poor_again = client_->Call(
+      "POST", "/v1/conversions", {{"from", "GBP"}, {"to", "USD"}, {"amount", "5"}}, alice, "key-2");
   EXPECT_EQ(poor.status, poor_again.status);
   EXPECT_EQ(poor_again.Header("idempotent-replayed"), "true");
   EXPECT_EQ(client_->Call("POST", "/v1/topups", body, alice, std::string(300, 'k')).status, 400);
@@ -411,8 +431,8 @@ TEST_F(ServerTest, AdminsCreditBooksBalanceAndRolesAreEnforced) {
   std::string db = FreshDatabaseUrl("sqlite", dir_);
   CreateAdmin(db);
   // A second admin with the same name is refused with exit code 2.
-  auto dup = RunGpuhub({"admin", "create-user", "--username", "root", "--db", db},
-                       "another password 1\n");
+  auto dup =
+      RunGpuhub({"admin", "create-user", "--username", "root", "--db", db}, "another password 1\n");
   EXPECT_EQ(dup.exit_code, 2) << dup.output;
   // No password on stdin: refused.
   EXPECT_EQ(RunGpuhub({"admin", "create-user", "--username", "x1", "--db", db}, "").exit_code, 2);
@@ -420,8 +440,8 @@ TEST_F(ServerTest, AdminsCreditBooksBalanceAndRolesAreEnforced) {
   options.db = db;
   StartServer(options);
   // While the server runs, offline admin commands refuse to touch its database.
-  auto locked = RunGpuhub({"admin", "create-user", "--username", "late", "--db", db},
-                          "another password 1\n");
+  auto locked =
+      RunGpuhub({"admin", "create-user", "--username", "late", "--db", db}, "another password 1\n");
   EXPECT_EQ(locked.exit_code, 1);
   EXPECT_NE(locked.output.find("in use"), std::string::npos) << locked.output;
 
@@ -429,29 +449,36 @@ TEST_F(ServerTest, AdminsCreditBooksBalanceAndRolesAreEnforced) {
   ASSERT_FALSE(root.empty());
   std::string carol = SignUpAndLogIn(*client_, "carol");
   auto credit = client_->Call("POST", "/v1/admin/credits",
-                              {{"username", "carol"}, {"amount", "250.5"}, {"currency", "USD"},
+                              {{"username", "carol"},
+                               {"amount", "250.5"},
+                               {"currency", "USD"},
                                {"reason", "bank transfer ref 2026-118"}},
                               root, "credit-1");
   ASSERT_EQ(credit.status, 201) << credit.body;
   EXPECT_EQ(credit.Json()["amount"], "250.500000");
-  auto missing_reason = client_->Call(
-      "POST", "/v1/admin/credits", {{"username", "carol"}, {"amount", "1"}, {"currency", "USD"}}, root);
+  auto missing_reason =
+      client_->Call("POST", "/v1/admin/credits",
+                    {{"username", "carol"}, {"amount", "1"}, {"currency", "USD"}}, root);
   EXPECT_EQ(missing_reason.status, 400);
-  EXPECT_EQ(client_->Call("POST", "/v1/admin/credits",
-                          {{"username", "nobody"}, {"amount", "1"}, {"currency", "USD"}, {"reason", "x"}},
-                          root)
-                .status,
-            404);
-  auto rate = client_->Call("PUT", "/v1/admin/fx-rates/EUR/USD", {{"rate", "1.08"}, {"spread_bps", 50}},
-                            root);
+  EXPECT_EQ(
+      client_
+          ->Call("POST", "/v1/admin/credits",
+                 {{"username", "nobody"}, {"amount", "1"}, {"currency", "USD"}, {"reason", "x"}},
+                 root)
+          .status,
+      404);
+  auto rate = client_->Call("PUT", "/v1/admin/fx-rates/EUR/USD",
+                            {{"rate", "1.08"}, {"spread_bps", 50}}, root);
   ASSERT_EQ(rate.status, 200) << rate.body;
   EXPECT_EQ(rate.Json()["rate"], "1.08");
-  EXPECT_EQ(client_->Call("PUT", "/v1/admin/fx-rates/EUR/USD", {{"rate", "0"}, {"spread_bps", 50}}, root)
-                .status,
-            400);
-  EXPECT_EQ(client_->Call("PUT", "/v1/admin/fx-rates/EUR/XXX", {{"rate", "1"}, {"spread_bps", 5}}, root)
-                .status,
-            400);
+  EXPECT_EQ(
+      client_->Call("PUT", "/v1/admin/fx-rates/EUR/USD", {{"rate", "0"}, {"spread_bps", 50}}, root)
+          .status,
+      400);
+  EXPECT_EQ(
+      client_->Call("PUT", "/v1/admin/fx-rates/EUR/XXX", {{"rate", "1"}, {"spread_bps", 5}}, root)
+          .status,
+      400);
   auto convert = client_->Call("POST", "/v1/conversions",
                                {{"from", "USD"}, {"to", "EUR"}, {"amount", "108"}}, carol);
   ASSERT_EQ(convert.status, 201) << convert.body;
@@ -563,16 +590,18 @@ TEST_F(ServerTest, LoginsAreRateLimitedPerUsernameAndPerAddress) {
   StartServer(options);
   ASSERT_FALSE(SignUpAndLogIn(*client_, "frank").empty());  // attempt 1
   for (int i = 0; i < 3; ++i) EXPECT_EQ(LogIn(*client_, "frank", "wrong password!"), "");
-  auto locked = client_->Call("POST", "/v1/sessions",
-                              {{"username", "frank"}, {"password", "correct horse battery staple"}});
+  auto locked =
+      client_->Call("POST", "/v1/sessions",
+                    {{"username", "frank"}, {"password", "correct horse battery staple"}});
   EXPECT_EQ(locked.status, 429);
   EXPECT_FALSE(locked.Header("retry-after").empty());
   // Another username from the same address still works until the address limit.
   ASSERT_FALSE(SignUpAndLogIn(*client_, "grace").empty());
   int last = 0;
   for (int i = 0; i < 5; ++i) {
-    last = client_->Call("POST", "/v1/sessions",
-                         {{"username", "grace"}, {"password", "correct horse battery staple"}})
+    last = client_
+               ->Call("POST", "/v1/sessions",
+                      {{"username", "grace"}, {"password", "correct horse battery staple"}})
                .status;
   }
   EXPECT_EQ(last, 429);

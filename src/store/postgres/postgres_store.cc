@@ -130,7 +130,8 @@ Status PostgresStore::ApplyMigration(const Migration& migration) {
   GPUHUB_RETURN_IF_ERROR(EnsureConnected());
   GPUHUB_RETURN_IF_ERROR(Exec("BEGIN"));
   // Several nodes starting at once: the first migrates, the others wait and then see it applied.
-  Status s = Exec("SELECT pg_advisory_xact_lock(" + std::to_string(kPostgresEngineLockKey + 1) + ")");
+  Status s =
+      Exec("SELECT pg_advisory_xact_lock(" + std::to_string(kPostgresEngineLockKey + 1) + ")");
   bool already = false;
   if (s.ok()) {
     std::string check =
@@ -177,7 +178,8 @@ Status PostgresStore::Apply(const WriteBatch& batch) {
     sent = PQsendQueryParams(conn_, sql.c_str(), static_cast<int>(params.size()), nullptr,
                              params.data(), nullptr, nullptr, 0) == 1;
   }
-  if (sent) sent = PQsendQueryParams(conn_, "COMMIT", 0, nullptr, nullptr, nullptr, nullptr, 0) == 1;
+  if (sent)
+    sent = PQsendQueryParams(conn_, "COMMIT", 0, nullptr, nullptr, nullptr, nullptr, 0) == 1;
   if (sent) sent = PQpipelineSync(conn_) == 1;
   if (!sent) {
     Status err = Error("send batch");
@@ -223,8 +225,7 @@ Status PostgresStore::Apply(const WriteBatch& batch) {
 }
 
 Status PostgresStore::Scan(std::string_view table, const std::vector<std::string>& columns,
-                           std::string_view order_by,
-                           const std::function<Status(const Row&)>& fn) {
+                           std::string_view order_by, const std::function<Status(const Row&)>& fn) {
   GPUHUB_CHECK(IsIdentifier(table) && !columns.empty());
   GPUHUB_RETURN_IF_ERROR(EnsureConnected());
   std::string sql = "SELECT ";
@@ -246,8 +247,9 @@ Status PostgresStore::Scan(std::string_view table, const std::vector<std::string
     auto st = PQresultStatus(r.get());
     if (st == PGRES_TUPLES_OK) continue;  // the final, empty result
     if (st != PGRES_SINGLE_TUPLE) {
-      if (result.ok()) result = Status::Unavailable(description_ + ": read " + std::string(table) +
-                                                    ": " + Trimmed(PQresultErrorMessage(r.get())));
+      if (result.ok())
+        result = Status::Unavailable(description_ + ": read " + std::string(table) + ": " +
+                                     Trimmed(PQresultErrorMessage(r.get())));
       continue;
     }
     if (!result.ok()) continue;  // drain

@@ -14,8 +14,8 @@ namespace gpuhub::store {
 
 Result<std::unique_ptr<SqliteStore>> SqliteStore::Open(const std::string& path) {
   sqlite3* db = nullptr;
-  int rc = sqlite3_open_v2(path.c_str(), &db,
-                           SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX, nullptr);
+  int rc = sqlite3_open_v2(
+      path.c_str(), &db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX, nullptr);
   if (rc != SQLITE_OK) {
     std::string message = db ? sqlite3_errmsg(db) : sqlite3_errstr(rc);
     sqlite3_close(db);
@@ -23,8 +23,8 @@ Result<std::unique_ptr<SqliteStore>> SqliteStore::Open(const std::string& path) 
   }
   std::unique_ptr<SqliteStore> store(new SqliteStore(path, db));
   sqlite3_busy_timeout(db, static_cast<int>(kSqliteBusyTimeoutMs));
-  for (const char* pragma : {"PRAGMA journal_mode=WAL", "PRAGMA synchronous=FULL",
-                             "PRAGMA foreign_keys=ON"}) {
+  for (const char* pragma :
+       {"PRAGMA journal_mode=WAL", "PRAGMA synchronous=FULL", "PRAGMA foreign_keys=ON"}) {
     GPUHUB_RETURN_IF_ERROR(store->Exec(pragma).WithContext("sqlite:" + path));
   }
   return store;
@@ -149,8 +149,7 @@ Status SqliteStore::Apply(const WriteBatch& batch) {
 }
 
 Status SqliteStore::Scan(std::string_view table, const std::vector<std::string>& columns,
-                         std::string_view order_by,
-                         const std::function<Status(const Row&)>& fn) {
+                         std::string_view order_by, const std::function<Status(const Row&)>& fn) {
   GPUHUB_CHECK(IsIdentifier(table) && !columns.empty());
   std::string sql = "SELECT ";
   for (std::size_t i = 0; i < columns.size(); ++i) {
@@ -176,8 +175,12 @@ Status SqliteStore::Scan(std::string_view table, const std::vector<std::string>&
     row.values.clear();
     for (int i = 0; i < static_cast<int>(columns.size()); ++i) {
       switch (sqlite3_column_type(stmt, i)) {
-        case SQLITE_NULL: row.values.emplace_back(std::monostate{}); break;
-        case SQLITE_INTEGER: row.values.emplace_back(std::int64_t{sqlite3_column_int64(stmt, i)}); break;
+        case SQLITE_NULL:
+          row.values.emplace_back(std::monostate{});
+          break;
+        case SQLITE_INTEGER:
+          row.values.emplace_back(std::int64_t{sqlite3_column_int64(stmt, i)});
+          break;
         default: {
           const unsigned char* text = sqlite3_column_text(stmt, i);
           int n = sqlite3_column_bytes(stmt, i);

@@ -19,7 +19,8 @@ namespace gpuhub::store {
 
 class SqliteStore final : public Store {
  public:
-  // Opens or creates the database file; sets WAL, synchronous=FULL, a busy timeout and foreign keys.
+  // Opens or creates the database file; sets WAL, synchronous=FULL, a busy timeout and foreign
+  // keys.
   static Result<std::unique_ptr<SqliteStore>> Open(const std::string& path);
   ~SqliteStore() override;
 
