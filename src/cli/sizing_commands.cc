@@ -8,6 +8,7 @@
 
 #include "catalog/catalog.h"
 #include "cli/command_registry.h"
+#include "core/money.h"
 #include "core/strings.h"
 #include "fit/fit.h"
 #include "fit/guide.h"
@@ -44,6 +45,7 @@ struct Flags {
   bool cuda_only = false, in_stock = false, why_not = false;
   std::string region, max_monthly_usd, top, gpu;
   std::string catalog_path;
+  std::string hourly_rate;  // catalog --hourly-rate
 
   std::map<std::string, CLI::Option*> options;
   bool Given(const std::string& name) const {
@@ -221,12 +223,21 @@ void RunGuide(const Flags& f) {
 }
 
 void RunCatalog(const Flags& f) {
+  std::optional<std::int64_t> rate;
+  if (f.Given("--hourly-rate")) {
+    auto micros = ParseDecimalMicros(f.hourly_rate, 6);
+    if (!micros.ok() || *micros <= 0) {
+      return FailBadInput("--hourly-rate must be a positive USD amount per GPU-hour like 2.50, got '" +
+                          f.hourly_rate.substr(0, 40) + "'");
+    }
+    rate = *micros;
+  }
   auto fleet = LoadCatalogOrFail(f);
   if (!fleet) return;
   if (f.json) {
-    std::cout << fit::CatalogJson(*fleet) << "\n";
+    std::cout << fit::CatalogJson(*fleet, rate) << "\n";
   } else {
-    std::cout << fit::CatalogText(*fleet);
+    std::cout << fit::CatalogText(*fleet, rate);
   }
   SetExitCode(kExitOk);
 }
@@ -282,6 +293,9 @@ void AddSizingCommands(CLI::App& app) {
   CLI::App* catalog_cmd =
       app.add_subcommand("catalog", "the fleet: term rentals and spot-exchange cards, with prices");
   catalog_cmd->add_flag("--json", catalog_flags.json, "print JSON instead of tables");
+  catalog_flags.options["--hourly-rate"] = catalog_cmd->add_option(
+      "--hourly-rate", catalog_flags.hourly_rate,
+      "USD per GPU-hour: add each card's break-even hours per month against it");
   AddCatalogFlag(catalog_cmd, catalog_flags);
   catalog_cmd->callback([] { RunCatalog(catalog_flags); });
 

@@ -450,7 +450,7 @@ std::string GuideJson(const Guide& guide) {
   return j.dump(2);
 }
 
-std::string CatalogJson(const catalog::Catalog& c) {
+std::string CatalogJson(const catalog::Catalog& c, std::optional<std::int64_t> hourly_rate_micros) {
   Json j;
   j["source"] = c.source;
   Json regions = Json::array();
@@ -506,12 +506,17 @@ std::string CatalogJson(const catalog::Catalog& c) {
     } else {
       r["break_even_hours_vs_spot"] = nullptr;
     }
+    if (hourly_rate_micros) {
+      r["break_even_hours_vs_rate"] =
+          Round(catalog::BreakEvenHours(g.monthly_micros, *hourly_rate_micros), 1);
+    }
     r["exact"] = {{"monthly_usd", Exact(g.monthly_micros)},
                   {"weekly_usd", Exact(g.weekly_micros)},
                   {"hourly_usd", Exact(g.hourly_micros)}};
     term.push_back(std::move(r));
   }
   j["term"] = std::move(term);
+  if (hourly_rate_micros) j["hourly_rate_usd"] = Usd(*hourly_rate_micros);
   Json spot = Json::array();
   for (const auto& s : c.spot) {
     Json r;

@@ -41,6 +41,8 @@
 // are invalid_argument naming the field.
 #pragma once
 
+#include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 
@@ -60,7 +62,10 @@ Result<RequestFields> ParseRequestJson(std::string_view body, RequestKind kind);
 std::string SizeReportJson(const SizeRequest& request, const sizing::MemoryEstimate& estimate);
 std::string FitReportJson(const FitRequest& request, const FitResult& result);
 std::string GuideJson(const Guide& guide);
-std::string CatalogJson(const catalog::Catalog& catalog);
+// With `hourly_rate_micros`, every term card also carries "break_even_hours_vs_rate": the hours per
+// month above which its monthly term costs less than paying that rate per GPU-hour.
+std::string CatalogJson(const catalog::Catalog& catalog,
+                        std::optional<std::int64_t> hourly_rate_micros = std::nullopt);
 // `gpuhub models --json`: {"presets": [{"id", "total_params", ...}], "bundled": [{"id",
 // "architecture", "model_type", "total_params", "active_params", "layers", "kv_heads", "head_dim",
 // "max_context", "kv_bytes_per_token", "experts", "experts_per_token"}]}

@@ -256,6 +256,13 @@ TEST(CatalogJson, NotPublishedIsNull) {
   EXPECT_EQ(j["multi_card_discounts"][2]["percent"], 10.0);
   EXPECT_EQ(j["weekly_ratio"]["published_weekly_sum_usd"], 2373.0);
   EXPECT_EQ(j["weekly_ratio"]["same_cards_monthly_sum_usd"], 8420.0);
+  EXPECT_TRUE(j["term"][3]["break_even_hours_vs_spot"] == 586.8);  // 1690 / 2.88
+  EXPECT_FALSE(j["term"][3].contains("break_even_hours_vs_rate"));
+
+  Json rated = Json::parse(CatalogJson(Fleet(), 2'500'000));  // $2.50 per GPU-hour
+  EXPECT_EQ(rated["hourly_rate_usd"], 2.5);
+  EXPECT_EQ(rated["term"][3]["break_even_hours_vs_rate"], 676.0);  // 1690 / 2.5
+  EXPECT_EQ(rated["term"][14]["break_even_hours_vs_rate"], 76.0);  // 190 / 2.5
 }
 
 }  // namespace

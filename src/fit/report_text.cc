@@ -335,13 +335,20 @@ std::string GuideText(const Guide& guide) {
   return out;
 }
 
-std::string CatalogText(const catalog::Catalog& c) {
+std::string CatalogText(const catalog::Catalog& c, std::optional<std::int64_t> hourly_rate_micros) {
   using A = TextTable::Align;
   std::string out = "Term fleet (weekly/monthly rentals; USD, list, tax excluded)\n";
-  TextTable t({"card", "VRAM GB", "memory", "GB/s", "FP8", "stack", "link", "sharded training",
-               "counts", "regions", "free", "NVMe", "monthly", "weekly", "hourly"},
-              {A::kLeft, A::kRight, A::kLeft, A::kRight, A::kLeft, A::kLeft, A::kLeft, A::kLeft,
-               A::kLeft, A::kLeft, A::kRight, A::kRight, A::kRight, A::kRight, A::kRight});
+  std::vector<std::string> header = {"card", "VRAM GB", "memory", "GB/s", "FP8", "stack", "link",
+                                     "sharded training", "counts", "regions", "free", "NVMe",
+                                     "monthly", "weekly", "hourly"};
+  std::vector<A> align = {A::kLeft, A::kRight, A::kLeft, A::kRight, A::kLeft, A::kLeft, A::kLeft,
+                          A::kLeft, A::kLeft, A::kLeft, A::kRight, A::kRight, A::kRight,
+                          A::kRight, A::kRight};
+  if (hourly_rate_micros) {
+    header.push_back("break-even h vs " + Usd(*hourly_rate_micros) + "/h");
+    align.push_back(A::kRight);
+  }
+  TextTable t(header, align);
   bool any_derived = false;
   for (const auto& g : c.term) {
     any_derived = any_derived || g.weekly_derived;
@@ -352,12 +359,17 @@ std::string CatalogText(const catalog::Catalog& c) {
     if (g.regions.size() == c.regions.size()) regions = "all";
     std::string memory = g.memory;
     if (g.power_w) memory += " (" + std::to_string(*g.power_w) + " W)";
-    t.AddRow({g.name, Number(g.vram_gb, 0), memory, Number(g.bandwidth_gb_per_s, 0),
-              g.fp8 ? "yes" : "no", std::string(catalog::StackName(g.stack)), g.link,
-              std::string(catalog::ShardedTrainingName(g.sharded_training)), counts, regions,
-              std::to_string(g.free_now), g.local_nvme_tb ? *g.local_nvme_tb + " TB" : "",
-              Usd(g.monthly_micros), Usd(g.weekly_micros) + (g.weekly_derived ? "*" : ""),
-              Usd(g.hourly_micros)});
+    std::vector<std::string> row = {
+        g.name, Number(g.vram_gb, 0), memory, Number(g.bandwidth_gb_per_s, 0),
+        g.fp8 ? "yes" : "no", std::string(catalog::StackName(g.stack)), g.link,
+        std::string(catalog::ShardedTrainingName(g.sharded_training)), counts, regions,
+        std::to_string(g.free_now), g.local_nvme_tb ? *g.local_nvme_tb + " TB" : "",
+        Usd(g.monthly_micros), Usd(g.weekly_micros) + (g.weekly_derived ? "*" : ""),
+        Usd(g.hourly_micros)};
+    if (hourly_rate_micros) {
+      row.push_back(Number(catalog::BreakEvenHours(g.monthly_micros, *hourly_rate_micros), 0));
+    }
+    t.AddRow(row);
   }
   out += t.Render();
   if (any_derived) {
@@ -371,6 +383,10 @@ std::string CatalogText(const catalog::Catalog& c) {
                  catalog::FormatPercent(d.ppm);
   }
   out += "  multi-card discount: " + discounts + "; hourly = monthly / 720\n";
+  if (hourly_rate_micros) {
+    out += "  break-even: monthly / " + Usd(*hourly_rate_micros) +
+           " per hour; above 720 h the hourly rate is cheaper even for a whole month\n";
+  }
   std::string regions;
   for (const auto& r : c.regions) regions += (regions.empty() ? "" : ", ") + r.code + " " + r.city;
   out += "  regions: " + regions + "\n";

@@ -2,6 +2,8 @@
 // figures as report_json.h rounded for reading (GB to 2 decimals, USD to the cent). Pure functions.
 #pragma once
 
+#include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -31,7 +33,9 @@ class TextTable {
 std::string SizeReportText(const SizeRequest& request, const sizing::MemoryEstimate& estimate);
 std::string FitReportText(const FitRequest& request, const FitResult& result);
 std::string GuideText(const Guide& guide);
-std::string CatalogText(const catalog::Catalog& catalog);
+// With `hourly_rate_micros`, a column gives each card's break-even hours against that rate.
+std::string CatalogText(const catalog::Catalog& catalog,
+                        std::optional<std::int64_t> hourly_rate_micros = std::nullopt);
 std::string ModelsText(const std::vector<sizing::BundledModel>& bundled);
 
 // "70b, inference: fp8 weights, fp16 KV cache, 8192 tokens x batch 1"

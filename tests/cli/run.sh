@@ -139,6 +139,10 @@ expect_ok "guide tables" "'KV cache' in t and 'Cheapest configuration' in t and 
 expect_ok "catalog --json" \
   "len(j['term']) == 15 and len(j['spot']) == 9 and j['term'][1]['counts'] == [2, 4, 8] and j['spot'][0]['bandwidth_gb_per_s'] is None and j['term'][0]['regions'] == ['DFW-1']" \
   catalog --json
+expect_ok "catalog --hourly-rate: break-even against a rate" \
+  "j['hourly_rate_usd'] == 2.5 and j['term'][3]['break_even_hours_vs_rate'] == 676.0" \
+  catalog --hourly-rate 2.50 --json
+expect_bad "catalog --hourly-rate -1" "--hourly-rate must be a positive USD amount" catalog --hourly-rate -1
 expect_ok "catalog tables" "'Term fleet' in t and 'Spot exchange' in t and 'not published' in t" catalog
 expect_ok "models --json" "len(j['presets']) == 5 and any(m['id'] == 'meta-llama/Llama-3.1-8B' for m in j['bundled'])" \
   models --json
