@@ -39,7 +39,7 @@ Engine::~Engine() { Stop(); }
 
 Status Engine::Start() {
   GPUHUB_CHECK_MSG(!started_, "Engine::Start called twice");
-  GPUHUB_ASSIGN_OR_RETURN(state_, LoadState(*store_));
+  GPUHUB_ASSIGN_OR_RETURN(state_, LoadState(*store_, options_.domains));
   state_valid_ = true;
   started_ = true;
   writer_ = std::thread([this] { WriterLoop(); });
@@ -85,7 +85,7 @@ Status Engine::RunTickHooks(Txn& txn) {
 }
 
 Status Engine::Reload() {
-  auto loaded = LoadState(*store_);
+  auto loaded = LoadState(*store_, options_.domains);
   if (!loaded.ok()) {
     state_valid_ = false;
     return loaded.status();

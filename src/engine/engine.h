@@ -69,6 +69,7 @@ struct EngineOptions {
   std::size_t max_commands_per_batch = 0;  // 0: kMaxCommandsPerBatch
   std::size_t max_queued_commands = 0;     // 0: kMaxQueuedCommands
   bool run_periodic_ticks = true;          // with the real clock; false for a manual clock
+  DomainConfig domains;                    // markets, regions, fees (state.h)
 };
 
 class Engine {

@@ -1,13 +1,16 @@
 #include "engine/state.h"
 
+#include "engine/market.h"
 #include "engine/wallets.h"
 
 namespace gpuhub::engine {
 
-State::State() : wallets(std::make_unique<WalletsState>()) {}
+State::State()
+    : wallets(std::make_unique<WalletsState>()),
+      market(std::make_unique<MarketState>(market::ExchangeConfig{})) {}
 State::~State() = default;
 
-Result<std::unique_ptr<State>> LoadState(store::Store& store) {
+Result<std::unique_ptr<State>> LoadState(store::Store& store, const DomainConfig& config) {
   auto state = std::make_unique<State>();
   GPUHUB_RETURN_IF_ERROR(store
                              .Scan("engine_meta", {"name", "value"}, "name",
@@ -21,6 +24,8 @@ Result<std::unique_ptr<State>> LoadState(store::Store& store) {
   GPUHUB_RETURN_IF_ERROR(
       LoadIdempotency(store, state->idempotency).WithContext("loading idempotency keys"));
   GPUHUB_RETURN_IF_ERROR(LoadWallets(store, *state->wallets).WithContext("loading wallets"));
+  GPUHUB_RETURN_IF_ERROR(LoadMarket(store, config.market, state->wallets->ledger, *state->market)
+                             .WithContext("loading the spot exchange"));
   return state;
 }
 

@@ -15,6 +15,7 @@
 
 #include "core/clock.h"
 #include "core/status.h"
+#include "market/config.h"
 #include "store/store.h"
 
 namespace gpuhub::engine {
@@ -67,6 +68,12 @@ struct IdempotencyState {
 };
 
 struct WalletsState;  // engine/wallets.h (the ledger, invoices, FX rates)
+struct MarketState;   // engine/market.h (the spot exchange)
+
+// How the domains are configured; fixed for the life of an engine (a reload keeps it).
+struct DomainConfig {
+  market::ExchangeConfig market;
+};
 
 struct State {
   State();
@@ -74,12 +81,13 @@ struct State {
   AccountsState accounts;
   IdempotencyState idempotency;
   std::unique_ptr<WalletsState> wallets;
+  std::unique_ptr<MarketState> market;
   // Engine-wide values that must survive a restart (the manual clock's time).
   std::map<std::string, std::int64_t> meta;
 };
 
 // Reads every table into a fresh State.
-Result<std::unique_ptr<State>> LoadState(store::Store& store);
+Result<std::unique_ptr<State>> LoadState(store::Store& store, const DomainConfig& config = {});
 
 // Per-domain loaders (called by LoadState).
 Status LoadAccounts(store::Store& store, AccountsState& state);

@@ -22,27 +22,6 @@ Result<InvoiceStatus> ParseInvoiceStatus(std::string_view name) {
   return Status::Internal("unknown invoice status '" + std::string(name) + "'");
 }
 
-void WriteTransfers(Txn& txn, const std::vector<ledger::Transfer>& transfers) {
-  for (const auto& t : transfers) {
-    txn.writes.Insert("ledger_transfers",
-                      {{"sequence", t.sequence},
-                       {"id", t.id},
-                       {"kind", std::string(ledger::TransferKindName(t.kind))},
-                       {"debit_kind", std::string(ledger::AccountKindName(t.debit.kind))},
-                       {"debit_owner", t.debit.owner_id},
-                       {"debit_currency", std::string(CurrencyCode(t.debit.currency))},
-                       {"credit_kind", std::string(ledger::AccountKindName(t.credit.kind))},
-                       {"credit_owner", t.credit.owner_id},
-                       {"credit_currency", std::string(CurrencyCode(t.credit.currency))},
-                       {"amount_micros", t.amount_micros},
-                       {"pending_id", t.pending_id},
-                       {"code", t.code},
-                       {"memo", t.memo},
-                       {"timestamp_us", t.timestamp},
-                       {"state", std::string(ledger::TransferStateName(t.state))}});
-  }
-}
-
 void WriteInvoice(Txn& txn, const Invoice& inv) {
   txn.writes.Upsert("invoices", {{"id", inv.id},
                                  {"user_id", inv.user_id},
@@ -92,6 +71,27 @@ std::string RandomHex(std::size_t bytes) {
 }
 
 }  // namespace
+
+void WriteTransfers(Txn& txn, const std::vector<ledger::Transfer>& transfers) {
+  for (const auto& t : transfers) {
+    txn.writes.Insert("ledger_transfers",
+                      {{"sequence", t.sequence},
+                       {"id", t.id},
+                       {"kind", std::string(ledger::TransferKindName(t.kind))},
+                       {"debit_kind", std::string(ledger::AccountKindName(t.debit.kind))},
+                       {"debit_owner", t.debit.owner_id},
+                       {"debit_currency", std::string(CurrencyCode(t.debit.currency))},
+                       {"credit_kind", std::string(ledger::AccountKindName(t.credit.kind))},
+                       {"credit_owner", t.credit.owner_id},
+                       {"credit_currency", std::string(CurrencyCode(t.credit.currency))},
+                       {"amount_micros", t.amount_micros},
+                       {"pending_id", t.pending_id},
+                       {"code", t.code},
+                       {"memo", t.memo},
+                       {"timestamp_us", t.timestamp},
+                       {"state", std::string(ledger::TransferStateName(t.state))}});
+  }
+}
 
 std::string_view InvoiceStatusName(InvoiceStatus status) {
   switch (status) {

@@ -85,6 +85,10 @@ Result<ledger::FxRateChange> SetFxRate(Txn& txn, Currency base, Currency quote,
                                        std::int64_t mid_rate_ppb, std::int32_t spread_bps);
 Result<ledger::FxRateChange> RemoveFxRate(Txn& txn, Currency base, Currency quote);
 
+// Queues the rows of applied ledger transfers (ledger_transfers), in order. Every domain that moves
+// money writes its transfers with this, in the same group commit as its own rows.
+void WriteTransfers(Txn& txn, const std::vector<ledger::Transfer>& transfers);
+
 // Tick hooks of this domain (expires invoices nobody paid).
 void AddWalletTickHooks(Engine& engine);
 // --demo: FX rates (EUR/USD 1.08, GBP/USD 1.27, EUR/GBP 0.85, spread 0.5%) when none are set.

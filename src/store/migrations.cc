@@ -85,6 +85,96 @@ CREATE TABLE manual_credits (
   created_at_us BIGINT NOT NULL
 );
 )sql"},
+      {3, "market",
+       R"sql(
+CREATE TABLE market_machines (
+  id BIGINT PRIMARY KEY,
+  provider_id BIGINT NOT NULL REFERENCES users (id),
+  gpu TEXT NOT NULL,
+  gpus BIGINT NOT NULL,
+  region TEXT NOT NULL,
+  vcpus BIGINT NOT NULL,
+  ram_gb BIGINT NOT NULL,
+  disk_gb BIGINT NOT NULL,
+  created_at_us BIGINT NOT NULL
+);
+CREATE INDEX market_machines_by_provider ON market_machines (provider_id);
+CREATE TABLE market_asks (
+  id BIGINT PRIMARY KEY,
+  provider_id BIGINT NOT NULL REFERENCES users (id),
+  machine_id BIGINT NOT NULL REFERENCES market_machines (id),
+  gpu TEXT NOT NULL,
+  price_micros BIGINT NOT NULL,
+  min_gpus BIGINT NOT NULL,
+  available_until_us BIGINT NOT NULL,
+  status TEXT NOT NULL,
+  created_at_us BIGINT NOT NULL,
+  closed_at_us BIGINT NOT NULL
+);
+CREATE INDEX market_asks_by_machine ON market_asks (machine_id);
+CREATE TABLE market_bids (
+  id BIGINT PRIMARY KEY,
+  customer_id BIGINT NOT NULL REFERENCES users (id),
+  gpu TEXT NOT NULL,
+  gpus BIGINT NOT NULL,
+  region TEXT NOT NULL,
+  is_market BIGINT NOT NULL,
+  limit_micros BIGINT NOT NULL,
+  time_in_force TEXT NOT NULL,
+  expires_at_us BIGINT NOT NULL,
+  currency TEXT NOT NULL,
+  status TEXT NOT NULL,
+  close_reason TEXT NOT NULL,
+  created_at_us BIGINT NOT NULL,
+  closed_at_us BIGINT NOT NULL,
+  lease_id BIGINT NOT NULL,
+  hold_micros BIGINT NOT NULL
+);
+CREATE INDEX market_bids_by_customer ON market_bids (customer_id);
+CREATE TABLE market_leases (
+  id BIGINT PRIMARY KEY,
+  bid_id BIGINT NOT NULL,
+  ask_id BIGINT NOT NULL,
+  machine_id BIGINT NOT NULL REFERENCES market_machines (id),
+  provider_id BIGINT NOT NULL REFERENCES users (id),
+  customer_id BIGINT NOT NULL REFERENCES users (id),
+  gpu TEXT NOT NULL,
+  gpus BIGINT NOT NULL,
+  gpu_mask BIGINT NOT NULL,
+  price_micros BIGINT NOT NULL,
+  fee_ppm BIGINT NOT NULL,
+  currency TEXT NOT NULL,
+  started_at_us BIGINT NOT NULL,
+  window_until_us BIGINT NOT NULL,
+  hours_paid BIGINT NOT NULL,
+  status TEXT NOT NULL,
+  ended_at_us BIGINT NOT NULL,
+  end_reason TEXT NOT NULL
+);
+CREATE INDEX market_leases_by_customer ON market_leases (customer_id);
+CREATE INDEX market_leases_by_provider ON market_leases (provider_id);
+CREATE TABLE market_trades (
+  id BIGINT PRIMARY KEY,
+  gpu TEXT NOT NULL,
+  price_micros BIGINT NOT NULL,
+  gpus BIGINT NOT NULL,
+  lease_id BIGINT NOT NULL,
+  bid_id BIGINT NOT NULL,
+  ask_id BIGINT NOT NULL,
+  maker TEXT NOT NULL,
+  created_at_us BIGINT NOT NULL
+);
+CREATE TABLE market_payouts (
+  id BIGINT PRIMARY KEY,
+  provider_id BIGINT NOT NULL REFERENCES users (id),
+  amount_micros BIGINT NOT NULL,
+  status TEXT NOT NULL,
+  created_at_us BIGINT NOT NULL,
+  updated_at_us BIGINT NOT NULL,
+  admin_id BIGINT NOT NULL
+);
+CREATE INDEX market_payouts_by_provider ON market_payouts (provider_id);
+)sql"},
   };
   return migrations;
 }

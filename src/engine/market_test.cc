@@ -1,0 +1,190 @@
+#include "engine/market.h"
+
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <random>
+
+#include "engine/accounts.h"
+#include "engine/wallets.h"
+
+namespace gpuhub::engine {
+namespace {
+
+constexpr std::int64_t kUsd = 1'000'000;
+
+class EngineMarketTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = std::filesystem::temp_directory_path() /
+           ("gpuhub_market_" + std::to_string(::getpid()) + "_" +
+            std::to_string(std::random_device{}()));
+    std::filesystem::create_directories(dir_);
+    url_ = "sqlite:" + (dir_ / "m.db").string();
+    Open();
+    auto ids = Run<std::vector<std::int64_t>>([](Txn& txn) -> Result<std::vector<std::int64_t>> {
+      GPUHUB_ASSIGN_OR_RETURN(User p, CreateUser(txn, "paula", "h", kRoleProvider));
+      GPUHUB_ASSIGN_OR_RETURN(User c, CreateUser(txn, "carl", "h", kRoleCustomer));
+      GPUHUB_ASSIGN_OR_RETURN(User a, CreateUser(txn, "admin", "h", kRoleAdmin));
+      return std::vector<std::int64_t>{p.id, c.id, a.id};
+    });
+    provider_ = ids[0];
+    customer_ = ids[1];
+    admin_ = ids[2];
+  }
+  void TearDown() override {
+    engine_.reset();
+    std::error_code ec;
+    std::filesystem::remove_all(dir_, ec);
+  }
+  void Open() {
+    engine_.reset();
+    auto store = store::OpenStore(url_);
+    ASSERT_TRUE(store.ok());
+    ASSERT_TRUE((*store)->Migrate().ok());
+    EngineOptions options;
+    options.run_periodic_ticks = false;
+    options.domains.market.gpus = {"H100 SXM", "A100 SXM"};
+    options.domains.market.regions = {"DFW-1", "IAD-1"};
+    metrics_ = std::make_unique<MetricsRegistry>();
+    engine_ = std::make_unique<Engine>(std::move(store).value(), clock_, *metrics_, options);
+    AddMarketTickHooks(*engine_);
+    ASSERT_TRUE(engine_->Start().ok());
+  }
+  template <typename T>
+  T Run(std::function<Result<T>(Txn&)> fn) {
+    auto r = engine_->ExecuteSync<T>(std::move(fn));
+    EXPECT_TRUE(r.ok()) << r.status().ToString();
+    return r.ok() ? std::move(r).value() : T{};
+  }
+  // What the admin clock endpoint does: move the clock, then run the tick hooks in one command.
+  void Advance(std::int64_t micros) {
+    Run<int>([&](Txn& txn) -> Result<int> {
+      clock_.Advance(micros);
+      txn.now = clock_.NowMicros();
+      GPUHUB_RETURN_IF_ERROR(engine_->RunTickHooks(txn));
+      return 0;
+    });
+  }
+  market::Snapshot Records() {
+    return Run<market::Snapshot>(
+        [](Txn& txn) -> Result<market::Snapshot> { return txn.state.market->exchange.Records(); });
+  }
+  std::int64_t Wallet() {
+    return Run<std::int64_t>([&](Txn& txn) -> Result<std::int64_t> {
+      return txn.state.wallets->ledger.Wallets(customer_)->front().available();
+    });
+  }
+  void CheckAll() {
+    Run<int>([](Txn& txn) -> Result<int> {
+      const auto& ledger = txn.state.wallets->ledger;
+      GPUHUB_RETURN_IF_ERROR(ledger.CheckHistory());
+      GPUHUB_RETURN_IF_ERROR(txn.state.market->exchange.CheckInvariants(ledger));
+      GPUHUB_RETURN_IF_ERROR(txn.state.market->exchange.CheckSettlement(ledger));
+      return 0;
+    });
+  }
+
+  ManualClock clock_{1'800'000'000'000'000};
+  std::filesystem::path dir_;
+  std::string url_;
+  std::unique_ptr<MetricsRegistry> metrics_;
+  std::unique_ptr<Engine> engine_;
+  std::int64_t provider_ = 0, customer_ = 0, admin_ = 0;
+};
+
+TEST_F(EngineMarketTest, TradesLeasesAndHoursSurviveRestarts) {
+  Run<int>([&](Txn& txn) -> Result<int> {
+    GPUHUB_RETURN_IF_ERROR(
+        ManualCredit(txn, admin_, customer_, Currency::kUsd, 20 * kUsd, "test").status());
+    GPUHUB_ASSIGN_OR_RETURN(auto m, AddMachine(txn, provider_, {"h100-sxm", 8, "iad-1", 64, 512, 2000}));
+    GPUHUB_RETURN_IF_ERROR(
+        PlaceAsk(txn, provider_, {m.id, 2'880'000, 1, txn.now + 7 * kMicrosPerDay}).status());
+    return 0;
+  });
+  auto bid = Run<market::BidResult>([&](Txn& txn) {
+    market::BidSpec spec;
+    spec.gpu = "H100 SXM";
+    spec.gpus = 2;
+    spec.is_market = true;
+    return PlaceBid(txn, customer_, spec);
+  });
+  ASSERT_TRUE(bid.lease.has_value());
+  EXPECT_EQ(Wallet(), 20 * kUsd - 5'760'000);
+  market::Snapshot before = Records();
+
+  Open();  // restart: everything comes back from the database
+  market::Snapshot after = Records();
+  EXPECT_EQ(before.machines, after.machines);
+  EXPECT_EQ(before.asks, after.asks);
+  EXPECT_EQ(before.bids, after.bids);
+  EXPECT_EQ(before.leases, after.leases);
+  EXPECT_EQ(before.trades, after.trades);
+  EXPECT_EQ(Wallet(), 20 * kUsd - 5'760'000);
+  CheckAll();
+
+  Advance(7 * kMicrosPerDay);  // bills hours 2 and 3, then the wallet runs dry
+  Open();
+  market::Snapshot end = Records();
+  ASSERT_EQ(end.leases.size(), 1u);
+  EXPECT_EQ(end.leases[0].hours_paid, 3);
+  EXPECT_EQ(end.leases[0].status, market::LeaseStatus::kEnded);
+  EXPECT_EQ(end.leases[0].end_reason, market::LeaseEndReason::kUnpaid);
+  EXPECT_EQ(Wallet(), 20 * kUsd - 3 * 5'760'000);
+  auto earnings = Run<market::Earnings>([&](Txn& txn) -> Result<market::Earnings> {
+    return txn.state.market->exchange.ProviderEarnings(provider_, txn.state.wallets->ledger);
+  });
+  EXPECT_EQ(earnings.net_micros, 3 * 5'184'000);
+  EXPECT_EQ(earnings.available_micros, 3 * 5'184'000);
+  CheckAll();
+}
+
+TEST_F(EngineMarketTest, AFailedCommandLeavesNoRows) {
+  auto r = engine_->ExecuteSync<market::Machine>([&](Txn& txn) {
+    return AddMachine(txn, provider_, {"H100 SXM", 99, "IAD-1", 1, 1, 1});
+  });
+  EXPECT_EQ(r.status().code(), StatusCode::kInvalidArgument);
+  auto m = Run<market::Machine>(
+      [&](Txn& txn) { return AddMachine(txn, provider_, {"H100 SXM", 8, "IAD-1", 1, 1, 1}); });
+  Run<market::Ask>([&](Txn& txn) {
+    return PlaceAsk(txn, provider_, {m.id, 2'000'000, 1, txn.now + kMicrosPerDay});
+  });
+  auto bid = engine_->ExecuteSync<market::BidResult>([&](Txn& txn) {
+    market::BidSpec spec;
+    spec.gpu = "H100 SXM";
+    spec.gpus = 1;
+    spec.is_market = true;
+    return PlaceBid(txn, customer_, spec);  // an empty wallet
+  });
+  EXPECT_EQ(bid.status().code(), StatusCode::kInsufficientFunds);
+  Open();
+  market::Snapshot s = Records();
+  EXPECT_EQ(s.machines.size(), 1u);
+  EXPECT_TRUE(s.bids.empty());
+  EXPECT_TRUE(s.leases.empty());
+  CheckAll();
+}
+
+TEST_F(EngineMarketTest, DemoSeedingIsIdempotent) {
+  std::vector<DemoOffer> offers = {{"H100 SXM", 2'880'000}, {"A100 SXM", 1'790'000}};
+  ASSERT_TRUE(SeedDemoMarket(*engine_, offers, {"DFW-1", "IAD-1"}).ok());
+  ASSERT_TRUE(SeedDemoMarket(*engine_, offers, {"DFW-1", "IAD-1"}).ok());
+  Open();
+  ASSERT_TRUE(SeedDemoMarket(*engine_, offers, {"DFW-1", "IAD-1"}).ok());
+  auto markets = Run<std::vector<market::MarketSummary>>(
+      [](Txn& txn) -> Result<std::vector<market::MarketSummary>> {
+        return txn.state.market->exchange.Markets();
+      });
+  ASSERT_EQ(markets.size(), 2u);
+  EXPECT_EQ(markets[0].best_ask_micros, 2'880'000);
+  EXPECT_EQ(markets[0].asks, 1u);
+  EXPECT_EQ(markets[0].gpus_on_offer, 8);
+  EXPECT_EQ(markets[1].best_ask_micros, 1'790'000);
+  EXPECT_EQ(Records().machines.size(), 2u);
+  EXPECT_EQ(Records().machines[1].region, "IAD-1");
+  CheckAll();
+}
+
+}  // namespace
+}  // namespace gpuhub::engine
