@@ -58,8 +58,13 @@ class ServerTest : public ::testing::Test {
   std::unique_ptr<HttpClient> client_;
 };
 
-TEST_F(ServerTest, SignUpLogInTopUpAndTheSignedWebhookCreditsOnce) {
-  StartServer();
+class EveryBackendTest : public ServerTest, public ::testing::WithParamInterface<std::string> {};
+
+TEST_P(EveryBackendTest, SignUpLogInTopUpAndTheSignedWebhookCreditsOnce) {
+  ServerOptions options;
+  options.db = FreshDatabaseUrl(GetParam(), dir_);
+  if (options.db.empty()) GTEST_SKIP() << "GPUHUB_TEST_PG_URL is unset: PostgreSQL case skipped";
+  StartServer(options);
   auto signup =
       client_->Call("POST", "/v1/accounts",
                     {{"username", "Alice"}, {"password", "correct horse battery staple"}});
@@ -106,6 +111,8 @@ TEST_F(ServerTest, SignUpLogInTopUpAndTheSignedWebhookCreditsOnce) {
   wallets = client_->Call("GET", "/v1/wallets", nullptr, token);
   EXPECT_EQ(wallets.Json()["wallets"][0]["available"], "100.000000");
 }
+
+INSTANTIATE_TEST_SUITE_P(Backends, EveryBackendTest, ::testing::Values("sqlite", "postgresql"));
 
 TEST_F(ServerTest, BadCallsGetClearJsonErrors) {
   StartServer();
