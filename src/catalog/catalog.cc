@@ -1,9 +1,9 @@
 #include "catalog/catalog.h"
 
+#include <toml++/toml.h>
 #include <algorithm>
 #include <cmath>
 #include <set>
-#include <toml++/toml.h>
 
 #include "catalog/limits.h"
 #include "core/file.h"
@@ -16,41 +16,57 @@ std::string_view StackName(Stack stack) { return stack == Stack::kCuda ? "CUDA" 
 
 std::string_view InterconnectName(Interconnect interconnect) {
   switch (interconnect) {
-    case Interconnect::kNvSwitch: return "nvswitch";
-    case Interconnect::kNvLinkBridge: return "nvlink-bridge";
-    case Interconnect::kInfinityFabric: return "infinity-fabric";
-    case Interconnect::kPcie: return "pcie";
+    case Interconnect::kNvSwitch:
+      return "nvswitch";
+    case Interconnect::kNvLinkBridge:
+      return "nvlink-bridge";
+    case Interconnect::kInfinityFabric:
+      return "infinity-fabric";
+    case Interconnect::kPcie:
+      return "pcie";
   }
   return "?";
 }
 
 std::string_view ShardedTrainingName(ShardedTraining limit) {
   switch (limit) {
-    case ShardedTraining::kUpTo8: return "up-to-8";
-    case ShardedTraining::kEightWayOnly: return "8-way-only";
-    case ShardedTraining::kPairs: return "pairs";
-    case ShardedTraining::kDataParallelOnly: return "data-parallel-only";
-    case ShardedTraining::kSingleCard: return "single-card";
+    case ShardedTraining::kUpTo8:
+      return "up-to-8";
+    case ShardedTraining::kEightWayOnly:
+      return "8-way-only";
+    case ShardedTraining::kPairs:
+      return "pairs";
+    case ShardedTraining::kDataParallelOnly:
+      return "data-parallel-only";
+    case ShardedTraining::kSingleCard:
+      return "single-card";
   }
   return "?";
 }
 
 bool AllowsShardedTraining(ShardedTraining limit, int count) {
   switch (limit) {
-    case ShardedTraining::kUpTo8: return count >= 2 && count <= 8;
-    case ShardedTraining::kEightWayOnly: return count == 8;
-    case ShardedTraining::kPairs: return count == 2;
+    case ShardedTraining::kUpTo8:
+      return count >= 2 && count <= 8;
+    case ShardedTraining::kEightWayOnly:
+      return count == 8;
+    case ShardedTraining::kPairs:
+      return count == 2;
     case ShardedTraining::kDataParallelOnly:
-    case ShardedTraining::kSingleCard: return false;
+    case ShardedTraining::kSingleCard:
+      return false;
   }
   return false;
 }
 
 std::string_view TermName(Term term) {
   switch (term) {
-    case Term::kMonthly: return "monthly";
-    case Term::kWeekly: return "weekly";
-    case Term::kHourly: return "hourly";
+    case Term::kMonthly:
+      return "monthly";
+    case Term::kWeekly:
+      return "weekly";
+    case Term::kHourly:
+      return "hourly";
   }
   return "?";
 }
@@ -110,7 +126,8 @@ std::string Quote(std::string_view s) { return "\"" + std::string(s.substr(0, 64
 std::string Describe(const toml::node& node) {
   if (auto s = node.value<std::string>()) return "the string " + Quote(*s);
   if (node.is_integer()) return "the integer " + std::to_string(node.as_integer()->get());
-  if (node.is_floating_point()) return "the float " + FormatFixed(node.as_floating_point()->get(), 4);
+  if (node.is_floating_point())
+    return "the float " + FormatFixed(node.as_floating_point()->get(), 4);
   if (node.is_boolean()) return node.as_boolean()->get() ? "true" : "false";
   if (node.is_array()) return "an array";
   if (node.is_table()) return "a table";
@@ -182,8 +199,9 @@ class Fields {
     }
     std::int64_t v = node->as_integer()->get();
     if (v < min || v > max) {
-      return where_.Error(node, key, "must be between " + std::to_string(min) + " and " +
-                                         std::to_string(max) + ", got " + std::to_string(v));
+      return where_.Error(node, key,
+                          "must be between " + std::to_string(min) + " and " + std::to_string(max) +
+                              ", got " + std::to_string(v));
     }
     return v;
   }
@@ -196,7 +214,8 @@ class Fields {
     if (node == nullptr) return where_.Error(nullptr, key, "is missing" + hint);
     if (auto s = node->value<std::string>()) {
       if (allow_unpublished && *s == "not published") return std::optional<double>();
-      return where_.Error(node, key, "must be a positive number" + hint + ", got " + Describe(*node));
+      return where_.Error(node, key,
+                          "must be a positive number" + hint + ", got " + Describe(*node));
     }
     double v = 0;
     if (node->is_integer()) {
@@ -204,11 +223,13 @@ class Fields {
     } else if (node->is_floating_point()) {
       v = node->as_floating_point()->get();
     } else {
-      return where_.Error(node, key, "must be a positive number" + hint + ", got " + Describe(*node));
+      return where_.Error(node, key,
+                          "must be a positive number" + hint + ", got " + Describe(*node));
     }
     if (!std::isfinite(v) || v <= 0 || v > max) {
-      return where_.Error(node, key, "must be a positive number up to " + FormatFixed(max, 0) +
-                                         ", got " + Describe(*node));
+      return where_.Error(
+          node, key,
+          "must be a positive number up to " + FormatFixed(max, 0) + ", got " + Describe(*node));
     }
     return std::optional<double>(v);
   }
@@ -240,7 +261,8 @@ class Fields {
     }
     auto micros = ParseDecimalMicros(text, 6);
     if (!micros.ok()) return where_.Error(node, key, micros.status().message());
-    if (*micros <= 0) return where_.Error(node, key, "must be a positive price, got " + Quote(text));
+    if (*micros <= 0)
+      return where_.Error(node, key, "must be a positive price, got " + Quote(text));
     return std::optional<std::int64_t>(*micros);
   }
 
@@ -280,56 +302,59 @@ Status ForEachTable(const toml::table& root, std::string_view key, std::string_v
 }
 
 Status ParseDiscounts(const toml::table& root, std::string_view source, Catalog& c) {
-  return ForEachTable(root, "multi_card_discount", source, kMaxCardsPerSet,
-                      [&](const toml::table& t, std::size_t i) -> Status {
-    Where where(source, "[[multi_card_discount]] #" + std::to_string(i + 1), LineOf(t));
-    Fields f(t, where);
-    GPUHUB_ASSIGN_OR_RETURN(std::int64_t count, f.Integer("count", true, 2, kMaxCardsPerSet));
-    const toml::node* percent_node = f.Find("percent");
-    if (percent_node == nullptr) return where.Error(nullptr, "percent", "is missing (like \"5\")");
-    std::string text;
-    if (percent_node->is_integer()) {
-      text = std::to_string(percent_node->as_integer()->get());
-    } else if (auto s = percent_node->value<std::string>()) {
-      text = *s;
-    } else {
-      return where.Error(percent_node, "percent",
-                         "must be a decimal string like \"5\" or \"7.5\", got " +
-                             Describe(*percent_node));
-    }
-    // Percent with up to 4 decimals -> parts per million (5% = 50'000 ppm).
-    auto micros_of_percent = ParseDecimalMicros(text, 4);
-    if (!micros_of_percent.ok()) {
-      return where.Error(percent_node, "percent", micros_of_percent.status().message());
-    }
-    std::int64_t ppm = *micros_of_percent / 100;
-    if (ppm >= kPpm) return where.Error(percent_node, "percent", "must be below 100");
-    for (const auto& d : c.discounts) {
-      if (d.count == count) {
-        return where.Error(f.Find("count"), "count",
-                           "a discount for " + std::to_string(count) + " cards is already listed");
-      }
-    }
-    GPUHUB_RETURN_IF_ERROR(f.UnknownKeys());
-    c.discounts.push_back({static_cast<int>(count), ppm});
-    return Status::Ok();
-  });
+  return ForEachTable(
+      root, "multi_card_discount", source, kMaxCardsPerSet,
+      [&](const toml::table& t, std::size_t i) -> Status {
+        Where where(source, "[[multi_card_discount]] #" + std::to_string(i + 1), LineOf(t));
+        Fields f(t, where);
+        GPUHUB_ASSIGN_OR_RETURN(std::int64_t count, f.Integer("count", true, 2, kMaxCardsPerSet));
+        const toml::node* percent_node = f.Find("percent");
+        if (percent_node == nullptr)
+          return where.Error(nullptr, "percent", "is missing (like \"5\")");
+        std::string text;
+        if (percent_node->is_integer()) {
+          text = std::to_string(percent_node->as_integer()->get());
+        } else if (auto s = percent_node->value<std::string>()) {
+          text = *s;
+        } else {
+          return where.Error(
+              percent_node, "percent",
+              "must be a decimal string like \"5\" or \"7.5\", got " + Describe(*percent_node));
+        }
+        // Percent with up to 4 decimals -> parts per million (5% = 50'000 ppm).
+        auto micros_of_percent = ParseDecimalMicros(text, 4);
+        if (!micros_of_percent.ok()) {
+          return where.Error(percent_node, "percent", micros_of_percent.status().message());
+        }
+        std::int64_t ppm = *micros_of_percent / 100;
+        if (ppm >= kPpm) return where.Error(percent_node, "percent", "must be below 100");
+        for (const auto& d : c.discounts) {
+          if (d.count == count) {
+            return where.Error(
+                f.Find("count"), "count",
+                "a discount for " + std::to_string(count) + " cards is already listed");
+          }
+        }
+        GPUHUB_RETURN_IF_ERROR(f.UnknownKeys());
+        c.discounts.push_back({static_cast<int>(count), ppm});
+        return Status::Ok();
+      });
 }
 
 Status ParseRegions(const toml::table& root, std::string_view source, Catalog& c) {
-  return ForEachTable(root, "region", source, kMaxRegions,
-                      [&](const toml::table& t, std::size_t i) -> Status {
-    Where where(source, "[[region]] #" + std::to_string(i + 1), LineOf(t));
-    Fields f(t, where);
-    GPUHUB_ASSIGN_OR_RETURN(std::string code, f.String("code"));
-    GPUHUB_ASSIGN_OR_RETURN(std::string city, f.String("city"));
-    if (c.FindRegion(code) != nullptr) {
-      return where.Error(f.Find("code"), "code", "region " + Quote(code) + " is listed twice");
-    }
-    GPUHUB_RETURN_IF_ERROR(f.UnknownKeys());
-    c.regions.push_back({std::move(code), std::move(city)});
-    return Status::Ok();
-  });
+  return ForEachTable(
+      root, "region", source, kMaxRegions, [&](const toml::table& t, std::size_t i) -> Status {
+        Where where(source, "[[region]] #" + std::to_string(i + 1), LineOf(t));
+        Fields f(t, where);
+        GPUHUB_ASSIGN_OR_RETURN(std::string code, f.String("code"));
+        GPUHUB_ASSIGN_OR_RETURN(std::string city, f.String("city"));
+        if (c.FindRegion(code) != nullptr) {
+          return where.Error(f.Find("code"), "code", "region " + Quote(code) + " is listed twice");
+        }
+        GPUHUB_RETURN_IF_ERROR(f.UnknownKeys());
+        c.regions.push_back({std::move(code), std::move(city)});
+        return Status::Ok();
+      });
 }
 
 Result<std::vector<int>> ParseCounts(Fields& f, const Where& where, const Catalog& c) {
@@ -342,7 +367,8 @@ Result<std::vector<int>> ParseCounts(Fields& f, const Where& where, const Catalo
   }
   const toml::array* array = node->as_array();
   if (array == nullptr || array->empty()) {
-    return where.Error(node, "counts", "must be a non-empty array of card counts like [1, 2, 4, 8]");
+    return where.Error(node, "counts",
+                       "must be a non-empty array of card counts like [1, 2, 4, 8]");
   }
   for (const auto& element : *array) {
     GPUHUB_ASSIGN_OR_RETURN(std::int64_t n, f.IntegerValue(&element, "counts", 1, kMaxCardsPerSet));
@@ -361,14 +387,14 @@ Result<std::vector<int>> ParseCounts(Fields& f, const Where& where, const Catalo
 
 Result<ShardedTraining> ParseShardedTraining(const toml::node* node, const Where& where,
                                              const std::string& text) {
-  for (ShardedTraining s : {ShardedTraining::kUpTo8, ShardedTraining::kEightWayOnly,
-                            ShardedTraining::kPairs, ShardedTraining::kDataParallelOnly,
-                            ShardedTraining::kSingleCard}) {
+  for (ShardedTraining s :
+       {ShardedTraining::kUpTo8, ShardedTraining::kEightWayOnly, ShardedTraining::kPairs,
+        ShardedTraining::kDataParallelOnly, ShardedTraining::kSingleCard}) {
     if (text == ShardedTrainingName(s)) return s;
   }
-  return where.Error(node, "sharded_training",
-                     "must be up-to-8, 8-way-only, pairs, data-parallel-only or single-card, got " +
-                         Quote(text));
+  return where.Error(
+      node, "sharded_training",
+      "must be up-to-8, 8-way-only, pairs, data-parallel-only or single-card, got " + Quote(text));
 }
 
 Status ParseTermGpu(const toml::table& t, std::size_t i, std::string_view source, Catalog& c) {
@@ -386,7 +412,8 @@ Status ParseTermGpu(const toml::table& t, std::size_t i, std::string_view source
   GPUHUB_ASSIGN_OR_RETURN(g.memory, f.String("memory"));
   GPUHUB_ASSIGN_OR_RETURN(std::int64_t power, f.Integer("power_w", false, 1, kMaxPowerW));
   if (power > 0) g.power_w = static_cast<int>(power);
-  GPUHUB_ASSIGN_OR_RETURN(auto bandwidth, f.Number("bandwidth_gb_per_s", kMaxBandwidthGbPerS, false));
+  GPUHUB_ASSIGN_OR_RETURN(auto bandwidth,
+                          f.Number("bandwidth_gb_per_s", kMaxBandwidthGbPerS, false));
   g.bandwidth_gb_per_s = *bandwidth;
   GPUHUB_ASSIGN_OR_RETURN(g.fp8, f.Bool("fp8", true));
 
@@ -409,9 +436,9 @@ Status ParseTermGpu(const toml::table& t, std::size_t i, std::string_view source
     }
   }
   if (!interconnect_ok) {
-    return where.Error(f.Find("interconnect"), "interconnect",
-                       "must be nvswitch, nvlink-bridge, infinity-fabric or pcie, got " +
-                           Quote(interconnect));
+    return where.Error(
+        f.Find("interconnect"), "interconnect",
+        "must be nvswitch, nvlink-bridge, infinity-fabric or pcie, got " + Quote(interconnect));
   }
   GPUHUB_ASSIGN_OR_RETURN(g.link_gb_per_s, f.Number("link_gb_per_s", kMaxBandwidthGbPerS, true));
   GPUHUB_ASSIGN_OR_RETURN(g.link_optional, f.Bool("link_optional", false));
@@ -445,8 +472,9 @@ Status ParseTermGpu(const toml::table& t, std::size_t i, std::string_view source
       if (!code) return where.Error(&element, "regions", "must hold region codes (strings)");
       const Region* region = c.FindRegion(*code);
       if (region == nullptr) {
-        return where.Error(&element, "regions",
-                           "unknown region " + Quote(*code) + " (regions: " + c.RegionCodes() + ")");
+        return where.Error(
+            &element, "regions",
+            "unknown region " + Quote(*code) + " (regions: " + c.RegionCodes() + ")");
       }
       g.regions.push_back(region->code);
     }
@@ -462,8 +490,8 @@ Status ParseTermGpu(const toml::table& t, std::size_t i, std::string_view source
   if (const toml::node* nvme = f.Find("local_nvme_tb")) {
     auto text = nvme->value<std::string>();
     if (!text || !ParseDecimalMicros(*text, 3).ok()) {
-      return where.Error(nvme, "local_nvme_tb", "must be a decimal string like \"0.5\", got " +
-                                                    Describe(*nvme));
+      return where.Error(nvme, "local_nvme_tb",
+                         "must be a decimal string like \"0.5\", got " + Describe(*nvme));
     }
     g.local_nvme_tb = *text;
   }
@@ -515,9 +543,9 @@ Status ParseSpotGpu(const toml::table& t, std::size_t i, std::string_view source
     auto name = term->value<std::string>();
     const TermGpu* match = name ? c.FindTerm(*name) : nullptr;
     if (match == nullptr) {
-      return where.Error(term, "term",
-                         "must name a card of the term fleet (" + c.TermNames() + "), got " +
-                             Describe(*term));
+      return where.Error(
+          term, "term",
+          "must name a card of the term fleet (" + c.TermNames() + "), got " + Describe(*term));
     }
     g.term_name = match->name;
   }
@@ -625,8 +653,9 @@ Result<Catalog> ParseCatalog(std::string_view toml_text, std::string_view source
     std::string_view k = key.str();
     if (k != "multi_card_discount" && k != "region" && k != "term" && k != "spot") {
       return Where(source, "", LineOf(node))
-          .Error(&node, k, "unknown top-level field (expected [[multi_card_discount]], "
-                           "[[region]], [[term]], [[spot]])");
+          .Error(&node, k,
+                 "unknown top-level field (expected [[multi_card_discount]], "
+                 "[[region]], [[term]], [[spot]])");
     }
   }
   GPUHUB_RETURN_IF_ERROR(ParseDiscounts(root, source, c));
@@ -636,15 +665,13 @@ Result<Catalog> ParseCatalog(std::string_view toml_text, std::string_view source
   if (c.regions.empty()) {
     return Status::InvalidArgument(source + ":1: no [[region]] is listed");
   }
-  GPUHUB_RETURN_IF_ERROR(ForEachTable(root, "term", source, kMaxTermGpus,
-                                      [&](const toml::table& t, std::size_t i) {
-                                        return ParseTermGpu(t, i, source, c);
-                                      }));
+  GPUHUB_RETURN_IF_ERROR(ForEachTable(
+      root, "term", source, kMaxTermGpus,
+      [&](const toml::table& t, std::size_t i) { return ParseTermGpu(t, i, source, c); }));
   if (c.term.empty()) return Status::InvalidArgument(source + ":1: no [[term]] card is listed");
-  GPUHUB_RETURN_IF_ERROR(ForEachTable(root, "spot", source, kMaxSpotGpus,
-                                      [&](const toml::table& t, std::size_t i) {
-                                        return ParseSpotGpu(t, i, source, c);
-                                      }));
+  GPUHUB_RETURN_IF_ERROR(ForEachTable(
+      root, "spot", source, kMaxSpotGpus,
+      [&](const toml::table& t, std::size_t i) { return ParseSpotGpu(t, i, source, c); }));
   GPUHUB_RETURN_IF_ERROR(DeriveWeeklyPrices(source, c));
   return c;
 }
@@ -671,9 +698,7 @@ Result<std::int64_t> SetPriceMicros(const Catalog& catalog, const TermGpu& gpu, 
   return MulDivHalfEven(gross, keep_ppm, divisor);
 }
 
-double UsdPerGbMonth(const TermGpu& gpu) {
-  return MicrosToUsd(gpu.monthly_micros) / gpu.vram_gb;
-}
+double UsdPerGbMonth(const TermGpu& gpu) { return MicrosToUsd(gpu.monthly_micros) / gpu.vram_gb; }
 
 double GbPerSecondPerUsdMonth(const TermGpu& gpu) {
   return gpu.bandwidth_gb_per_s / MicrosToUsd(gpu.monthly_micros);

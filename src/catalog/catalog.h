@@ -1,16 +1,18 @@
-// The fleet catalog: what the platform rents (term fleet: weekly/monthly rentals) and what trades on
-// the spot exchange, loaded from data/catalog.toml (spec/sizing.md §5). Data, not code: adding a card
-// is an edit of the TOML file.
+// The fleet catalog: what the platform rents (term fleet: weekly/monthly rentals) and what trades
+// on the spot exchange, loaded from data/catalog.toml (spec/sizing.md §5). Data, not code: adding a
+// card is an edit of the TOML file.
 //
 // Contract:
-//  - LoadCatalog/ParseCatalog validate everything up front; a malformed file is invalid_argument with
-//    "<file>:<line>: <field>: <what is wrong>" (line of the offending value, or of its table when the
-//    field is missing). A Catalog that loaded is internally consistent: every price is positive,
-//    every region referenced exists, every card count has a discount entry (1 has none).
+//  - LoadCatalog/ParseCatalog validate everything up front; a malformed file is invalid_argument
+//  with
+//    "<file>:<line>: <field>: <what is wrong>" (line of the offending value, or of its table when
+//    the field is missing). A Catalog that loaded is internally consistent: every price is
+//    positive, every region referenced exists, every card count has a discount entry (1 has none).
 //  - Money is integer micro-USD, parsed from the decimal text of the file (never a double).
 //    Derived figures and their rounding:
 //      hourly  = monthly / 720, half-even to the micro-dollar;
-//      weekly  = published, or monthly x (sum of published weekly / sum of the monthly prices of the
+//      weekly  = published, or monthly x (sum of published weekly / sum of the monthly prices of
+//      the
 //                same cards), half-even to the cent, marked derived (weekly_derived = true);
 //      price of a set = list x count x (1 - discount(count)), half-even to the micro-dollar.
 //  - Display-only ratios (USD per GB-month, GB/s per USD-month, break-even hours) are doubles
@@ -57,20 +59,20 @@ enum class Term { kMonthly, kWeekly, kHourly };
 std::string_view TermName(Term term);  // "monthly", "weekly", "hourly"
 
 struct TermGpu {
-  std::string name;       // "H100 SXM"
-  double vram_gb = 0;     // GB = 1e9 bytes
-  std::string memory;     // "HBM3"
+  std::string name;    // "H100 SXM"
+  double vram_gb = 0;  // GB = 1e9 bytes
+  std::string memory;  // "HBM3"
   std::optional<int> power_w;
   double bandwidth_gb_per_s = 0;
   bool fp8 = false;
   Stack stack = Stack::kCuda;
-  std::string link;       // as published: "NVLink + NVSwitch 900 GB/s"
+  std::string link;  // as published: "NVLink + NVSwitch 900 GB/s"
   Interconnect interconnect = Interconnect::kPcie;
   std::optional<double> link_gb_per_s;  // nullopt: not published
   bool link_optional = false;           // the link is an option of the machine (H100 PCIe bridge)
   ShardedTraining sharded_training = ShardedTraining::kSingleCard;
-  std::vector<int> counts;              // allowed card counts, ascending
-  std::vector<std::string> regions;     // region codes
+  std::vector<int> counts;           // allowed card counts, ascending
+  std::vector<std::string> regions;  // region codes
   int free_now = 0;
   std::optional<std::string> local_nvme_tb;  // included local NVMe per card, as published ("0.5")
   std::int64_t monthly_micros = 0;
@@ -87,10 +89,10 @@ struct SpotGpu {
   std::string name;  // "H100 SXM"
   double vram_gb = 0;
   std::string memory;
-  std::optional<double> bandwidth_gb_per_s;      // nullopt: not published
-  std::optional<double> bf16_dense_tflops;       // nullopt: not published
+  std::optional<double> bandwidth_gb_per_s;                 // nullopt: not published
+  std::optional<double> bf16_dense_tflops;                  // nullopt: not published
   std::optional<std::int64_t> opening_ask_micros_per_hour;  // nullopt: not published
-  std::optional<std::string> term_name;          // the same card in the term fleet
+  std::optional<std::string> term_name;                     // the same card in the term fleet
   // Largest model (billions of params) it can fully train: 80% of memory / 16 B per param, floored;
   // the 8-GPU figure is also floored to a multiple of 5 B (spec §5).
   std::int64_t largest_full_train_b_1gpu = 0;
@@ -125,10 +127,11 @@ Result<Catalog> LoadCatalog(const std::string& path);
 
 // Price of `count` cards of `gpu` for one `term`: list x count x (1 - discount), half-even to the
 // micro-dollar. invalid_argument if the count is not allowed for that card.
-Result<std::int64_t> SetPriceMicros(const Catalog& catalog, const TermGpu& gpu, int count, Term term);
+Result<std::int64_t> SetPriceMicros(const Catalog& catalog, const TermGpu& gpu, int count,
+                                    Term term);
 
 // Display-only cost views (spec §5).
-double UsdPerGbMonth(const TermGpu& gpu);        // monthly / VRAM
+double UsdPerGbMonth(const TermGpu& gpu);           // monthly / VRAM
 double GbPerSecondPerUsdMonth(const TermGpu& gpu);  // bandwidth / monthly
 // Hours per month at which a term rental costs the same as paying `hourly_rate_micros` per hour:
 // monthly / hourly rate. 0 when the rate is not positive.

@@ -40,21 +40,35 @@ struct TermRow {
 
 // spec §5, the term fleet row by row (derived weekly = monthly x 2373/8420, to the cent).
 const TermRow kTermRows[] = {
-    {"MI300X", 192, 5300, true, Stack::kRocm, ShardedTraining::kEightWayOnly, 8, Usd(1590), Usd(450), false},
-    {"B200", 180, 8000, true, Stack::kCuda, ShardedTraining::kUpTo8, 0, Usd(3890), Usd(1096, 31), true},
-    {"H200 SXM", 141, 4800, true, Stack::kCuda, ShardedTraining::kUpTo8, 19, Usd(2290), Usd(640), false},
-    {"H100 SXM", 80, 3350, true, Stack::kCuda, ShardedTraining::kUpTo8, 63, Usd(1690), Usd(475), false},
-    {"H100 PCIe", 80, 2000, true, Stack::kCuda, ShardedTraining::kPairs, 0, Usd(1490), Usd(419, 93), true},
-    {"A100 SXM", 80, 2040, false, Stack::kCuda, ShardedTraining::kUpTo8, 78, Usd(990), Usd(280), false},
-    {"L40S", 48, 864, true, Stack::kCuda, ShardedTraining::kDataParallelOnly, 74, Usd(520), Usd(148), false},
-    {"RTX 6000 Ada", 48, 960, true, Stack::kCuda, ShardedTraining::kDataParallelOnly, 0, Usd(460), Usd(129, 64), true},
-    {"RTX A6000", 48, 768, false, Stack::kCuda, ShardedTraining::kPairs, 65, Usd(290), Usd(82), false},
+    {"MI300X", 192, 5300, true, Stack::kRocm, ShardedTraining::kEightWayOnly, 8, Usd(1590),
+     Usd(450), false},
+    {"B200", 180, 8000, true, Stack::kCuda, ShardedTraining::kUpTo8, 0, Usd(3890), Usd(1096, 31),
+     true},
+    {"H200 SXM", 141, 4800, true, Stack::kCuda, ShardedTraining::kUpTo8, 19, Usd(2290), Usd(640),
+     false},
+    {"H100 SXM", 80, 3350, true, Stack::kCuda, ShardedTraining::kUpTo8, 63, Usd(1690), Usd(475),
+     false},
+    {"H100 PCIe", 80, 2000, true, Stack::kCuda, ShardedTraining::kPairs, 0, Usd(1490), Usd(419, 93),
+     true},
+    {"A100 SXM", 80, 2040, false, Stack::kCuda, ShardedTraining::kUpTo8, 78, Usd(990), Usd(280),
+     false},
+    {"L40S", 48, 864, true, Stack::kCuda, ShardedTraining::kDataParallelOnly, 74, Usd(520),
+     Usd(148), false},
+    {"RTX 6000 Ada", 48, 960, true, Stack::kCuda, ShardedTraining::kDataParallelOnly, 0, Usd(460),
+     Usd(129, 64), true},
+    {"RTX A6000", 48, 768, false, Stack::kCuda, ShardedTraining::kPairs, 65, Usd(290), Usd(82),
+     false},
     {"A40", 48, 696, false, Stack::kCuda, ShardedTraining::kPairs, 0, Usd(240), Usd(68), false},
-    {"RTX 5090", 32, 1790, true, Stack::kCuda, ShardedTraining::kSingleCard, 0, Usd(540), Usd(152, 19), true},
-    {"RTX 4090", 24, 1010, true, Stack::kCuda, ShardedTraining::kSingleCard, 0, Usd(390), Usd(110), false},
-    {"L4", 24, 300, true, Stack::kCuda, ShardedTraining::kDataParallelOnly, 0, Usd(250), Usd(70, 46), true},
-    {"RTX 3090", 24, 936, false, Stack::kCuda, ShardedTraining::kPairs, 186, Usd(230), Usd(65), false},
-    {"RTX A5000", 24, 768, false, Stack::kCuda, ShardedTraining::kPairs, 51, Usd(190), Usd(55), false},
+    {"RTX 5090", 32, 1790, true, Stack::kCuda, ShardedTraining::kSingleCard, 0, Usd(540),
+     Usd(152, 19), true},
+    {"RTX 4090", 24, 1010, true, Stack::kCuda, ShardedTraining::kSingleCard, 0, Usd(390), Usd(110),
+     false},
+    {"L4", 24, 300, true, Stack::kCuda, ShardedTraining::kDataParallelOnly, 0, Usd(250),
+     Usd(70, 46), true},
+    {"RTX 3090", 24, 936, false, Stack::kCuda, ShardedTraining::kPairs, 186, Usd(230), Usd(65),
+     false},
+    {"RTX A5000", 24, 768, false, Stack::kCuda, ShardedTraining::kPairs, 51, Usd(190), Usd(55),
+     false},
 };
 
 TEST(Catalog, TermFleetMatchesSpec) {
@@ -86,8 +100,7 @@ TEST(Catalog, CountsRegionsLinks) {
   EXPECT_EQ(c.FindTerm("B200")->counts, (std::vector<int>{2, 4, 8}));
   EXPECT_EQ(c.FindTerm("A40")->counts, (std::vector<int>{1, 2, 4, 8}));
   EXPECT_EQ(c.FindTerm("MI300X")->regions, (std::vector<std::string>{"DFW-1"}));
-  EXPECT_EQ(c.FindTerm("H100 SXM")->regions,
-            (std::vector<std::string>{"DFW-1", "IAD-1", "PDX-1"}));
+  EXPECT_EQ(c.FindTerm("H100 SXM")->regions, (std::vector<std::string>{"DFW-1", "IAD-1", "PDX-1"}));
   EXPECT_TRUE(c.FindTerm("H100 SXM")->InRegion("iad-1"));
   EXPECT_FALSE(c.FindTerm("MI300X")->InRegion("PDX-1"));
   EXPECT_EQ(c.FindRegion("pdx-1")->city, "Hillsboro");
@@ -114,10 +127,10 @@ struct ShardRow {
 
 TEST(Catalog, ShardedTrainingLimits) {
   const ShardRow rows[] = {
-      {ShardedTraining::kUpTo8, 2, true},          {ShardedTraining::kUpTo8, 8, true},
-      {ShardedTraining::kEightWayOnly, 2, false},  {ShardedTraining::kEightWayOnly, 4, false},
-      {ShardedTraining::kEightWayOnly, 8, true},   {ShardedTraining::kPairs, 2, true},
-      {ShardedTraining::kPairs, 4, false},         {ShardedTraining::kDataParallelOnly, 2, false},
+      {ShardedTraining::kUpTo8, 2, true},         {ShardedTraining::kUpTo8, 8, true},
+      {ShardedTraining::kEightWayOnly, 2, false}, {ShardedTraining::kEightWayOnly, 4, false},
+      {ShardedTraining::kEightWayOnly, 8, true},  {ShardedTraining::kPairs, 2, true},
+      {ShardedTraining::kPairs, 4, false},        {ShardedTraining::kDataParallelOnly, 2, false},
       {ShardedTraining::kSingleCard, 2, false},
   };
   for (const auto& row : rows) {
@@ -140,10 +153,10 @@ TEST(Catalog, SetPrices) {
       {"A100 SXM", 4, Term::kWeekly, Usd(1030, 40)},   // 280 x 4 x 0.92
       {"A100 SXM", 4, Term::kHourly, Usd(5, 6)},       // 3643.20 / 720
       {"RTX A5000", 1, Term::kMonthly, Usd(190)},
-      {"RTX A5000", 1, Term::kHourly, 263'889},        // 190 / 720 = 0.2638888.. half-even
-      {"H100 SXM", 2, Term::kMonthly, Usd(3211)},      // 1690 x 2 x 0.95
-      {"H100 SXM", 8, Term::kMonthly, Usd(12168)},     // 1690 x 8 x 0.90
-      {"B200", 2, Term::kWeekly, 2'082'989'000},   // 1096.31 x 2 x 0.95 = 2082.989
+      {"RTX A5000", 1, Term::kHourly, 263'889},     // 190 / 720 = 0.2638888.. half-even
+      {"H100 SXM", 2, Term::kMonthly, Usd(3211)},   // 1690 x 2 x 0.95
+      {"H100 SXM", 8, Term::kMonthly, Usd(12168)},  // 1690 x 8 x 0.90
+      {"B200", 2, Term::kWeekly, 2'082'989'000},    // 1096.31 x 2 x 0.95 = 2082.989
   };
   for (const auto& row : rows) {
     auto price = SetPriceMicros(c, *c.FindTerm(row.gpu), row.count, row.term);
@@ -169,7 +182,7 @@ TEST(Catalog, CostViews) {
   EXPECT_EQ(FormatUsd(Usd(190)), "190.00");
   EXPECT_EQ(FormatUsd(263'889), "0.26");
   EXPECT_EQ(FormatUsd(Usd(1234567, 5)), "1,234,567.05");
-  EXPECT_EQ(FormatUsd(5'000), "0.00");   // half a cent rounds to even
+  EXPECT_EQ(FormatUsd(5'000), "0.00");  // half a cent rounds to even
   EXPECT_EQ(FormatUsd(15'000), "0.02");
 }
 
@@ -232,7 +245,8 @@ weekly_usd = "55"
                                            : term_override;
   return "[[multi_card_discount]]\ncount = 2\npercent = \"5\"\n\n"
          "[[region]]\ncode = \"DFW-1\"\ncity = \"Dallas\"\n\n"
-         "[[term]]\n" + term + term_extra + "\n" + spot;
+         "[[term]]\n" +
+         term + term_extra + "\n" + spot;
 }
 
 TEST(CatalogLoad, MiniCatalogLoads) {
@@ -257,8 +271,7 @@ TEST(CatalogLoad, MalformedFilesNameFileLineAndField) {
     return s.replace(pos, from.size(), to);
   };
   const BadRow rows[] = {
-      {"toml syntax", replace("vram_gb = 24", "vram_gb = = 24"),
-       "bad.toml:11:11: "},
+      {"toml syntax", replace("vram_gb = 24", "vram_gb = = 24"), "bad.toml:11:11: "},
       {"vram string", replace("vram_gb = 24", "vram_gb = \"24GB\""),
        "bad.toml:11: [[term]] \"X1\" field 'vram_gb': must be a positive number, got the string "
        "\"24GB\""},
@@ -298,16 +311,18 @@ TEST(CatalogLoad, MalformedFilesNameFileLineAndField) {
        "training; use data-parallel-only or single-card"},
       {"unknown top level", "fleet = 1\n" + ok_term,
        "bad.toml:1: field 'fleet': unknown top-level field"},
-      {"spot bandwidth", MiniCatalog("", "",
-                                     "[[spot]]\nname = \"S\"\nvram_gb = 80\nmemory = \"HBM3\"\n"
-                                     "bandwidth_gb_per_s = \"n/a\"\nbf16_dense_tflops = 1\n"
-                                     "opening_ask_usd_per_hour = \"1\"\n"),
+      {"spot bandwidth",
+       MiniCatalog("", "",
+                   "[[spot]]\nname = \"S\"\nvram_gb = 80\nmemory = \"HBM3\"\n"
+                   "bandwidth_gb_per_s = \"n/a\"\nbf16_dense_tflops = 1\n"
+                   "opening_ask_usd_per_hour = \"1\"\n"),
        "bad.toml:27: [[spot]] \"S\" field 'bandwidth_gb_per_s': must be a positive number (a "
        "positive number or \"not published\"), got the string \"n/a\""},
-      {"spot term", MiniCatalog("", "",
-                                "[[spot]]\nname = \"S\"\nvram_gb = 80\nmemory = \"HBM3\"\n"
-                                "bandwidth_gb_per_s = 1\nbf16_dense_tflops = 1\n"
-                                "opening_ask_usd_per_hour = \"not published\"\nterm = \"Y\"\n"),
+      {"spot term",
+       MiniCatalog("", "",
+                   "[[spot]]\nname = \"S\"\nvram_gb = 80\nmemory = \"HBM3\"\n"
+                   "bandwidth_gb_per_s = 1\nbf16_dense_tflops = 1\n"
+                   "opening_ask_usd_per_hour = \"not published\"\nterm = \"Y\"\n"),
        "bad.toml:30: [[spot]] \"S\" field 'term': must name a card of the term fleet (X1), got "
        "the string \"Y\""},
   };
@@ -316,7 +331,8 @@ TEST(CatalogLoad, MalformedFilesNameFileLineAndField) {
     ASSERT_FALSE(c.ok()) << row.what;
     EXPECT_EQ(c.status().code(), StatusCode::kInvalidArgument) << row.what;
     EXPECT_EQ(c.status().message().substr(0, row.message.size()), row.message)
-        << row.what << "\n" << c.status().message();
+        << row.what << "\n"
+        << c.status().message();
   }
 }
 

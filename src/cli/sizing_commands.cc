@@ -1,5 +1,5 @@
-// `gpuhub size`, `gpuhub fit`, `gpuhub guide`, `gpuhub catalog`: thin wrappers that turn flags into a
-// fit::RequestFields and print the reports of src/fit (the same code that answers the HTTP API).
+// `gpuhub size`, `gpuhub fit`, `gpuhub guide`, `gpuhub catalog`: thin wrappers that turn flags into
+// a fit::RequestFields and print the reports of src/fit (the same code that answers the HTTP API).
 #include <CLI/CLI.hpp>
 #include <iostream>
 #include <memory>
@@ -80,9 +80,7 @@ void AddWorkloadFlags(CLI::App* cmd, Flags& f, bool for_size) {
   text("--optimizer", f.optimizer, "detailed: adamw (default), adam8bit, sgd or adafactor");
   text("--lora-targets", f.lora_targets, "detailed: qv (default), attn or all-linear");
   auto flag = [&](const std::string& spec, const std::string& name, bool& target,
-                  const std::string& help) {
-    f.options[name] = cmd->add_flag(spec, target, help);
-  };
+                  const std::string& help) { f.options[name] = cmd->add_flag(spec, target, help); };
   flag("--lora-dropout", "--lora-dropout", f.lora_dropout, "detailed: adapters apply dropout");
   flag("--pure-bf16", "--pure-bf16", f.pure_bf16,
        "detailed: everything in bf16 (no fp32 master weights or optimizer state)");
@@ -173,8 +171,8 @@ std::optional<catalog::Catalog> LoadCatalogOrFail(const Flags& f) {
 }
 
 void AddCatalogFlag(CLI::App* cmd, Flags& f) {
-  f.options["--catalog"] =
-      cmd->add_option("--catalog", f.catalog_path, "catalog file (default: <data dir>/catalog.toml)");
+  f.options["--catalog"] = cmd->add_option("--catalog", f.catalog_path,
+                                           "catalog file (default: <data dir>/catalog.toml)");
 }
 
 void RunSize(const Flags& f) {
@@ -227,8 +225,9 @@ void RunCatalog(const Flags& f) {
   if (f.Given("--hourly-rate")) {
     auto micros = ParseDecimalMicros(f.hourly_rate, 6);
     if (!micros.ok() || *micros <= 0) {
-      return FailBadInput("--hourly-rate must be a positive USD amount per GPU-hour like 2.50, got '" +
-                          f.hourly_rate.substr(0, 40) + "'");
+      return FailBadInput(
+          "--hourly-rate must be a positive USD amount per GPU-hour like 2.50, got '" +
+          f.hourly_rate.substr(0, 40) + "'");
     }
     rate = *micros;
   }
@@ -279,8 +278,8 @@ void AddSizingCommands(CLI::App& app) {
   fit_flags.options["--top"] =
       fit_cmd->add_option("--top", fit_flags.top, "configurations listed (default 5)");
   fit_cmd->add_flag("--why-not", fit_flags.why_not, "list every excluded candidate and why");
-  fit_flags.options["--gpu"] =
-      fit_cmd->add_option("--gpu", fit_flags.gpu, "only this card of the term fleet (\"H100 SXM\")");
+  fit_flags.options["--gpu"] = fit_cmd->add_option(
+      "--gpu", fit_flags.gpu, "only this card of the term fleet (\"H100 SXM\")");
   AddCatalogFlag(fit_cmd, fit_flags);
   fit_cmd->callback([] { RunFit(fit_flags); });
 

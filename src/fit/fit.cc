@@ -15,17 +15,28 @@ using sizing::Precision;
 
 std::string_view ExclusionName(Exclusion exclusion) {
   switch (exclusion) {
-    case Exclusion::kGpuFilter: return "gpu_filter";
-    case Exclusion::kCountNotRented: return "count_not_rented";
-    case Exclusion::kNotCuda: return "not_cuda";
-    case Exclusion::kRegion: return "region";
-    case Exclusion::kNeedsFp8: return "needs_fp8";
-    case Exclusion::kSingleCardFits: return "single_card_fits";
-    case Exclusion::kShardedTraining: return "sharded_training";
-    case Exclusion::kDoesNotFit: return "does_not_fit";
-    case Exclusion::kSmallerSetFits: return "smaller_set_fits";
-    case Exclusion::kOutOfStock: return "out_of_stock";
-    case Exclusion::kOverBudget: return "over_budget";
+    case Exclusion::kGpuFilter:
+      return "gpu_filter";
+    case Exclusion::kCountNotRented:
+      return "count_not_rented";
+    case Exclusion::kNotCuda:
+      return "not_cuda";
+    case Exclusion::kRegion:
+      return "region";
+    case Exclusion::kNeedsFp8:
+      return "needs_fp8";
+    case Exclusion::kSingleCardFits:
+      return "single_card_fits";
+    case Exclusion::kShardedTraining:
+      return "sharded_training";
+    case Exclusion::kDoesNotFit:
+      return "does_not_fit";
+    case Exclusion::kSmallerSetFits:
+      return "smaller_set_fits";
+    case Exclusion::kOutOfStock:
+      return "out_of_stock";
+    case Exclusion::kOverBudget:
+      return "over_budget";
   }
   return "?";
 }
@@ -250,8 +261,10 @@ class Fitter {
                "a smaller batch";
       case Method::kFullFineTune:
         return "try --workload lora or qlora, or --offload-optimizer";
-      case Method::kLora: return "try --workload qlora";
-      case Method::kQlora: return "try a smaller model";
+      case Method::kLora:
+        return "try --workload qlora";
+      case Method::kQlora:
+        return "try a smaller model";
     }
     return "";
   }
@@ -300,7 +313,8 @@ class Fitter {
       std::string text = "no configuration holds this job (" + Gb(required_bytes_) +
                          " on one card); the closest, " +
                          ConfigurationName(closest->gpu, closest->count) + ", " + closest->reason;
-      if (sharding) text += "; full fine-tuning can only shard over NVLink/NVSwitch/Infinity Fabric";
+      if (sharding)
+        text += "; full fine-tuning can only shard over NVLink/NVSwitch/Infinity Fabric";
       return text + "; " + TryInstead();
     }
     if (sharding) {
@@ -346,7 +360,8 @@ Status ValidateFitInput(const Catalog& catalog, const sizing::Workload& workload
                                    "' (regions: " + catalog.RegionCodes() + ")");
   }
   if (filters.max_monthly_micros && *filters.max_monthly_micros <= 0) {
-    return Status::InvalidArgument("--max-monthly-usd must be a positive amount like 1500 or 1500.50");
+    return Status::InvalidArgument(
+        "--max-monthly-usd must be a positive amount like 1500 or 1500.50");
   }
   if (filters.gpu) {
     const TermGpu* g = catalog.FindTerm(*filters.gpu);
@@ -364,7 +379,8 @@ Status ValidateFitInput(const Catalog& catalog, const sizing::Workload& workload
                                      " (or use --precision bf16 or int4 and --kv-precision fp16)");
     }
     if (filters.cuda_only && g->stack != catalog::Stack::kCuda) {
-      return Status::InvalidArgument(g->name + " runs " + std::string(catalog::StackName(g->stack)) +
+      return Status::InvalidArgument(g->name + " runs " +
+                                     std::string(catalog::StackName(g->stack)) +
                                      ", not CUDA: drop --cuda-only or pick a CUDA card");
     }
   }
@@ -385,10 +401,10 @@ std::vector<std::string> ExplainCandidate(const Candidate& c) {
     lines.push_back(component.name + ": " + component.formula);
   }
   lines.push_back("required" + per_card + ": " + Gb(c.per_card_bytes));
-  lines.push_back("headroom" + per_card + ": " + VramText(g) + " - " + Gb(c.per_card_bytes) +
-                  " = " + Gb(c.headroom_bytes_per_card) +
-                  (c.tight ? (c.count == 1 ? " (tight: under 5 GB)" : " (tight: under 2 GB per card)")
-                           : ""));
+  lines.push_back(
+      "headroom" + per_card + ": " + VramText(g) + " - " + Gb(c.per_card_bytes) + " = " +
+      Gb(c.headroom_bytes_per_card) +
+      (c.tight ? (c.count == 1 ? " (tight: under 5 GB)" : " (tight: under 2 GB per card)") : ""));
   std::string price = "price: $" + catalog::FormatUsd(g.monthly_micros) + "/month";
   if (c.count > 1) {
     price += " x " + std::to_string(c.count) + " cards x (1 - " +
@@ -397,9 +413,9 @@ std::vector<std::string> ExplainCandidate(const Candidate& c) {
   } else {
     price += " (list)";
   }
-  price += "; weekly $" +
-           catalog::FormatUsd(c.weekly_micros) + (g.weekly_derived ? " (derived)" : "") +
-           "; hourly = monthly / 720 = $" + catalog::FormatUsd(c.hourly_micros);
+  price += "; weekly $" + catalog::FormatUsd(c.weekly_micros) +
+           (g.weekly_derived ? " (derived)" : "") + "; hourly = monthly / 720 = $" +
+           catalog::FormatUsd(c.hourly_micros);
   lines.push_back(price);
   if (c.decode_ceiling_tokens_per_s > 0) {
     lines.push_back("decode ceiling: " + FormatFixed(g.bandwidth_gb_per_s, 0) + " GB/s / " +

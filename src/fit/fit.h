@@ -15,9 +15,9 @@
 //  6. a larger set of a card that already fits in a smaller set is not listed (it only costs more);
 //  7. in stock (free now >= count) and the monthly budget, when asked.
 // Price = monthly x count x (1 - discount), integer micro-USD. Ranked by monthly price, then fewer
-// cards, then more headroom, then name. "Tight": headroom under 5 GB on one card, under 2 GB per card
-// in a set. Inference answers carry the single-stream decode ceiling (bandwidth of one card / weight
-// bytes read per token; splitting layers does not raise it).
+// cards, then more headroom, then name. "Tight": headroom under 5 GB on one card, under 2 GB per
+// card in a set. Inference answers carry the single-stream decode ceiling (bandwidth of one card /
+// weight bytes read per token; splitting layers does not raise it).
 //
 // Fit is pure: it reads the catalog and mutates nothing. Thread-safe for a const Catalog.
 #pragma once
@@ -37,39 +37,39 @@ namespace gpuhub::fit {
 
 struct Filters {
   bool cuda_only = false;
-  std::optional<std::string> region;              // a region code of the catalog
-  bool in_stock = false;                          // free now >= count
+  std::optional<std::string> region;               // a region code of the catalog
+  bool in_stock = false;                           // free now >= count
   std::optional<std::int64_t> max_monthly_micros;  // budget for the whole set, per month
-  std::optional<std::string> gpu;                 // only this card of the term fleet
+  std::optional<std::string> gpu;                  // only this card of the term fleet
 };
 
 // Why a candidate was left out, in the order the rules are applied.
 enum class Exclusion {
-  kGpuFilter,         // --gpu names another card
-  kCountNotRented,    // the card is not rented in sets of that size (B200 x1)
-  kNotCuda,           // --cuda-only and the card runs ROCm
-  kRegion,            // not offered in the region asked for
-  kNeedsFp8,          // FP8 weights or KV cache on a card without FP8
-  kSingleCardFits,    // a single card holds the job, so sets are not considered
-  kShardedTraining,   // full fine-tuning cannot shard across this many of these cards
-  kDoesNotFit,        // each card's share is larger than its memory
-  kSmallerSetFits,    // a smaller set of the same card already holds the job
-  kOutOfStock,        // --in-stock and fewer cards free now than the set needs
-  kOverBudget,        // the set's monthly price is above --max-monthly-usd
+  kGpuFilter,        // --gpu names another card
+  kCountNotRented,   // the card is not rented in sets of that size (B200 x1)
+  kNotCuda,          // --cuda-only and the card runs ROCm
+  kRegion,           // not offered in the region asked for
+  kNeedsFp8,         // FP8 weights or KV cache on a card without FP8
+  kSingleCardFits,   // a single card holds the job, so sets are not considered
+  kShardedTraining,  // full fine-tuning cannot shard across this many of these cards
+  kDoesNotFit,       // each card's share is larger than its memory
+  kSmallerSetFits,   // a smaller set of the same card already holds the job
+  kOutOfStock,       // --in-stock and fewer cards free now than the set needs
+  kOverBudget,       // the set's monthly price is above --max-monthly-usd
 };
 std::string_view ExclusionName(Exclusion exclusion);  // "does_not_fit", "over_budget", ...
 
 struct Candidate {
   const catalog::TermGpu* gpu = nullptr;  // points into the Catalog given to Fit
   int count = 1;
-  double per_card_bytes = 0;              // what each card must hold
-  double headroom_bytes_per_card = 0;     // VRAM - per_card_bytes
+  double per_card_bytes = 0;           // what each card must hold
+  double headroom_bytes_per_card = 0;  // VRAM - per_card_bytes
   bool tight = false;
   std::int64_t discount_ppm = 0;
-  std::int64_t monthly_micros = 0;        // the whole set
+  std::int64_t monthly_micros = 0;  // the whole set
   std::int64_t weekly_micros = 0;
   std::int64_t hourly_micros = 0;
-  bool in_stock = false;                  // free now >= count
+  bool in_stock = false;                   // free now >= count
   double decode_ceiling_tokens_per_s = 0;  // 0 for training
   // Per card, with the formulas; shared by every candidate with the same card count.
   std::shared_ptr<const sizing::MemoryEstimate> estimate;
@@ -85,10 +85,10 @@ struct Excluded {
 struct FitResult {
   sizing::MemoryEstimate required;  // the job on one GPU: required.per_gpu_bytes is "required_gb"
   bool needs_fp8 = false;
-  bool considered_sets = false;     // no single card fit, so multi-card sets were ranked
-  std::vector<Candidate> ranked;    // cheapest first; empty when nothing fits
-  std::vector<Excluded> excluded;   // every candidate that was left out, with why
-  std::string reason;               // when ranked is empty: why nothing fits and what to try
+  bool considered_sets = false;    // no single card fit, so multi-card sets were ranked
+  std::vector<Candidate> ranked;   // cheapest first; empty when nothing fits
+  std::vector<Excluded> excluded;  // every candidate that was left out, with why
+  std::string reason;              // when ranked is empty: why nothing fits and what to try
 };
 
 // Errors (invalid_argument, message says what to fix): workload invalid (sizing::ValidateWorkload),

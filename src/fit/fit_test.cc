@@ -77,10 +77,24 @@ TEST(Fit, WorkedExamples) {
       // spec §6: 7B at BF16 (17 GB) -> one RTX A5000, $190/month.
       {"7b bf16", "7b", Job(Method::kInference), {}, 17.07, "RTX A5000", 1, Usd(190), false},
       // spec §6: 70B at FP8 (75 GB) -> one H100 PCIe, $1,490 (A100 has no FP8).
-      {"70b fp8", "70b", Job(Method::kInference, Precision::kFp8), {}, 74.68, "H100 PCIe", 1,
-       Usd(1490), false},
+      {"70b fp8",
+       "70b",
+       Job(Method::kInference, Precision::kFp8),
+       {},
+       74.68,
+       "H100 PCIe",
+       1,
+       Usd(1490),
+       false},
       // spec §6: 13B full fine-tune (239 GB) -> 4x A100 SXM, $3,643.20/month.
-      {"13b full", "13b", Job(Method::kFullFineTune), {}, 239.20, "A100 SXM", 4, Usd(3643, 20),
+      {"13b full",
+       "13b",
+       Job(Method::kFullFineTune),
+       {},
+       239.20,
+       "A100 SXM",
+       4,
+       Usd(3643, 20),
        false},
       // 70B FP8 in stock: the H100 PCIe has none free; the MI300X (192 GB, 8 free) is next.
       {"70b fp8 in stock", "70b", Job(Method::kInference, Precision::kFp8), in_stock, 74.68,
@@ -217,8 +231,7 @@ TEST(Fit, WhyNotFp8AndFilters) {
   FitResult g = MustFit("7b", Job(Method::kInference), f);
   EXPECT_EQ(FindExcluded(g, "MI300X", 1)->reason, "MI300X runs ROCm, not CUDA");
   EXPECT_EQ(FindExcluded(g, "A40", 1)->reason, "0 A40 free now, the set needs 1");
-  EXPECT_EQ(FindExcluded(g, "RTX A6000", 1)->reason,
-            "$290.00/month is over the $250.00 budget");
+  EXPECT_EQ(FindExcluded(g, "RTX A6000", 1)->reason, "$290.00/month is over the $250.00 budget");
   ASSERT_FALSE(g.ranked.empty());
   EXPECT_EQ(g.ranked.front().gpu->name, "RTX A5000");
   EXPECT_EQ(g.ranked[1].gpu->name, "RTX 3090");
@@ -289,10 +302,15 @@ TEST(Fit, InputErrors) {
   sizing::Workload context0 = Job(Method::kInference);
   context0.context_tokens = 0;
   const Row rows[] = {
-      {"gpus", two_gpus, {},
+      {"gpus",
+       two_gpus,
+       {},
        "fit picks the number of GPUs itself; drop --gpus (use --gpu NAME to pick a card, or gpuhub "
        "size --gpus N to size a fixed set)"},
-      {"zero", zero, {}, "fit shards full fine-tuning across cards with ZeRO-3 itself; drop --zero"},
+      {"zero",
+       zero,
+       {},
+       "fit shards full fine-tuning across cards with ZeRO-3 itself; drop --zero"},
       {"unknown gpu", Job(Method::kInference), bad_gpu,
        "unknown GPU 'H100' (term fleet: MI300X, B200, H200 SXM, H100 SXM, H100 PCIe, A100 SXM, "
        "L40S, RTX 6000 Ada, RTX A6000, A40, RTX 5090, RTX 4090, L4, RTX 3090, RTX A5000)"},
@@ -328,7 +346,8 @@ TEST(Fit, DecodeCeilingAndExplain) {
   EXPECT_EQ(lines[5],
             "price: $1,490.00/month (list); weekly $419.93 (derived); hourly = monthly / 720 = "
             "$2.07");
-  EXPECT_EQ(lines[6], "decode ceiling: 2000 GB/s / 70.00 GB of weights read per token = 28.6 tok/s");
+  EXPECT_EQ(lines[6],
+            "decode ceiling: 2000 GB/s / 70.00 GB of weights read per token = 28.6 tok/s");
 
   // Layer split across cards does not raise the ceiling: one card's bandwidth over all weights.
   Filters cuda;
@@ -378,8 +397,8 @@ struct Scenario {
 
 std::vector<Scenario> AllScenarios() {
   std::vector<sizing::Workload> workloads;
-  for (Precision p : {Precision::kFp32, Precision::kBf16, Precision::kFp8, Precision::kInt8,
-                      Precision::kInt4}) {
+  for (Precision p :
+       {Precision::kFp32, Precision::kBf16, Precision::kFp8, Precision::kInt8, Precision::kInt4}) {
     for (Precision kv : {Precision::kFp16, Precision::kFp8}) {
       for (std::int64_t context : {1, 8192, 32768, 131072, 1'000'000}) {
         sizing::Workload w = Job(Method::kInference, p, context);

@@ -1,5 +1,6 @@
-// The published guide, regenerated from the engine: every table is computed by sizing::EstimateMemory
-// and fit::Fit on the presets of spec §4 and the loaded catalog, never typed in.
+// The published guide, regenerated from the engine: every table is computed by
+// sizing::EstimateMemory and fit::Fit on the presets of spec §4 and the loaded catalog, never typed
+// in.
 //
 // Tables:
 //  - kv_cache: per preset, KV bytes per token and at 8k / 32k / 128k tokens (8192, 32768, 131072;
@@ -27,7 +28,8 @@ namespace gpuhub::fit {
 inline constexpr std::int64_t kGuideContexts[] = {8192, 32768, 131072};
 inline constexpr const char* kGuideContextNames[] = {"8k", "32k", "128k"};
 // Columns of the cheapest table, in order.
-inline constexpr const char* kGuideCheapestColumns[] = {"bf16", "fp8", "int4", "qlora", "lora", "full"};
+inline constexpr const char* kGuideCheapestColumns[] = {"bf16",  "fp8",  "int4",
+                                                        "qlora", "lora", "full"};
 
 struct GuideKvRow {
   std::string preset;
@@ -42,8 +44,8 @@ struct GuideInferenceRow {
 
 struct GuideTrainingRow {
   std::string preset;
-  double full_bytes = 0;                  // 16 B/param: weights, gradients, fp32 master, Adam
-  double full_with_allowance_bytes = 0;   // + 15% quick rule
+  double full_bytes = 0;                 // 16 B/param: weights, gradients, fp32 master, Adam
+  double full_with_allowance_bytes = 0;  // + 15% quick rule
   double lora_bytes = 0;
   double qlora_bytes = 0;
 };
@@ -60,9 +62,9 @@ struct GuideCostRow {
   const catalog::TermGpu* gpu = nullptr;
   double usd_per_gb_month = 0;
   double gb_s_per_usd_month = 0;
-  std::optional<std::string> spot_name;           // the same card on the spot exchange
-  std::optional<std::int64_t> spot_ask_micros;    // its opening ask per GPU-hour
-  std::optional<double> break_even_hours;         // monthly / spot ask
+  std::optional<std::string> spot_name;         // the same card on the spot exchange
+  std::optional<std::int64_t> spot_ask_micros;  // its opening ask per GPU-hour
+  std::optional<double> break_even_hours;       // monthly / spot ask
 };
 
 struct Guide {

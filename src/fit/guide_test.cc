@@ -25,8 +25,8 @@ struct KvRow {
 
 TEST(Guide, KvCache) {
   const KvRow rows[] = {
-      {"7b", 2.0 * 32 * 8 * 128 * 2},   {"13b", 2.0 * 40 * 40 * 128 * 2},
-      {"34b", 2.0 * 60 * 8 * 128 * 2},  {"70b", 2.0 * 80 * 8 * 128 * 2},
+      {"7b", 2.0 * 32 * 8 * 128 * 2},    {"13b", 2.0 * 40 * 40 * 128 * 2},
+      {"34b", 2.0 * 60 * 8 * 128 * 2},   {"70b", 2.0 * 80 * 8 * 128 * 2},
       {"405b", 2.0 * 126 * 8 * 128 * 2},
   };
   const Guide& g = TheGuide();
@@ -45,8 +45,8 @@ TEST(Guide, KvCache) {
 
 struct TotalsRow {
   const char* preset;
-  double bf16, fp8, int4;                     // inference, GB
-  double full, full_allowance, lora, qlora;   // training, GB
+  double bf16, fp8, int4;                    // inference, GB
+  double full, full_allowance, lora, qlora;  // training, GB
 };
 
 TEST(Guide, InferenceAndTrainingTotals) {
@@ -88,16 +88,21 @@ std::string Cell(const GuideCheapestCell& c) {
 // single card fits; full fine-tuning shards over NVSwitch/Infinity Fabric only).
 TEST(Guide, CheapestConfigurations) {
   const CheapestRow rows[] = {
-      {"7b", {"RTX A5000 $190.00", "L4 $250.00", "RTX A5000 $190.00", "RTX A5000 $190.00",
-              "RTX A5000 $190.00", "MI300X $1,590.00"}},
-      {"13b", {"A40 $240.00", "L4 $250.00", "RTX A5000 $190.00", "RTX A5000 $190.00",
-               "A40 $240.00", "4x A100 SXM $3,643.20"}},
-      {"34b", {"A100 SXM $990.00", "RTX 6000 Ada $460.00", "RTX A5000 $190.00",
-               "RTX A5000 $190.00", "A100 SXM $990.00", "8x A100 SXM $7,128.00"}},
-      {"70b", {"MI300X $1,590.00", "H100 PCIe $1,490.00", "A40 $240.00", "A40 $240.00",
-               "MI300X $1,590.00", "8x MI300X $11,448.00"}},
-      {"405b", {"8x MI300X $11,448.00", "4x MI300X $5,851.20", "8x A40 $1,728.00",
-                "8x A40 $1,728.00", "8x MI300X $11,448.00", "nothing fits"}},
+      {"7b",
+       {"RTX A5000 $190.00", "L4 $250.00", "RTX A5000 $190.00", "RTX A5000 $190.00",
+        "RTX A5000 $190.00", "MI300X $1,590.00"}},
+      {"13b",
+       {"A40 $240.00", "L4 $250.00", "RTX A5000 $190.00", "RTX A5000 $190.00", "A40 $240.00",
+        "4x A100 SXM $3,643.20"}},
+      {"34b",
+       {"A100 SXM $990.00", "RTX 6000 Ada $460.00", "RTX A5000 $190.00", "RTX A5000 $190.00",
+        "A100 SXM $990.00", "8x A100 SXM $7,128.00"}},
+      {"70b",
+       {"MI300X $1,590.00", "H100 PCIe $1,490.00", "A40 $240.00", "A40 $240.00", "MI300X $1,590.00",
+        "8x MI300X $11,448.00"}},
+      {"405b",
+       {"8x MI300X $11,448.00", "4x MI300X $5,851.20", "8x A40 $1,728.00", "8x A40 $1,728.00",
+        "8x MI300X $11,448.00", "nothing fits"}},
   };
   const Guide& g = TheGuide();
   ASSERT_EQ(g.cheapest.size(), std::size(rows) * 6);

@@ -5,7 +5,7 @@
 
 namespace gpuhub::fit {
 
-inline constexpr int kDefaultTop = 5;    // configurations listed: the best and 4 runners-up
+inline constexpr int kDefaultTop = 5;  // configurations listed: the best and 4 runners-up
 inline constexpr int kMaxTop = 100;
 inline constexpr std::size_t kMaxRequestJsonBytes = 1024 * 1024;  // a pasted config.json fits
 inline constexpr int kMaxRequestJsonDepth = 32;

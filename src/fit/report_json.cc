@@ -138,9 +138,7 @@ Json ConfigJson(const Candidate& c, bool explain) {
   return j;
 }
 
-Json OptionalNumber(const std::optional<double>& v) {
-  return v ? Json(*v) : Json(nullptr);
-}
+Json OptionalNumber(const std::optional<double>& v) { return v ? Json(*v) : Json(nullptr); }
 
 // --- Request parsing -------------------------------------------------------------------------
 
@@ -151,22 +149,37 @@ struct FieldSpec {
 };
 
 constexpr FieldSpec kFields[] = {
-    {"model", FieldSpec::kString, false},        {"config", FieldSpec::kObject, false},
-    {"workload", FieldSpec::kString, false},     {"precision", FieldSpec::kString, false},
-    {"kv_precision", FieldSpec::kString, false}, {"profile", FieldSpec::kString, false},
-    {"context", FieldSpec::kInteger, false},     {"batch", FieldSpec::kInteger, false},
-    {"seq", FieldSpec::kInteger, false},         {"rank", FieldSpec::kInteger, false},
-    {"gpus", FieldSpec::kInteger, false},        {"zero", FieldSpec::kInteger, false},
-    {"offload_optimizer", FieldSpec::kBool, false}, {"optimizer", FieldSpec::kString, false},
-    {"lora_targets", FieldSpec::kString, false}, {"lora_dropout", FieldSpec::kBool, false},
-    {"pure_bf16", FieldSpec::kBool, false},      {"fused_kernels", FieldSpec::kBool, false},
-    {"chunked_loss", FieldSpec::kBool, false},   {"offload_activations", FieldSpec::kBool, false},
-    {"offload_params", FieldSpec::kBool, false}, {"flash_attention", FieldSpec::kBool, false},
+    {"model", FieldSpec::kString, false},
+    {"config", FieldSpec::kObject, false},
+    {"workload", FieldSpec::kString, false},
+    {"precision", FieldSpec::kString, false},
+    {"kv_precision", FieldSpec::kString, false},
+    {"profile", FieldSpec::kString, false},
+    {"context", FieldSpec::kInteger, false},
+    {"batch", FieldSpec::kInteger, false},
+    {"seq", FieldSpec::kInteger, false},
+    {"rank", FieldSpec::kInteger, false},
+    {"gpus", FieldSpec::kInteger, false},
+    {"zero", FieldSpec::kInteger, false},
+    {"offload_optimizer", FieldSpec::kBool, false},
+    {"optimizer", FieldSpec::kString, false},
+    {"lora_targets", FieldSpec::kString, false},
+    {"lora_dropout", FieldSpec::kBool, false},
+    {"pure_bf16", FieldSpec::kBool, false},
+    {"fused_kernels", FieldSpec::kBool, false},
+    {"chunked_loss", FieldSpec::kBool, false},
+    {"offload_activations", FieldSpec::kBool, false},
+    {"offload_params", FieldSpec::kBool, false},
+    {"flash_attention", FieldSpec::kBool, false},
     {"gradient_checkpointing", FieldSpec::kBool, false},
-    {"double_quant", FieldSpec::kBool, false},   {"explain", FieldSpec::kBool, false},
-    {"cuda_only", FieldSpec::kBool, true},       {"region", FieldSpec::kString, true},
-    {"in_stock", FieldSpec::kBool, true},        {"max_monthly_usd", FieldSpec::kMoney, true},
-    {"top", FieldSpec::kInteger, true},          {"why_not", FieldSpec::kBool, true},
+    {"double_quant", FieldSpec::kBool, false},
+    {"explain", FieldSpec::kBool, false},
+    {"cuda_only", FieldSpec::kBool, true},
+    {"region", FieldSpec::kString, true},
+    {"in_stock", FieldSpec::kBool, true},
+    {"max_monthly_usd", FieldSpec::kMoney, true},
+    {"top", FieldSpec::kInteger, true},
+    {"why_not", FieldSpec::kBool, true},
     {"gpu", FieldSpec::kString, true},
 };
 
@@ -227,8 +240,8 @@ Result<RequestFields> ParseRequestJson(std::string_view body, RequestKind kind) 
       for (const auto& candidate : kFields) {
         if (underscored == candidate.name) hint = " (did you mean '" + underscored + "'?)";
       }
-      return Status::InvalidArgument("unknown field '" + key.substr(0, 40) + "'" + hint +
-                                     "; " + verb + " takes: " + FieldList(kind));
+      return Status::InvalidArgument("unknown field '" + key.substr(0, 40) + "'" + hint + "; " +
+                                     verb + " takes: " + FieldList(kind));
     }
     if (spec->fit_only && kind == RequestKind::kSize) {
       return Status::InvalidArgument("field '" + key + "' applies to fit, not size");
@@ -242,53 +255,84 @@ Result<RequestFields> ParseRequestJson(std::string_view body, RequestKind kind) 
       case FieldSpec::kString: {
         if (!v.is_string()) return wrong("a string");
         std::string s = v.get<std::string>();
-        if (key == "model") f.model = s;
-        else if (key == "workload") f.workload = s;
-        else if (key == "precision") f.precision = s;
-        else if (key == "kv_precision") f.kv_precision = s;
-        else if (key == "profile") f.profile = s;
-        else if (key == "optimizer") f.optimizer = s;
-        else if (key == "lora_targets") f.lora_targets = s;
-        else if (key == "region") f.region = s;
-        else if (key == "gpu") f.gpu = s;
+        if (key == "model")
+          f.model = s;
+        else if (key == "workload")
+          f.workload = s;
+        else if (key == "precision")
+          f.precision = s;
+        else if (key == "kv_precision")
+          f.kv_precision = s;
+        else if (key == "profile")
+          f.profile = s;
+        else if (key == "optimizer")
+          f.optimizer = s;
+        else if (key == "lora_targets")
+          f.lora_targets = s;
+        else if (key == "region")
+          f.region = s;
+        else if (key == "gpu")
+          f.gpu = s;
         break;
       }
       case FieldSpec::kInteger: {
         std::int64_t n = 0;
         if (v.is_number_integer()) {
-          if (v.is_number_unsigned() && v.get<std::uint64_t>() > static_cast<std::uint64_t>(INT64_MAX)) {
+          if (v.is_number_unsigned() &&
+              v.get<std::uint64_t>() > static_cast<std::uint64_t>(INT64_MAX)) {
             return wrong("a whole number within range");
           }
           n = v.get<std::int64_t>();
         } else {
           return wrong("a whole number");
         }
-        if (key == "context") f.context = n;
-        else if (key == "batch") f.batch = n;
-        else if (key == "seq") f.seq = n;
-        else if (key == "rank") f.rank = n;
-        else if (key == "gpus") f.gpus = n;
-        else if (key == "zero") f.zero = n;
-        else if (key == "top") f.top = n;
+        if (key == "context")
+          f.context = n;
+        else if (key == "batch")
+          f.batch = n;
+        else if (key == "seq")
+          f.seq = n;
+        else if (key == "rank")
+          f.rank = n;
+        else if (key == "gpus")
+          f.gpus = n;
+        else if (key == "zero")
+          f.zero = n;
+        else if (key == "top")
+          f.top = n;
         break;
       }
       case FieldSpec::kBool: {
         if (!v.is_boolean()) return wrong("true or false");
         bool b = v.get<bool>();
-        if (key == "offload_optimizer") f.offload_optimizer = b;
-        else if (key == "explain") f.explain = b;
-        else if (key == "cuda_only") f.cuda_only = b;
-        else if (key == "in_stock") f.in_stock = b;
-        else if (key == "why_not") f.why_not = b;
-        else if (key == "lora_dropout") f.lora_dropout = b;
-        else if (key == "pure_bf16") f.pure_bf16 = b;
-        else if (key == "fused_kernels") f.fused_kernels = b;
-        else if (key == "chunked_loss") f.chunked_loss = b;
-        else if (key == "offload_activations") f.offload_activations = b;
-        else if (key == "offload_params") f.offload_params = b;
-        else if (key == "flash_attention") f.flash_attention = b;
-        else if (key == "gradient_checkpointing") f.gradient_checkpointing = b;
-        else if (key == "double_quant") f.double_quant = b;
+        if (key == "offload_optimizer")
+          f.offload_optimizer = b;
+        else if (key == "explain")
+          f.explain = b;
+        else if (key == "cuda_only")
+          f.cuda_only = b;
+        else if (key == "in_stock")
+          f.in_stock = b;
+        else if (key == "why_not")
+          f.why_not = b;
+        else if (key == "lora_dropout")
+          f.lora_dropout = b;
+        else if (key == "pure_bf16")
+          f.pure_bf16 = b;
+        else if (key == "fused_kernels")
+          f.fused_kernels = b;
+        else if (key == "chunked_loss")
+          f.chunked_loss = b;
+        else if (key == "offload_activations")
+          f.offload_activations = b;
+        else if (key == "offload_params")
+          f.offload_params = b;
+        else if (key == "flash_attention")
+          f.flash_attention = b;
+        else if (key == "gradient_checkpointing")
+          f.gradient_checkpointing = b;
+        else if (key == "double_quant")
+          f.double_quant = b;
         break;
       }
       case FieldSpec::kMoney: {
@@ -394,9 +438,8 @@ std::string GuideJson(const Guide& guide) {
   j["kv_cache"] = std::move(kv);
   Json inference = Json::object();
   for (const auto& row : guide.inference) {
-    inference[row.preset] = {{"bf16", Gb(row.bf16_bytes)},
-                             {"fp8", Gb(row.fp8_bytes)},
-                             {"int4", Gb(row.int4_bytes)}};
+    inference[row.preset] = {
+        {"bf16", Gb(row.bf16_bytes)}, {"fp8", Gb(row.fp8_bytes)}, {"int4", Gb(row.int4_bytes)}};
   }
   j["inference"] = std::move(inference);
   Json training = Json::object();
@@ -433,7 +476,8 @@ std::string GuideJson(const Guide& guide) {
     r["weekly_usd"] = Usd(g.weekly_micros);
     r["weekly_derived"] = g.weekly_derived;
     r["spot"] = row.spot_name ? Json(*row.spot_name) : Json(nullptr);
-    r["spot_ask_usd_per_hour"] = row.spot_ask_micros ? Json(Usd(*row.spot_ask_micros)) : Json(nullptr);
+    r["spot_ask_usd_per_hour"] =
+        row.spot_ask_micros ? Json(Usd(*row.spot_ask_micros)) : Json(nullptr);
     r["break_even_hours"] =
         row.break_even_hours ? Json(Round(*row.break_even_hours, 1)) : Json(nullptr);
     cost.push_back(std::move(r));
@@ -442,8 +486,9 @@ std::string GuideJson(const Guide& guide) {
   j["units"] = {
       {"kv_cache", "GB (1e9 bytes) of fp16 KV cache, batch 1; per_token_mb in MB (1e6 bytes)"},
       {"inference", "GB per GPU: weights + fp16 KV at 8192 tokens + 2 GB runtime, batch 1"},
-      {"training", "GB on one GPU: full = 16 B/param (no activations), full_with_allowance = +15%, "
-                   "lora = bf16 base + adapters + 2 GB, qlora = nf4 base + adapters + 2 GB"},
+      {"training",
+       "GB on one GPU: full = 16 B/param (no activations), full_with_allowance = +15%, "
+       "lora = bf16 base + adapters + 2 GB, qlora = nf4 base + adapters + 2 GB"},
       {"cheapest", "fit's best configuration with no filters"},
       {"cost", "USD; hourly = monthly / 720; break_even_hours = monthly / spot opening ask"},
   };
@@ -458,8 +503,8 @@ std::string CatalogJson(const catalog::Catalog& c, std::optional<std::int64_t> h
   j["regions"] = std::move(regions);
   Json discounts = Json::array();
   for (const auto& d : c.discounts) {
-    discounts.push_back({{"count", d.count},
-                         {"percent", Round(static_cast<double>(d.ppm) / 1e4, 4)}});
+    discounts.push_back(
+        {{"count", d.count}, {"percent", Round(static_cast<double>(d.ppm) / 1e4, 4)}});
   }
   j["multi_card_discounts"] = std::move(discounts);
   j["weekly_ratio"] = {
@@ -501,8 +546,8 @@ std::string CatalogJson(const catalog::Catalog& c, std::optional<std::int64_t> h
       if (s.term_name && *s.term_name == g.name) spot = &s;
     }
     if (spot != nullptr && spot->opening_ask_micros_per_hour) {
-      r["break_even_hours_vs_spot"] = Round(
-          catalog::BreakEvenHours(g.monthly_micros, *spot->opening_ask_micros_per_hour), 1);
+      r["break_even_hours_vs_spot"] =
+          Round(catalog::BreakEvenHours(g.monthly_micros, *spot->opening_ask_micros_per_hour), 1);
     } else {
       r["break_even_hours_vs_spot"] = nullptr;
     }
@@ -525,9 +570,8 @@ std::string CatalogJson(const catalog::Catalog& c, std::optional<std::int64_t> h
     r["memory"] = s.memory;
     r["bandwidth_gb_per_s"] = OptionalNumber(s.bandwidth_gb_per_s);
     r["bf16_dense_tflops"] = OptionalNumber(s.bf16_dense_tflops);
-    r["opening_ask_usd_per_hour"] = s.opening_ask_micros_per_hour
-                                        ? Json(Usd(*s.opening_ask_micros_per_hour))
-                                        : Json(nullptr);
+    r["opening_ask_usd_per_hour"] =
+        s.opening_ask_micros_per_hour ? Json(Usd(*s.opening_ask_micros_per_hour)) : Json(nullptr);
     r["largest_full_train_b_1gpu"] = s.largest_full_train_b_1gpu;
     r["largest_full_train_b_8gpu"] = s.largest_full_train_b_8gpu;
     r["term"] = s.term_name ? Json(*s.term_name) : Json(nullptr);

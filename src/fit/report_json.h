@@ -1,10 +1,11 @@
-// Every JSON shape of sizing and fit, in one place: the CLI's --json output and the HTTP API's bodies
-// are produced (and requests parsed) here, so they cannot drift apart. nlohmann/json stays inside
-// report_json.cc; callers see strings and plain structs.
+// Every JSON shape of sizing and fit, in one place: the CLI's --json output and the HTTP API's
+// bodies are produced (and requests parsed) here, so they cannot drift apart. nlohmann/json stays
+// inside report_json.cc; callers see strings and plain structs.
 //
 // Output conventions:
 //  - sizes: "<name>_gb" numbers (GB = 1e9 bytes, rounded to 6 decimals) beside exact "bytes";
-//  - money: "<name>_usd" numbers for people and scripts (3643.2), and the exact decimal strings in an
+//  - money: "<name>_usd" numbers for people and scripts (3643.2), and the exact decimal strings in
+//  an
 //    "exact" object ({"monthly_usd": "3643.200000"}); never round-trip money through the numbers;
 //  - a figure that is not published is null, never 0.
 //

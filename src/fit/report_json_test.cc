@@ -23,11 +23,28 @@ Json FitJson(const std::string& body) {
   return out.ok() ? Json::parse(*out) : Json();
 }
 
-const char* const kConfigKeys[] = {
-    "gpu", "count", "configuration", "monthly_usd", "weekly_usd", "hourly_usd",
-    "headroom_gb_per_card", "tight", "decode_ceiling_tok_s", "per_card_gb", "vram_gb",
-    "discount_percent", "list_monthly_usd", "weekly_derived", "fp8", "stack", "interconnect", "link",
-    "regions", "free_now", "in_stock", "exact"};
+const char* const kConfigKeys[] = {"gpu",
+                                   "count",
+                                   "configuration",
+                                   "monthly_usd",
+                                   "weekly_usd",
+                                   "hourly_usd",
+                                   "headroom_gb_per_card",
+                                   "tight",
+                                   "decode_ceiling_tok_s",
+                                   "per_card_gb",
+                                   "vram_gb",
+                                   "discount_percent",
+                                   "list_monthly_usd",
+                                   "weekly_derived",
+                                   "fp8",
+                                   "stack",
+                                   "interconnect",
+                                   "link",
+                                   "regions",
+                                   "free_now",
+                                   "in_stock",
+                                   "exact"};
 
 void ExpectConfigShape(const Json& c) {
   ASSERT_TRUE(c.is_object()) << c.dump();
@@ -121,8 +138,8 @@ TEST(SizeJson, ComponentsAndTotals) {
   EXPECT_EQ(j["workload"]["context"], 8192);
   EXPECT_EQ(j["model"]["id"], "70b");
 
-  auto sharded = HandleSizeJson(R"({"model": "13b", "workload": "full", "gpus": 4, "zero": 3})",
-                                DataDir());
+  auto sharded =
+      HandleSizeJson(R"({"model": "13b", "workload": "full", "gpus": 4, "zero": 3})", DataDir());
   ASSERT_TRUE(sharded.ok()) << sharded.status().ToString();
   Json s = Json::parse(*sharded);
   EXPECT_NEAR(s["per_gpu_gb"].get<double>(), 59.8, 1e-9);

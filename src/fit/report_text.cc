@@ -54,7 +54,8 @@ std::string TextTable::Render(const std::string& indent) const {
   std::vector<std::size_t> widths(header_.size(), 0);
   for (std::size_t i = 0; i < header_.size(); ++i) widths[i] = DisplayWidth(header_[i]);
   for (const auto& row : rows_) {
-    for (std::size_t i = 0; i < row.size(); ++i) widths[i] = std::max(widths[i], DisplayWidth(row[i]));
+    for (std::size_t i = 0; i < row.size(); ++i)
+      widths[i] = std::max(widths[i], DisplayWidth(row[i]));
   }
   auto line = [&](const std::vector<std::string>& cells) {
     std::string out = indent;
@@ -179,11 +180,11 @@ std::string FitReportText(const FitRequest& request, const FitResult& result) {
     if (result.considered_sets) out += "No single card holds it, so sets of cards were ranked.\n";
     out += "\n";
     bool inference = request.workload.method == Method::kInference;
-    std::vector<std::string> header = {"#", "configuration", "monthly", "weekly", "hourly",
-                                       "per card GB", "headroom GB", "tight"};
+    std::vector<std::string> header = {"#",      "configuration", "monthly",     "weekly",
+                                       "hourly", "per card GB",   "headroom GB", "tight"};
     using A = TextTable::Align;
-    std::vector<A> align = {A::kRight, A::kLeft, A::kRight, A::kRight, A::kRight,
-                            A::kRight, A::kRight, A::kLeft};
+    std::vector<A> align = {A::kRight, A::kLeft,  A::kRight, A::kRight,
+                            A::kRight, A::kRight, A::kRight, A::kLeft};
     if (inference) {
       header.push_back("decode tok/s");
       align.push_back(A::kRight);
@@ -217,8 +218,8 @@ std::string FitReportText(const FitRequest& request, const FitResult& result) {
     out += table.Render();
     if (any_derived) out += "  * weekly price derived from the fleet's weekly/monthly ratio\n";
     if (static_cast<int>(result.ranked.size()) > request.top) {
-      out += "  (" + std::to_string(result.ranked.size() - request.top) +
-             " more; --top " + std::to_string(result.ranked.size()) + " lists them all)\n";
+      out += "  (" + std::to_string(result.ranked.size() - request.top) + " more; --top " +
+             std::to_string(result.ranked.size()) + " lists them all)\n";
     }
     if (request.explain) {
       out += "\nHow the best answer was computed:\n";
@@ -290,7 +291,7 @@ std::string GuideText(const Guide& guide) {
     std::vector<std::string> header = {"model"};
     std::vector<A> align = {A::kLeft};
     const char* titles[] = {"bf16 inference", "fp8 inference", "int4 inference",
-                            "QLoRA", "LoRA", "full fine-tune"};
+                            "QLoRA",          "LoRA",          "full fine-tune"};
     for (const char* title : titles) {
       header.push_back(title);
       align.push_back(A::kLeft);
@@ -322,15 +323,17 @@ std::string GuideText(const Guide& guide) {
     for (const auto& row : guide.cost) {
       const catalog::TermGpu& g = *row.gpu;
       any_derived = any_derived || g.weekly_derived;
-      t.AddRow({g.name, Number(g.vram_gb, 0), Usd(g.monthly_micros), Number(row.usd_per_gb_month, 2),
-                Number(g.bandwidth_gb_per_s, 0), Number(row.gb_s_per_usd_month, 2),
-                Usd(g.hourly_micros), Usd(g.weekly_micros) + (g.weekly_derived ? "*" : ""),
+      t.AddRow({g.name, Number(g.vram_gb, 0), Usd(g.monthly_micros),
+                Number(row.usd_per_gb_month, 2), Number(g.bandwidth_gb_per_s, 0),
+                Number(row.gb_s_per_usd_month, 2), Usd(g.hourly_micros),
+                Usd(g.weekly_micros) + (g.weekly_derived ? "*" : ""),
                 row.spot_ask_micros ? Usd(*row.spot_ask_micros) : "",
                 row.break_even_hours ? Number(*row.break_even_hours, 0) : ""});
     }
     out += t.Render();
     if (any_derived) out += "  * weekly price derived from the fleet's weekly/monthly ratio\n";
-    out += "  break-even: hours per month above which the monthly term beats the spot opening ask\n";
+    out +=
+        "  break-even: hours per month above which the monthly term beats the spot opening ask\n";
   }
   return out;
 }
@@ -338,12 +341,12 @@ std::string GuideText(const Guide& guide) {
 std::string CatalogText(const catalog::Catalog& c, std::optional<std::int64_t> hourly_rate_micros) {
   using A = TextTable::Align;
   std::string out = "Term fleet (weekly/monthly rentals; USD, list, tax excluded)\n";
-  std::vector<std::string> header = {"card", "VRAM GB", "memory", "GB/s", "FP8", "stack", "link",
-                                     "sharded training", "counts", "regions", "free", "NVMe",
-                                     "monthly", "weekly", "hourly"};
-  std::vector<A> align = {A::kLeft, A::kRight, A::kLeft, A::kRight, A::kLeft, A::kLeft, A::kLeft,
-                          A::kLeft, A::kLeft, A::kLeft, A::kRight, A::kRight, A::kRight,
-                          A::kRight, A::kRight};
+  std::vector<std::string> header = {"card",  "VRAM GB", "memory",           "GB/s",   "FP8",
+                                     "stack", "link",    "sharded training", "counts", "regions",
+                                     "free",  "NVMe",    "monthly",          "weekly", "hourly"};
+  std::vector<A> align = {A::kLeft,  A::kRight, A::kLeft,  A::kRight, A::kLeft,
+                          A::kLeft,  A::kLeft,  A::kLeft,  A::kLeft,  A::kLeft,
+                          A::kRight, A::kRight, A::kRight, A::kRight, A::kRight};
   if (hourly_rate_micros) {
     header.push_back("break-even h vs " + Usd(*hourly_rate_micros) + "/h");
     align.push_back(A::kRight);
@@ -359,13 +362,21 @@ std::string CatalogText(const catalog::Catalog& c, std::optional<std::int64_t> h
     if (g.regions.size() == c.regions.size()) regions = "all";
     std::string memory = g.memory;
     if (g.power_w) memory += " (" + std::to_string(*g.power_w) + " W)";
-    std::vector<std::string> row = {
-        g.name, Number(g.vram_gb, 0), memory, Number(g.bandwidth_gb_per_s, 0),
-        g.fp8 ? "yes" : "no", std::string(catalog::StackName(g.stack)), g.link,
-        std::string(catalog::ShardedTrainingName(g.sharded_training)), counts, regions,
-        std::to_string(g.free_now), g.local_nvme_tb ? *g.local_nvme_tb + " TB" : "",
-        Usd(g.monthly_micros), Usd(g.weekly_micros) + (g.weekly_derived ? "*" : ""),
-        Usd(g.hourly_micros)};
+    std::vector<std::string> row = {g.name,
+                                    Number(g.vram_gb, 0),
+                                    memory,
+                                    Number(g.bandwidth_gb_per_s, 0),
+                                    g.fp8 ? "yes" : "no",
+                                    std::string(catalog::StackName(g.stack)),
+                                    g.link,
+                                    std::string(catalog::ShardedTrainingName(g.sharded_training)),
+                                    counts,
+                                    regions,
+                                    std::to_string(g.free_now),
+                                    g.local_nvme_tb ? *g.local_nvme_tb + " TB" : "",
+                                    Usd(g.monthly_micros),
+                                    Usd(g.weekly_micros) + (g.weekly_derived ? "*" : ""),
+                                    Usd(g.hourly_micros)};
     if (hourly_rate_micros) {
       row.push_back(Number(catalog::BreakEvenHours(g.monthly_micros, *hourly_rate_micros), 0));
     }
@@ -392,9 +403,10 @@ std::string CatalogText(const catalog::Catalog& c, std::optional<std::int64_t> h
   out += "  regions: " + regions + "\n";
 
   out += "\nSpot exchange (opening asks, USD per GPU-hour; live prices come from the order book)\n";
-  TextTable s({"card", "VRAM GB", "memory", "GB/s", "BF16 TFLOPS", "opening ask", "train 1 GPU",
-               "train 8 GPUs"},
-              {A::kLeft, A::kRight, A::kLeft, A::kRight, A::kRight, A::kRight, A::kRight, A::kRight});
+  TextTable s(
+      {"card", "VRAM GB", "memory", "GB/s", "BF16 TFLOPS", "opening ask", "train 1 GPU",
+       "train 8 GPUs"},
+      {A::kLeft, A::kRight, A::kLeft, A::kRight, A::kRight, A::kRight, A::kRight, A::kRight});
   for (const auto& g : c.spot) {
     s.AddRow({g.name, Number(g.vram_gb, 0), g.memory,
               g.bandwidth_gb_per_s ? Number(*g.bandwidth_gb_per_s, 0) : "not published",
@@ -404,8 +416,9 @@ std::string CatalogText(const catalog::Catalog& c, std::optional<std::int64_t> h
               std::to_string(g.largest_full_train_b_8gpu) + "B"});
   }
   out += s.Render();
-  out += "  train: largest model fully trainable (80% of memory / 16 B per param; 8 GPUs floored to "
-         "5B)\n";
+  out +=
+      "  train: largest model fully trainable (80% of memory / 16 B per param; 8 GPUs floored to "
+      "5B)\n";
   return out;
 }
 
@@ -418,10 +431,10 @@ std::string ModelsText(const std::vector<sizing::BundledModel>& bundled) {
   for (const auto& name : sizing::PresetNames()) {
     auto m = sizing::PresetModel(name);
     if (!m.ok()) continue;
-    p.AddRow({name, params(m->total_params), std::to_string(m->layers), std::to_string(m->kv_heads),
-              std::to_string(m->head_dim),
-              FormatFixed(sizing::KvCacheBytes(*m, sizing::Precision::kFp16, 1, 1) / 1e6, 3) +
-                  " MB"});
+    p.AddRow(
+        {name, params(m->total_params), std::to_string(m->layers), std::to_string(m->kv_heads),
+         std::to_string(m->head_dim),
+         FormatFixed(sizing::KvCacheBytes(*m, sizing::Precision::kFp16, 1, 1) / 1e6, 3) + " MB"});
   }
   out += p.Render();
   out += "\nBundled models (--model ID; parameter counts computed from config.json)\n";
@@ -429,8 +442,7 @@ std::string ModelsText(const std::vector<sizing::BundledModel>& bundled) {
               {A::kLeft, A::kLeft, A::kRight, A::kRight, A::kRight, A::kRight, A::kRight});
   for (const auto& b : bundled) {
     const sizing::ModelShape& m = b.shape;
-    t.AddRow({b.id, m.model_type, params(m.total_params),
-              m.is_moe() ? params(m.active_params) : "",
+    t.AddRow({b.id, m.model_type, params(m.total_params), m.is_moe() ? params(m.active_params) : "",
               std::to_string(m.layers),
               FormatFixed(sizing::KvCacheBytes(m, sizing::Precision::kFp16, 1, 1) / 1e6, 3) + " MB",
               m.max_context > 0 ? Tokens(m.max_context) : ""});

@@ -21,18 +21,22 @@ Status Bad(std::string message) { return Status::InvalidArgument(std::move(messa
 
 std::string MethodPhrase(Method m) {
   switch (m) {
-    case Method::kInference: return "inference";
-    case Method::kFullFineTune: return "full fine-tuning";
-    case Method::kLora: return "LoRA";
-    case Method::kQlora: return "QLoRA";
+    case Method::kInference:
+      return "inference";
+    case Method::kFullFineTune:
+      return "full fine-tuning";
+    case Method::kLora:
+      return "LoRA";
+    case Method::kQlora:
+      return "QLoRA";
   }
   return "?";
 }
 
 // An int64 flag that lands in an int field: range-checked before narrowing, so 10^12 is refused
 // instead of wrapping into something plausible.
-Result<int> NarrowInt(std::int64_t value, std::int64_t min, std::int64_t max, const std::string& flag,
-                      const std::string& what) {
+Result<int> NarrowInt(std::int64_t value, std::int64_t min, std::int64_t max,
+                      const std::string& flag, const std::string& what) {
   if (value < min || value > max) {
     return Bad(flag + " must be between " + std::to_string(min) + " and " + std::to_string(max) +
                " (" + what + "), got " + std::to_string(value));
@@ -55,8 +59,10 @@ Status ResolveWorkload(const RequestFields& f, sizing::Workload& w, std::vector<
   if (f.precision) {
     GPUHUB_ASSIGN_OR_RETURN(Precision p, sizing::ParsePrecision(*f.precision));
     if (m == Method::kQlora && p != Precision::kNf4 && p != Precision::kInt4) {
-      return Bad("QLoRA keeps the frozen base in 4-bit nf4; drop --precision (or use --workload "
-                 "lora for a " + std::string(sizing::PrecisionName(p)) + " base)");
+      return Bad(
+          "QLoRA keeps the frozen base in 4-bit nf4; drop --precision (or use --workload "
+          "lora for a " +
+          std::string(sizing::PrecisionName(p)) + " base)");
     }
     w.precision = m == Method::kQlora ? Precision::kNf4 : p;
   } else if (m == Method::kQlora) {
@@ -86,8 +92,8 @@ Status ResolveWorkload(const RequestFields& f, sizing::Workload& w, std::vector<
   }
   if (f.rank) {
     if (m != Method::kLora && m != Method::kQlora) return not_for("--rank", "LoRA and QLoRA");
-    GPUHUB_ASSIGN_OR_RETURN(w.lora_rank, NarrowInt(*f.rank, 1, sizing::kMaxLoraRank, "--rank",
-                                                   "adapter rank"));
+    GPUHUB_ASSIGN_OR_RETURN(w.lora_rank,
+                            NarrowInt(*f.rank, 1, sizing::kMaxLoraRank, "--rank", "adapter rank"));
   }
   if (f.zero) {
     if (!training) return not_for("--zero", "training");
@@ -97,7 +103,8 @@ Status ResolveWorkload(const RequestFields& f, sizing::Workload& w, std::vector<
   // A setting the guide profile does not model: refused there, rather than silently ignored.
   auto detailed_only = [&](const std::string& flag) -> Status {
     if (!guide_profile) return Status::Ok();
-    return Bad(flag + " is part of the detailed profile; the guide's published rules (the "
+    return Bad(flag +
+               " is part of the detailed profile; the guide's published rules (the "
                "default for presets) ignore it: add --profile detailed");
   };
   if (f.offload_optimizer) {
@@ -113,7 +120,8 @@ Status ResolveWorkload(const RequestFields& f, sizing::Workload& w, std::vector<
     }
   }
   if (f.lora_targets) {
-    if (m != Method::kLora && m != Method::kQlora) return not_for("--lora-targets", "LoRA and QLoRA");
+    if (m != Method::kLora && m != Method::kQlora)
+      return not_for("--lora-targets", "LoRA and QLoRA");
     GPUHUB_ASSIGN_OR_RETURN(w.lora_targets, sizing::ParseLoraTargets(*f.lora_targets));
     GPUHUB_RETURN_IF_ERROR(detailed_only("--lora-targets"));
   }
@@ -134,13 +142,12 @@ Status ResolveWorkload(const RequestFields& f, sizing::Workload& w, std::vector<
       {f.chunked_loss, &w.chunked_loss, false, "--chunked-loss", training, "training"},
       {f.offload_activations, &w.offload_activations, false, "--offload-activations", training,
        "training"},
-      {f.offload_params, &w.offload_params, false, "--offload-params",
-       m == Method::kFullFineTune, "full fine-tuning"},
+      {f.offload_params, &w.offload_params, false, "--offload-params", m == Method::kFullFineTune,
+       "full fine-tuning"},
       {f.flash_attention, &w.flash_attention, true, "--no-flash-attention", training, "training"},
       {f.gradient_checkpointing, &w.gradient_checkpointing, true, "--no-gradient-checkpointing",
        training, "training"},
-      {f.double_quant, &w.double_quant, true, "--no-double-quant", nf4,
-       "QLoRA and nf4 weights"},
+      {f.double_quant, &w.double_quant, true, "--no-double-quant", nf4, "QLoRA and nf4 weights"},
   };
   for (const Switch& s : switches) {
     if (!s.value || *s.value == s.default_value) continue;  // the default: nothing to check
@@ -149,8 +156,9 @@ Status ResolveWorkload(const RequestFields& f, sizing::Workload& w, std::vector<
     *s.target = *s.value;
   }
   if (training && guide_profile && (f.seq || f.batch)) {
-    notes.push_back("guide profile: activations are the quick rule's 15% allowance, so --seq and "
-                    "--batch do not change the figure (use --profile detailed)");
+    notes.push_back(
+        "guide profile: activations are the quick rule's 15% allowance, so --seq and "
+        "--batch do not change the figure (use --profile detailed)");
   }
   return Status::Ok();
 }
@@ -169,10 +177,12 @@ Status RefuseFitFields(const RequestFields& f) {
   return Status::Ok();
 }
 
-Result<sizing::ModelShape> ResolveModelFields(const RequestFields& f, const RequestContext& context) {
+Result<sizing::ModelShape> ResolveModelFields(const RequestFields& f,
+                                              const RequestContext& context) {
   if (f.model && f.config_json) {
-    return Bad("give either model (a preset or bundled id) or config (a pasted config.json), not "
-               "both");
+    return Bad(
+        "give either model (a preset or bundled id) or config (a pasted config.json), not "
+        "both");
   }
   if (f.config_json) {
     GPUHUB_ASSIGN_OR_RETURN(sizing::ModelShape shape,
@@ -204,9 +214,10 @@ Result<sizing::ModelShape> ResolveModel(const std::string& spec, const RequestCo
     }
     std::error_code ec;
     if (!plain || (!sizing::PresetModel(spec).ok() && std::filesystem::exists(spec, ec))) {
-      return Bad("model must be a preset (7b, 13b, 34b, 70b, 405b) or a bundled model id like "
-                 "meta-llama/Llama-3.1-8B (paths are not accepted here; paste a config.json as "
-                 "\"config\" instead)");
+      return Bad(
+          "model must be a preset (7b, 13b, 34b, 70b, 405b) or a bundled model id like "
+          "meta-llama/Llama-3.1-8B (paths are not accepted here; paste a config.json as "
+          "\"config\" instead)");
     }
   }
   return sizing::LoadModel(spec, context.data_dir);
@@ -232,8 +243,9 @@ Result<SizeRequest> ResolveSizeRequest(const RequestFields& f, const RequestCont
 Result<FitRequest> ResolveFitRequest(const RequestFields& f, const RequestContext& context,
                                      const catalog::Catalog& catalog) {
   if (f.gpus) {
-    return Bad("fit picks the number of GPUs itself; drop --gpus (use --gpu NAME to pick a card, "
-               "or gpuhub size --gpus N to size a fixed set)");
+    return Bad(
+        "fit picks the number of GPUs itself; drop --gpus (use --gpu NAME to pick a card, "
+        "or gpuhub size --gpus N to size a fixed set)");
   }
   if (f.zero) {
     return Bad("fit shards full fine-tuning across cards with ZeRO-3 itself; drop --zero");
@@ -246,8 +258,8 @@ Result<FitRequest> ResolveFitRequest(const RequestFields& f, const RequestContex
   if (f.region) {
     const catalog::Region* region = catalog.FindRegion(*f.region);
     if (region == nullptr) {
-      return Bad("unknown region '" + f.region->substr(0, 40) + "' (regions: " +
-                 catalog.RegionCodes() + ")");
+      return Bad("unknown region '" + f.region->substr(0, 40) +
+                 "' (regions: " + catalog.RegionCodes() + ")");
     }
     r.filters.region = region->code;
   }

@@ -2,8 +2,8 @@
 // under one set of names: a JSON field is the CLI flag without its dashes, with '_' for '-'
 // (--kv-precision <-> "kv_precision", --max-monthly-usd <-> "max_monthly_usd").
 //
-// Both faces fill a RequestFields (the CLI from flags, report_json.h from a JSON body) and resolve it
-// here, so validation and messages are the same everywhere. Every error is invalid_argument (or
+// Both faces fill a RequestFields (the CLI from flags, report_json.h from a JSON body) and resolve
+// it here, so validation and messages are the same everywhere. Every error is invalid_argument (or
 // not_found for an unknown model) with a message that says what to fix; a field that does not apply
 // to the workload is refused rather than ignored ("--context applies to inference").
 #pragma once
@@ -21,19 +21,19 @@
 namespace gpuhub::fit {
 
 struct RequestFields {
-  std::optional<std::string> model;        // --model: preset, bundled id, or (CLI only) a path
-  std::optional<std::string> config_json;  // "config": a pasted config.json (HTTP API only)
-  std::optional<std::string> workload;     // --workload infer|full|lora|qlora (required)
-  std::optional<std::string> precision;    // --precision fp32|bf16|fp16|fp8|int8|int4|nf4
+  std::optional<std::string> model;         // --model: preset, bundled id, or (CLI only) a path
+  std::optional<std::string> config_json;   // "config": a pasted config.json (HTTP API only)
+  std::optional<std::string> workload;      // --workload infer|full|lora|qlora (required)
+  std::optional<std::string> precision;     // --precision fp32|bf16|fp16|fp8|int8|int4|nf4
   std::optional<std::string> kv_precision;  // --kv-precision fp16|fp8 (inference)
-  std::optional<std::string> profile;      // --profile guide|detailed
-  std::optional<std::int64_t> context;     // --context tokens (inference)
-  std::optional<std::int64_t> batch;       // --batch
-  std::optional<std::int64_t> seq;         // --seq tokens (training)
-  std::optional<std::int64_t> rank;        // --rank (LoRA, QLoRA)
-  std::optional<std::int64_t> gpus;        // --gpus (size only)
-  std::optional<std::int64_t> zero;        // --zero 0..3 (size, full fine-tuning)
-  bool offload_optimizer = false;          // --offload-optimizer (training)
+  std::optional<std::string> profile;       // --profile guide|detailed
+  std::optional<std::int64_t> context;      // --context tokens (inference)
+  std::optional<std::int64_t> batch;        // --batch
+  std::optional<std::int64_t> seq;          // --seq tokens (training)
+  std::optional<std::int64_t> rank;         // --rank (LoRA, QLoRA)
+  std::optional<std::int64_t> gpus;         // --gpus (size only)
+  std::optional<std::int64_t> zero;         // --zero 0..3 (size, full fine-tuning)
+  bool offload_optimizer = false;           // --offload-optimizer (training)
   // Detailed profile only (--profile detailed; the default for real models). The guide's published
   // rules ignore them, so asking for a non-default value under the guide profile is an error.
   std::optional<std::string> optimizer;     // --optimizer adamw|adam8bit|sgd|adafactor (training)
@@ -46,16 +46,16 @@ struct RequestFields {
   std::optional<bool> offload_params;       // --offload-params (full fine-tuning, ZeRO-3)
   std::optional<bool> flash_attention;      // --flash-attention / --no-flash-attention (training)
   std::optional<bool> gradient_checkpointing;  // --[no-]gradient-checkpointing (training)
-  std::optional<bool> double_quant;         // --[no-]double-quant (nf4 weights, QLoRA)
-  bool explain = false;                    // --explain: formulas in the report
+  std::optional<bool> double_quant;            // --[no-]double-quant (nf4 weights, QLoRA)
+  bool explain = false;                        // --explain: formulas in the report
   // fit only
-  bool cuda_only = false;                    // --cuda-only
-  std::optional<std::string> region;         // --region DFW-1
-  bool in_stock = false;                     // --in-stock
+  bool cuda_only = false;                      // --cuda-only
+  std::optional<std::string> region;           // --region DFW-1
+  bool in_stock = false;                       // --in-stock
   std::optional<std::string> max_monthly_usd;  // --max-monthly-usd 1500.50 (decimal text)
-  std::optional<std::int64_t> top;           // --top K
-  bool why_not = false;                      // --why-not
-  std::optional<std::string> gpu;            // --gpu "H100 SXM"
+  std::optional<std::int64_t> top;             // --top K
+  bool why_not = false;                        // --why-not
+  std::optional<std::string> gpu;              // --gpu "H100 SXM"
 };
 
 struct RequestContext {

@@ -86,7 +86,8 @@ TEST(Request, BadSizeInputSaysWhatToFix) {
       {"no workload", with(infer, [](RequestFields& f) { f.workload.reset(); }),
        StatusCode::kInvalidArgument, "--workload is required: infer, full, lora or qlora"},
       {"bad workload", with(infer, [](RequestFields& f) { f.workload = "train"; }),
-       StatusCode::kInvalidArgument, "unknown workload 'train' (expected infer, full, lora or qlora)"},
+       StatusCode::kInvalidArgument,
+       "unknown workload 'train' (expected infer, full, lora or qlora)"},
       {"bad precision", with(infer, [](RequestFields& f) { f.precision = "fp4"; }),
        StatusCode::kInvalidArgument,
        "unknown precision 'fp4' (expected fp32, bf16, fp16, fp8, int8, int4 or nf4)"},
@@ -98,21 +99,25 @@ TEST(Request, BadSizeInputSaysWhatToFix) {
        StatusCode::kInvalidArgument, "batch must be between 1 and 65536, got -1"},
       {"rank 0", with(Fields("7b", "lora"), [](RequestFields& f) { f.rank = 0; }),
        StatusCode::kInvalidArgument, "--rank must be between 1 and 65536 (adapter rank), got 0"},
-      {"rank 1e12", with(Fields("7b", "lora"), [](RequestFields& f) { f.rank = 1'000'000'000'000; }),
+      {"rank 1e12",
+       with(Fields("7b", "lora"), [](RequestFields& f) { f.rank = 1'000'000'000'000; }),
        StatusCode::kInvalidArgument,
        "--rank must be between 1 and 65536 (adapter rank), got 1000000000000"},
       {"gpus 1e12", with(infer, [](RequestFields& f) { f.gpus = 4'294'967'297; }),
        StatusCode::kInvalidArgument,
        "--gpus must be between 1 and 1024 (GPUs the job is spread over), got 4294967297"},
-      {"context for training", with(Fields("7b", "full"), [](RequestFields& f) { f.context = 4096; }),
+      {"context for training",
+       with(Fields("7b", "full"), [](RequestFields& f) { f.context = 4096; }),
        StatusCode::kInvalidArgument,
        "--context applies to inference (training uses --seq for its sequence length), not full "
        "fine-tuning"},
       {"seq for inference", with(infer, [](RequestFields& f) { f.seq = 4096; }),
-       StatusCode::kInvalidArgument, "--seq applies to training (inference uses --context), not inference"},
+       StatusCode::kInvalidArgument,
+       "--seq applies to training (inference uses --context), not inference"},
       {"rank for inference", with(infer, [](RequestFields& f) { f.rank = 8; }),
        StatusCode::kInvalidArgument, "--rank applies to LoRA and QLoRA, not inference"},
-      {"kv for training", with(Fields("7b", "lora"), [](RequestFields& f) { f.kv_precision = "fp8"; }),
+      {"kv for training",
+       with(Fields("7b", "lora"), [](RequestFields& f) { f.kv_precision = "fp8"; }),
        StatusCode::kInvalidArgument, "--kv-precision applies to inference, not LoRA"},
       {"zero for inference", with(infer, [](RequestFields& f) { f.zero = 3; }),
        StatusCode::kInvalidArgument, "--zero applies to training, not inference"},
@@ -120,7 +125,8 @@ TEST(Request, BadSizeInputSaysWhatToFix) {
        StatusCode::kInvalidArgument,
        "LoRA/QLoRA across GPUs: ZeRO stage 3 (FSDP) shards the frozen base, stage 0 splits the "
        "layers; stages 1 and 2 do not apply"},
-      {"detailed flag on a preset", with(Fields("7b", "lora"), [](RequestFields& f) { f.pure_bf16 = true; }),
+      {"detailed flag on a preset",
+       with(Fields("7b", "lora"), [](RequestFields& f) { f.pure_bf16 = true; }),
        StatusCode::kInvalidArgument,
        "--pure-bf16 is part of the detailed profile; the guide's published rules (the default for "
        "presets) ignore it: add --profile detailed"},
@@ -132,13 +138,21 @@ TEST(Request, BadSizeInputSaysWhatToFix) {
       {"lora targets for inference", with(infer, [](RequestFields& f) { f.lora_targets = "qv"; }),
        StatusCode::kInvalidArgument, "--lora-targets applies to LoRA and QLoRA, not inference"},
       {"fused kernels for inference",
-       with(infer, [](RequestFields& f) { f.fused_kernels = true; f.profile = "detailed"; }),
+       with(infer,
+            [](RequestFields& f) {
+              f.fused_kernels = true;
+              f.profile = "detailed";
+            }),
        StatusCode::kInvalidArgument, "--fused-kernels applies to training, not inference"},
       {"bad optimizer", with(Fields("7b", "full"), [](RequestFields& f) { f.optimizer = "lion"; }),
        StatusCode::kInvalidArgument,
        "unknown optimizer 'lion' (expected adamw, adam8bit, sgd or adafactor)"},
       {"offload params without zero 3",
-       with(Fields("7b", "full"), [](RequestFields& f) { f.offload_params = true; f.profile = "detailed"; }),
+       with(Fields("7b", "full"),
+            [](RequestFields& f) {
+              f.offload_params = true;
+              f.profile = "detailed";
+            }),
        StatusCode::kInvalidArgument,
        "parameter offload needs full fine-tuning with ZeRO stage 3 (or FSDP)"},
       {"zero 4", with(Fields("7b", "full"), [](RequestFields& f) { f.zero = 4; }),
@@ -159,8 +173,8 @@ TEST(Request, BadSizeInputSaysWhatToFix) {
       {"fit flag on size", with(infer, [](RequestFields& f) { f.region = "DFW-1"; }),
        StatusCode::kInvalidArgument, "--region applies to gpuhub fit, not gpuhub size"},
       {"unknown model", Fields("71b", "infer"), StatusCode::kNotFound, nullptr},
-      {"model and config",
-       with(infer, [](RequestFields& f) { f.config_json = "{}"; }), StatusCode::kInvalidArgument,
+      {"model and config", with(infer, [](RequestFields& f) { f.config_json = "{}"; }),
+       StatusCode::kInvalidArgument,
        "give either model (a preset or bundled id) or config (a pasted config.json), not both"},
   };
   for (const auto& row : rows) {
@@ -273,8 +287,7 @@ TEST(Request, ModelsByPresetBundledIdPathAndPastedConfig) {
   ASSERT_TRUE(by_name.ok());
   EXPECT_EQ(by_name->total_params, 8'030'261'248);
 
-  std::string path =
-      std::string(GPUHUB_SOURCE_DIR) + "/data/models/meta-llama--Llama-3.1-8B.json";
+  std::string path = std::string(GPUHUB_SOURCE_DIR) + "/data/models/meta-llama--Llama-3.1-8B.json";
   auto from_path = ResolveModel(path, Cli());
   ASSERT_TRUE(from_path.ok()) << from_path.status().ToString();
   EXPECT_EQ(from_path->total_params, 8'030'261'248);
