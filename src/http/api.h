@@ -114,6 +114,8 @@ void RegisterSystemRoutes(Router& router, ApiContext& api);
 void RegisterAccountRoutes(Router& router, ApiContext& api);
 void RegisterAdminRoutes(Router& router, ApiContext& api);
 void RegisterWalletRoutes(Router& router, ApiContext& api);
+// The spot exchange (api_market.cc): machines, asks, bids, leases, earnings, payouts, market data.
+void RegisterMarketRoutes(Router& router, ApiContext& api);
 // The public read API (catalog, size, fit, guide); `data_dir` holds catalog.toml and models/.
 void RegisterReadRoutes(Router& router, ApiContext& api, const std::string& data_dir);
 

@@ -3,6 +3,7 @@
 #include <toml++/toml.h>
 
 #include "core/file.h"
+#include "core/money.h"
 #include "core/strings.h"
 
 namespace gpuhub::http {
@@ -78,9 +79,10 @@ Result<ServiceConfig> ParseServiceConfig(std::string_view toml_text, std::string
     return Status::Ok();
   };
   for (const auto& [key, node] : root) {
-    if (key.str() != "server" && key.str() != "auth" && key.str() != "payments") {
-      return Status::InvalidArgument(where(node, key.str()) +
-                                     " is not a known section ([server], [auth], [payments])");
+    if (key.str() != "server" && key.str() != "auth" && key.str() != "payments" &&
+        key.str() != "market") {
+      return Status::InvalidArgument(
+          where(node, key.str()) + " is not a known section ([server], [auth], [payments], [market])");
     }
     if (!node.is_table())
       return Status::InvalidArgument(where(node, key.str()) + " must be a table");
@@ -133,6 +135,21 @@ Result<ServiceConfig> ParseServiceConfig(std::string_view toml_text, std::string
                                    &config.signups_per_address.count));
     GPUHUB_RETURN_IF_ERROR(integer(*a, "auth", "signup_address_window_seconds", 1, 86400 * 7,
                                    &config.signups_per_address.window_seconds));
+  }
+  if (const toml::table* m = root["market"].as_table()) {
+    GPUHUB_RETURN_IF_ERROR(known(*m, "market", {"fee_percent"}));
+    if (const toml::node* fee = m->get("fee_percent")) {
+      // A percentage with up to 4 decimals ("10", "7.5"), as a string or a whole number.
+      std::string value = fee->is_integer() ? std::to_string(*fee->value<std::int64_t>())
+                          : fee->is_string() ? *fee->value<std::string>()
+                                             : std::string("?");
+      auto ppm = ParseDecimalMicros(value, 4);  // percent x 1e6 = ppm x 100
+      if (!ppm.ok() || *ppm > 50 * 1'000'000) {
+        return Status::InvalidArgument(where(*fee, "market.fee_percent") +
+                                       " must be a percentage from 0 to 50 such as \"10\"");
+      }
+      config.market_fee_ppm = *ppm / 100;
+    }
   }
   if (const toml::table* p = root["payments"].as_table()) {
     GPUHUB_RETURN_IF_ERROR(known(*p, "payments", {"webhook_secret", "checkout_base_url"}));

@@ -25,6 +25,9 @@
 //   [payments]
 //   webhook_secret = "..."               # or GPUHUB_WEBHOOK_SECRET; none: webhooks refused (503)
 //   checkout_base_url = "https://pay.example.com/i/"
+//
+//   [market]
+//   fee_percent = "10"                   # platform fee per lease-hour, 0..50, up to 4 decimals
 #pragma once
 
 #include <cstdint>
@@ -58,6 +61,8 @@ struct ServiceConfig {
 
   std::string webhook_secret;
   std::string checkout_base_url = "https://pay.gpuhub.example/i/";
+
+  std::int64_t market_fee_ppm = 100'000;  // 10%
 };
 
 // Parses the TOML text of a config file; errors name the file, line and key.

@@ -11,10 +11,15 @@
 #include "engine/accounts.h"
 #include "engine/engine.h"
 #include "engine/idempotency.h"
+#include "engine/market.h"
 #include "engine/wallets.h"
 #include "http/api.h"
 #include "http/server.h"
 #include "store/store.h"
+
+#ifdef GPUHUB_HAVE_FIT
+#include "catalog/catalog.h"
+#endif
 
 namespace gpuhub::http {
 
@@ -91,10 +96,30 @@ int RunServe(const ServeOptions& options) {
   engine::MetricsRegistry metrics;
   engine::EngineOptions engine_options;
   engine_options.run_periodic_ticks = !manual_clock;
+  // The spot exchange trades the catalog's spot cards in the catalog's regions; --demo opens each
+  // market with a demo provider asking the catalog's opening price.
+  std::vector<engine::DemoOffer> demo_offers;
+  engine_options.domains.market.fee_ppm = config.market_fee_ppm;
+#ifdef GPUHUB_HAVE_FIT
+  if (auto fleet = catalog::LoadCatalog(options.data_dir + "/catalog.toml"); fleet.ok()) {
+    for (const auto& card : fleet->spot) {
+      engine_options.domains.market.gpus.push_back(card.name);
+      if (card.opening_ask_micros_per_hour) {
+        demo_offers.push_back({card.name, *card.opening_ask_micros_per_hour});
+      }
+    }
+    for (const auto& region : fleet->regions) {
+      engine_options.domains.market.regions.push_back(region.code);
+    }
+  } else {
+    spdlog::warn("event=market_without_catalog error=\"{}\"", fleet.status().ToString());
+  }
+#endif
   engine::Engine engine(std::move(store), *clock, metrics, engine_options);
   engine.AddTickHook(engine::ExpireSessions);
   engine.AddTickHook(engine::ExpireIdempotencyKeys);
   engine::AddWalletTickHooks(engine);
+  engine::AddMarketTickHooks(engine);
   if (Status s = engine.Start(); !s.ok()) {
     std::cerr << "gpuhub: cannot load the state from " << description << ": " << s.message()
               << "\n";
@@ -103,6 +128,8 @@ int RunServe(const ServeOptions& options) {
   if (options.demo) {
     Status s = engine::SeedDemoData(engine);
     if (!s.ok()) spdlog::warn("event=demo_seed_failed error=\"{}\"", s.ToString());
+    s = engine::SeedDemoMarket(engine, demo_offers, engine_options.domains.market.regions);
+    if (!s.ok()) spdlog::warn("event=demo_market_seed_failed error=\"{}\"", s.ToString());
   }
 
   Router router;
@@ -112,6 +139,7 @@ int RunServe(const ServeOptions& options) {
   RegisterAccountRoutes(router, api);
   RegisterAdminRoutes(router, api);
   RegisterWalletRoutes(router, api);
+  RegisterMarketRoutes(router, api);
   RegisterReadRoutes(router, api, options.data_dir);
 
   ServerOptions server_options;

@@ -1,0 +1,553 @@
+// The spot exchange's endpoints. Prices are decimal strings in USD per GPU-hour with 3 decimals
+// ("2.880"); amounts are decimal strings with 6 decimals; times are RFC 3339 UTC. Never JSON
+// numbers for money.
+//
+// Providers (role provider):
+//   POST   /v1/machines {"gpu", "gpus", "region", "vcpus", "ram_gb", "disk_gb"}        -> 201 machine
+//   GET    /v1/machines                                                             -> {"machines"}
+//   POST   /v1/asks {"machine_id", "price_usd_per_gpu_hour", "min_gpus"?, "available_until"} -> 201
+//   GET    /v1/asks                                                                 -> {"asks"}
+//   DELETE /v1/asks/{id}          (running leases continue)                         -> 200 ask
+//   GET    /v1/earnings                                                             -> earnings
+//   POST   /v1/payouts {"amount"}                                                   -> 201 payout
+//   GET    /v1/payouts                                                              -> {"payouts"}
+// Customers (role customer):
+//   POST   /v1/bids {"gpu", "gpus", "region"?, "limit_usd_per_gpu_hour" | "market": true,
+//                    "time_in_force"? ("ioc" | "gtc"; default gtc for limit, ioc for market),
+//                    "expires_at"?, "currency"? (the wallet that pays, default USD)}
+//            -> 201 {"id", "status": "filled" | "resting" | "cancelled", "lease_id", "lease"?, ...}
+//   GET    /v1/bids, DELETE /v1/bids/{id}
+//   GET    /v1/leases[?as=provider], GET /v1/leases/{id}, POST /v1/leases/{id}/stop
+// Admins:
+//   GET    /v1/admin/payouts (pending), POST /v1/admin/payouts/{id}/paid | /reject
+//   GET    /v1/admin/market  (the exchange's invariants against the ledger)
+// Anyone:
+//   GET    /v1/markets, GET /v1/markets/{gpu}/book?levels=N, GET /v1/markets/{gpu}/trades?limit=N
+#include "core/strings.h"
+#include "engine/market.h"
+#include "engine/wallets.h"
+#include "http/api.h"
+#include "http/limits.h"
+#include "market/limits.h"
+
+namespace gpuhub::http {
+namespace {
+
+using market::FormatPrice;
+
+json Time(TimestampMicros t) { return t == 0 ? json(nullptr) : json(FormatTimestamp(t)); }
+json OptionalPrice(const std::optional<std::int64_t>& p) {
+  return p ? json(FormatPrice(*p)) : json(nullptr);
+}
+
+json MachineJson(const market::Machine& m, int leased, market::OrderId open_ask) {
+  return {{"id", m.id},
+          {"gpu", m.gpu},
+          {"gpus", m.gpus},
+          {"gpus_leased", leased},
+          {"gpus_free", m.gpus - leased},
+          {"region", m.region},
+          {"vcpus", m.vcpus},
+          {"ram_gb", m.ram_gb},
+          {"disk_gb", m.disk_gb},
+          {"open_ask_id", open_ask == 0 ? json(nullptr) : json(open_ask)},
+          {"created_at", FormatTimestamp(m.created_at)}};
+}
+
+json AskJson(const market::Ask& a, int gpus_offered) {
+  return {{"id", a.id},
+          {"machine_id", a.machine_id},
+          {"gpu", a.gpu},
+          {"price_usd_per_gpu_hour", FormatPrice(a.price_micros)},
+          {"min_gpus", a.min_gpus},
+          {"available_until", FormatTimestamp(a.available_until)},
+          {"status", market::AskStatusName(a.status)},
+          {"gpus_offered", a.status == market::AskStatus::kOpen ? gpus_offered : 0},
+          {"created_at", FormatTimestamp(a.created_at)},
+          {"closed_at", Time(a.closed_at)}};
+}
+
+json BidJson(const market::Bid& b) {
+  return {{"id", b.id},
+          {"gpu", b.gpu},
+          {"gpus", b.gpus},
+          {"region", b.region.empty() ? json(nullptr) : json(b.region)},
+          {"market", b.is_market},
+          {"limit_usd_per_gpu_hour", b.is_market ? json(nullptr) : json(FormatPrice(b.limit_micros))},
+          {"time_in_force", market::TimeInForceName(b.time_in_force)},
+          {"expires_at", Time(b.expires_at)},
+          {"currency", CurrencyCode(b.currency)},
+          {"status", market::BidStatusName(b.status)},
+          {"close_reason", b.close_reason == market::BidCloseReason::kNone
+                               ? json(nullptr)
+                               : json(market::BidCloseReasonName(b.close_reason))},
+          {"lease_id", b.lease_id == 0 ? json(nullptr) : json(b.lease_id)},
+          {"hold", b.status == market::BidStatus::kResting ? json(FormatMicros(b.hold_micros))
+                                                             : json(nullptr)},
+          {"created_at", FormatTimestamp(b.created_at)},
+          {"closed_at", Time(b.closed_at)}};
+}
+
+json LeaseJson(const market::Lease& l, bool as_provider) {
+  json indices = json::array();
+  for (int i = 0; i < market::kMaxGpusPerMachine; ++i) {
+    if (l.gpu_mask & (1u << i)) indices.push_back(i);
+  }
+  std::int64_t hour = l.HourMicros();
+  std::int64_t fee = MulDivHalfEven(hour, l.fee_ppm, market::kPpm).value();
+  json out = {{"id", l.id},
+              {"gpu", l.gpu},
+              {"gpus", l.gpus},
+              {"machine_id", l.machine_id},
+              {"gpu_indices", indices},
+              {"price_usd_per_gpu_hour", FormatPrice(l.price_micros)},
+              {"hourly_usd", FormatMicros(hour)},
+              {"currency", CurrencyCode(l.currency)},
+              {"status", market::LeaseStatusName(l.status)},
+              {"started_at", FormatTimestamp(l.started_at)},
+              {"paid_until", FormatTimestamp(l.PaidUntil())},
+              {"hours_paid", l.hours_paid},
+              {"charged_usd", FormatMicros(hour * l.hours_paid)},
+              {"available_until", FormatTimestamp(l.window_until)},
+              {"ended_at", Time(l.ended_at)},
+              {"end_reason", l.end_reason == market::LeaseEndReason::kNone
+                                 ? json(nullptr)
+                                 : json(market::LeaseEndReasonName(l.end_reason))},
+              {"bid_id", l.bid_id},
+              {"ask_id", l.ask_id}};
+  if (as_provider) {
+    out["fee_usd_per_hour"] = FormatMicros(fee);
+    out["net_usd_per_hour"] = FormatMicros(hour - fee);
+    out["earned_usd"] = FormatMicros((hour - fee) * l.hours_paid);
+  }
+  return out;
+}
+
+json TradeJson(const market::Trade& t) {
+  return {{"id", t.id},
+          {"gpu", t.gpu},
+          {"price_usd_per_gpu_hour", FormatPrice(t.price_micros)},
+          {"gpus", t.gpus},
+          {"maker", market::SideName(t.maker)},
+          {"at", FormatTimestamp(t.created_at)}};
+}
+
+json PayoutJson(const market::Payout& p) {
+  return {{"id", p.id},
+          {"amount", FormatMicros(p.amount_micros)},
+          {"currency", "USD"},
+          {"status", market::PayoutStatusName(p.status)},
+          {"created_at", FormatTimestamp(p.created_at)},
+          {"updated_at", FormatTimestamp(p.updated_at)}};
+}
+
+const market::Exchange& X(engine::Txn& txn) { return txn.state.market->exchange; }
+
+// ----- Input ----------------------------------------------------------------------------------
+
+Result<std::int64_t> IdParam(const Request& r, const char* what) {
+  auto id = ParseInt64(r.path_params.at("id"), what);
+  if (!id.ok() || *id < 1) {
+    return Status::NotFound("no " + std::string(what) + " '" + r.path_params.at("id").substr(0, 32) +
+                            "'");
+  }
+  return *id;
+}
+
+Result<std::int64_t> PriceField(const json& body, std::string_view field) {
+  auto it = body.find(field);
+  if (it != body.end() && it->is_number()) {
+    return Status::InvalidArgument("field '" + std::string(field) +
+                                   "' must be a decimal string such as \"2.880\", not a JSON number");
+  }
+  GPUHUB_ASSIGN_OR_RETURN(std::string text, RequiredString(body, field));
+  return market::ParsePriceMicros(text, std::string(field));
+}
+
+Result<TimestampMicros> TimeField(const json& body, std::string_view field) {
+  GPUHUB_ASSIGN_OR_RETURN(std::string text, RequiredString(body, field));
+  auto t = ParseTimestamp(text);
+  if (!t.ok()) {
+    return Status::InvalidArgument("field '" + std::string(field) +
+                                   "' must be an RFC 3339 time such as \"2026-12-31T18:00:00Z\"");
+  }
+  return *t;
+}
+
+Result<std::size_t> LimitQuery(const Request& r, const char* name, std::size_t fallback,
+                               std::size_t max) {
+  auto it = r.query.find(name);
+  if (it == r.query.end()) return fallback;
+  auto v = ParseInt64(it->second, name);
+  if (!v.ok() || *v < 1 || static_cast<std::size_t>(*v) > max) {
+    return Status::InvalidArgument(std::string(name) + " must be 1.." + std::to_string(max));
+  }
+  return static_cast<std::size_t>(*v);
+}
+
+Result<market::MachineSpec> ParseMachine(const Request& r) {
+  GPUHUB_ASSIGN_OR_RETURN(json body,
+                          ParseJsonObject(r, {"gpu", "gpus", "region", "vcpus", "ram_gb", "disk_gb"}));
+  market::MachineSpec spec;
+  GPUHUB_ASSIGN_OR_RETURN(spec.gpu, RequiredString(body, "gpu"));
+  GPUHUB_ASSIGN_OR_RETURN(std::int64_t gpus,
+                          RequiredInteger(body, "gpus", 1, market::kMaxGpusPerMachine));
+  spec.gpus = static_cast<int>(gpus);
+  GPUHUB_ASSIGN_OR_RETURN(spec.region, RequiredString(body, "region"));
+  GPUHUB_ASSIGN_OR_RETURN(spec.vcpus, RequiredInteger(body, "vcpus", 1, market::kMaxVcpusPerMachine));
+  GPUHUB_ASSIGN_OR_RETURN(spec.ram_gb,
+                          RequiredInteger(body, "ram_gb", 1, market::kMaxRamGbPerMachine));
+  GPUHUB_ASSIGN_OR_RETURN(spec.disk_gb,
+                          RequiredInteger(body, "disk_gb", 1, market::kMaxDiskGbPerMachine));
+  return spec;
+}
+
+Result<market::AskSpec> ParseAsk(const Request& r) {
+  GPUHUB_ASSIGN_OR_RETURN(
+      json body,
+      ParseJsonObject(r, {"machine_id", "price_usd_per_gpu_hour", "min_gpus", "available_until"}));
+  market::AskSpec spec;
+  GPUHUB_ASSIGN_OR_RETURN(spec.machine_id, RequiredInteger(body, "machine_id", 1, INT64_MAX));
+  GPUHUB_ASSIGN_OR_RETURN(spec.price_micros, PriceField(body, "price_usd_per_gpu_hour"));
+  if (body.contains("min_gpus") && !body["min_gpus"].is_null()) {
+    GPUHUB_ASSIGN_OR_RETURN(std::int64_t min_gpus,
+                            RequiredInteger(body, "min_gpus", 1, market::kMaxGpusPerMachine));
+    spec.min_gpus = static_cast<int>(min_gpus);
+  }
+  GPUHUB_ASSIGN_OR_RETURN(spec.available_until, TimeField(body, "available_until"));
+  return spec;
+}
+
+Result<market::BidSpec> ParseBid(const Request& r) {
+  GPUHUB_ASSIGN_OR_RETURN(json body,
+                          ParseJsonObject(r, {"gpu", "gpus", "region", "limit_usd_per_gpu_hour",
+                                              "market", "time_in_force", "expires_at", "currency"}));
+  market::BidSpec spec;
+  GPUHUB_ASSIGN_OR_RETURN(spec.gpu, RequiredString(body, "gpu"));
+  GPUHUB_ASSIGN_OR_RETURN(std::int64_t gpus,
+                          RequiredInteger(body, "gpus", 1, market::kMaxGpusPerMachine));
+  spec.gpus = static_cast<int>(gpus);
+  GPUHUB_ASSIGN_OR_RETURN(auto region, OptionalString(body, "region"));
+  if (region) spec.region = *region;
+  auto market_it = body.find("market");
+  if (market_it != body.end() && !market_it->is_null()) {
+    if (!market_it->is_boolean()) return Status::InvalidArgument("field 'market' must be true or false");
+    spec.is_market = market_it->get<bool>();
+  }
+  bool has_limit = body.contains("limit_usd_per_gpu_hour") && !body["limit_usd_per_gpu_hour"].is_null();
+  if (spec.is_market && has_limit) {
+    return Status::InvalidArgument(
+        "send either \"market\": true or limit_usd_per_gpu_hour, not both");
+  }
+  if (!spec.is_market) {
+    if (!has_limit) {
+      return Status::InvalidArgument(
+          "a bid needs limit_usd_per_gpu_hour (such as \"3.000\") or \"market\": true");
+    }
+    GPUHUB_ASSIGN_OR_RETURN(spec.limit_micros, PriceField(body, "limit_usd_per_gpu_hour"));
+  }
+  GPUHUB_ASSIGN_OR_RETURN(auto tif, OptionalString(body, "time_in_force"));
+  if (tif) {
+    GPUHUB_ASSIGN_OR_RETURN(spec.time_in_force, market::ParseTimeInForce(*tif));
+  } else {
+    spec.time_in_force = spec.is_market ? market::TimeInForce::kIoc : market::TimeInForce::kGtc;
+  }
+  if (body.contains("expires_at") && !body["expires_at"].is_null()) {
+    GPUHUB_ASSIGN_OR_RETURN(spec.expires_at, TimeField(body, "expires_at"));
+  }
+  GPUHUB_ASSIGN_OR_RETURN(auto currency, OptionalString(body, "currency"));
+  if (currency) {
+    auto c = ParseCurrency(*currency);
+    if (!c.ok()) return Status::InvalidArgument("field 'currency' must be USD, EUR or GBP");
+    spec.currency = *c;
+  }
+  return spec;
+}
+
+Result<std::int64_t> ParsePayoutAmount(const Request& r) {
+  GPUHUB_ASSIGN_OR_RETURN(json body, ParseJsonObject(r, {"amount", "currency"}));
+  GPUHUB_ASSIGN_OR_RETURN(auto currency, OptionalString(body, "currency"));
+  if (currency && *currency != "USD") {
+    return Status::InvalidArgument("payouts are in USD (provider earnings are in USD)");
+  }
+  auto it = body.find("amount");
+  if (it != body.end() && it->is_number()) {
+    return Status::InvalidArgument("field 'amount' must be a decimal string such as \"100.00\"");
+  }
+  GPUHUB_ASSIGN_OR_RETURN(std::string text, RequiredString(body, "amount"));
+  auto amount = ParseDecimalMicros(text, 6);
+  if (!amount.ok() || *amount <= 0) {
+    return Status::InvalidArgument("field 'amount' must be a positive decimal such as \"100.00\"");
+  }
+  return *amount;
+}
+
+// Parses in the I/O thread (so a bad body never reaches the writer), then runs `action`.
+template <typename Spec>
+Handler Authenticated(ApiContext& api, std::uint32_t roles,
+                      std::function<Result<Spec>(const Request&)> parse,
+                      std::function<Result<Reply>(engine::Txn&, const engine::User&, const Spec&)> action) {
+  return RequireBearer([&api, roles, parse = std::move(parse), action = std::move(action)](
+                           const Request& r, Responder respond) {
+    auto spec = parse(r);
+    if (!spec.ok()) return respond(Response::Error(spec.status()));
+    RunAuthenticated(api, r, std::move(respond), roles,
+                     [spec = std::move(spec).value(), action](engine::Txn& txn,
+                                                               const engine::User& me) {
+                       return action(txn, me, spec);
+                     });
+  });
+}
+
+struct Empty {};
+Result<Empty> NoInput(const Request&) { return Empty{}; }
+
+}  // namespace
+
+void RegisterMarketRoutes(Router& router, ApiContext& api) {
+  using engine::kRoleAdmin;
+  using engine::kRoleCustomer;
+  using engine::kRoleProvider;
+  using engine::Txn;
+  using engine::User;
+
+  // ----- Providers ---------------------------------------------------------------------------
+  router.Add("POST", "/v1/machines",
+             Authenticated<market::MachineSpec>(
+                 api, kRoleProvider, ParseMachine,
+                 [](Txn& txn, const User& me, const market::MachineSpec& spec) -> Result<Reply> {
+                   GPUHUB_ASSIGN_OR_RETURN(auto m, engine::AddMachine(txn, me.id, spec));
+                   return Reply{201, MachineJson(m, 0, 0)};
+                 }));
+  router.Add("GET", "/v1/machines",
+             Authenticated<Empty>(api, kRoleProvider, NoInput,
+                                  [](Txn& txn, const User& me, const Empty&) -> Result<Reply> {
+                                    json list = json::array();
+                                    for (const auto& v :
+                                         X(txn).ListMachines(me.id, market::kMaxPageSize)) {
+                                      list.push_back(MachineJson(v.machine, v.leased_gpus, v.open_ask));
+                                    }
+                                    return Reply{200, {{"machines", list}}};
+                                  }));
+  router.Add("POST", "/v1/asks",
+             Authenticated<market::AskSpec>(
+                 api, kRoleProvider, ParseAsk,
+                 [](Txn& txn, const User& me, const market::AskSpec& spec) -> Result<Reply> {
+                   GPUHUB_ASSIGN_OR_RETURN(auto ask, engine::PlaceAsk(txn, me.id, spec));
+                   json out = AskJson(ask, X(txn).FreeGpus(ask.machine_id));
+                   // Resting bids it filled at once.
+                   json leases = json::array();
+                   for (const auto& l : X(txn).ListProviderLeases(me.id, market::kMaxPageSize)) {
+                     if (l.ask_id == ask.id && l.started_at == txn.now) leases.push_back(l.id);
+                   }
+                   out["filled_lease_ids"] = leases;
+                   return Reply{201, out};
+                 }));
+  router.Add("GET", "/v1/asks",
+             Authenticated<Empty>(api, kRoleProvider, NoInput,
+                                  [](Txn& txn, const User& me, const Empty&) -> Result<Reply> {
+                                    json list = json::array();
+                                    for (const auto& a : X(txn).ListAsks(me.id, market::kMaxPageSize)) {
+                                      list.push_back(AskJson(a, X(txn).FreeGpus(a.machine_id)));
+                                    }
+                                    return Reply{200, {{"asks", list}}};
+                                  }));
+  router.Add("DELETE", "/v1/asks/{id}",
+             Authenticated<std::int64_t>(
+                 api, kRoleProvider, [](const Request& r) { return IdParam(r, "ask"); },
+                 [](Txn& txn, const User& me, const std::int64_t& id) -> Result<Reply> {
+                   GPUHUB_ASSIGN_OR_RETURN(auto ask, engine::CancelAsk(txn, me.id, id));
+                   return Reply{200, AskJson(ask, 0)};
+                 }));
+  router.Add("GET", "/v1/earnings",
+             Authenticated<Empty>(
+                 api, kRoleProvider, NoInput,
+                 [](Txn& txn, const User& me, const Empty&) -> Result<Reply> {
+                   auto e = X(txn).ProviderEarnings(me.id, txn.state.wallets->ledger);
+                   return Reply{200,
+                                {{"currency", "USD"},
+                                 {"gross", FormatMicros(e.gross_micros)},
+                                 {"fees", FormatMicros(e.fee_micros)},
+                                 {"net", FormatMicros(e.net_micros)},
+                                 {"fee_percent", FormatFixed(static_cast<double>(X(txn).config().fee_ppm) / 1e4, 2)},
+                                 {"gpu_hours", e.gpu_hours},
+                                 {"lease_hours", e.lease_hours},
+                                 {"active_leases", e.active_leases},
+                                 {"available", FormatMicros(e.available_micros)},
+                                 {"pending_payouts", FormatMicros(e.pending_payout_micros)},
+                                 {"paid_out", FormatMicros(e.paid_out_micros)}}};
+                 }));
+  router.Add("POST", "/v1/payouts",
+             Authenticated<std::int64_t>(
+                 api, kRoleProvider, ParsePayoutAmount,
+                 [](Txn& txn, const User& me, const std::int64_t& amount) -> Result<Reply> {
+                   GPUHUB_ASSIGN_OR_RETURN(auto p, engine::RequestPayout(txn, me.id, amount));
+                   return Reply{201, PayoutJson(p)};
+                 }));
+  router.Add("GET", "/v1/payouts",
+             Authenticated<Empty>(api, kRoleProvider, NoInput,
+                                  [](Txn& txn, const User& me, const Empty&) -> Result<Reply> {
+                                    json list = json::array();
+                                    for (const auto& p : X(txn).ListPayouts(me.id, market::kMaxPageSize)) {
+                                      list.push_back(PayoutJson(p));
+                                    }
+                                    return Reply{200, {{"payouts", list}}};
+                                  }));
+
+  // ----- Customers ---------------------------------------------------------------------------
+  router.Add("POST", "/v1/bids",
+             Authenticated<market::BidSpec>(
+                 api, kRoleCustomer, ParseBid,
+                 [](Txn& txn, const User& me, const market::BidSpec& spec) -> Result<Reply> {
+                   GPUHUB_ASSIGN_OR_RETURN(auto r, engine::PlaceBid(txn, me.id, spec));
+                   json out = BidJson(r.bid);
+                   out["lease"] = r.lease ? LeaseJson(*r.lease, false) : json(nullptr);
+                   return Reply{201, out};
+                 }));
+  router.Add("GET", "/v1/bids",
+             Authenticated<Empty>(api, kRoleCustomer, NoInput,
+                                  [](Txn& txn, const User& me, const Empty&) -> Result<Reply> {
+                                    json list = json::array();
+                                    for (const auto& b : X(txn).ListBids(me.id, market::kMaxPageSize)) {
+                                      list.push_back(BidJson(b));
+                                    }
+                                    return Reply{200, {{"bids", list}}};
+                                  }));
+  router.Add("DELETE", "/v1/bids/{id}",
+             Authenticated<std::int64_t>(
+                 api, kRoleCustomer, [](const Request& r) { return IdParam(r, "bid"); },
+                 [](Txn& txn, const User& me, const std::int64_t& id) -> Result<Reply> {
+                   GPUHUB_ASSIGN_OR_RETURN(auto bid, engine::CancelBid(txn, me.id, id));
+                   return Reply{200, BidJson(bid)};
+                 }));
+  router.Add("GET", "/v1/leases",
+             Authenticated<bool>(
+                 api, 0,
+                 [](const Request& r) -> Result<bool> {
+                   auto it = r.query.find("as");
+                   if (it == r.query.end() || it->second == "customer") return false;
+                   if (it->second == "provider") return true;
+                   return Status::InvalidArgument("as must be customer or provider");
+                 },
+                 [](Txn& txn, const User& me, const bool& as_provider) -> Result<Reply> {
+                   json list = json::array();
+                   auto leases = as_provider ? X(txn).ListProviderLeases(me.id, market::kMaxPageSize)
+                                             : X(txn).ListCustomerLeases(me.id, market::kMaxPageSize);
+                   for (const auto& l : leases) list.push_back(LeaseJson(l, as_provider));
+                   return Reply{200, {{"leases", list}}};
+                 }));
+  router.Add("GET", "/v1/leases/{id}",
+             Authenticated<std::int64_t>(
+                 api, 0, [](const Request& r) { return IdParam(r, "lease"); },
+                 [](Txn& txn, const User& me, const std::int64_t& id) -> Result<Reply> {
+                   const market::Lease* l = X(txn).FindLease(id);
+                   if (l == nullptr || (l->customer_id != me.id && l->provider_id != me.id)) {
+                     return Status::NotFound("no lease " + std::to_string(id) + " of yours");
+                   }
+                   return Reply{200, LeaseJson(*l, l->provider_id == me.id)};
+                 }));
+  router.Add("POST", "/v1/leases/{id}/stop",
+             Authenticated<std::int64_t>(
+                 api, kRoleCustomer, [](const Request& r) { return IdParam(r, "lease"); },
+                 [](Txn& txn, const User& me, const std::int64_t& id) -> Result<Reply> {
+                   GPUHUB_ASSIGN_OR_RETURN(auto lease, engine::StopLease(txn, me.id, id));
+                   return Reply{200, LeaseJson(lease, false)};
+                 }));
+
+  // ----- Admins ------------------------------------------------------------------------------
+  router.Add("GET", "/v1/admin/payouts",
+             Authenticated<Empty>(api, kRoleAdmin, NoInput,
+                                  [](Txn& txn, const User&, const Empty&) -> Result<Reply> {
+                                    json list = json::array();
+                                    for (const auto& p : X(txn).ListPendingPayouts(market::kMaxPageSize)) {
+                                      json j = PayoutJson(p);
+                                      const engine::User* u = engine::FindUser(txn.state, p.provider_id);
+                                      j["username"] = u ? u->username : "";
+                                      list.push_back(j);
+                                    }
+                                    return Reply{200, {{"payouts", list}}};
+                                  }));
+  for (bool paid : {true, false}) {
+    router.Add("POST", paid ? "/v1/admin/payouts/{id}/paid" : "/v1/admin/payouts/{id}/reject",
+               Authenticated<std::int64_t>(
+                   api, kRoleAdmin, [](const Request& r) { return IdParam(r, "payout"); },
+                   [paid](Txn& txn, const User& me, const std::int64_t& id) -> Result<Reply> {
+                     GPUHUB_ASSIGN_OR_RETURN(auto p, engine::ResolvePayout(txn, me.id, id, paid));
+                     return Reply{200, PayoutJson(p)};
+                   }));
+  }
+  router.Add("GET", "/v1/admin/market",
+             Authenticated<Empty>(api, kRoleAdmin, NoInput,
+                                  [](Txn& txn, const User&, const Empty&) -> Result<Reply> {
+                                    const auto& ledger = txn.state.wallets->ledger;
+                                    Status invariants = X(txn).CheckInvariants(ledger);
+                                    Status settlement = X(txn).CheckSettlement(ledger);
+                                    Status books = ledger.CheckInvariants();
+                                    return Reply{200,
+                                                 {{"invariants", invariants.ok() ? "ok" : invariants.ToString()},
+                                                  {"settlement", settlement.ok() ? "ok" : settlement.ToString()},
+                                                  {"ledger", books.ok() ? "ok" : books.ToString()},
+                                                  {"machines", X(txn).machine_count()},
+                                                  {"open_asks", X(txn).open_ask_count()},
+                                                  {"resting_bids", X(txn).resting_bid_count()},
+                                                  {"active_leases", X(txn).active_lease_count()}}};
+                                  }));
+
+  // ----- Market data (public) ----------------------------------------------------------------
+  router.Add("GET", "/v1/markets", [&api](const Request& r, Responder respond) {
+    RunAnonymous(api, r, std::move(respond), false, [](Txn& txn) -> Result<Reply> {
+      json list = json::array();
+      for (const auto& m : X(txn).Markets()) {
+        list.push_back(
+            {{"gpu", m.gpu},
+             {"best_ask_usd_per_gpu_hour", OptionalPrice(m.best_ask_micros)},
+             {"best_bid_usd_per_gpu_hour", OptionalPrice(m.best_bid_micros)},
+             {"gpus_on_offer", m.gpus_on_offer},
+             {"gpus_bid", m.gpus_bid},
+             {"asks", m.asks},
+             {"bids", m.bids},
+             {"last_trade", m.last_trade ? TradeJson(*m.last_trade) : json(nullptr)},
+             {"listed", m.listed}});
+      }
+      return Reply{200, {{"markets", list}, {"as_of", FormatTimestamp(txn.now)}}};
+    });
+  });
+  router.Add("GET", "/v1/markets/{gpu}/book", [&api](const Request& r, Responder respond) {
+    auto levels = LimitQuery(r, "levels", market::kDefaultPageSize, market::kMaxBookLevels);
+    if (!levels.ok()) return respond(Response::Error(levels.status()));
+    std::string gpu = r.path_params.at("gpu");
+    RunAnonymous(api, r, std::move(respond), false,
+                 [gpu, n = *levels](Txn& txn) -> Result<Reply> {
+                   GPUHUB_ASSIGN_OR_RETURN(auto depth, X(txn).Book(gpu, n));
+                   auto side = [](const std::vector<market::BookLevel>& levels) {
+                     json out = json::array();
+                     for (const auto& l : levels) {
+                       out.push_back({{"price_usd_per_gpu_hour", FormatPrice(l.price)},
+                                      {"gpus", l.gpus},
+                                      {"orders", l.orders}});
+                     }
+                     return out;
+                   };
+                   return Reply{200,
+                                {{"gpu", depth.gpu},
+                                 {"asks", side(depth.asks)},
+                                 {"bids", side(depth.bids)},
+                                 {"as_of", FormatTimestamp(txn.now)}}};
+                 });
+  });
+  router.Add("GET", "/v1/markets/{gpu}/trades", [&api](const Request& r, Responder respond) {
+    auto limit = LimitQuery(r, "limit", market::kDefaultPageSize, market::kMaxPageSize);
+    if (!limit.ok()) return respond(Response::Error(limit.status()));
+    std::string gpu = r.path_params.at("gpu");
+    RunAnonymous(api, r, std::move(respond), false,
+                 [gpu, n = *limit](Txn& txn) -> Result<Reply> {
+                   GPUHUB_ASSIGN_OR_RETURN(auto trades, X(txn).Trades(gpu, n));
+                   GPUHUB_ASSIGN_OR_RETURN(std::string name, X(txn).MarketName(gpu));
+                   json list = json::array();
+                   for (const auto& t : trades) list.push_back(TradeJson(t));
+                   return Reply{200, {{"gpu", name}, {"trades", list}}};
+                 });
+  });
+}
+
+}  // namespace gpuhub::http
