@@ -29,6 +29,8 @@ std::string_view ExclusionName(Exclusion exclusion) {
       return "single_card_fits";
     case Exclusion::kShardedTraining:
       return "sharded_training";
+    case Exclusion::kCannotSize:
+      return "cannot_size";
     case Exclusion::kDoesNotFit:
       return "does_not_fit";
     case Exclusion::kSmallerSetFits:
@@ -164,7 +166,8 @@ class Fitter {
     if (it == estimates_.end()) {
       sizing::Workload w = workload_;
       w.gpus = count;
-      if (w.method == Method::kFullFineTune && count > 1) w.zero_stage = 3;
+      // ZeRO-3 across cards; on one card only when parameters are offloaded (ZeRO-Infinity).
+      if (w.method == Method::kFullFineTune && (count > 1 || w.offload_params)) w.zero_stage = 3;
       GPUHUB_ASSIGN_OR_RETURN(sizing::MemoryEstimate e, sizing::EstimateMemory(model_, w));
       it = estimates_.emplace(count, std::make_shared<const sizing::MemoryEstimate>(std::move(e)))
                .first;
@@ -212,7 +215,15 @@ class Fitter {
       Exclude(result, g, count, Exclusion::kShardedTraining, ShardedReason(g, count));
       return Status::Ok();
     }
-    GPUHUB_ASSIGN_OR_RETURN(std::shared_ptr<const sizing::MemoryEstimate> e, EstimateFor(count));
+    auto sized = EstimateFor(count);
+    if (!sized.ok()) {
+      if (count == 1) return sized.status();
+      Exclude(
+          result, g, count, Exclusion::kCannotSize,
+          "cannot be sized on " + std::to_string(count) + " cards: " + sized.status().message());
+      return Status::Ok();
+    }
+    std::shared_ptr<const sizing::MemoryEstimate> e = *std::move(sized);
     double vram_bytes = g.vram_gb * sizing::kBytesPerGb;
     if (e->per_gpu_bytes > vram_bytes) {
       std::string share = count == 1 ? "needs " + Gb(e->per_gpu_bytes)
@@ -345,7 +356,12 @@ class Fitter {
 
 Status ValidateFitInput(const Catalog& catalog, const sizing::Workload& workload,
                         const Filters& filters) {
-  GPUHUB_RETURN_IF_ERROR(sizing::ValidateWorkload(workload));
+  sizing::Workload as_fitted = workload;  // what Fit runs on one card
+  if (workload.method == Method::kFullFineTune && workload.offload_params &&
+      workload.zero_stage == 0) {
+    as_fitted.zero_stage = 3;
+  }
+  GPUHUB_RETURN_IF_ERROR(sizing::ValidateWorkload(as_fitted));
   if (workload.gpus != 1) {
     return Status::InvalidArgument(
         "fit picks the number of GPUs itself; drop --gpus (use --gpu NAME to pick a card, or "
@@ -353,7 +369,8 @@ Status ValidateFitInput(const Catalog& catalog, const sizing::Workload& workload
   }
   if (workload.zero_stage != 0) {
     return Status::InvalidArgument(
-        "fit shards full fine-tuning across cards with ZeRO-3 itself; drop --zero");
+        "fit picks how a set shares the job (ZeRO-3 for full fine-tuning, layers split "
+        "otherwise); drop --zero");
   }
   if (filters.region && catalog.FindRegion(*filters.region) == nullptr) {
     return Status::InvalidArgument("unknown region '" + filters.region->substr(0, 40) +

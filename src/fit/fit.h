@@ -10,8 +10,10 @@
 //     linked by NVLink, NVSwitch or Infinity Fabric within the card's sharded-training limit;
 //     inference, LoRA and QLoRA split layers across any link;
 //  5. it fits when each card holds its share: sizing::EstimateMemory with gpus = count (ZeRO-3 for
-//     full fine-tuning across cards), so the 2 GB runtime overhead is counted on every card. With
-//     one card this is the spec's "required <= VRAM";
+//     full fine-tuning across cards, and on one card too when parameters are offloaded), so the
+//     2 GB runtime overhead is counted on every card. With one card this is the spec's
+//     "required <= VRAM". A count the sizing engine refuses is excluded with its message; a
+//     single card it refuses is an error (the job itself is invalid);
 //  6. a larger set of a card that already fits in a smaller set is not listed (it only costs more);
 //  7. in stock (free now >= count) and the monthly budget, when asked.
 // Price = monthly x count x (1 - discount), integer micro-USD. Ranked by monthly price, then fewer
@@ -52,6 +54,7 @@ enum class Exclusion {
   kNeedsFp8,         // FP8 weights or KV cache on a card without FP8
   kSingleCardFits,   // a single card holds the job, so sets are not considered
   kShardedTraining,  // full fine-tuning cannot shard across this many of these cards
+  kCannotSize,       // the sizing engine refuses this job on that many cards
   kDoesNotFit,       // each card's share is larger than its memory
   kSmallerSetFits,   // a smaller set of the same card already holds the job
   kOutOfStock,       // --in-stock and fewer cards free now than the set needs

@@ -310,7 +310,8 @@ TEST(Fit, InputErrors) {
       {"zero",
        zero,
        {},
-       "fit shards full fine-tuning across cards with ZeRO-3 itself; drop --zero"},
+       "fit picks how a set shares the job (ZeRO-3 for full fine-tuning, layers split "
+       "otherwise); drop --zero"},
       {"unknown gpu", Job(Method::kInference), bad_gpu,
        "unknown GPU 'H100' (term fleet: MI300X, B200, H200 SXM, H100 SXM, H100 PCIe, A100 SXM, "
        "L40S, RTX 6000 Ada, RTX A6000, A40, RTX 5090, RTX 4090, L4, RTX 3090, RTX A5000)"},
@@ -332,6 +333,20 @@ TEST(Fit, InputErrors) {
     EXPECT_EQ(r.status().code(), StatusCode::kInvalidArgument) << row.what;
     EXPECT_EQ(r.status().message(), row.message) << row.what;
   }
+}
+
+// Parameter offload runs ZeRO-3 even on one card (ZeRO-Infinity): fit sizes it that way instead of
+// refusing the job.
+TEST(Fit, OffloadedParametersUseZeroThreeOnEveryCount) {
+  sizing::Workload w = Job(Method::kFullFineTune);
+  w.profile = sizing::Profile::kDetailed;
+  w.offload_params = true;
+  w.offload_optimizer = true;
+  FitResult r = MustFit("7b", w);
+  ASSERT_FALSE(r.ranked.empty()) << r.reason;
+  EXPECT_EQ(r.ranked.front().count, 1);
+  EXPECT_LT(r.required.per_gpu_bytes, 112e9);  // weights and optimizer state live on the host
+  EXPECT_GT(r.required.host_bytes, 0);
 }
 
 TEST(Fit, DecodeCeilingAndExplain) {

@@ -394,6 +394,7 @@ std::string FitReportJson(const FitRequest& request, const FitResult& result) {
   j["required_gb"] = Gb(result.required.per_gpu_bytes);
   j["required_bytes"] = result.required.per_gpu_bytes;
   j["components"] = ComponentsJson(result.required);
+  j["host_gb"] = Gb(result.required.host_bytes);
   j["needs_fp8"] = result.needs_fp8;
   j["multi_card"] = result.considered_sets;
   if (result.ranked.empty()) {

@@ -14,6 +14,7 @@
 //            "components": [{"name", "bytes", "gb", "formula"}], "host_gb", "notes": [...]}
 //           total = all GPUs together; components and per_gpu_gb are what one GPU holds.
 //  fit:     {"model", "workload", "filters", "required_gb", "required_bytes", "components",
+//  "host_gb",
 //            "needs_fp8", "multi_card", "best": CONFIG | null, "reason" (only when best is null),
 //            "alternatives": [CONFIG...], "excluded": [{"gpu", "count", "configuration", "kind",
 //            "reason"}] (only with why_not), "notes"}

@@ -146,6 +146,9 @@ std::string FitReportText(const FitRequest& request, const FitResult& result) {
   std::string out = DescribeJob(request.model, request.workload) + "\n";
   out += ProfileLine(result.required);
   out += "needs " + Gb(result.required.per_gpu_bytes) + " GB on one GPU";
+  if (result.required.host_bytes > 0) {
+    out += " + " + Gb(result.required.host_bytes) + " GB of host memory for offloaded state";
+  }
   if (result.needs_fp8) out += " (FP8: needs an FP8 card)";
   out += "\n";
   std::vector<std::string> filters;

@@ -232,7 +232,7 @@ Result<SizeRequest> ResolveSizeRequest(const RequestFields& f, const RequestCont
     GPUHUB_ASSIGN_OR_RETURN(r.workload.gpus, NarrowInt(*f.gpus, 1, sizing::kMaxGpus, "--gpus",
                                                        "GPUs the job is spread over"));
   }
-  if (r.workload.zero_stage > 0 && r.workload.gpus == 1) {
+  if (r.workload.zero_stage > 0 && r.workload.gpus == 1 && !r.workload.offload_params) {
     r.notes.push_back("ZeRO shards across GPUs: with --gpus 1 it changes nothing");
   }
   GPUHUB_RETURN_IF_ERROR(sizing::ValidateWorkload(r.workload));
@@ -248,7 +248,9 @@ Result<FitRequest> ResolveFitRequest(const RequestFields& f, const RequestContex
         "or gpuhub size --gpus N to size a fixed set)");
   }
   if (f.zero) {
-    return Bad("fit shards full fine-tuning across cards with ZeRO-3 itself; drop --zero");
+    return Bad(
+        "fit picks how a set shares the job (ZeRO-3 for full fine-tuning, layers split "
+        "otherwise); drop --zero");
   }
   FitRequest r;
   GPUHUB_ASSIGN_OR_RETURN(r.model, ResolveModelFields(f, context));
