@@ -569,6 +569,67 @@ TEST(FitProperties, NoReturnedConfigurationBreaksARule) {
       if (x.count > 1 && any_single) {
         EXPECT_EQ(x.kind, Exclusion::kSingleCardFits);
       }
+      // Nothing cheaper is left out without cause: every exclusion is checked on its own terms.
+      const catalog::TermGpu& g = *c.FindTerm(x.gpu);
+      SCOPED_TRACE(x.gpu + " x" + std::to_string(x.count) + ": " + x.reason);
+      switch (x.kind) {
+        case Exclusion::kGpuFilter:
+          EXPECT_TRUE(s.filters.gpu && *s.filters.gpu != g.name);
+          break;
+        case Exclusion::kCountNotRented:
+          EXPECT_FALSE(g.AllowsCount(x.count));
+          break;
+        case Exclusion::kNotCuda:
+          EXPECT_TRUE(s.filters.cuda_only && g.stack != catalog::Stack::kCuda);
+          break;
+        case Exclusion::kRegion:
+          EXPECT_TRUE(s.filters.region && !g.InRegion(*s.filters.region));
+          break;
+        case Exclusion::kNeedsFp8:
+          EXPECT_TRUE(fp8 && !g.fp8);
+          break;
+        case Exclusion::kSingleCardFits:
+          EXPECT_TRUE(any_single && x.count > 1);
+          break;
+        case Exclusion::kShardedTraining:
+          EXPECT_TRUE(full && x.count > 1 &&
+                      !catalog::AllowsShardedTraining(g.sharded_training, x.count));
+          break;
+        case Exclusion::kCannotSize:
+          EXPECT_GT(x.count, 1);
+          break;
+        case Exclusion::kDoesNotFit: {
+          sizing::Workload per = s.workload;
+          per.gpus = x.count;
+          if (full && x.count > 1) per.zero_stage = 3;
+          auto e = sizing::EstimateMemory(Model(s.preset), per);
+          ASSERT_TRUE(e.ok());
+          EXPECT_GT(e->per_gpu_bytes, g.vram_gb * 1e9);
+          break;
+        }
+        case Exclusion::kSmallerSetFits: {
+          bool smaller_fits = false;
+          for (const auto& kept : r.ranked) {
+            smaller_fits |= kept.gpu == &g && kept.count < x.count;
+          }
+          for (const auto& other : r.excluded) {
+            smaller_fits |=
+                other.gpu == x.gpu && other.count < x.count &&
+                (other.kind == Exclusion::kOutOfStock || other.kind == Exclusion::kOverBudget);
+          }
+          EXPECT_TRUE(smaller_fits);
+          break;
+        }
+        case Exclusion::kOutOfStock:
+          EXPECT_TRUE(s.filters.in_stock && g.free_now < x.count);
+          break;
+        case Exclusion::kOverBudget: {
+          auto price = catalog::SetPriceMicros(c, g, x.count, catalog::Term::kMonthly);
+          ASSERT_TRUE(price.ok());
+          EXPECT_TRUE(s.filters.max_monthly_micros && *price > *s.filters.max_monthly_micros);
+          break;
+        }
+      }
     }
     EXPECT_EQ(seen.size(), c.term.size() * 4) << "every card x {1, 2, 4, 8}";
     if (r.ranked.empty()) {
