@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include <filesystem>
+
 namespace gpuhub::fit {
 namespace {
 
@@ -292,14 +294,22 @@ TEST(Request, ModelsByPresetBundledIdPathAndPastedConfig) {
   ASSERT_TRUE(from_path.ok()) << from_path.status().ToString();
   EXPECT_EQ(from_path->total_params, 8'030'261'248);
 
-  // The API never reads a path it is given.
-  for (const std::string& spec : {path, std::string("/etc/passwd"), std::string("../data/x.json"),
-                                  std::string("a/b/c"), std::string("data/catalog.toml")}) {
+  // The API never reads a path it is given: absolute, relative with dots, deeper than org/name...
+  for (const std::string& spec :
+       {path, std::string("/etc/passwd"), std::string("../data/x.json"), std::string("a/b/c")}) {
     auto refused = ResolveModel(spec, Api());
     ASSERT_FALSE(refused.ok()) << spec;
     EXPECT_EQ(refused.status().code(), StatusCode::kInvalidArgument) << spec;
     EXPECT_NE(refused.status().message().find("paths are not accepted here"), std::string::npos);
   }
+  // ... or shaped like an id but naming a file where the server runs.
+  const std::filesystem::path cwd = std::filesystem::current_path();
+  std::filesystem::current_path(GPUHUB_SOURCE_DIR);
+  for (const std::string& spec : {std::string("data/catalog.toml"), std::string("data/models")}) {
+    auto refused = ResolveModel(spec, Api());
+    EXPECT_EQ(refused.status().code(), StatusCode::kInvalidArgument) << spec;
+  }
+  std::filesystem::current_path(cwd);
 
   RequestFields pasted;
   pasted.workload = "infer";
