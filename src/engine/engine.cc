@@ -12,6 +12,7 @@ Engine::Engine(std::unique_ptr<store::Store> store, const Clock& clock, MetricsR
                EngineOptions options)
     : store_(std::move(store)),
       clock_(clock),
+      metrics_(metrics),
       options_(options),
       commands_applied_(metrics.Counter("gpuhub_engine_commands_total",
                                         "Commands applied by the writer", {{"result", "ok"}})),
@@ -35,7 +36,10 @@ Engine::Engine(std::unique_ptr<store::Store> store, const Clock& clock, MetricsR
                 [this] { return static_cast<double>(queued()); });
 }
 
-Engine::~Engine() { Stop(); }
+Engine::~Engine() {
+  Stop();
+  metrics_.Gauge("gpuhub_engine_queued_commands", "Commands waiting for the writer", nullptr);
+}
 
 Status Engine::Start() {
   GPUHUB_CHECK_MSG(!started_, "Engine::Start called twice");

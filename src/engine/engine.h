@@ -115,6 +115,7 @@ class Engine {
 
   std::unique_ptr<store::Store> store_;
   const Clock& clock_;
+  MetricsRegistry& metrics_;
   EngineOptions options_;
   std::unique_ptr<State> state_;
   bool state_valid_ = false;

@@ -81,6 +81,12 @@ struct Server::Impl {
             [this] { return static_cast<double>(in_flight.load()); });
   }
 
+  ~Impl() {
+    // The gauges read this object: leave them reading nothing once it is gone.
+    metrics.Gauge("gpuhub_http_open_connections", "Open HTTP connections", nullptr);
+    metrics.Gauge("gpuhub_http_requests_in_flight", "Requests being handled", nullptr);
+  }
+
   void Accept();
   void Dispatch(Request request, std::function<void(Response)> send);
   void BeginShutdown();
@@ -89,15 +95,17 @@ struct Server::Impl {
   ServerOptions options;
   const Router& router;
   engine::MetricsRegistry& metrics;
+  // Declared before the io_context: connections still queued in it are destroyed with it and
+  // decrement these.
+  std::atomic<std::size_t> connections{0};
+  std::atomic<std::size_t> in_flight{0};
+  std::atomic<bool> draining{false};
+  std::atomic<bool> stopped{false};
   net::io_context ioc;
   tcp::acceptor acceptor;
   net::signal_set signals;
   std::optional<net::steady_timer> drain_timer;
   std::function<void()> before_stop;
-  std::atomic<std::size_t> connections{0};
-  std::atomic<std::size_t> in_flight{0};
-  std::atomic<bool> draining{false};
-  std::atomic<bool> stopped{false};
   engine::CounterSeries& refused;
   int bound_port = 0;
 };
