@@ -33,7 +33,9 @@ Status Status::WithContext(std::string_view context) const {
   std::string message(context);
   message += ": ";
   message += message_;
-  return Status(code_, std::move(message));
+  Status out(code_, std::move(message));
+  out.field_ = field_;
+  return out;
 }
 
 void CheckFailed(const char* expr, const char* file, int line, const char* message) {

@@ -72,6 +72,16 @@ class [[nodiscard]] Status {
   // ("data/catalog.toml:12: gpu.vram_gb: ...").
   Status WithContext(std::string_view context) const;
 
+  // The request field the error concerns ("amount"), when there is one: the HTTP layer adds it to
+  // the error body ({"error": {..., "field": "amount"}}) so that a form can show the message next
+  // to that field. Empty when the error is not about one field.
+  const std::string& field() const { return field_; }
+  Status WithField(std::string field) const {
+    Status copy = *this;
+    if (!copy.ok()) copy.field_ = std::move(field);
+    return copy;
+  }
+
   friend bool operator==(const Status& a, const Status& b) {
     return a.code_ == b.code_ && a.message_ == b.message_;
   }
@@ -79,6 +89,7 @@ class [[nodiscard]] Status {
  private:
   StatusCode code_ = StatusCode::kOk;
   std::string message_;
+  std::string field_;
 };
 
 // A value or the Status that explains why there is none. Accessing value() of an error Result is a

@@ -2,7 +2,11 @@
 //
 //   POST   /v1/accounts           {"username", "password", "roles"?: ["customer"|"provider"]} ->
 //   201 POST   /v1/sessions           {"username", "password"} -> 201 {"token", "token_type", ...}
-//   DELETE /v1/sessions/current   -> 204
+//          with "cookie": true (the web pages): the token goes in the HttpOnly session cookie and
+//          the body carries {"token_type": "cookie", "csrf_token", ...} instead (web_session.h)
+//   GET    /v1/sessions/current   -> 200 {"authenticated", "user", "expires_at", "via",
+//                                  "csrf_token" (cookie sessions)}; anonymous: authenticated false
+//   DELETE /v1/sessions/current   -> 204 (a cookie session also gets its cookie cleared)
 //   GET    /v1/accounts/me        -> 200 user
 //   POST   /v1/accounts/me/roles  {"role": "provider"|"customer"} -> 200 user
 //
@@ -12,6 +16,7 @@
 #include "engine/limits.h"
 #include "http/api.h"
 #include "http/limits.h"
+#include "http/web_session.h"
 
 namespace gpuhub::http {
 namespace {
@@ -43,11 +48,11 @@ void SignUp(ApiContext& api, const Request& request, Responder respond) {
   auto password = RequiredString(*body, "password");
   if (!password.ok()) return respond(Response::Error(password.status()));
   auto canonical = engine::CanonicalUsername(*username);
-  if (!canonical.ok()) return respond(Response::Error(canonical.status()));
+  if (!canonical.ok()) return respond(Response::Error(canonical.status().WithField("username")));
   Status valid = engine::ValidatePassword(*password);
-  if (!valid.ok()) return respond(Response::Error(valid));
+  if (!valid.ok()) return respond(Response::Error(valid.WithField("password")));
   auto roles = ParseSignupRoles(*body);
-  if (!roles.ok()) return respond(Response::Error(roles.status()));
+  if (!roles.ok()) return respond(Response::Error(roles.status().WithField("roles")));
 
   std::string in_flight;
   if (request.headers.count("idempotency-key")) {
@@ -74,8 +79,14 @@ void SignUp(ApiContext& api, const Request& request, Responder respond) {
     RunAnonymous(
         api, request, respond, /*idempotent=*/true,
         [name, hash = *hash, roles](engine::Txn& txn) -> Result<Reply> {
-          GPUHUB_ASSIGN_OR_RETURN(engine::User user, engine::CreateUser(txn, name, hash, roles));
-          return Reply{201, UserJson(user)};
+          auto user = engine::CreateUser(txn, name, hash, roles);
+          if (!user.ok()) {
+            // The one way sign-up fails here is a taken username.
+            return user.status().code() == StatusCode::kConflict
+                       ? user.status().WithField("username")
+                       : user.status();
+          }
+          return Reply{201, UserJson(*user)};
         },
         /*key_reserved=*/!in_flight.empty());
   };
@@ -90,13 +101,48 @@ struct LoginTarget {
   std::string password_hash;
 };
 
+// A login that sets the session cookie must come from our own pages: a cross-site form or
+// no-cors fetch cannot send Content-Type: application/json (that needs a CORS preflight, which
+// this server never grants), and a browser's Origin, when sent, must be this host.
+Status CheckCookieLoginOrigin(const Request& request) {
+  if (ToLower(request.Header("content-type")).rfind("application/json", 0) != 0) {
+    return Status::InvalidArgument(
+        "a cookie login must be sent with Content-Type: application/json");
+  }
+  const std::string& origin = request.Header("origin");
+  if (!origin.empty() && origin != "null") {
+    std::size_t scheme = origin.find("://");
+    std::string host = scheme == std::string::npos ? origin : origin.substr(scheme + 3);
+    host = ToLower(host);
+    if (host != ToLower(request.Header("host")) &&
+        host != ToLower(request.Header("x-forwarded-host"))) {
+      return Status::PermissionDenied("cross-site login refused (Origin " + origin.substr(0, 100) +
+                                      ")");
+    }
+  }
+  return Status::Ok();
+}
+
 void LogIn(ApiContext& api, const Request& request, Responder respond) {
-  auto body = ParseJsonObject(request, {"username", "password"});
+  auto body = ParseJsonObject(request, {"username", "password", "cookie"});
   if (!body.ok()) return respond(Response::Error(body.status()));
   auto username = RequiredString(*body, "username");
   if (!username.ok()) return respond(Response::Error(username.status()));
   auto password = RequiredString(*body, "password");
   if (!password.ok()) return respond(Response::Error(password.status()));
+  bool cookie = false;
+  if (auto it = body->find("cookie"); it != body->end() && !it->is_null()) {
+    if (!it->is_boolean()) {
+      return respond(Response::Error(
+          Status::InvalidArgument("field 'cookie' must be true or false").WithField("cookie")));
+    }
+    cookie = it->get<bool>();
+  }
+  if (cookie) {
+    Status origin = CheckCookieLoginOrigin(request);
+    if (!origin.ok()) return respond(Response::Error(origin));
+  }
+  bool secure = CameOverTls(request);
   auto invalid = [] {
     return Response::Error(401, "unauthenticated", "invalid username or password");
   };
@@ -115,9 +161,11 @@ void LogIn(ApiContext& api, const Request& request, Responder respond) {
         if (!user) return LoginTarget{};
         return LoginTarget{user->id, user->password_hash};
       },
-      [&api, respond, password = *password, user_key, invalid](Result<LoginTarget> target) {
+      [&api, respond, password = *password, user_key, invalid, cookie,
+       secure](Result<LoginTarget> target) {
         if (!target.ok()) return respond(Response::Error(target.status()));
-        auto verify = [&api, respond, password, user_key, invalid, target = *target]() {
+        auto verify = [&api, respond, password, user_key, invalid, cookie, secure,
+                       target = *target]() {
           const std::string& hash =
               target.user_id ? target.password_hash : engine::DummyPasswordHash(api.config.hashing);
           bool ok = engine::VerifyPassword(hash, password) && target.user_id != 0;
@@ -128,22 +176,35 @@ void LogIn(ApiContext& api, const Request& request, Responder respond) {
           api.login_failures_by_user.Reset(user_key);
           std::string token = engine::NewSessionToken();
           api.engine.Execute<Reply>(
-              [user_id = target.user_id, hash = engine::HashToken(token),
-               token](engine::Txn& txn) -> Result<Reply> {
+              [user_id = target.user_id, hash = engine::HashToken(token), token,
+               cookie](engine::Txn& txn) -> Result<Reply> {
                 GPUHUB_ASSIGN_OR_RETURN(engine::Session s,
                                         engine::CreateSession(txn, user_id, hash));
                 const engine::User* user = engine::FindUser(txn.state, user_id);
                 if (!user) return Status::Unauthenticated("invalid username or password");
+                if (cookie) {
+                  // The token stays in the HttpOnly cookie; the page gets the CSRF token.
+                  return Reply{201,
+                               {{"token_type", "cookie"},
+                                {"csrf_token", CsrfTokenFor(token)},
+                                {"expires_at", FormatTimestamp(s.expires_at)},
+                                {"user", UserJson(*user)}}};
+                }
                 return Reply{201,
                              {{"token", token},
                               {"token_type", "Bearer"},
                               {"expires_at", FormatTimestamp(s.expires_at)},
                               {"user", UserJson(*user)}}};
               },
-              [respond](Result<Reply> reply) {
+              [respond, cookie, secure, token](Result<Reply> reply) {
                 if (!reply.ok()) return respond(Response::Error(reply.status()));
                 Response r = JsonResponse(reply->status, reply->body);
                 r.headers.emplace_back("Cache-Control", "no-store");
+                if (cookie) {
+                  r.headers.emplace_back(
+                      "Set-Cookie",
+                      SessionCookie(token, engine::kSessionLifetimeMicros / 1000000, secure));
+                }
                 respond(std::move(r));
               });
         };
@@ -151,6 +212,48 @@ void LogIn(ApiContext& api, const Request& request, Responder respond) {
           respond(
               Response::Error(503, "unavailable", "too many logins in progress; retry shortly"));
         }
+      });
+}
+
+// Who is signed in. Anonymous callers get 200 {"authenticated": false} (a page asks this on every
+// load, so "nobody" is an answer, not an error); a stale cookie is also cleared. An invalid bearer
+// token is still 401, as everywhere else.
+void CurrentSession(ApiContext& api, const Request& request, Responder respond) {
+  Credentials credentials = CredentialsOf(request);
+  bool secure = CameOverTls(request);
+  auto anonymous = [secure](bool clear_cookie) {
+    Response r = JsonResponse(200, {{"authenticated", false}, {"user", nullptr}});
+    r.headers.emplace_back("Cache-Control", "no-store");
+    if (clear_cookie) r.headers.emplace_back("Set-Cookie", ClearedSessionCookie(secure));
+    return r;
+  };
+  if (credentials.token.empty())
+    return respond(anonymous(!request.Cookie(kSessionCookieName).empty()));
+  struct Found {
+    engine::User user;
+    TimestampMicros expires_at = 0;
+  };
+  api.engine.Execute<Found>(
+      [hash = engine::HashToken(credentials.token)](engine::Txn& txn) -> Result<Found> {
+        GPUHUB_ASSIGN_OR_RETURN(engine::User user, engine::Authenticate(txn, hash));
+        auto it = txn.state.accounts.sessions.find(hash);
+        return Found{user, it == txn.state.accounts.sessions.end() ? 0 : it->second.expires_at};
+      },
+      [respond, credentials, anonymous](Result<Found> found) {
+        if (!found.ok()) {
+          if (credentials.from_cookie && found.status().code() == StatusCode::kUnauthenticated) {
+            return respond(anonymous(true));
+          }
+          return respond(Response::Error(found.status()));
+        }
+        json body = {{"authenticated", true},
+                     {"user", UserJson(found->user)},
+                     {"expires_at", FormatTimestamp(found->expires_at)},
+                     {"via", credentials.from_cookie ? "cookie" : "bearer"}};
+        if (credentials.from_cookie) body["csrf_token"] = CsrfTokenFor(credentials.token);
+        Response r = JsonResponse(200, body);
+        r.headers.emplace_back("Cache-Control", "no-store");
+        respond(std::move(r));
       });
 }
 
@@ -163,13 +266,35 @@ void RegisterAccountRoutes(Router& router, ApiContext& api) {
              [&api](const Request& r, Responder respond) { LogIn(api, r, std::move(respond)); });
   router.Add("DELETE", "/v1/sessions/current",
              RequireBearer([&api](const Request& r, Responder respond) {
-               std::string hash = engine::HashToken(r.BearerToken());
+               Credentials credentials = CredentialsOf(r);
+               std::string hash = engine::HashToken(credentials.token);
+               if (credentials.from_cookie) {
+                 // Logging out of the pages always clears the cookie, even when the session had
+                 // already expired (the CSRF token still proves the page holds that cookie).
+                 bool secure = CameOverTls(r);
+                 return api.engine.Execute<bool>(
+                     [hash](engine::Txn& txn) -> Result<bool> {
+                       Status s = engine::DeleteSession(txn, hash);
+                       if (!s.ok() && s.code() != StatusCode::kNotFound) return s;
+                       return s.ok();
+                     },
+                     [respond, secure](Result<bool> deleted) {
+                       if (!deleted.ok()) return respond(Response::Error(deleted.status()));
+                       Response out = Response::Json(204, "");
+                       out.headers.emplace_back("Set-Cookie", ClearedSessionCookie(secure));
+                       out.headers.emplace_back("Cache-Control", "no-store");
+                       respond(std::move(out));
+                     });
+               }
                RunAuthenticated(api, r, std::move(respond), 0,
                                 [hash](engine::Txn& txn, const engine::User&) -> Result<Reply> {
                                   GPUHUB_RETURN_IF_ERROR(engine::DeleteSession(txn, hash));
                                   return Reply{204, nullptr};
                                 });
              }));
+  router.Add("GET", "/v1/sessions/current", [&api](const Request& r, Responder respond) {
+    CurrentSession(api, r, std::move(respond));
+  });
   router.Add("GET", "/v1/accounts/me", RequireBearer([&api](const Request& r, Responder respond) {
                RunAuthenticated(api, r, std::move(respond), 0,
                                 [](engine::Txn&, const engine::User& me) -> Result<Reply> {

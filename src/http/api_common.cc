@@ -3,6 +3,7 @@
 #include "core/clock.h"
 #include "core/strings.h"
 #include "http/limits.h"
+#include "http/web_session.h"
 
 namespace gpuhub::http {
 
@@ -33,7 +34,7 @@ Response TooManyRequests(std::int64_t retry_after_seconds, std::string_view what
 }
 
 std::string InFlightId(const Request& request, const std::string& key) {
-  std::string token = request.BearerToken();
+  std::string token = CredentialsOf(request).token;
   return (token.empty() ? std::string("anonymous") : engine::HashToken(token)) + "\n" + key;
 }
 
@@ -92,7 +93,8 @@ Result<json> ParseJsonObject(const Request& request,
     bool known = false;
     for (auto a : allowed) known = known || key == a;
     if (!known) {
-      return Status::InvalidArgument("unknown field '" + key.substr(0, 64) + "'");
+      return Status::InvalidArgument("unknown field '" + key.substr(0, 64) + "'")
+          .WithField(key.substr(0, 64));
     }
   }
   return body;
@@ -101,10 +103,12 @@ Result<json> ParseJsonObject(const Request& request,
 Result<std::string> RequiredString(const json& object, std::string_view field) {
   auto it = object.find(field);
   if (it == object.end() || it->is_null()) {
-    return Status::InvalidArgument("field '" + std::string(field) + "' is required");
+    return Status::InvalidArgument("field '" + std::string(field) + "' is required")
+        .WithField(std::string(field));
   }
   if (!it->is_string()) {
-    return Status::InvalidArgument("field '" + std::string(field) + "' must be a string");
+    return Status::InvalidArgument("field '" + std::string(field) + "' must be a string")
+        .WithField(std::string(field));
   }
   return it->get<std::string>();
 }
@@ -113,7 +117,8 @@ Result<std::optional<std::string>> OptionalString(const json& object, std::strin
   auto it = object.find(field);
   if (it == object.end() || it->is_null()) return std::optional<std::string>();
   if (!it->is_string()) {
-    return Status::InvalidArgument("field '" + std::string(field) + "' must be a string");
+    return Status::InvalidArgument("field '" + std::string(field) + "' must be a string")
+        .WithField(std::string(field));
   }
   return std::optional<std::string>(it->get<std::string>());
 }
@@ -122,10 +127,12 @@ Result<std::int64_t> RequiredInteger(const json& object, std::string_view field,
                                      std::int64_t max) {
   auto it = object.find(field);
   if (it == object.end() || it->is_null()) {
-    return Status::InvalidArgument("field '" + std::string(field) + "' is required");
+    return Status::InvalidArgument("field '" + std::string(field) + "' is required")
+        .WithField(std::string(field));
   }
   if (!it->is_number_integer()) {
-    return Status::InvalidArgument("field '" + std::string(field) + "' must be a whole number");
+    return Status::InvalidArgument("field '" + std::string(field) + "' must be a whole number")
+        .WithField(std::string(field));
   }
   std::int64_t v = it->is_number_unsigned()
                        ? (it->get<std::uint64_t>() > static_cast<std::uint64_t>(max)
@@ -134,7 +141,8 @@ Result<std::int64_t> RequiredInteger(const json& object, std::string_view field,
                        : it->get<std::int64_t>();
   if (v < min || v > max) {
     return Status::InvalidArgument("field '" + std::string(field) + "' must be between " +
-                                   std::to_string(min) + " and " + std::to_string(max));
+                                   std::to_string(min) + " and " + std::to_string(max))
+        .WithField(std::string(field));
   }
   return v;
 }
@@ -144,7 +152,8 @@ namespace {
 engine::StoredResponse ToStored(const Result<Reply>& reply) {
   if (reply.ok()) return {reply->status, reply->status == 204 ? "" : Dump(reply->body), false};
   const Status& s = reply.status();
-  return {HttpStatusOf(s.code()), ErrorBody(StatusCodeName(s.code()), s.message()), false};
+  return {HttpStatusOf(s.code()), ErrorBody(StatusCodeName(s.code()), s.message(), s.field()),
+          false};
 }
 
 Response FromStored(const engine::StoredResponse& stored) {
@@ -203,7 +212,7 @@ namespace {
 Response MissingToken() {
   Response r = Response::Error(401, "unauthenticated",
                                "this endpoint needs 'Authorization: Bearer <token>' (POST "
-                               "/v1/sessions to get one)");
+                               "/v1/sessions to get one) or a signed-in session cookie");
   r.headers.emplace_back("WWW-Authenticate", "Bearer");
   return r;
 }
@@ -211,16 +220,19 @@ Response MissingToken() {
 
 Handler RequireBearer(Handler handler) {
   return [handler = std::move(handler)](const Request& request, Responder respond) {
-    if (request.BearerToken().empty()) return respond(MissingToken());
+    Credentials credentials = CredentialsOf(request);
+    if (credentials.token.empty()) return respond(MissingToken());
+    if (!CsrfAllows(request, credentials)) return respond(CsrfRefused());
     handler(request, std::move(respond));
   };
 }
 
 void RunAuthenticated(ApiContext& api, const Request& request, Responder respond,
                       std::uint32_t any_of_roles, UserAction action) {
-  std::string token = request.BearerToken();
-  if (token.empty()) return respond(MissingToken());
-  std::string token_hash = engine::HashToken(token);
+  Credentials credentials = CredentialsOf(request);
+  if (credentials.token.empty()) return respond(MissingToken());
+  if (!CsrfAllows(request, credentials)) return respond(CsrfRefused());
+  std::string token_hash = engine::HashToken(credentials.token);
   Run(api, request, std::move(respond), /*idempotent=*/true, /*reserved=*/false,
       [token_hash, any_of_roles, action = std::move(action)](
           engine::Txn& txn, const std::string& key,

@@ -67,7 +67,8 @@ Result<Currency> CurrencyField(const json& body, std::string_view field) {
   GPUHUB_ASSIGN_OR_RETURN(std::string code, RequiredString(body, field));
   auto currency = ParseCurrency(code);
   if (!currency.ok()) {
-    return Status::InvalidArgument("field '" + std::string(field) + "' must be USD, EUR or GBP");
+    return Status::InvalidArgument("field '" + std::string(field) + "' must be USD, EUR or GBP")
+        .WithField(std::string(field));
   }
   return *currency;
 }
@@ -76,15 +77,17 @@ Result<std::int64_t> AmountField(const json& body, std::string_view field, int f
   auto it = body.find(field);
   if (it != body.end() && it->is_number()) {
     return Status::InvalidArgument(
-        "field '" + std::string(field) +
-        "' must be a decimal string such as \"10.50\", not a JSON number");
+               "field '" + std::string(field) +
+               "' must be a decimal string such as \"10.50\", not a JSON number")
+        .WithField(std::string(field));
   }
   GPUHUB_ASSIGN_OR_RETURN(std::string text, RequiredString(body, field));
   auto amount = ParseDecimalMicros(text, fraction_digits);
   if (!amount.ok() || *amount <= 0) {
     return Status::InvalidArgument("field '" + std::string(field) +
                                    "' must be a positive decimal with at most " +
-                                   std::to_string(fraction_digits) + " decimals");
+                                   std::to_string(fraction_digits) + " decimals")
+        .WithField(std::string(field));
   }
   return *amount;
 }
@@ -208,30 +211,33 @@ void RegisterWalletRoutes(Router& router, ApiContext& api) {
             });
       }));
 
-  router.Add("POST", "/v1/topups", RequireBearer([&api](const Request& r, Responder respond) {
-               auto body = ParseJsonObject(r, {"amount", "currency"});
-               if (!body.ok()) return respond(Response::Error(body.status()));
-               auto currency = CurrencyField(*body, "currency");
-               if (!currency.ok()) return respond(Response::Error(currency.status()));
-               auto it = body->find("amount");
-               if (it != body->end() && it->is_number()) {
-                 return respond(
-                     Response::Error(400, "invalid_argument",
-                                     "field 'amount' must be a decimal string such as \"100.00\""));
-               }
-               auto text = RequiredString(*body, "amount");
-               if (!text.ok()) return respond(Response::Error(text.status()));
-               auto amount = engine::ParseTopupAmount(*text);
-               if (!amount.ok()) return respond(Response::Error(amount.status()));
-               std::string base = api.config.checkout_base_url;
-               RunAuthenticated(api, r, std::move(respond), 0,
-                                [currency = *currency, amount = *amount, base](
-                                    engine::Txn& txn, const engine::User& me) -> Result<Reply> {
-                                  GPUHUB_ASSIGN_OR_RETURN(
-                                      auto inv, engine::CreateTopup(txn, me.id, currency, amount));
-                                  return Reply{201, InvoiceJson(inv, base)};
-                                });
-             }));
+  router.Add(
+      "POST", "/v1/topups", RequireBearer([&api](const Request& r, Responder respond) {
+        auto body = ParseJsonObject(r, {"amount", "currency"});
+        if (!body.ok()) return respond(Response::Error(body.status()));
+        auto currency = CurrencyField(*body, "currency");
+        if (!currency.ok()) return respond(Response::Error(currency.status()));
+        auto it = body->find("amount");
+        if (it != body->end() && it->is_number()) {
+          return respond(Response::Error(
+              Status::InvalidArgument("field 'amount' must be a decimal string such as \"100.00\"")
+                  .WithField("amount")));
+        }
+        auto text = RequiredString(*body, "amount");
+        if (!text.ok()) return respond(Response::Error(text.status()));
+        auto amount = engine::ParseTopupAmount(*text);
+        if (!amount.ok()) {
+          return respond(Response::Error(amount.status().WithField("amount")));
+        }
+        std::string base = api.config.checkout_base_url;
+        RunAuthenticated(api, r, std::move(respond), 0,
+                         [currency = *currency, amount = *amount, base](
+                             engine::Txn& txn, const engine::User& me) -> Result<Reply> {
+                           GPUHUB_ASSIGN_OR_RETURN(
+                               auto inv, engine::CreateTopup(txn, me.id, currency, amount));
+                           return Reply{201, InvoiceJson(inv, base)};
+                         });
+      }));
 
   router.Add("GET", "/v1/topups", RequireBearer([&api](const Request& r, Responder respond) {
                std::string base = api.config.checkout_base_url;

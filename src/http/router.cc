@@ -20,6 +20,24 @@ std::string Request::BearerToken() const {
   return std::string(Trim(std::string_view(auth).substr(7)));
 }
 
+std::string Request::Cookie(std::string_view name) const {
+  // RFC 6265 section 5.4: "a=1; b=2". The first pair with the name wins; values may be quoted.
+  std::string_view rest = Header("cookie");
+  while (!rest.empty()) {
+    std::size_t end = rest.find(';');
+    std::string_view pair = Trim(rest.substr(0, end));
+    rest = end == std::string_view::npos ? std::string_view() : rest.substr(end + 1);
+    std::size_t eq = pair.find('=');
+    if (eq == std::string_view::npos || Trim(pair.substr(0, eq)) != name) continue;
+    std::string_view value = Trim(pair.substr(eq + 1));
+    if (value.size() >= 2 && value.front() == '"' && value.back() == '"') {
+      value = value.substr(1, value.size() - 2);
+    }
+    return std::string(value);
+  }
+  return "";
+}
+
 int HttpStatusOf(StatusCode code) {
   switch (code) {
     case StatusCode::kOk:
@@ -50,8 +68,9 @@ int HttpStatusOf(StatusCode code) {
   return 500;
 }
 
-std::string ErrorBody(std::string_view code, std::string_view message) {
+std::string ErrorBody(std::string_view code, std::string_view message, std::string_view field) {
   nlohmann::json body = {{"error", {{"code", code}, {"message", message}}}};
+  if (!field.empty()) body["error"]["field"] = field;
   // Messages may quote user input: never let invalid UTF-8 break the JSON.
   return body.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
 }
@@ -64,7 +83,11 @@ Response Response::Json(int status, std::string body) {
 }
 
 Response Response::Error(const Status& status) {
-  return Error(HttpStatusOf(status.code()), StatusCodeName(status.code()), status.message());
+  Response r = Error(HttpStatusOf(status.code()), StatusCodeName(status.code()), status.message());
+  if (!status.field().empty()) {
+    r.body = ErrorBody(StatusCodeName(status.code()), status.message(), status.field());
+  }
+  return r;
 }
 
 Response Response::Error(int http_status, std::string_view code, std::string_view message) {

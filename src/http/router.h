@@ -33,6 +33,8 @@ struct Request {
   const std::string& Header(const std::string& lower_name) const;
   // The bearer token of "Authorization: Bearer <token>", or "" when absent/malformed.
   std::string BearerToken() const;
+  // The value of cookie `name` in the Cookie header, or "" when absent.
+  std::string Cookie(std::string_view name) const;
 };
 
 struct Response {
@@ -43,7 +45,8 @@ struct Response {
   bool close = false;  // close the connection after this response
 
   static Response Json(int status, std::string body);
-  // {"error": {"code": "...", "message": "..."}} with the status of the code.
+  // {"error": {"code": "...", "message": "...", "field": "..."}} with the status of the code;
+  // "field" only when the status names the request field it concerns (Status::field()).
   static Response Error(const Status& status);
   static Response Error(int http_status, std::string_view code, std::string_view message);
 };
@@ -53,8 +56,8 @@ using Handler = std::function<void(const Request&, Responder)>;
 
 // The HTTP status of a Status code (core/status.h's table).
 int HttpStatusOf(StatusCode code);
-// The error body for a status (valid JSON, message escaped).
-std::string ErrorBody(std::string_view code, std::string_view message);
+// The error body for a status (valid JSON, message escaped); `field` is added when not empty.
+std::string ErrorBody(std::string_view code, std::string_view message, std::string_view field = {});
 
 class Router {
  public:

@@ -4,6 +4,7 @@
 
 #include "http/api.h"
 #include "http/static_files.h"
+#include "http/web_session.h"
 
 namespace gpuhub::http {
 namespace {
@@ -68,6 +69,105 @@ TEST(RequestTest, ReadsBearerTokens) {
   EXPECT_EQ(r.BearerToken(), "");
 }
 
+TEST(RequestTest, ReadsCookies) {
+  Request r;
+  EXPECT_EQ(r.Cookie("gpuhub_session"), "");
+  r.headers["cookie"] = "theme=dark; gpuhub_session=ghs_abc;other=1";
+  EXPECT_EQ(r.Cookie("gpuhub_session"), "ghs_abc");
+  EXPECT_EQ(r.Cookie("other"), "1");
+  EXPECT_EQ(r.Cookie("theme"), "dark");
+  EXPECT_EQ(r.Cookie("gpuhub"), "");  // a prefix is not a name
+  r.headers["cookie"] = "x_gpuhub_session=evil; gpuhub_session=\"ghs_q\"; gpuhub_session=second";
+  EXPECT_EQ(r.Cookie("gpuhub_session"), "ghs_q");  // the first wins, quotes dropped
+  r.headers["cookie"] = ";;novalue; =x; gpuhub_session=";
+  EXPECT_EQ(r.Cookie("gpuhub_session"), "");
+}
+
+TEST(WebSessionTest, CredentialsPreferTheAuthorizationHeader) {
+  Request r;
+  r.headers["cookie"] = "gpuhub_session=ghs_cookie";
+  Credentials c = CredentialsOf(r);
+  EXPECT_EQ(c.token, "ghs_cookie");
+  EXPECT_TRUE(c.from_cookie);
+  r.headers["authorization"] = "Bearer ghs_bearer";
+  c = CredentialsOf(r);
+  EXPECT_EQ(c.token, "ghs_bearer");
+  EXPECT_FALSE(c.from_cookie);
+  // A malformed Authorization header is not silently replaced by the cookie.
+  r.headers["authorization"] = "Basic abc";
+  c = CredentialsOf(r);
+  EXPECT_EQ(c.token, "");
+  EXPECT_FALSE(c.from_cookie);
+}
+
+TEST(WebSessionTest, CsrfNeededOnlyForUnsafeCookieRequests) {
+  const std::string token = "ghs_0123";
+  const std::string csrf = CsrfTokenFor(token);
+  EXPECT_EQ(csrf.size(), 64u);
+  EXPECT_NE(csrf, CsrfTokenFor("ghs_0124"));
+  EXPECT_NE(csrf, engine::HashToken(token));  // not the stored session hash
+  struct Case {
+    const char* what;
+    std::string method;
+    bool cookie;
+    std::string header;  // X-CSRF-Token ("-" for none)
+    bool allowed;
+  };
+  const Case cases[] = {
+      {"GET with cookie", "GET", true, "-", true},
+      {"HEAD with cookie", "HEAD", true, "-", true},
+      {"POST with cookie, no token", "POST", true, "-", false},
+      {"POST with cookie, wrong token", "POST", true, std::string(64, 'a'), false},
+      {"POST with cookie, truncated token", "POST", true, csrf.substr(0, 63), false},
+      {"POST with cookie, empty token", "POST", true, "", false},
+      {"POST with cookie, right token", "POST", true, csrf, true},
+      {"DELETE with cookie, right token", "DELETE", true, csrf, true},
+      {"DELETE with cookie, no token", "DELETE", true, "-", false},
+      {"POST with bearer, no token", "POST", false, "-", true},
+  };
+  for (const Case& c : cases) {
+    Request r;
+    r.method = c.method;
+    if (c.cookie) {
+      r.headers["cookie"] = "gpuhub_session=" + token;
+    } else {
+      r.headers["authorization"] = "Bearer " + token;
+    }
+    if (c.header != "-") r.headers["x-csrf-token"] = c.header;
+    EXPECT_EQ(CsrfAllows(r, CredentialsOf(r)), c.allowed) << c.what;
+  }
+}
+
+TEST(WebSessionTest, CookieAttributes) {
+  EXPECT_EQ(SessionCookie("ghs_x", 2592000, false),
+            "gpuhub_session=ghs_x; Path=/; Max-Age=2592000; HttpOnly; SameSite=Strict");
+  EXPECT_EQ(SessionCookie("ghs_x", 60, true),
+            "gpuhub_session=ghs_x; Path=/; Max-Age=60; HttpOnly; SameSite=Strict; Secure");
+  EXPECT_EQ(ClearedSessionCookie(false),
+            "gpuhub_session=; Path=/; Max-Age=0; HttpOnly; SameSite=Strict");
+  Request r;
+  EXPECT_FALSE(CameOverTls(r));
+  r.headers["x-forwarded-proto"] = "https";
+  EXPECT_TRUE(CameOverTls(r));
+  r.headers["x-forwarded-proto"] = "http";
+  EXPECT_FALSE(CameOverTls(r));
+  r.headers["forwarded"] = "for=192.0.2.60;proto=https;by=203.0.113.43";
+  EXPECT_TRUE(CameOverTls(r));
+}
+
+TEST(RouterTest, ErrorBodiesNameTheField) {
+  Response with = Response::Error(Status::InvalidArgument("bad amount").WithField("amount"));
+  EXPECT_EQ(with.status, 400);
+  json body = json::parse(with.body);
+  EXPECT_EQ(body["error"]["field"], "amount");
+  EXPECT_EQ(body["error"]["message"], "bad amount");
+  Response without = Response::Error(Status::NotFound("no such lease"));
+  EXPECT_FALSE(json::parse(without.body)["error"].contains("field"));
+  // The field survives added context, and an ok status never gets one.
+  EXPECT_EQ(Status::InvalidArgument("x").WithField("f").WithContext("ctx").field(), "f");
+  EXPECT_EQ(Status::Ok().WithField("f").field(), "");
+}
+
 TEST(JsonTest, ChecksDepthOutsideStrings) {
   EXPECT_TRUE(CheckJsonDepth(R"({"a":[[["x"]]]})", 4).ok());
   EXPECT_FALSE(CheckJsonDepth(R"({"a":[[[["x"]]]]})", 4).ok());
@@ -94,6 +194,10 @@ TEST(JsonTest, ParsesObjectsAndRejectsUnknownFields) {
   EXPECT_FALSE(RequiredInteger(j, "n", 6, 10).ok());
   EXPECT_EQ(RequiredString(j, "s").status().message(), "field 's' must be a string");
   EXPECT_EQ(RequiredString(j, "x").status().message(), "field 'x' is required");
+  // Each of these names the field, for the pages to show the message beside it.
+  EXPECT_EQ(RequiredString(j, "s").status().field(), "s");
+  EXPECT_EQ(RequiredInteger(j, "n", 6, 10).status().field(), "n");
+  EXPECT_EQ(unknown.status().field(), "currency");
 }
 
 TEST(StaticFilesTest, ContentTypesAndTraversal) {
