@@ -1,5 +1,6 @@
 // The public read API, the same JSON as the CLI's --json (src/fit/report_json.h):
-//   GET /v1/catalog, POST /v1/size, POST /v1/fit, GET /v1/guide
+//   GET /v1/catalog, POST /v1/size, POST /v1/fit, GET /v1/guide,
+//   GET /v1/models (the presets and bundled model ids POST /v1/size and /v1/fit accept)
 // Pure computations over the catalog loaded at start: they do not go through the engine.
 #include <memory>
 
@@ -21,6 +22,7 @@ struct ReadData {
   std::optional<catalog::Catalog> catalog;
   std::string catalog_json;
   std::string guide_json;
+  std::string models_json;
   Status error;
 };
 
@@ -48,6 +50,10 @@ void RegisterReadRoutes(Router& router, ApiContext&, const std::string& data_dir
   } else {
     data->error = loaded.status();
   }
+  // The bundled configs are read once: the model picker of the pages lists them.
+  auto bundled = sizing::ListBundledModels(data_dir);
+  data->models_json =
+      fit::ModelsJson(bundled.ok() ? *bundled : std::vector<sizing::BundledModel>{});
   auto unavailable = [data] {
     return Response::Error(503, "unavailable",
                            "the catalog is not loaded: " + data->error.message());
@@ -60,6 +66,8 @@ void RegisterReadRoutes(Router& router, ApiContext&, const std::string& data_dir
     if (data->guide_json.empty()) return respond(unavailable());
     respond(Cached(data->guide_json));
   });
+  router.Add("GET", "/v1/models",
+             [data](const Request&, Responder respond) { respond(Cached(data->models_json)); });
   router.Add("POST", "/v1/size", [data](const Request& r, Responder respond) {
     Status depth = CheckJsonDepth(r.body, 32);
     if (!depth.ok()) return respond(Response::Error(depth));
@@ -83,6 +91,7 @@ void RegisterReadRoutes(Router& router, ApiContext&, const std::string&) {
   };
   router.Add("GET", "/v1/catalog", unavailable);
   router.Add("GET", "/v1/guide", unavailable);
+  router.Add("GET", "/v1/models", unavailable);
   router.Add("POST", "/v1/size", unavailable);
   router.Add("POST", "/v1/fit", unavailable);
 }
