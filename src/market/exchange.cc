@@ -281,7 +281,9 @@ Result<Machine> Exchange::AddMachine(UserId provider, const MachineSpec& spec, T
                                      Changes* changes) {
   now = Now(now);
   GPUHUB_CHECK(provider > 0);
-  GPUHUB_ASSIGN_OR_RETURN(int market, FindMarket(spec.gpu));
+  auto found = FindMarket(spec.gpu);
+  if (!found.ok()) return Status::InvalidArgument(found.status().message());
+  const int market = *found;
   if (!markets_[static_cast<std::size_t>(market)].listed) {
     return Status::InvalidArgument("the " + markets_[static_cast<std::size_t>(market)].name +
                                    " market takes no new machines");

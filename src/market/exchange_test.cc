@@ -436,7 +436,7 @@ TEST_F(ExchangeTest, ProviderRefusals) {
   EXPECT_EQ(x_.AddMachine(kProvider, {"RTX 9999", 8, "IAD-1", 1, 1, 1}, now_, &changes_)
                 .status()
                 .code(),
-            StatusCode::kNotFound);
+            StatusCode::kInvalidArgument);
   MachineId m = NewMachine(kProvider, 4);
   auto place = [&](UserId p, AskSpec s) { return x_.PlaceAsk(p, s, ledger_, now_, &changes_); };
   EXPECT_EQ(place(kProvider2, {m, Usd(2), 1, now_ + kMicrosPerDay}).status().code(),

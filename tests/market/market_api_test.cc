@@ -1,0 +1,351 @@
+// The spot exchange through HTTP: a real server with a manual clock on SQLite and PostgreSQL.
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <chrono>
+#include <thread>
+
+#include "harness.h"
+
+namespace gpuhub::testing {
+namespace {
+
+constexpr const char* kPassword = "correct horse battery staple";
+
+class MarketApiTest : public ::testing::TestWithParam<std::string> {
+ protected:
+  void SetUp() override {
+    db_ = FreshDatabaseUrl(GetParam(), dir_);
+    if (db_.empty()) GTEST_SKIP() << "GPUHUB_TEST_PG_URL is unset: PostgreSQL case skipped";
+    auto r = RunGpuhub({"admin", "create-user", "--username", "root", "--role", "admin", "--db", db_,
+                        "--config", ServerProcess(dir_, {}).config_path()},
+                       "admin password 123\n");
+    ASSERT_EQ(r.exit_code, 0) << r.output;
+    Start();
+    admin_ = LogIn(*client_, "root", "admin password 123");
+    ASSERT_FALSE(admin_.empty());
+  }
+  void Start() {
+    ServerOptions options;
+    options.db = db_;
+    server_ = std::make_unique<ServerProcess>(dir_, options);
+    ASSERT_TRUE(server_->Start()) << server_->Log();
+    client_ = std::make_unique<HttpClient>(server_->port());
+  }
+  void Restart() {
+    ASSERT_EQ(server_->Terminate(), 0) << server_->Log();
+    Start();
+  }
+  std::string User(const std::string& name, const std::vector<std::string>& roles) {
+    auto r = client_->Call("POST", "/v1/accounts",
+                           {{"username", name}, {"password", kPassword}, {"roles", roles}});
+    EXPECT_EQ(r.status, 201) << r.body;
+    return LogIn(*client_, name, kPassword);
+  }
+  void Credit(const std::string& user, const std::string& amount, const char* currency = "USD") {
+    auto r = client_->Call("POST", "/v1/admin/credits",
+                           {{"username", user}, {"amount", amount}, {"currency", currency},
+                            {"reason", "test funds"}},
+                           admin_);
+    ASSERT_EQ(r.status, 201) << r.body;
+  }
+  void Advance(long long seconds) {
+    auto r = client_->Call("POST", "/v1/admin/clock/advance", {{"seconds", seconds}}, admin_);
+    ASSERT_EQ(r.status, 200) << r.body;
+  }
+  json Get(const std::string& path, const std::string& token = "") {
+    auto r = client_->Call("GET", path, nullptr, token);
+    EXPECT_EQ(r.status, 200) << path << ": " << r.body;
+    return r.Json();
+  }
+  std::string Available(const std::string& token, const char* currency = "USD") {
+    json wallets = Get("/v1/wallets", token);  // kept alive: the loop walks into it
+    for (const auto& w : wallets["wallets"]) {
+      if (w["currency"] == currency) return w["available"];
+    }
+    return "";
+  }
+  void ExpectBooksBalance() {
+    json ledger = Get("/v1/admin/ledger", admin_);
+    EXPECT_EQ(ledger["balanced"], true) << ledger.dump();
+    EXPECT_EQ(ledger["invariants"], "ok");
+    json market = Get("/v1/admin/market", admin_);
+    EXPECT_EQ(market["invariants"], "ok") << market.dump();
+    EXPECT_EQ(market["settlement"], "ok") << market.dump();
+  }
+  std::string Later(int days) {
+    // Far enough in the manual clock's future (it starts at the real time).
+    auto now = std::chrono::system_clock::now() + std::chrono::hours(24 * days);
+    std::time_t t = std::chrono::system_clock::to_time_t(now);
+    char buf[32];
+    std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", std::gmtime(&t));
+    return buf;
+  }
+
+  TempDir dir_;
+  std::string db_;
+  std::unique_ptr<ServerProcess> server_;
+  std::unique_ptr<HttpClient> client_;
+  std::string admin_;
+};
+
+// The story: a provider lists a machine and an ask; a customer with a funded wallet buys
+// 2 GPUs at market; the lease appears, an hour is charged and the provider credited minus the fee;
+// advancing the clock bills each hour until the wallet runs dry and the GPUs return to the book;
+// the books balance throughout, also across a restart.
+TEST_P(MarketApiTest, MarketBuyIsBilledHourlyUntilTheWalletRunsDry) {
+  std::string provider = User("paula", {"provider"});
+  std::string customer = User("carl", {"customer"});
+  auto machine = client_->Call("POST", "/v1/machines",
+                               {{"gpu", "H100 SXM"}, {"gpus", 8}, {"region", "IAD-1"},
+                                {"vcpus", 96}, {"ram_gb", 1024}, {"disk_gb", 8000}},
+                               provider);
+  ASSERT_EQ(machine.status, 201) << machine.body;
+  EXPECT_EQ(machine.Json()["gpus_free"], 8);
+  auto ask = client_->Call("POST", "/v1/asks",
+                           {{"machine_id", machine.Json()["id"]},
+                            {"price_usd_per_gpu_hour", "2.880"},
+                            {"min_gpus", 1},
+                            {"available_until", Later(30)}},
+                           provider);
+  ASSERT_EQ(ask.status, 201) << ask.body;
+  EXPECT_EQ(ask.Json()["price_usd_per_gpu_hour"], "2.880");
+  EXPECT_EQ(ask.Json()["gpus_offered"], 8);
+  json markets = Get("/v1/markets");
+  bool found = false;
+  for (const auto& m : markets["markets"]) {
+    if (m["gpu"] == "H100 SXM") {
+      found = true;
+      EXPECT_EQ(m["best_ask_usd_per_gpu_hour"], "2.880");
+      EXPECT_EQ(m["gpus_on_offer"], 8);
+    }
+  }
+  EXPECT_TRUE(found) << markets.dump();
+
+  Credit("carl", "20");
+  auto bid = client_->Call("POST", "/v1/bids",
+                           {{"gpu", "H100 SXM"}, {"gpus", 2}, {"market", true}}, customer);
+  ASSERT_EQ(bid.status, 201) << bid.body;
+  json b = bid.Json();
+  EXPECT_EQ(b["status"], "filled");
+  ASSERT_TRUE(b["lease_id"].is_number());
+  EXPECT_EQ(b["lease"]["price_usd_per_gpu_hour"], "2.880");
+  EXPECT_EQ(b["lease"]["hourly_usd"], "5.760000");
+  EXPECT_EQ(b["lease"]["gpu_indices"], json::array({0, 1}));
+  EXPECT_EQ(Available(customer), "14.240000");
+  json earnings = Get("/v1/earnings", provider);
+  EXPECT_EQ(earnings["gross"], "5.760000");
+  EXPECT_EQ(earnings["fees"], "0.576000");
+  EXPECT_EQ(earnings["net"], "5.184000");
+  EXPECT_EQ(earnings["available"], "5.184000");
+  json leases = Get("/v1/leases", customer);
+  ASSERT_EQ(leases["leases"].size(), 1u);
+  EXPECT_EQ(leases["leases"][0]["status"], "active");
+  json book = Get("/v1/markets/h100-sxm/book");
+  EXPECT_EQ(book["asks"][0]["gpus"], 6);
+  json trades = Get("/v1/markets/H100%20SXM/trades");
+  ASSERT_EQ(trades["trades"].size(), 1u);
+  EXPECT_EQ(trades["trades"][0]["gpus"], 2);
+  ExpectBooksBalance();
+
+  Advance(3600);  // hour 2
+  EXPECT_EQ(Available(customer), "8.480000");
+  Restart();
+  admin_ = LogIn(*client_, "root", "admin password 123");
+  EXPECT_EQ(Available(customer), "8.480000");
+  Advance(3600);  // hour 3
+  EXPECT_EQ(Available(customer), "2.720000");
+  Advance(7 * 24 * 3600);  // hour 4 cannot be paid: the lease ends at that boundary
+  EXPECT_EQ(Available(customer), "2.720000");
+  json lease = Get("/v1/leases/" + std::to_string(b["lease_id"].get<long long>()), customer);
+  EXPECT_EQ(lease["status"], "ended");
+  EXPECT_EQ(lease["end_reason"], "unpaid");
+  EXPECT_EQ(lease["hours_paid"], 3);
+  EXPECT_EQ(lease["charged_usd"], "17.280000");
+  EXPECT_EQ(Get("/v1/markets/h100-sxm/book")["asks"][0]["gpus"], 8);  // back on the book
+  earnings = Get("/v1/earnings", provider);
+  EXPECT_EQ(earnings["net"], "15.552000");
+  EXPECT_EQ(earnings["gpu_hours"], 6);
+  // The provider asks for a payout; an admin marks it paid.
+  auto payout = client_->Call("POST", "/v1/payouts", {{"amount", "15.00"}}, provider);
+  ASSERT_EQ(payout.status, 201) << payout.body;
+  EXPECT_EQ(payout.Json()["status"], "pending");
+  EXPECT_EQ(Get("/v1/earnings", provider)["available"], "0.552000");
+  json pending = Get("/v1/admin/payouts", admin_);
+  ASSERT_EQ(pending["payouts"].size(), 1u);
+  EXPECT_EQ(pending["payouts"][0]["username"], "paula");
+  auto paid = client_->Call(
+      "POST", "/v1/admin/payouts/" + std::to_string(payout.Json()["id"].get<long long>()) + "/paid",
+      nullptr, admin_);
+  ASSERT_EQ(paid.status, 200) << paid.body;
+  EXPECT_EQ(paid.Json()["status"], "paid");
+  EXPECT_EQ(Get("/v1/earnings", provider)["paid_out"], "15.000000");
+  ExpectBooksBalance();
+}
+
+TEST_P(MarketApiTest, RestingBidsHoldAnHourAndFillWhenAnAskArrives) {
+  std::string provider = User("paula", {"provider"});
+  std::string customer = User("carl", {"customer"});
+  Credit("carl", "50");
+  auto bid = client_->Call("POST", "/v1/bids",
+                           {{"gpu", "A100 SXM"}, {"gpus", 4}, {"region", "DFW-1"},
+                            {"limit_usd_per_gpu_hour", "2.000"}, {"time_in_force", "gtc"}},
+                           customer);
+  ASSERT_EQ(bid.status, 201) << bid.body;
+  EXPECT_EQ(bid.Json()["status"], "resting");
+  EXPECT_EQ(bid.Json()["hold"], "8.000000");
+  EXPECT_EQ(Available(customer), "42.000000");
+  json book = Get("/v1/markets/A100%20SXM/book");
+  ASSERT_EQ(book["bids"].size(), 1u);
+  EXPECT_EQ(book["bids"][0]["price_usd_per_gpu_hour"], "2.000");
+  EXPECT_EQ(book["bids"][0]["gpus"], 4);
+  // A machine in another region does not fill it; one in DFW-1 at a lower price does, at the bid's
+  // price (the resting order's).
+  auto iad = client_->Call("POST", "/v1/machines",
+                           {{"gpu", "A100 SXM"}, {"gpus", 8}, {"region", "IAD-1"}, {"vcpus", 8},
+                            {"ram_gb", 64}, {"disk_gb", 100}},
+                           provider);
+  auto ask1 = client_->Call("POST", "/v1/asks",
+                            {{"machine_id", iad.Json()["id"]}, {"price_usd_per_gpu_hour", "1.500"},
+                             {"available_until", Later(3)}},
+                            provider);
+  ASSERT_EQ(ask1.status, 201) << ask1.body;
+  EXPECT_TRUE(ask1.Json()["filled_lease_ids"].empty());
+  auto dfw = client_->Call("POST", "/v1/machines",
+                           {{"gpu", "a100-sxm"}, {"gpus", 8}, {"region", "dfw-1"}, {"vcpus", 8},
+                            {"ram_gb", 64}, {"disk_gb", 100}},
+                           provider);
+  auto ask2 = client_->Call("POST", "/v1/asks",
+                            {{"machine_id", dfw.Json()["id"]}, {"price_usd_per_gpu_hour", "1.800"},
+                             {"available_until", Later(3)}},
+                            provider);
+  ASSERT_EQ(ask2.status, 201) << ask2.body;
+  ASSERT_EQ(ask2.Json()["filled_lease_ids"].size(), 1u);
+  json bids = Get("/v1/bids", customer);
+  EXPECT_EQ(bids["bids"][0]["status"], "filled");
+  json lease = Get("/v1/leases/" + std::to_string(bids["bids"][0]["lease_id"].get<long long>()),
+                   customer);
+  EXPECT_EQ(lease["price_usd_per_gpu_hour"], "2.000");
+  EXPECT_EQ(Available(customer), "42.000000");  // the hold became the first hour
+  // The customer stops it; the paid hour is not refunded; the GPUs go back on the book.
+  auto stop = client_->Call("POST", "/v1/leases/" + std::to_string(lease["id"].get<long long>()) +
+                                        "/stop",
+                            nullptr, customer);
+  ASSERT_EQ(stop.status, 200) << stop.body;
+  EXPECT_EQ(stop.Json()["end_reason"], "stopped");
+  EXPECT_EQ(Available(customer), "42.000000");
+  EXPECT_EQ(Get("/v1/markets/a100-sxm/book")["asks"][0]["gpus"], 8);
+  // A second resting bid, cancelled: the hold is released.
+  auto again = client_->Call("POST", "/v1/bids",
+                             {{"gpu", "A100 SXM"}, {"gpus", 1}, {"limit_usd_per_gpu_hour", "1.000"}},
+                             customer);
+  ASSERT_EQ(again.status, 201);
+  EXPECT_EQ(again.Json()["status"], "resting");
+  EXPECT_EQ(Available(customer), "41.000000");
+  auto cancel = client_->Call("DELETE", "/v1/bids/" + std::to_string(again.Json()["id"].get<long long>()),
+                              nullptr, customer);
+  ASSERT_EQ(cancel.status, 200) << cancel.body;
+  EXPECT_EQ(cancel.Json()["status"], "cancelled");
+  EXPECT_EQ(Available(customer), "42.000000");
+  ExpectBooksBalance();
+}
+
+TEST_P(MarketApiTest, BadCallsGetClearErrors) {
+  std::string provider = User("paula", {"provider"});
+  std::string customer = User("carl", {"customer"});
+  auto machine = client_->Call("POST", "/v1/machines",
+                               {{"gpu", "H100 SXM"}, {"gpus", 4}, {"region", "IAD-1"}, {"vcpus", 8},
+                                {"ram_gb", 64}, {"disk_gb", 100}},
+                               provider);
+  ASSERT_EQ(machine.status, 201);
+  long long machine_id = machine.Json()["id"];
+  struct Case {
+    const char* name;
+    const char* method;
+    std::string path;
+    json body;
+    std::string token;
+    int status;
+    const char* code;
+  };
+  const Case cases[] = {
+      {"no token", "POST", "/v1/bids", {{"gpu", "H100 SXM"}}, "", 401, "unauthenticated"},
+      {"customer lists a machine", "POST", "/v1/machines",
+       {{"gpu", "H100 SXM"}, {"gpus", 1}, {"region", "IAD-1"}, {"vcpus", 1}, {"ram_gb", 1}, {"disk_gb", 1}},
+       customer, 403, "permission_denied"},
+      {"unknown GPU", "POST", "/v1/machines",
+       {{"gpu", "Voodoo 2"}, {"gpus", 1}, {"region", "IAD-1"}, {"vcpus", 1}, {"ram_gb", 1}, {"disk_gb", 1}},
+       provider, 400, "invalid_argument"},
+      {"unknown region", "POST", "/v1/machines",
+       {{"gpu", "H100 SXM"}, {"gpus", 1}, {"region", "MARS-1"}, {"vcpus", 1}, {"ram_gb", 1}, {"disk_gb", 1}},
+       provider, 400, "invalid_argument"},
+      {"17 GPUs", "POST", "/v1/machines",
+       {{"gpu", "H100 SXM"}, {"gpus", 17}, {"region", "IAD-1"}, {"vcpus", 1}, {"ram_gb", 1}, {"disk_gb", 1}},
+       provider, 400, "invalid_argument"},
+      {"price as a number", "POST", "/v1/asks",
+       {{"machine_id", machine_id}, {"price_usd_per_gpu_hour", 2.88}, {"available_until", Later(1)}},
+       provider, 400, "invalid_argument"},
+      {"price off the tick", "POST", "/v1/asks",
+       {{"machine_id", machine_id}, {"price_usd_per_gpu_hour", "2.8805"}, {"available_until", Later(1)}},
+       provider, 400, "invalid_argument"},
+      {"bad time", "POST", "/v1/asks",
+       {{"machine_id", machine_id}, {"price_usd_per_gpu_hour", "2.880"}, {"available_until", "tomorrow"}},
+       provider, 400, "invalid_argument"},
+      {"someone else's machine", "POST", "/v1/asks",
+       {{"machine_id", machine_id + 1000}, {"price_usd_per_gpu_hour", "2.880"}, {"available_until", Later(1)}},
+       provider, 404, "not_found"},
+      {"unknown field", "POST", "/v1/bids",
+       {{"gpu", "H100 SXM"}, {"gpus", 1}, {"market", true}, {"colour", "red"}}, customer, 400,
+       "invalid_argument"},
+      {"neither limit nor market", "POST", "/v1/bids", {{"gpu", "H100 SXM"}, {"gpus", 1}}, customer,
+       400, "invalid_argument"},
+      {"market and gtc", "POST", "/v1/bids",
+       {{"gpu", "H100 SXM"}, {"gpus", 1}, {"market", true}, {"time_in_force", "gtc"}}, customer, 400,
+       "invalid_argument"},
+      {"bad time in force", "POST", "/v1/bids",
+       {{"gpu", "H100 SXM"}, {"gpus", 1}, {"market", true}, {"time_in_force", "fok"}}, customer, 400,
+       "invalid_argument"},
+      {"bid without funds", "POST", "/v1/bids",
+       {{"gpu", "H100 SXM"}, {"gpus", 1}, {"limit_usd_per_gpu_hour", "3.000"}}, customer, 402,
+       "insufficient_funds"},
+      {"cancel an unknown bid", "DELETE", "/v1/bids/999", nullptr, customer, 404, "not_found"},
+      {"cancel a bid called x", "DELETE", "/v1/bids/x", nullptr, customer, 404, "not_found"},
+      {"stop an unknown lease", "POST", "/v1/leases/5/stop", nullptr, customer, 404, "not_found"},
+      {"unknown market book", "GET", "/v1/markets/nope/book", nullptr, "", 404, "not_found"},
+      {"book levels out of range", "GET", "/v1/markets/H100%20SXM/book?levels=0", nullptr, "", 400,
+       "invalid_argument"},
+      {"payout beyond earnings", "POST", "/v1/payouts", {{"amount", "5.00"}}, provider, 402,
+       "insufficient_funds"},
+      {"payout as a number", "POST", "/v1/payouts", {{"amount", 5}}, provider, 400,
+       "invalid_argument"},
+      {"payout paid by a provider", "POST", "/v1/admin/payouts/1/paid", nullptr, provider, 403,
+       "permission_denied"},
+  };
+  for (const auto& c : cases) {
+    auto r = client_->Call(c.method, c.path, c.body, c.token);
+    EXPECT_EQ(r.status, c.status) << c.name << ": " << r.body;
+    EXPECT_EQ(r.Json()["error"]["code"], c.code) << c.name << ": " << r.body;
+    EXPECT_FALSE(r.Json()["error"]["message"].get<std::string>().empty()) << c.name;
+  }
+  auto ask = client_->Call("POST", "/v1/asks",
+                           {{"machine_id", machine_id}, {"price_usd_per_gpu_hour", "2.880"},
+                            {"available_until", Later(1)}},
+                           provider);
+  ASSERT_EQ(ask.status, 201);
+  auto twice = client_->Call("POST", "/v1/asks",
+                             {{"machine_id", machine_id}, {"price_usd_per_gpu_hour", "2.000"},
+                              {"available_until", Later(1)}},
+                             provider);
+  EXPECT_EQ(twice.status, 409) << twice.body;
+  auto cancel = client_->Call("DELETE", "/v1/asks/" + std::to_string(ask.Json()["id"].get<long long>()),
+                              nullptr, provider);
+  EXPECT_EQ(cancel.status, 200);
+  EXPECT_EQ(cancel.Json()["status"], "cancelled");
+  // The server is healthy and nothing above moved money.
+  ExpectBooksBalance();
+}
+
+INSTANTIATE_TEST_SUITE_P(Backends, MarketApiTest, ::testing::Values("sqlite", "postgresql"));
+
+}  // namespace
+}  // namespace gpuhub::testing
