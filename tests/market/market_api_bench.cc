@@ -1,0 +1,167 @@
+// Durable orders per second end to end: a real `gpuhub serve` (SQLite with synchronous=FULL, or
+// PostgreSQL with GPUHUB_TEST_PG_URL and --pg), many keep-alive HTTP clients placing bids (GTC
+// that rest, IOC that trade against the asks on the book or are cancelled) and cancelling their
+// resting bids. Every 2xx answer was committed to the database before it was sent (group commit),
+// so this is durable throughput. Prints orders/s and latency percentiles per request.
+//
+//   market_api_bench [--seconds N] [--clients N] [--pg]
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cstdio>
+#include <cstring>
+#include <ctime>
+#include <mutex>
+#include <random>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "harness.h"
+
+using namespace gpuhub::testing;
+
+int main(int argc, char** argv) {
+  int seconds = 10, clients = 16;
+  bool pg = false;
+  for (int i = 1; i < argc; ++i) {
+    if (!std::strcmp(argv[i], "--seconds") && i + 1 < argc) seconds = std::atoi(argv[++i]);
+    if (!std::strcmp(argv[i], "--clients") && i + 1 < argc) clients = std::atoi(argv[++i]);
+    if (!std::strcmp(argv[i], "--pg")) pg = true;
+  }
+  TempDir dir;
+  std::string db = FreshDatabaseUrl(pg ? "postgresql" : "sqlite", dir);
+  if (db.empty()) {
+    std::fprintf(stderr, "--pg needs GPUHUB_TEST_PG_URL\n");
+    return 2;
+  }
+  ServerOptions options;
+  options.db = db;
+  options.clock = "real";
+  {
+    ServerProcess probe(dir, options);
+    auto admin = RunGpuhub({"admin", "create-user", "--username", "root", "--role", "admin", "--db",
+                            db, "--config", probe.config_path()},
+                           "admin password 123\n");
+    if (admin.exit_code != 0) {
+      std::fprintf(stderr, "%s\n", admin.output.c_str());
+      return 1;
+    }
+  }
+  ServerProcess server(dir, options);
+  if (!server.Start()) {
+    std::fprintf(stderr, "%s\n", server.Log().c_str());
+    return 1;
+  }
+  HttpClient setup(server.port());
+  std::string admin = LogIn(setup, "root", "admin password 123");
+  // Providers with asks on the book (so IOC bids trade), customers with money.
+  setup.Call("POST", "/v1/accounts",
+                      {{"username", "prov"}, {"password", "correct horse battery staple"},
+                       {"roles", {"provider"}}});
+  std::string provider = LogIn(setup, "prov");
+  std::string until;
+  {
+    std::time_t t = std::chrono::system_clock::to_time_t(std::chrono::system_clock::now() +
+                                                         std::chrono::hours(24 * 300));
+    char buf[32];
+    std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", std::gmtime(&t));
+    until = buf;
+  }
+  for (int m = 0; m < 200; ++m) {
+    auto machine = setup.Call("POST", "/v1/machines",
+                              {{"gpu", "H100 SXM"}, {"gpus", 8}, {"region", "IAD-1"}, {"vcpus", 8},
+                               {"ram_gb", 64}, {"disk_gb", 100}},
+                              provider);
+    auto ask = setup.Call("POST", "/v1/asks",
+                          {{"machine_id", machine.Json()["id"]},
+                           {"price_usd_per_gpu_hour", std::to_string(2 + m % 3) + ".500"},
+                           {"available_until", until}},
+                          provider);
+    if (ask.status != 201) {
+      std::fprintf(stderr, "ask refused: %s\n", ask.body.c_str());
+      return 1;
+    }
+  }
+  std::vector<std::string> tokens;
+  for (int c = 0; c < clients; ++c) {
+    std::string name = "cust" + std::to_string(c);
+    tokens.push_back(SignUpAndLogIn(setup, name));
+    setup.Call("POST", "/v1/admin/credits",
+               {{"username", name}, {"amount", "1000000"}, {"currency", "USD"}, {"reason", "bench"}},
+               admin);
+  }
+
+  std::atomic<bool> stop{false};
+  std::atomic<long long> orders{0}, cancels{0}, fills{0}, errors{0};
+  std::mutex m;
+  std::vector<double> latencies_us;
+  std::vector<std::thread> threads;
+  auto started = std::chrono::steady_clock::now();
+  for (int c = 0; c < clients; ++c) {
+    threads.emplace_back([&, c] {
+      HttpClient client(server.port());
+      std::mt19937_64 rng(static_cast<unsigned>(c) + 1);
+      std::vector<long long> resting;
+      std::vector<double> mine;
+      while (!stop.load()) {
+        auto t0 = std::chrono::steady_clock::now();
+        HttpResponse resp;
+        bool cancel = !resting.empty() && rng() % 100 < 40;
+        if (cancel) {
+          long long id = resting.back();
+          resting.pop_back();
+          resp = client.Call("DELETE", "/v1/bids/" + std::to_string(id), nullptr,
+                             tokens[static_cast<std::size_t>(c)]);
+          if (resp.status == 200) ++cancels;
+        } else {
+          bool gtc = rng() % 100 < 75;
+          json body = {{"gpu", "H100 SXM"}, {"gpus", 1 + static_cast<int>(rng() % 2)}};
+          // GTC bids rest below the asks; IOC bids cross (and open a lease) or find nothing.
+          body["limit_usd_per_gpu_hour"] = gtc ? "1." + std::to_string(100 + rng() % 800)
+                                               : (rng() % 10 < 3 ? "9.000" : "2.000");
+          body["time_in_force"] = gtc ? "gtc" : "ioc";
+          resp = client.Call("POST", "/v1/bids", body, tokens[static_cast<std::size_t>(c)]);
+          if (resp.status == 201) {
+            json b = resp.Json();
+            if (b["status"] == "resting") resting.push_back(b["id"]);
+            if (b["status"] == "filled") ++fills;
+          }
+        }
+        double us = std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0)
+                        .count();
+        if (resp.status >= 200 && resp.status < 300) {
+          ++orders;
+          mine.push_back(us);
+        } else {
+          ++errors;
+        }
+      }
+      std::lock_guard<std::mutex> lock(m);
+      latencies_us.insert(latencies_us.end(), mine.begin(), mine.end());
+    });
+  }
+  std::this_thread::sleep_for(std::chrono::seconds(seconds));
+  stop = true;
+  for (auto& t : threads) t.join();
+  double elapsed =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+  std::sort(latencies_us.begin(), latencies_us.end());
+  auto at = [&](double q) {
+    return latencies_us.empty()
+               ? 0.0
+               : latencies_us[std::min(latencies_us.size() - 1,
+                                       static_cast<std::size_t>(q * static_cast<double>(latencies_us.size())))];
+  };
+  auto check = setup.Call("GET", "/v1/admin/market", nullptr, admin);
+  std::printf(
+      "durable orders through the API (%s, %d clients, %.1f s): %lld orders+cancels acknowledged "
+      "(%.0f/s), %lld cancels, %lld fills, %lld errors; latency p50 %.2f ms, p99 %.2f ms, p99.9 "
+      "%.2f ms; invariants %s, settlement %s\n",
+      pg ? "PostgreSQL" : "SQLite", clients, elapsed, orders.load(),
+      static_cast<double>(orders.load()) / elapsed, cancels.load(), fills.load(), errors.load(),
+      at(0.5) / 1000, at(0.99) / 1000, at(0.999) / 1000,
+      check.Json()["invariants"].get<std::string>().c_str(),
+      check.Json()["settlement"].get<std::string>().c_str());
+  return errors.load() == 0 && check.Json()["invariants"] == "ok" ? 0 : 1;
+}
