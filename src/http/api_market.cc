@@ -23,12 +23,20 @@
 //   GET    /v1/admin/market  (the exchange's invariants against the ledger)
 // Anyone:
 //   GET    /v1/markets, GET /v1/markets/{gpu}/book?levels=N, GET /v1/markets/{gpu}/trades?limit=N
+//   GET    /v1/offers[?gpu=NAME]  the asks that can be taken now, cheapest first (what a fit on
+//          live prices ranks: `gpuhub fit --prices market --server URL` reads it)
+//   POST   /v1/fit {..., "prices": "market"}  (api_read.cc hands it to FitOnMarketPrices)
 #include "core/strings.h"
 #include "engine/market.h"
 #include "engine/wallets.h"
 #include "http/api.h"
 #include "http/limits.h"
 #include "market/limits.h"
+
+#ifdef GPUHUB_HAVE_FIT
+#include "catalog/catalog.h"
+#include "fit/market_fit.h"
+#endif
 
 namespace gpuhub::http {
 namespace {
@@ -141,6 +149,24 @@ json PayoutJson(const market::Payout& p) {
           {"updated_at", FormatTimestamp(p.updated_at)}};
 }
 
+json OffersJson(const std::vector<market::Offer>& offers) {
+  json list = json::array();
+  for (const auto& o : offers) {
+    list.push_back({{"ask_id", o.ask_id},
+                    {"machine_id", o.machine_id},
+                    {"gpu", o.gpu},
+                    {"region", o.region},
+                    {"gpus_free", o.free_gpus},
+                    {"min_gpus", o.min_gpus},
+                    {"price_usd_per_gpu_hour", FormatPrice(o.price_micros)},
+                    {"available_until", FormatTimestamp(o.available_until)},
+                    {"vcpus", o.vcpus},
+                    {"ram_gb", o.ram_gb},
+                    {"disk_gb", o.disk_gb}});
+  }
+  return list;
+}
+
 const market::Exchange& X(engine::Txn& txn) { return txn.state.market->exchange; }
 
 // ----- Input ----------------------------------------------------------------------------------
@@ -158,10 +184,13 @@ Result<std::int64_t> PriceField(const json& body, std::string_view field) {
   auto it = body.find(field);
   if (it != body.end() && it->is_number()) {
     return Status::InvalidArgument("field '" + std::string(field) +
-                                   "' must be a decimal string such as \"2.880\", not a JSON number");
+                                   "' must be a decimal string such as \"2.880\", not a JSON number")
+        .WithField(std::string(field));
   }
   GPUHUB_ASSIGN_OR_RETURN(std::string text, RequiredString(body, field));
-  return market::ParsePriceMicros(text, std::string(field));
+  auto price = market::ParsePriceMicros(text, std::string(field));
+  if (!price.ok()) return price.status().WithField(std::string(field));
+  return *price;
 }
 
 Result<TimestampMicros> TimeField(const json& body, std::string_view field) {
@@ -169,7 +198,8 @@ Result<TimestampMicros> TimeField(const json& body, std::string_view field) {
   auto t = ParseTimestamp(text);
   if (!t.ok()) {
     return Status::InvalidArgument("field '" + std::string(field) +
-                                   "' must be an RFC 3339 time such as \"2026-12-31T18:00:00Z\"");
+                                   "' must be an RFC 3339 time such as \"2026-12-31T18:00:00Z\"")
+        .WithField(std::string(field));
   }
   return *t;
 }
@@ -231,24 +261,30 @@ Result<market::BidSpec> ParseBid(const Request& r) {
   if (region) spec.region = *region;
   auto market_it = body.find("market");
   if (market_it != body.end() && !market_it->is_null()) {
-    if (!market_it->is_boolean()) return Status::InvalidArgument("field 'market' must be true or false");
+    if (!market_it->is_boolean()) {
+      return Status::InvalidArgument("field 'market' must be true or false").WithField("market");
+    }
     spec.is_market = market_it->get<bool>();
   }
   bool has_limit = body.contains("limit_usd_per_gpu_hour") && !body["limit_usd_per_gpu_hour"].is_null();
   if (spec.is_market && has_limit) {
     return Status::InvalidArgument(
-        "send either \"market\": true or limit_usd_per_gpu_hour, not both");
+               "send either \"market\": true or limit_usd_per_gpu_hour, not both")
+        .WithField("limit_usd_per_gpu_hour");
   }
   if (!spec.is_market) {
     if (!has_limit) {
       return Status::InvalidArgument(
-          "a bid needs limit_usd_per_gpu_hour (such as \"3.000\") or \"market\": true");
+                 "a bid needs limit_usd_per_gpu_hour (such as \"3.000\") or \"market\": true")
+          .WithField("limit_usd_per_gpu_hour");
     }
     GPUHUB_ASSIGN_OR_RETURN(spec.limit_micros, PriceField(body, "limit_usd_per_gpu_hour"));
   }
   GPUHUB_ASSIGN_OR_RETURN(auto tif, OptionalString(body, "time_in_force"));
   if (tif) {
-    GPUHUB_ASSIGN_OR_RETURN(spec.time_in_force, market::ParseTimeInForce(*tif));
+    auto parsed = market::ParseTimeInForce(*tif);
+    if (!parsed.ok()) return parsed.status().WithField("time_in_force");
+    spec.time_in_force = *parsed;
   } else {
     spec.time_in_force = spec.is_market ? market::TimeInForce::kIoc : market::TimeInForce::kGtc;
   }
@@ -258,7 +294,10 @@ Result<market::BidSpec> ParseBid(const Request& r) {
   GPUHUB_ASSIGN_OR_RETURN(auto currency, OptionalString(body, "currency"));
   if (currency) {
     auto c = ParseCurrency(*currency);
-    if (!c.ok()) return Status::InvalidArgument("field 'currency' must be USD, EUR or GBP");
+    if (!c.ok()) {
+      return Status::InvalidArgument("field 'currency' must be USD, EUR or GBP")
+          .WithField("currency");
+    }
     spec.currency = *c;
   }
   return spec;
@@ -548,6 +587,57 @@ void RegisterMarketRoutes(Router& router, ApiContext& api) {
                    return Reply{200, {{"gpu", name}, {"trades", list}}};
                  });
   });
+  router.Add("GET", "/v1/offers", [&api](const Request& r, Responder respond) {
+    std::string gpu;
+    if (auto it = r.query.find("gpu"); it != r.query.end()) gpu = it->second;
+    RunAnonymous(api, r, std::move(respond), false, [gpu](Txn& txn) -> Result<Reply> {
+      GPUHUB_ASSIGN_OR_RETURN(auto offers, X(txn).Offers(gpu, txn.now));
+      return Reply{200, {{"offers", OffersJson(offers)}, {"as_of", FormatTimestamp(txn.now)}}};
+    });
+  });
+}
+
+Result<bool> TakePricesField(std::string* body) {
+  json parsed = json::parse(*body, nullptr, /*allow_exceptions=*/false);
+  if (parsed.is_discarded() || !parsed.is_object() || !parsed.contains("prices")) return false;
+  const json& prices = parsed["prices"];
+  if (!prices.is_string() || (prices != "list" && prices != "market")) {
+    return Status::InvalidArgument(
+        "field 'prices' must be \"list\" (the fleet's list prices) or \"market\" (live offers "
+        "on the spot exchange)");
+  }
+  bool market = prices == "market";
+  parsed.erase("prices");
+  *body = parsed.dump();
+  return market;
+}
+
+void FitOnMarketPrices(ApiContext& api, std::shared_ptr<const catalog::Catalog> catalog,
+                       std::string data_dir, std::string body, Responder respond) {
+#ifdef GPUHUB_HAVE_FIT
+  // Read the book on the writer (a consistent snapshot), fit once it is answered: the fit is pure
+  // and takes microseconds, so it runs in the completion.
+  api.engine.Execute<std::vector<market::Offer>>(
+      [](engine::Txn& txn) { return X(txn).Offers("", txn.now); },
+      [catalog = std::move(catalog), data_dir = std::move(data_dir), body = std::move(body),
+       respond = std::move(respond)](Result<std::vector<market::Offer>> offers) {
+        if (!offers.ok()) return respond(Response::Error(offers.status()));
+        std::vector<fit::MarketOffer> book;
+        book.reserve(offers->size());
+        for (const auto& o : *offers) {
+          book.push_back({o.ask_id, o.machine_id, o.gpu, o.region, o.free_gpus, o.min_gpus,
+                          o.price_micros, FormatTimestamp(o.available_until)});
+        }
+        auto out = fit::HandleMarketFitJson(body, data_dir, *catalog, book);
+        respond(out.ok() ? Response::Json(200, *out) : Response::Error(out.status()));
+      });
+#else
+  (void)api;
+  (void)catalog;
+  (void)data_dir;
+  (void)body;
+  respond(Response::Error(503, "unavailable", "the fit engine is not built in"));
+#endif
 }
 
 }  // namespace gpuhub::http
