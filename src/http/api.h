@@ -27,6 +27,10 @@
 #include "http/rate_limit.h"
 #include "http/router.h"
 
+namespace gpuhub::catalog {
+struct Catalog;
+}
+
 namespace gpuhub::http {
 
 using json = nlohmann::ordered_json;
@@ -116,6 +120,13 @@ void RegisterAdminRoutes(Router& router, ApiContext& api);
 void RegisterWalletRoutes(Router& router, ApiContext& api);
 // The spot exchange (api_market.cc): machines, asks, bids, leases, earnings, payouts, market data.
 void RegisterMarketRoutes(Router& router, ApiContext& api);
+// POST /v1/fit's "prices": "list" (default: the term fleet's list prices) or "market" (the spot
+// exchange's book). Takes the field out of `body` (a JSON object); true for "market".
+Result<bool> TakePricesField(std::string* body);
+// Answers POST /v1/fit on live prices (api_market.cc): the book's offers are read on the writer,
+// the fit runs on them; `catalog` must outlive the answer (shared ownership).
+void FitOnMarketPrices(ApiContext& api, std::shared_ptr<const catalog::Catalog> catalog,
+                       std::string data_dir, std::string body, Responder respond);
 // The public read API (catalog, size, fit, guide); `data_dir` holds catalog.toml and models/.
 void RegisterReadRoutes(Router& router, ApiContext& api, const std::string& data_dir);
 

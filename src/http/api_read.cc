@@ -34,7 +34,7 @@ Response Cached(const std::string& body) {
 
 }  // namespace
 
-void RegisterReadRoutes(Router& router, ApiContext&, const std::string& data_dir) {
+void RegisterReadRoutes(Router& router, ApiContext& api, const std::string& data_dir) {
   auto data = std::make_shared<ReadData>();
   data->data_dir = data_dir;
   auto loaded = catalog::LoadCatalog(data_dir + "/catalog.toml");
@@ -74,11 +74,19 @@ void RegisterReadRoutes(Router& router, ApiContext&, const std::string& data_dir
     auto out = fit::HandleSizeJson(r.body, data->data_dir);
     respond(out.ok() ? Response::Json(200, *out) : Response::Error(out.status()));
   });
-  router.Add("POST", "/v1/fit", [data, unavailable](const Request& r, Responder respond) {
+  router.Add("POST", "/v1/fit", [data, unavailable, &api](const Request& r, Responder respond) {
     if (!data->catalog) return respond(unavailable());
     Status depth = CheckJsonDepth(r.body, 32);
     if (!depth.ok()) return respond(Response::Error(depth));
-    auto out = fit::HandleFitJson(r.body, data->data_dir, *data->catalog);
+    // "prices": "market" fits on the spot exchange's live offers (api_market.cc).
+    std::string body = r.body;
+    auto market = TakePricesField(&body);
+    if (!market.ok()) return respond(Response::Error(market.status()));
+    if (*market) {
+      return FitOnMarketPrices(api, std::shared_ptr<const catalog::Catalog>(data, &*data->catalog),
+                               data->data_dir, std::move(body), std::move(respond));
+    }
+    auto out = fit::HandleFitJson(body, data->data_dir, *data->catalog);
     respond(out.ok() ? Response::Json(200, *out) : Response::Error(out.status()));
   });
 }
