@@ -1,6 +1,7 @@
 // `gpuhub size`, `gpuhub fit`, `gpuhub guide`, `gpuhub catalog`: thin wrappers that turn flags into
 // a fit::RequestFields and print the reports of src/fit (the same code that answers the HTTP API).
 #include <CLI/CLI.hpp>
+#include <cstdlib>
 #include <iostream>
 #include <memory>
 #include <optional>
@@ -8,6 +9,7 @@
 
 #include "catalog/catalog.h"
 #include "cli/command_registry.h"
+#include "cli/market_fit.h"
 #include "core/money.h"
 #include "core/strings.h"
 #include "fit/fit.h"
@@ -46,6 +48,7 @@ struct Flags {
   std::string region, max_monthly_usd, top, gpu;
   std::string catalog_path;
   std::string hourly_rate;  // catalog --hourly-rate
+  std::string prices = "list", server;  // fit --prices market --server URL
 
   std::map<std::string, CLI::Option*> options;
   bool Given(const std::string& name) const {
@@ -195,6 +198,18 @@ void RunFit(const Flags& f) {
   if (!fields.ok()) return FailWith(fields.status());
   auto fleet = LoadCatalogOrFail(f);
   if (!fleet) return;
+  if (f.prices != "list" && f.prices != "market") {
+    return FailBadInput("--prices must be list (the fleet's list prices) or market (live offers of "
+                        "a server's spot exchange)");
+  }
+  if (f.prices == "market") {
+    std::string server = f.server;
+    if (server.empty()) {
+      if (const char* env = std::getenv("GPUHUB_SERVER")) server = env;
+    }
+    return RunMarketFit(*fields, CliContext(), *fleet, server, f.json);
+  }
+  if (!f.server.empty()) return FailBadInput("--server applies to --prices market");
   auto request = fit::ResolveFitRequest(*fields, CliContext(), *fleet);
   if (!request.ok()) return FailWith(request.status());
   auto result = fit::Fit(*fleet, request->model, request->workload, request->filters);
@@ -281,6 +296,13 @@ void AddSizingCommands(CLI::App& app) {
   fit_flags.options["--gpu"] = fit_cmd->add_option(
       "--gpu", fit_flags.gpu, "only this card of the term fleet (\"H100 SXM\")");
   AddCatalogFlag(fit_cmd, fit_flags);
+  fit_cmd->add_option("--prices", fit_flags.prices,
+                      "list (the fleet's list prices) or market (live offers on a server's spot "
+                      "exchange, per hour)")
+      ->default_str("list");
+  fit_cmd->add_option("--server", fit_flags.server,
+                      "with --prices market: a running gpuhub serve, http://HOST:PORT "
+                      "(default $GPUHUB_SERVER)");
   fit_cmd->callback([] { RunFit(fit_flags); });
 
   CLI::App* guide = app.add_subcommand(

@@ -1,0 +1,46 @@
+// The CLI side of the spot exchange: fit on live prices (see market_fit.h).
+#include <iostream>
+
+#include "cli/command_registry.h"
+#include "cli/market_fit.h"
+#include "fit/market_fit.h"
+#include "http/client.h"
+
+namespace gpuhub::cli {
+
+void RunMarketFit(const fit::RequestFields& fields, const fit::RequestContext& context,
+                  const catalog::Catalog& fleet, const std::string& server, bool json) {
+  auto request = fit::ResolveMarketFitRequest(fields, context, fleet);
+  if (!request.ok()) {
+    return request.status().code() == StatusCode::kInvalidArgument ||
+                   request.status().code() == StatusCode::kNotFound
+               ? FailBadInput(request.status().message())
+               : Fail(request.status().message());
+  }
+  if (server.empty()) {
+    return FailBadInput("--prices market needs --server URL (a running gpuhub serve), or "
+                        "GPUHUB_SERVER in the environment");
+  }
+  auto answer = http::HttpGet(server, "/v1/offers");
+  if (!answer.ok()) {
+    return answer.status().code() == StatusCode::kInvalidArgument
+               ? FailBadInput(answer.status().message())
+               : Fail(answer.status().message());
+  }
+  if (answer->status != 200) {
+    return Fail("the server answered " + std::to_string(answer->status) + " to GET /v1/offers: " +
+                answer->body.substr(0, 200));
+  }
+  auto offers = fit::ParseOffersJson(answer->body);
+  if (!offers.ok()) return Fail(offers.status().message() + " (is " + server + " a gpuhub server?)");
+  auto result = fit::FitMarket(fleet, *request, *offers);
+  if (!result.ok()) return FailBadInput(result.status().message());
+  if (json) {
+    std::cout << fit::MarketFitReportJson(*request, *result) << "\n";
+  } else {
+    std::cout << fit::MarketFitReportText(*request, *result);
+  }
+  SetExitCode(kExitOk);
+}
+
+}  // namespace gpuhub::cli
