@@ -3,6 +3,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <ctime>
 #include <thread>
 
 #include "harness.h"
@@ -11,6 +12,14 @@ namespace gpuhub::testing {
 namespace {
 
 constexpr const char* kPassword = "correct horse battery staple";
+
+std::string FormatLater(int days) {
+  auto now = std::chrono::system_clock::now() + std::chrono::hours(24 * days);
+  std::time_t t = std::chrono::system_clock::to_time_t(now);
+  char buf[32];
+  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", std::gmtime(&t));
+  return buf;
+}
 
 class MarketApiTest : public ::testing::TestWithParam<std::string> {
  protected:
@@ -343,6 +352,105 @@ TEST_P(MarketApiTest, BadCallsGetClearErrors) {
   EXPECT_EQ(cancel.Json()["status"], "cancelled");
   // The server is healthy and nothing above moved money.
   ExpectBooksBalance();
+}
+
+TEST_P(MarketApiTest, FitOnLivePricesThroughTheApiAndTheCli) {
+  std::string provider = User("paula", {"provider"});
+  auto offer = [&](const char* gpu, int gpus, const char* price) {
+    auto m = client_->Call("POST", "/v1/machines",
+                           {{"gpu", gpu}, {"gpus", gpus}, {"region", "IAD-1"}, {"vcpus", 8},
+                            {"ram_gb", 64}, {"disk_gb", 100}},
+                           provider);
+    ASSERT_EQ(m.status, 201) << m.body;
+    auto a = client_->Call("POST", "/v1/asks",
+                           {{"machine_id", m.Json()["id"]}, {"price_usd_per_gpu_hour", price},
+                            {"available_until", Later(10)}},
+                           provider);
+    ASSERT_EQ(a.status, 201) << a.body;
+  };
+  offer("H100 SXM", 8, "2.700");
+  offer("A100 SXM", 4, "1.500");
+  json offers = Get("/v1/offers");
+  ASSERT_EQ(offers["offers"].size(), 2u);
+  EXPECT_EQ(offers["offers"][0]["gpu"], "A100 SXM");  // cheapest first
+  // 70B at FP8 needs an FP8 card: the A100 is cheaper but has none.
+  auto fit = client_->Call("POST", "/v1/fit",
+                           {{"model", "70b"}, {"workload", "infer"}, {"precision", "fp8"},
+                            {"prices", "market"}});
+  ASSERT_EQ(fit.status, 200) << fit.body;
+  EXPECT_EQ(fit.Json()["best"]["gpu"], "H100 SXM");
+  EXPECT_EQ(fit.Json()["best"]["exact"]["hourly_usd"], "2.700000");
+  auto bf16 = client_->Call("POST", "/v1/fit",
+                            {{"model", "7b"}, {"workload", "infer"}, {"prices", "market"}});
+  EXPECT_EQ(bf16.Json()["best"]["gpu"], "A100 SXM");
+  auto list = client_->Call("POST", "/v1/fit", {{"model", "7b"}, {"workload", "infer"}});
+  EXPECT_EQ(list.status, 200);
+  EXPECT_TRUE(list.Json()["best"].contains("monthly_usd"));  // list prices as before
+  auto bad = client_->Call("POST", "/v1/fit",
+                           {{"model", "7b"}, {"workload", "infer"}, {"prices", "cheapest"}});
+  EXPECT_EQ(bad.status, 400);
+  // The CLI reads the same book.
+  std::string url = "http://127.0.0.1:" + std::to_string(server_->port());
+  auto cli = RunGpuhub({"fit", "--model", "70b", "--workload", "infer", "--precision", "fp8",
+                        "--prices", "market", "--server", url, "--json"},
+                       "");
+  ASSERT_EQ(cli.exit_code, 0) << cli.output;
+  json out = json::parse(cli.output, nullptr, false);
+  ASSERT_FALSE(out.is_discarded()) << cli.output;
+  EXPECT_EQ(out["best"]["gpu"], "H100 SXM");
+  EXPECT_EQ(out["best"]["ask_id"], fit.Json()["best"]["ask_id"]);
+  auto text = RunGpuhub({"fit", "--model", "7b", "--workload", "infer", "--prices", "market",
+                         "--server", url},
+                        "");
+  ASSERT_EQ(text.exit_code, 0) << text.output;
+  EXPECT_NE(text.output.find("best: A100 SXM"), std::string::npos) << text.output;
+  auto down = RunGpuhub({"fit", "--model", "7b", "--workload", "infer", "--prices", "market",
+                         "--server", "http://127.0.0.1:1"},
+                        "");
+  EXPECT_EQ(down.exit_code, 1) << down.output;
+  EXPECT_NE(down.output.find("cannot reach"), std::string::npos) << down.output;
+}
+
+TEST(MarketFeeTest, ThePlatformFeeComesFromTheConfig) {
+  TempDir dir;
+  ServerOptions options;
+  options.db = FreshDatabaseUrl("sqlite", dir);
+  options.server_extra = "[market]\nfee_percent = \"2.5\"\n";
+  auto r = RunGpuhub({"admin", "create-user", "--username", "root", "--role", "admin", "--db",
+                      options.db, "--config", ServerProcess(dir, options).config_path()},
+                     "admin password 123\n");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  ServerProcess server(dir, options);
+  ASSERT_TRUE(server.Start()) << server.Log();
+  HttpClient client(server.port());
+  std::string admin = LogIn(client, "root", "admin password 123");
+  client.Call("POST", "/v1/accounts",
+              {{"username", "paula"}, {"password", kPassword}, {"roles", {"provider"}}});
+  std::string provider = LogIn(client, "paula", kPassword);
+  std::string customer = SignUpAndLogIn(client, "carl", kPassword);
+  client.Call("POST", "/v1/admin/credits",
+              {{"username", "carl"}, {"amount", "10"}, {"currency", "USD"}, {"reason", "t"}}, admin);
+  auto m = client.Call("POST", "/v1/machines",
+                       {{"gpu", "H100 SXM"}, {"gpus", 1}, {"region", "IAD-1"}, {"vcpus", 1},
+                        {"ram_gb", 1}, {"disk_gb", 1}},
+                       provider);
+  auto a = client.Call("POST", "/v1/asks",
+                       {{"machine_id", m.Json()["id"]}, {"price_usd_per_gpu_hour", "4.000"},
+                        {"available_until", "2099-01-01T00:00:00Z"}},
+                       provider);
+  EXPECT_EQ(a.status, 400) << a.body;  // more than 366 days ahead
+  a = client.Call("POST", "/v1/asks",
+                  {{"machine_id", m.Json()["id"]}, {"price_usd_per_gpu_hour", "4.000"},
+                   {"available_until", FormatLater(2)}},
+                  provider);
+  ASSERT_EQ(a.status, 201) << a.body;
+  auto bid = client.Call("POST", "/v1/bids", {{"gpu", "H100 SXM"}, {"gpus", 1}, {"market", true}},
+                         customer);
+  ASSERT_EQ(bid.status, 201) << bid.body;
+  auto earnings = client.Call("GET", "/v1/earnings", nullptr, provider).Json();
+  EXPECT_EQ(earnings["fees"], "0.100000");  // 2.5% of 4.00
+  EXPECT_EQ(earnings["net"], "3.900000");
+  EXPECT_EQ(earnings["fee_percent"], "2.50");
 }
 
 INSTANTIATE_TEST_SUITE_P(Backends, MarketApiTest, ::testing::Values("sqlite", "postgresql"));
