@@ -241,14 +241,16 @@ Result<RequestFields> ParseRequestJson(std::string_view body, RequestKind kind) 
         if (underscored == candidate.name) hint = " (did you mean '" + underscored + "'?)";
       }
       return Status::InvalidArgument("unknown field '" + key.substr(0, 40) + "'" + hint + "; " +
-                                     verb + " takes: " + FieldList(kind));
+                                     verb + " takes: " + FieldList(kind))
+          .WithField(key.substr(0, 40));
     }
     if (spec->fit_only && kind == RequestKind::kSize) {
-      return Status::InvalidArgument("field '" + key + "' applies to fit, not size");
+      return Status::InvalidArgument("field '" + key + "' applies to fit, not size").WithField(key);
     }
     auto wrong = [&](const char* expected) {
       return Status::InvalidArgument("field '" + key + "' must be " + expected + ", got " +
-                                     TypeName(v));
+                                     TypeName(v))
+          .WithField(key);
     };
     if (v.is_null()) return wrong("present with a value (omit it instead of null)");
     switch (spec->type) {

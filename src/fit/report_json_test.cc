@@ -230,6 +230,46 @@ TEST(RequestJson, ResolveErrorsComeThrough) {
   }
 }
 
+// The API's error body names the request field (Status::field()), so that a form can show the
+// message beside it.
+TEST(RequestJson, ErrorsNameTheirField) {
+  struct Row {
+    const char* body;
+    const char* field;
+  };
+  const Row rows[] = {
+      {R"({"model": "70b", "workload": "infer", "contxt": 5})", "contxt"},
+      {R"({"model": "70b", "workload": "infer", "context": "8192"})", "context"},
+      {R"({"model": "70b", "workload": "infer", "context": 0})", "context"},
+      {R"({"model": "70b", "workload": "infer", "batch": 0})", "batch"},
+      {R"({"model": "70b", "workload": "lora", "rank": 0})", "rank"},
+      {R"({"model": "70b", "workload": "full", "context": 4096})", "context"},
+      {R"({"model": "70b", "workload": "infer", "seq": 4096})", "seq"},
+      {R"({"model": "70b", "workload": "infer", "precision": "fp4"})", "precision"},
+      {R"({"model": "70b", "workload": "infer", "kv_precision": "int4"})", "kv_precision"},
+      {R"({"model": "70b", "workload": "full", "precision": "fp8"})", "precision"},
+      {R"({"model": "70b", "workload": "train"})", "workload"},
+      {R"({"model": "70b"})", "workload"},
+      {R"({"workload": "infer"})", "model"},
+      {R"({"model": "nope-7b", "workload": "infer"})", "model"},
+      {R"({"config": {"a": 1}, "workload": "infer"})", "config"},
+      {R"({"model": "70b", "workload": "infer", "region": "LHR-1"})", "region"},
+      {R"({"model": "70b", "workload": "infer", "max_monthly_usd": "-5"})", "max_monthly_usd"},
+      {R"({"model": "70b", "workload": "infer", "gpus": 2})", "gpus"},
+      {R"({"model": "70b", "workload": "infer", "optimizer": "sgd"})", "optimizer"},
+      {R"({"model": "7b", "workload": "full", "flash_attention": false})", "flash_attention"},
+  };
+  for (const auto& row : rows) {
+    auto r = HandleFitJson(row.body, DataDir(), Fleet());
+    ASSERT_FALSE(r.ok()) << row.body;
+    EXPECT_EQ(r.status().field(), row.field) << row.body << " " << r.status().ToString();
+  }
+  auto size = HandleSizeJson(R"({"model": "70b", "workload": "infer", "gpus": 0})", DataDir());
+  EXPECT_EQ(size.status().field(), "gpus") << size.status().ToString();
+  auto zero = HandleSizeJson(R"({"model": "70b", "workload": "infer", "zero": 3})", DataDir());
+  EXPECT_EQ(zero.status().field(), "zero") << zero.status().ToString();
+}
+
 TEST(GuideJson, KeysAndCells) {
   auto guide = BuildGuide(Fleet());
   ASSERT_TRUE(guide.ok());

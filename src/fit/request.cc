@@ -19,6 +19,27 @@ namespace {
 
 Status Bad(std::string message) { return Status::InvalidArgument(std::move(message)); }
 
+// The request field a CLI flag stands for ("--kv-precision" -> "kv_precision", "--no-double-quant"
+// -> "double_quant"): API errors name it so that a form can show the message beside that field.
+std::string FieldOf(std::string_view flag) {
+  if (flag.rfind("--", 0) == 0) flag.remove_prefix(2);
+  if (flag.rfind("no-", 0) == 0) flag.remove_prefix(3);
+  std::string field(flag);
+  for (char& c : field) c = c == '-' ? '_' : c;
+  return field;
+}
+
+Status BadField(std::string message, std::string_view flag) {
+  return Bad(std::move(message)).WithField(FieldOf(flag));
+}
+
+// The error of a step that is about one field (parsing a precision name, say), naming it.
+template <typename T>
+Result<T> ForField(Result<T> result, std::string_view field) {
+  if (!result.ok()) return result.status().WithField(std::string(field));
+  return result;
+}
+
 std::string MethodPhrase(Method m) {
   switch (m) {
     case Method::kInference:
@@ -38,8 +59,9 @@ std::string MethodPhrase(Method m) {
 Result<int> NarrowInt(std::int64_t value, std::int64_t min, std::int64_t max,
                       const std::string& flag, const std::string& what) {
   if (value < min || value > max) {
-    return Bad(flag + " must be between " + std::to_string(min) + " and " + std::to_string(max) +
-               " (" + what + "), got " + std::to_string(value));
+    return BadField(flag + " must be between " + std::to_string(min) + " and " +
+                        std::to_string(max) + " (" + what + "), got " + std::to_string(value),
+                    flag);
   }
   return static_cast<int>(value);
 }
@@ -48,21 +70,24 @@ Result<int> NarrowInt(std::int64_t value, std::int64_t min, std::int64_t max,
 Status ResolveWorkload(const RequestFields& f, sizing::Workload& w, std::vector<std::string>& notes,
                        const sizing::ModelShape& model) {
   const bool is_model_preset = model.nominal;
-  if (!f.workload) return Bad("--workload is required: infer, full, lora or qlora");
-  GPUHUB_ASSIGN_OR_RETURN(w.method, sizing::ParseMethod(*f.workload));
+  if (!f.workload)
+    return BadField("--workload is required: infer, full, lora or qlora", "workload");
+  GPUHUB_ASSIGN_OR_RETURN(w.method, ForField(sizing::ParseMethod(*f.workload), "workload"));
   const Method m = w.method;
   const bool training = m != Method::kInference;
   auto not_for = [&](const std::string& flag, const std::string& applies_to) {
-    return Bad(flag + " applies to " + applies_to + ", not " + MethodPhrase(m));
+    return BadField(flag + " applies to " + applies_to + ", not " + MethodPhrase(m), flag);
   };
 
   if (f.precision) {
-    GPUHUB_ASSIGN_OR_RETURN(Precision p, sizing::ParsePrecision(*f.precision));
+    GPUHUB_ASSIGN_OR_RETURN(Precision p,
+                            ForField(sizing::ParsePrecision(*f.precision), "precision"));
     if (m == Method::kQlora && p != Precision::kNf4 && p != Precision::kInt4) {
-      return Bad(
+      return BadField(
           "QLoRA keeps the frozen base in 4-bit nf4; drop --precision (or use --workload "
           "lora for a " +
-          std::string(sizing::PrecisionName(p)) + " base)");
+              std::string(sizing::PrecisionName(p)) + " base)",
+          "precision");
     }
     w.precision = m == Method::kQlora ? Precision::kNf4 : p;
   } else if (m == Method::kQlora) {
@@ -74,10 +99,11 @@ Status ResolveWorkload(const RequestFields& f, sizing::Workload& w, std::vector<
   }
   if (f.kv_precision) {
     if (training) return not_for("--kv-precision", "inference");
-    GPUHUB_ASSIGN_OR_RETURN(w.kv_precision, sizing::ParsePrecision(*f.kv_precision));
+    GPUHUB_ASSIGN_OR_RETURN(w.kv_precision,
+                            ForField(sizing::ParsePrecision(*f.kv_precision), "kv_precision"));
   }
   if (f.profile) {
-    GPUHUB_ASSIGN_OR_RETURN(w.profile, sizing::ParseProfile(*f.profile));
+    GPUHUB_ASSIGN_OR_RETURN(w.profile, ForField(sizing::ParseProfile(*f.profile), "profile"));
   }
   if (f.context) {
     if (training) {
@@ -103,9 +129,10 @@ Status ResolveWorkload(const RequestFields& f, sizing::Workload& w, std::vector<
   // A setting the guide profile does not model: refused there, rather than silently ignored.
   auto detailed_only = [&](const std::string& flag) -> Status {
     if (!guide_profile) return Status::Ok();
-    return Bad(flag +
-               " is part of the detailed profile; the guide's published rules (the "
-               "default for presets) ignore it: add --profile detailed");
+    return BadField(flag +
+                        " is part of the detailed profile; the guide's published rules (the "
+                        "default for presets) ignore it: add --profile detailed",
+                    flag);
   };
   if (f.offload_optimizer) {
     if (!training) return not_for("--offload-optimizer", "training");
@@ -114,7 +141,8 @@ Status ResolveWorkload(const RequestFields& f, sizing::Workload& w, std::vector<
   }
   if (f.optimizer) {
     if (!training) return not_for("--optimizer", "training");
-    GPUHUB_ASSIGN_OR_RETURN(w.optimizer, sizing::ParseOptimizer(*f.optimizer));
+    GPUHUB_ASSIGN_OR_RETURN(w.optimizer,
+                            ForField(sizing::ParseOptimizer(*f.optimizer), "optimizer"));
     if (w.optimizer != sizing::Optimizer::kAdamW) {
       GPUHUB_RETURN_IF_ERROR(detailed_only("--optimizer"));
     }
@@ -122,7 +150,8 @@ Status ResolveWorkload(const RequestFields& f, sizing::Workload& w, std::vector<
   if (f.lora_targets) {
     if (m != Method::kLora && m != Method::kQlora)
       return not_for("--lora-targets", "LoRA and QLoRA");
-    GPUHUB_ASSIGN_OR_RETURN(w.lora_targets, sizing::ParseLoraTargets(*f.lora_targets));
+    GPUHUB_ASSIGN_OR_RETURN(w.lora_targets,
+                            ForField(sizing::ParseLoraTargets(*f.lora_targets), "lora_targets"));
     GPUHUB_RETURN_IF_ERROR(detailed_only("--lora-targets"));
   }
   struct Switch {
@@ -165,7 +194,7 @@ Status ResolveWorkload(const RequestFields& f, sizing::Workload& w, std::vector<
 
 Status RefuseFitFields(const RequestFields& f) {
   auto refuse = [](const std::string& flag) {
-    return Bad(flag + " applies to gpuhub fit, not gpuhub size");
+    return BadField(flag + " applies to gpuhub fit, not gpuhub size", flag);
   };
   if (f.cuda_only) return refuse("--cuda-only");
   if (f.region) return refuse("--region");
@@ -180,22 +209,25 @@ Status RefuseFitFields(const RequestFields& f) {
 Result<sizing::ModelShape> ResolveModelFields(const RequestFields& f,
                                               const RequestContext& context) {
   if (f.model && f.config_json) {
-    return Bad(
+    return BadField(
         "give either model (a preset or bundled id) or config (a pasted config.json), not "
-        "both");
+        "both",
+        "config");
   }
   if (f.config_json) {
-    GPUHUB_ASSIGN_OR_RETURN(sizing::ModelShape shape,
-                            sizing::ParseHfConfig(*f.config_json, "pasted config.json"));
+    GPUHUB_ASSIGN_OR_RETURN(
+        sizing::ModelShape shape,
+        ForField(sizing::ParseHfConfig(*f.config_json, "pasted config.json"), "config"));
     shape.source = "pasted config.json";
     return shape;
   }
   if (!f.model) {
-    return Bad("--model is required: a preset (7b, 13b, 34b, 70b, 405b)" +
-               std::string(context.allow_paths ? ", a path to a config.json" : "") +
-               " or a bundled model id");
+    return BadField("--model is required: a preset (7b, 13b, 34b, 70b, 405b)" +
+                        std::string(context.allow_paths ? ", a path to a config.json" : "") +
+                        " or a bundled model id",
+                    "model");
   }
-  return ResolveModel(*f.model, context);
+  return ForField(ResolveModel(*f.model, context), "model");
 }
 
 }  // namespace
@@ -243,14 +275,16 @@ Result<SizeRequest> ResolveSizeRequest(const RequestFields& f, const RequestCont
 Result<FitRequest> ResolveFitRequest(const RequestFields& f, const RequestContext& context,
                                      const catalog::Catalog& catalog) {
   if (f.gpus) {
-    return Bad(
+    return BadField(
         "fit picks the number of GPUs itself; drop --gpus (use --gpu NAME to pick a card, "
-        "or gpuhub size --gpus N to size a fixed set)");
+        "or gpuhub size --gpus N to size a fixed set)",
+        "gpus");
   }
   if (f.zero) {
-    return Bad(
+    return BadField(
         "fit picks how a set shares the job (ZeRO-3 for full fine-tuning, layers split "
-        "otherwise); drop --zero");
+        "otherwise); drop --zero",
+        "zero");
   }
   FitRequest r;
   GPUHUB_ASSIGN_OR_RETURN(r.model, ResolveModelFields(f, context));
@@ -260,32 +294,37 @@ Result<FitRequest> ResolveFitRequest(const RequestFields& f, const RequestContex
   if (f.region) {
     const catalog::Region* region = catalog.FindRegion(*f.region);
     if (region == nullptr) {
-      return Bad("unknown region '" + f.region->substr(0, 40) +
-                 "' (regions: " + catalog.RegionCodes() + ")");
+      return BadField("unknown region '" + f.region->substr(0, 40) +
+                          "' (regions: " + catalog.RegionCodes() + ")",
+                      "region");
     }
     r.filters.region = region->code;
   }
   if (f.gpu) {
     const catalog::TermGpu* gpu = catalog.FindTerm(*f.gpu);
     if (gpu == nullptr) {
-      return Bad("unknown GPU '" + f.gpu->substr(0, 40) + "' (term fleet: " + catalog.TermNames() +
-                 ")");
+      return BadField(
+          "unknown GPU '" + f.gpu->substr(0, 40) + "' (term fleet: " + catalog.TermNames() + ")",
+          "gpu");
     }
     r.filters.gpu = gpu->name;
   }
   if (f.max_monthly_usd) {
     const std::string& text = *f.max_monthly_usd;
     if (!text.empty() && text[0] == '-') {
-      return Bad("--max-monthly-usd must be a positive amount like 1500 or 1500.50, got '" +
-                 text.substr(0, 40) + "'");
+      return BadField("--max-monthly-usd must be a positive amount like 1500 or 1500.50, got '" +
+                          text.substr(0, 40) + "'",
+                      "max_monthly_usd");
     }
     auto micros = ParseDecimalMicros(text, 2);
     if (!micros.ok()) {
-      return Bad("--max-monthly-usd: " + micros.status().message() + " (like 1500 or 1500.50)");
+      return BadField("--max-monthly-usd: " + micros.status().message() + " (like 1500 or 1500.50)",
+                      "max_monthly_usd");
     }
     if (*micros <= 0) {
-      return Bad("--max-monthly-usd must be a positive amount like 1500 or 1500.50, got '" +
-                 text.substr(0, 40) + "'");
+      return BadField("--max-monthly-usd must be a positive amount like 1500 or 1500.50, got '" +
+                          text.substr(0, 40) + "'",
+                      "max_monthly_usd");
     }
     r.filters.max_monthly_micros = *micros;
   }

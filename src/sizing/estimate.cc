@@ -91,46 +91,54 @@ Status ValidateWorkload(const Workload& w) {
   auto bad = [](std::string m) { return Status::InvalidArgument(std::move(m)); };
   if (w.context_tokens < 1 || w.context_tokens > kMaxContextTokens) {
     return bad("context must be between 1 and " + std::to_string(kMaxContextTokens) +
-               " tokens, got " + std::to_string(w.context_tokens));
+               " tokens, got " + std::to_string(w.context_tokens))
+        .WithField("context");
   }
   if (w.batch < 1 || w.batch > kMaxBatch) {
     return bad("batch must be between 1 and " + std::to_string(kMaxBatch) + ", got " +
-               std::to_string(w.batch));
+               std::to_string(w.batch))
+        .WithField("batch");
   }
   if (w.sequence_tokens < 1 || w.sequence_tokens > kMaxSequenceTokens) {
     return bad("sequence length must be between 1 and " + std::to_string(kMaxSequenceTokens) +
-               " tokens, got " + std::to_string(w.sequence_tokens));
+               " tokens, got " + std::to_string(w.sequence_tokens))
+        .WithField("seq");
   }
   if (w.lora_rank < 1 || w.lora_rank > kMaxLoraRank) {
     return bad("LoRA rank must be between 1 and " + std::to_string(kMaxLoraRank) + ", got " +
-               std::to_string(w.lora_rank));
+               std::to_string(w.lora_rank))
+        .WithField("rank");
   }
   if (w.gpus < 1 || w.gpus > kMaxGpus) {
     return bad("GPU count must be between 1 and " + std::to_string(kMaxGpus) + ", got " +
-               std::to_string(w.gpus));
+               std::to_string(w.gpus))
+        .WithField("gpus");
   }
   if (w.zero_stage < 0 || w.zero_stage > 3) {
-    return bad("ZeRO stage must be 0, 1, 2 or 3, got " + std::to_string(w.zero_stage));
+    return bad("ZeRO stage must be 0, 1, 2 or 3, got " + std::to_string(w.zero_stage))
+        .WithField("zero");
   }
   if (w.kv_precision != Precision::kFp16 && w.kv_precision != Precision::kBf16 &&
       w.kv_precision != Precision::kFp8) {
     return bad("KV cache precision must be fp16 or fp8, got " +
-               std::string(PrecisionName(w.kv_precision)));
+               std::string(PrecisionName(w.kv_precision)))
+        .WithField("kv_precision");
   }
   if (w.method == Method::kFullFineTune) {
     if (w.precision != Precision::kBf16 && w.precision != Precision::kFp16 &&
         w.precision != Precision::kFp32) {
       return bad("full fine-tuning trains in bf16, fp16 or fp32 (mixed precision), not " +
-                 std::string(PrecisionName(w.precision)));
+                 std::string(PrecisionName(w.precision)))
+          .WithField("precision");
     }
   } else {
     if (w.zero_stage != 0 && w.method == Method::kInference) {
-      return bad("ZeRO stages apply to training only");
+      return bad("ZeRO stages apply to training only").WithField("zero");
     }
     if (w.zero_stage != 0 && w.zero_stage != 3) {
-      return bad(
-          "LoRA/QLoRA across GPUs: ZeRO stage 3 (FSDP) shards the frozen base, stage 0 "
-          "splits the layers; stages 1 and 2 do not apply");
+      return bad("LoRA/QLoRA across GPUs: ZeRO stage 3 (FSDP) shards the frozen base, stage 0 "
+                 "splits the layers; stages 1 and 2 do not apply")
+          .WithField("zero");
     }
     if (w.offload_optimizer && w.method == Method::kInference) {
       return bad("optimizer offload applies to training only");
