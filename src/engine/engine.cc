@@ -173,7 +173,11 @@ void Engine::ApplyBatch(std::deque<Command>& batch) {
                   writes.size(), commit.ToString());
     // The database rolled the batch back; so must memory.
     Status reload = Reload();
-    if (!reload.ok()) spdlog::error("event=state_reload_failed error=\"{}\"", reload.ToString());
+    if (reload.ok()) {
+      spdlog::warn("event=state_reloaded reason=commit_failed");
+    } else {
+      spdlog::error("event=state_reload_failed error=\"{}\"", reload.ToString());
+    }
     commit = Status::Unavailable("the change could not be saved (database unavailable); retry");
   }
   for (auto& command : batch) command.done(commit);

@@ -79,6 +79,21 @@ std::string FreshDatabaseUrl(const std::string& backend, const TempDir& dir) {
   return url.substr(0, slash + 1) + name + (query == std::string::npos ? "" : url.substr(query));
 }
 
+int TerminatePostgresConnections(const std::string& url) {
+  PGconn* conn = PQconnectdb(url.c_str());
+  if (PQstatus(conn) != CONNECTION_OK) {
+    PQfinish(conn);
+    return -1;
+  }
+  PGresult* r = PQexec(conn,
+                       "SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity WHERE datname "
+                       "= current_database() AND pid <> pg_backend_pid()");
+  int n = PQresultStatus(r) == PGRES_TUPLES_OK ? std::atoi(PQgetvalue(r, 0, 0)) : -1;
+  PQclear(r);
+  PQfinish(conn);
+  return n;
+}
+
 json HttpResponse::Json() const {
   json j = json::parse(body, nullptr, false);
   return j.is_discarded() ? json(nullptr) : j;

@@ -103,6 +103,10 @@ struct CommandResult {
 };
 CommandResult RunGpuhub(const std::vector<std::string>& args, const std::string& stdin_text);
 
+// PostgreSQL: terminates every other connection to the database of `url` (as a failover or a
+// database restart would); returns how many were terminated, -1 on error.
+int TerminatePostgresConnections(const std::string& url);
+
 // Helpers over the API.
 std::string SignUpAndLogIn(HttpClient& client, const std::string& username,
                            const std::string& password = "correct horse battery staple");
