@@ -1,0 +1,105 @@
+// Every page, on a phone-sized and a desktop-sized screen: it loads, shows the API's data (no
+// loading placeholder left), logs no console error, no failed request and no HTTP error, and is
+// written as a screenshot to tests/out/e2e/.
+import { test, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { startServer } from './lib/server.mjs';
+import { launch, newPage, screenshot } from './lib/browser.mjs';
+
+let server;
+let chrome;
+
+before(async () => {
+  server = await startServer();
+  chrome = await launch();
+});
+
+after(async () => {
+  await chrome?.close();
+  await server?.stop();
+});
+
+const PAGES = [
+  { name: 'catalog', path: '/', ready: '.gpu-card', check: checkCatalog },
+  { name: 'calculator', path: '/calculator/?model=70b&workload=infer&precision=fp8', ready: '#total', check: checkCalculator },
+  { name: 'guide', path: '/guide/', ready: '#shapes table', check: checkGuide },
+  { name: 'market', path: '/market/?gpu=H100%20SXM', ready: '#depth svg', check: checkMarket },
+  { name: 'account', path: '/account/', ready: '#signed-out:not([hidden])', check: checkAccount },
+];
+
+async function checkCatalog(page) {
+  assert.equal(await page.locator('.gpu-card').count(), 15, 'the 15 cards of the term fleet');
+  const h100 = page.locator('.gpu-card[data-gpu="H100 SXM"]');
+  await assert.doesNotReject(h100.waitFor());
+  const text = await h100.innerText();
+  assert.match(text, /\$1,690\.00/, 'monthly price of the H100 SXM');
+  assert.match(text, /\$475\.00/, 'weekly price');
+  assert.match(text, /\$2\.35/, 'hourly price (1690 / 720)');
+  assert.match(text, /from \$2\.880\/h/, 'live best offer of the exchange (the opening ask)');
+  // Filters: FP8 only and 80 GB or more: MI300X, B200, H200 SXM, H100 SXM, H100 PCIe.
+  await page.check('#f-fp8');
+  await page.selectOption('#f-vram', '80');
+  await page.waitForFunction(() => document.querySelectorAll('.gpu-card').length === 5);
+  assert.match(page.url(), /fp8=1/);
+  assert.match(page.url(), /vram=80/);
+  await page.uncheck('#f-fp8');
+  await page.selectOption('#f-vram', '');
+}
+
+async function checkCalculator(page) {
+  assert.equal(await page.locator('#total').innerText(), '75 GB');
+  assert.match(await page.locator('#verdict').innerText(), /one H100 PCIe/);
+}
+
+async function checkGuide(page) {
+  // A few cells of the published tables, straight from GET /v1/guide.
+  const inference = await page.locator('#inference table').innerText();
+  assert.match(inference, /74\.68/);
+  assert.match(inference, /144\.68/);
+  const cheapest = await page.locator('#cheapest table').innerText();
+  assert.match(cheapest, /4x A100 SXM/);
+  assert.match(cheapest, /\$3,643\.20/);
+  const kv = await page.locator('#kv table').innerText();
+  assert.match(kv, /42\.95/);
+}
+
+async function checkMarket(page) {
+  const stats = await page.locator('#stats').innerText();
+  assert.match(stats, /\$2\.880/, 'best offer of the H100 SXM market');
+  assert.ok((await page.locator('#depth svg .level-ask').count()) >= 1, 'at least one ask level drawn');
+  assert.equal(await page.locator('#bid-signed-out').isVisible(), true, 'signed out: a log-in prompt instead of the form');
+}
+
+async function checkAccount(page) {
+  assert.equal(await page.locator('#login-form').isVisible(), true);
+  assert.equal(await page.locator('#signup-form').isVisible(), true);
+}
+
+// No visible loading placeholder left (hidden sections may keep theirs).
+export async function waitForData(page) {
+  await page.waitForFunction(() => ![...document.querySelectorAll('.loading')].some((el) => el.offsetParent !== null), null, {
+    timeout: 10000,
+  });
+}
+
+for (const p of PAGES) {
+  for (const size of ['desktop', 'phone']) {
+    test(`${p.name} page on a ${size} screen`, async () => {
+      const { context, page, problems } = await newPage(chrome.browser, size, server.url);
+      try {
+        await page.goto(p.path, { waitUntil: 'load' });
+        await page.waitForSelector(p.ready, { timeout: 10000 });
+        await waitForData(page);
+        await p.check(page);
+        await page.waitForLoadState('networkidle');
+        await screenshot(page, `${p.name}-${size}`);
+        // Nothing overflows the screen sideways (tables scroll inside their own box).
+        const overflow = await page.evaluate(() => document.documentElement.scrollWidth - window.innerWidth);
+        assert.ok(overflow <= 0, `the page is ${overflow}px wider than the screen`);
+        assert.deepEqual(problems, [], 'no console errors, failed requests or HTTP errors');
+      } finally {
+        await context.close();
+      }
+    });
+  }
+}

@@ -1,0 +1,290 @@
+// Account: sign up, log in, log out (cookie session), wallets, top-up invoices and the transfer
+// history. Balances and amounts are the API's decimal strings, formatted for display only.
+import { api, currentSession, logIn, logOut, newIdempotencyKey } from './api.js';
+import { h, $, replace, table, showFormError, clearFormErrors, setBusy, errorBox, empty } from './dom.js';
+import { money, timestamp } from './format.js';
+
+const POLL_MS = 3000;
+const OPEN_INVOICE = new Set(['new', 'processing']);
+const TRANSFER_LABEL = {
+  topup: 'Top-up',
+  manual_credit: 'Manual credit',
+  fx: 'Currency conversion',
+};
+const STATUS_BADGE = {
+  new: 'badge-accent',
+  processing: 'badge-warn',
+  settled: 'badge-good',
+  expired: 'badge',
+  invalid: 'badge-bad',
+};
+
+let nextCursor = null;
+let pollTimer = 0;
+let topupKey = null;
+
+function show(which) {
+  $('#account-loading').hidden = true;
+  $('#signed-out').hidden = which !== 'out';
+  $('#signed-in').hidden = which !== 'in';
+}
+
+// ---------- signed out ----------
+
+async function onLogin(e) {
+  e.preventDefault();
+  const form = e.currentTarget;
+  clearFormErrors(form);
+  const username = form.elements.username.value.trim();
+  const password = form.elements.password.value;
+  if (!username) return showFormError(form, { field: 'username', message: 'Enter your username.' });
+  if (!password) return showFormError(form, { field: 'password', message: 'Enter your password.' });
+  const button = form.querySelector('button[type="submit"]');
+  setBusy(button, true);
+  try {
+    const session = await logIn(username, password);
+    form.reset();
+    await showAccount(session);
+  } catch (err) {
+    // A wrong username or password is one answer for both (the API does not say which).
+    showFormError(form, err.status === 401 ? { message: err.message } : err);
+  } finally {
+    setBusy(button, false);
+  }
+}
+
+async function onSignup(e) {
+  e.preventDefault();
+  const form = e.currentTarget;
+  clearFormErrors(form);
+  const username = form.elements.username.value.trim();
+  const password = form.elements.password.value;
+  if (!username) return showFormError(form, { field: 'username', message: 'Choose a username.' });
+  if (!password) return showFormError(form, { field: 'password', message: 'Choose a password.' });
+  const roles = form.elements.provider.checked ? ['customer', 'provider'] : ['customer'];
+  const button = form.querySelector('button[type="submit"]');
+  setBusy(button, true);
+  try {
+    await api('POST', '/v1/accounts', { username, password, roles }, { idempotencyKey: newIdempotencyKey() });
+    const session = await logIn(username, password);
+    form.reset();
+    await showAccount(session, `Welcome, ${session.user.username}! Your account is ready: top up a wallet to rent GPUs.`);
+  } catch (err) {
+    showFormError(form, err);
+  } finally {
+    setBusy(button, false);
+  }
+}
+
+// ---------- signed in ----------
+
+async function showAccount(session, welcome) {
+  show('in');
+  $('#who').textContent = session.user.username;
+  const roles = session.user.roles.join(', ');
+  replace($('#roles'), `Roles: ${roles}. Signed in until ${timestamp(session.expires_at)}.`);
+  if (welcome) $('#roles').prepend(h('span', { class: 'badge badge-good' }, 'Account created'), ' ');
+  document.title = `${session.user.username} — gpuhub`;
+  await Promise.all([loadWallets(), loadTopups(), loadTransfers(true)]);
+}
+
+async function loadWallets() {
+  const slot = $('#wallets');
+  try {
+    const data = await api('GET', '/v1/wallets');
+    if (!data.wallets.length) return replace(slot, empty('No wallets yet: your first top-up opens one.'));
+    replace(
+      slot,
+      h(
+        'div',
+        { class: 'wallets' },
+        data.wallets.map((w) =>
+          h(
+            'div',
+            { class: 'wallet', dataset: { currency: w.currency } },
+            h('div', { class: 'currency' }, w.currency),
+            h('div', { class: 'available', 'data-testid': 'balance-' + w.currency }, money(w.available, w.currency)),
+            h('div', { class: 'held' }, 'held for open bids: ' + money(w.held, w.currency))
+          )
+        )
+      )
+    );
+  } catch (err) {
+    replace(slot, errorBox('Wallets could not be loaded: ' + err.message));
+  }
+}
+
+function invoiceBadge(status) {
+  return h('span', { class: 'badge ' + (STATUS_BADGE[status] || '') }, status);
+}
+
+function renderInvoice(inv) {
+  const open = OPEN_INVOICE.has(inv.status);
+  replace(
+    $('#invoice'),
+    h(
+      'div',
+      { class: 'invoice', dataset: { invoice: inv.invoice_id, status: inv.status } },
+      h('strong', null, 'Invoice for ', money(inv.amount, inv.currency)),
+      ' ',
+      invoiceBadge(inv.status),
+      h(
+        'dl',
+        null,
+        h('dt', null, 'Invoice'),
+        h('dd', { class: 'mono' }, inv.invoice_id),
+        h('dt', null, 'Created'),
+        h('dd', null, timestamp(inv.created_at))
+      ),
+      open
+        ? [
+            h('a', { class: 'btn', href: inv.checkout_url, target: '_blank', rel: 'noopener noreferrer' }, 'Pay with crypto'),
+            h('p', { class: 'muted small' }, 'This page updates by itself when the payment is confirmed.'),
+          ]
+        : inv.status === 'settled'
+          ? h('p', { class: 'alert alert-ok', role: 'status' }, `Paid: ${money(inv.amount, inv.currency)} added to your ${inv.currency} wallet.`)
+          : h('p', { class: 'alert alert-warn', role: 'status' }, `This invoice is ${inv.status}; create a new one to top up.`)
+    )
+  );
+}
+
+function pollInvoice(id) {
+  clearTimeout(pollTimer);
+  pollTimer = setTimeout(async () => {
+    try {
+      const inv = await api('GET', '/v1/topups/' + encodeURIComponent(id));
+      renderInvoice(inv);
+      if (OPEN_INVOICE.has(inv.status)) return pollInvoice(id);
+      await Promise.all([loadWallets(), loadTopups(), loadTransfers(true)]);
+    } catch (err) {
+      if (err.status !== 401) pollInvoice(id);
+    }
+  }, POLL_MS);
+}
+
+async function onTopup(e) {
+  e.preventDefault();
+  const form = e.currentTarget;
+  clearFormErrors(form);
+  const amount = form.elements.amount.value.trim();
+  if (!amount) return showFormError(form, { field: 'amount', message: 'Enter an amount, such as 100.00.' });
+  const button = form.querySelector('button[type="submit"]');
+  setBusy(button, true);
+  // One key per distinct request: a double submit of the same amount creates one invoice.
+  const body = { amount, currency: form.elements.currency.value };
+  const fingerprint = JSON.stringify(body);
+  if (!topupKey || topupKey.fingerprint !== fingerprint) topupKey = { fingerprint, key: newIdempotencyKey() };
+  try {
+    const inv = await api('POST', '/v1/topups', body, { idempotencyKey: topupKey.key });
+    topupKey = null;
+    form.reset();
+    renderInvoice(inv);
+    loadTopups();
+    pollInvoice(inv.invoice_id);
+  } catch (err) {
+    showFormError(form, err);
+  } finally {
+    setBusy(button, false);
+  }
+}
+
+async function loadTopups() {
+  const slot = $('#topups');
+  try {
+    const data = await api('GET', '/v1/topups');
+    if (!data.topups.length) return replace(slot, empty('No invoices yet.'));
+    replace(
+      slot,
+      table(
+        [
+          { label: 'Created', cell: (i) => timestamp(i.created_at) },
+          { label: 'Invoice', cell: (i) => h('span', { class: 'mono' }, i.invoice_id) },
+          { label: 'Amount', num: true, cell: (i) => money(i.amount, i.currency) },
+          { label: 'Status', cell: (i) => invoiceBadge(i.status) },
+          {
+            label: '',
+            cell: (i) => (OPEN_INVOICE.has(i.status) ? h('a', { href: i.checkout_url, target: '_blank', rel: 'noopener noreferrer' }, 'Pay') : ''),
+          },
+        ],
+        data.topups
+      )
+    );
+  } catch (err) {
+    replace(slot, errorBox('Invoices could not be loaded: ' + err.message));
+  }
+}
+
+function transferLabel(t) {
+  if (TRANSFER_LABEL[t.code]) return TRANSFER_LABEL[t.code];
+  const s = String(t.code || t.kind).replace(/_/g, ' ');
+  return s.charAt(0).toUpperCase() + s.slice(1);
+}
+
+const TRANSFER_COLUMNS = [
+  { label: 'Date', cell: (t) => timestamp(t.created_at) },
+  { label: 'What', cell: (t) => [transferLabel(t), t.memo ? h('div', { class: 'muted small' }, t.memo) : null] },
+  {
+    label: 'Amount',
+    num: true,
+    cell: (t) => h('span', { class: t.direction === 'in' ? 'amount-in' : 'amount-out' }, (t.direction === 'in' ? '+' : '−') + money(t.amount, t.currency)),
+  },
+  { label: 'Account', cell: (t) => t.account.replace(/_/g, ' ') },
+  { label: 'State', cell: (t) => h('span', { class: 'badge ' + (t.state === 'posted' ? 'badge-good' : t.state === 'pending' ? 'badge-warn' : '') }, t.state) },
+];
+
+async function loadTransfers(reset) {
+  const slot = $('#transfers');
+  const more = $('#more-transfers');
+  if (reset) nextCursor = null;
+  try {
+    const q = new URLSearchParams({ limit: '25' });
+    if (nextCursor) q.set('cursor', nextCursor);
+    const data = await api('GET', '/v1/transfers?' + q);
+    nextCursor = data.next_cursor;
+    more.hidden = !nextCursor;
+    if (reset) {
+      if (!data.transfers.length) return replace(slot, empty('No transfers yet. Top up a wallet to get started.'));
+      replace(slot, table(TRANSFER_COLUMNS, data.transfers));
+    } else {
+      const tbody = slot.querySelector('tbody');
+      const extra = table(TRANSFER_COLUMNS, data.transfers).querySelector('tbody');
+      for (const row of Array.from(extra.children)) tbody.appendChild(row);
+    }
+  } catch (err) {
+    replace(slot, errorBox('Transfers could not be loaded: ' + err.message));
+  }
+}
+
+async function onLogout() {
+  const button = $('#logout');
+  setBusy(button, true);
+  try {
+    await logOut();
+  } catch (err) {
+    /* the cookie is cleared either way */
+  } finally {
+    setBusy(button, false);
+  }
+  clearTimeout(pollTimer);
+  replace($('#invoice'));
+  document.title = 'Your account — gpuhub';
+  show('out');
+  $('#login-username').focus();
+}
+
+async function main() {
+  $('#login-form').addEventListener('submit', onLogin);
+  $('#signup-form').addEventListener('submit', onSignup);
+  $('#topup-form').addEventListener('submit', onTopup);
+  $('#logout').addEventListener('click', onLogout);
+  $('#refresh-wallets').addEventListener('click', () => Promise.all([loadWallets(), loadTopups(), loadTransfers(true)]));
+  $('#more-transfers').addEventListener('click', () => loadTransfers(false));
+  document.addEventListener('gpuhub:session', (e) => {
+    if (!e.detail && !$('#signed-in').hidden) show('out');
+  });
+  const session = await currentSession();
+  if (session) await showAccount(session);
+  else show('out');
+}
+
+main();

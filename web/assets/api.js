@@ -1,0 +1,101 @@
+// The one way the pages talk to the server: JSON over fetch, same origin.
+//
+// Signed-in pages use the HttpOnly session cookie (the page never sees the token). Every request
+// that changes something sends the session's CSRF token in X-CSRF-Token; the token comes from
+// GET /v1/sessions/current and is kept in memory only. Errors come back as ApiError with the API's
+// code, message and, where the API names one, the request field it concerns.
+
+export class ApiError extends Error {
+  constructor(status, code, message, field) {
+    super(message);
+    this.name = 'ApiError';
+    this.status = status;
+    this.code = code;
+    this.field = field || null;
+  }
+}
+
+let csrfToken = null;
+let sessionPromise = null;
+
+const SAFE = new Set(['GET', 'HEAD']);
+
+export async function api(method, path, body, { idempotencyKey } = {}) {
+  const headers = { Accept: 'application/json' };
+  const init = { method, headers, credentials: 'same-origin', cache: 'no-store' };
+  if (body !== undefined) {
+    headers['Content-Type'] = 'application/json';
+    init.body = JSON.stringify(body);
+  }
+  if (!SAFE.has(method) && csrfToken) headers['X-CSRF-Token'] = csrfToken;
+  if (idempotencyKey) headers['Idempotency-Key'] = idempotencyKey;
+  let response;
+  try {
+    response = await fetch(path, init);
+  } catch (e) {
+    throw new ApiError(0, 'network', 'The server could not be reached. Check your connection and try again.');
+  }
+  if (response.status === 204) return null;
+  const text = await response.text();
+  let data = null;
+  if (text) {
+    try {
+      data = JSON.parse(text);
+    } catch (e) {
+      data = null;
+    }
+  }
+  if (!response.ok) {
+    const err = data && data.error ? data.error : {};
+    const message = err.message || `The server answered ${response.status} ${response.statusText}.`;
+    if (response.status === 401 && path !== '/v1/sessions') forgetSession();
+    throw new ApiError(response.status, err.code || 'http_' + response.status, message, err.field);
+  }
+  return data;
+}
+
+// A fresh key per user action, so that a double click or a retried request is applied once.
+export function newIdempotencyKey() {
+  if (crypto.randomUUID) return crypto.randomUUID();
+  const bytes = crypto.getRandomValues(new Uint8Array(16));
+  return Array.from(bytes, (b) => b.toString(16).padStart(2, '0')).join('');
+}
+
+// The signed-in user, or null. {authenticated, user, expires_at, csrf_token}. Cached per page load.
+export function currentSession({ refresh = false } = {}) {
+  if (!sessionPromise || refresh) {
+    sessionPromise = api('GET', '/v1/sessions/current')
+      .then((s) => {
+        csrfToken = s && s.csrf_token ? s.csrf_token : null;
+        return s && s.authenticated ? s : null;
+      })
+      .catch(() => {
+        csrfToken = null;
+        return null;
+      });
+  }
+  return sessionPromise;
+}
+
+function forgetSession() {
+  csrfToken = null;
+  sessionPromise = Promise.resolve(null);
+  document.dispatchEvent(new CustomEvent('gpuhub:session', { detail: null }));
+}
+
+export async function logIn(username, password) {
+  const s = await api('POST', '/v1/sessions', { username, password, cookie: true });
+  csrfToken = s.csrf_token;
+  const session = { authenticated: true, user: s.user, expires_at: s.expires_at, csrf_token: s.csrf_token };
+  sessionPromise = Promise.resolve(session);
+  document.dispatchEvent(new CustomEvent('gpuhub:session', { detail: session }));
+  return session;
+}
+
+export async function logOut() {
+  try {
+    await api('DELETE', '/v1/sessions/current');
+  } finally {
+    forgetSession();
+  }
+}

@@ -1,0 +1,439 @@
+// VRAM calculator: the form's state lives in the URL; POST /v1/size gives the memory by component
+// and POST /v1/fit the cheapest configurations of the fleet (both with explain). The page only
+// lays out what the API answers.
+import { api } from './api.js';
+import { h, $, $$, replace, table, showFormError, clearFormErrors, errorBox } from './dom.js';
+import { usd, decimal, integer, componentLabel, WORKLOAD_LABEL } from './format.js';
+
+const form = $('#calc');
+const results = $('#results');
+const MODEL_CONTROLS = {
+  preset: { el: $('#m-preset'), field: 'model' },
+  bundled: { el: $('#m-bundled'), field: 'model' },
+  config: { el: $('#m-config'), field: 'config' },
+};
+// Which workloads each optional field applies to (the API refuses a field that does not apply).
+const APPLIES = {
+  precision: ['infer', 'full', 'lora'],
+  kv_precision: ['infer'],
+  context: ['infer'],
+  seq: ['full', 'lora', 'qlora'],
+  rank: ['lora', 'qlora'],
+  zero: ['full'],
+};
+const NUMBER_FIELDS = ['context', 'seq', 'rank', 'batch', 'gpus'];
+const MAX_URL_CONFIG_CHARS = 6000;
+const TOP = 8;
+
+let run = 0;
+let bundledModels = null;
+let pendingBundled = null;
+
+function source() {
+  return form.querySelector('input[name="source"]:checked').value;
+}
+
+function setSource(value) {
+  const radio = form.querySelector(`input[name="source"][value="${CSS.escape(value)}"]`);
+  if (radio) radio.checked = true;
+}
+
+function syncVisibility() {
+  const src = source();
+  for (const [key, { el, field }] of Object.entries(MODEL_CONTROLS)) {
+    const on = key === src;
+    el.closest('[data-source]').hidden = !on;
+    el.disabled = !on;
+    if (on) el.name = field;
+    else el.removeAttribute('name');
+  }
+  const w = form.elements.workload.value;
+  for (const [name, workloads] of Object.entries(APPLIES)) {
+    const on = workloads.includes(w) && (name !== 'zero' || Number(form.elements.gpus.value) > 1);
+    const wrap = form.querySelector(`[data-for="${name}"]`);
+    wrap.hidden = !on;
+    form.elements[name].disabled = !on;
+  }
+}
+
+function numberOrText(value) {
+  const t = String(value).trim();
+  return /^\d{1,15}$/.test(t) ? Number(t) : t;
+}
+
+// The request body shared by size and fit; null (with the error shown) when the page can already
+// tell the input is unusable (a pasted config that is not JSON).
+function sharedFields() {
+  const body = {};
+  const src = source();
+  if (src === 'config') {
+    const text = MODEL_CONTROLS.config.el.value.trim();
+    if (!text) {
+      showFormError(form, { field: 'config', message: 'Paste the model\'s config.json here.' });
+      return null;
+    }
+    try {
+      body.config = JSON.parse(text);
+    } catch (e) {
+      showFormError(form, { field: 'config', message: 'This is not valid JSON: ' + e.message });
+      return null;
+    }
+  } else {
+    const v = MODEL_CONTROLS[src].el.value;
+    if (!v) {
+      showFormError(form, { field: 'model', message: 'Pick a model.' });
+      return null;
+    }
+    body.model = v;
+  }
+  body.workload = form.elements.workload.value;
+  for (const name of ['precision', 'kv_precision']) {
+    if (!form.elements[name].disabled) body[name] = form.elements[name].value;
+  }
+  for (const name of ['context', 'seq', 'rank', 'batch']) {
+    const el = form.elements[name];
+    if (!el.disabled && el.value.trim() !== '') body[name] = numberOrText(el.value);
+  }
+  return body;
+}
+
+function sizeBody(shared) {
+  const body = { ...shared, explain: true };
+  const gpus = form.elements.gpus.value.trim();
+  if (gpus !== '' && gpus !== '1') body.gpus = numberOrText(gpus);
+  if (!form.elements.zero.disabled) body.zero = Number(form.elements.zero.value);
+  return body;
+}
+
+function fitBody(shared) {
+  const body = { ...shared, explain: true, top: TOP };
+  if (form.elements.region.value) body.region = form.elements.region.value;
+  const budget = form.elements.max_monthly_usd.value.trim();
+  if (budget) body.max_monthly_usd = budget;
+  if (form.elements.cuda_only.checked) body.cuda_only = true;
+  if (form.elements.in_stock.checked) body.in_stock = true;
+  return body;
+}
+
+// ---------- URL state ----------
+
+function writeUrl() {
+  const q = new URLSearchParams();
+  const src = source();
+  if (src === 'config') {
+    const text = MODEL_CONTROLS.config.el.value.trim();
+    if (text.length <= MAX_URL_CONFIG_CHARS) {
+      try {
+        q.set('config', JSON.stringify(JSON.parse(text)));
+      } catch (e) {
+        q.set('config', text);
+      }
+    }
+  } else {
+    q.set('model', MODEL_CONTROLS[src].el.value);
+  }
+  q.set('workload', form.elements.workload.value);
+  for (const name of ['precision', 'kv_precision', 'context', 'seq', 'rank', 'batch', 'gpus', 'zero', 'region', 'max_monthly_usd']) {
+    const el = form.elements[name];
+    if (el.disabled || String(el.value).trim() === '') continue;
+    if (name === 'gpus' && el.value.trim() === '1') continue;
+    if (name === 'batch' && el.value.trim() === '1') continue;
+    q.set(name, el.value.trim());
+  }
+  for (const name of ['cuda_only', 'in_stock']) if (form.elements[name].checked) q.set(name, '1');
+  history.replaceState(null, '', '?' + q.toString());
+}
+
+function readUrl() {
+  const q = new URLSearchParams(location.search);
+  if (q.has('config')) {
+    setSource('config');
+    let text = q.get('config');
+    try {
+      text = JSON.stringify(JSON.parse(text), null, 2);
+    } catch (e) {
+      /* keep as typed */
+    }
+    MODEL_CONTROLS.config.el.value = text;
+  } else if (q.has('model')) {
+    const m = q.get('model');
+    if ([...MODEL_CONTROLS.preset.el.options].some((o) => o.value === m)) {
+      setSource('preset');
+      MODEL_CONTROLS.preset.el.value = m;
+    } else {
+      setSource('bundled');
+      pendingBundled = m;
+      selectBundled(m);
+    }
+  }
+  for (const name of ['workload', 'precision', 'kv_precision', 'context', 'seq', 'rank', 'batch', 'gpus', 'zero', 'region', 'max_monthly_usd']) {
+    if (q.has(name)) form.elements[name].value = q.get(name);
+  }
+  for (const name of ['cuda_only', 'in_stock']) form.elements[name].checked = q.get(name) === '1';
+  if (q.has('region') || q.has('max_monthly_usd') || q.has('cuda_only') || q.has('in_stock')) $('#filters').open = true;
+}
+
+function selectBundled(id) {
+  const select = MODEL_CONTROLS.bundled.el;
+  if (!bundledModels) return;
+  const match = bundledModels.find((m) => m.id === id || m.id.endsWith('/' + id));
+  if (match) {
+    select.value = match.id;
+  } else {
+    // An id the list does not have: keep it selectable so the API can say what is wrong with it.
+    select.appendChild(h('option', { value: id }, id));
+    select.value = id;
+  }
+}
+
+// ---------- rendering ----------
+
+function paramsText(n) {
+  if (n == null) return '—';
+  if (n >= 1e9) return decimal(n / 1e9, n >= 1e11 ? 0 : 1) + 'B';
+  return decimal(n / 1e6, 0) + 'M';
+}
+
+function modelLine(model, workload) {
+  const bits = [
+    model.id,
+    paramsText(model.total_params) + ' params' + (model.active_params && model.active_params !== model.total_params ? ` (${paramsText(model.active_params)} active)` : ''),
+  ];
+  if (model.layers) bits.push(`${model.layers} layers`);
+  if (model.kv_heads && model.head_dim) bits.push(`${model.kv_heads} KV heads × ${model.head_dim}`);
+  const w = [WORKLOAD_LABEL[workload.workload] || workload.workload];
+  if (workload.precision) w.push(`${workload.precision.toUpperCase()} weights`);
+  if (workload.kv_precision) w.push(`${workload.kv_precision.toUpperCase()} KV`);
+  if (workload.context) w.push(`${integer(workload.context)} tokens`);
+  if (workload.seq) w.push(`sequence ${integer(workload.seq)}`);
+  if (workload.batch && workload.batch !== 1) w.push(`batch ${integer(workload.batch)}`);
+  if (workload.profile) w.push(`${workload.profile} profile`);
+  return h('p', { class: 'muted small' }, bits.join(' · '), h('br'), w.join(' · '));
+}
+
+function configName(c) {
+  return c.count === 1 ? 'one ' + c.gpu : `${c.count}× ${c.gpu}`;
+}
+
+function stackBar(components) {
+  const bar = h('div', { class: 'stack-bar', role: 'img', 'aria-label': 'Memory by component: ' + components.map((c) => `${componentLabel(c.name)} ${decimal(c.gb, 2)} GB`).join(', ') });
+  components.forEach((c, i) => {
+    const seg = h('div', { class: `seg c${i % 10}`, title: `${componentLabel(c.name)}: ${decimal(c.gb, 2)} GB` });
+    // The segments share the bar in proportion to their bytes: flex does the layout.
+    seg.style.flex = `${c.bytes} 0 0`;
+    bar.appendChild(seg);
+  });
+  const legend = h(
+    'ul',
+    { class: 'legend' },
+    components.map((c, i) =>
+      h('li', null, h('span', { class: `swatch c${i % 10}`, 'aria-hidden': 'true' }), componentLabel(c.name), h('span', { class: 'val' }, decimal(c.gb, 2) + ' GB'))
+    )
+  );
+  return [bar, legend];
+}
+
+function configTable(fit) {
+  const rows = fit.best ? [fit.best, ...fit.alternatives] : [];
+  const infer = fit.workload && fit.workload.workload === 'infer';
+  const columns = [
+    {
+      label: 'Configuration',
+      th: true,
+      cell: (r) => [r.configuration, r.stack === 'ROCm' ? h('span', { class: 'badge' }, ' ROCm') : null],
+    },
+    { label: 'Monthly', num: true, cell: (r) => usd(r.exact.monthly_usd) },
+    { label: 'Weekly', num: true, cell: (r) => [usd(r.exact.weekly_usd), r.weekly_derived ? h('span', { title: 'Derived from the fleet\'s weekly/monthly ratio' }, '*') : ''] },
+    { label: 'Hourly', num: true, cell: (r) => usd(r.exact.hourly_usd) },
+    { label: 'Per card', num: true, cell: (r) => `${decimal(r.per_card_gb, 2)} / ${decimal(r.vram_gb, 0)} GB` },
+    {
+      label: 'Headroom',
+      num: true,
+      cell: (r) => [
+        r.tight ? [h('span', { class: 'badge badge-warn', title: 'Under 5 GB spare on one card, or under 2 GB per card in a set' }, 'tight'), ' '] : null,
+        decimal(r.headroom_gb_per_card, 2) + ' GB',
+      ],
+    },
+  ];
+  if (infer) {
+    columns.push({ label: 'Decode ceiling', num: true, cell: (r) => (r.decode_ceiling_tok_s == null ? '—' : decimal(r.decode_ceiling_tok_s, 1) + ' tok/s') });
+  }
+  columns.push({ label: 'Free now', num: true, cell: (r) => integer(r.free_now) });
+  const notes = [];
+  if (rows.some((r) => r.weekly_derived)) notes.push('* weekly price derived from the fleet\'s weekly/monthly ratio.');
+  if (rows.some((r) => r.discount_percent > 0)) notes.push('Sets of cards include the multi-card discount.');
+  if (infer) notes.push('Decode ceiling: single-stream tokens/s bound by memory bandwidth / weight bytes read per token — a ceiling, not a benchmark.');
+  return [
+    table(columns, rows, { rowClass: (r) => (r === fit.best ? 'best' : null) }),
+    notes.length ? h('p', { class: 'table-note' }, notes.join(' ')) : null,
+  ];
+}
+
+function arithmetic(size, fit) {
+  const items = [];
+  items.push(h('h4', null, size.gpus > 1 ? `Memory on each of ${size.gpus} GPUs` : 'Memory'));
+  for (const c of size.components) {
+    items.push(h('li', null, h('span', { class: 'name' }, c.name), ': ', c.formula || decimal(c.gb, 2) + ' GB'));
+  }
+  items.push(
+    h('li', null, h('span', { class: 'name' }, 'total'), ': ', size.gpus > 1 ? `${decimal(size.per_gpu_gb, 2)} GB per GPU, ${decimal(size.total_gb, 2)} GB across ${size.gpus} GPUs` : `${decimal(size.total_gb, 2)} GB`)
+  );
+  if (fit.best && fit.best.explain) {
+    items.push(h('h4', null, `Cheapest configuration: ${fit.best.configuration}`));
+    for (const line of fit.best.explain) {
+      const m = /^([a-z_ ]+):\s(.*)$/.exec(line);
+      items.push(m ? h('li', null, h('span', { class: 'name' }, m[1]), ': ', m[2]) : h('li', null, line));
+    }
+  }
+  return h('details', { class: 'arith', id: 'arithmetic' }, h('summary', null, 'Show the arithmetic'), h('ul', { class: 'formulas' }, items));
+}
+
+function render(size, fit) {
+  const perGpu = size.gpus > 1;
+  const headline = h(
+    'div',
+    { class: 'result-total' },
+    h('span', { class: 'big', id: 'total' }, decimal(perGpu ? size.per_gpu_gb : size.total_gb, 0) + ' GB'),
+    h('span', { class: 'exact' }, perGpu ? `per GPU (${decimal(size.per_gpu_gb, 2)} GB × ${size.gpus} GPUs = ${decimal(size.total_gb, 2)} GB)` : `${decimal(size.total_gb, 2)} GB of GPU memory`)
+  );
+  let verdict;
+  if (fit.best) {
+    const b = fit.best;
+    verdict = h(
+      'p',
+      { class: 'verdict', id: 'verdict' },
+      'Fits on ',
+      h('strong', null, configName(b)),
+      ` for ${usd(b.exact.monthly_usd)}/month (${usd(b.exact.hourly_usd)}/hour), `,
+      `${decimal(b.headroom_gb_per_card, 2)} GB spare${b.count > 1 ? ' per card' : ''}`,
+      b.tight ? [' ', h('span', { class: 'badge badge-warn' }, 'tight')] : '',
+      b.decode_ceiling_tok_s != null ? `; decode ceiling ${decimal(b.decode_ceiling_tok_s, 1)} tok/s.` : '.'
+    );
+  } else {
+    verdict = h('div', { class: 'alert alert-warn', id: 'verdict', role: 'status' }, h('strong', null, 'Nothing in the fleet holds it. '), fit.reason || '');
+  }
+  const hostNote = size.host_gb > 0 ? h('p', { class: 'muted small' }, `Plus ${decimal(size.host_gb, 2)} GB of host memory (offloaded state).`) : null;
+  const notes = [...new Set([...(size.notes || []), ...(fit.notes || [])])];
+  replace(
+    results,
+    h(
+      'div',
+      { class: 'card' },
+      h('div', { class: 'card-head' }, h('h2', null, 'Memory needed'), h('span', { class: 'hint' }, 'GB = 10⁹ bytes')),
+      headline,
+      modelLine(size.model, size.workload),
+      verdict,
+      stackBar(size.components),
+      hostNote,
+      arithmetic(size, fit),
+      notes.length ? h('ul', { class: 'notes' }, notes.map((n) => h('li', null, n))) : null
+    ),
+    h(
+      'div',
+      { class: 'card' },
+      h('div', { class: 'card-head' }, h('h2', null, 'Cheapest configurations'), h('span', { class: 'hint' }, 'Term fleet, list prices; cheapest first')),
+      fit.best ? configTable(fit) : h('div', { class: 'empty' }, fit.reason || 'No configuration holds this job.')
+    )
+  );
+}
+
+// ---------- running ----------
+
+async function calculate() {
+  clearFormErrors(form);
+  syncVisibility();
+  const shared = sharedFields();
+  if (!shared) return;
+  writeUrl();
+  const mine = ++run;
+  results.setAttribute('aria-busy', 'true');
+  const first = results.querySelector('.card');
+  if (first) first.classList.add('stale');
+  try {
+    const [size, fit] = await Promise.all([api('POST', '/v1/size', sizeBody(shared)), api('POST', '/v1/fit', fitBody(shared))]);
+    if (mine !== run) return;
+    render(size, fit);
+  } catch (e) {
+    if (mine !== run) return;
+    if (!showFormError(form, e)) {
+      replace(results, h('div', { class: 'card' }, errorBox(e.message)));
+    } else {
+      replace(results, h('div', { class: 'card' }, h('div', { class: 'empty' }, 'Fix the highlighted field to see the result.')));
+    }
+  } finally {
+    if (mine === run) results.removeAttribute('aria-busy');
+  }
+}
+
+let timer = 0;
+function calculateSoon() {
+  clearTimeout(timer);
+  timer = setTimeout(calculate, 250);
+}
+
+async function loadModels() {
+  const select = MODEL_CONTROLS.bundled.el;
+  try {
+    const data = await api('GET', '/v1/models');
+    bundledModels = data.bundled || [];
+    replace(
+      select,
+      bundledModels.map((m) => h('option', { value: m.id }, `${m.id} (${paramsText(m.total_params)})`))
+    );
+    if (pendingBundled) selectBundled(pendingBundled);
+  } catch (e) {
+    bundledModels = [];
+    replace(select, h('option', { value: '' }, 'The model list is not available'));
+  }
+}
+
+async function loadRegions() {
+  try {
+    const catalog = await api('GET', '/v1/catalog');
+    const select = form.elements.region;
+    const wanted = new URLSearchParams(location.search).get('region');
+    for (const r of catalog.regions) select.appendChild(h('option', { value: r.code }, `${r.code} ${r.city}`));
+    if (wanted) select.value = wanted;
+  } catch (e) {
+    /* the filter stays at "any region" */
+  }
+}
+
+function copyLink() {
+  const status = $('#copy-status');
+  const done = () => {
+    status.textContent = 'Link copied';
+    setTimeout(() => (status.textContent = ''), 2000);
+  };
+  if (navigator.clipboard && window.isSecureContext) {
+    navigator.clipboard.writeText(location.href).then(done, () => (status.textContent = 'Copy the address bar to share'));
+  } else {
+    status.textContent = 'Copy the address bar to share';
+  }
+}
+
+function main() {
+  readUrl();
+  syncVisibility();
+  form.addEventListener('submit', (e) => {
+    e.preventDefault();
+    calculate();
+  });
+  form.addEventListener('change', (e) => {
+    if (e.target.name === 'source') {
+      syncVisibility();
+      if (source() === 'config' && !MODEL_CONTROLS.config.el.value.trim()) return;
+    }
+    calculateSoon();
+  });
+  form.addEventListener('input', (e) => {
+    if (e.target.type === 'number') calculateSoon();
+  });
+  $('#copy-link').addEventListener('click', copyLink);
+  const models = loadModels();
+  loadRegions();
+  if (source() === 'bundled') models.then(calculate);
+  else calculate();
+}
+
+main();

@@ -1,0 +1,112 @@
+// Small DOM helpers. Text from the API is only ever inserted as text nodes (never as HTML), so a
+// model name or a memo cannot inject markup.
+
+// h('td', {class: 'num'}, '1.00') -> <td class="num">1.00</td>. Attributes: class, text, on<event>,
+// dataset {..}, aria-*/other attributes as strings; booleans set/omit the attribute.
+export function h(tag, attrs, ...children) {
+  const el = tag.startsWith('svg:')
+    ? document.createElementNS('http://www.w3.org/2000/svg', tag.slice(4))
+    : document.createElement(tag);
+  if (attrs) {
+    for (const [key, value] of Object.entries(attrs)) {
+      if (value === undefined || value === null || value === false) continue;
+      if (key === 'class') el.setAttribute('class', value);
+      else if (key === 'text') el.textContent = value;
+      else if (key === 'dataset') Object.assign(el.dataset, value);
+      else if (key.startsWith('on') && typeof value === 'function') el.addEventListener(key.slice(2), value);
+      else if (value === true) el.setAttribute(key, '');
+      else el.setAttribute(key, String(value));
+    }
+  }
+  append(el, children);
+  return el;
+}
+
+function append(el, children) {
+  for (const child of children) {
+    if (child === null || child === undefined || child === false) continue;
+    if (Array.isArray(child)) append(el, child);
+    else if (child instanceof Node) el.appendChild(child);
+    else el.appendChild(document.createTextNode(String(child)));
+  }
+}
+
+export function $(selector, root = document) {
+  return root.querySelector(selector);
+}
+
+export function $$(selector, root = document) {
+  return Array.from(root.querySelectorAll(selector));
+}
+
+export function replace(el, ...children) {
+  el.replaceChildren();
+  append(el, children);
+}
+
+export function loading(text = 'Loading…') {
+  return h('div', { class: 'loading', role: 'status' }, text);
+}
+
+export function empty(text) {
+  return h('div', { class: 'empty' }, text);
+}
+
+export function errorBox(message) {
+  return h('div', { class: 'alert alert-error', role: 'alert' }, message);
+}
+
+// A table from column specs: [{label, num?: bool, cell: row => node|string, th?: bool}].
+export function table(columns, rows, { caption, rowClass } = {}) {
+  const thead = h('thead', null, h('tr', null, columns.map((c) => h('th', { scope: 'col', class: c.num ? 'num' : null }, c.label))));
+  const tbody = h(
+    'tbody',
+    null,
+    rows.map((row) =>
+      h(
+        'tr',
+        { class: rowClass ? rowClass(row) : null },
+        columns.map((c) => h(c.th ? 'th' : 'td', { class: c.num ? 'num' : c.cls || null, scope: c.th ? 'row' : null }, c.cell(row)))
+      )
+    )
+  );
+  return h('div', { class: 'table-wrap' }, h('table', null, caption ? h('caption', null, caption) : null, thead, tbody));
+}
+
+// Shows an API error next to the field it names (inputs carry name="<api field>"), or in the
+// form's alert when it names none. Returns true when a field took it.
+export function showFormError(form, error) {
+  clearFormErrors(form);
+  const field = error && error.field ? form.querySelector(`[name="${CSS.escape(error.field)}"]`) : null;
+  if (field) {
+    field.setAttribute('aria-invalid', 'true');
+    const slot = form.querySelector(`[data-error-for="${CSS.escape(error.field)}"]`);
+    if (slot) slot.textContent = error.message;
+    field.focus();
+    return true;
+  }
+  const alert = form.querySelector('.form-alert');
+  if (alert) {
+    alert.textContent = error.message || String(error);
+    alert.className = 'form-alert alert alert-error';
+    alert.setAttribute('role', 'alert');
+  }
+  return false;
+}
+
+export function clearFormErrors(form) {
+  for (const el of form.querySelectorAll('[aria-invalid="true"]')) el.removeAttribute('aria-invalid');
+  for (const el of form.querySelectorAll('[data-error-for]')) el.textContent = '';
+  const alert = form.querySelector('.form-alert');
+  if (alert) {
+    alert.textContent = '';
+    alert.className = 'form-alert';
+  }
+}
+
+export function setBusy(button, busy) {
+  if (!button) return;
+  button.disabled = busy;
+  if (busy) button.setAttribute('aria-busy', 'true');
+  else button.removeAttribute('aria-busy');
+}

@@ -1,0 +1,113 @@
+// Display formatting only: every figure comes from the API; these functions decide how many digits
+// a person sees. Money arrives as exact decimal strings ("1490.000000") and is rounded here for
+// display only, on the string (never through floating point).
+
+const CURRENCY_SYMBOL = { USD: '$', EUR: '€', GBP: '£' };
+
+function groupThousands(digits) {
+  return digits.replace(/\B(?=(\d{3})+(?!\d))/g, ',');
+}
+
+// Rounds a decimal string half-even to `places` digits and groups the integer part: "3643.2" -> "3,643.20".
+export function decimal(value, places = 2) {
+  if (value === null || value === undefined || value === '') return '—';
+  let text = typeof value === 'number' ? numberToPlainString(value) : String(value).trim();
+  const m = /^(-?)(\d*)(?:\.(\d*))?$/.exec(text);
+  if (!m) return text;
+  let [, sign, int, frac = ''] = m;
+  int = int.replace(/^0+(?=\d)/, '') || '0';
+  const keep = frac.slice(0, places).padEnd(places, '0');
+  const rest = frac.slice(places);
+  let digits = (int + keep).split('').map(Number);
+  const first = rest.length ? Number(rest[0]) : 0;
+  const tail = rest.slice(1).replace(/0/g, '');
+  const last = digits.length ? digits[digits.length - 1] : 0;
+  const roundUp = first > 5 || (first === 5 && (tail.length > 0 || last % 2 === 1));
+  if (roundUp) {
+    let i = digits.length - 1;
+    while (i >= 0) {
+      if (digits[i] === 9) {
+        digits[i] = 0;
+        i--;
+      } else {
+        digits[i]++;
+        break;
+      }
+    }
+    if (i < 0) digits.unshift(1);
+  }
+  const all = digits.join('');
+  const intPart = all.slice(0, all.length - places) || '0';
+  const fracPart = places > 0 ? all.slice(all.length - places) : '';
+  const isZero = /^0*$/.test(intPart + fracPart);
+  return (sign && !isZero ? '-' : '') + groupThousands(intPart) + (places > 0 ? '.' + fracPart : '');
+}
+
+function numberToPlainString(n) {
+  if (!Number.isFinite(n)) return String(n);
+  // Enough digits for the API's 6-decimal numbers without exponent notation.
+  const s = n.toFixed(6);
+  return s;
+}
+
+// "$1,490.00"; `places` 3 for per-GPU-hour prices on the exchange (tick 0.001).
+export function usd(value, places = 2) {
+  if (value === null || value === undefined) return '—';
+  const d = decimal(value, places);
+  return d.startsWith('-') ? '-$' + d.slice(1) : '$' + d;
+}
+
+export function money(value, currency, places = 2) {
+  if (value === null || value === undefined) return '—';
+  const d = decimal(value, places);
+  const sym = CURRENCY_SYMBOL[currency];
+  if (!sym) return `${d} ${currency}`;
+  return d.startsWith('-') ? '-' + sym + d.slice(1) : sym + d;
+}
+
+export function gb(value, places = 2) {
+  if (value === null || value === undefined) return '—';
+  return decimal(value, places) + ' GB';
+}
+
+export function integer(value) {
+  if (value === null || value === undefined) return '—';
+  return decimal(value, 0);
+}
+
+export function number(value, places) {
+  if (value === null || value === undefined) return '—';
+  return decimal(value, places);
+}
+
+const dateFormat = new Intl.DateTimeFormat('en-GB', {
+  year: 'numeric',
+  month: 'short',
+  day: 'numeric',
+  hour: '2-digit',
+  minute: '2-digit',
+  timeZoneName: 'short',
+});
+
+export function timestamp(iso) {
+  if (!iso) return '—';
+  const d = new Date(iso);
+  if (Number.isNaN(d.getTime())) return iso;
+  return dateFormat.format(d);
+}
+
+// "infer" -> "Inference" and friends, for labels.
+export const WORKLOAD_LABEL = {
+  infer: 'Inference',
+  full: 'Full fine-tune',
+  lora: 'LoRA',
+  qlora: 'QLoRA',
+};
+
+// "kv_cache" -> "KV cache".
+export function componentLabel(name) {
+  const special = { kv_cache: 'KV cache', runtime_overhead: 'Runtime overhead', lora_adapters: 'LoRA adapters' };
+  if (special[name]) return special[name];
+  const s = String(name).replace(/_/g, ' ');
+  return s.charAt(0).toUpperCase() + s.slice(1);
+}

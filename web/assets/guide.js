@@ -1,0 +1,167 @@
+// The guide: every table from GET /v1/guide (and the preset shapes from GET /v1/models), laid out
+// as the published tables. Nothing is computed here.
+import { api } from './api.js';
+import { h, $, replace, table, errorBox } from './dom.js';
+import { usd, decimal, integer } from './format.js';
+
+const CHEAPEST_COLUMNS = [
+  { key: 'bf16', label: 'BF16 inference', query: { workload: 'infer', precision: 'bf16' } },
+  { key: 'fp8', label: 'FP8 inference', query: { workload: 'infer', precision: 'fp8' } },
+  { key: 'int4', label: 'INT4 inference', query: { workload: 'infer', precision: 'int4' } },
+  { key: 'qlora', label: 'QLoRA', query: { workload: 'qlora' } },
+  { key: 'lora', label: 'LoRA', query: { workload: 'lora' } },
+  { key: 'full', label: 'Full fine-tune', query: { workload: 'full' } },
+];
+
+function section(id, title, hint, ...body) {
+  return h(
+    'section',
+    { class: 'card section', id, 'aria-labelledby': id + '-title' },
+    h('div', { class: 'card-head' }, h('h2', { id: id + '-title' }, title), hint ? h('span', { class: 'hint' }, hint) : null),
+    body
+  );
+}
+
+function presetCell(preset) {
+  return h('a', { href: `/calculator/?model=${encodeURIComponent(preset)}&workload=infer` }, preset.toUpperCase());
+}
+
+function gbCell(value) {
+  return value == null ? h('span', { class: 'muted' }, '—') : decimal(value, 2);
+}
+
+function kvTable(kv) {
+  const rows = Object.entries(kv);
+  return table(
+    [
+      { label: 'Model', th: true, cell: ([p]) => presetCell(p) },
+      { label: 'Per token (MB)', num: true, cell: ([, r]) => decimal(r.per_token_mb, 2) },
+      { label: '8k tokens', num: true, cell: ([, r]) => gbCell(r['8k']) },
+      { label: '32k tokens', num: true, cell: ([, r]) => gbCell(r['32k']) },
+      { label: '128k tokens', num: true, cell: ([, r]) => gbCell(r['128k']) },
+    ],
+    rows
+  );
+}
+
+function inferenceTable(inf) {
+  const rows = Object.entries(inf);
+  const link = (p, precision, v) =>
+    v == null ? h('span', { class: 'muted' }, '—') : h('a', { href: `/calculator/?model=${p}&workload=infer&precision=${precision}` }, decimal(v, 2));
+  return table(
+    [
+      { label: 'Model', th: true, cell: ([p]) => presetCell(p) },
+      { label: 'BF16', num: true, cell: ([p, r]) => link(p, 'bf16', r.bf16) },
+      { label: 'FP8', num: true, cell: ([p, r]) => link(p, 'fp8', r.fp8) },
+      { label: 'INT4', num: true, cell: ([p, r]) => link(p, 'int4', r.int4) },
+    ],
+    rows
+  );
+}
+
+function trainingTable(tr) {
+  const rows = Object.entries(tr);
+  return table(
+    [
+      { label: 'Model', th: true, cell: ([p]) => presetCell(p) },
+      { label: 'Full (16 B/param)', num: true, cell: ([, r]) => gbCell(r.full) },
+      { label: 'Full +15%', num: true, cell: ([, r]) => gbCell(r.full_with_allowance) },
+      { label: 'LoRA (BF16 base)', num: true, cell: ([, r]) => gbCell(r.lora) },
+      { label: 'QLoRA (NF4 base)', num: true, cell: ([, r]) => gbCell(r.qlora) },
+    ],
+    rows
+  );
+}
+
+function cheapestTable(cheapest, reasons) {
+  const rows = Object.entries(cheapest);
+  const columns = [{ label: 'Model', th: true, cell: ([p]) => presetCell(p) }];
+  for (const col of CHEAPEST_COLUMNS) {
+    columns.push({
+      label: col.label,
+      cls: 'cell-config',
+      cell: ([p, r]) => {
+        const c = r[col.key];
+        const q = new URLSearchParams({ model: p, ...col.query });
+        if (!c) {
+          const why = reasons && reasons[p] && reasons[p][col.key];
+          return h('a', { href: '/calculator/?' + q, class: 'muted', title: why || 'nothing fits' }, 'nothing fits');
+        }
+        return [
+          h('a', { href: '/calculator/?' + q }, c.configuration),
+          c.tight ? [' ', h('span', { class: 'badge badge-warn' }, 'tight')] : null,
+          h('span', { class: 'price' }, usd(c.exact.monthly_usd) + '/mo'),
+        ];
+      },
+    });
+  }
+  return table(columns, rows);
+}
+
+function costTable(cost) {
+  return table(
+    [
+      { label: 'Card', th: true, cell: (r) => r.gpu },
+      { label: 'VRAM', num: true, cell: (r) => decimal(r.vram_gb, 0) + ' GB' },
+      { label: 'Monthly', num: true, cell: (r) => usd(r.monthly_usd) },
+      { label: '$ per GB-month', num: true, cell: (r) => usd(r.usd_per_gb_month) },
+      { label: 'Bandwidth', num: true, cell: (r) => (r.bandwidth_gb_per_s == null ? '—' : integer(r.bandwidth_gb_per_s) + ' GB/s') },
+      { label: 'GB/s per $-month', num: true, cell: (r) => (r.gb_s_per_usd_month == null ? '—' : decimal(r.gb_s_per_usd_month, 2)) },
+      { label: 'Hourly', num: true, cell: (r) => usd(r.hourly_usd) },
+      { label: 'Weekly', num: true, cell: (r) => [usd(r.weekly_usd), r.weekly_derived ? '*' : ''] },
+      { label: 'Spot ask /h', num: true, cell: (r) => (r.spot_ask_usd_per_hour == null ? h('span', { class: 'muted' }, '—') : usd(r.spot_ask_usd_per_hour)) },
+      { label: 'Break-even h', num: true, cell: (r) => (r.break_even_hours == null ? h('span', { class: 'muted' }, '—') : integer(r.break_even_hours)) },
+    ],
+    cost
+  );
+}
+
+function shapesTable(presets) {
+  return table(
+    [
+      { label: 'Preset', th: true, cell: (m) => presetCell(m.id) },
+      { label: 'Parameters', num: true, cell: (m) => decimal(m.total_params / 1e9, 0) + 'B' },
+      { label: 'Layers', num: true, cell: (m) => integer(m.layers) },
+      { label: 'KV heads', num: true, cell: (m) => integer(m.kv_heads) },
+      { label: 'Head dim', num: true, cell: (m) => integer(m.head_dim) },
+      { label: 'Hidden', num: true, cell: (m) => integer(m.hidden) },
+      { label: 'KV per token', num: true, cell: (m) => (m.kv_bytes_per_token == null ? '—' : integer(m.kv_bytes_per_token) + ' B') },
+    ],
+    presets
+  );
+}
+
+async function main() {
+  const root = $('#guide');
+  let guide;
+  try {
+    guide = await api('GET', '/v1/guide');
+  } catch (e) {
+    replace(root, errorBox('The guide could not be loaded: ' + e.message));
+    return;
+  }
+  const u = guide.units || {};
+  replace(
+    root,
+    section('kv', 'KV cache by context', u.kv_cache, kvTable(guide.kv_cache), h('p', { class: 'table-note' }, 'KV cache = 2 × layers × KV heads × head dim × bytes × tokens × batch. FP8 KV halves it.')),
+    section('inference', 'Inference memory by precision', u.inference, inferenceTable(guide.inference)),
+    section('training', 'Training memory by method', u.training, trainingTable(guide.training)),
+    section('cheapest', 'Cheapest configuration by model and method', u.cheapest, cheapestTable(guide.cheapest, guide.cheapest_reasons)),
+    section('cost', 'Cost per GB', u.cost, costTable(guide.cost), h('p', { class: 'table-note' }, '* weekly price derived from the fleet\'s weekly/monthly ratio. Break-even: hours a month on the spot exchange at the opening ask that cost as much as the monthly term.')),
+    h('div', { id: 'shapes-slot' })
+  );
+  try {
+    const models = await api('GET', '/v1/models');
+    if (models.presets && models.presets.length) {
+      replace($('#shapes-slot'), section('shapes', 'The guide\'s model shapes', 'Nominal parameter counts', shapesTable(models.presets)));
+    }
+  } catch (e) {
+    /* the shapes table is optional */
+  }
+  if (location.hash) {
+    const target = document.getElementById(location.hash.slice(1));
+    if (target) target.scrollIntoView();
+  }
+}
+
+main();

@@ -1,0 +1,483 @@
+// Spot market: per GPU model the order book (a hand-drawn SVG depth ladder), recent trades, and for
+// a signed-in customer the bid form, their open bids and their leases with a stop button. The
+// figures are the API's; the page only scales bars to draw them.
+import { api, currentSession, newIdempotencyKey } from './api.js';
+import { h, $, replace, table, showFormError, clearFormErrors, setBusy, errorBox, empty } from './dom.js';
+import { usd, money, integer, timestamp } from './format.js';
+import { loadMarkets, bestAsk, bestBid } from './markets.js';
+
+const REFRESH_MS = 10000;
+const BOOK_LEVELS = 12;
+const TRADES = 20;
+
+const tabs = $('#market-tabs');
+const form = $('#bid-form');
+let markets = new Map();
+let selected = null;
+let session = null;
+let refreshTimer = 0;
+let bidKey = null;
+
+function priceText(p) {
+  return p == null ? '—' : usd(p, 3);
+}
+
+// ---------- market selection ----------
+
+function renderTabs() {
+  const names = [...markets.keys()];
+  if (!names.length) {
+    replace(tabs, h('div', { class: 'empty' }, 'No GPU model trades on the exchange yet.'));
+    return;
+  }
+  replace(
+    tabs,
+    names.map((name) => {
+      const m = markets.get(name);
+      const ask = bestAsk(m);
+      const on = name === selected;
+      return h(
+        'button',
+        {
+          type: 'button',
+          role: 'tab',
+          id: 'tab-' + slug(name),
+          'aria-selected': on ? 'true' : 'false',
+          'aria-controls': 'market-panel',
+          tabindex: on ? '0' : '-1',
+          dataset: { gpu: name },
+          onclick: () => select(name, true),
+          onkeydown: onTabKey,
+        },
+        name,
+        h('span', { class: 'ask' }, ask ? 'from ' + priceText(ask) + '/h' : 'no offers')
+      );
+    })
+  );
+}
+
+function onTabKey(e) {
+  const buttons = Array.from(tabs.querySelectorAll('[role="tab"]'));
+  const i = buttons.indexOf(e.currentTarget);
+  let j = null;
+  if (e.key === 'ArrowRight') j = (i + 1) % buttons.length;
+  else if (e.key === 'ArrowLeft') j = (i - 1 + buttons.length) % buttons.length;
+  else if (e.key === 'Home') j = 0;
+  else if (e.key === 'End') j = buttons.length - 1;
+  if (j === null) return;
+  e.preventDefault();
+  buttons[j].focus();
+  select(buttons[j].dataset.gpu, true);
+}
+
+function slug(s) {
+  return String(s).toLowerCase().replace(/[^a-z0-9]+/g, '-');
+}
+
+function select(name, userAction) {
+  if (!markets.has(name)) return;
+  const changed = selected !== name;
+  selected = name;
+  const q = new URLSearchParams(location.search);
+  q.set('gpu', name);
+  history.replaceState(null, '', '?' + q);
+  for (const b of tabs.querySelectorAll('[role="tab"]')) {
+    const on = b.dataset.gpu === name;
+    b.setAttribute('aria-selected', on ? 'true' : 'false');
+    b.tabIndex = on ? 0 : -1;
+    if (on && userAction) b.scrollIntoView({ block: 'nearest', inline: 'nearest' });
+  }
+  $('#market-panel').setAttribute('aria-labelledby', 'tab-' + slug(name));
+  $('#market-title').textContent = `${name} order book`;
+  form.elements.gpu.value = name;
+  $('#bid-submit').textContent = `Place bid for ${name}`;
+  if (changed) {
+    replace($('#depth'), h('div', { class: 'loading', role: 'status' }, 'Loading the book…'));
+    replace($('#trades'), h('div', { class: 'loading', role: 'status' }, 'Loading trades…'));
+    replace($('#bid-result'));
+  }
+  renderStats();
+  loadBook();
+  loadTrades();
+}
+
+// ---------- market data ----------
+
+function stat(label, value, cls) {
+  return h('div', { class: 'stat' }, h('div', { class: 'label' }, label), h('div', { class: 'value ' + (cls || '') }, value));
+}
+
+function renderStats() {
+  const m = markets.get(selected);
+  if (!m) return;
+  const last = m.last_trade;
+  replace(
+    $('#stats'),
+    stat('Best offer', priceText(bestAsk(m)), 'ask'),
+    stat('Best bid', priceText(bestBid(m)), 'bid'),
+    stat('GPUs on offer', integer(m.gpus_on_offer)),
+    stat('Last trade', last ? priceText(last.price_usd_per_gpu_hour) : '—')
+  );
+}
+
+const SVG = 'svg:';
+
+// A depth ladder: asks above (highest price on top, best offer nearest the middle), bids below
+// (best bid nearest the middle); each bar's length is that level's GPUs, scaled to the widest.
+function depthChart(book) {
+  const asks = book.asks.slice().reverse();
+  const bids = book.bids;
+  if (!asks.length && !bids.length) return empty('Nobody is offering or bidding right now.');
+  const rowH = 24;
+  const gap = 14;
+  const labelW = 84;
+  const countW = 84;
+  // Drawn at the container's own width, so that text keeps its size on any screen.
+  const width = Math.max(280, Math.round($('#depth').clientWidth || 640));
+  const barMax = width - labelW - countW - 12;
+  const rows = asks.length + bids.length;
+  const height = rows * rowH + gap + 22;
+  const maxGpus = Math.max(1, ...book.asks.map((l) => l.gpus), ...book.bids.map((l) => l.gpus));
+  const desc = `${book.asks.length} ask levels${book.asks.length ? ' from ' + priceText(book.asks[0].price_usd_per_gpu_hour) : ''}, ${book.bids.length} bid levels${book.bids.length ? ' from ' + priceText(book.bids[0].price_usd_per_gpu_hour) : ''}`;
+  const svg = h(SVG + 'svg', { viewBox: `0 0 ${width} ${height}`, role: 'img', 'aria-label': `Order book depth for ${book.gpu}: ${desc}` });
+  svg.appendChild(h(SVG + 'title', null, `Order book depth for ${book.gpu}: ${desc}`));
+  const header = h(SVG + 'g', { class: 'axis' });
+  header.appendChild(h(SVG + 'text', { x: labelW - 8, y: 14, 'text-anchor': 'end' }, 'USD / GPU-h'));
+  header.appendChild(h(SVG + 'text', { x: width - 4, y: 14, 'text-anchor': 'end' }, 'GPUs (orders)'));
+  svg.appendChild(header);
+  let y = 22;
+  const drawRow = (level, side) => {
+    const w = Math.max(2, (level.gpus / maxGpus) * barMax);
+    const g = h(SVG + 'g', { class: 'level level-' + side });
+    g.appendChild(h(SVG + 'rect', { x: labelW, y: y + 3, width: w.toFixed(1), height: rowH - 6, rx: 3, class: 'bar-' + side }));
+    g.appendChild(h(SVG + 'text', { x: labelW - 8, y: y + rowH / 2 + 4, 'text-anchor': 'end', class: 'price-' + side }, priceText(level.price_usd_per_gpu_hour)));
+    g.appendChild(h(SVG + 'text', { x: width - 4, y: y + rowH / 2 + 4, 'text-anchor': 'end' }, `${integer(level.gpus)} (${integer(level.orders)})`));
+    svg.appendChild(g);
+    y += rowH;
+  };
+  asks.forEach((l) => drawRow(l, 'ask'));
+  svg.appendChild(h(SVG + 'line', { x1: 0, x2: width, y1: y + gap / 2, y2: y + gap / 2, class: 'spread-line' }));
+  y += gap;
+  bids.forEach((l) => drawRow(l, 'bid'));
+  const legend = h(
+    'p',
+    { class: 'table-note' },
+    h('span', { class: 'side-sell' }, '■ offers (asks)'),
+    '  ',
+    h('span', { class: 'side-buy' }, '■ bids'),
+    ' — each bar is the GPUs available at that price; the dashed line is the spread.'
+  );
+  return [svg, legend];
+}
+
+let lastBook = null;
+
+async function loadBook() {
+  const gpu = selected;
+  try {
+    const book = await api('GET', `/v1/markets/${encodeURIComponent(gpu)}/book?levels=${BOOK_LEVELS}`);
+    if (gpu !== selected) return;
+    lastBook = book;
+    replace($('#depth'), depthChart(book));
+    $('#as-of').textContent = 'As of ' + timestamp(book.as_of);
+  } catch (e) {
+    if (gpu === selected) replace($('#depth'), errorBox('The order book could not be loaded: ' + e.message));
+  }
+}
+
+async function loadTrades() {
+  const gpu = selected;
+  try {
+    const data = await api('GET', `/v1/markets/${encodeURIComponent(gpu)}/trades?limit=${TRADES}`);
+    if (gpu !== selected) return;
+    if (!data.trades.length) return replace($('#trades'), empty('No trades yet in this market.'));
+    replace(
+      $('#trades'),
+      table(
+        [
+          { label: 'Time', cell: (t) => timestamp(t.at) },
+          { label: 'Price / GPU-h', num: true, cell: (t) => priceText(t.price_usd_per_gpu_hour) },
+          { label: 'GPUs', num: true, cell: (t) => integer(t.gpus) },
+          { label: 'Taker', cell: (t) => (t.maker === 'ask' ? h('span', { class: 'side-buy' }, 'buyer') : h('span', { class: 'side-sell' }, 'seller')) },
+        ],
+        data.trades
+      )
+    );
+  } catch (e) {
+    if (gpu === selected) replace($('#trades'), errorBox('Trades could not be loaded: ' + e.message));
+  }
+}
+
+async function refreshMarkets() {
+  markets = await loadMarkets({ refresh: true });
+  if (!markets.has(selected)) return;
+  renderTabs();
+  renderStats();
+  loadBook();
+  loadTrades();
+}
+
+function scheduleRefresh() {
+  clearTimeout(refreshTimer);
+  refreshTimer = setTimeout(async () => {
+    if (!document.hidden) {
+      await refreshMarkets();
+      if (session) await Promise.all([loadLeases(), loadBids()]);
+    }
+    scheduleRefresh();
+  }, REFRESH_MS);
+}
+
+// ---------- bids ----------
+
+function syncOrderType() {
+  const limit = form.elements.order.value === 'limit';
+  for (const el of form.querySelectorAll('[data-limit]')) el.hidden = !limit;
+  form.elements.limit_usd_per_gpu_hour.disabled = !limit;
+  form.elements.time_in_force.disabled = !limit;
+  form.elements.expires_at.disabled = !limit || form.elements.time_in_force.value !== 'gtc';
+}
+
+function bidBody() {
+  const f = form.elements;
+  const body = { gpu: f.gpu.value };
+  const gpus = f.gpus.value.trim();
+  body.gpus = /^\d{1,3}$/.test(gpus) ? Number(gpus) : gpus;
+  if (f.region.value) body.region = f.region.value;
+  if (f.order.value === 'market') {
+    body.market = true;
+    body.time_in_force = 'ioc';
+  } else {
+    body.limit_usd_per_gpu_hour = f.limit_usd_per_gpu_hour.value.trim();
+    body.time_in_force = f.time_in_force.value;
+    if (!f.expires_at.disabled && f.expires_at.value) {
+      const t = new Date(f.expires_at.value);
+      body.expires_at = Number.isNaN(t.getTime()) ? f.expires_at.value : t.toISOString();
+    }
+  }
+  if (f.currency.value !== 'USD') body.currency = f.currency.value;
+  return body;
+}
+
+function bidOutcome(bid) {
+  if (bid.status === 'filled' && bid.lease) {
+    const l = bid.lease;
+    return h(
+      'div',
+      { class: 'alert alert-ok', role: 'status' },
+      h('strong', null, `Filled: lease #${l.id}. `),
+      `${integer(l.gpus)} × ${l.gpu} at ${priceText(l.price_usd_per_gpu_hour)}/GPU-h — ${money(l.hourly_usd, 'USD')} per hour, first hour paid. `,
+      h('a', { href: '#leases-card' }, 'See your leases')
+    );
+  }
+  if (bid.status === 'resting') {
+    return h(
+      'div',
+      { class: 'alert alert-info', role: 'status' },
+      h('strong', null, `Bid #${bid.id} is in the book `),
+      `at up to ${priceText(bid.limit_usd_per_gpu_hour)}/GPU-h; ${money(bid.hold, bid.currency)} is held so that a fill can pay its first hour.`
+    );
+  }
+  const why = {
+    no_match: 'no offer matched it',
+    insufficient_funds: 'your wallet cannot pay the first hour',
+    expired: 'it expired',
+  }[bid.close_reason] || (bid.close_reason || bid.status).replace(/_/g, ' ');
+  return h('div', { class: 'alert alert-warn', role: 'status' }, h('strong', null, `Bid #${bid.id} ${bid.status}: `), why + '.');
+}
+
+async function onBid(e) {
+  e.preventDefault();
+  clearFormErrors(form);
+  replace($('#bid-result'));
+  const f = form.elements;
+  if (f.order.value === 'limit' && !f.limit_usd_per_gpu_hour.value.trim()) {
+    return showFormError(form, { field: 'limit_usd_per_gpu_hour', message: 'Enter the most you will pay per GPU-hour, such as 3.000.' });
+  }
+  const body = bidBody();
+  const fingerprint = JSON.stringify(body);
+  if (!bidKey || bidKey.fingerprint !== fingerprint) bidKey = { fingerprint, key: newIdempotencyKey() };
+  const button = $('#bid-submit');
+  setBusy(button, true);
+  try {
+    const bid = await api('POST', '/v1/bids', body, { idempotencyKey: bidKey.key });
+    bidKey = null;
+    replace($('#bid-result'), bidOutcome(bid));
+    await Promise.all([refreshMarkets(), loadLeases(), loadBids()]);
+  } catch (err) {
+    if (err.status === 401) {
+      session = null;
+      showSignedIn(false);
+      return;
+    }
+    showFormError(form, err);
+  } finally {
+    setBusy(button, false);
+  }
+}
+
+async function loadBids() {
+  try {
+    const data = await api('GET', '/v1/bids');
+    const open = data.bids.filter((b) => b.status === 'resting');
+    $('#my-bids-card').hidden = !open.length;
+    if (!open.length) return replace($('#my-bids'));
+    replace(
+      $('#my-bids'),
+      table(
+        [
+          { label: 'Bid', cell: (b) => `#${b.id} ${b.gpu}` },
+          { label: 'GPUs', num: true, cell: (b) => integer(b.gpus) },
+          { label: 'Limit', num: true, cell: (b) => priceText(b.limit_usd_per_gpu_hour) },
+          { label: 'Held', num: true, cell: (b) => money(b.hold, b.currency) },
+          { label: '', cell: (b) => h('button', { type: 'button', class: 'btn btn-small btn-danger', onclick: (e) => cancelBid(b, e.currentTarget) }, 'Cancel') },
+        ],
+        open
+      )
+    );
+  } catch (e) {
+    /* customers only; a provider-only account has no bids */
+    $('#my-bids-card').hidden = true;
+  }
+}
+
+async function cancelBid(bid, button) {
+  setBusy(button, true);
+  try {
+    await api('DELETE', '/v1/bids/' + bid.id);
+    await Promise.all([loadBids(), refreshMarkets()]);
+  } catch (e) {
+    setBusy(button, false);
+    button.replaceWith(h('span', { class: 'field-error', role: 'alert' }, e.message));
+  }
+}
+
+// ---------- leases ----------
+
+function leaseStatus(l) {
+  if (l.status === 'active') return h('span', { class: 'badge badge-good' }, 'running');
+  const reason = { stopped: 'stopped', unpaid: 'ended: unpaid', window_ended: 'ended: offer window closed' }[l.end_reason] || l.status;
+  return h('span', { class: 'badge' }, reason);
+}
+
+function stopButton(lease) {
+  if (lease.status !== 'active') return '';
+  const cell = h('span', { class: 'form-actions' });
+  const ask = h('button', {
+    type: 'button',
+    class: 'btn btn-small btn-danger',
+    'aria-label': `Stop lease #${lease.id}`,
+    onclick: () => {
+      replace(
+        cell,
+        h('button', { type: 'button', class: 'btn btn-small btn-danger', 'aria-label': `Confirm: stop lease #${lease.id}`, onclick: (e) => stopLease(lease, e.currentTarget, cell) }, 'Confirm stop'),
+        h('button', { type: 'button', class: 'btn btn-small btn-secondary', onclick: () => replace(cell, ask) }, 'Keep')
+      );
+      cell.querySelector('button').focus();
+    },
+  }, 'Stop');
+  cell.appendChild(ask);
+  return cell;
+}
+
+async function stopLease(lease, button, cell) {
+  setBusy(button, true);
+  try {
+    await api('POST', `/v1/leases/${lease.id}/stop`, {}, { idempotencyKey: newIdempotencyKey() });
+    await Promise.all([loadLeases(), refreshMarkets()]);
+  } catch (e) {
+    replace(cell, h('span', { class: 'field-error', role: 'alert' }, e.message));
+  }
+}
+
+async function loadLeases() {
+  const card = $('#leases-card');
+  try {
+    const data = await api('GET', '/v1/leases');
+    card.hidden = false;
+    if (!data.leases.length) return replace($('#leases'), empty('No leases yet. A filled bid opens one.'));
+    replace(
+      $('#leases'),
+      table(
+        [
+          { label: 'Lease', th: true, cell: (l) => `#${l.id}` },
+          { label: 'GPUs', cell: (l) => `${integer(l.gpus)} × ${l.gpu}` },
+          { label: 'Price / GPU-h', num: true, cell: (l) => priceText(l.price_usd_per_gpu_hour) },
+          { label: 'Per hour', num: true, cell: (l) => money(l.hourly_usd, 'USD') },
+          { label: 'Status', cell: leaseStatus },
+          { label: 'Started', cell: (l) => timestamp(l.started_at) },
+          { label: 'Paid until', cell: (l) => (l.status === 'active' ? timestamp(l.paid_until) : timestamp(l.ended_at)) },
+          { label: 'Hours', num: true, cell: (l) => integer(l.hours_paid) },
+          { label: 'Charged', num: true, cell: (l) => money(l.charged_usd, 'USD') },
+          { label: '', cell: stopButton },
+        ],
+        data.leases,
+        { rowClass: (l) => (l.status === 'active' ? null : 'muted') }
+      )
+    );
+  } catch (e) {
+    if (e.status === 401) card.hidden = true;
+    else replace($('#leases'), errorBox('Leases could not be loaded: ' + e.message));
+  }
+}
+
+// ---------- session ----------
+
+function showSignedIn(on) {
+  $('#bid-signed-out').hidden = on;
+  form.hidden = !on;
+  if (!on) {
+    $('#leases-card').hidden = true;
+    $('#my-bids-card').hidden = true;
+  }
+}
+
+async function loadRegions() {
+  try {
+    const catalog = await api('GET', '/v1/catalog');
+    for (const r of catalog.regions) form.elements.region.appendChild(h('option', { value: r.code }, `${r.code} ${r.city}`));
+  } catch (e) {
+    /* "any region" still works */
+  }
+}
+
+let resizeTimer = 0;
+function redrawOnResize() {
+  clearTimeout(resizeTimer);
+  resizeTimer = setTimeout(() => {
+    if (lastBook && lastBook.gpu === selected) replace($('#depth'), depthChart(lastBook));
+  }, 150);
+}
+
+async function main() {
+  window.addEventListener('resize', redrawOnResize);
+  form.addEventListener('submit', onBid);
+  form.addEventListener('change', (e) => {
+    if (['order', 'time_in_force'].includes(e.target.name)) syncOrderType();
+  });
+  syncOrderType();
+  loadRegions();
+  const [m, s] = await Promise.all([loadMarkets(), currentSession()]);
+  markets = m;
+  session = s;
+  showSignedIn(!!session);
+  const wanted = new URLSearchParams(location.search).get('gpu');
+  const names = [...markets.keys()];
+  if (!names.length) {
+    renderTabs();
+    replace($('#depth'), empty('The exchange has no markets.'));
+    replace($('#trades'));
+    return;
+  }
+  selected = markets.has(wanted) ? wanted : names.find((n) => bestAsk(markets.get(n))) || names[0];
+  renderTabs();
+  select(selected, false);
+  if (session) await Promise.all([loadLeases(), loadBids()]);
+  scheduleRefresh();
+  document.addEventListener('gpuhub:session', (e) => {
+    session = e.detail;
+    showSignedIn(!!session);
+  });
+}
+
+main();
