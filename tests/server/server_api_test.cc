@@ -410,6 +410,28 @@ TEST_F(ServerTest, OversizedAndMalformedRequestsGet4xxAndTheServerStaysHealthy) 
   EXPECT_TRUE(server_->Running());
 }
 
+TEST_F(ServerTest, ConnectionsBeyondTheLimitGet503AndTheServerStaysHealthy) {
+  ServerOptions options;
+  options.server_extra = "max_connections = 4\n";
+  StartServer(options);
+  // Four idle keep-alive connections fill the server...
+  std::vector<std::unique_ptr<HttpClient>> idle;
+  for (int i = 0; i < 4; ++i) {
+    idle.push_back(std::make_unique<HttpClient>(server_->port()));
+    ASSERT_EQ(idle.back()->Send("GET", "/healthz").status, 200);
+  }
+  // ...so the fifth is answered 503 and closed.
+  std::string refused = client_->Raw("GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n", 2000);
+  EXPECT_EQ(refused.substr(0, 12), "HTTP/1.1 503") << refused;
+  EXPECT_NE(refused.find("too many open connections"), std::string::npos);
+  idle.pop_back();
+  std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  HttpClient fresh(server_->port());
+  EXPECT_EQ(fresh.Send("GET", "/healthz").status, 200);
+  EXPECT_NE(fresh.Send("GET", "/metrics").body.find("gpuhub_http_connections_refused_total 1"),
+            std::string::npos);
+}
+
 TEST_F(ServerTest, IdempotencyKeysReplayRefuseMismatchesAndAreScopedPerAccount) {
   StartServer();
   std::string alice = SignUpAndLogIn(*client_, "alice");
