@@ -81,13 +81,17 @@ WorkerPool::WorkerPool(int threads, std::size_t max_queued) : max_queued_(max_qu
   }
 }
 
-WorkerPool::~WorkerPool() {
+WorkerPool::~WorkerPool() { Stop(); }
+
+void WorkerPool::Stop() {
   {
     std::lock_guard<std::mutex> lock(mutex_);
     stopping_ = true;
   }
   wake_.notify_all();
-  for (auto& t : threads_) t.join();
+  for (auto& t : threads_) {
+    if (t.joinable()) t.join();
+  }
 }
 
 bool WorkerPool::Post(std::function<void()> task) {

@@ -45,8 +45,10 @@ class WorkerPool {
  public:
   WorkerPool(int threads, std::size_t max_queued);
   ~WorkerPool();
-  // false when the queue is full (the caller answers 503).
+  // false when the queue is full or the pool stopped (the caller answers 503).
   bool Post(std::function<void()> task);
+  // Runs the tasks already queued, then joins the threads. Idempotent; called by the destructor.
+  void Stop();
 
  private:
   std::size_t max_queued_;

@@ -166,6 +166,9 @@ int RunServe(const ServeOptions& options) {
   std::cout << "listening on http://" << host << ":" << server.port() << std::endl;
   server.Run([&engine] { engine.Stop(); });
   engine.Stop();
+  // Password hashes still queued (only when the shutdown grace ran out) finish now, while the
+  // server's I/O objects still exist for their answers to be dropped safely.
+  api.hashers.Stop();
   spdlog::info("event=exit");
   return 0;
 }
