@@ -203,6 +203,7 @@ test('a market buy opens a lease visible on the page; stop ends it', async () =>
     await page.evaluate(() => window.scrollTo(0, 0));
     await screenshot(page, 'market-signed-in-desktop');
     await page.setViewportSize({ width: 390, height: 844 });
+    await page.waitForTimeout(400); // the depth chart redraws at the new width
     await screenshot(page, 'market-signed-in-phone');
     await page.setViewportSize({ width: 1366, height: 900 });
 

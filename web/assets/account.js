@@ -197,7 +197,7 @@ async function loadTopups() {
       slot,
       table(
         [
-          { label: 'Created', cell: (i) => timestamp(i.created_at) },
+          { label: 'Created', cls: 'nowrap', cell: (i) => timestamp(i.created_at) },
           { label: 'Invoice', cell: (i) => h('span', { class: 'mono' }, i.invoice_id) },
           { label: 'Amount', num: true, cell: (i) => money(i.amount, i.currency) },
           { label: 'Status', cell: (i) => invoiceBadge(i.status) },
@@ -221,7 +221,7 @@ function transferLabel(t) {
 }
 
 const TRANSFER_COLUMNS = [
-  { label: 'Date', cell: (t) => timestamp(t.created_at) },
+  { label: 'Date', cls: 'nowrap', cell: (t) => timestamp(t.created_at) },
   { label: 'What', cell: (t) => [transferLabel(t), t.memo ? h('div', { class: 'muted small' }, t.memo) : null] },
   {
     label: 'Amount',

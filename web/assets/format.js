@@ -88,12 +88,20 @@ const dateFormat = new Intl.DateTimeFormat('en-GB', {
   minute: '2-digit',
   timeZoneName: 'short',
 });
+const thisYearFormat = new Intl.DateTimeFormat('en-GB', {
+  month: 'short',
+  day: 'numeric',
+  hour: '2-digit',
+  minute: '2-digit',
+  timeZoneName: 'short',
+});
 
+// "30 Nov, 05:16 UTC" (the year only when it is not this year), in the reader's time zone.
 export function timestamp(iso) {
   if (!iso) return '—';
   const d = new Date(iso);
   if (Number.isNaN(d.getTime())) return iso;
-  return dateFormat.format(d);
+  return (d.getFullYear() === new Date().getFullYear() ? thisYearFormat : dateFormat).format(d);
 }
 
 // "infer" -> "Inference" and friends, for labels.

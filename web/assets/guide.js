@@ -104,13 +104,13 @@ function costTable(cost) {
       { label: 'Card', th: true, cell: (r) => r.gpu },
       { label: 'VRAM', num: true, cell: (r) => decimal(r.vram_gb, 0) + ' GB' },
       { label: 'Monthly', num: true, cell: (r) => usd(r.monthly_usd) },
-      { label: '$ per GB-month', num: true, cell: (r) => usd(r.usd_per_gb_month) },
+      { label: '$/GB-mo', num: true, cell: (r) => usd(r.usd_per_gb_month) },
       { label: 'Bandwidth', num: true, cell: (r) => (r.bandwidth_gb_per_s == null ? '—' : integer(r.bandwidth_gb_per_s) + ' GB/s') },
-      { label: 'GB/s per $-month', num: true, cell: (r) => (r.gb_s_per_usd_month == null ? '—' : decimal(r.gb_s_per_usd_month, 2)) },
+      { label: 'GB/s per $-mo', num: true, cell: (r) => (r.gb_s_per_usd_month == null ? '—' : decimal(r.gb_s_per_usd_month, 2)) },
       { label: 'Hourly', num: true, cell: (r) => usd(r.hourly_usd) },
       { label: 'Weekly', num: true, cell: (r) => [usd(r.weekly_usd), r.weekly_derived ? '*' : ''] },
-      { label: 'Spot ask /h', num: true, cell: (r) => (r.spot_ask_usd_per_hour == null ? h('span', { class: 'muted' }, '—') : usd(r.spot_ask_usd_per_hour)) },
-      { label: 'Break-even h', num: true, cell: (r) => (r.break_even_hours == null ? h('span', { class: 'muted' }, '—') : integer(r.break_even_hours)) },
+      { label: 'Spot ask/h', num: true, cell: (r) => (r.spot_ask_usd_per_hour == null ? h('span', { class: 'muted' }, '—') : usd(r.spot_ask_usd_per_hour)) },
+      { label: 'Break-even', num: true, cell: (r) => (r.break_even_hours == null ? h('span', { class: 'muted' }, '—') : integer(r.break_even_hours) + ' h') },
     ],
     cost
   );
@@ -140,14 +140,13 @@ async function main() {
     replace(root, errorBox('The guide could not be loaded: ' + e.message));
     return;
   }
-  const u = guide.units || {};
   replace(
     root,
-    section('kv', 'KV cache by context', u.kv_cache, kvTable(guide.kv_cache), h('p', { class: 'table-note' }, 'KV cache = 2 × layers × KV heads × head dim × bytes × tokens × batch. FP8 KV halves it.')),
-    section('inference', 'Inference memory by precision', u.inference, inferenceTable(guide.inference)),
-    section('training', 'Training memory by method', u.training, trainingTable(guide.training)),
-    section('cheapest', 'Cheapest configuration by model and method', u.cheapest, cheapestTable(guide.cheapest, guide.cheapest_reasons)),
-    section('cost', 'Cost per GB', u.cost, costTable(guide.cost), h('p', { class: 'table-note' }, '* weekly price derived from the fleet\'s weekly/monthly ratio. Break-even: hours a month on the spot exchange at the opening ask that cost as much as the monthly term.')),
+    section('kv', 'KV cache by context', 'GB of FP16 cache at batch 1; per token in MB', kvTable(guide.kv_cache), h('p', { class: 'table-note' }, 'KV cache = 2 (K and V) × layers × KV heads × head dim × bytes per value × tokens × batch. An FP8 cache halves it.')),
+    section('inference', 'Inference memory by precision', (guide.units && guide.units.inference) || 'GB per GPU', inferenceTable(guide.inference)),
+    section('training', 'Training memory by method', 'GB on one GPU, with the guide\'s training assumptions', trainingTable(guide.training)),
+    section('cheapest', 'Cheapest configuration by model and method', 'The cheapest term configuration that holds each job, no filters', cheapestTable(guide.cheapest, guide.cheapest_reasons)),
+    section('cost', 'Cost per GB', 'Term fleet at list prices, USD', costTable(guide.cost), h('p', { class: 'table-note' }, '* weekly price derived from the fleet\'s weekly/monthly ratio. Break-even: the hours a month on the spot exchange, at the opening ask, that cost as much as the monthly term.')),
     h('div', { id: 'shapes-slot' })
   );
   try {

@@ -195,7 +195,7 @@ async function loadTrades() {
       $('#trades'),
       table(
         [
-          { label: 'Time', cell: (t) => timestamp(t.at) },
+          { label: 'Time', cls: 'nowrap', cell: (t) => timestamp(t.at) },
           { label: 'Price / GPU-h', num: true, cell: (t) => priceText(t.price_usd_per_gpu_hour) },
           { label: 'GPUs', num: true, cell: (t) => integer(t.gpus) },
           { label: 'Taker', cell: (t) => (t.maker === 'ask' ? h('span', { class: 'side-buy' }, 'buyer') : h('span', { class: 'side-sell' }, 'seller')) },
@@ -401,12 +401,12 @@ async function loadLeases() {
       table(
         [
           { label: 'Lease', th: true, cell: (l) => `#${l.id}` },
-          { label: 'GPUs', cell: (l) => `${integer(l.gpus)} × ${l.gpu}` },
+          { label: 'GPUs', cls: 'nowrap', cell: (l) => `${integer(l.gpus)} × ${l.gpu}` },
           { label: 'Price / GPU-h', num: true, cell: (l) => priceText(l.price_usd_per_gpu_hour) },
           { label: 'Per hour', num: true, cell: (l) => money(l.hourly_usd, 'USD') },
           { label: 'Status', cell: leaseStatus },
-          { label: 'Started', cell: (l) => timestamp(l.started_at) },
-          { label: 'Paid until', cell: (l) => (l.status === 'active' ? timestamp(l.paid_until) : timestamp(l.ended_at)) },
+          { label: 'Started', cls: 'nowrap', cell: (l) => timestamp(l.started_at) },
+          { label: 'Paid until', cls: 'nowrap', cell: (l) => (l.status === 'active' ? timestamp(l.paid_until) : timestamp(l.ended_at)) },
           { label: 'Hours', num: true, cell: (l) => integer(l.hours_paid) },
           { label: 'Charged', num: true, cell: (l) => money(l.charged_usd, 'USD') },
           { label: '', cell: stopButton },
