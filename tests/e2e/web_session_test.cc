@@ -300,5 +300,28 @@ TEST_F(WebSessionTest, ModelsListsPresetsAndBundledIds) {
   EXPECT_TRUE(llama) << r.body.substr(0, 300);
 }
 
+TEST_F(WebSessionTest, PagesCarryASecurityPolicyAndRevalidate) {
+  auto page = client_->Send("GET", "/calculator/");
+  ASSERT_EQ(page.status, 200) << page.body.substr(0, 200);
+  EXPECT_EQ(page.Header("content-type"), "text/html; charset=utf-8");
+  std::string csp = page.Header("content-security-policy");
+  EXPECT_NE(csp.find("default-src 'self'"), std::string::npos) << csp;
+  EXPECT_NE(csp.find("script-src 'self'"), std::string::npos) << csp;
+  EXPECT_NE(csp.find("frame-ancestors 'none'"), std::string::npos) << csp;
+  EXPECT_EQ(page.Header("x-frame-options"), "DENY");
+  EXPECT_EQ(page.Header("cache-control"), "no-cache");
+  auto script = client_->Send("GET", "/assets/api.js");
+  ASSERT_EQ(script.status, 200);
+  EXPECT_EQ(script.Header("content-type"), "text/javascript; charset=utf-8");
+  EXPECT_EQ(script.Header("cache-control"), "no-cache");
+  auto again =
+      client_->Send("GET", "/assets/api.js", "", {{"If-None-Match", script.Header("etag")}});
+  EXPECT_EQ(again.status, 304);
+  // Every page of the site is there.
+  for (const char* path : {"/", "/calculator/", "/guide/", "/market/", "/account/"}) {
+    EXPECT_EQ(client_->Send("GET", path).status, 200) << path;
+  }
+}
+
 }  // namespace
 }  // namespace gpuhub::testing
