@@ -20,8 +20,8 @@
 
 #include <algorithm>
 #include <chrono>
-#include <memory>
 #include <cstdint>
+#include <memory>
 #include <random>
 #include <vector>
 
@@ -118,7 +118,8 @@ class BookEngine {
  private:
   OrderId NextId() {
     OrderId id = next_id_++;
-    if (free_.size() <= static_cast<std::size_t>(id)) free_.resize(static_cast<std::size_t>(id) * 2);
+    if (free_.size() <= static_cast<std::size_t>(id))
+      free_.resize(static_cast<std::size_t>(id) * 2);
     return id;
   }
   OrderBook book_;
@@ -209,7 +210,8 @@ void MixCounters(benchmark::State& state, const std::vector<Command>& commands, 
 void LatencyCounters(benchmark::State& state, std::vector<std::int64_t>& ns) {
   std::sort(ns.begin(), ns.end());
   auto at = [&](double q) {
-    return static_cast<double>(ns[std::min(ns.size() - 1, static_cast<std::size_t>(q * static_cast<double>(ns.size())))]);
+    return static_cast<double>(
+        ns[std::min(ns.size() - 1, static_cast<std::size_t>(q * static_cast<double>(ns.size())))]);
   };
   state.counters["p50_ns"] = at(0.50);
   state.counters["p99_ns"] = at(0.99);
@@ -251,10 +253,15 @@ void BM_Book(benchmark::State& state) {
   state.counters["resting_end"] = static_cast<double>(resting);
   if (timed_each) LatencyCounters(state, ns);
 }
-BENCHMARK(BM_Book)->Arg(0)->Arg(1)->ArgName("per_command_latency")->Unit(benchmark::kMillisecond)
+BENCHMARK(BM_Book)
+    ->Arg(0)
+    ->Arg(1)
+    ->ArgName("per_command_latency")
+    ->Unit(benchmark::kMillisecond)
     ->Iterations(3);
 
-// ----- The whole exchange (leases and money) ------------------------------------------------------
+// ----- The whole exchange (leases and money)
+// ------------------------------------------------------
 
 enum class XOp : std::uint8_t { kBidGtc, kBidIoc, kBidMarket, kAsk, kCancelBid, kCancelAsk, kStop };
 struct XCommand {
@@ -292,7 +299,10 @@ struct XWorld {
       if (!ledger.Apply(t).ok()) std::abort();
     }
     for (int m = 0; m < kXMachines; ++m) {
-      if (!exchange.AddMachine(1 + m % kXProviders, {"H100 SXM", 8, "IAD-1", 64, 512, 2000}, kT, &changes).ok()) {
+      if (!exchange
+               .AddMachine(1 + m % kXProviders, {"H100 SXM", 8, "IAD-1", 64, 512, 2000}, kT,
+                           &changes)
+               .ok()) {
         std::abort();
       }
     }
@@ -316,9 +326,11 @@ struct XWorld {
         break;
       }
       case XOp::kAsk:
-        benchmark::DoNotOptimize(
-            exchange.PlaceAsk(c.user, {c.id, c.price_micros, 1, kT + 7 * kMicrosPerDay}, ledger, now, &changes)
-                .ok());
+        benchmark::DoNotOptimize(exchange
+                                     .PlaceAsk(c.user,
+                                               {c.id, c.price_micros, 1, kT + 7 * kMicrosPerDay},
+                                               ledger, now, &changes)
+                                     .ok());
         break;
       case XOp::kCancelBid:
         benchmark::DoNotOptimize(exchange.CancelBid(c.user, c.id, ledger, now, &changes).ok());
@@ -348,8 +360,8 @@ XStream MakeXStream(std::size_t commands) {
   std::vector<MachineId> idle;  // machines without an open ask
   for (int m = 1; m <= kXMachines; ++m) idle.push_back(m);
   std::vector<std::pair<UserId, OrderId>> open_asks;
-  std::vector<std::pair<UserId, OrderId>> bids;     // maybe resting
-  std::vector<std::pair<UserId, LeaseId>> leases;   // maybe active
+  std::vector<std::pair<UserId, OrderId>> bids;    // maybe resting
+  std::vector<std::pair<UserId, LeaseId>> leases;  // maybe active
   auto resting = [&] {
     return world.exchange.resting_bid_count() + world.exchange.Markets()[0].asks;
   };
@@ -491,8 +503,12 @@ void BM_Exchange(benchmark::State& state) {
   state.counters["resting_end"] = static_cast<double>(resting);
   if (timed_each) LatencyCounters(state, ns);
 }
-BENCHMARK(BM_Exchange)->Arg(0)->Arg(1)->ArgName("per_command_latency")
-    ->Unit(benchmark::kMillisecond)->Iterations(3);
+BENCHMARK(BM_Exchange)
+    ->Arg(0)
+    ->Arg(1)
+    ->ArgName("per_command_latency")
+    ->Unit(benchmark::kMillisecond)
+    ->Iterations(3);
 
 }  // namespace
 }  // namespace gpuhub::market

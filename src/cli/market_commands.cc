@@ -18,8 +18,9 @@ void RunMarketFit(const fit::RequestFields& fields, const fit::RequestContext& c
                : Fail(request.status().message());
   }
   if (server.empty()) {
-    return FailBadInput("--prices market needs --server URL (a running gpuhub serve), or "
-                        "GPUHUB_SERVER in the environment");
+    return FailBadInput(
+        "--prices market needs --server URL (a running gpuhub serve), or "
+        "GPUHUB_SERVER in the environment");
   }
   auto answer = http::HttpGet(server, "/v1/offers");
   if (!answer.ok()) {
@@ -28,11 +29,12 @@ void RunMarketFit(const fit::RequestFields& fields, const fit::RequestContext& c
                : Fail(answer.status().message());
   }
   if (answer->status != 200) {
-    return Fail("the server answered " + std::to_string(answer->status) + " to GET /v1/offers: " +
-                answer->body.substr(0, 200));
+    return Fail("the server answered " + std::to_string(answer->status) +
+                " to GET /v1/offers: " + answer->body.substr(0, 200));
   }
   auto offers = fit::ParseOffersJson(answer->body);
-  if (!offers.ok()) return Fail(offers.status().message() + " (is " + server + " a gpuhub server?)");
+  if (!offers.ok())
+    return Fail(offers.status().message() + " (is " + server + " a gpuhub server?)");
   auto result = fit::FitMarket(fleet, *request, *offers);
   if (!result.ok()) return FailBadInput(result.status().message());
   if (json) {

@@ -48,24 +48,23 @@ void Write(Txn& txn, Changes& changes) {
   }
   for (auto id : changes.bids) {
     const market::Bid& b = *x.FindBid(id);
-    txn.writes.Upsert(
-        "market_bids",
-        {{"id", b.id},
-         {"customer_id", b.customer_id},
-         {"gpu", b.gpu},
-         {"gpus", std::int64_t{b.gpus}},
-         {"region", b.region},
-         {"is_market", std::int64_t{b.is_market ? 1 : 0}},
-         {"limit_micros", b.limit_micros},
-         {"time_in_force", std::string(market::TimeInForceName(b.time_in_force))},
-         {"expires_at_us", b.expires_at},
-         {"currency", Code(b.currency)},
-         {"status", std::string(market::BidStatusName(b.status))},
-         {"close_reason", std::string(market::BidCloseReasonName(b.close_reason))},
-         {"created_at_us", b.created_at},
-         {"closed_at_us", b.closed_at},
-         {"lease_id", b.lease_id},
-         {"hold_micros", b.hold_micros}});
+    txn.writes.Upsert("market_bids",
+                      {{"id", b.id},
+                       {"customer_id", b.customer_id},
+                       {"gpu", b.gpu},
+                       {"gpus", std::int64_t{b.gpus}},
+                       {"region", b.region},
+                       {"is_market", std::int64_t{b.is_market ? 1 : 0}},
+                       {"limit_micros", b.limit_micros},
+                       {"time_in_force", std::string(market::TimeInForceName(b.time_in_force))},
+                       {"expires_at_us", b.expires_at},
+                       {"currency", Code(b.currency)},
+                       {"status", std::string(market::BidStatusName(b.status))},
+                       {"close_reason", std::string(market::BidCloseReasonName(b.close_reason))},
+                       {"created_at_us", b.created_at},
+                       {"closed_at_us", b.closed_at},
+                       {"lease_id", b.lease_id},
+                       {"hold_micros", b.hold_micros}});
   }
   for (auto id : changes.leases) {
     const market::Lease& l = *x.FindLease(id);
@@ -220,7 +219,8 @@ Status SeedDemoMarket(Engine& engine, const std::vector<DemoOffer>& offers,
       .status();
 }
 
-// ----- Loading ------------------------------------------------------------------------------------
+// ----- Loading
+// ------------------------------------------------------------------------------------
 
 Status LoadMarket(store::Store& store, const market::ExchangeConfig& config,
                   const ledger::Ledger& ledger, MarketState& state) {
@@ -243,129 +243,128 @@ Status LoadMarket(store::Store& store, const market::ExchangeConfig& config,
         s.machines.push_back(std::move(m));
         return Status::Ok();
       }));
-  GPUHUB_RETURN_IF_ERROR(store.Scan(
-      "market_asks",
-      {"id", "provider_id", "machine_id", "gpu", "price_micros", "min_gpus", "available_until_us",
-       "status", "created_at_us", "closed_at_us"},
-      "id", [&](const store::Row& row) -> Status {
-        market::Ask a;
-        GPUHUB_ASSIGN_OR_RETURN(a.id, row.Int(0));
-        GPUHUB_ASSIGN_OR_RETURN(a.provider_id, row.Int(1));
-        GPUHUB_ASSIGN_OR_RETURN(a.machine_id, row.Int(2));
-        GPUHUB_ASSIGN_OR_RETURN(a.gpu, row.Text(3));
-        GPUHUB_ASSIGN_OR_RETURN(a.price_micros, row.Int(4));
-        GPUHUB_ASSIGN_OR_RETURN(std::int64_t min_gpus, row.Int(5));
-        a.min_gpus = static_cast<int>(min_gpus);
-        GPUHUB_ASSIGN_OR_RETURN(a.available_until, row.Int(6));
-        GPUHUB_ASSIGN_OR_RETURN(std::string status, row.Text(7));
-        GPUHUB_ASSIGN_OR_RETURN(a.status, market::ParseAskStatus(status));
-        GPUHUB_ASSIGN_OR_RETURN(a.created_at, row.Int(8));
-        GPUHUB_ASSIGN_OR_RETURN(a.closed_at, row.Int(9));
-        s.asks.push_back(std::move(a));
-        return Status::Ok();
-      }));
-  GPUHUB_RETURN_IF_ERROR(store.Scan(
-      "market_bids",
-      {"id", "customer_id", "gpu", "gpus", "region", "is_market", "limit_micros", "time_in_force",
-       "expires_at_us", "currency", "status", "close_reason", "created_at_us", "closed_at_us",
-       "lease_id", "hold_micros"},
-      "id", [&](const store::Row& row) -> Status {
-        market::Bid b;
-        GPUHUB_ASSIGN_OR_RETURN(b.id, row.Int(0));
-        GPUHUB_ASSIGN_OR_RETURN(b.customer_id, row.Int(1));
-        GPUHUB_ASSIGN_OR_RETURN(b.gpu, row.Text(2));
-        GPUHUB_ASSIGN_OR_RETURN(std::int64_t gpus, row.Int(3));
-        b.gpus = static_cast<int>(gpus);
-        GPUHUB_ASSIGN_OR_RETURN(b.region, row.Text(4));
-        GPUHUB_ASSIGN_OR_RETURN(std::int64_t is_market, row.Int(5));
-        b.is_market = is_market != 0;
-        GPUHUB_ASSIGN_OR_RETURN(b.limit_micros, row.Int(6));
-        GPUHUB_ASSIGN_OR_RETURN(std::string tif, row.Text(7));
-        GPUHUB_ASSIGN_OR_RETURN(b.time_in_force, market::ParseTimeInForce(tif));
-        GPUHUB_ASSIGN_OR_RETURN(b.expires_at, row.Int(8));
-        GPUHUB_ASSIGN_OR_RETURN(std::string currency, row.Text(9));
-        GPUHUB_ASSIGN_OR_RETURN(b.currency, ParseCurrency(currency));
-        GPUHUB_ASSIGN_OR_RETURN(std::string status, row.Text(10));
-        GPUHUB_ASSIGN_OR_RETURN(b.status, market::ParseBidStatus(status));
-        GPUHUB_ASSIGN_OR_RETURN(std::string reason, row.Text(11));
-        GPUHUB_ASSIGN_OR_RETURN(b.close_reason, market::ParseBidCloseReason(reason));
-        GPUHUB_ASSIGN_OR_RETURN(b.created_at, row.Int(12));
-        GPUHUB_ASSIGN_OR_RETURN(b.closed_at, row.Int(13));
-        GPUHUB_ASSIGN_OR_RETURN(b.lease_id, row.Int(14));
-        GPUHUB_ASSIGN_OR_RETURN(b.hold_micros, row.Int(15));
-        s.bids.push_back(std::move(b));
-        return Status::Ok();
-      }));
-  GPUHUB_RETURN_IF_ERROR(store.Scan(
-      "market_leases",
-      {"id", "bid_id", "ask_id", "machine_id", "provider_id", "customer_id", "gpu", "gpus",
-       "gpu_mask", "price_micros", "fee_ppm", "currency", "started_at_us", "window_until_us",
-       "hours_paid", "status", "ended_at_us", "end_reason"},
-      "id", [&](const store::Row& row) -> Status {
-        market::Lease l;
-        GPUHUB_ASSIGN_OR_RETURN(l.id, row.Int(0));
-        GPUHUB_ASSIGN_OR_RETURN(l.bid_id, row.Int(1));
-        GPUHUB_ASSIGN_OR_RETURN(l.ask_id, row.Int(2));
-        GPUHUB_ASSIGN_OR_RETURN(l.machine_id, row.Int(3));
-        GPUHUB_ASSIGN_OR_RETURN(l.provider_id, row.Int(4));
-        GPUHUB_ASSIGN_OR_RETURN(l.customer_id, row.Int(5));
-        GPUHUB_ASSIGN_OR_RETURN(l.gpu, row.Text(6));
-        GPUHUB_ASSIGN_OR_RETURN(std::int64_t gpus, row.Int(7));
-        l.gpus = static_cast<int>(gpus);
-        GPUHUB_ASSIGN_OR_RETURN(std::int64_t mask, row.Int(8));
-        l.gpu_mask = static_cast<std::uint32_t>(mask);
-        GPUHUB_ASSIGN_OR_RETURN(l.price_micros, row.Int(9));
-        GPUHUB_ASSIGN_OR_RETURN(l.fee_ppm, row.Int(10));
-        GPUHUB_ASSIGN_OR_RETURN(std::string currency, row.Text(11));
-        GPUHUB_ASSIGN_OR_RETURN(l.currency, ParseCurrency(currency));
-        GPUHUB_ASSIGN_OR_RETURN(l.started_at, row.Int(12));
-        GPUHUB_ASSIGN_OR_RETURN(l.window_until, row.Int(13));
-        GPUHUB_ASSIGN_OR_RETURN(l.hours_paid, row.Int(14));
-        GPUHUB_ASSIGN_OR_RETURN(std::string status, row.Text(15));
-        GPUHUB_ASSIGN_OR_RETURN(l.status, market::ParseLeaseStatus(status));
-        GPUHUB_ASSIGN_OR_RETURN(l.ended_at, row.Int(16));
-        GPUHUB_ASSIGN_OR_RETURN(std::string reason, row.Text(17));
-        GPUHUB_ASSIGN_OR_RETURN(l.end_reason, market::ParseLeaseEndReason(reason));
-        s.leases.push_back(std::move(l));
-        return Status::Ok();
-      }));
-  GPUHUB_RETURN_IF_ERROR(store.Scan(
-      "market_trades",
-      {"id", "gpu", "price_micros", "gpus", "lease_id", "bid_id", "ask_id", "maker",
-       "created_at_us"},
-      "id", [&](const store::Row& row) -> Status {
-        market::Trade t;
-        GPUHUB_ASSIGN_OR_RETURN(t.id, row.Int(0));
-        GPUHUB_ASSIGN_OR_RETURN(t.gpu, row.Text(1));
-        GPUHUB_ASSIGN_OR_RETURN(t.price_micros, row.Int(2));
-        GPUHUB_ASSIGN_OR_RETURN(std::int64_t gpus, row.Int(3));
-        t.gpus = static_cast<int>(gpus);
-        GPUHUB_ASSIGN_OR_RETURN(t.lease_id, row.Int(4));
-        GPUHUB_ASSIGN_OR_RETURN(t.bid_id, row.Int(5));
-        GPUHUB_ASSIGN_OR_RETURN(t.ask_id, row.Int(6));
-        GPUHUB_ASSIGN_OR_RETURN(std::string maker, row.Text(7));
-        GPUHUB_ASSIGN_OR_RETURN(t.maker, market::ParseSide(maker));
-        GPUHUB_ASSIGN_OR_RETURN(t.created_at, row.Int(8));
-        s.trades.push_back(std::move(t));
-        return Status::Ok();
-      }));
-  GPUHUB_RETURN_IF_ERROR(store.Scan(
-      "market_payouts",
-      {"id", "provider_id", "amount_micros", "status", "created_at_us", "updated_at_us",
-       "admin_id"},
-      "id", [&](const store::Row& row) -> Status {
-        market::Payout p;
-        GPUHUB_ASSIGN_OR_RETURN(p.id, row.Int(0));
-        GPUHUB_ASSIGN_OR_RETURN(p.provider_id, row.Int(1));
-        GPUHUB_ASSIGN_OR_RETURN(p.amount_micros, row.Int(2));
-        GPUHUB_ASSIGN_OR_RETURN(std::string status, row.Text(3));
-        GPUHUB_ASSIGN_OR_RETURN(p.status, market::ParsePayoutStatus(status));
-        GPUHUB_ASSIGN_OR_RETURN(p.created_at, row.Int(4));
-        GPUHUB_ASSIGN_OR_RETURN(p.updated_at, row.Int(5));
-        GPUHUB_ASSIGN_OR_RETURN(p.admin_id, row.Int(6));
-        s.payouts.push_back(std::move(p));
-        return Status::Ok();
-      }));
+  GPUHUB_RETURN_IF_ERROR(
+      store.Scan("market_asks",
+                 {"id", "provider_id", "machine_id", "gpu", "price_micros", "min_gpus",
+                  "available_until_us", "status", "created_at_us", "closed_at_us"},
+                 "id", [&](const store::Row& row) -> Status {
+                   market::Ask a;
+                   GPUHUB_ASSIGN_OR_RETURN(a.id, row.Int(0));
+                   GPUHUB_ASSIGN_OR_RETURN(a.provider_id, row.Int(1));
+                   GPUHUB_ASSIGN_OR_RETURN(a.machine_id, row.Int(2));
+                   GPUHUB_ASSIGN_OR_RETURN(a.gpu, row.Text(3));
+                   GPUHUB_ASSIGN_OR_RETURN(a.price_micros, row.Int(4));
+                   GPUHUB_ASSIGN_OR_RETURN(std::int64_t min_gpus, row.Int(5));
+                   a.min_gpus = static_cast<int>(min_gpus);
+                   GPUHUB_ASSIGN_OR_RETURN(a.available_until, row.Int(6));
+                   GPUHUB_ASSIGN_OR_RETURN(std::string status, row.Text(7));
+                   GPUHUB_ASSIGN_OR_RETURN(a.status, market::ParseAskStatus(status));
+                   GPUHUB_ASSIGN_OR_RETURN(a.created_at, row.Int(8));
+                   GPUHUB_ASSIGN_OR_RETURN(a.closed_at, row.Int(9));
+                   s.asks.push_back(std::move(a));
+                   return Status::Ok();
+                 }));
+  GPUHUB_RETURN_IF_ERROR(
+      store.Scan("market_bids",
+                 {"id", "customer_id", "gpu", "gpus", "region", "is_market", "limit_micros",
+                  "time_in_force", "expires_at_us", "currency", "status", "close_reason",
+                  "created_at_us", "closed_at_us", "lease_id", "hold_micros"},
+                 "id", [&](const store::Row& row) -> Status {
+                   market::Bid b;
+                   GPUHUB_ASSIGN_OR_RETURN(b.id, row.Int(0));
+                   GPUHUB_ASSIGN_OR_RETURN(b.customer_id, row.Int(1));
+                   GPUHUB_ASSIGN_OR_RETURN(b.gpu, row.Text(2));
+                   GPUHUB_ASSIGN_OR_RETURN(std::int64_t gpus, row.Int(3));
+                   b.gpus = static_cast<int>(gpus);
+                   GPUHUB_ASSIGN_OR_RETURN(b.region, row.Text(4));
+                   GPUHUB_ASSIGN_OR_RETURN(std::int64_t is_market, row.Int(5));
+                   b.is_market = is_market != 0;
+                   GPUHUB_ASSIGN_OR_RETURN(b.limit_micros, row.Int(6));
+                   GPUHUB_ASSIGN_OR_RETURN(std::string tif, row.Text(7));
+                   GPUHUB_ASSIGN_OR_RETURN(b.time_in_force, market::ParseTimeInForce(tif));
+                   GPUHUB_ASSIGN_OR_RETURN(b.expires_at, row.Int(8));
+                   GPUHUB_ASSIGN_OR_RETURN(std::string currency, row.Text(9));
+                   GPUHUB_ASSIGN_OR_RETURN(b.currency, ParseCurrency(currency));
+                   GPUHUB_ASSIGN_OR_RETURN(std::string status, row.Text(10));
+                   GPUHUB_ASSIGN_OR_RETURN(b.status, market::ParseBidStatus(status));
+                   GPUHUB_ASSIGN_OR_RETURN(std::string reason, row.Text(11));
+                   GPUHUB_ASSIGN_OR_RETURN(b.close_reason, market::ParseBidCloseReason(reason));
+                   GPUHUB_ASSIGN_OR_RETURN(b.created_at, row.Int(12));
+                   GPUHUB_ASSIGN_OR_RETURN(b.closed_at, row.Int(13));
+                   GPUHUB_ASSIGN_OR_RETURN(b.lease_id, row.Int(14));
+                   GPUHUB_ASSIGN_OR_RETURN(b.hold_micros, row.Int(15));
+                   s.bids.push_back(std::move(b));
+                   return Status::Ok();
+                 }));
+  GPUHUB_RETURN_IF_ERROR(
+      store.Scan("market_leases",
+                 {"id", "bid_id", "ask_id", "machine_id", "provider_id", "customer_id", "gpu",
+                  "gpus", "gpu_mask", "price_micros", "fee_ppm", "currency", "started_at_us",
+                  "window_until_us", "hours_paid", "status", "ended_at_us", "end_reason"},
+                 "id", [&](const store::Row& row) -> Status {
+                   market::Lease l;
+                   GPUHUB_ASSIGN_OR_RETURN(l.id, row.Int(0));
+                   GPUHUB_ASSIGN_OR_RETURN(l.bid_id, row.Int(1));
+                   GPUHUB_ASSIGN_OR_RETURN(l.ask_id, row.Int(2));
+                   GPUHUB_ASSIGN_OR_RETURN(l.machine_id, row.Int(3));
+                   GPUHUB_ASSIGN_OR_RETURN(l.provider_id, row.Int(4));
+                   GPUHUB_ASSIGN_OR_RETURN(l.customer_id, row.Int(5));
+                   GPUHUB_ASSIGN_OR_RETURN(l.gpu, row.Text(6));
+                   GPUHUB_ASSIGN_OR_RETURN(std::int64_t gpus, row.Int(7));
+                   l.gpus = static_cast<int>(gpus);
+                   GPUHUB_ASSIGN_OR_RETURN(std::int64_t mask, row.Int(8));
+                   l.gpu_mask = static_cast<std::uint32_t>(mask);
+                   GPUHUB_ASSIGN_OR_RETURN(l.price_micros, row.Int(9));
+                   GPUHUB_ASSIGN_OR_RETURN(l.fee_ppm, row.Int(10));
+                   GPUHUB_ASSIGN_OR_RETURN(std::string currency, row.Text(11));
+                   GPUHUB_ASSIGN_OR_RETURN(l.currency, ParseCurrency(currency));
+                   GPUHUB_ASSIGN_OR_RETURN(l.started_at, row.Int(12));
+                   GPUHUB_ASSIGN_OR_RETURN(l.window_until, row.Int(13));
+                   GPUHUB_ASSIGN_OR_RETURN(l.hours_paid, row.Int(14));
+                   GPUHUB_ASSIGN_OR_RETURN(std::string status, row.Text(15));
+                   GPUHUB_ASSIGN_OR_RETURN(l.status, market::ParseLeaseStatus(status));
+                   GPUHUB_ASSIGN_OR_RETURN(l.ended_at, row.Int(16));
+                   GPUHUB_ASSIGN_OR_RETURN(std::string reason, row.Text(17));
+                   GPUHUB_ASSIGN_OR_RETURN(l.end_reason, market::ParseLeaseEndReason(reason));
+                   s.leases.push_back(std::move(l));
+                   return Status::Ok();
+                 }));
+  GPUHUB_RETURN_IF_ERROR(store.Scan("market_trades",
+                                    {"id", "gpu", "price_micros", "gpus", "lease_id", "bid_id",
+                                     "ask_id", "maker", "created_at_us"},
+                                    "id", [&](const store::Row& row) -> Status {
+                                      market::Trade t;
+                                      GPUHUB_ASSIGN_OR_RETURN(t.id, row.Int(0));
+                                      GPUHUB_ASSIGN_OR_RETURN(t.gpu, row.Text(1));
+                                      GPUHUB_ASSIGN_OR_RETURN(t.price_micros, row.Int(2));
+                                      GPUHUB_ASSIGN_OR_RETURN(std::int64_t gpus, row.Int(3));
+                                      t.gpus = static_cast<int>(gpus);
+                                      GPUHUB_ASSIGN_OR_RETURN(t.lease_id, row.Int(4));
+                                      GPUHUB_ASSIGN_OR_RETURN(t.bid_id, row.Int(5));
+                                      GPUHUB_ASSIGN_OR_RETURN(t.ask_id, row.Int(6));
+                                      GPUHUB_ASSIGN_OR_RETURN(std::string maker, row.Text(7));
+                                      GPUHUB_ASSIGN_OR_RETURN(t.maker, market::ParseSide(maker));
+                                      GPUHUB_ASSIGN_OR_RETURN(t.created_at, row.Int(8));
+                                      s.trades.push_back(std::move(t));
+                                      return Status::Ok();
+                                    }));
+  GPUHUB_RETURN_IF_ERROR(store.Scan("market_payouts",
+                                    {"id", "provider_id", "amount_micros", "status",
+                                     "created_at_us", "updated_at_us", "admin_id"},
+                                    "id", [&](const store::Row& row) -> Status {
+                                      market::Payout p;
+                                      GPUHUB_ASSIGN_OR_RETURN(p.id, row.Int(0));
+                                      GPUHUB_ASSIGN_OR_RETURN(p.provider_id, row.Int(1));
+                                      GPUHUB_ASSIGN_OR_RETURN(p.amount_micros, row.Int(2));
+                                      GPUHUB_ASSIGN_OR_RETURN(std::string status, row.Text(3));
+                                      GPUHUB_ASSIGN_OR_RETURN(p.status,
+                                                              market::ParsePayoutStatus(status));
+                                      GPUHUB_ASSIGN_OR_RETURN(p.created_at, row.Int(4));
+                                      GPUHUB_ASSIGN_OR_RETURN(p.updated_at, row.Int(5));
+                                      GPUHUB_ASSIGN_OR_RETURN(p.admin_id, row.Int(6));
+                                      s.payouts.push_back(std::move(p));
+                                      return Status::Ok();
+                                    }));
   GPUHUB_ASSIGN_OR_RETURN(state.exchange, market::Exchange::Restore(config, std::move(s)));
   return state.exchange.CheckInvariants(ledger);
 }

@@ -17,9 +17,8 @@ constexpr std::int64_t kUsd = 1'000'000;
 class EngineMarketTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    dir_ = std::filesystem::temp_directory_path() /
-           ("gpuhub_market_" + std::to_string(::getpid()) + "_" +
-            std::to_string(std::random_device{}()));
+    dir_ = std::filesystem::temp_directory_path() / ("gpuhub_market_" + std::to_string(::getpid()) +
+                                                     "_" + std::to_string(std::random_device{}()));
     std::filesystem::create_directories(dir_);
     url_ = "sqlite:" + (dir_ / "m.db").string();
     Open();
@@ -98,7 +97,8 @@ TEST_F(EngineMarketTest, TradesLeasesAndHoursSurviveRestarts) {
   Run<int>([&](Txn& txn) -> Result<int> {
     GPUHUB_RETURN_IF_ERROR(
         ManualCredit(txn, admin_, customer_, Currency::kUsd, 20 * kUsd, "test").status());
-    GPUHUB_ASSIGN_OR_RETURN(auto m, AddMachine(txn, provider_, {"h100-sxm", 8, "iad-1", 64, 512, 2000}));
+    GPUHUB_ASSIGN_OR_RETURN(auto m,
+                            AddMachine(txn, provider_, {"h100-sxm", 8, "iad-1", 64, 512, 2000}));
     GPUHUB_RETURN_IF_ERROR(
         PlaceAsk(txn, provider_, {m.id, 2'880'000, 1, txn.now + 7 * kMicrosPerDay}).status());
     return 0;
@@ -145,8 +145,9 @@ TEST_F(EngineMarketTest, AFailedCommandLeavesNoRows) {
     return AddMachine(txn, provider_, {"H100 SXM", 99, "IAD-1", 1, 1, 1});
   });
   EXPECT_EQ(r.status().code(), StatusCode::kInvalidArgument);
-  auto m = Run<market::Machine>(
-      [&](Txn& txn) { return AddMachine(txn, provider_, {"H100 SXM", 8, "IAD-1", 1, 1, 1}); });
+  auto m = Run<market::Machine>([&](Txn& txn) {
+    return AddMachine(txn, provider_, {"H100 SXM", 8, "IAD-1", 1, 1, 1});
+  });
   Run<market::Ask>([&](Txn& txn) {
     return PlaceAsk(txn, provider_, {m.id, 2'000'000, 1, txn.now + kMicrosPerDay});
   });

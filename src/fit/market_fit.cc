@@ -51,7 +51,8 @@ class MarketFitter {
     }
     std::stable_sort(result.ranked.begin(), result.ranked.end(),
                      [](const MarketCandidate& a, const MarketCandidate& b) {
-                       if (a.hourly_micros != b.hourly_micros) return a.hourly_micros < b.hourly_micros;
+                       if (a.hourly_micros != b.hourly_micros)
+                         return a.hourly_micros < b.hourly_micros;
                        if (a.count != b.count) return a.count < b.count;
                        if (a.headroom_bytes_per_card != b.headroom_bytes_per_card) {
                          return a.headroom_bytes_per_card > b.headroom_bytes_per_card;
@@ -70,7 +71,8 @@ class MarketFitter {
       w.gpus = count;
       if (w.method == Method::kFullFineTune && count > 1) w.zero_stage = 3;
       GPUHUB_ASSIGN_OR_RETURN(sizing::MemoryEstimate e, sizing::EstimateMemory(request_.model, w));
-      it = estimates_.emplace(count, std::make_shared<const sizing::MemoryEstimate>(std::move(e))).first;
+      it = estimates_.emplace(count, std::make_shared<const sizing::MemoryEstimate>(std::move(e)))
+               .first;
     }
     return it->second;
   }
@@ -104,8 +106,9 @@ class MarketFitter {
       return;
     }
     if (f.region && ToLower(*f.region) != ToLower(o.region)) {
-      Exclude(result, o, count, "region", "machine " + std::to_string(o.machine_id) + " is in " +
-                                              o.region + ", not " + *f.region);
+      Exclude(
+          result, o, count, "region",
+          "machine " + std::to_string(o.machine_id) + " is in " + o.region + ", not " + *f.region);
       return;
     }
     const catalog::TermGpu* term = TermOf(catalog_, *card);
@@ -116,23 +119,25 @@ class MarketFitter {
         return;
       }
       if (term->stack != catalog::Stack::kCuda) {
-        Exclude(result, o, count, "not_cuda",
-                card->name + " runs " + std::string(catalog::StackName(term->stack)) + ", not CUDA");
+        Exclude(
+            result, o, count, "not_cuda",
+            card->name + " runs " + std::string(catalog::StackName(term->stack)) + ", not CUDA");
         return;
       }
     }
     if (result.needs_fp8 && (term == nullptr || !term->fp8)) {
       Exclude(result, o, count, "needs_fp8",
-              term == nullptr ? "FP8 is needed and the catalog does not publish FP8 support of " +
-                                    card->name
-                              : "FP8 is needed and " + card->name + " has no FP8");
+              term == nullptr
+                  ? "FP8 is needed and the catalog does not publish FP8 support of " + card->name
+                  : "FP8 is needed and " + card->name + " has no FP8");
       return;
     }
     if (count > 1 && request_.workload.method == Method::kFullFineTune) {
       if (term == nullptr) {
-        Exclude(result, o, count, "sharded_training",
-                "full fine-tuning shards every step; the catalog does not publish the link between " +
-                    card->name + " cards");
+        Exclude(
+            result, o, count, "sharded_training",
+            "full fine-tuning shards every step; the catalog does not publish the link between " +
+                card->name + " cards");
         return;
       }
       if (!catalog::AllowsShardedTraining(term->sharded_training, count)) {
@@ -165,8 +170,9 @@ class MarketFitter {
     if (f.max_monthly_micros && c.hourly_micros * kHoursPerMonth > *f.max_monthly_micros) {
       Exclude(result, o, count, "over_budget",
               "$" + catalog::FormatUsd(c.hourly_micros) + "/h is $" +
-                  catalog::FormatUsd(c.hourly_micros * kHoursPerMonth) + " over 720 hours, above the $" +
-                  catalog::FormatUsd(*f.max_monthly_micros) + " budget");
+                  catalog::FormatUsd(c.hourly_micros * kHoursPerMonth) +
+                  " over 720 hours, above the $" + catalog::FormatUsd(*f.max_monthly_micros) +
+                  " budget");
       return;
     }
     if (card->bandwidth_gb_per_s) {
@@ -179,7 +185,8 @@ class MarketFitter {
 
   std::string NothingFits(const MarketFitResult& result) const {
     if (result.offers == 0) {
-      return "the book has no offers now; try again later or use list prices (drop --prices market)";
+      return "the book has no offers now; try again later or use list prices (drop --prices "
+             "market)";
     }
     for (const char* kind : {"over_budget", "does_not_fit", "needs_fp8", "sharded_training",
                              "region", "not_enough_free", "gpu_filter"}) {
@@ -254,8 +261,9 @@ Result<std::string> HandleMarketFitJson(std::string_view body, const std::string
                                         const catalog::Catalog& catalog,
                                         std::span<const MarketOffer> offers) {
   GPUHUB_ASSIGN_OR_RETURN(RequestFields fields, ParseRequestJson(body, RequestKind::kFit));
-  GPUHUB_ASSIGN_OR_RETURN(FitRequest request,
-                          ResolveMarketFitRequest(fields, RequestContext{data_dir, false}, catalog));
+  GPUHUB_ASSIGN_OR_RETURN(
+      FitRequest request,
+      ResolveMarketFitRequest(fields, RequestContext{data_dir, false}, catalog));
   GPUHUB_ASSIGN_OR_RETURN(MarketFitResult result, FitMarket(catalog, request, offers));
   return MarketFitReportJson(request, result);
 }
@@ -313,8 +321,8 @@ std::string MarketFitReportJson(const FitRequest& request, const MarketFitResult
 
 std::string MarketFitReportText(const FitRequest& request, const MarketFitResult& result) {
   std::ostringstream out;
-  out << "required: " << Gb(result.required.per_gpu_bytes) << " on one GPU ("
-      << result.offers << " offers on the book)\n";
+  out << "required: " << Gb(result.required.per_gpu_bytes) << " on one GPU (" << result.offers
+      << " offers on the book)\n";
   if (result.ranked.empty()) {
     out << "no offer: " << result.reason << "\n";
     return out.str();
@@ -336,7 +344,8 @@ std::string MarketFitReportText(const FitRequest& request, const MarketFitResult
     const auto& c = result.ranked[i];
     row(ConfigurationName(c.card->name, c.count), std::to_string(c.offer.ask_id), c.offer.region,
         FormatMicros(c.offer.price_micros_per_gpu_hour, 3), catalog::FormatUsd(c.hourly_micros),
-        Gb(c.headroom_bytes_per_card), std::string(i == 0 ? "best" : "") + (c.tight ? " tight" : ""));
+        Gb(c.headroom_bytes_per_card),
+        std::string(i == 0 ? "best" : "") + (c.tight ? " tight" : ""));
   }
   const auto& best = result.ranked.front();
   out << "\nbest: " << ConfigurationName(best.card->name, best.count) << " on machine "
@@ -359,7 +368,8 @@ Result<std::vector<MarketOffer>> ParseOffersJson(std::string_view body) {
   for (const auto& o : root["offers"]) {
     if (!o.is_object() || !o.value("ask_id", Json()).is_number_integer() ||
         !o.value("machine_id", Json()).is_number_integer() || !o.value("gpu", Json()).is_string() ||
-        !o.value("region", Json()).is_string() || !o.value("gpus_free", Json()).is_number_integer() ||
+        !o.value("region", Json()).is_string() ||
+        !o.value("gpus_free", Json()).is_number_integer() ||
         !o.value("min_gpus", Json()).is_number_integer() ||
         !o.value("price_usd_per_gpu_hour", Json()).is_string()) {
       return Status::InvalidArgument("an offer from the server lacks a field");

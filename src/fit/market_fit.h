@@ -39,7 +39,7 @@ namespace gpuhub::fit {
 struct MarketOffer {
   std::int64_t ask_id = 0;
   std::int64_t machine_id = 0;
-  std::string gpu;     // the market: a spot card of the catalog
+  std::string gpu;  // the market: a spot card of the catalog
   std::string region;
   int free_gpus = 0;
   int min_gpus = 1;
@@ -54,7 +54,7 @@ struct MarketCandidate {
   double per_card_bytes = 0;
   double headroom_bytes_per_card = 0;
   bool tight = false;
-  std::int64_t hourly_micros = 0;  // price x count
+  std::int64_t hourly_micros = 0;          // price x count
   double decode_ceiling_tokens_per_s = 0;  // 0 for training or when bandwidth is not published
   std::shared_ptr<const sizing::MemoryEstimate> estimate;
 };
@@ -71,7 +71,7 @@ struct MarketFitResult {
   sizing::MemoryEstimate required;  // the job on one GPU
   bool needs_fp8 = false;
   bool considered_sets = false;
-  std::size_t offers = 0;  // offers on the book that were looked at
+  std::size_t offers = 0;               // offers on the book that were looked at
   std::vector<MarketCandidate> ranked;  // cheapest first
   std::vector<MarketExcluded> excluded;
   std::string reason;  // when ranked is empty
@@ -105,7 +105,8 @@ std::string MarketFitReportJson(const FitRequest& request, const MarketFitResult
 std::string MarketFitReportText(const FitRequest& request, const MarketFitResult& result);
 
 // Parses GET /v1/offers: {"offers": [{"ask_id", "machine_id", "gpu", "region", "gpus_free",
-// "min_gpus", "price_usd_per_gpu_hour", "available_until"}...]}. invalid_argument for anything else.
+// "min_gpus", "price_usd_per_gpu_hour", "available_until"}...]}. invalid_argument for anything
+// else.
 Result<std::vector<MarketOffer>> ParseOffersJson(std::string_view body);
 
 }  // namespace gpuhub::fit

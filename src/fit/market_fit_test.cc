@@ -56,22 +56,33 @@ TEST(MarketFitTest, CheapestOfferThatHoldsTheJob) {
       Offer(1, "H100 SXM", 8, 2'880'000), Offer(2, "A100 SXM", 2, 1'790'000),
       Offer(3, "A100 PCIe", 1, 1'500'000), Offer(4, "H200", 2, 4'190'000, "DFW-1")};
   const Case cases[] = {
-      {"7B bf16 takes the cheapest card", Request({{"model", "7b"}, {"workload", "infer"}}), book, 3,
-       1, 1'500'000},
+      {"7B bf16 takes the cheapest card", Request({{"model", "7b"}, {"workload", "infer"}}), book,
+       3, 1, 1'500'000},
       {"70B fp8 needs FP8: A100s are out (A100 PCIe's FP8 is not published)",
        Request({{"model", "70b"}, {"workload", "infer"}, {"precision", "fp8"}}), book, 1, 1,
        2'880'000},
-      {"region filter", Request({{"model", "7b"}, {"workload", "infer"}, {"region", "DFW-1"}}), book,
-       4, 1, 4'190'000},
-      {"gpu filter names a spot card", Request({{"model", "7b"}, {"workload", "infer"}, {"gpu", "h200"}}),
+      {"region filter", Request({{"model", "7b"}, {"workload", "infer"}, {"region", "DFW-1"}}),
        book, 4, 1, 4'190'000},
-      {"min_gpus forces a set", Request({{"model", "7b"}, {"workload", "infer"}}),
-       {Offer(9, "H100 SXM", 8, 2'000'000, "IAD-1", 4)}, 9, 4, 8'000'000},
-      {"full fine-tune shards across a set", Request({{"model", "13b"}, {"workload", "full"}}),
-       {Offer(1, "H100 SXM", 8, 2'880'000), Offer(2, "A100 SXM", 2, 1'790'000)}, 1, 4, 11'520'000},
+      {"gpu filter names a spot card",
+       Request({{"model", "7b"}, {"workload", "infer"}, {"gpu", "h200"}}), book, 4, 1, 4'190'000},
+      {"min_gpus forces a set",
+       Request({{"model", "7b"}, {"workload", "infer"}}),
+       {Offer(9, "H100 SXM", 8, 2'000'000, "IAD-1", 4)},
+       9,
+       4,
+       8'000'000},
+      {"full fine-tune shards across a set",
+       Request({{"model", "13b"}, {"workload", "full"}}),
+       {Offer(1, "H100 SXM", 8, 2'880'000), Offer(2, "A100 SXM", 2, 1'790'000)},
+       1,
+       4,
+       11'520'000},
       {"budget is hourly x 720",
        Request({{"model", "7b"}, {"workload", "infer"}, {"max_monthly_usd", "1000"}}),
-       {Offer(1, "H100 SXM", 8, 2'880'000)}, 0, 0, 0},
+       {Offer(1, "H100 SXM", 8, 2'880'000)},
+       0,
+       0,
+       0},
       {"empty book", Request({{"model", "7b"}, {"workload", "infer"}}), {}, 0, 0, 0},
   };
   for (const auto& c : cases) {
@@ -124,7 +135,8 @@ TEST(MarketFitTest, ExclusionsSayWhy) {
 
 TEST(MarketFitTest, JsonAndTextReports) {
   FitRequest request = Request({{"model", "7b"}, {"workload", "infer"}});
-  std::vector<MarketOffer> offers = {Offer(1, "H100 SXM", 8, 2'880'000), Offer(2, "A100 SXM", 2, 1'790'000)};
+  std::vector<MarketOffer> offers = {Offer(1, "H100 SXM", 8, 2'880'000),
+                                     Offer(2, "A100 SXM", 2, 1'790'000)};
   auto r = FitMarket(Fleet(), request, offers);
   ASSERT_TRUE(r.ok());
   auto json = nlohmann::json::parse(MarketFitReportJson(request, *r));
@@ -149,7 +161,8 @@ TEST(MarketFitTest, RequestValidation) {
   ASSERT_FALSE(r.ok());
   EXPECT_NE(r.status().message().find("unknown spot GPU 'RTX 9999'"), std::string::npos);
   f.gpu = "B300";  // a spot card with no term twin is fine here
-  EXPECT_TRUE(ResolveMarketFitRequest(f, {std::string(GPUHUB_SOURCE_DIR) + "/data", false}, Fleet()).ok());
+  EXPECT_TRUE(
+      ResolveMarketFitRequest(f, {std::string(GPUHUB_SOURCE_DIR) + "/data", false}, Fleet()).ok());
 }
 
 TEST(MarketFitTest, ParsesTheServersOffers) {

@@ -3,14 +3,13 @@
 // numbers for money.
 //
 // Providers (role provider):
-//   POST   /v1/machines {"gpu", "gpus", "region", "vcpus", "ram_gb", "disk_gb"}        -> 201 machine
-//   GET    /v1/machines                                                             -> {"machines"}
-//   POST   /v1/asks {"machine_id", "price_usd_per_gpu_hour", "min_gpus"?, "available_until"} -> 201
-//   GET    /v1/asks                                                                 -> {"asks"}
-//   DELETE /v1/asks/{id}          (running leases continue)                         -> 200 ask
-//   GET    /v1/earnings                                                             -> earnings
-//   POST   /v1/payouts {"amount"}                                                   -> 201 payout
-//   GET    /v1/payouts                                                              -> {"payouts"}
+//   POST   /v1/machines {"gpu", "gpus", "region", "vcpus", "ram_gb", "disk_gb"}        -> 201
+//   machine GET    /v1/machines                                                             ->
+//   {"machines"} POST   /v1/asks {"machine_id", "price_usd_per_gpu_hour", "min_gpus"?,
+//   "available_until"} -> 201 GET    /v1/asks -> {"asks"} DELETE /v1/asks/{id}          (running
+//   leases continue)                         -> 200 ask GET    /v1/earnings -> earnings POST
+//   /v1/payouts {"amount"}                                                   -> 201 payout GET
+//   /v1/payouts                                                              -> {"payouts"}
 // Customers (role customer):
 //   POST   /v1/bids {"gpu", "gpus", "region"?, "limit_usd_per_gpu_hour" | "market": true,
 //                    "time_in_force"? ("ioc" | "gtc"; default gtc for limit, ioc for market),
@@ -76,24 +75,25 @@ json AskJson(const market::Ask& a, int gpus_offered) {
 }
 
 json BidJson(const market::Bid& b) {
-  return {{"id", b.id},
-          {"gpu", b.gpu},
-          {"gpus", b.gpus},
-          {"region", b.region.empty() ? json(nullptr) : json(b.region)},
-          {"market", b.is_market},
-          {"limit_usd_per_gpu_hour", b.is_market ? json(nullptr) : json(FormatPrice(b.limit_micros))},
-          {"time_in_force", market::TimeInForceName(b.time_in_force)},
-          {"expires_at", Time(b.expires_at)},
-          {"currency", CurrencyCode(b.currency)},
-          {"status", market::BidStatusName(b.status)},
-          {"close_reason", b.close_reason == market::BidCloseReason::kNone
-                               ? json(nullptr)
-                               : json(market::BidCloseReasonName(b.close_reason))},
-          {"lease_id", b.lease_id == 0 ? json(nullptr) : json(b.lease_id)},
-          {"hold", b.status == market::BidStatus::kResting ? json(FormatMicros(b.hold_micros))
-                                                             : json(nullptr)},
-          {"created_at", FormatTimestamp(b.created_at)},
-          {"closed_at", Time(b.closed_at)}};
+  return {
+      {"id", b.id},
+      {"gpu", b.gpu},
+      {"gpus", b.gpus},
+      {"region", b.region.empty() ? json(nullptr) : json(b.region)},
+      {"market", b.is_market},
+      {"limit_usd_per_gpu_hour", b.is_market ? json(nullptr) : json(FormatPrice(b.limit_micros))},
+      {"time_in_force", market::TimeInForceName(b.time_in_force)},
+      {"expires_at", Time(b.expires_at)},
+      {"currency", CurrencyCode(b.currency)},
+      {"status", market::BidStatusName(b.status)},
+      {"close_reason", b.close_reason == market::BidCloseReason::kNone
+                           ? json(nullptr)
+                           : json(market::BidCloseReasonName(b.close_reason))},
+      {"lease_id", b.lease_id == 0 ? json(nullptr) : json(b.lease_id)},
+      {"hold",
+       b.status == market::BidStatus::kResting ? json(FormatMicros(b.hold_micros)) : json(nullptr)},
+      {"created_at", FormatTimestamp(b.created_at)},
+      {"closed_at", Time(b.closed_at)}};
 }
 
 json LeaseJson(const market::Lease& l, bool as_provider) {
@@ -174,8 +174,8 @@ const market::Exchange& X(engine::Txn& txn) { return txn.state.market->exchange;
 Result<std::int64_t> IdParam(const Request& r, const char* what) {
   auto id = ParseInt64(r.path_params.at("id"), what);
   if (!id.ok() || *id < 1) {
-    return Status::NotFound("no " + std::string(what) + " '" + r.path_params.at("id").substr(0, 32) +
-                            "'");
+    return Status::NotFound("no " + std::string(what) + " '" +
+                            r.path_params.at("id").substr(0, 32) + "'");
   }
   return *id;
 }
@@ -183,8 +183,9 @@ Result<std::int64_t> IdParam(const Request& r, const char* what) {
 Result<std::int64_t> PriceField(const json& body, std::string_view field) {
   auto it = body.find(field);
   if (it != body.end() && it->is_number()) {
-    return Status::InvalidArgument("field '" + std::string(field) +
-                                   "' must be a decimal string such as \"2.880\", not a JSON number")
+    return Status::InvalidArgument(
+               "field '" + std::string(field) +
+               "' must be a decimal string such as \"2.880\", not a JSON number")
         .WithField(std::string(field));
   }
   GPUHUB_ASSIGN_OR_RETURN(std::string text, RequiredString(body, field));
@@ -216,15 +217,16 @@ Result<std::size_t> LimitQuery(const Request& r, const char* name, std::size_t f
 }
 
 Result<market::MachineSpec> ParseMachine(const Request& r) {
-  GPUHUB_ASSIGN_OR_RETURN(json body,
-                          ParseJsonObject(r, {"gpu", "gpus", "region", "vcpus", "ram_gb", "disk_gb"}));
+  GPUHUB_ASSIGN_OR_RETURN(
+      json body, ParseJsonObject(r, {"gpu", "gpus", "region", "vcpus", "ram_gb", "disk_gb"}));
   market::MachineSpec spec;
   GPUHUB_ASSIGN_OR_RETURN(spec.gpu, RequiredString(body, "gpu"));
   GPUHUB_ASSIGN_OR_RETURN(std::int64_t gpus,
                           RequiredInteger(body, "gpus", 1, market::kMaxGpusPerMachine));
   spec.gpus = static_cast<int>(gpus);
   GPUHUB_ASSIGN_OR_RETURN(spec.region, RequiredString(body, "region"));
-  GPUHUB_ASSIGN_OR_RETURN(spec.vcpus, RequiredInteger(body, "vcpus", 1, market::kMaxVcpusPerMachine));
+  GPUHUB_ASSIGN_OR_RETURN(spec.vcpus,
+                          RequiredInteger(body, "vcpus", 1, market::kMaxVcpusPerMachine));
   GPUHUB_ASSIGN_OR_RETURN(spec.ram_gb,
                           RequiredInteger(body, "ram_gb", 1, market::kMaxRamGbPerMachine));
   GPUHUB_ASSIGN_OR_RETURN(spec.disk_gb,
@@ -233,9 +235,8 @@ Result<market::MachineSpec> ParseMachine(const Request& r) {
 }
 
 Result<market::AskSpec> ParseAsk(const Request& r) {
-  GPUHUB_ASSIGN_OR_RETURN(
-      json body,
-      ParseJsonObject(r, {"machine_id", "price_usd_per_gpu_hour", "min_gpus", "available_until"}));
+  GPUHUB_ASSIGN_OR_RETURN(json body, ParseJsonObject(r, {"machine_id", "price_usd_per_gpu_hour",
+                                                         "min_gpus", "available_until"}));
   market::AskSpec spec;
   GPUHUB_ASSIGN_OR_RETURN(spec.machine_id, RequiredInteger(body, "machine_id", 1, INT64_MAX));
   GPUHUB_ASSIGN_OR_RETURN(spec.price_micros, PriceField(body, "price_usd_per_gpu_hour"));
@@ -249,9 +250,9 @@ Result<market::AskSpec> ParseAsk(const Request& r) {
 }
 
 Result<market::BidSpec> ParseBid(const Request& r) {
-  GPUHUB_ASSIGN_OR_RETURN(json body,
-                          ParseJsonObject(r, {"gpu", "gpus", "region", "limit_usd_per_gpu_hour",
-                                              "market", "time_in_force", "expires_at", "currency"}));
+  GPUHUB_ASSIGN_OR_RETURN(
+      json body, ParseJsonObject(r, {"gpu", "gpus", "region", "limit_usd_per_gpu_hour", "market",
+                                     "time_in_force", "expires_at", "currency"}));
   market::BidSpec spec;
   GPUHUB_ASSIGN_OR_RETURN(spec.gpu, RequiredString(body, "gpu"));
   GPUHUB_ASSIGN_OR_RETURN(std::int64_t gpus,
@@ -266,7 +267,8 @@ Result<market::BidSpec> ParseBid(const Request& r) {
     }
     spec.is_market = market_it->get<bool>();
   }
-  bool has_limit = body.contains("limit_usd_per_gpu_hour") && !body["limit_usd_per_gpu_hour"].is_null();
+  bool has_limit =
+      body.contains("limit_usd_per_gpu_hour") && !body["limit_usd_per_gpu_hour"].is_null();
   if (spec.is_market && has_limit) {
     return Status::InvalidArgument(
                "send either \"market\": true or limit_usd_per_gpu_hour, not both")
@@ -323,18 +325,18 @@ Result<std::int64_t> ParsePayoutAmount(const Request& r) {
 
 // Parses in the I/O thread (so a bad body never reaches the writer), then runs `action`.
 template <typename Spec>
-Handler Authenticated(ApiContext& api, std::uint32_t roles,
-                      std::function<Result<Spec>(const Request&)> parse,
-                      std::function<Result<Reply>(engine::Txn&, const engine::User&, const Spec&)> action) {
+Handler Authenticated(
+    ApiContext& api, std::uint32_t roles, std::function<Result<Spec>(const Request&)> parse,
+    std::function<Result<Reply>(engine::Txn&, const engine::User&, const Spec&)> action) {
   return RequireBearer([&api, roles, parse = std::move(parse), action = std::move(action)](
                            const Request& r, Responder respond) {
     auto spec = parse(r);
     if (!spec.ok()) return respond(Response::Error(spec.status()));
-    RunAuthenticated(api, r, std::move(respond), roles,
-                     [spec = std::move(spec).value(), action](engine::Txn& txn,
-                                                               const engine::User& me) {
-                       return action(txn, me, spec);
-                     });
+    RunAuthenticated(
+        api, r, std::move(respond), roles,
+        [spec = std::move(spec).value(), action](engine::Txn& txn, const engine::User& me) {
+          return action(txn, me, spec);
+        });
   });
 }
 
@@ -358,16 +360,16 @@ void RegisterMarketRoutes(Router& router, ApiContext& api) {
                    GPUHUB_ASSIGN_OR_RETURN(auto m, engine::AddMachine(txn, me.id, spec));
                    return Reply{201, MachineJson(m, 0, 0)};
                  }));
-  router.Add("GET", "/v1/machines",
-             Authenticated<Empty>(api, kRoleProvider, NoInput,
-                                  [](Txn& txn, const User& me, const Empty&) -> Result<Reply> {
-                                    json list = json::array();
-                                    for (const auto& v :
-                                         X(txn).ListMachines(me.id, market::kMaxPageSize)) {
-                                      list.push_back(MachineJson(v.machine, v.leased_gpus, v.open_ask));
-                                    }
-                                    return Reply{200, {{"machines", list}}};
-                                  }));
+  router.Add(
+      "GET", "/v1/machines",
+      Authenticated<Empty>(
+          api, kRoleProvider, NoInput, [](Txn& txn, const User& me, const Empty&) -> Result<Reply> {
+            json list = json::array();
+            for (const auto& v : X(txn).ListMachines(me.id, market::kMaxPageSize)) {
+              list.push_back(MachineJson(v.machine, v.leased_gpus, v.open_ask));
+            }
+            return Reply{200, {{"machines", list}}};
+          }));
   router.Add("POST", "/v1/asks",
              Authenticated<market::AskSpec>(
                  api, kRoleProvider, ParseAsk,
@@ -382,15 +384,16 @@ void RegisterMarketRoutes(Router& router, ApiContext& api) {
                    out["filled_lease_ids"] = leases;
                    return Reply{201, out};
                  }));
-  router.Add("GET", "/v1/asks",
-             Authenticated<Empty>(api, kRoleProvider, NoInput,
-                                  [](Txn& txn, const User& me, const Empty&) -> Result<Reply> {
-                                    json list = json::array();
-                                    for (const auto& a : X(txn).ListAsks(me.id, market::kMaxPageSize)) {
-                                      list.push_back(AskJson(a, X(txn).FreeGpus(a.machine_id)));
-                                    }
-                                    return Reply{200, {{"asks", list}}};
-                                  }));
+  router.Add(
+      "GET", "/v1/asks",
+      Authenticated<Empty>(api, kRoleProvider, NoInput,
+                           [](Txn& txn, const User& me, const Empty&) -> Result<Reply> {
+                             json list = json::array();
+                             for (const auto& a : X(txn).ListAsks(me.id, market::kMaxPageSize)) {
+                               list.push_back(AskJson(a, X(txn).FreeGpus(a.machine_id)));
+                             }
+                             return Reply{200, {{"asks", list}}};
+                           }));
   router.Add("DELETE", "/v1/asks/{id}",
              Authenticated<std::int64_t>(
                  api, kRoleProvider, [](const Request& r) { return IdParam(r, "ask"); },
@@ -398,24 +401,25 @@ void RegisterMarketRoutes(Router& router, ApiContext& api) {
                    GPUHUB_ASSIGN_OR_RETURN(auto ask, engine::CancelAsk(txn, me.id, id));
                    return Reply{200, AskJson(ask, 0)};
                  }));
-  router.Add("GET", "/v1/earnings",
-             Authenticated<Empty>(
-                 api, kRoleProvider, NoInput,
-                 [](Txn& txn, const User& me, const Empty&) -> Result<Reply> {
-                   auto e = X(txn).ProviderEarnings(me.id, txn.state.wallets->ledger);
-                   return Reply{200,
-                                {{"currency", "USD"},
-                                 {"gross", FormatMicros(e.gross_micros)},
-                                 {"fees", FormatMicros(e.fee_micros)},
-                                 {"net", FormatMicros(e.net_micros)},
-                                 {"fee_percent", FormatFixed(static_cast<double>(X(txn).config().fee_ppm) / 1e4, 2)},
-                                 {"gpu_hours", e.gpu_hours},
-                                 {"lease_hours", e.lease_hours},
-                                 {"active_leases", e.active_leases},
-                                 {"available", FormatMicros(e.available_micros)},
-                                 {"pending_payouts", FormatMicros(e.pending_payout_micros)},
-                                 {"paid_out", FormatMicros(e.paid_out_micros)}}};
-                 }));
+  router.Add(
+      "GET", "/v1/earnings",
+      Authenticated<Empty>(
+          api, kRoleProvider, NoInput, [](Txn& txn, const User& me, const Empty&) -> Result<Reply> {
+            auto e = X(txn).ProviderEarnings(me.id, txn.state.wallets->ledger);
+            return Reply{200,
+                         {{"currency", "USD"},
+                          {"gross", FormatMicros(e.gross_micros)},
+                          {"fees", FormatMicros(e.fee_micros)},
+                          {"net", FormatMicros(e.net_micros)},
+                          {"fee_percent",
+                           FormatFixed(static_cast<double>(X(txn).config().fee_ppm) / 1e4, 2)},
+                          {"gpu_hours", e.gpu_hours},
+                          {"lease_hours", e.lease_hours},
+                          {"active_leases", e.active_leases},
+                          {"available", FormatMicros(e.available_micros)},
+                          {"pending_payouts", FormatMicros(e.pending_payout_micros)},
+                          {"paid_out", FormatMicros(e.paid_out_micros)}}};
+          }));
   router.Add("POST", "/v1/payouts",
              Authenticated<std::int64_t>(
                  api, kRoleProvider, ParsePayoutAmount,
@@ -423,15 +427,16 @@ void RegisterMarketRoutes(Router& router, ApiContext& api) {
                    GPUHUB_ASSIGN_OR_RETURN(auto p, engine::RequestPayout(txn, me.id, amount));
                    return Reply{201, PayoutJson(p)};
                  }));
-  router.Add("GET", "/v1/payouts",
-             Authenticated<Empty>(api, kRoleProvider, NoInput,
-                                  [](Txn& txn, const User& me, const Empty&) -> Result<Reply> {
-                                    json list = json::array();
-                                    for (const auto& p : X(txn).ListPayouts(me.id, market::kMaxPageSize)) {
-                                      list.push_back(PayoutJson(p));
-                                    }
-                                    return Reply{200, {{"payouts", list}}};
-                                  }));
+  router.Add(
+      "GET", "/v1/payouts",
+      Authenticated<Empty>(api, kRoleProvider, NoInput,
+                           [](Txn& txn, const User& me, const Empty&) -> Result<Reply> {
+                             json list = json::array();
+                             for (const auto& p : X(txn).ListPayouts(me.id, market::kMaxPageSize)) {
+                               list.push_back(PayoutJson(p));
+                             }
+                             return Reply{200, {{"payouts", list}}};
+                           }));
 
   // ----- Customers ---------------------------------------------------------------------------
   router.Add("POST", "/v1/bids",
@@ -443,15 +448,16 @@ void RegisterMarketRoutes(Router& router, ApiContext& api) {
                    out["lease"] = r.lease ? LeaseJson(*r.lease, false) : json(nullptr);
                    return Reply{201, out};
                  }));
-  router.Add("GET", "/v1/bids",
-             Authenticated<Empty>(api, kRoleCustomer, NoInput,
-                                  [](Txn& txn, const User& me, const Empty&) -> Result<Reply> {
-                                    json list = json::array();
-                                    for (const auto& b : X(txn).ListBids(me.id, market::kMaxPageSize)) {
-                                      list.push_back(BidJson(b));
-                                    }
-                                    return Reply{200, {{"bids", list}}};
-                                  }));
+  router.Add(
+      "GET", "/v1/bids",
+      Authenticated<Empty>(api, kRoleCustomer, NoInput,
+                           [](Txn& txn, const User& me, const Empty&) -> Result<Reply> {
+                             json list = json::array();
+                             for (const auto& b : X(txn).ListBids(me.id, market::kMaxPageSize)) {
+                               list.push_back(BidJson(b));
+                             }
+                             return Reply{200, {{"bids", list}}};
+                           }));
   router.Add("DELETE", "/v1/bids/{id}",
              Authenticated<std::int64_t>(
                  api, kRoleCustomer, [](const Request& r) { return IdParam(r, "bid"); },
@@ -470,8 +476,9 @@ void RegisterMarketRoutes(Router& router, ApiContext& api) {
                  },
                  [](Txn& txn, const User& me, const bool& as_provider) -> Result<Reply> {
                    json list = json::array();
-                   auto leases = as_provider ? X(txn).ListProviderLeases(me.id, market::kMaxPageSize)
-                                             : X(txn).ListCustomerLeases(me.id, market::kMaxPageSize);
+                   auto leases = as_provider
+                                     ? X(txn).ListProviderLeases(me.id, market::kMaxPageSize)
+                                     : X(txn).ListCustomerLeases(me.id, market::kMaxPageSize);
                    for (const auto& l : leases) list.push_back(LeaseJson(l, as_provider));
                    return Reply{200, {{"leases", list}}};
                  }));
@@ -494,18 +501,19 @@ void RegisterMarketRoutes(Router& router, ApiContext& api) {
                  }));
 
   // ----- Admins ------------------------------------------------------------------------------
-  router.Add("GET", "/v1/admin/payouts",
-             Authenticated<Empty>(api, kRoleAdmin, NoInput,
-                                  [](Txn& txn, const User&, const Empty&) -> Result<Reply> {
-                                    json list = json::array();
-                                    for (const auto& p : X(txn).ListPendingPayouts(market::kMaxPageSize)) {
-                                      json j = PayoutJson(p);
-                                      const engine::User* u = engine::FindUser(txn.state, p.provider_id);
-                                      j["username"] = u ? u->username : "";
-                                      list.push_back(j);
-                                    }
-                                    return Reply{200, {{"payouts", list}}};
-                                  }));
+  router.Add(
+      "GET", "/v1/admin/payouts",
+      Authenticated<Empty>(api, kRoleAdmin, NoInput,
+                           [](Txn& txn, const User&, const Empty&) -> Result<Reply> {
+                             json list = json::array();
+                             for (const auto& p : X(txn).ListPendingPayouts(market::kMaxPageSize)) {
+                               json j = PayoutJson(p);
+                               const engine::User* u = engine::FindUser(txn.state, p.provider_id);
+                               j["username"] = u ? u->username : "";
+                               list.push_back(j);
+                             }
+                             return Reply{200, {{"payouts", list}}};
+                           }));
   for (bool paid : {true, false}) {
     router.Add("POST", paid ? "/v1/admin/payouts/{id}/paid" : "/v1/admin/payouts/{id}/reject",
                Authenticated<std::int64_t>(
@@ -515,38 +523,38 @@ void RegisterMarketRoutes(Router& router, ApiContext& api) {
                      return Reply{200, PayoutJson(p)};
                    }));
   }
-  router.Add("GET", "/v1/admin/market",
-             Authenticated<Empty>(api, kRoleAdmin, NoInput,
-                                  [](Txn& txn, const User&, const Empty&) -> Result<Reply> {
-                                    const auto& ledger = txn.state.wallets->ledger;
-                                    Status invariants = X(txn).CheckInvariants(ledger);
-                                    Status settlement = X(txn).CheckSettlement(ledger);
-                                    Status books = ledger.CheckInvariants();
-                                    return Reply{200,
-                                                 {{"invariants", invariants.ok() ? "ok" : invariants.ToString()},
-                                                  {"settlement", settlement.ok() ? "ok" : settlement.ToString()},
-                                                  {"ledger", books.ok() ? "ok" : books.ToString()},
-                                                  {"machines", X(txn).machine_count()},
-                                                  {"open_asks", X(txn).open_ask_count()},
-                                                  {"resting_bids", X(txn).resting_bid_count()},
-                                                  {"active_leases", X(txn).active_lease_count()}}};
-                                  }));
+  router.Add(
+      "GET", "/v1/admin/market",
+      Authenticated<Empty>(
+          api, kRoleAdmin, NoInput, [](Txn& txn, const User&, const Empty&) -> Result<Reply> {
+            const auto& ledger = txn.state.wallets->ledger;
+            Status invariants = X(txn).CheckInvariants(ledger);
+            Status settlement = X(txn).CheckSettlement(ledger);
+            Status books = ledger.CheckInvariants();
+            return Reply{200,
+                         {{"invariants", invariants.ok() ? "ok" : invariants.ToString()},
+                          {"settlement", settlement.ok() ? "ok" : settlement.ToString()},
+                          {"ledger", books.ok() ? "ok" : books.ToString()},
+                          {"machines", X(txn).machine_count()},
+                          {"open_asks", X(txn).open_ask_count()},
+                          {"resting_bids", X(txn).resting_bid_count()},
+                          {"active_leases", X(txn).active_lease_count()}}};
+          }));
 
   // ----- Market data (public) ----------------------------------------------------------------
   router.Add("GET", "/v1/markets", [&api](const Request& r, Responder respond) {
     RunAnonymous(api, r, std::move(respond), false, [](Txn& txn) -> Result<Reply> {
       json list = json::array();
       for (const auto& m : X(txn).Markets()) {
-        list.push_back(
-            {{"gpu", m.gpu},
-             {"best_ask_usd_per_gpu_hour", OptionalPrice(m.best_ask_micros)},
-             {"best_bid_usd_per_gpu_hour", OptionalPrice(m.best_bid_micros)},
-             {"gpus_on_offer", m.gpus_on_offer},
-             {"gpus_bid", m.gpus_bid},
-             {"asks", m.asks},
-             {"bids", m.bids},
-             {"last_trade", m.last_trade ? TradeJson(*m.last_trade) : json(nullptr)},
-             {"listed", m.listed}});
+        list.push_back({{"gpu", m.gpu},
+                        {"best_ask_usd_per_gpu_hour", OptionalPrice(m.best_ask_micros)},
+                        {"best_bid_usd_per_gpu_hour", OptionalPrice(m.best_bid_micros)},
+                        {"gpus_on_offer", m.gpus_on_offer},
+                        {"gpus_bid", m.gpus_bid},
+                        {"asks", m.asks},
+                        {"bids", m.bids},
+                        {"last_trade", m.last_trade ? TradeJson(*m.last_trade) : json(nullptr)},
+                        {"listed", m.listed}});
       }
       return Reply{200, {{"markets", list}, {"as_of", FormatTimestamp(txn.now)}}};
     });
@@ -555,37 +563,35 @@ void RegisterMarketRoutes(Router& router, ApiContext& api) {
     auto levels = LimitQuery(r, "levels", market::kDefaultPageSize, market::kMaxBookLevels);
     if (!levels.ok()) return respond(Response::Error(levels.status()));
     std::string gpu = r.path_params.at("gpu");
-    RunAnonymous(api, r, std::move(respond), false,
-                 [gpu, n = *levels](Txn& txn) -> Result<Reply> {
-                   GPUHUB_ASSIGN_OR_RETURN(auto depth, X(txn).Book(gpu, n));
-                   auto side = [](const std::vector<market::BookLevel>& levels) {
-                     json out = json::array();
-                     for (const auto& l : levels) {
-                       out.push_back({{"price_usd_per_gpu_hour", FormatPrice(l.price)},
-                                      {"gpus", l.gpus},
-                                      {"orders", l.orders}});
-                     }
-                     return out;
-                   };
-                   return Reply{200,
-                                {{"gpu", depth.gpu},
-                                 {"asks", side(depth.asks)},
-                                 {"bids", side(depth.bids)},
-                                 {"as_of", FormatTimestamp(txn.now)}}};
-                 });
+    RunAnonymous(api, r, std::move(respond), false, [gpu, n = *levels](Txn& txn) -> Result<Reply> {
+      GPUHUB_ASSIGN_OR_RETURN(auto depth, X(txn).Book(gpu, n));
+      auto side = [](const std::vector<market::BookLevel>& levels) {
+        json out = json::array();
+        for (const auto& l : levels) {
+          out.push_back({{"price_usd_per_gpu_hour", FormatPrice(l.price)},
+                         {"gpus", l.gpus},
+                         {"orders", l.orders}});
+        }
+        return out;
+      };
+      return Reply{200,
+                   {{"gpu", depth.gpu},
+                    {"asks", side(depth.asks)},
+                    {"bids", side(depth.bids)},
+                    {"as_of", FormatTimestamp(txn.now)}}};
+    });
   });
   router.Add("GET", "/v1/markets/{gpu}/trades", [&api](const Request& r, Responder respond) {
     auto limit = LimitQuery(r, "limit", market::kDefaultPageSize, market::kMaxPageSize);
     if (!limit.ok()) return respond(Response::Error(limit.status()));
     std::string gpu = r.path_params.at("gpu");
-    RunAnonymous(api, r, std::move(respond), false,
-                 [gpu, n = *limit](Txn& txn) -> Result<Reply> {
-                   GPUHUB_ASSIGN_OR_RETURN(auto trades, X(txn).Trades(gpu, n));
-                   GPUHUB_ASSIGN_OR_RETURN(std::string name, X(txn).MarketName(gpu));
-                   json list = json::array();
-                   for (const auto& t : trades) list.push_back(TradeJson(t));
-                   return Reply{200, {{"gpu", name}, {"trades", list}}};
-                 });
+    RunAnonymous(api, r, std::move(respond), false, [gpu, n = *limit](Txn& txn) -> Result<Reply> {
+      GPUHUB_ASSIGN_OR_RETURN(auto trades, X(txn).Trades(gpu, n));
+      GPUHUB_ASSIGN_OR_RETURN(std::string name, X(txn).MarketName(gpu));
+      json list = json::array();
+      for (const auto& t : trades) list.push_back(TradeJson(t));
+      return Reply{200, {{"gpu", name}, {"trades", list}}};
+    });
   });
   router.Add("GET", "/v1/offers", [&api](const Request& r, Responder respond) {
     std::string gpu;

@@ -19,8 +19,10 @@ constexpr std::size_t kMaxResponseBytes = 16 * 1024 * 1024;
 Status ParseBaseUrl(std::string_view url, std::string* host, std::string* port) {
   constexpr std::string_view kScheme = "http://";
   if (url.substr(0, kScheme.size()) != kScheme) {
-    return Status::InvalidArgument("--server must be an http:// URL such as http://127.0.0.1:8080, "
-                                   "got '" + std::string(url.substr(0, 64)) + "'");
+    return Status::InvalidArgument(
+        "--server must be an http:// URL such as http://127.0.0.1:8080, "
+        "got '" +
+        std::string(url.substr(0, 64)) + "'");
   }
   std::string_view rest = url.substr(kScheme.size());
   while (!rest.empty() && rest.back() == '/') rest.remove_suffix(1);
@@ -33,7 +35,7 @@ Status ParseBaseUrl(std::string_view url, std::string* host, std::string* port) 
     if (close == std::string_view::npos) return Status::InvalidArgument("--server: bad IPv6 host");
     *host = std::string(rest.substr(1, close - 1));
     *port = close + 1 < rest.size() && rest[close + 1] == ':' ? std::string(rest.substr(close + 2))
-                                                                : "80";
+                                                              : "80";
   } else if (colon != std::string_view::npos) {
     *host = std::string(rest.substr(0, colon));
     *port = std::string(rest.substr(colon + 1));
@@ -65,8 +67,8 @@ Result<ClientResponse> HttpGet(std::string_view base_url, std::string_view path,
     if (ec) return Status::Unavailable("cannot resolve " + host + ": " + ec.message());
     stream.connect(endpoints, ec);
     if (ec) return Status::Unavailable("cannot reach " + where + ": " + ec.message());
-    beast::http::request<beast::http::empty_body> request(beast::http::verb::get,
-                                                          std::string(path), 11);
+    beast::http::request<beast::http::empty_body> request(beast::http::verb::get, std::string(path),
+                                                          11);
     request.set(beast::http::field::host, host);
     request.set(beast::http::field::user_agent, "gpuhub-cli");
     request.set(beast::http::field::accept, "application/json");

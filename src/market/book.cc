@@ -262,8 +262,8 @@ OrderId OrderBook::FindBid(int free, int min_gpus, RegionIndex region, Ticks min
     if ((level.qty_mask & wanted) == 0) continue;
     for (std::uint32_t n = level.head; n != kNone; n = nodes_[n].next) {
       const Node& b = nodes_[n];
-      if (b.qty >= min_gpus && b.qty <= free &&
-          (b.region == kAnyRegion || b.region == region) && now < b.until) {
+      if (b.qty >= min_gpus && b.qty <= free && (b.region == kAnyRegion || b.region == region) &&
+          now < b.until) {
         return b.id;
       }
     }
@@ -320,7 +320,8 @@ Status OrderBook::CheckSide(const Side& side, std::size_t* orders) const {
       if (node.level != index || node.price != level.price || node.is_ask != side.is_ask) {
         return fail("node in the wrong level");
       }
-      if (node.id <= prev_id) return fail("time priority broken at order " + std::to_string(node.id));
+      if (node.id <= prev_id)
+        return fail("time priority broken at order " + std::to_string(node.id));
       if (index_.Find(node.id) != n) return fail("index does not point at the node");
       if (node.qty < 1 || node.qty > kMaxGpusPerMachine) return fail("quantity out of range");
       prev_id = node.id;
@@ -354,7 +355,8 @@ Status OrderBook::CheckConsistency() const {
   std::int64_t ask_gpus = 0, bid_gpus = 0;
   for (const auto& [key, index] : asks_.sorted) ask_gpus += levels_[index].qty;
   for (const auto& [key, index] : bids_.sorted) bid_gpus += levels_[index].qty;
-  if (ask_gpus != ask_gpus_ || bid_gpus != bid_gpus_) return Status::Internal("GPU totals disagree");
+  if (ask_gpus != ask_gpus_ || bid_gpus != bid_gpus_)
+    return Status::Internal("GPU totals disagree");
   if (nodes_.size() != asks + bids + free_nodes_.size()) return Status::Internal("node pool leaks");
   return Status::Ok();
 }

@@ -52,7 +52,7 @@ struct BookAsk {
 struct BookBid {
   OrderId id = 0;
   Ticks price = 0;
-  int gpus = 0;  // 1..kMaxGpusPerMachine
+  int gpus = 0;                     // 1..kMaxGpusPerMachine
   RegionIndex region = kAnyRegion;  // kAnyRegion: any
   TimestampMicros until = kNever;
 };

@@ -26,25 +26,53 @@ struct FindAskCase {
 TEST(OrderBookTest, FindAskTable) {
   const FindAskCase cases[] = {
       {"empty book", {}, 1, kAnyRegion, 10'000, 0},
-      {"best price wins", {{1, 3000, 8, 1, kDfw, kNever}, {2, 2880, 8, 1, kDfw, kNever}}, 2,
-       kAnyRegion, 10'000, 2},
-      {"tie goes to the earlier ask", {{5, 2880, 8, 1, kDfw, kNever}, {3, 2880, 8, 1, kIad, kNever}},
-       2, kAnyRegion, 10'000, 3},
+      {"best price wins",
+       {{1, 3000, 8, 1, kDfw, kNever}, {2, 2880, 8, 1, kDfw, kNever}},
+       2,
+       kAnyRegion,
+       10'000,
+       2},
+      {"tie goes to the earlier ask",
+       {{5, 2880, 8, 1, kDfw, kNever}, {3, 2880, 8, 1, kIad, kNever}},
+       2,
+       kAnyRegion,
+       10'000,
+       3},
       {"price above the limit", {{1, 3000, 8, 1, kDfw, kNever}}, 2, kAnyRegion, 2999, 0},
       {"price equal to the limit", {{1, 3000, 8, 1, kDfw, kNever}}, 2, kAnyRegion, 3000, 1},
-      {"all N GPUs on one machine", {{1, 2000, 1, 1, kDfw, kNever}, {2, 2000, 1, 1, kDfw, kNever}},
-       2, kAnyRegion, 10'000, 0},
+      {"all N GPUs on one machine",
+       {{1, 2000, 1, 1, kDfw, kNever}, {2, 2000, 1, 1, kDfw, kNever}},
+       2,
+       kAnyRegion,
+       10'000,
+       0},
       {"cheaper ask too small, dearer one fits",
-       {{1, 2000, 1, 1, kDfw, kNever}, {2, 2500, 4, 1, kDfw, kNever}}, 2, kAnyRegion, 10'000, 2},
+       {{1, 2000, 1, 1, kDfw, kNever}, {2, 2500, 4, 1, kDfw, kNever}},
+       2,
+       kAnyRegion,
+       10'000,
+       2},
       {"min_gpus above the bid", {{1, 2000, 8, 4, kDfw, kNever}}, 2, kAnyRegion, 10'000, 0},
       {"min_gpus equal to the bid", {{1, 2000, 8, 4, kDfw, kNever}}, 4, kAnyRegion, 10'000, 1},
-      {"region filter", {{1, 2000, 8, 1, kDfw, kNever}, {2, 2500, 8, 1, kIad, kNever}}, 2, kIad,
-       10'000, 2},
+      {"region filter",
+       {{1, 2000, 8, 1, kDfw, kNever}, {2, 2500, 8, 1, kIad, kNever}},
+       2,
+       kIad,
+       10'000,
+       2},
       {"region filter, none there", {{1, 2000, 8, 1, kDfw, kNever}}, 2, kIad, 10'000, 0},
-      {"expired ask skipped (lazy)", {{1, 2000, 8, 1, kDfw, kNow}, {2, 2100, 8, 1, kDfw, kNow + 1}},
-       1, kAnyRegion, 10'000, 2},
-      {"market bid takes the best", {{1, 9000, 8, 1, kDfw, kNever}, {2, 8990, 8, 1, kDfw, kNever}}, 8,
-       kAnyRegion, 1'000'000, 2},
+      {"expired ask skipped (lazy)",
+       {{1, 2000, 8, 1, kDfw, kNow}, {2, 2100, 8, 1, kDfw, kNow + 1}},
+       1,
+       kAnyRegion,
+       10'000,
+       2},
+      {"market bid takes the best",
+       {{1, 9000, 8, 1, kDfw, kNever}, {2, 8990, 8, 1, kDfw, kNever}},
+       8,
+       kAnyRegion,
+       1'000'000,
+       2},
       {"out-of-range quantity", {{1, 2000, 8, 1, kDfw, kNever}}, 17, kAnyRegion, 10'000, 0},
   };
   for (const auto& c : cases) {
@@ -70,20 +98,50 @@ struct FindBidCase {
 TEST(OrderBookTest, FindBidTable) {
   const FindBidCase cases[] = {
       {"empty book", {}, 8, 1, kDfw, 1000, 0},
-      {"highest bid wins", {{1, 2900, 2, kAnyRegion, kNever}, {2, 3000, 2, kAnyRegion, kNever}}, 8, 1,
-       kDfw, 1000, 2},
-      {"tie goes to the earlier bid", {{4, 3000, 2, kAnyRegion, kNever}, {2, 3000, 2, kAnyRegion, kNever}},
-       8, 1, kDfw, 1000, 2},
+      {"highest bid wins",
+       {{1, 2900, 2, kAnyRegion, kNever}, {2, 3000, 2, kAnyRegion, kNever}},
+       8,
+       1,
+       kDfw,
+       1000,
+       2},
+      {"tie goes to the earlier bid",
+       {{4, 3000, 2, kAnyRegion, kNever}, {2, 3000, 2, kAnyRegion, kNever}},
+       8,
+       1,
+       kDfw,
+       1000,
+       2},
       {"bid below the ask", {{1, 2800, 2, kAnyRegion, kNever}}, 8, 1, kDfw, 2880, 0},
-      {"bid too large for the free GPUs", {{1, 3000, 8, kAnyRegion, kNever}, {2, 2900, 2, kAnyRegion, kNever}},
-       4, 1, kDfw, 1000, 2},
-      {"bid below min_gpus", {{1, 3000, 1, kAnyRegion, kNever}, {2, 2900, 4, kAnyRegion, kNever}}, 8, 2,
-       kDfw, 1000, 2},
-      {"bid in another region", {{1, 3000, 1, kIad, kNever}, {2, 2900, 1, kDfw, kNever}}, 8, 1, kDfw,
-       1000, 2},
+      {"bid too large for the free GPUs",
+       {{1, 3000, 8, kAnyRegion, kNever}, {2, 2900, 2, kAnyRegion, kNever}},
+       4,
+       1,
+       kDfw,
+       1000,
+       2},
+      {"bid below min_gpus",
+       {{1, 3000, 1, kAnyRegion, kNever}, {2, 2900, 4, kAnyRegion, kNever}},
+       8,
+       2,
+       kDfw,
+       1000,
+       2},
+      {"bid in another region",
+       {{1, 3000, 1, kIad, kNever}, {2, 2900, 1, kDfw, kNever}},
+       8,
+       1,
+       kDfw,
+       1000,
+       2},
       {"bid in any region", {{1, 3000, 1, kAnyRegion, kNever}}, 8, 1, kIad, 1000, 1},
-      {"expired bid skipped", {{1, 3000, 1, kAnyRegion, kNow}, {2, 2900, 1, kAnyRegion, kNever}}, 8, 1,
-       kDfw, 1000, 2},
+      {"expired bid skipped",
+       {{1, 3000, 1, kAnyRegion, kNow}, {2, 2900, 1, kAnyRegion, kNever}},
+       8,
+       1,
+       kDfw,
+       1000,
+       2},
       {"min_gpus above the free GPUs", {{1, 3000, 1, kAnyRegion, kNever}}, 2, 4, kDfw, 1000, 0},
   };
   for (const auto& c : cases) {
@@ -159,7 +217,8 @@ OrderId BruteFindAsk(const std::map<OrderId, ModelOrder>& orders, int gpus, Regi
   OrderId best = 0;
   Ticks best_price = 0;
   for (const auto& [id, o] : orders) {  // ascending id: the first at a price is the earliest
-    if (!o.ask || o.price > max_price || o.qty < gpus || o.min_gpus > gpus || now >= o.until) continue;
+    if (!o.ask || o.price > max_price || o.qty < gpus || o.min_gpus > gpus || now >= o.until)
+      continue;
     if (region != kAnyRegion && o.region != region) continue;
     if (best == 0 || o.price < best_price) {
       best = id;
@@ -174,7 +233,8 @@ OrderId BruteFindBid(const std::map<OrderId, ModelOrder>& orders, int free, int 
   OrderId best = 0;
   Ticks best_price = 0;
   for (const auto& [id, o] : orders) {
-    if (o.ask || o.price < min_price || o.qty > free || o.qty < min_gpus || now >= o.until) continue;
+    if (o.ask || o.price < min_price || o.qty > free || o.qty < min_gpus || now >= o.until)
+      continue;
     if (o.region != kAnyRegion && o.region != region) continue;
     if (best == 0 || o.price > best_price) {
       best = id;

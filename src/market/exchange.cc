@@ -103,9 +103,7 @@ bool Changes::empty() const {
          payouts.empty() && trades.empty();
 }
 
-int Exchange::MachineState::Free() const {
-  return machine.gpus - std::popcount(leased_mask);
-}
+int Exchange::MachineState::Free() const { return machine.gpus - std::popcount(leased_mask); }
 
 Exchange::Exchange(ExchangeConfig config) : config_(std::move(config)) {
   Status valid = ValidateExchangeConfig(config_);
@@ -415,8 +413,8 @@ void Exchange::SyncAsk(const MachineState& machine) {
   } else if (listed) {
     book.SetAskFree(ask.id, free);
   } else {
-    book.AddAsk({ask.id, ToTicks(ask.price_micros), free, ask.min_gpus, machine.region,
-                 AskUntil(ask)});
+    book.AddAsk(
+        {ask.id, ToTicks(ask.price_micros), free, ask.min_gpus, machine.region, AskUntil(ask)});
   }
 }
 
@@ -660,8 +658,9 @@ Result<BidResult> Exchange::PlaceBid(UserId customer, const BidSpec& spec, ledge
   }
   if (spec.is_market) {
     if (spec.limit_micros != 0) {
-      return Status::InvalidArgument("a market bid has no limit price: send either \"market\": "
-                                     "true or limit_usd_per_gpu_hour");
+      return Status::InvalidArgument(
+          "a market bid has no limit price: send either \"market\": "
+          "true or limit_usd_per_gpu_hour");
     }
     if (spec.time_in_force != TimeInForce::kIoc) {
       return Status::InvalidArgument(
@@ -698,10 +697,9 @@ Result<BidResult> Exchange::PlaceBid(UserId customer, const BidSpec& spec, ledge
   OrderId ask_id = 0;
   // A region no machine has ever been in cannot match.
   if (region.empty() || region_index) {
-    ask_id = m.book.FindAsk(spec.gpus, region.empty() ? kAnyRegion : *region_index,
-                            spec.is_market ? ToTicks(kMaxPriceMicrosPerGpuHour)
-                                           : ToTicks(spec.limit_micros),
-                            now);
+    ask_id = m.book.FindAsk(
+        spec.gpus, region.empty() ? kAnyRegion : *region_index,
+        spec.is_market ? ToTicks(kMaxPriceMicrosPerGpuHour) : ToTicks(spec.limit_micros), now);
   }
 
   Bid bid;
@@ -1245,7 +1243,8 @@ Status Exchange::CheckInvariants(const ledger::Ledger& ledger) const {
     ++active;
     ++active_by_customer[l.customer_id];
     std::uint32_t& mask = leased[l.machine_id];
-    if ((mask & l.gpu_mask) != 0) return fail("a GPU is in two leases (lease " + std::to_string(id) + ")");
+    if ((mask & l.gpu_mask) != 0)
+      return fail("a GPU is in two leases (lease " + std::to_string(id) + ")");
     mask |= l.gpu_mask;
     if (!timeline_.count({l.PaidUntil(), kLeaseHour, id})) {
       return fail("active lease " + std::to_string(id) + " has no billing event");
@@ -1261,15 +1260,15 @@ Status Exchange::CheckInvariants(const ledger::Ledger& ledger) const {
     const MarketState& market = markets_[static_cast<std::size_t>(m.market)];
     if (m.open_ask != 0) {
       auto a = asks_.find(m.open_ask);
-      if (a == asks_.end() || a->second.status != AskStatus::kOpen ||
-          a->second.machine_id != id) {
+      if (a == asks_.end() || a->second.status != AskStatus::kOpen || a->second.machine_id != id) {
         return fail("machine " + std::to_string(id) + " open ask");
       }
       if (!timeline_.count({AskUntil(a->second), kAskExpiry, m.open_ask})) {
         return fail("open ask without an expiry event");
       }
       bool on_book = market.book.Contains(m.open_ask);
-      if (on_book != (m.Free() > 0)) return fail("ask " + std::to_string(m.open_ask) + " book presence");
+      if (on_book != (m.Free() > 0))
+        return fail("ask " + std::to_string(m.open_ask) + " book presence");
     }
   }
   std::size_t open_asks = 0;

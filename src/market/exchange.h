@@ -62,7 +62,8 @@
 
 namespace gpuhub::market {
 
-// ----- Inputs -------------------------------------------------------------------------------------
+// ----- Inputs
+// -------------------------------------------------------------------------------------
 
 struct MachineSpec {
   std::string gpu;  // a listed market, any spelling GpuKey accepts
@@ -91,7 +92,8 @@ struct BidSpec {
   Currency currency = Currency::kUsd;
 };
 
-// ----- Outputs ------------------------------------------------------------------------------------
+// ----- Outputs
+// ------------------------------------------------------------------------------------
 
 // What a command changed. Id lists are deduplicated by Normalize (the engine upserts each record
 // once); trades are new records; transfers are the ledger records applied, in order.
@@ -123,7 +125,7 @@ struct MachineView {
 
 struct MarketSummary {
   std::string gpu;
-  bool listed = true;  // takes new machines
+  bool listed = true;                           // takes new machines
   std::optional<std::int64_t> best_ask_micros;  // per GPU-hour: the "from $X/h"
   std::optional<std::int64_t> best_bid_micros;
   std::int64_t gpus_on_offer = 0;  // free GPUs of all asks on the book
@@ -161,8 +163,8 @@ struct Earnings {
   std::int64_t gpu_hours = 0;
   std::int64_t lease_hours = 0;
   std::int64_t active_leases = 0;
-  std::int64_t available_micros = 0;        // payable that can be paid out now
-  std::int64_t pending_payout_micros = 0;   // requested, not yet paid
+  std::int64_t available_micros = 0;       // payable that can be paid out now
+  std::int64_t pending_payout_micros = 0;  // requested, not yet paid
   std::int64_t paid_out_micros = 0;
 };
 

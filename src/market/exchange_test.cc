@@ -64,17 +64,17 @@ class ExchangeTest : public ::testing::Test {
   }
 
   MachineId NewMachine(UserId provider, int gpus, const char* region = "IAD-1",
-                    const char* gpu = "H100 SXM") {
+                       const char* gpu = "H100 SXM") {
     auto m = x_.AddMachine(provider, {gpu, gpus, region, 64, 512, 2000}, now_, &changes_);
     EXPECT_TRUE(m.ok()) << m.status().ToString();
     return m.ok() ? m->id : 0;
   }
 
-  OrderId AskOn(MachineId machine, std::int64_t price, int min_gpus = 1,
-                TimestampMicros until = 0, UserId provider = kProvider) {
-    auto a = x_.PlaceAsk(provider,
-                         {machine, price, min_gpus, until ? until : now_ + 30 * kMicrosPerDay},
-                         ledger_, now_, &changes_);
+  OrderId AskOn(MachineId machine, std::int64_t price, int min_gpus = 1, TimestampMicros until = 0,
+                UserId provider = kProvider) {
+    auto a =
+        x_.PlaceAsk(provider, {machine, price, min_gpus, until ? until : now_ + 30 * kMicrosPerDay},
+                    ledger_, now_, &changes_);
     EXPECT_TRUE(a.ok()) << a.status().ToString();
     return a.ok() ? a->id : 0;
   }
@@ -107,8 +107,8 @@ class ExchangeTest : public ::testing::Test {
   int topups_ = 0;
 };
 
-// The acceptance story: a provider lists a machine and an ask; a funded customer buys 2 GPUs
-// at market; the lease appears, an hour is charged and the provider credited minus the fee;
+// The acceptance story: a provider lists a machine and an ask; a funded customer buys 2
+// GPUs at market; the lease appears, an hour is charged and the provider credited minus the fee;
 // advancing the clock bills each hour until the wallet runs dry and the GPUs return to the book.
 TEST_F(ExchangeTest, MarketBuyIsBilledHourlyUntilTheWalletRunsDry) {
   MachineId m = NewMachine(kProvider, 8);
@@ -168,7 +168,7 @@ TEST_F(ExchangeTest, AWeekInOneAdvanceChargesEveryHourInTimeOrder) {
   AskOn(m, Usd(1.0));
   Fund(kAlice, Usd(100));
   ASSERT_TRUE(Buy(kAlice, 1, std::nullopt).ok());  // 1.00/h from kStart
-  now_ += 30 * kMicrosPerSecond * 60;             // half an hour later
+  now_ += 30 * kMicrosPerSecond * 60;              // half an hour later
   ASSERT_TRUE(Buy(kAlice, 2, std::nullopt).ok());  // 2.00/h from kStart + 30 min
   Advance(7 * kMicrosPerDay);
   // 100 USD pays hours alternately (1 + 2 per hour pair); the wallet runs dry after 33 pairs plus
@@ -209,8 +209,8 @@ TEST_F(ExchangeTest, PriceTimePriorityTable) {
     // A fresh market each case: a new GPU model would need config, so cancel what is left instead.
     std::vector<OrderId> asks;
     ++provider;
-    for (auto [gpus, price] : c.asks) asks.push_back(AskOn(NewMachine(provider, gpus), Usd(price), 1, 0,
-                                                            provider));
+    for (auto [gpus, price] : c.asks)
+      asks.push_back(AskOn(NewMachine(provider, gpus), Usd(price), 1, 0, provider));
     UserId customer = provider + 1000;
     Fund(customer, Usd(100));
     auto r = Buy(customer, c.gpus, c.limit ? std::optional(Usd(*c.limit)) : std::nullopt);
@@ -285,10 +285,10 @@ TEST_F(ExchangeTest, ARestingBidHoldsOneHourAndANewAskFillsItAtTheBidPrice) {
 
 TEST_F(ExchangeTest, PriceThenTimeAmongRestingBids) {
   for (UserId u : {kAlice, kBob, UserId{12}, UserId{13}}) Fund(u, Usd(100));
-  auto first = Buy(kAlice, 2, Usd(3.1), TimeInForce::kGtc);   // best price, earliest
-  auto second = Buy(kBob, 8, Usd(3.1), TimeInForce::kGtc);    // same price, later
-  auto third = Buy(12, 4, Usd(2.9), TimeInForce::kGtc);       // lower price
-  auto below = Buy(13, 1, Usd(2.0), TimeInForce::kGtc);       // below the ask
+  auto first = Buy(kAlice, 2, Usd(3.1), TimeInForce::kGtc);  // best price, earliest
+  auto second = Buy(kBob, 8, Usd(3.1), TimeInForce::kGtc);   // same price, later
+  auto third = Buy(12, 4, Usd(2.9), TimeInForce::kGtc);      // lower price
+  auto below = Buy(13, 1, Usd(2.0), TimeInForce::kGtc);      // below the ask
   for (auto* r : {&first, &second, &third, &below}) ASSERT_TRUE(r->ok());
   AskOn(NewMachine(kProvider, 8), Usd(2.5));
   // 8 free: Alice's 2 first (6 left); Bob's 8 no longer fits; 12's 4 fits (2 left); 13 is below.
@@ -302,7 +302,8 @@ TEST_F(ExchangeTest, PriceThenTimeAmongRestingBids) {
   EXPECT_EQ(x_.Markets()[0].gpus_on_offer, 2);
 
   // Alice stops: 4 free, still not 8. 12 stops too: 8 free, Bob's bid fills at the older price.
-  ASSERT_TRUE(x_.StopLease(kAlice, x_.FindBid(first->bid.id)->lease_id, ledger_, now_, &changes_).ok());
+  ASSERT_TRUE(
+      x_.StopLease(kAlice, x_.FindBid(first->bid.id)->lease_id, ledger_, now_, &changes_).ok());
   EXPECT_EQ(x_.FindBid(second->bid.id)->status, BidStatus::kResting);
   now_ += kHour / 2;
   ASSERT_TRUE(x_.StopLease(12, x_.FindBid(third->bid.id)->lease_id, ledger_, now_, &changes_).ok());
@@ -425,18 +426,15 @@ TEST_F(ExchangeTest, RefusalsChangeNothing) {
 }
 
 TEST_F(ExchangeTest, ProviderRefusals) {
-  EXPECT_EQ(x_.AddMachine(kProvider, {"H100 SXM", 0, "IAD-1", 1, 1, 1}, now_, &changes_)
-                .status()
-                .code(),
-            StatusCode::kInvalidArgument);
-  EXPECT_EQ(x_.AddMachine(kProvider, {"H100 SXM", 8, "Mars", 1, 1, 1}, now_, &changes_)
-                .status()
-                .code(),
-            StatusCode::kInvalidArgument);
-  EXPECT_EQ(x_.AddMachine(kProvider, {"RTX 9999", 8, "IAD-1", 1, 1, 1}, now_, &changes_)
-                .status()
-                .code(),
-            StatusCode::kInvalidArgument);
+  EXPECT_EQ(
+      x_.AddMachine(kProvider, {"H100 SXM", 0, "IAD-1", 1, 1, 1}, now_, &changes_).status().code(),
+      StatusCode::kInvalidArgument);
+  EXPECT_EQ(
+      x_.AddMachine(kProvider, {"H100 SXM", 8, "Mars", 1, 1, 1}, now_, &changes_).status().code(),
+      StatusCode::kInvalidArgument);
+  EXPECT_EQ(
+      x_.AddMachine(kProvider, {"RTX 9999", 8, "IAD-1", 1, 1, 1}, now_, &changes_).status().code(),
+      StatusCode::kInvalidArgument);
   MachineId m = NewMachine(kProvider, 4);
   auto place = [&](UserId p, AskSpec s) { return x_.PlaceAsk(p, s, ledger_, now_, &changes_); };
   EXPECT_EQ(place(kProvider2, {m, Usd(2), 1, now_ + kMicrosPerDay}).status().code(),
@@ -569,13 +567,19 @@ TEST_F(ExchangeTest, FeeIsRoundedHalfEvenOncePerHour) {
   config.fee_ppm = 0;  // no fee: no fee leg (a separate ledger: lease ids start at 1 again)
   Exchange free_x(config);
   ledger::Ledger other;
-  ledger::TransferRequest topup{"topup:1", ledger::TransferKind::kSinglePhase,
+  ledger::TransferRequest topup{"topup:1",
+                                ledger::TransferKind::kSinglePhase,
                                 AccountKey::System(AccountKind::kDeposits, Currency::kUsd),
-                                AccountKey::Wallet(kAlice, Currency::kUsd), Usd(10), "", "topup",
-                                "", kStart};
+                                AccountKey::Wallet(kAlice, Currency::kUsd),
+                                Usd(10),
+                                "",
+                                "topup",
+                                "",
+                                kStart};
   ASSERT_TRUE(other.Apply(topup).ok());
   MachineId m2 = free_x.AddMachine(kProvider2, {"H100 SXM", 8, "IAD-1", 8, 64, 100}, now_, &ch)->id;
-  ASSERT_TRUE(free_x.PlaceAsk(kProvider2, {m2, 1'000, 1, now_ + kMicrosPerDay}, other, now_, &ch).ok());
+  ASSERT_TRUE(
+      free_x.PlaceAsk(kProvider2, {m2, 1'000, 1, now_ + kMicrosPerDay}, other, now_, &ch).ok());
   auto lease = free_x.PlaceBid(kAlice, one, other, now_, &ch);
   ASSERT_TRUE(lease.ok()) << lease.status().ToString();
   EXPECT_EQ(other.GetAccount(AccountKey::Payable(kProvider2, Currency::kUsd))->available(), 1'000);
@@ -629,7 +633,7 @@ TEST_F(ExchangeTest, RestoreRebuildsTheSameExchange) {
   Fund(kAlice, Usd(100));
   Fund(kBob, Usd(100));
   ASSERT_TRUE(Buy(kAlice, 4, std::nullopt).ok());
-  ASSERT_TRUE(Buy(kBob, 2, Usd(3), TimeInForce::kGtc).ok());   // fills on m2
+  ASSERT_TRUE(Buy(kBob, 2, Usd(3), TimeInForce::kGtc).ok());                        // fills on m2
   ASSERT_TRUE(Buy(kBob, 8, Usd(3), TimeInForce::kGtc, "", now_ + 5 * kHour).ok());  // rests
   ASSERT_TRUE(x_.RequestPayout(kProvider, Usd(1), ledger_, now_, &changes_).ok());
   Advance(2 * kHour);

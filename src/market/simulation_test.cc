@@ -106,9 +106,9 @@ class Simulation {
       const char* gpus[] = {"H100 SXM", "a100-sxm", "H200"};
       const char* regions[] = {"DFW-1", "IAD-1", "pdx-1"};
       const int counts[] = {1, 2, 4, 8, 8, 3};
-      auto m = x_.AddMachine(provider,
-                             {gpus[Pick(0, 2)], counts[Pick(0, 5)], regions[Pick(0, 2)], 32, 256, 1000},
-                             now_, &changes);
+      auto m = x_.AddMachine(
+          provider, {gpus[Pick(0, 2)], counts[Pick(0, 5)], regions[Pick(0, 2)], 32, 256, 1000},
+          now_, &changes);
       ASSERT_TRUE(m.ok()) << m.status().ToString();
       machines_.push_back(m->id);
     } else if (op <= 20 && !machines_.empty()) {
@@ -177,12 +177,13 @@ class Simulation {
     } else if (op <= 83) {
       auto pending = x_.ListPendingPayouts(5);
       if (pending.empty()) return;
-      ASSERT_TRUE(x_.ResolvePayout(999, PickOf(pending).id, Chance(80), ledger_, now_, &changes).ok());
+      ASSERT_TRUE(
+          x_.ResolvePayout(999, PickOf(pending).id, Chance(80), ledger_, now_, &changes).ok());
     } else if (op <= 84) {
       SetRate(1'000'000'000 + Pick(0, 200) * 1'000'000, Pick(0, 100));
     } else {
-      std::int64_t delta = Chance(5) ? Pick(1, 3) * kMicrosPerDay
-                                     : Pick(1, 300) * 60 * kMicrosPerSecond;
+      std::int64_t delta =
+          Chance(5) ? Pick(1, 3) * kMicrosPerDay : Pick(1, 300) * 60 * kMicrosPerSecond;
       now_ += delta;
       x_.AdvanceTo(ledger_, now_, &changes);
       // Every due event was handled (CheckHistory also checks each active lease is paid past now).
@@ -281,7 +282,8 @@ class Simulation {
       char leg[16] = {};
       ASSERT_EQ(std::sscanf(t.id.c_str(), "lease:%lld:h%lld:%15s", &lease, &hour, leg), 3) << t.id;
       auto& legs = t.code == "lease_hour" ? provider_legs : fee_legs;
-      ASSERT_TRUE(legs.emplace(std::pair{lease, hour}, t.amount_micros).second) << "twice: " << t.id;
+      ASSERT_TRUE(legs.emplace(std::pair{lease, hour}, t.amount_micros).second)
+          << "twice: " << t.id;
       (t.code == "lease_hour" ? payable_from_hours : revenue_from_fees) += t.amount_micros;
     }
     std::int64_t hours = 0, expected_fees = 0, expected_net = 0;
@@ -304,7 +306,8 @@ class Simulation {
     ASSERT_EQ(static_cast<std::int64_t>(provider_legs.size()), hours) << "hours charged twice";
     ASSERT_EQ(revenue_from_fees, expected_fees);
     ASSERT_EQ(payable_from_hours, expected_net);
-    auto revenue = ledger_.GetAccount(AccountKey::System(AccountKind::kPlatformRevenue, Currency::kUsd));
+    auto revenue =
+        ledger_.GetAccount(AccountKey::System(AccountKind::kPlatformRevenue, Currency::kUsd));
     ASSERT_EQ(revenue->posted(), expected_fees);
     // No wallet or payable below zero; holds within the wallet.
     for (const auto& a : ledger_.Accounts()) {

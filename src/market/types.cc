@@ -102,7 +102,8 @@ Result<std::int64_t> ParsePriceMicros(std::string_view text, std::string_view fi
 std::string FormatPrice(std::int64_t price_micros) {
   // Prices are multiples of the tick, so three decimals are exact; anything else (a computed
   // average) is printed with all six.
-  return FormatMicros(price_micros, price_micros % kPriceTickMicros == 0 ? kPriceFractionDigits : 6);
+  return FormatMicros(price_micros,
+                      price_micros % kPriceTickMicros == 0 ? kPriceFractionDigits : 6);
 }
 
 std::string GpuKey(std::string_view name) {
@@ -126,8 +127,10 @@ Result<std::string> CanonicalRegion(std::string_view code) {
     if (c >= 'a' && c <= 'z') c = static_cast<char>(c - 'a' + 'A');
     bool ok = (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '-';
     if (!ok) {
-      return Status::InvalidArgument("region must be letters, digits and '-' such as \"IAD-1\", "
-                                     "got '" + std::string(code.substr(0, 32)) + "'");
+      return Status::InvalidArgument(
+          "region must be letters, digits and '-' such as \"IAD-1\", "
+          "got '" +
+          std::string(code.substr(0, 32)) + "'");
     }
     out.push_back(c);
   }

@@ -1,5 +1,6 @@
-// The spot exchange's vocabulary: machines, asks, bids, leases, trades and payouts, as plain records
-// (what the engine persists and the API shows), their states, and the parsing of prices and names.
+// The spot exchange's vocabulary: machines, asks, bids, leases, trades and payouts, as plain
+// records (what the engine persists and the API shows), their states, and the parsing of prices and
+// names.
 //
 // Ids are positive integers. Asks and bids share one sequence of order ids, so that comparing two
 // ids says which order reached the book first (time priority across the two sides).
@@ -50,10 +51,10 @@ std::string_view BidStatusName(BidStatus s);  // "resting", "filled", "cancelled
 Result<BidStatus> ParseBidStatus(std::string_view name);
 
 enum class BidCloseReason : std::uint8_t {
-  kNone,               // still resting
+  kNone,  // still resting
   kFilled,
-  kNoMatch,            // ioc or market bid with no ask to take
-  kCancelledByUser,    // DELETE /v1/bids/{id}
+  kNoMatch,          // ioc or market bid with no ask to take
+  kCancelledByUser,  // DELETE /v1/bids/{id}
   kExpired,
   kInsufficientFunds,  // a fill of the resting bid could not pay its first hour (FX moved)
 };
@@ -66,9 +67,9 @@ Result<LeaseStatus> ParseLeaseStatus(std::string_view name);
 
 enum class LeaseEndReason : std::uint8_t {
   kNone,
-  kStopped,       // the customer stopped it (the paid hour is not refunded)
-  kUnpaid,        // the next hour could not be paid: ended at that hour boundary
-  kWindowEnded,   // the ask's available_until leaves no room for another whole hour
+  kStopped,      // the customer stopped it (the paid hour is not refunded)
+  kUnpaid,       // the next hour could not be paid: ended at that hour boundary
+  kWindowEnded,  // the ask's available_until leaves no room for another whole hour
 };
 std::string_view LeaseEndReasonName(LeaseEndReason r);  // "", "stopped", "unpaid", "window_ended"
 Result<LeaseEndReason> ParseLeaseEndReason(std::string_view name);
@@ -120,14 +121,14 @@ struct Bid {
   bool is_market = false;         // take the best offer (always immediate-or-cancel)
   std::int64_t limit_micros = 0;  // per GPU-hour; 0 for a market bid
   TimeInForce time_in_force = TimeInForce::kIoc;
-  TimestampMicros expires_at = 0;  // 0 = none (gtc only)
+  TimestampMicros expires_at = 0;      // 0 = none (gtc only)
   Currency currency = Currency::kUsd;  // the wallet that pays
   BidStatus status = BidStatus::kCancelled;
   BidCloseReason close_reason = BidCloseReason::kNone;
   TimestampMicros created_at = 0;
   TimestampMicros closed_at = 0;
-  LeaseId lease_id = 0;            // when filled
-  std::int64_t hold_micros = 0;    // resting bids: one hour at the limit, in the wallet's currency
+  LeaseId lease_id = 0;          // when filled
+  std::int64_t hold_micros = 0;  // resting bids: one hour at the limit, in the wallet's currency
   friend bool operator==(const Bid&, const Bid&) = default;
 };
 
@@ -140,9 +141,9 @@ struct Lease {
   UserId customer_id = 0;
   std::string gpu;
   int gpus = 0;
-  std::uint32_t gpu_mask = 0;      // which GPUs of the machine (bit i = GPU i)
-  std::int64_t price_micros = 0;   // per GPU-hour (the trade price)
-  std::int64_t fee_ppm = 0;        // platform fee at the time of the trade
+  std::uint32_t gpu_mask = 0;          // which GPUs of the machine (bit i = GPU i)
+  std::int64_t price_micros = 0;       // per GPU-hour (the trade price)
+  std::int64_t fee_ppm = 0;            // platform fee at the time of the trade
   Currency currency = Currency::kUsd;  // the wallet that pays
   TimestampMicros started_at = 0;
   TimestampMicros window_until = 0;  // the ask's available_until: no hour is sold past it
@@ -166,7 +167,7 @@ struct Trade {
   LeaseId lease_id = 0;
   OrderId bid_id = 0;
   OrderId ask_id = 0;
-  Side maker = Side::kAsk;        // the order that was on the book first
+  Side maker = Side::kAsk;  // the order that was on the book first
   TimestampMicros created_at = 0;
   friend bool operator==(const Trade&, const Trade&) = default;
 };

@@ -13,10 +13,22 @@ TEST(PriceTest, ParsesDecimalStringsOnTheTick) {
     std::int64_t micros;  // -1: invalid
   };
   const Case cases[] = {
-      {"2.880", 2'880'000}, {"2.88", 2'880'000}, {"3", 3'000'000},   {"0.001", 1'000},
-      {"1000", 1'000'000'000}, {"1000.001", -1},  {"0", -1},          {"0.000", -1},
-      {"2.8805", -1},       {"-1", -1},         {"+1", -1},          {"1e3", -1},
-      {"", -1},             {" 2.88", -1},      {"2.88 ", -1},       {"abc", -1},
+      {"2.880", 2'880'000},
+      {"2.88", 2'880'000},
+      {"3", 3'000'000},
+      {"0.001", 1'000},
+      {"1000", 1'000'000'000},
+      {"1000.001", -1},
+      {"0", -1},
+      {"0.000", -1},
+      {"2.8805", -1},
+      {"-1", -1},
+      {"+1", -1},
+      {"1e3", -1},
+      {"", -1},
+      {" 2.88", -1},
+      {"2.88 ", -1},
+      {"abc", -1},
   };
   for (const auto& c : cases) {
     auto r = ParsePriceMicros(c.text, "price");
@@ -66,8 +78,8 @@ TEST(NamesTest, CanonicalRegion) {
 }
 
 TEST(NamesTest, EnumsRoundTrip) {
-  for (auto v : {BidStatus::kResting, BidStatus::kFilled, BidStatus::kCancelled,
-                 BidStatus::kExpired}) {
+  for (auto v :
+       {BidStatus::kResting, BidStatus::kFilled, BidStatus::kCancelled, BidStatus::kExpired}) {
     EXPECT_EQ(ParseBidStatus(BidStatusName(v)).value(), v);
   }
   for (auto v : {BidCloseReason::kNone, BidCloseReason::kFilled, BidCloseReason::kNoMatch,

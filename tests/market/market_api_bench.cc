@@ -57,8 +57,9 @@ int main(int argc, char** argv) {
   std::string admin = LogIn(setup, "root", "admin password 123");
   // Providers with asks on the book (so IOC bids trade), customers with money.
   setup.Call("POST", "/v1/accounts",
-                      {{"username", "prov"}, {"password", "correct horse battery staple"},
-                       {"roles", {"provider"}}});
+             {{"username", "prov"},
+              {"password", "correct horse battery staple"},
+              {"roles", {"provider"}}});
   std::string provider = LogIn(setup, "prov");
   std::string until;
   {
@@ -70,8 +71,12 @@ int main(int argc, char** argv) {
   }
   for (int m = 0; m < 200; ++m) {
     auto machine = setup.Call("POST", "/v1/machines",
-                              {{"gpu", "H100 SXM"}, {"gpus", 8}, {"region", "IAD-1"}, {"vcpus", 8},
-                               {"ram_gb", 64}, {"disk_gb", 100}},
+                              {{"gpu", "H100 SXM"},
+                               {"gpus", 8},
+                               {"region", "IAD-1"},
+                               {"vcpus", 8},
+                               {"ram_gb", 64},
+                               {"disk_gb", 100}},
                               provider);
     auto ask = setup.Call("POST", "/v1/asks",
                           {{"machine_id", machine.Json()["id"]},
@@ -87,9 +92,10 @@ int main(int argc, char** argv) {
   for (int c = 0; c < clients; ++c) {
     std::string name = "cust" + std::to_string(c);
     tokens.push_back(SignUpAndLogIn(setup, name));
-    setup.Call("POST", "/v1/admin/credits",
-               {{"username", name}, {"amount", "1000000"}, {"currency", "USD"}, {"reason", "bench"}},
-               admin);
+    setup.Call(
+        "POST", "/v1/admin/credits",
+        {{"username", name}, {"amount", "1000000"}, {"currency", "USD"}, {"reason", "bench"}},
+        admin);
   }
 
   std::atomic<bool> stop{false};
@@ -118,8 +124,8 @@ int main(int argc, char** argv) {
           bool gtc = rng() % 100 < 75;
           json body = {{"gpu", "H100 SXM"}, {"gpus", 1 + static_cast<int>(rng() % 2)}};
           // GTC bids rest below the asks; IOC bids cross (and open a lease) or find nothing.
-          body["limit_usd_per_gpu_hour"] = gtc ? "1." + std::to_string(100 + rng() % 800)
-                                               : (rng() % 10 < 3 ? "9.000" : "2.000");
+          body["limit_usd_per_gpu_hour"] =
+              gtc ? "1." + std::to_string(100 + rng() % 800) : (rng() % 10 < 3 ? "9.000" : "2.000");
           body["time_in_force"] = gtc ? "gtc" : "ioc";
           resp = client.Call("POST", "/v1/bids", body, tokens[static_cast<std::size_t>(c)]);
           if (resp.status == 201) {
@@ -150,8 +156,9 @@ int main(int argc, char** argv) {
   auto at = [&](double q) {
     return latencies_us.empty()
                ? 0.0
-               : latencies_us[std::min(latencies_us.size() - 1,
-                                       static_cast<std::size_t>(q * static_cast<double>(latencies_us.size())))];
+               : latencies_us[std::min(
+                     latencies_us.size() - 1,
+                     static_cast<std::size_t>(q * static_cast<double>(latencies_us.size())))];
   };
   auto check = setup.Call("GET", "/v1/admin/market", nullptr, admin);
   std::printf(

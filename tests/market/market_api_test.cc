@@ -26,8 +26,8 @@ class MarketApiTest : public ::testing::TestWithParam<std::string> {
   void SetUp() override {
     db_ = FreshDatabaseUrl(GetParam(), dir_);
     if (db_.empty()) GTEST_SKIP() << "GPUHUB_TEST_PG_URL is unset: PostgreSQL case skipped";
-    auto r = RunGpuhub({"admin", "create-user", "--username", "root", "--role", "admin", "--db", db_,
-                        "--config", ServerProcess(dir_, {}).config_path()},
+    auto r = RunGpuhub({"admin", "create-user", "--username", "root", "--role", "admin", "--db",
+                        db_, "--config", ServerProcess(dir_, {}).config_path()},
                        "admin password 123\n");
     ASSERT_EQ(r.exit_code, 0) << r.output;
     Start();
@@ -52,10 +52,10 @@ class MarketApiTest : public ::testing::TestWithParam<std::string> {
     return LogIn(*client_, name, kPassword);
   }
   void Credit(const std::string& user, const std::string& amount, const char* currency = "USD") {
-    auto r = client_->Call("POST", "/v1/admin/credits",
-                           {{"username", user}, {"amount", amount}, {"currency", currency},
-                            {"reason", "test funds"}},
-                           admin_);
+    auto r = client_->Call(
+        "POST", "/v1/admin/credits",
+        {{"username", user}, {"amount", amount}, {"currency", currency}, {"reason", "test funds"}},
+        admin_);
     ASSERT_EQ(r.status, 201) << r.body;
   }
   void Advance(long long seconds) {
@@ -106,8 +106,12 @@ TEST_P(MarketApiTest, MarketBuyIsBilledHourlyUntilTheWalletRunsDry) {
   std::string provider = User("paula", {"provider"});
   std::string customer = User("carl", {"customer"});
   auto machine = client_->Call("POST", "/v1/machines",
-                               {{"gpu", "H100 SXM"}, {"gpus", 8}, {"region", "IAD-1"},
-                                {"vcpus", 96}, {"ram_gb", 1024}, {"disk_gb", 8000}},
+                               {{"gpu", "H100 SXM"},
+                                {"gpus", 8},
+                                {"region", "IAD-1"},
+                                {"vcpus", 96},
+                                {"ram_gb", 1024},
+                                {"disk_gb", 8000}},
                                provider);
   ASSERT_EQ(machine.status, 201) << machine.body;
   EXPECT_EQ(machine.Json()["gpus_free"], 8);
@@ -132,8 +136,8 @@ TEST_P(MarketApiTest, MarketBuyIsBilledHourlyUntilTheWalletRunsDry) {
   EXPECT_TRUE(found) << markets.dump();
 
   Credit("carl", "20");
-  auto bid = client_->Call("POST", "/v1/bids",
-                           {{"gpu", "H100 SXM"}, {"gpus", 2}, {"market", true}}, customer);
+  auto bid = client_->Call("POST", "/v1/bids", {{"gpu", "H100 SXM"}, {"gpus", 2}, {"market", true}},
+                           customer);
   ASSERT_EQ(bid.status, 201) << bid.body;
   json b = bid.Json();
   EXPECT_EQ(b["status"], "filled");
@@ -197,8 +201,11 @@ TEST_P(MarketApiTest, RestingBidsHoldAnHourAndFillWhenAnAskArrives) {
   std::string customer = User("carl", {"customer"});
   Credit("carl", "50");
   auto bid = client_->Call("POST", "/v1/bids",
-                           {{"gpu", "A100 SXM"}, {"gpus", 4}, {"region", "DFW-1"},
-                            {"limit_usd_per_gpu_hour", "2.000"}, {"time_in_force", "gtc"}},
+                           {{"gpu", "A100 SXM"},
+                            {"gpus", 4},
+                            {"region", "DFW-1"},
+                            {"limit_usd_per_gpu_hour", "2.000"},
+                            {"time_in_force", "gtc"}},
                            customer);
   ASSERT_EQ(bid.status, 201) << bid.body;
   EXPECT_EQ(bid.Json()["status"], "resting");
@@ -211,48 +218,59 @@ TEST_P(MarketApiTest, RestingBidsHoldAnHourAndFillWhenAnAskArrives) {
   // A machine in another region does not fill it; one in DFW-1 at a lower price does, at the bid's
   // price (the resting order's).
   auto iad = client_->Call("POST", "/v1/machines",
-                           {{"gpu", "A100 SXM"}, {"gpus", 8}, {"region", "IAD-1"}, {"vcpus", 8},
-                            {"ram_gb", 64}, {"disk_gb", 100}},
+                           {{"gpu", "A100 SXM"},
+                            {"gpus", 8},
+                            {"region", "IAD-1"},
+                            {"vcpus", 8},
+                            {"ram_gb", 64},
+                            {"disk_gb", 100}},
                            provider);
   auto ask1 = client_->Call("POST", "/v1/asks",
-                            {{"machine_id", iad.Json()["id"]}, {"price_usd_per_gpu_hour", "1.500"},
+                            {{"machine_id", iad.Json()["id"]},
+                             {"price_usd_per_gpu_hour", "1.500"},
                              {"available_until", Later(3)}},
                             provider);
   ASSERT_EQ(ask1.status, 201) << ask1.body;
   EXPECT_TRUE(ask1.Json()["filled_lease_ids"].empty());
   auto dfw = client_->Call("POST", "/v1/machines",
-                           {{"gpu", "a100-sxm"}, {"gpus", 8}, {"region", "dfw-1"}, {"vcpus", 8},
-                            {"ram_gb", 64}, {"disk_gb", 100}},
+                           {{"gpu", "a100-sxm"},
+                            {"gpus", 8},
+                            {"region", "dfw-1"},
+                            {"vcpus", 8},
+                            {"ram_gb", 64},
+                            {"disk_gb", 100}},
                            provider);
   auto ask2 = client_->Call("POST", "/v1/asks",
-                            {{"machine_id", dfw.Json()["id"]}, {"price_usd_per_gpu_hour", "1.800"},
+                            {{"machine_id", dfw.Json()["id"]},
+                             {"price_usd_per_gpu_hour", "1.800"},
                              {"available_until", Later(3)}},
                             provider);
   ASSERT_EQ(ask2.status, 201) << ask2.body;
   ASSERT_EQ(ask2.Json()["filled_lease_ids"].size(), 1u);
   json bids = Get("/v1/bids", customer);
   EXPECT_EQ(bids["bids"][0]["status"], "filled");
-  json lease = Get("/v1/leases/" + std::to_string(bids["bids"][0]["lease_id"].get<long long>()),
-                   customer);
+  json lease =
+      Get("/v1/leases/" + std::to_string(bids["bids"][0]["lease_id"].get<long long>()), customer);
   EXPECT_EQ(lease["price_usd_per_gpu_hour"], "2.000");
   EXPECT_EQ(Available(customer), "42.000000");  // the hold became the first hour
   // The customer stops it; the paid hour is not refunded; the GPUs go back on the book.
-  auto stop = client_->Call("POST", "/v1/leases/" + std::to_string(lease["id"].get<long long>()) +
-                                        "/stop",
-                            nullptr, customer);
+  auto stop =
+      client_->Call("POST", "/v1/leases/" + std::to_string(lease["id"].get<long long>()) + "/stop",
+                    nullptr, customer);
   ASSERT_EQ(stop.status, 200) << stop.body;
   EXPECT_EQ(stop.Json()["end_reason"], "stopped");
   EXPECT_EQ(Available(customer), "42.000000");
   EXPECT_EQ(Get("/v1/markets/a100-sxm/book")["asks"][0]["gpus"], 8);
   // A second resting bid, cancelled: the hold is released.
-  auto again = client_->Call("POST", "/v1/bids",
-                             {{"gpu", "A100 SXM"}, {"gpus", 1}, {"limit_usd_per_gpu_hour", "1.000"}},
-                             customer);
+  auto again = client_->Call(
+      "POST", "/v1/bids", {{"gpu", "A100 SXM"}, {"gpus", 1}, {"limit_usd_per_gpu_hour", "1.000"}},
+      customer);
   ASSERT_EQ(again.status, 201);
   EXPECT_EQ(again.Json()["status"], "resting");
   EXPECT_EQ(Available(customer), "41.000000");
-  auto cancel = client_->Call("DELETE", "/v1/bids/" + std::to_string(again.Json()["id"].get<long long>()),
-                              nullptr, customer);
+  auto cancel =
+      client_->Call("DELETE", "/v1/bids/" + std::to_string(again.Json()["id"].get<long long>()),
+                    nullptr, customer);
   ASSERT_EQ(cancel.status, 200) << cancel.body;
   EXPECT_EQ(cancel.Json()["status"], "cancelled");
   EXPECT_EQ(Available(customer), "42.000000");
@@ -263,8 +281,12 @@ TEST_P(MarketApiTest, BadCallsGetClearErrors) {
   std::string provider = User("paula", {"provider"});
   std::string customer = User("carl", {"customer"});
   auto machine = client_->Call("POST", "/v1/machines",
-                               {{"gpu", "H100 SXM"}, {"gpus", 4}, {"region", "IAD-1"}, {"vcpus", 8},
-                                {"ram_gb", 64}, {"disk_gb", 100}},
+                               {{"gpu", "H100 SXM"},
+                                {"gpus", 4},
+                                {"region", "IAD-1"},
+                                {"vcpus", 8},
+                                {"ram_gb", 64},
+                                {"disk_gb", 100}},
                                provider);
   ASSERT_EQ(machine.status, 201);
   long long machine_id = machine.Json()["id"];
@@ -279,43 +301,124 @@ TEST_P(MarketApiTest, BadCallsGetClearErrors) {
   };
   const Case cases[] = {
       {"no token", "POST", "/v1/bids", {{"gpu", "H100 SXM"}}, "", 401, "unauthenticated"},
-      {"customer lists a machine", "POST", "/v1/machines",
-       {{"gpu", "H100 SXM"}, {"gpus", 1}, {"region", "IAD-1"}, {"vcpus", 1}, {"ram_gb", 1}, {"disk_gb", 1}},
-       customer, 403, "permission_denied"},
-      {"unknown GPU", "POST", "/v1/machines",
-       {{"gpu", "Voodoo 2"}, {"gpus", 1}, {"region", "IAD-1"}, {"vcpus", 1}, {"ram_gb", 1}, {"disk_gb", 1}},
-       provider, 400, "invalid_argument"},
-      {"unknown region", "POST", "/v1/machines",
-       {{"gpu", "H100 SXM"}, {"gpus", 1}, {"region", "MARS-1"}, {"vcpus", 1}, {"ram_gb", 1}, {"disk_gb", 1}},
-       provider, 400, "invalid_argument"},
-      {"17 GPUs", "POST", "/v1/machines",
-       {{"gpu", "H100 SXM"}, {"gpus", 17}, {"region", "IAD-1"}, {"vcpus", 1}, {"ram_gb", 1}, {"disk_gb", 1}},
-       provider, 400, "invalid_argument"},
-      {"price as a number", "POST", "/v1/asks",
-       {{"machine_id", machine_id}, {"price_usd_per_gpu_hour", 2.88}, {"available_until", Later(1)}},
-       provider, 400, "invalid_argument"},
-      {"price off the tick", "POST", "/v1/asks",
-       {{"machine_id", machine_id}, {"price_usd_per_gpu_hour", "2.8805"}, {"available_until", Later(1)}},
-       provider, 400, "invalid_argument"},
-      {"bad time", "POST", "/v1/asks",
-       {{"machine_id", machine_id}, {"price_usd_per_gpu_hour", "2.880"}, {"available_until", "tomorrow"}},
-       provider, 400, "invalid_argument"},
-      {"someone else's machine", "POST", "/v1/asks",
-       {{"machine_id", machine_id + 1000}, {"price_usd_per_gpu_hour", "2.880"}, {"available_until", Later(1)}},
-       provider, 404, "not_found"},
-      {"unknown field", "POST", "/v1/bids",
-       {{"gpu", "H100 SXM"}, {"gpus", 1}, {"market", true}, {"colour", "red"}}, customer, 400,
+      {"customer lists a machine",
+       "POST",
+       "/v1/machines",
+       {{"gpu", "H100 SXM"},
+        {"gpus", 1},
+        {"region", "IAD-1"},
+        {"vcpus", 1},
+        {"ram_gb", 1},
+        {"disk_gb", 1}},
+       customer,
+       403,
+       "permission_denied"},
+      {"unknown GPU",
+       "POST",
+       "/v1/machines",
+       {{"gpu", "Voodoo 2"},
+        {"gpus", 1},
+        {"region", "IAD-1"},
+        {"vcpus", 1},
+        {"ram_gb", 1},
+        {"disk_gb", 1}},
+       provider,
+       400,
        "invalid_argument"},
-      {"neither limit nor market", "POST", "/v1/bids", {{"gpu", "H100 SXM"}, {"gpus", 1}}, customer,
-       400, "invalid_argument"},
-      {"market and gtc", "POST", "/v1/bids",
-       {{"gpu", "H100 SXM"}, {"gpus", 1}, {"market", true}, {"time_in_force", "gtc"}}, customer, 400,
+      {"unknown region",
+       "POST",
+       "/v1/machines",
+       {{"gpu", "H100 SXM"},
+        {"gpus", 1},
+        {"region", "MARS-1"},
+        {"vcpus", 1},
+        {"ram_gb", 1},
+        {"disk_gb", 1}},
+       provider,
+       400,
        "invalid_argument"},
-      {"bad time in force", "POST", "/v1/bids",
-       {{"gpu", "H100 SXM"}, {"gpus", 1}, {"market", true}, {"time_in_force", "fok"}}, customer, 400,
+      {"17 GPUs",
+       "POST",
+       "/v1/machines",
+       {{"gpu", "H100 SXM"},
+        {"gpus", 17},
+        {"region", "IAD-1"},
+        {"vcpus", 1},
+        {"ram_gb", 1},
+        {"disk_gb", 1}},
+       provider,
+       400,
        "invalid_argument"},
-      {"bid without funds", "POST", "/v1/bids",
-       {{"gpu", "H100 SXM"}, {"gpus", 1}, {"limit_usd_per_gpu_hour", "3.000"}}, customer, 402,
+      {"price as a number",
+       "POST",
+       "/v1/asks",
+       {{"machine_id", machine_id},
+        {"price_usd_per_gpu_hour", 2.88},
+        {"available_until", Later(1)}},
+       provider,
+       400,
+       "invalid_argument"},
+      {"price off the tick",
+       "POST",
+       "/v1/asks",
+       {{"machine_id", machine_id},
+        {"price_usd_per_gpu_hour", "2.8805"},
+        {"available_until", Later(1)}},
+       provider,
+       400,
+       "invalid_argument"},
+      {"bad time",
+       "POST",
+       "/v1/asks",
+       {{"machine_id", machine_id},
+        {"price_usd_per_gpu_hour", "2.880"},
+        {"available_until", "tomorrow"}},
+       provider,
+       400,
+       "invalid_argument"},
+      {"someone else's machine",
+       "POST",
+       "/v1/asks",
+       {{"machine_id", machine_id + 1000},
+        {"price_usd_per_gpu_hour", "2.880"},
+        {"available_until", Later(1)}},
+       provider,
+       404,
+       "not_found"},
+      {"unknown field",
+       "POST",
+       "/v1/bids",
+       {{"gpu", "H100 SXM"}, {"gpus", 1}, {"market", true}, {"colour", "red"}},
+       customer,
+       400,
+       "invalid_argument"},
+      {"neither limit nor market",
+       "POST",
+       "/v1/bids",
+       {{"gpu", "H100 SXM"}, {"gpus", 1}},
+       customer,
+       400,
+       "invalid_argument"},
+      {"market and gtc",
+       "POST",
+       "/v1/bids",
+       {{"gpu", "H100 SXM"}, {"gpus", 1}, {"market", true}, {"time_in_force", "gtc"}},
+       customer,
+       400,
+       "invalid_argument"},
+      {"bad time in force",
+       "POST",
+       "/v1/bids",
+       {{"gpu", "H100 SXM"}, {"gpus", 1}, {"market", true}, {"time_in_force", "fok"}},
+       customer,
+       400,
+       "invalid_argument"},
+      {"bid without funds",
+       "POST",
+       "/v1/bids",
+       {{"gpu", "H100 SXM"}, {"gpus", 1}, {"limit_usd_per_gpu_hour", "3.000"}},
+       customer,
+       402,
        "insufficient_funds"},
       {"cancel an unknown bid", "DELETE", "/v1/bids/999", nullptr, customer, 404, "not_found"},
       {"cancel a bid called x", "DELETE", "/v1/bids/x", nullptr, customer, 404, "not_found"},
@@ -323,9 +426,19 @@ TEST_P(MarketApiTest, BadCallsGetClearErrors) {
       {"unknown market book", "GET", "/v1/markets/nope/book", nullptr, "", 404, "not_found"},
       {"book levels out of range", "GET", "/v1/markets/H100%20SXM/book?levels=0", nullptr, "", 400,
        "invalid_argument"},
-      {"payout beyond earnings", "POST", "/v1/payouts", {{"amount", "5.00"}}, provider, 402,
+      {"payout beyond earnings",
+       "POST",
+       "/v1/payouts",
+       {{"amount", "5.00"}},
+       provider,
+       402,
        "insufficient_funds"},
-      {"payout as a number", "POST", "/v1/payouts", {{"amount", 5}}, provider, 400,
+      {"payout as a number",
+       "POST",
+       "/v1/payouts",
+       {{"amount", 5}},
+       provider,
+       400,
        "invalid_argument"},
       {"payout paid by a provider", "POST", "/v1/admin/payouts/1/paid", nullptr, provider, 403,
        "permission_denied"},
@@ -337,17 +450,19 @@ TEST_P(MarketApiTest, BadCallsGetClearErrors) {
     EXPECT_FALSE(r.Json()["error"]["message"].get<std::string>().empty()) << c.name;
   }
   auto ask = client_->Call("POST", "/v1/asks",
-                           {{"machine_id", machine_id}, {"price_usd_per_gpu_hour", "2.880"},
+                           {{"machine_id", machine_id},
+                            {"price_usd_per_gpu_hour", "2.880"},
                             {"available_until", Later(1)}},
                            provider);
   ASSERT_EQ(ask.status, 201);
   auto twice = client_->Call("POST", "/v1/asks",
-                             {{"machine_id", machine_id}, {"price_usd_per_gpu_hour", "2.000"},
+                             {{"machine_id", machine_id},
+                              {"price_usd_per_gpu_hour", "2.000"},
                               {"available_until", Later(1)}},
                              provider);
   EXPECT_EQ(twice.status, 409) << twice.body;
-  auto cancel = client_->Call("DELETE", "/v1/asks/" + std::to_string(ask.Json()["id"].get<long long>()),
-                              nullptr, provider);
+  auto cancel = client_->Call(
+      "DELETE", "/v1/asks/" + std::to_string(ask.Json()["id"].get<long long>()), nullptr, provider);
   EXPECT_EQ(cancel.status, 200);
   EXPECT_EQ(cancel.Json()["status"], "cancelled");
   // The server is healthy and nothing above moved money.
@@ -358,12 +473,17 @@ TEST_P(MarketApiTest, FitOnLivePricesThroughTheApiAndTheCli) {
   std::string provider = User("paula", {"provider"});
   auto offer = [&](const char* gpu, int gpus, const char* price) {
     auto m = client_->Call("POST", "/v1/machines",
-                           {{"gpu", gpu}, {"gpus", gpus}, {"region", "IAD-1"}, {"vcpus", 8},
-                            {"ram_gb", 64}, {"disk_gb", 100}},
+                           {{"gpu", gpu},
+                            {"gpus", gpus},
+                            {"region", "IAD-1"},
+                            {"vcpus", 8},
+                            {"ram_gb", 64},
+                            {"disk_gb", 100}},
                            provider);
     ASSERT_EQ(m.status, 201) << m.body;
     auto a = client_->Call("POST", "/v1/asks",
-                           {{"machine_id", m.Json()["id"]}, {"price_usd_per_gpu_hour", price},
+                           {{"machine_id", m.Json()["id"]},
+                            {"price_usd_per_gpu_hour", price},
                             {"available_until", Later(10)}},
                            provider);
     ASSERT_EQ(a.status, 201) << a.body;
@@ -374,9 +494,9 @@ TEST_P(MarketApiTest, FitOnLivePricesThroughTheApiAndTheCli) {
   ASSERT_EQ(offers["offers"].size(), 2u);
   EXPECT_EQ(offers["offers"][0]["gpu"], "A100 SXM");  // cheapest first
   // 70B at FP8 needs an FP8 card: the A100 is cheaper but has none.
-  auto fit = client_->Call("POST", "/v1/fit",
-                           {{"model", "70b"}, {"workload", "infer"}, {"precision", "fp8"},
-                            {"prices", "market"}});
+  auto fit = client_->Call(
+      "POST", "/v1/fit",
+      {{"model", "70b"}, {"workload", "infer"}, {"precision", "fp8"}, {"prices", "market"}});
   ASSERT_EQ(fit.status, 200) << fit.body;
   EXPECT_EQ(fit.Json()["best"]["gpu"], "H100 SXM");
   EXPECT_EQ(fit.Json()["best"]["exact"]["hourly_usd"], "2.700000");
@@ -399,9 +519,8 @@ TEST_P(MarketApiTest, FitOnLivePricesThroughTheApiAndTheCli) {
   ASSERT_FALSE(out.is_discarded()) << cli.output;
   EXPECT_EQ(out["best"]["gpu"], "H100 SXM");
   EXPECT_EQ(out["best"]["ask_id"], fit.Json()["best"]["ask_id"]);
-  auto text = RunGpuhub({"fit", "--model", "7b", "--workload", "infer", "--prices", "market",
-                         "--server", url},
-                        "");
+  auto text = RunGpuhub(
+      {"fit", "--model", "7b", "--workload", "infer", "--prices", "market", "--server", url}, "");
   ASSERT_EQ(text.exit_code, 0) << text.output;
   EXPECT_NE(text.output.find("best: A100 SXM"), std::string::npos) << text.output;
   auto down = RunGpuhub({"fit", "--model", "7b", "--workload", "infer", "--prices", "market",
@@ -429,18 +548,25 @@ TEST(MarketFeeTest, ThePlatformFeeComesFromTheConfig) {
   std::string provider = LogIn(client, "paula", kPassword);
   std::string customer = SignUpAndLogIn(client, "carl", kPassword);
   client.Call("POST", "/v1/admin/credits",
-              {{"username", "carl"}, {"amount", "10"}, {"currency", "USD"}, {"reason", "t"}}, admin);
+              {{"username", "carl"}, {"amount", "10"}, {"currency", "USD"}, {"reason", "t"}},
+              admin);
   auto m = client.Call("POST", "/v1/machines",
-                       {{"gpu", "H100 SXM"}, {"gpus", 1}, {"region", "IAD-1"}, {"vcpus", 1},
-                        {"ram_gb", 1}, {"disk_gb", 1}},
+                       {{"gpu", "H100 SXM"},
+                        {"gpus", 1},
+                        {"region", "IAD-1"},
+                        {"vcpus", 1},
+                        {"ram_gb", 1},
+                        {"disk_gb", 1}},
                        provider);
   auto a = client.Call("POST", "/v1/asks",
-                       {{"machine_id", m.Json()["id"]}, {"price_usd_per_gpu_hour", "4.000"},
+                       {{"machine_id", m.Json()["id"]},
+                        {"price_usd_per_gpu_hour", "4.000"},
                         {"available_until", "2099-01-01T00:00:00Z"}},
                        provider);
   EXPECT_EQ(a.status, 400) << a.body;  // more than 366 days ahead
   a = client.Call("POST", "/v1/asks",
-                  {{"machine_id", m.Json()["id"]}, {"price_usd_per_gpu_hour", "4.000"},
+                  {{"machine_id", m.Json()["id"]},
+                   {"price_usd_per_gpu_hour", "4.000"},
                    {"available_until", FormatLater(2)}},
                   provider);
   ASSERT_EQ(a.status, 201) << a.body;

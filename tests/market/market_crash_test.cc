@@ -36,10 +36,10 @@ std::string Later(int hours) {
 
 struct Acknowledged {
   std::mutex mutex;
-  std::map<long long, std::string> bid_status;    // bid id -> status in the 201 answer
-  std::map<long long, std::string> bid_owner;     // bid id -> customer token
-  std::map<long long, std::string> ask_status;    // ask id -> status
-  std::map<long long, std::string> lease_owner;   // lease id -> customer token
+  std::map<long long, std::string> bid_status;   // bid id -> status in the 201 answer
+  std::map<long long, std::string> bid_owner;    // bid id -> customer token
+  std::map<long long, std::string> ask_status;   // ask id -> status
+  std::map<long long, std::string> lease_owner;  // lease id -> customer token
   int operations = 0;
 };
 
@@ -69,10 +69,9 @@ TEST_P(MarketCrashTest, NothingAcknowledgedIsLostAndTheBooksBalance) {
     std::string name = "cust" + std::to_string(i);
     customers.push_back(SignUpAndLogIn(setup, name));
     ASSERT_FALSE(customers.back().empty());
-    auto credit = setup.Call("POST", "/v1/admin/credits",
-                             {{"username", name}, {"amount", "5000"}, {"currency", "USD"},
-                              {"reason", "load"}},
-                             admin);
+    auto credit = setup.Call(
+        "POST", "/v1/admin/credits",
+        {{"username", name}, {"amount", "5000"}, {"currency", "USD"}, {"reason", "load"}}, admin);
     ASSERT_EQ(credit.status, 201) << credit.body;
   }
   std::vector<std::vector<long long>> machines(kProviders);
@@ -84,9 +83,12 @@ TEST_P(MarketCrashTest, NothingAcknowledgedIsLostAndTheBooksBalance) {
     providers.push_back(LogIn(setup, name));
     for (int m = 0; m < 6; ++m) {
       auto machine = setup.Call("POST", "/v1/machines",
-                                {{"gpu", m % 2 ? "H100 SXM" : "A100 SXM"}, {"gpus", 8},
-                                 {"region", m % 3 ? "IAD-1" : "DFW-1"}, {"vcpus", 8},
-                                 {"ram_gb", 64}, {"disk_gb", 100}},
+                                {{"gpu", m % 2 ? "H100 SXM" : "A100 SXM"},
+                                 {"gpus", 8},
+                                 {"region", m % 3 ? "IAD-1" : "DFW-1"},
+                                 {"vcpus", 8},
+                                 {"ram_gb", 64},
+                                 {"disk_gb", 100}},
                                 providers.back());
       ASSERT_EQ(machine.status, 201) << machine.body;
       machines[static_cast<std::size_t>(i)].push_back(machine.Json()["id"]);
@@ -141,8 +143,8 @@ TEST_P(MarketCrashTest, NothingAcknowledgedIsLostAndTheBooksBalance) {
             json leases = r.Json();
             for (const auto& l : leases["leases"]) {
               if (l["status"] == "active" && rng() % 2) {
-                client.Call("POST", "/v1/leases/" + std::to_string(l["id"].get<long long>()) +
-                                        "/stop",
+                client.Call("POST",
+                            "/v1/leases/" + std::to_string(l["id"].get<long long>()) + "/stop",
                             nullptr, customers[static_cast<std::size_t>(c)]);
                 break;
               }
@@ -161,8 +163,8 @@ TEST_P(MarketCrashTest, NothingAcknowledgedIsLostAndTheBooksBalance) {
         long long machine = machines[static_cast<std::size_t>(p)][rng() % 6];
         auto r = client.Call("POST", "/v1/asks",
                              {{"machine_id", machine},
-                              {"price_usd_per_gpu_hour",
-                               std::to_string(1 + rng() % 3) + "." + std::to_string(100 + rng() % 900)},
+                              {"price_usd_per_gpu_hour", std::to_string(1 + rng() % 3) + "." +
+                                                             std::to_string(100 + rng() % 900)},
                               {"available_until", Later(48)}},
                              providers[static_cast<std::size_t>(p)]);
         if (r.status == 0) return;
@@ -184,7 +186,8 @@ TEST_P(MarketCrashTest, NothingAcknowledgedIsLostAndTheBooksBalance) {
           }
         } else if (r.status == 409) {
           // The machine has an open ask: cancel it to reprice next time.
-          auto asks = client.Call("GET", "/v1/asks", nullptr, providers[static_cast<std::size_t>(p)]);
+          auto asks =
+              client.Call("GET", "/v1/asks", nullptr, providers[static_cast<std::size_t>(p)]);
           json list = asks.Json();
           for (const auto& a : list["asks"]) {
             if (a["machine_id"] == machine && a["status"] == "open") {
@@ -260,7 +263,9 @@ TEST_P(MarketCrashTest, NothingAcknowledgedIsLostAndTheBooksBalance) {
   EXPECT_EQ(ledger.Json()["balanced"], true) << ledger.body;
   // And it keeps trading.
   auto bid = client.Call("POST", "/v1/bids",
-                         {{"gpu", "H100 SXM"}, {"gpus", 1}, {"limit_usd_per_gpu_hour", "9.000"},
+                         {{"gpu", "H100 SXM"},
+                          {"gpus", 1},
+                          {"limit_usd_per_gpu_hour", "9.000"},
                           {"time_in_force", "ioc"}},
                          customers[0]);
   EXPECT_EQ(bid.status, 201) << bid.body;
