@@ -415,9 +415,13 @@ function copyLink() {
 function main() {
   readUrl();
   syncVisibility();
-  form.addEventListener('submit', (e) => {
+  form.addEventListener('submit', async (e) => {
     e.preventDefault();
-    calculate();
+    await calculate();
+    // On a phone the result is below the form: bring it into view after an explicit Calculate.
+    if (window.matchMedia('(max-width: 900px)').matches && !form.querySelector('[aria-invalid="true"]')) {
+      results.scrollIntoView({ behavior: 'smooth', block: 'start' });
+    }
   });
   form.addEventListener('change', (e) => {
     if (e.target.name === 'source') {

@@ -179,7 +179,7 @@ function renderSpot() {
       },
     },
     { label: 'Opening ask /h', num: true, cell: (s) => usd(s.opening_ask_usd_per_hour, 2) },
-    { label: 'Full training, 1 / 8 GPUs', num: true, cell: (s) => `${s.largest_full_train_b_1gpu}B / ${s.largest_full_train_b_8gpu}B` },
+    { label: 'Trains (1 / 8 GPUs)', num: true, cell: (s) => `${s.largest_full_train_b_1gpu}B / ${s.largest_full_train_b_8gpu}B` },
   ];
   replace($('#spot-list'), table(columns, rows), h('p', { class: 'table-note' }, 'Full training: the largest model one or eight GPUs can fully fine-tune (80% of memory / 16 B per parameter).'));
 }
