@@ -3,6 +3,7 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <random>
 #include <thread>
 
 #include "engine/accounts.h"
@@ -408,6 +409,52 @@ TEST_F(ServerTest, OversizedAndMalformedRequestsGet4xxAndTheServerStaysHealthy) 
   EXPECT_EQ(fresh.Send("GET", "/healthz").status, 200);
   EXPECT_EQ(fresh.Send("GET", "/healthz").status, 200);
   EXPECT_TRUE(server_->Running());
+}
+
+TEST_F(ServerTest, MutatedRequestsNeverTakeTheServerDown) {
+  ServerOptions options;
+  options.server_extra = "read_timeout_seconds = 1\n";
+  StartServer(options);
+  std::string token = SignUpAndLogIn(*client_, "mallory");
+  const std::vector<std::string> seeds = {
+      "POST /v1/topups HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer " + token +
+          "\r\nContent-Type: application/json\r\nContent-Length: 38\r\n\r\n"
+          "{\"amount\":\"10.00\",\"currency\":\"USD\"}",
+      "POST /v1/sessions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+      "Transfer-Encoding: chunked\r\n\r\n1c\r\n{\"username\":\"a\",\"password\":\"b\"}\r\n0\r\n\r\n",
+      "GET /v1/transfers?limit=5&cursor=%41 HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer " +
+          token + "\r\n\r\n",
+      "POST /v1/payments/webhook HTTP/1.1\r\nHost: x\r\nBTCPay-Sig: sha256=00\r\n"
+      "Content-Length: 44\r\n\r\n{\"type\":\"InvoiceSettled\",\"invoiceId\":\"inv_1\"}",
+  };
+  std::mt19937 rng(20261130);
+  int answered = 0;
+  for (int i = 0; i < 160; ++i) {
+    std::string request = seeds[i % seeds.size()];
+    int edits = 1 + static_cast<int>(rng() % 4);
+    for (int e = 0; e < edits && !request.empty(); ++e) {
+      std::size_t at = rng() % request.size();
+      switch (rng() % 5) {
+        case 0: request[at] = static_cast<char>(rng() % 256); break;
+        case 1: request.erase(at, 1 + rng() % 8); break;
+        case 2: request.insert(at, std::string(1 + rng() % 3, "\r\n:{\"%\0"[rng() % 7])); break;
+        case 3: request.resize(at); break;
+        default: request.insert(at, request.substr(0, rng() % 64)); break;
+      }
+    }
+    std::string reply = client_->Raw(request, 40);
+    if (reply.rfind("HTTP/1.1 ", 0) == 0) {
+      ++answered;
+      int status = std::atoi(reply.substr(9, 3).c_str());
+      EXPECT_LT(status, 500) << "request " << i << " got " << reply.substr(0, 200);
+    }
+  }
+  EXPECT_GT(answered, 40);
+  HttpClient fresh(server_->port());
+  EXPECT_EQ(fresh.Send("GET", "/healthz").status, 200);
+  EXPECT_TRUE(server_->Running());
+  auto books = fresh.Call("GET", "/v1/wallets", nullptr, token);
+  EXPECT_EQ(books.Json()["wallets"][0]["available"], "0.000000");
 }
 
 TEST_F(ServerTest, ConnectionsBeyondTheLimitGet503AndTheServerStaysHealthy) {
