@@ -281,3 +281,70 @@ test('the calculator: 70b at FP8 needs 75 GB and one H100 PCIe; the URL carries 
     await context.close();
   }
 });
+
+// Presses Tab until the focus is on `selector` (at most `max` times): proves the control is
+// reachable with the keyboard, in the page's order.
+async function tabTo(page, selector, max = 60) {
+  for (let i = 0; i < max; i++) {
+    if (await page.evaluate((s) => document.activeElement?.matches(s), selector)) return;
+    await page.keyboard.press('Tab');
+  }
+  throw new Error(`${selector} was not reached with ${max} Tab presses`);
+}
+
+test('keyboard only: sign up, top up, buy at the best offer, stop the lease', async () => {
+  const { context, page, problems } = await newPage(chrome.browser, 'desktop', server.url);
+  try {
+    const name = username('kbd');
+    await page.goto('/account/');
+    await page.waitForSelector('#signed-out:not([hidden])');
+    await tabTo(page, '#signup-username');
+    await page.keyboard.type(name);
+    await page.keyboard.press('Tab');
+    await page.keyboard.type(PASSWORD);
+    await page.keyboard.press('Enter');
+    await page.waitForSelector('#signed-in:not([hidden])');
+    await waitForData(page);
+
+    await tabTo(page, '#topup-amount');
+    await page.keyboard.type('50.00');
+    await page.keyboard.press('Enter');
+    const invoice = page.locator('#invoice .invoice[data-status="new"]');
+    await invoice.waitFor();
+    assert.equal((await server.settleInvoice(await invoice.getAttribute('data-invoice'))).status, 200);
+    await page.waitForFunction(() => document.querySelector('[data-testid="balance-USD"]')?.textContent === '$50.00', null, { timeout: 15000 });
+
+    // To the market through the navigation, then to the A100 SXM tab with the arrow keys.
+    await page.evaluate(() => document.activeElement?.blur());
+    await page.keyboard.press('Tab'); // the skip link comes first
+    await tabTo(page, 'nav a[href="/market/"]');
+    await page.keyboard.press('Enter');
+    await page.waitForSelector('#bid-form:not([hidden])');
+    await waitForData(page);
+    await tabTo(page, '[role="tab"][aria-selected="true"]');
+    for (let i = 0; i < 12; i++) {
+      if ((await page.getAttribute('[role="tab"][aria-selected="true"]', 'data-gpu')) === 'A100 SXM') break;
+      await page.keyboard.press('ArrowRight');
+    }
+    assert.equal(await page.getAttribute('[role="tab"][aria-selected="true"]', 'data-gpu'), 'A100 SXM');
+    await page.waitForSelector('#depth svg');
+    await tabTo(page, '#bid-gpus');
+    await page.keyboard.press('Control+A');
+    await page.keyboard.type('1');
+    await tabTo(page, '#bid-submit');
+    await page.keyboard.press('Enter');
+    await page.locator('#bid-result .alert-ok').waitFor();
+    assert.match(await page.locator('#bid-result').innerText(), /1 × A100 SXM at \$1\.790\/GPU-h/);
+
+    await page.locator('#leases table').waitFor();
+    await tabTo(page, '#leases button');
+    await page.keyboard.press('Enter');
+    // The confirmation takes the focus: Enter confirms.
+    await page.waitForFunction(() => document.activeElement?.textContent === 'Confirm stop');
+    await page.keyboard.press('Enter');
+    await page.waitForFunction(() => /stopped/.test(document.querySelector('#leases tbody tr')?.textContent || ''));
+    assert.deepEqual(unexpected(problems), []);
+  } finally {
+    await context.close();
+  }
+});
