@@ -244,10 +244,10 @@ async function loadTransfers(reset) {
     more.hidden = !nextCursor;
     if (reset) {
       if (!data.transfers.length) return replace(slot, empty('No transfers yet. Top up a wallet to get started.'));
-      replace(slot, table(TRANSFER_COLUMNS, data.transfers));
+      replace(slot, table(TRANSFER_COLUMNS, data.transfers, { stack: true }));
     } else {
       const tbody = slot.querySelector('tbody');
-      const extra = table(TRANSFER_COLUMNS, data.transfers).querySelector('tbody');
+      const extra = table(TRANSFER_COLUMNS, data.transfers, { stack: true }).querySelector('tbody');
       for (const row of Array.from(extra.children)) tbody.appendChild(row);
     }
   } catch (err) {

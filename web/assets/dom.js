@@ -56,8 +56,9 @@ export function errorBox(message) {
   return h('div', { class: 'alert alert-error', role: 'alert' }, message);
 }
 
-// A table from column specs: [{label, num?: bool, cell: row => node|string, th?: bool}].
-export function table(columns, rows, { caption, rowClass } = {}) {
+// A table from column specs: [{label, num?: bool, cell: row => node|string, th?: bool, cls?}].
+// `stack`: on a phone each row becomes a small card of "label: value" lines (app.css .stack).
+export function table(columns, rows, { caption, rowClass, stack } = {}) {
   const thead = h('thead', null, h('tr', null, columns.map((c) => h('th', { scope: 'col', class: c.num ? 'num' : null }, c.label))));
   const tbody = h(
     'tbody',
@@ -66,11 +67,13 @@ export function table(columns, rows, { caption, rowClass } = {}) {
       h(
         'tr',
         { class: rowClass ? rowClass(row) : null },
-        columns.map((c) => h(c.th ? 'th' : 'td', { class: c.num ? 'num' : c.cls || null, scope: c.th ? 'row' : null }, c.cell(row)))
+        columns.map((c) =>
+          h(c.th ? 'th' : 'td', { class: c.num ? 'num' : c.cls || null, scope: c.th ? 'row' : null, 'data-label': c.label || null }, c.cell(row))
+        )
       )
     )
   );
-  return h('div', { class: 'table-wrap' }, h('table', null, caption ? h('caption', null, caption) : null, thead, tbody));
+  return h('div', { class: 'table-wrap' + (stack ? ' stack' : '') }, h('table', null, caption ? h('caption', null, caption) : null, thead, tbody));
 }
 
 // Shows an API error next to the field it names (inputs carry name="<api field>"), or in the

@@ -24,6 +24,16 @@ function priceText(p) {
 
 // ---------- market selection ----------
 
+// Scrolls the tab strip (not the page) so that the selected market is in view.
+function revealSelectedTab() {
+  const b = tabs.querySelector('[role="tab"][aria-selected="true"]');
+  if (!b) return;
+  const left = b.offsetLeft - tabs.offsetLeft;
+  if (left < tabs.scrollLeft || left + b.offsetWidth > tabs.scrollLeft + tabs.clientWidth) {
+    tabs.scrollLeft = Math.max(0, left - 12);
+  }
+}
+
 function renderTabs() {
   const names = [...markets.keys()];
   if (!names.length) {
@@ -85,9 +95,9 @@ function select(name, userAction) {
     const on = b.dataset.gpu === name;
     b.setAttribute('aria-selected', on ? 'true' : 'false');
     b.tabIndex = on ? 0 : -1;
-    if (on && userAction) b.scrollIntoView({ block: 'nearest', inline: 'nearest' });
   }
   $('#market-panel').setAttribute('aria-labelledby', 'tab-' + slug(name));
+  revealSelectedTab();
   $('#market-title').textContent = `${name} order book`;
   form.elements.gpu.value = name;
   $('#bid-submit').textContent = `Place bid for ${name}`;
@@ -200,7 +210,8 @@ async function loadTrades() {
           { label: 'GPUs', num: true, cell: (t) => integer(t.gpus) },
           { label: 'Taker', cell: (t) => (t.maker === 'ask' ? h('span', { class: 'side-buy' }, 'buyer') : h('span', { class: 'side-sell' }, 'seller')) },
         ],
-        data.trades
+        data.trades,
+        { stack: true }
       )
     );
   } catch (e) {
@@ -332,7 +343,8 @@ async function loadBids() {
           { label: 'Held', num: true, cell: (b) => money(b.hold, b.currency) },
           { label: '', cell: (b) => h('button', { type: 'button', class: 'btn btn-small btn-danger', onclick: (e) => cancelBid(b, e.currentTarget) }, 'Cancel') },
         ],
-        open
+        open,
+        { stack: true }
       )
     );
   } catch (e) {
@@ -412,7 +424,7 @@ async function loadLeases() {
           { label: '', cell: stopButton },
         ],
         data.leases,
-        { rowClass: (l) => (l.status === 'active' ? null : 'muted') }
+        { rowClass: (l) => (l.status === 'active' ? null : 'muted'), stack: true }
       )
     );
   } catch (e) {
@@ -446,6 +458,7 @@ function redrawOnResize() {
   clearTimeout(resizeTimer);
   resizeTimer = setTimeout(() => {
     if (lastBook && lastBook.gpu === selected) replace($('#depth'), depthChart(lastBook));
+    revealSelectedTab();
   }, 150);
 }
 
