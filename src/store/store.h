@@ -12,8 +12,9 @@
 //   in-memory state.
 // - Thread-safety: none. One Store object is used by one thread at a time (the engine's writer).
 // - Exclusivity: AcquireWriterLock makes sure that a single engine writes the database (SQLite: an
-//   flock on "<path>.lock"; PostgreSQL: a session advisory lock). It fails with `unavailable` when
-//   another process holds it.
+//   flock on "<path>.lock"; PostgreSQL: a session advisory lock, waited for up to
+//   kPostgresLockWaitMilliseconds because a dead engine's backend releases it asynchronously). It
+//   fails with `unavailable` when another process holds it.
 #pragma once
 
 #include <cstdint>

@@ -2,7 +2,9 @@
 
 #include <libpq-fe.h>
 
+#include <chrono>
 #include <cstdlib>
+#include <thread>
 #include <string>
 #include <vector>
 
@@ -102,11 +104,19 @@ Status PostgresStore::Exec(const std::string& sql) {
 Status PostgresStore::AcquireWriterLock() {
   GPUHUB_RETURN_IF_ERROR(EnsureConnected());
   std::string sql = "SELECT pg_try_advisory_lock(" + std::to_string(kPostgresEngineLockKey) + ")";
-  PgResult r(PQexec(conn_, sql.c_str()));
-  if (PQresultStatus(r.get()) != PGRES_TUPLES_OK) return Error("advisory lock");
-  if (std::string(PQgetvalue(r.get(), 0, 0)) != "t") {
-    return Status::Unavailable(description_ +
-                               " is in use by another gpuhub engine (it holds the advisory lock)");
+  // A previous engine that just died (or was restarted) releases its lock only when its backend
+  // notices the closed connection: wait a little before calling the database busy.
+  auto deadline = std::chrono::steady_clock::now() +
+                  std::chrono::milliseconds(kPostgresLockWaitMilliseconds);
+  while (true) {
+    PgResult r(PQexec(conn_, sql.c_str()));
+    if (PQresultStatus(r.get()) != PGRES_TUPLES_OK) return Error("advisory lock");
+    if (std::string(PQgetvalue(r.get(), 0, 0)) == "t") break;
+    if (std::chrono::steady_clock::now() >= deadline) {
+      return Status::Unavailable(description_ +
+                                 " is in use by another gpuhub engine (it holds the advisory lock)");
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
   }
   wants_lock_ = true;
   return Status::Ok();
