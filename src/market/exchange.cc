@@ -645,40 +645,52 @@ Result<BidResult> Exchange::PlaceBid(UserId customer, const BidSpec& spec, ledge
   now = Now(now);
   GPUHUB_CHECK(customer > 0);
   auto market_index = FindMarket(spec.gpu);
-  if (!market_index.ok()) return Status::InvalidArgument(market_index.status().message());
+  if (!market_index.ok()) {
+    return Status::InvalidArgument(market_index.status().message()).WithField("gpu");
+  }
   const int market = *market_index;
   if (spec.gpus < 1 || spec.gpus > kMaxGpusPerMachine) {
     return Status::InvalidArgument("gpus must be between 1 and " +
                                    std::to_string(kMaxGpusPerMachine) +
-                                   " (all GPUs of a bid are on one machine)");
+                                   " (all GPUs of a bid are on one machine)")
+        .WithField("gpus");
   }
   std::string region;
   if (!spec.region.empty()) {
-    GPUHUB_ASSIGN_OR_RETURN(region, CheckRegion(spec.region));
+    auto checked = CheckRegion(spec.region);
+    if (!checked.ok()) return checked.status().WithField("region");
+    region = *checked;
   }
   if (spec.is_market) {
     if (spec.limit_micros != 0) {
       return Status::InvalidArgument(
-          "a market bid has no limit price: send either \"market\": "
-          "true or limit_usd_per_gpu_hour");
+                 "a market bid has no limit price: send either \"market\": "
+                 "true or limit_usd_per_gpu_hour")
+          .WithField("limit_usd_per_gpu_hour");
     }
     if (spec.time_in_force != TimeInForce::kIoc) {
       return Status::InvalidArgument(
-          "market bids are immediate-or-cancel: they take the best offer or are cancelled "
-          "(use a limit price to rest on the book)");
+                 "market bids are immediate-or-cancel: they take the best offer or are cancelled "
+                 "(use a limit price to rest on the book)")
+          .WithField("time_in_force");
     }
   } else {
-    GPUHUB_RETURN_IF_ERROR(ValidatePriceMicros(spec.limit_micros, "limit_usd_per_gpu_hour"));
+    Status price = ValidatePriceMicros(spec.limit_micros, "limit_usd_per_gpu_hour");
+    if (!price.ok()) return price.WithField("limit_usd_per_gpu_hour");
   }
   if (spec.expires_at != 0) {
     if (spec.time_in_force != TimeInForce::kGtc) {
-      return Status::InvalidArgument("expires_at applies to good-till-cancelled (gtc) bids only");
+      return Status::InvalidArgument("expires_at applies to good-till-cancelled (gtc) bids only")
+          .WithField("expires_at");
     }
-    if (spec.expires_at <= now) return Status::InvalidArgument("expires_at is in the past");
+    if (spec.expires_at <= now) {
+      return Status::InvalidArgument("expires_at is in the past").WithField("expires_at");
+    }
     if (spec.expires_at - now > kMaxBidLifetimeMicros) {
       return Status::InvalidArgument("expires_at must be within " +
                                      std::to_string(kMaxBidLifetimeMicros / kMicrosPerDay) +
-                                     " days from now");
+                                     " days from now")
+          .WithField("expires_at");
     }
   }
   if (active_leases_by_customer_[customer] >= kMaxActiveLeasesPerCustomer) {

@@ -179,6 +179,27 @@ test('a market buy opens a lease visible on the page; stop ends it', async () =>
     await page.waitForFunction(() => document.querySelector('#err-bid-limit')?.textContent.length > 0);
     assert.match(await page.locator('#err-bid-limit').innerText(), /at most 3 decimals/);
 
+    // A limit bid under the best offer rests in the book with an expiry, holds one hour, and can
+    // be cancelled.
+    await page.fill('#bid-limit', '2.000');
+    await page.fill('#bid-gpus', '2');
+    await page.selectOption('#bid-tif', 'gtc');
+    const expires = new Date(Date.now() + 30 * 86400e3);
+    const pad = (n) => String(n).padStart(2, '0');
+    const local = `${expires.getFullYear()}-${pad(expires.getMonth() + 1)}-${pad(expires.getDate())}T18:00`;
+    await page.fill('#bid-expires', '2099-12-31T18:00');
+    await page.click('#bid-submit');
+    await page.waitForFunction(() => document.querySelector('#err-bid-expires')?.textContent.length > 0);
+    assert.match(await page.locator('#err-bid-expires').innerText(), /within 366 days/);
+    await page.fill('#bid-expires', local);
+    await page.click('#bid-submit');
+    await page.locator('#bid-result .alert-info').waitFor();
+    assert.match(await page.locator('#bid-result').innerText(), /in the book at up to \$2\.000\/GPU-h; \$4\.00 is held/);
+    await page.locator('#my-bids table').waitFor();
+    assert.match(await page.locator('#my-bids table').innerText(), /\$2\.000/);
+    await page.click('#my-bids button:has-text("Cancel")');
+    await page.waitForSelector('#my-bids-card', { state: 'hidden' });
+
     // Buy 2 GPUs at the best offer.
     await page.check('input[name="order"][value="market"]');
     await page.fill('#bid-gpus', '2');
