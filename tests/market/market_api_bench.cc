@@ -10,7 +10,6 @@
 #include <chrono>
 #include <cstdio>
 #include <cstring>
-#include <ctime>
 #include <mutex>
 #include <random>
 #include <string>
@@ -38,15 +37,10 @@ int main(int argc, char** argv) {
   ServerOptions options;
   options.db = db;
   options.clock = "real";
-  {
-    ServerProcess probe(dir, options);
-    auto admin = RunGpuhub({"admin", "create-user", "--username", "root", "--role", "admin", "--db",
-                            db, "--config", probe.config_path()},
-                           "admin password 123\n");
-    if (admin.exit_code != 0) {
-      std::fprintf(stderr, "%s\n", admin.output.c_str());
-      return 1;
-    }
+  auto created = CreateAdmin(dir, options);
+  if (created.exit_code != 0) {
+    std::fprintf(stderr, "%s\n", created.output.c_str());
+    return 1;
   }
   ServerProcess server(dir, options);
   if (!server.Start()) {
@@ -54,30 +48,13 @@ int main(int argc, char** argv) {
     return 1;
   }
   HttpClient setup(server.port());
-  std::string admin = LogIn(setup, "root", "admin password 123");
+  std::string admin = LogInAdmin(setup);
   // Providers with asks on the book (so IOC bids trade), customers with money.
-  setup.Call("POST", "/v1/accounts",
-             {{"username", "prov"},
-              {"password", "correct horse battery staple"},
-              {"roles", {"provider"}}});
-  std::string provider = LogIn(setup, "prov");
-  std::string until;
-  {
-    std::time_t t = std::chrono::system_clock::to_time_t(std::chrono::system_clock::now() +
-                                                         std::chrono::hours(24 * 300));
-    char buf[32];
-    std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", std::gmtime(&t));
-    until = buf;
-  }
+  std::string provider =
+      SignUpAndLogIn(setup, "prov", "correct horse battery staple", {"provider"});
+  std::string until = UtcTimeFromNow(std::chrono::hours(24 * 300));
   for (int m = 0; m < 200; ++m) {
-    auto machine = setup.Call("POST", "/v1/machines",
-                              {{"gpu", "H100 SXM"},
-                               {"gpus", 8},
-                               {"region", "IAD-1"},
-                               {"vcpus", 8},
-                               {"ram_gb", 64},
-                               {"disk_gb", 100}},
-                              provider);
+    auto machine = setup.Call("POST", "/v1/machines", MachineJson("H100 SXM", 8), provider);
     auto ask = setup.Call("POST", "/v1/asks",
                           {{"machine_id", machine.Json()["id"]},
                            {"price_usd_per_gpu_hour", std::to_string(2 + m % 3) + ".500"},

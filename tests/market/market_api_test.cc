@@ -3,7 +3,6 @@
 
 #include <atomic>
 #include <chrono>
-#include <ctime>
 #include <thread>
 
 #include "harness.h"
@@ -13,25 +12,20 @@ namespace {
 
 constexpr const char* kPassword = "correct horse battery staple";
 
-std::string FormatLater(int days) {
-  auto now = std::chrono::system_clock::now() + std::chrono::hours(24 * days);
-  std::time_t t = std::chrono::system_clock::to_time_t(now);
-  char buf[32];
-  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", std::gmtime(&t));
-  return buf;
-}
+// `days` from now; far enough in a manual clock's future too (it starts at the real time).
+std::string Later(int days) { return UtcTimeFromNow(std::chrono::hours(24 * days)); }
 
 class MarketApiTest : public ::testing::TestWithParam<std::string> {
  protected:
   void SetUp() override {
     db_ = FreshDatabaseUrl(GetParam(), dir_);
     if (db_.empty()) GTEST_SKIP() << "GPUHUB_TEST_PG_URL is unset: PostgreSQL case skipped";
-    auto r = RunGpuhub({"admin", "create-user", "--username", "root", "--role", "admin", "--db",
-                        db_, "--config", ServerProcess(dir_, {}).config_path()},
-                       "admin password 123\n");
+    ServerOptions options;
+    options.db = db_;
+    auto r = CreateAdmin(dir_, options);
     ASSERT_EQ(r.exit_code, 0) << r.output;
     Start();
-    admin_ = LogIn(*client_, "root", "admin password 123");
+    admin_ = LogInAdmin(*client_);
     ASSERT_FALSE(admin_.empty());
   }
   void Start() {
@@ -81,14 +75,6 @@ class MarketApiTest : public ::testing::TestWithParam<std::string> {
     json market = Get("/v1/admin/market", admin_);
     EXPECT_EQ(market["invariants"], "ok") << market.dump();
     EXPECT_EQ(market["settlement"], "ok") << market.dump();
-  }
-  std::string Later(int days) {
-    // Far enough in the manual clock's future (it starts at the real time).
-    auto now = std::chrono::system_clock::now() + std::chrono::hours(24 * days);
-    std::time_t t = std::chrono::system_clock::to_time_t(now);
-    char buf[32];
-    std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", std::gmtime(&t));
-    return buf;
   }
 
   TempDir dir_;
@@ -164,7 +150,7 @@ TEST_P(MarketApiTest, MarketBuyIsBilledHourlyUntilTheWalletRunsDry) {
   Advance(3600);  // hour 2
   EXPECT_EQ(Available(customer), "8.480000");
   Restart();
-  admin_ = LogIn(*client_, "root", "admin password 123");
+  admin_ = LogInAdmin(*client_);
   EXPECT_EQ(Available(customer), "8.480000");
   Advance(3600);  // hour 3
   EXPECT_EQ(Available(customer), "2.720000");
@@ -217,14 +203,7 @@ TEST_P(MarketApiTest, RestingBidsHoldAnHourAndFillWhenAnAskArrives) {
   EXPECT_EQ(book["bids"][0]["gpus"], 4);
   // A machine in another region does not fill it; one in DFW-1 at a lower price does, at the bid's
   // price (the resting order's).
-  auto iad = client_->Call("POST", "/v1/machines",
-                           {{"gpu", "A100 SXM"},
-                            {"gpus", 8},
-                            {"region", "IAD-1"},
-                            {"vcpus", 8},
-                            {"ram_gb", 64},
-                            {"disk_gb", 100}},
-                           provider);
+  auto iad = client_->Call("POST", "/v1/machines", MachineJson("A100 SXM", 8, "IAD-1"), provider);
   auto ask1 = client_->Call("POST", "/v1/asks",
                             {{"machine_id", iad.Json()["id"]},
                              {"price_usd_per_gpu_hour", "1.500"},
@@ -232,14 +211,7 @@ TEST_P(MarketApiTest, RestingBidsHoldAnHourAndFillWhenAnAskArrives) {
                             provider);
   ASSERT_EQ(ask1.status, 201) << ask1.body;
   EXPECT_TRUE(ask1.Json()["filled_lease_ids"].empty());
-  auto dfw = client_->Call("POST", "/v1/machines",
-                           {{"gpu", "a100-sxm"},
-                            {"gpus", 8},
-                            {"region", "dfw-1"},
-                            {"vcpus", 8},
-                            {"ram_gb", 64},
-                            {"disk_gb", 100}},
-                           provider);
+  auto dfw = client_->Call("POST", "/v1/machines", MachineJson("a100-sxm", 8, "dfw-1"), provider);
   auto ask2 = client_->Call("POST", "/v1/asks",
                             {{"machine_id", dfw.Json()["id"]},
                              {"price_usd_per_gpu_hour", "1.800"},
@@ -280,14 +252,7 @@ TEST_P(MarketApiTest, RestingBidsHoldAnHourAndFillWhenAnAskArrives) {
 TEST_P(MarketApiTest, BadCallsGetClearErrors) {
   std::string provider = User("paula", {"provider"});
   std::string customer = User("carl", {"customer"});
-  auto machine = client_->Call("POST", "/v1/machines",
-                               {{"gpu", "H100 SXM"},
-                                {"gpus", 4},
-                                {"region", "IAD-1"},
-                                {"vcpus", 8},
-                                {"ram_gb", 64},
-                                {"disk_gb", 100}},
-                               provider);
+  auto machine = client_->Call("POST", "/v1/machines", MachineJson("H100 SXM", 4), provider);
   ASSERT_EQ(machine.status, 201);
   long long machine_id = machine.Json()["id"];
   struct Case {
@@ -472,14 +437,7 @@ TEST_P(MarketApiTest, BadCallsGetClearErrors) {
 TEST_P(MarketApiTest, FitOnLivePricesThroughTheApiAndTheCli) {
   std::string provider = User("paula", {"provider"});
   auto offer = [&](const char* gpu, int gpus, const char* price) {
-    auto m = client_->Call("POST", "/v1/machines",
-                           {{"gpu", gpu},
-                            {"gpus", gpus},
-                            {"region", "IAD-1"},
-                            {"vcpus", 8},
-                            {"ram_gb", 64},
-                            {"disk_gb", 100}},
-                           provider);
+    auto m = client_->Call("POST", "/v1/machines", MachineJson(gpu, gpus), provider);
     ASSERT_EQ(m.status, 201) << m.body;
     auto a = client_->Call("POST", "/v1/asks",
                            {{"machine_id", m.Json()["id"]},
@@ -535,17 +493,13 @@ TEST(MarketFeeTest, ThePlatformFeeComesFromTheConfig) {
   ServerOptions options;
   options.db = FreshDatabaseUrl("sqlite", dir);
   options.server_extra = "[market]\nfee_percent = \"2.5\"\n";
-  auto r = RunGpuhub({"admin", "create-user", "--username", "root", "--role", "admin", "--db",
-                      options.db, "--config", ServerProcess(dir, options).config_path()},
-                     "admin password 123\n");
+  auto r = CreateAdmin(dir, options);
   ASSERT_EQ(r.exit_code, 0) << r.output;
   ServerProcess server(dir, options);
   ASSERT_TRUE(server.Start()) << server.Log();
   HttpClient client(server.port());
-  std::string admin = LogIn(client, "root", "admin password 123");
-  client.Call("POST", "/v1/accounts",
-              {{"username", "paula"}, {"password", kPassword}, {"roles", {"provider"}}});
-  std::string provider = LogIn(client, "paula", kPassword);
+  std::string admin = LogInAdmin(client);
+  std::string provider = SignUpAndLogIn(client, "paula", kPassword, {"provider"});
   std::string customer = SignUpAndLogIn(client, "carl", kPassword);
   client.Call("POST", "/v1/admin/credits",
               {{"username", "carl"}, {"amount", "10"}, {"currency", "USD"}, {"reason", "t"}},
@@ -567,7 +521,7 @@ TEST(MarketFeeTest, ThePlatformFeeComesFromTheConfig) {
   a = client.Call("POST", "/v1/asks",
                   {{"machine_id", m.Json()["id"]},
                    {"price_usd_per_gpu_hour", "4.000"},
-                   {"available_until", FormatLater(2)}},
+                   {"available_until", Later(2)}},
                   provider);
   ASSERT_EQ(a.status, 201) << a.body;
   auto bid = client.Call("POST", "/v1/bids", {{"gpu", "H100 SXM"}, {"gpus", 1}, {"market", true}},

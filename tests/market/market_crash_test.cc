@@ -26,14 +26,6 @@ constexpr const char* kPassword = "correct horse battery staple";
 constexpr int kCustomers = 4;
 constexpr int kProviders = 2;
 
-std::string Later(int hours) {
-  auto now = std::chrono::system_clock::now() + std::chrono::hours(hours);
-  std::time_t t = std::chrono::system_clock::to_time_t(now);
-  char buf[32];
-  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", std::gmtime(&t));
-  return buf;
-}
-
 struct Acknowledged {
   std::mutex mutex;
   std::map<long long, std::string> bid_status;   // bid id -> status in the 201 answer
@@ -52,17 +44,12 @@ TEST_P(MarketCrashTest, NothingAcknowledgedIsLostAndTheBooksBalance) {
   ServerOptions options;
   options.db = db;
   options.clock = "real";
-  {
-    ServerProcess probe(dir, options);
-    auto admin = RunGpuhub({"admin", "create-user", "--username", "root", "--role", "admin", "--db",
-                            db, "--config", probe.config_path()},
-                           "admin password 123\n");
-    ASSERT_EQ(admin.exit_code, 0) << admin.output;
-  }
+  auto created = CreateAdmin(dir, options);
+  ASSERT_EQ(created.exit_code, 0) << created.output;
   auto server = std::make_unique<ServerProcess>(dir, options);
   ASSERT_TRUE(server->Start()) << server->Log();
   HttpClient setup(server->port());
-  std::string admin = LogIn(setup, "root", "admin password 123");
+  std::string admin = LogInAdmin(setup);
   ASSERT_FALSE(admin.empty());
   std::vector<std::string> customers, providers;
   for (int i = 0; i < kCustomers; ++i) {
@@ -77,19 +64,13 @@ TEST_P(MarketCrashTest, NothingAcknowledgedIsLostAndTheBooksBalance) {
   std::vector<std::vector<long long>> machines(kProviders);
   for (int i = 0; i < kProviders; ++i) {
     std::string name = "prov" + std::to_string(i);
-    auto r = setup.Call("POST", "/v1/accounts",
-                        {{"username", name}, {"password", kPassword}, {"roles", {"provider"}}});
-    ASSERT_EQ(r.status, 201) << r.body;
-    providers.push_back(LogIn(setup, name));
+    providers.push_back(SignUpAndLogIn(setup, name, kPassword, {"provider"}));
+    ASSERT_FALSE(providers.back().empty());
     for (int m = 0; m < 6; ++m) {
-      auto machine = setup.Call("POST", "/v1/machines",
-                                {{"gpu", m % 2 ? "H100 SXM" : "A100 SXM"},
-                                 {"gpus", 8},
-                                 {"region", m % 3 ? "IAD-1" : "DFW-1"},
-                                 {"vcpus", 8},
-                                 {"ram_gb", 64},
-                                 {"disk_gb", 100}},
-                                providers.back());
+      auto machine =
+          setup.Call("POST", "/v1/machines",
+                     MachineJson(m % 2 ? "H100 SXM" : "A100 SXM", 8, m % 3 ? "IAD-1" : "DFW-1"),
+                     providers.back());
       ASSERT_EQ(machine.status, 201) << machine.body;
       machines[static_cast<std::size_t>(i)].push_back(machine.Json()["id"]);
     }
@@ -165,7 +146,7 @@ TEST_P(MarketCrashTest, NothingAcknowledgedIsLostAndTheBooksBalance) {
                              {{"machine_id", machine},
                               {"price_usd_per_gpu_hour", std::to_string(1 + rng() % 3) + "." +
                                                              std::to_string(100 + rng() % 900)},
-                              {"available_until", Later(48)}},
+                              {"available_until", UtcTimeFromNow(std::chrono::hours(48))}},
                              providers[static_cast<std::size_t>(p)]);
         if (r.status == 0) return;
         if (r.status == 201) {
@@ -217,7 +198,7 @@ TEST_P(MarketCrashTest, NothingAcknowledgedIsLostAndTheBooksBalance) {
   server = std::make_unique<ServerProcess>(dir, options);
   ASSERT_TRUE(server->Start()) << server->Log();
   HttpClient client(server->port());
-  admin = LogIn(client, "root", "admin password 123");
+  admin = LogInAdmin(client);
   ASSERT_FALSE(admin.empty());
 
   // Every acknowledged bid is there, in its acknowledged state or a later one.

@@ -50,17 +50,12 @@ TEST_P(CrashTest, NothingAcknowledgedIsLostAfterSigkillAndTheBooksBalance) {
   ServerOptions options;
   options.db = db;
   options.clock = "real";
-  {
-    ServerProcess probe(dir, options);
-    auto admin = RunGpuhub({"admin", "create-user", "--username", "root", "--role", "admin", "--db",
-                            db, "--config", probe.config_path()},
-                           "admin password 123\n");
-    ASSERT_EQ(admin.exit_code, 0) << admin.output;
-  }
+  auto admin = CreateAdmin(dir, options);
+  ASSERT_EQ(admin.exit_code, 0) << admin.output;
   auto server = std::make_unique<ServerProcess>(dir, options);
   ASSERT_TRUE(server->Start()) << server->Log();
   HttpClient setup(server->port());
-  std::string root = LogIn(setup, "root", "admin password 123");
+  std::string root = LogInAdmin(setup);
   ASSERT_FALSE(root.empty());
   ASSERT_EQ(
       setup.Call("PUT", "/v1/admin/fx-rates/EUR/USD", {{"rate", "1.08"}, {"spread_bps", 25}}, root)
@@ -155,7 +150,7 @@ TEST_P(CrashTest, NothingAcknowledgedIsLostAfterSigkillAndTheBooksBalance) {
   server = std::make_unique<ServerProcess>(dir, options);
   ASSERT_TRUE(server->Start()) << server->Log();
   HttpClient c(server->port());
-  root = LogIn(c, "root", "admin password 123");
+  root = LogInAdmin(c);
   ASSERT_FALSE(root.empty()) << server->Log();
 
   // Everything each user's wallets saw.

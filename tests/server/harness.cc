@@ -15,6 +15,7 @@
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
+#include <ctime>
 #include <filesystem>
 #include <fstream>
 #include <mutex>
@@ -392,17 +393,42 @@ CommandResult RunGpuhub(const std::vector<std::string>& args, const std::string&
   return result;
 }
 
+CommandResult CreateAdmin(const TempDir& dir, const ServerOptions& options) {
+  ServerProcess probe(dir, options);  // not started: only its config file is wanted
+  return RunGpuhub({"admin", "create-user", "--username", kAdminUsername, "--role", "admin", "--db",
+                    options.db, "--config", probe.config_path()},
+                   std::string(kAdminPassword) + "\n");
+}
+
 std::string LogIn(HttpClient& client, const std::string& username, const std::string& password) {
   auto r = client.Call("POST", "/v1/sessions", {{"username", username}, {"password", password}});
   if (r.status != 201) return "";
   return r.Json().value("token", "");
 }
 
+std::string LogInAdmin(HttpClient& client) { return LogIn(client, kAdminUsername, kAdminPassword); }
+
 std::string SignUpAndLogIn(HttpClient& client, const std::string& username,
-                           const std::string& password) {
-  auto r = client.Call("POST", "/v1/accounts", {{"username", username}, {"password", password}});
+                           const std::string& password, const std::vector<std::string>& roles) {
+  json body = {{"username", username}, {"password", password}};
+  if (!roles.empty()) body["roles"] = roles;
+  auto r = client.Call("POST", "/v1/accounts", body);
   if (r.status != 201) return "";
   return LogIn(client, username, password);
+}
+
+json MachineJson(const std::string& gpu, int gpus, const std::string& region) {
+  return {{"gpu", gpu}, {"gpus", gpus}, {"region", region},
+          {"vcpus", 8}, {"ram_gb", 64}, {"disk_gb", 100}};
+}
+
+std::string UtcTimeFromNow(std::chrono::hours ahead) {
+  std::time_t t = std::chrono::system_clock::to_time_t(std::chrono::system_clock::now() + ahead);
+  std::tm utc{};
+  ::gmtime_r(&t, &utc);
+  char buf[32];
+  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &utc);
+  return buf;
 }
 
 std::string WebhookSignature(const std::string& secret, const std::string& body) {

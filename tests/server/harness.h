@@ -5,6 +5,7 @@
 
 #include <sys/types.h>
 
+#include <chrono>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <optional>
@@ -107,11 +108,28 @@ CommandResult RunGpuhub(const std::vector<std::string>& args, const std::string&
 // database restart would); returns how many were terminated, -1 on error.
 int TerminatePostgresConnections(const std::string& url);
 
+// The administrator that CreateAdmin makes.
+inline constexpr const char* kAdminUsername = "root";
+inline constexpr const char* kAdminPassword = "admin password 123";
+
+// Creates the administrator (kAdminUsername, kAdminPassword) on `options.db` with
+// `gpuhub admin create-user`, reading the config file a ServerProcess with `options` writes. Run it
+// before a server opens the database: a running server holds it.
+CommandResult CreateAdmin(const TempDir& dir, const ServerOptions& options);
+
 // Helpers over the API.
+// Signs up (with `roles` when given, else the default customer role) and logs in; "" on failure.
 std::string SignUpAndLogIn(HttpClient& client, const std::string& username,
-                           const std::string& password = "correct horse battery staple");
+                           const std::string& password = "correct horse battery staple",
+                           const std::vector<std::string>& roles = {});
 std::string LogIn(HttpClient& client, const std::string& username,
                   const std::string& password = "correct horse battery staple");
+// Logs in the administrator of CreateAdmin; "" on failure.
+std::string LogInAdmin(HttpClient& client);
+// The body of POST /v1/machines for a small machine: 8 vCPUs, 64 GB RAM, 100 GB disk.
+json MachineJson(const std::string& gpu, int gpus, const std::string& region = "IAD-1");
+// The wall clock `ahead` from now as the API writes times: "2026-01-31T12:00:00Z".
+std::string UtcTimeFromNow(std::chrono::hours ahead);
 // The BTCPay-Sig header value for a body.
 std::string WebhookSignature(const std::string& secret, const std::string& body);
 // Every transfer of the user, walking the pages.

@@ -46,9 +46,9 @@ class ServerTest : public ::testing::Test {
   }
   // Creates the admin with the CLI (the server must not be running on db_ yet).
   void CreateAdmin(const std::string& db) {
-    auto r = RunGpuhub({"admin", "create-user", "--username", "root", "--role", "admin", "--db", db,
-                        "--config", ServerProcess(dir_, {}).config_path()},
-                       "admin password 123\n");
+    ServerOptions options;
+    options.db = db;
+    auto r = gpuhub::testing::CreateAdmin(dir_, options);
     ASSERT_EQ(r.exit_code, 0) << r.output;
     ASSERT_NE(r.output.find("created user root"), std::string::npos) << r.output;
   }
@@ -561,7 +561,7 @@ TEST_F(ServerTest, AdminsCreditBooksBalanceAndRolesAreEnforced) {
   EXPECT_EQ(locked.exit_code, 1);
   EXPECT_NE(locked.output.find("in use"), std::string::npos) << locked.output;
 
-  std::string root = LogIn(*client_, "root", "admin password 123");
+  std::string root = LogInAdmin(*client_);
   ASSERT_FALSE(root.empty());
   std::string carol = SignUpAndLogIn(*client_, "carol");
   auto credit = client_->Call("POST", "/v1/admin/credits",
@@ -619,7 +619,7 @@ TEST_F(ServerTest, TheManualClockExpiresInvoicesAndIsAdminOnly) {
   ServerOptions options;
   options.db = db;
   StartServer(options);
-  std::string root = LogIn(*client_, "root", "admin password 123");
+  std::string root = LogInAdmin(*client_);
   std::string dave = SignUpAndLogIn(*client_, "dave");
   std::string id =
       client_->Call("POST", "/v1/topups", {{"amount", "5.00"}, {"currency", "USD"}}, dave)
