@@ -23,4 +23,9 @@ std::vector<std::string> Split(std::string_view text, char separator);
 // Formats a double for humans with `decimals` digits after the point ("74.68").
 std::string FormatFixed(double value, int decimals);
 
+// False when an object or array of the JSON text `text` opens deeper than `max_depth` levels.
+// Counts brackets outside strings without parsing, so hostile nesting is refused before a
+// recursive parser sees it; says nothing about whether the text is valid JSON.
+bool JsonNestingWithin(std::string_view text, int max_depth);
+
 }  // namespace gpuhub

@@ -29,5 +29,16 @@ TEST(Strings, Helpers) {
   EXPECT_EQ(FormatFixed(74.684, 2), "74.68");
 }
 
+TEST(JsonNestingWithin, CountsBracketsOutsideStrings) {
+  EXPECT_TRUE(JsonNestingWithin("", 0));
+  EXPECT_TRUE(JsonNestingWithin("{\"a\": [1, {\"b\": 2}]}", 3));
+  EXPECT_FALSE(JsonNestingWithin("{\"a\": [1, {\"b\": 2}]}", 2));
+  EXPECT_TRUE(JsonNestingWithin("[[], [], []]", 2));  // siblings do not add up
+  // Brackets inside strings, escaped quotes included, are text.
+  EXPECT_TRUE(JsonNestingWithin("{\"k\": \"[[[{{{\\\"[[[\"}", 1));
+  EXPECT_FALSE(JsonNestingWithin(std::string(33, '['), 32));
+  EXPECT_TRUE(JsonNestingWithin(std::string(32, '['), 32));
+}
+
 }  // namespace
 }  // namespace gpuhub

@@ -50,29 +50,9 @@ json UserJson(const engine::User& user) {
 }
 
 Status CheckJsonDepth(std::string_view text, int max_depth) {
-  int depth = 0;
-  bool in_string = false, escaped = false;
-  for (char c : text) {
-    if (in_string) {
-      if (escaped) {
-        escaped = false;
-      } else if (c == '\\') {
-        escaped = true;
-      } else if (c == '"') {
-        in_string = false;
-      }
-      continue;
-    }
-    if (c == '"') {
-      in_string = true;
-    } else if (c == '{' || c == '[') {
-      if (++depth > max_depth) {
-        return Status::InvalidArgument("JSON body is nested deeper than " +
-                                       std::to_string(max_depth) + " levels");
-      }
-    } else if (c == '}' || c == ']') {
-      --depth;
-    }
+  if (!JsonNestingWithin(text, max_depth)) {
+    return Status::InvalidArgument("JSON body is nested deeper than " + std::to_string(max_depth) +
+                                   " levels");
   }
   return Status::Ok();
 }

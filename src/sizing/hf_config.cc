@@ -5,6 +5,7 @@
 #include <nlohmann/json.hpp>
 #include <optional>
 
+#include "core/strings.h"
 #include "sizing/limits.h"
 
 namespace gpuhub::sizing {
@@ -52,32 +53,6 @@ constexpr FamilyName kFamilies[] = {
     {"deepseek_v3", Family::kDeepseekV3},
     {"gpt_oss", Family::kGptOss},
 };
-
-// Rejects hostile nesting before a parser sees it: counts brackets outside strings.
-bool DepthWithin(std::string_view text, int max_depth) {
-  int depth = 0;
-  bool in_string = false, escaped = false;
-  for (char c : text) {
-    if (in_string) {
-      if (escaped) {
-        escaped = false;
-      } else if (c == '\\') {
-        escaped = true;
-      } else if (c == '"') {
-        in_string = false;
-      }
-      continue;
-    }
-    if (c == '"') {
-      in_string = true;
-    } else if (c == '{' || c == '[') {
-      if (++depth > max_depth) return false;
-    } else if (c == '}' || c == ']') {
-      --depth;
-    }
-  }
-  return true;
-}
 
 // Reads fields from the decoder's config (text_config when present, then the top level), collecting
 // every missing or malformed field so the error names them all at once.
@@ -238,7 +213,7 @@ Result<ModelShape> ParseHfConfig(std::string_view json_text, std::string id) {
     return fail("file is " + std::to_string(json_text.size()) + " bytes, more than the limit of " +
                 std::to_string(kMaxConfigJsonBytes));
   }
-  if (!DepthWithin(json_text, kMaxJsonDepth)) {
+  if (!JsonNestingWithin(json_text, kMaxJsonDepth)) {
     return fail("JSON nested deeper than " + std::to_string(kMaxJsonDepth) + " levels");
   }
   json root = json::parse(json_text.begin(), json_text.end(), nullptr, /*allow_exceptions=*/false);
