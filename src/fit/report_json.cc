@@ -142,46 +142,80 @@ Json OptionalNumber(const std::optional<double>& v) { return v ? Json(*v) : Json
 
 // --- Request parsing -------------------------------------------------------------------------
 
+// One request field: its JSON type and the member of RequestFields it lands in (the member's type
+// follows from the JSON type: kMoney and kObject are kept as text).
 struct FieldSpec {
   const char* name;
   enum Type { kString, kInteger, kBool, kMoney, kObject } type;
   bool fit_only;
+  std::optional<std::string> RequestFields::*text = nullptr;      // kString, kMoney, kObject
+  std::optional<std::int64_t> RequestFields::*integer = nullptr;  // kInteger
+  // kBool: one of the two, a plain switch (false unless given) or one whose default comes later.
+  bool RequestFields::*flag = nullptr;
+  std::optional<bool> RequestFields::*optional_flag = nullptr;
 };
 
+using R = RequestFields;
+constexpr FieldSpec Text(const char* name, std::optional<std::string> R::*m,
+                         bool fit_only = false) {
+  return {name, FieldSpec::kString, fit_only, m};
+}
+constexpr FieldSpec Integer(const char* name, std::optional<std::int64_t> R::*m,
+                            bool fit_only = false) {
+  return {name, FieldSpec::kInteger, fit_only, nullptr, m};
+}
+constexpr FieldSpec Flag(const char* name, bool R::*m, bool fit_only = false) {
+  return {name, FieldSpec::kBool, fit_only, nullptr, nullptr, m};
+}
+constexpr FieldSpec Flag(const char* name, std::optional<bool> R::*m) {
+  return {name, FieldSpec::kBool, false, nullptr, nullptr, nullptr, m};
+}
+
 constexpr FieldSpec kFields[] = {
-    {"model", FieldSpec::kString, false},
-    {"config", FieldSpec::kObject, false},
-    {"workload", FieldSpec::kString, false},
-    {"precision", FieldSpec::kString, false},
-    {"kv_precision", FieldSpec::kString, false},
-    {"profile", FieldSpec::kString, false},
-    {"context", FieldSpec::kInteger, false},
-    {"batch", FieldSpec::kInteger, false},
-    {"seq", FieldSpec::kInteger, false},
-    {"rank", FieldSpec::kInteger, false},
-    {"gpus", FieldSpec::kInteger, false},
-    {"zero", FieldSpec::kInteger, false},
-    {"offload_optimizer", FieldSpec::kBool, false},
-    {"optimizer", FieldSpec::kString, false},
-    {"lora_targets", FieldSpec::kString, false},
-    {"lora_dropout", FieldSpec::kBool, false},
-    {"pure_bf16", FieldSpec::kBool, false},
-    {"fused_kernels", FieldSpec::kBool, false},
-    {"chunked_loss", FieldSpec::kBool, false},
-    {"offload_activations", FieldSpec::kBool, false},
-    {"offload_params", FieldSpec::kBool, false},
-    {"flash_attention", FieldSpec::kBool, false},
-    {"gradient_checkpointing", FieldSpec::kBool, false},
-    {"double_quant", FieldSpec::kBool, false},
-    {"explain", FieldSpec::kBool, false},
-    {"cuda_only", FieldSpec::kBool, true},
-    {"region", FieldSpec::kString, true},
-    {"in_stock", FieldSpec::kBool, true},
-    {"max_monthly_usd", FieldSpec::kMoney, true},
-    {"top", FieldSpec::kInteger, true},
-    {"why_not", FieldSpec::kBool, true},
-    {"gpu", FieldSpec::kString, true},
+    Text("model", &R::model),
+    {"config", FieldSpec::kObject, false, &R::config_json},
+    Text("workload", &R::workload),
+    Text("precision", &R::precision),
+    Text("kv_precision", &R::kv_precision),
+    Text("profile", &R::profile),
+    Integer("context", &R::context),
+    Integer("batch", &R::batch),
+    Integer("seq", &R::seq),
+    Integer("rank", &R::rank),
+    Integer("gpus", &R::gpus),
+    Integer("zero", &R::zero),
+    Flag("offload_optimizer", &R::offload_optimizer),
+    Text("optimizer", &R::optimizer),
+    Text("lora_targets", &R::lora_targets),
+    Flag("lora_dropout", &R::lora_dropout),
+    Flag("pure_bf16", &R::pure_bf16),
+    Flag("fused_kernels", &R::fused_kernels),
+    Flag("chunked_loss", &R::chunked_loss),
+    Flag("offload_activations", &R::offload_activations),
+    Flag("offload_params", &R::offload_params),
+    Flag("flash_attention", &R::flash_attention),
+    Flag("gradient_checkpointing", &R::gradient_checkpointing),
+    Flag("double_quant", &R::double_quant),
+    Flag("explain", &R::explain),
+    Flag("cuda_only", &R::cuda_only, true),
+    Text("region", &R::region, true),
+    Flag("in_stock", &R::in_stock, true),
+    {"max_monthly_usd", FieldSpec::kMoney, true, &R::max_monthly_usd},
+    Integer("top", &R::top, true),
+    Flag("why_not", &R::why_not, true),
+    Text("gpu", &R::gpu, true),
 };
+
+constexpr bool EveryFieldHasItsMember() {
+  for (const FieldSpec& f : kFields) {
+    bool wired = f.type == FieldSpec::kInteger ? f.integer != nullptr
+                 : f.type == FieldSpec::kBool  ? (f.flag != nullptr) != (f.optional_flag != nullptr)
+                                               : f.text != nullptr;
+    if (!wired) return false;
+  }
+  return true;
+}
+static_assert(EveryFieldHasItsMember());
 
 std::string FieldList(RequestKind kind) {
   std::string out;
@@ -256,94 +290,34 @@ Result<RequestFields> ParseRequestJson(std::string_view body, RequestKind kind) 
     switch (spec->type) {
       case FieldSpec::kString: {
         if (!v.is_string()) return wrong("a string");
-        std::string s = v.get<std::string>();
-        if (key == "model")
-          f.model = s;
-        else if (key == "workload")
-          f.workload = s;
-        else if (key == "precision")
-          f.precision = s;
-        else if (key == "kv_precision")
-          f.kv_precision = s;
-        else if (key == "profile")
-          f.profile = s;
-        else if (key == "optimizer")
-          f.optimizer = s;
-        else if (key == "lora_targets")
-          f.lora_targets = s;
-        else if (key == "region")
-          f.region = s;
-        else if (key == "gpu")
-          f.gpu = s;
+        f.*spec->text = v.get<std::string>();
         break;
       }
       case FieldSpec::kInteger: {
-        std::int64_t n = 0;
-        if (v.is_number_integer()) {
-          if (v.is_number_unsigned() &&
-              v.get<std::uint64_t>() > static_cast<std::uint64_t>(INT64_MAX)) {
-            return wrong("a whole number within range");
-          }
-          n = v.get<std::int64_t>();
-        } else {
-          return wrong("a whole number");
+        if (!v.is_number_integer()) return wrong("a whole number");
+        if (v.is_number_unsigned() &&
+            v.get<std::uint64_t>() > static_cast<std::uint64_t>(INT64_MAX)) {
+          return wrong("a whole number within range");
         }
-        if (key == "context")
-          f.context = n;
-        else if (key == "batch")
-          f.batch = n;
-        else if (key == "seq")
-          f.seq = n;
-        else if (key == "rank")
-          f.rank = n;
-        else if (key == "gpus")
-          f.gpus = n;
-        else if (key == "zero")
-          f.zero = n;
-        else if (key == "top")
-          f.top = n;
+        f.*spec->integer = v.get<std::int64_t>();
         break;
       }
       case FieldSpec::kBool: {
         if (!v.is_boolean()) return wrong("true or false");
-        bool b = v.get<bool>();
-        if (key == "offload_optimizer")
-          f.offload_optimizer = b;
-        else if (key == "explain")
-          f.explain = b;
-        else if (key == "cuda_only")
-          f.cuda_only = b;
-        else if (key == "in_stock")
-          f.in_stock = b;
-        else if (key == "why_not")
-          f.why_not = b;
-        else if (key == "lora_dropout")
-          f.lora_dropout = b;
-        else if (key == "pure_bf16")
-          f.pure_bf16 = b;
-        else if (key == "fused_kernels")
-          f.fused_kernels = b;
-        else if (key == "chunked_loss")
-          f.chunked_loss = b;
-        else if (key == "offload_activations")
-          f.offload_activations = b;
-        else if (key == "offload_params")
-          f.offload_params = b;
-        else if (key == "flash_attention")
-          f.flash_attention = b;
-        else if (key == "gradient_checkpointing")
-          f.gradient_checkpointing = b;
-        else if (key == "double_quant")
-          f.double_quant = b;
+        if (spec->flag != nullptr) {
+          f.*spec->flag = v.get<bool>();
+        } else {
+          f.*spec->optional_flag = v.get<bool>();
+        }
         break;
       }
       case FieldSpec::kMoney: {
         if (v.is_string()) {
-          f.max_monthly_usd = v.get<std::string>();
+          f.*spec->text = v.get<std::string>();
         } else if (v.is_number()) {
           // The shortest text that reads back as the same double: 1500.5 -> "1500.5". Exponents
           // and negatives are refused by the decimal parser with a clear message.
-          f.max_monthly_usd = v.dump();
+          f.*spec->text = v.dump();
         } else {
           return wrong("a decimal string like \"1500.50\" or a number");
         }
@@ -351,7 +325,7 @@ Result<RequestFields> ParseRequestJson(std::string_view body, RequestKind kind) 
       }
       case FieldSpec::kObject: {
         if (!v.is_object()) return wrong("a JSON object (the contents of a config.json)");
-        f.config_json = v.dump();
+        f.*spec->text = v.dump();
         break;
       }
     }
