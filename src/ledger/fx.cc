@@ -181,44 +181,49 @@ std::vector<FxRate> FxTable::All() const {
   return out;
 }
 
-// With keep = 10000 - spread_bps and m = mid_rate_ppb (quote per base x 1e9):
-//   from == base:  r_eff = m/1e9 x keep/1e4      from == quote: r_eff = 1e9/m x keep/1e4
-// and to = from x r_eff, from = to / r_eff, each written as one a x b / c for MulDivHalfEven.
-// Bounds: amounts <= 1e18, m <= 1e12, keep <= 1e4, so b and c stay below 1e16 (int64) and a x b
-// below 1e34 (int128).
-Result<FxQuote> FxTable::ConvertFrom(Currency from, Currency to, std::int64_t from_micros) const {
-  GPUHUB_RETURN_IF_ERROR(CheckConvertible(from, to, from_micros, "amount to convert"));
-  if (from == to) return FxQuote{from, to, from_micros, from_micros, from, to, kFxRateScale, 0, 0};
-  std::optional<FxRate> rate = Find(from, to);
+namespace {
+
+enum class Given { kFrom, kTo };
+
+// With keep = 10000 - spread_bps and m = mid_rate_ppb (quote per base x 1e9), the effective rate
+// r_eff = num / den is
+//   from == base:  m/1e9 x keep/1e4 = (m x keep) / (1e9 x 1e4)
+//   from == quote: 1e9/m x keep/1e4 = (1e9 x keep) / (m x 1e4)
+// and to = from x num / den (ConvertFrom), from = to x den / num (ConvertTo), each one
+// MulDivHalfEven. Bounds: amounts <= 1e18, m <= 1e12, keep <= 1e4, so num and den stay below 1e16
+// (int64) and amount x num below 1e34 (int128).
+Result<FxQuote> Convert(const FxTable& table, Currency from, Currency to, Given given,
+                        std::int64_t given_micros) {
+  const bool from_given = given == Given::kFrom;
+  GPUHUB_RETURN_IF_ERROR(CheckConvertible(from, to, given_micros,
+                                          from_given ? "amount to convert" : "amount to deliver"));
+  if (from == to) {
+    return FxQuote{from, to, given_micros, given_micros, from, to, kFxRateScale, 0, 0};
+  }
+  std::optional<FxRate> rate = table.Find(from, to);
   if (!rate) return Status::FailedPrecondition("no FX rate for " + PairName(from, to));
+  const bool from_base = from == rate->base;
   const std::int64_t keep = kBpsScale - rate->spread_bps;
-  const std::int64_t scale = kFxRateScale * kBpsScale;
+  const std::int64_t num = (from_base ? rate->mid_rate_ppb : kFxRateScale) * keep;
+  const std::int64_t den = (from_base ? kFxRateScale : rate->mid_rate_ppb) * kBpsScale;
   Result<std::int64_t> converted =
-      from == rate->base
-          ? MulDivHalfEven(from_micros, rate->mid_rate_ppb * keep, scale)
-          : MulDivHalfEven(from_micros, kFxRateScale * keep, rate->mid_rate_ppb * kBpsScale);
-  GPUHUB_ASSIGN_OR_RETURN(std::int64_t to_micros, CheckConverted(converted, from_micros, from));
+      from_given ? MulDivHalfEven(given_micros, num, den) : MulDivHalfEven(given_micros, den, num);
+  GPUHUB_ASSIGN_OR_RETURN(std::int64_t other_micros,
+                          CheckConverted(converted, given_micros, from_given ? from : to));
   FxQuote q = QuoteFor(*rate, from, to);
-  q.from_micros = from_micros;
-  q.to_micros = to_micros;
+  q.from_micros = from_given ? given_micros : other_micros;
+  q.to_micros = from_given ? other_micros : given_micros;
   return q;
 }
 
+}  // namespace
+
+Result<FxQuote> FxTable::ConvertFrom(Currency from, Currency to, std::int64_t from_micros) const {
+  return Convert(*this, from, to, Given::kFrom, from_micros);
+}
+
 Result<FxQuote> FxTable::ConvertTo(Currency from, Currency to, std::int64_t to_micros) const {
-  GPUHUB_RETURN_IF_ERROR(CheckConvertible(from, to, to_micros, "amount to deliver"));
-  if (from == to) return FxQuote{from, to, to_micros, to_micros, from, to, kFxRateScale, 0, 0};
-  std::optional<FxRate> rate = Find(from, to);
-  if (!rate) return Status::FailedPrecondition("no FX rate for " + PairName(from, to));
-  const std::int64_t keep = kBpsScale - rate->spread_bps;
-  Result<std::int64_t> converted =
-      from == rate->base
-          ? MulDivHalfEven(to_micros, kFxRateScale * kBpsScale, rate->mid_rate_ppb * keep)
-          : MulDivHalfEven(to_micros, rate->mid_rate_ppb * kBpsScale, kFxRateScale * keep);
-  GPUHUB_ASSIGN_OR_RETURN(std::int64_t from_micros, CheckConverted(converted, to_micros, to));
-  FxQuote q = QuoteFor(*rate, from, to);
-  q.from_micros = from_micros;
-  q.to_micros = to_micros;
-  return q;
+  return Convert(*this, from, to, Given::kTo, to_micros);
 }
 
 }  // namespace gpuhub::ledger
