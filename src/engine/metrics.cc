@@ -55,16 +55,21 @@ std::string RenderLabels(const Labels& labels) {
   return out;
 }
 
+MetricsRegistry::Family& MetricsRegistry::FamilyOf(const std::string& name, const char* type,
+                                                   const std::string& help) {
+  Family& family = families_[name];
+  if (family.type.empty()) {
+    family.type = type;
+    family.help = help;
+  }
+  GPUHUB_CHECK_MSG(family.type == type, "metric registered with two types");
+  return family;
+}
+
 CounterSeries& MetricsRegistry::Counter(const std::string& name, const std::string& help,
                                         const Labels& labels) {
   std::lock_guard<std::mutex> lock(mutex_);
-  Family& family = families_[name];
-  if (family.type.empty()) {
-    family.type = "counter";
-    family.help = help;
-  }
-  GPUHUB_CHECK_MSG(family.type == "counter", "metric registered with two types");
-  auto& series = family.counters[RenderLabels(labels)];
+  auto& series = FamilyOf(name, "counter", help).counters[RenderLabels(labels)];
   if (!series) series = std::make_unique<CounterSeries>();
   return *series;
 }
@@ -73,13 +78,7 @@ HistogramSeries& MetricsRegistry::Histogram(const std::string& name, const std::
                                             const std::vector<double>& bounds,
                                             const Labels& labels) {
   std::lock_guard<std::mutex> lock(mutex_);
-  Family& family = families_[name];
-  if (family.type.empty()) {
-    family.type = "histogram";
-    family.help = help;
-  }
-  GPUHUB_CHECK_MSG(family.type == "histogram", "metric registered with two types");
-  auto& series = family.histograms[RenderLabels(labels)];
+  auto& series = FamilyOf(name, "histogram", help).histograms[RenderLabels(labels)];
   if (!series) series = std::make_unique<HistogramSeries>(bounds);
   return *series;
 }
@@ -99,9 +98,10 @@ std::string Number(double v) {
   auto [end, ec] = std::to_chars(buf, buf + sizeof buf, v);  // shortest exact form: 0.1, 2.5
   return ec == std::errc() ? std::string(buf, end) : std::string("NaN");
 }
+// "{labels}", or "" for none.
+std::string Braced(const std::string& labels) { return labels.empty() ? "" : "{" + labels + "}"; }
 std::string WithLabel(const std::string& labels, const std::string& extra) {
-  if (labels.empty()) return "{" + extra + "}";
-  return "{" + labels + "," + extra + "}";
+  return Braced(labels.empty() ? extra : labels + "," + extra);
 }
 }  // namespace
 
@@ -115,8 +115,7 @@ std::string MetricsRegistry::Render() const {
       out += name + " " + Number(family.gauge ? family.gauge() : 0) + "\n";
     }
     for (const auto& [labels, series] : family.counters) {
-      out += name + (labels.empty() ? "" : "{" + labels + "}") + " " +
-             std::to_string(series->value()) + "\n";
+      out += name + Braced(labels) + " " + std::to_string(series->value()) + "\n";
     }
     std::vector<std::uint64_t> cumulative;
     for (const auto& [labels, series] : family.histograms) {
@@ -129,9 +128,8 @@ std::string MetricsRegistry::Render() const {
       }
       out += name + "_bucket" + WithLabel(labels, "le=\"+Inf\"") + " " +
              std::to_string(cumulative.back()) + "\n";
-      std::string braces = labels.empty() ? "" : "{" + labels + "}";
-      out += name + "_sum" + braces + " " + Number(sum) + "\n";
-      out += name + "_count" + braces + " " + std::to_string(count) + "\n";
+      out += name + "_sum" + Braced(labels) + " " + Number(sum) + "\n";
+      out += name + "_count" + Braced(labels) + " " + std::to_string(count) + "\n";
     }
   }
   return out;

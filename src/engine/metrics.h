@@ -68,6 +68,9 @@ class MetricsRegistry {
     std::map<std::string, std::unique_ptr<HistogramSeries>> histograms;  // by rendered labels
     std::function<double()> gauge;
   };
+  // The family `name`, created with `type` and `help` on first use; a second type is a bug.
+  // Called with mutex_ held.
+  Family& FamilyOf(const std::string& name, const char* type, const std::string& help);
   mutable std::mutex mutex_;
   std::map<std::string, Family> families_;
 };
