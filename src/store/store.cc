@@ -117,6 +117,25 @@ std::string WriteSql(const Write& write, bool dollar) {
   return sql;
 }
 
+std::string ScanSql(std::string_view table, const std::vector<std::string>& columns,
+                    std::string_view order_by) {
+  GPUHUB_CHECK(IsIdentifier(table) && !columns.empty());
+  std::string sql = "SELECT ";
+  for (std::size_t i = 0; i < columns.size(); ++i) {
+    GPUHUB_CHECK(IsIdentifier(columns[i]));
+    if (i) sql += ", ";
+    sql += columns[i];
+  }
+  sql += " FROM " + std::string(table);
+  if (!order_by.empty()) sql += " ORDER BY " + std::string(order_by);
+  return sql;
+}
+
+std::string RecordMigrationSql(const Migration& migration) {
+  return "INSERT INTO schema_migrations (version, name) VALUES (" +
+         std::to_string(migration.version) + ", '" + migration.name + "')";
+}
+
 Status Store::Migrate(int target_version) {
   const auto& all = Migrations();
   int latest = all.empty() ? 0 : all.back().version;

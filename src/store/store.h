@@ -129,5 +129,12 @@ bool IsIdentifier(std::string_view name);
 // Builds the portable SQL of a write with numbered placeholders: "$1, $2" when `dollar`
 // (PostgreSQL) or "?1, ?2" (SQLite). Both databases accept INSERT ... ON CONFLICT (...) DO UPDATE.
 std::string WriteSql(const Write& write, bool dollar);
+// The SELECT of a Scan, the same for both databases: "SELECT a, b FROM t ORDER BY a" (no ORDER BY
+// when `order_by` is empty). The table and columns must be identifiers (checked: they come from
+// code).
+std::string ScanSql(std::string_view table, const std::vector<std::string>& columns,
+                    std::string_view order_by);
+// The statement that records `migration` as applied in schema_migrations.
+std::string RecordMigrationSql(const Migration& migration);
 
 }  // namespace gpuhub::store

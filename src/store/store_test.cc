@@ -213,5 +213,10 @@ TEST(WriteSqlTest, BuildsPortableUpserts) {
   EXPECT_EQ(WriteSql(batch.writes()[1], false), "DELETE FROM t WHERE a = ?1");
 }
 
+TEST(ScanSqlTest, SelectsTheColumnsInOrder) {
+  EXPECT_EQ(ScanSql("t", {"a", "b"}, "a"), "SELECT a, b FROM t ORDER BY a");
+  EXPECT_EQ(ScanSql("t", {"a"}, ""), "SELECT a FROM t");
+}
+
 }  // namespace
 }  // namespace gpuhub::store

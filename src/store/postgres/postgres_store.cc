@@ -155,8 +155,7 @@ Status PostgresStore::ApplyMigration(const Migration& migration) {
   }
   if (s.ok() && !already) s = Exec(migration.sql);
   if (s.ok() && !already) {
-    s = Exec("INSERT INTO schema_migrations (version, name) VALUES (" +
-             std::to_string(migration.version) + ", '" + migration.name + "')");
+    s = Exec(RecordMigrationSql(migration));
   }
   if (s.ok()) s = Exec("COMMIT");
   if (!s.ok()) (void)Exec("ROLLBACK");
@@ -236,16 +235,8 @@ Status PostgresStore::Apply(const WriteBatch& batch) {
 
 Status PostgresStore::Scan(std::string_view table, const std::vector<std::string>& columns,
                            std::string_view order_by, const std::function<Status(const Row&)>& fn) {
-  GPUHUB_CHECK(IsIdentifier(table) && !columns.empty());
+  const std::string sql = ScanSql(table, columns, order_by);
   GPUHUB_RETURN_IF_ERROR(EnsureConnected());
-  std::string sql = "SELECT ";
-  for (std::size_t i = 0; i < columns.size(); ++i) {
-    GPUHUB_CHECK(IsIdentifier(columns[i]));
-    if (i) sql += ", ";
-    sql += columns[i];
-  }
-  sql += " FROM " + std::string(table);
-  if (!order_by.empty()) sql += " ORDER BY " + std::string(order_by);
   // Single-row mode keeps memory flat however large the table.
   if (PQsendQuery(conn_, sql.c_str()) != 1) return Error("query " + std::string(table));
   PQsetSingleRowMode(conn_);

@@ -90,8 +90,7 @@ Status SqliteStore::ApplyMigration(const Migration& migration) {
   GPUHUB_RETURN_IF_ERROR(Exec("BEGIN IMMEDIATE"));
   Status s = Exec(migration.sql);
   if (s.ok()) {
-    s = Exec("INSERT INTO schema_migrations (version, name) VALUES (" +
-             std::to_string(migration.version) + ", '" + migration.name + "')");
+    s = Exec(RecordMigrationSql(migration));
   }
   if (s.ok()) s = Exec("COMMIT");
   if (!s.ok()) (void)Exec("ROLLBACK");
@@ -150,15 +149,7 @@ Status SqliteStore::Apply(const WriteBatch& batch) {
 
 Status SqliteStore::Scan(std::string_view table, const std::vector<std::string>& columns,
                          std::string_view order_by, const std::function<Status(const Row&)>& fn) {
-  GPUHUB_CHECK(IsIdentifier(table) && !columns.empty());
-  std::string sql = "SELECT ";
-  for (std::size_t i = 0; i < columns.size(); ++i) {
-    GPUHUB_CHECK(IsIdentifier(columns[i]));
-    if (i) sql += ", ";
-    sql += columns[i];
-  }
-  sql += " FROM " + std::string(table);
-  if (!order_by.empty()) sql += " ORDER BY " + std::string(order_by);
+  const std::string sql = ScanSql(table, columns, order_by);
   sqlite3_stmt* stmt = nullptr;
   if (sqlite3_prepare_v2(db_, sql.c_str(), -1, &stmt, nullptr) != SQLITE_OK) {
     return Error("prepare '" + sql + "'");
