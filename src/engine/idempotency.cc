@@ -82,8 +82,7 @@ Status LoadIdempotency(store::Store& store, IdempotencyState& state) {
         GPUHUB_ASSIGN_OR_RETURN(std::string scope, row.Text(0));
         GPUHUB_ASSIGN_OR_RETURN(std::string key, row.Text(1));
         GPUHUB_ASSIGN_OR_RETURN(r.fingerprint, row.Text(2));
-        GPUHUB_ASSIGN_OR_RETURN(std::int64_t code, row.Int(3));
-        r.status_code = static_cast<int>(code);
+        GPUHUB_ASSIGN_OR_RETURN(r.status_code, row.IntAs<int>(3));
         GPUHUB_ASSIGN_OR_RETURN(r.response_body, row.Text(4));
         GPUHUB_ASSIGN_OR_RETURN(r.created_at, row.Int(5));
         state.by_age.emplace(r.created_at, std::make_pair(scope, key));

@@ -233,8 +233,7 @@ Status LoadMarket(store::Store& store, const market::ExchangeConfig& config,
         GPUHUB_ASSIGN_OR_RETURN(m.id, row.Int(0));
         GPUHUB_ASSIGN_OR_RETURN(m.provider_id, row.Int(1));
         GPUHUB_ASSIGN_OR_RETURN(m.gpu, row.Text(2));
-        GPUHUB_ASSIGN_OR_RETURN(std::int64_t gpus, row.Int(3));
-        m.gpus = static_cast<int>(gpus);
+        GPUHUB_ASSIGN_OR_RETURN(m.gpus, row.IntAs<int>(3));
         GPUHUB_ASSIGN_OR_RETURN(m.region, row.Text(4));
         GPUHUB_ASSIGN_OR_RETURN(m.vcpus, row.Int(5));
         GPUHUB_ASSIGN_OR_RETURN(m.ram_gb, row.Int(6));
@@ -254,11 +253,9 @@ Status LoadMarket(store::Store& store, const market::ExchangeConfig& config,
                    GPUHUB_ASSIGN_OR_RETURN(a.machine_id, row.Int(2));
                    GPUHUB_ASSIGN_OR_RETURN(a.gpu, row.Text(3));
                    GPUHUB_ASSIGN_OR_RETURN(a.price_micros, row.Int(4));
-                   GPUHUB_ASSIGN_OR_RETURN(std::int64_t min_gpus, row.Int(5));
-                   a.min_gpus = static_cast<int>(min_gpus);
+                   GPUHUB_ASSIGN_OR_RETURN(a.min_gpus, row.IntAs<int>(5));
                    GPUHUB_ASSIGN_OR_RETURN(a.available_until, row.Int(6));
-                   GPUHUB_ASSIGN_OR_RETURN(std::string status, row.Text(7));
-                   GPUHUB_ASSIGN_OR_RETURN(a.status, market::ParseAskStatus(status));
+                   GPUHUB_ASSIGN_OR_RETURN(a.status, row.Parsed(7, market::ParseAskStatus));
                    GPUHUB_ASSIGN_OR_RETURN(a.created_at, row.Int(8));
                    GPUHUB_ASSIGN_OR_RETURN(a.closed_at, row.Int(9));
                    s.asks.push_back(std::move(a));
@@ -274,21 +271,17 @@ Status LoadMarket(store::Store& store, const market::ExchangeConfig& config,
                    GPUHUB_ASSIGN_OR_RETURN(b.id, row.Int(0));
                    GPUHUB_ASSIGN_OR_RETURN(b.customer_id, row.Int(1));
                    GPUHUB_ASSIGN_OR_RETURN(b.gpu, row.Text(2));
-                   GPUHUB_ASSIGN_OR_RETURN(std::int64_t gpus, row.Int(3));
-                   b.gpus = static_cast<int>(gpus);
+                   GPUHUB_ASSIGN_OR_RETURN(b.gpus, row.IntAs<int>(3));
                    GPUHUB_ASSIGN_OR_RETURN(b.region, row.Text(4));
-                   GPUHUB_ASSIGN_OR_RETURN(std::int64_t is_market, row.Int(5));
-                   b.is_market = is_market != 0;
+                   GPUHUB_ASSIGN_OR_RETURN(b.is_market, row.IntAs<bool>(5));
                    GPUHUB_ASSIGN_OR_RETURN(b.limit_micros, row.Int(6));
-                   GPUHUB_ASSIGN_OR_RETURN(std::string tif, row.Text(7));
-                   GPUHUB_ASSIGN_OR_RETURN(b.time_in_force, market::ParseTimeInForce(tif));
+                   GPUHUB_ASSIGN_OR_RETURN(b.time_in_force,
+                                           row.Parsed(7, market::ParseTimeInForce));
                    GPUHUB_ASSIGN_OR_RETURN(b.expires_at, row.Int(8));
-                   GPUHUB_ASSIGN_OR_RETURN(std::string currency, row.Text(9));
-                   GPUHUB_ASSIGN_OR_RETURN(b.currency, ParseCurrency(currency));
-                   GPUHUB_ASSIGN_OR_RETURN(std::string status, row.Text(10));
-                   GPUHUB_ASSIGN_OR_RETURN(b.status, market::ParseBidStatus(status));
-                   GPUHUB_ASSIGN_OR_RETURN(std::string reason, row.Text(11));
-                   GPUHUB_ASSIGN_OR_RETURN(b.close_reason, market::ParseBidCloseReason(reason));
+                   GPUHUB_ASSIGN_OR_RETURN(b.currency, row.Parsed(9, ParseCurrency));
+                   GPUHUB_ASSIGN_OR_RETURN(b.status, row.Parsed(10, market::ParseBidStatus));
+                   GPUHUB_ASSIGN_OR_RETURN(b.close_reason,
+                                           row.Parsed(11, market::ParseBidCloseReason));
                    GPUHUB_ASSIGN_OR_RETURN(b.created_at, row.Int(12));
                    GPUHUB_ASSIGN_OR_RETURN(b.closed_at, row.Int(13));
                    GPUHUB_ASSIGN_OR_RETURN(b.lease_id, row.Int(14));
@@ -310,22 +303,18 @@ Status LoadMarket(store::Store& store, const market::ExchangeConfig& config,
                    GPUHUB_ASSIGN_OR_RETURN(l.provider_id, row.Int(4));
                    GPUHUB_ASSIGN_OR_RETURN(l.customer_id, row.Int(5));
                    GPUHUB_ASSIGN_OR_RETURN(l.gpu, row.Text(6));
-                   GPUHUB_ASSIGN_OR_RETURN(std::int64_t gpus, row.Int(7));
-                   l.gpus = static_cast<int>(gpus);
-                   GPUHUB_ASSIGN_OR_RETURN(std::int64_t mask, row.Int(8));
-                   l.gpu_mask = static_cast<std::uint32_t>(mask);
+                   GPUHUB_ASSIGN_OR_RETURN(l.gpus, row.IntAs<int>(7));
+                   GPUHUB_ASSIGN_OR_RETURN(l.gpu_mask, row.IntAs<std::uint32_t>(8));
                    GPUHUB_ASSIGN_OR_RETURN(l.price_micros, row.Int(9));
                    GPUHUB_ASSIGN_OR_RETURN(l.fee_ppm, row.Int(10));
-                   GPUHUB_ASSIGN_OR_RETURN(std::string currency, row.Text(11));
-                   GPUHUB_ASSIGN_OR_RETURN(l.currency, ParseCurrency(currency));
+                   GPUHUB_ASSIGN_OR_RETURN(l.currency, row.Parsed(11, ParseCurrency));
                    GPUHUB_ASSIGN_OR_RETURN(l.started_at, row.Int(12));
                    GPUHUB_ASSIGN_OR_RETURN(l.window_until, row.Int(13));
                    GPUHUB_ASSIGN_OR_RETURN(l.hours_paid, row.Int(14));
-                   GPUHUB_ASSIGN_OR_RETURN(std::string status, row.Text(15));
-                   GPUHUB_ASSIGN_OR_RETURN(l.status, market::ParseLeaseStatus(status));
+                   GPUHUB_ASSIGN_OR_RETURN(l.status, row.Parsed(15, market::ParseLeaseStatus));
                    GPUHUB_ASSIGN_OR_RETURN(l.ended_at, row.Int(16));
-                   GPUHUB_ASSIGN_OR_RETURN(std::string reason, row.Text(17));
-                   GPUHUB_ASSIGN_OR_RETURN(l.end_reason, market::ParseLeaseEndReason(reason));
+                   GPUHUB_ASSIGN_OR_RETURN(l.end_reason,
+                                           row.Parsed(17, market::ParseLeaseEndReason));
                    s.leases.push_back(std::move(l));
                    return Status::Ok();
                  }));
@@ -337,13 +326,12 @@ Status LoadMarket(store::Store& store, const market::ExchangeConfig& config,
                                       GPUHUB_ASSIGN_OR_RETURN(t.id, row.Int(0));
                                       GPUHUB_ASSIGN_OR_RETURN(t.gpu, row.Text(1));
                                       GPUHUB_ASSIGN_OR_RETURN(t.price_micros, row.Int(2));
-                                      GPUHUB_ASSIGN_OR_RETURN(std::int64_t gpus, row.Int(3));
-                                      t.gpus = static_cast<int>(gpus);
+                                      GPUHUB_ASSIGN_OR_RETURN(t.gpus, row.IntAs<int>(3));
                                       GPUHUB_ASSIGN_OR_RETURN(t.lease_id, row.Int(4));
                                       GPUHUB_ASSIGN_OR_RETURN(t.bid_id, row.Int(5));
                                       GPUHUB_ASSIGN_OR_RETURN(t.ask_id, row.Int(6));
-                                      GPUHUB_ASSIGN_OR_RETURN(std::string maker, row.Text(7));
-                                      GPUHUB_ASSIGN_OR_RETURN(t.maker, market::ParseSide(maker));
+                                      GPUHUB_ASSIGN_OR_RETURN(t.maker,
+                                                              row.Parsed(7, market::ParseSide));
                                       GPUHUB_ASSIGN_OR_RETURN(t.created_at, row.Int(8));
                                       s.trades.push_back(std::move(t));
                                       return Status::Ok();
@@ -356,9 +344,8 @@ Status LoadMarket(store::Store& store, const market::ExchangeConfig& config,
                                       GPUHUB_ASSIGN_OR_RETURN(p.id, row.Int(0));
                                       GPUHUB_ASSIGN_OR_RETURN(p.provider_id, row.Int(1));
                                       GPUHUB_ASSIGN_OR_RETURN(p.amount_micros, row.Int(2));
-                                      GPUHUB_ASSIGN_OR_RETURN(std::string status, row.Text(3));
-                                      GPUHUB_ASSIGN_OR_RETURN(p.status,
-                                                              market::ParsePayoutStatus(status));
+                                      GPUHUB_ASSIGN_OR_RETURN(
+                                          p.status, row.Parsed(3, market::ParsePayoutStatus));
                                       GPUHUB_ASSIGN_OR_RETURN(p.created_at, row.Int(4));
                                       GPUHUB_ASSIGN_OR_RETURN(p.updated_at, row.Int(5));
                                       GPUHUB_ASSIGN_OR_RETURN(p.admin_id, row.Int(6));

@@ -42,6 +42,19 @@ struct Row {
   Result<std::int64_t> Int(std::size_t column) const;
   Result<std::string> Text(std::size_t column) const;
   bool IsNull(std::size_t column) const;
+  // The integer as a narrower field (int, uint32_t; bool: non-zero is true), cast as the loader
+  // wrote it.
+  template <typename T>
+  Result<T> IntAs(std::size_t column) const {
+    GPUHUB_ASSIGN_OR_RETURN(std::int64_t value, Int(column));
+    return static_cast<T>(value);
+  }
+  // The text through `parse`, a function that returns a Result (an enum's name, a currency code).
+  template <typename Parse>
+  auto Parsed(std::size_t column, Parse&& parse) const -> decltype(parse(std::string())) {
+    GPUHUB_ASSIGN_OR_RETURN(std::string text, Text(column));
+    return parse(text);
+  }
 };
 
 // One row-level change.

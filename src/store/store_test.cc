@@ -213,6 +213,22 @@ TEST(WriteSqlTest, BuildsPortableUpserts) {
   EXPECT_EQ(WriteSql(batch.writes()[1], false), "DELETE FROM t WHERE a = ?1");
 }
 
+TEST(RowTest, TypedAccessorsForLoaders) {
+  Row row;
+  row.values = {std::int64_t{3}, std::string("USD"), std::monostate{}, std::string("x")};
+  EXPECT_EQ(*row.IntAs<int>(0), 3);
+  EXPECT_TRUE(*row.IntAs<bool>(0));
+  EXPECT_FALSE(*row.IntAs<bool>(2));  // NULL reads as 0
+  auto only_usd = [](std::string_view s) -> Result<std::size_t> {
+    if (s != "USD") return Status::InvalidArgument("not USD");
+    return s.size();
+  };
+  EXPECT_EQ(*row.Parsed(1, only_usd), 3u);
+  EXPECT_EQ(row.Parsed(3, only_usd).status().code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(row.Parsed(0, only_usd).status().code(), StatusCode::kInternal);  // not text
+  EXPECT_EQ(row.IntAs<int>(1).status().code(), StatusCode::kInternal);        // not an integer
+}
+
 TEST(ScanSqlTest, SelectsTheColumnsInOrder) {
   EXPECT_EQ(ScanSql("t", {"a", "b"}, "a"), "SELECT a, b FROM t ORDER BY a");
   EXPECT_EQ(ScanSql("t", {"a"}, ""), "SELECT a FROM t");
