@@ -397,19 +397,29 @@ Result<ShardedTraining> ParseShardedTraining(const toml::node* node, const Where
       "must be up-to-8, 8-way-only, pairs, data-parallel-only or single-card, got " + Quote(text));
 }
 
-Status ParseTermGpu(const toml::table& t, std::size_t i, std::string_view source, Catalog& c) {
-  Where where(source, "[[term]] #" + std::to_string(i + 1), LineOf(t));
-  Fields f(t, where);
-  TermGpu g;
+// The keys a [[term]] and a [[spot]] card both start with: its name (which then stands for the
+// card's number in `where`), refused when `find` already knows it, vram_gb and memory.
+template <typename Card>
+Status ParseCardHead(const toml::table& t, std::string_view section,
+                     const Card* (Catalog::*find)(std::string_view) const, const Catalog& c,
+                     Fields& f, Where& where, Card& g) {
   g.source_line = LineOf(t);
   GPUHUB_ASSIGN_OR_RETURN(g.name, f.String("name"));
-  where.set_what("[[term]] " + Quote(g.name));
-  if (c.FindTerm(g.name) != nullptr) {
+  where.set_what(std::string(section) + " " + Quote(g.name));
+  if ((c.*find)(g.name) != nullptr) {
     return where.Error(f.Find("name"), "name", "card " + Quote(g.name) + " is listed twice");
   }
   GPUHUB_ASSIGN_OR_RETURN(auto vram, f.Number("vram_gb", kMaxVramGb, false));
   g.vram_gb = *vram;
   GPUHUB_ASSIGN_OR_RETURN(g.memory, f.String("memory"));
+  return Status::Ok();
+}
+
+Status ParseTermGpu(const toml::table& t, std::size_t i, std::string_view source, Catalog& c) {
+  Where where(source, "[[term]] #" + std::to_string(i + 1), LineOf(t));
+  Fields f(t, where);
+  TermGpu g;
+  GPUHUB_RETURN_IF_ERROR(ParseCardHead(t, "[[term]]", &Catalog::FindTerm, c, f, where, g));
   GPUHUB_ASSIGN_OR_RETURN(std::int64_t power, f.Integer("power_w", false, 1, kMaxPowerW));
   if (power > 0) g.power_w = static_cast<int>(power);
   GPUHUB_ASSIGN_OR_RETURN(auto bandwidth,
@@ -525,15 +535,7 @@ Status ParseSpotGpu(const toml::table& t, std::size_t i, std::string_view source
   Where where(source, "[[spot]] #" + std::to_string(i + 1), LineOf(t));
   Fields f(t, where);
   SpotGpu g;
-  g.source_line = LineOf(t);
-  GPUHUB_ASSIGN_OR_RETURN(g.name, f.String("name"));
-  where.set_what("[[spot]] " + Quote(g.name));
-  if (c.FindSpot(g.name) != nullptr) {
-    return where.Error(f.Find("name"), "name", "card " + Quote(g.name) + " is listed twice");
-  }
-  GPUHUB_ASSIGN_OR_RETURN(auto vram, f.Number("vram_gb", kMaxVramGb, false));
-  g.vram_gb = *vram;
-  GPUHUB_ASSIGN_OR_RETURN(g.memory, f.String("memory"));
+  GPUHUB_RETURN_IF_ERROR(ParseCardHead(t, "[[spot]]", &Catalog::FindSpot, c, f, where, g));
   GPUHUB_ASSIGN_OR_RETURN(g.bandwidth_gb_per_s,
                           f.Number("bandwidth_gb_per_s", kMaxBandwidthGbPerS, true));
   GPUHUB_ASSIGN_OR_RETURN(g.bf16_dense_tflops, f.Number("bf16_dense_tflops", kMaxTflops, true));
