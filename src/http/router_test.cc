@@ -214,5 +214,19 @@ TEST(StaticFilesTest, ContentTypesAndTraversal) {
   EXPECT_EQ(ServeStaticFile("/tmp", r).status, 404);
 }
 
+TEST(StaticFilesTest, WithoutThePagesTheFrontPageIsAPlaceholder) {
+  Request r;
+  r.method = "GET";
+  for (const char* web_dir : {"", "/nonexistent-gpuhub-web-dir"}) {
+    r.path = "/";
+    Response front = ServeStaticFile(web_dir, r);
+    EXPECT_EQ(front.status, 200) << web_dir;
+    EXPECT_EQ(front.content_type, "text/html; charset=utf-8") << web_dir;
+    EXPECT_NE(front.body.find("/v1/catalog"), std::string::npos) << web_dir;
+    r.path = "/calculator/";
+    EXPECT_EQ(ServeStaticFile(web_dir, r).status, 404) << web_dir;
+  }
+}
+
 }  // namespace
 }  // namespace gpuhub::http

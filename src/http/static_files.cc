@@ -92,26 +92,18 @@ Response ServeStaticFile(const std::string& web_dir, const Request& request) {
     start = end + 1;
   }
   if (relative.empty() || relative.back() == '/') relative += "index.html";
-  if (web_dir.empty()) {
-    if (relative == "/index.html") {
-      Response r = Response::Json(200, kPlaceholderIndex);
-      r.content_type = "text/html; charset=utf-8";
-      r.headers.emplace_back("Cache-Control", "no-cache");
-      return r;
-    }
-    return not_found();
-  }
+  // Without the page (no web directory, or no such file in it) the front page is a placeholder.
+  auto placeholder_or_not_found = [&] {
+    if (relative != "/index.html") return not_found();
+    Response r = Response::Json(200, kPlaceholderIndex);
+    r.content_type = "text/html; charset=utf-8";
+    r.headers.emplace_back("Cache-Control", "no-cache");
+    return r;
+  };
+  if (web_dir.empty()) return placeholder_or_not_found();
   std::string root = RealPath(web_dir);
   std::string full = RealPath(web_dir + relative);
-  if (root.empty() || full.empty()) {
-    if (relative == "/index.html") {
-      Response r = Response::Json(200, kPlaceholderIndex);
-      r.content_type = "text/html; charset=utf-8";
-      r.headers.emplace_back("Cache-Control", "no-cache");
-      return r;
-    }
-    return not_found();
-  }
+  if (root.empty() || full.empty()) return placeholder_or_not_found();
   // A symlink inside web/ must not lead outside it.
   if (full.compare(0, root.size(), root) != 0 ||
       (full.size() > root.size() && full[root.size()] != '/')) {
