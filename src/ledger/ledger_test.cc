@@ -88,36 +88,37 @@ struct Case {
   TransferResult expected;
 };
 
+// A case's request: `base` with the one change the case is about.
+std::function<TransferRequest()> With(TransferRequest base,
+                                      std::function<void(TransferRequest&)> change) {
+  return [base = std::move(base), change = std::move(change)] {
+    TransferRequest r = base;
+    change(r);
+    return r;
+  };
+}
+
 TEST(Ledger, EveryResultCodeOfOneTransfer) {
   const std::string long_id(kMaxTransferIdBytes + 1, 'a');
+  // Valid requests that the cases below change (With) to break one rule each.
+  const TransferRequest valid = Single("t", kDepositsUsd, kWallet1, 1);
+  const TransferRequest fund = Single("fund", kDepositsUsd, kWallet1, 100 * kUnit, "topup");
+  const TransferRequest void_hold = Void("t", "hold");
+  const TransferRequest post_hold = Post("t", "hold", 1);
   const Case cases[] = {
       {"ok", [] { return Single("t", kWallet1, kPayable9, 60 * kUnit); }, TransferResult::kOk},
       {"ok pending up to available", [] { return Pending("t", kWallet1, kHoldsUsd, 60 * kUnit); },
        TransferResult::kOk},
       {"ok post less than held", [] { return Post("t", "hold", 1); }, TransferResult::kOk},
-      {"ok void with amount",
-       [] {
-         auto r = Void("t", "hold");
-         r.amount_micros = 30 * kUnit;
-         return r;
-       },
+      {"ok void with amount", With(void_hold, [](auto& r) { r.amount_micros = 30 * kUnit; }),
        TransferResult::kOk},
       {"ok id charset", [] { return Single("topup:inv_123/a.b-c@x", kDepositsUsd, kWallet2, 1); },
        TransferResult::kOk},
       {"ok utf8 memo",
-       [] {
-         auto r = Single("t", kDepositsUsd, kWallet2, 1);
-         r.memo = "bank transfer \xe2\x82\xac 5 \xf0\x9f\x92\xb6";
-         return r;
-       },
+       With(Single("t", kDepositsUsd, kWallet2, 1),
+            [](auto& r) { r.memo = "bank transfer \xe2\x82\xac 5 \xf0\x9f\x92\xb6"; }),
        TransferResult::kOk},
-      {"exists",
-       [] {
-         auto r = Single("fund", kDepositsUsd, kWallet1, 100 * kUnit, "topup");
-         r.timestamp = kT + 999;
-         return r;
-       },
-       TransferResult::kExists},
+      {"exists", With(fund, [](auto& r) { r.timestamp = kT + 999; }), TransferResult::kExists},
       {"exists void without amount", [] { return Void("voided-hold-void", "voided-hold"); },
        TransferResult::kExists},
       {"id empty", [] { return Single("", kDepositsUsd, kWallet1, 1); },
@@ -128,12 +129,7 @@ TEST(Ledger, EveryResultCodeOfOneTransfer) {
        TransferResult::kIdHasInvalidCharacters},
       {"id non-ascii", [] { return Single("caf\xc3\xa9", kDepositsUsd, kWallet1, 1); },
        TransferResult::kIdHasInvalidCharacters},
-      {"kind invalid",
-       [] {
-         auto r = Single("t", kDepositsUsd, kWallet1, 1);
-         r.kind = static_cast<TransferKind>(9);
-         return r;
-       },
+      {"kind invalid", With(valid, [](auto& r) { r.kind = static_cast<TransferKind>(9); }),
        TransferResult::kKindInvalid},
       {"code empty", [] { return Single("t", kDepositsUsd, kWallet1, 1, ""); },
        TransferResult::kCodeMustNotBeEmpty},
@@ -144,75 +140,25 @@ TEST(Ledger, EveryResultCodeOfOneTransfer) {
        TransferResult::kCodeTooLong},
       {"code upper case", [] { return Single("t", kDepositsUsd, kWallet1, 1, "TopUp"); },
        TransferResult::kCodeHasInvalidCharacters},
-      {"memo too long",
-       [] {
-         auto r = Single("t", kDepositsUsd, kWallet1, 1);
-         r.memo.assign(kMaxTransferMemoBytes + 1, 'm');
-         return r;
-       },
+      {"memo too long", With(valid, [](auto& r) { r.memo.assign(kMaxTransferMemoBytes + 1, 'm'); }),
        TransferResult::kMemoTooLong},
-      {"memo newline",
-       [] {
-         auto r = Single("t", kDepositsUsd, kWallet1, 1);
-         r.memo = "a\nb";
-         return r;
-       },
+      {"memo newline", With(valid, [](auto& r) { r.memo = "a\nb"; }),
        TransferResult::kMemoHasInvalidCharacters},
-      {"memo bad utf8",
-       [] {
-         auto r = Single("t", kDepositsUsd, kWallet1, 1);
-         r.memo = "\xff";
-         return r;
-       },
+      {"memo bad utf8", With(valid, [](auto& r) { r.memo = "\xff"; }),
        TransferResult::kMemoHasInvalidCharacters},
-      {"memo overlong",
-       [] {
-         auto r = Single("t", kDepositsUsd, kWallet1, 1);
-         r.memo = "\xc0\xaf";
-         return r;
-       },
+      {"memo overlong", With(valid, [](auto& r) { r.memo = "\xc0\xaf"; }),
        TransferResult::kMemoHasInvalidCharacters},
-      {"memo surrogate",
-       [] {
-         auto r = Single("t", kDepositsUsd, kWallet1, 1);
-         r.memo = "\xed\xa0\x80";
-         return r;
-       },
+      {"memo surrogate", With(valid, [](auto& r) { r.memo = "\xed\xa0\x80"; }),
        TransferResult::kMemoHasInvalidCharacters},
-      {"memo C1 control",
-       [] {
-         auto r = Single("t", kDepositsUsd, kWallet1, 1);
-         r.memo = "\xc2\x85";
-         return r;
-       },
+      {"memo C1 control", With(valid, [](auto& r) { r.memo = "\xc2\x85"; }),
        TransferResult::kMemoHasInvalidCharacters},
-      {"memo truncated",
-       [] {
-         auto r = Single("t", kDepositsUsd, kWallet1, 1);
-         r.memo = "ok \xe2\x82";
-         return r;
-       },
+      {"memo truncated", With(valid, [](auto& r) { r.memo = "ok \xe2\x82"; }),
        TransferResult::kMemoHasInvalidCharacters},
-      {"timestamp zero",
-       [] {
-         auto r = Single("t", kDepositsUsd, kWallet1, 1);
-         r.timestamp = 0;
-         return r;
-       },
+      {"timestamp zero", With(valid, [](auto& r) { r.timestamp = 0; }),
        TransferResult::kTimestampMustBePositive},
-      {"debit missing",
-       [] {
-         auto r = Single("t", kDepositsUsd, kWallet1, 1);
-         r.debit.reset();
-         return r;
-       },
+      {"debit missing", With(valid, [](auto& r) { r.debit.reset(); }),
        TransferResult::kDebitAccountRequired},
-      {"credit missing",
-       [] {
-         auto r = Single("t", kDepositsUsd, kWallet1, 1);
-         r.credit.reset();
-         return r;
-       },
+      {"credit missing", With(valid, [](auto& r) { r.credit.reset(); }),
        TransferResult::kCreditAccountRequired},
       {"debit invalid",
        [] { return Single("t", AccountKey::Wallet(0, Currency::kUsd), kWallet1, 1); },
@@ -233,22 +179,12 @@ TEST(Ledger, EveryResultCodeOfOneTransfer) {
        TransferResult::kAmountMustBePositive},
       {"post amount zero", [] { return Post("t", "hold", 0); },
        TransferResult::kAmountMustBePositive},
-      {"void amount negative",
-       [] {
-         auto r = Void("t", "hold");
-         r.amount_micros = -1;
-         return r;
-       },
+      {"void amount negative", With(void_hold, [](auto& r) { r.amount_micros = -1; }),
        TransferResult::kAmountMustNotBeNegative},
       {"amount over maximum",
        [] { return Single("t", kDepositsUsd, kWallet1, kMaxTransferAmountMicros + 1); },
        TransferResult::kAmountExceedsMaximum},
-      {"pending id on single",
-       [] {
-         auto r = Single("t", kDepositsUsd, kWallet1, 1);
-         r.pending_id = "hold";
-         return r;
-       },
+      {"pending id on single", With(valid, [](auto& r) { r.pending_id = "hold"; }),
        TransferResult::kPendingIdMustBeEmpty},
       {"post without pending id", [] { return Post("t", "", 1); },
        TransferResult::kPendingIdMustNotBeEmpty},
@@ -259,19 +195,9 @@ TEST(Ledger, EveryResultCodeOfOneTransfer) {
       {"exists with different amount",
        [] { return Single("fund", kDepositsUsd, kWallet1, 99 * kUnit, "topup"); },
        TransferResult::kExistsWithDifferentFields},
-      {"exists with different kind",
-       [] {
-         auto r = Single("fund", kDepositsUsd, kWallet1, 100 * kUnit, "topup");
-         r.kind = TransferKind::kPending;
-         return r;
-       },
+      {"exists with different kind", With(fund, [](auto& r) { r.kind = TransferKind::kPending; }),
        TransferResult::kExistsWithDifferentFields},
-      {"exists with different memo",
-       [] {
-         auto r = Single("fund", kDepositsUsd, kWallet1, 100 * kUnit, "topup");
-         r.memo = "x";
-         return r;
-       },
+      {"exists with different memo", With(fund, [](auto& r) { r.memo = "x"; }),
        TransferResult::kExistsWithDifferentFields},
       {"exists with different pending", [] { return Post("posted-hold-post", "hold", 10 * kUnit); },
        TransferResult::kExistsWithDifferentFields},
@@ -279,27 +205,16 @@ TEST(Ledger, EveryResultCodeOfOneTransfer) {
        TransferResult::kPendingTransferNotFound},
       {"pending not pending", [] { return Post("t", "fund", 1); },
        TransferResult::kPendingTransferNotPending},
-      {"pending other debit",
-       [] {
-         auto r = Post("t", "hold", 1);
-         r.debit = kWallet2;
-         return r;
-       },
+      {"pending other debit", With(post_hold, [](auto& r) { r.debit = kWallet2; }),
        TransferResult::kPendingTransferHasDifferentDebitAccount},
       {"pending other credit",
-       [] {
-         auto r = Post("t", "hold", 1);
-         r.debit = kWallet1;
-         r.credit = kRevenueUsd;
-         return r;
-       },
+       With(post_hold,
+            [](auto& r) {
+              r.debit = kWallet1;
+              r.credit = kRevenueUsd;
+            }),
        TransferResult::kPendingTransferHasDifferentCreditAccount},
-      {"void other amount",
-       [] {
-         auto r = Void("t", "hold");
-         r.amount_micros = 1;
-         return r;
-       },
+      {"void other amount", With(void_hold, [](auto& r) { r.amount_micros = 1; }),
        TransferResult::kPendingTransferHasDifferentAmount},
       {"post over held", [] { return Post("t", "hold", 30 * kUnit + 1); },
        TransferResult::kExceedsPendingTransferAmount},
