@@ -24,6 +24,34 @@ double Usd(std::int64_t micros) { return catalog::MicrosToUsd(micros); }
 
 std::string Exact(std::int64_t micros) { return FormatMicros(micros, 6); }
 
+// A figure that is not published (or a filter that is not set) is null, never 0 or "".
+template <typename T>
+Json OrNull(const std::optional<T>& v) {
+  return v ? Json(*v) : Json(nullptr);
+}
+template <typename T, typename Format>
+Json OrNull(const std::optional<T>& v, Format&& format) {
+  return v ? Json(format(*v)) : Json(nullptr);
+}
+
+// The "exact" object: the prices as decimal strings, never rounded through a double.
+Json ExactPrices(std::int64_t monthly_micros, std::int64_t weekly_micros,
+                 std::int64_t hourly_micros) {
+  return {{"monthly_usd", Exact(monthly_micros)},
+          {"weekly_usd", Exact(weekly_micros)},
+          {"hourly_usd", Exact(hourly_micros)}};
+}
+
+// Notes about the model, then the request, then the estimate, as the reports list them.
+Json NotesJson(const sizing::ModelShape& model, const std::vector<std::string>& request_notes,
+               const sizing::MemoryEstimate& estimate) {
+  Json j = Json::array();
+  for (const auto* notes : {&model.notes, &request_notes, &estimate.notes}) {
+    for (const auto& line : *notes) j.push_back(line);
+  }
+  return j;
+}
+
 Json ModelJson(const sizing::ModelShape& m) {
   Json j;
   j["id"] = m.id;
@@ -131,14 +159,10 @@ Json ConfigJson(const Candidate& c, bool explain) {
   j["regions"] = g.regions;
   j["free_now"] = g.free_now;
   j["in_stock"] = c.in_stock;
-  j["exact"] = {{"monthly_usd", Exact(c.monthly_micros)},
-                {"weekly_usd", Exact(c.weekly_micros)},
-                {"hourly_usd", Exact(c.hourly_micros)}};
+  j["exact"] = ExactPrices(c.monthly_micros, c.weekly_micros, c.hourly_micros);
   if (explain) j["explain"] = Strings(ExplainCandidate(c));
   return j;
 }
-
-Json OptionalNumber(const std::optional<double>& v) { return v ? Json(*v) : Json(nullptr); }
 
 // --- Request parsing -------------------------------------------------------------------------
 
@@ -346,10 +370,7 @@ std::string SizeReportJson(const SizeRequest& request, const sizing::MemoryEstim
   if (e.method == Method::kInference) {
     j["decode_weight_bytes_per_token"] = e.decode_weight_bytes;
   }
-  std::vector<std::string> notes = request.model.notes;
-  notes.insert(notes.end(), request.notes.begin(), request.notes.end());
-  notes.insert(notes.end(), e.notes.begin(), e.notes.end());
-  j["notes"] = Strings(notes);
+  j["notes"] = NotesJson(request.model, request.notes, e);
   return j.dump(2);
 }
 
@@ -359,12 +380,10 @@ std::string FitReportJson(const FitRequest& request, const FitResult& result) {
   j["workload"] = WorkloadJson(request.workload, result.required);
   Json filters;
   filters["cuda_only"] = request.filters.cuda_only;
-  filters["region"] = request.filters.region ? Json(*request.filters.region) : Json(nullptr);
+  filters["region"] = OrNull(request.filters.region);
   filters["in_stock"] = request.filters.in_stock;
-  filters["max_monthly_usd"] = request.filters.max_monthly_micros
-                                   ? Json(Usd(*request.filters.max_monthly_micros))
-                                   : Json(nullptr);
-  filters["gpu"] = request.filters.gpu ? Json(*request.filters.gpu) : Json(nullptr);
+  filters["max_monthly_usd"] = OrNull(request.filters.max_monthly_micros, Usd);
+  filters["gpu"] = OrNull(request.filters.gpu);
   filters["top"] = request.top;
   j["filters"] = std::move(filters);
   j["required_gb"] = Gb(result.required.per_gpu_bytes);
@@ -395,10 +414,7 @@ std::string FitReportJson(const FitRequest& request, const FitResult& result) {
     }
     j["excluded"] = std::move(excluded);
   }
-  std::vector<std::string> notes = request.model.notes;
-  notes.insert(notes.end(), request.notes.begin(), request.notes.end());
-  notes.insert(notes.end(), result.required.notes.begin(), result.required.notes.end());
-  j["notes"] = Strings(notes);
+  j["notes"] = NotesJson(request.model, request.notes, result.required);
   return j.dump(2);
 }
 
@@ -452,11 +468,9 @@ std::string GuideJson(const Guide& guide) {
     r["hourly_usd"] = Usd(g.hourly_micros);
     r["weekly_usd"] = Usd(g.weekly_micros);
     r["weekly_derived"] = g.weekly_derived;
-    r["spot"] = row.spot_name ? Json(*row.spot_name) : Json(nullptr);
-    r["spot_ask_usd_per_hour"] =
-        row.spot_ask_micros ? Json(Usd(*row.spot_ask_micros)) : Json(nullptr);
-    r["break_even_hours"] =
-        row.break_even_hours ? Json(Round(*row.break_even_hours, 1)) : Json(nullptr);
+    r["spot"] = OrNull(row.spot_name);
+    r["spot_ask_usd_per_hour"] = OrNull(row.spot_ask_micros, Usd);
+    r["break_even_hours"] = OrNull(row.break_even_hours, [](double h) { return Round(h, 1); });
     cost.push_back(std::move(r));
   }
   j["cost"] = std::move(cost);
@@ -499,19 +513,19 @@ std::string CatalogJson(const catalog::Catalog& c, std::optional<std::int64_t> h
     r["name"] = g.name;
     r["vram_gb"] = g.vram_gb;
     r["memory"] = g.memory;
-    r["power_w"] = g.power_w ? Json(*g.power_w) : Json(nullptr);
+    r["power_w"] = OrNull(g.power_w);
     r["bandwidth_gb_per_s"] = g.bandwidth_gb_per_s;
     r["fp8"] = g.fp8;
     r["stack"] = catalog::StackName(g.stack);
     r["link"] = g.link;
     r["interconnect"] = catalog::InterconnectName(g.interconnect);
-    r["link_gb_per_s"] = OptionalNumber(g.link_gb_per_s);
+    r["link_gb_per_s"] = OrNull(g.link_gb_per_s);
     r["link_optional"] = g.link_optional;
     r["sharded_training"] = catalog::ShardedTrainingName(g.sharded_training);
     r["counts"] = g.counts;
     r["regions"] = g.regions;
     r["free_now"] = g.free_now;
-    r["local_nvme_tb"] = g.local_nvme_tb ? Json(*g.local_nvme_tb) : Json(nullptr);
+    r["local_nvme_tb"] = OrNull(g.local_nvme_tb);
     r["monthly_usd"] = Usd(g.monthly_micros);
     r["weekly_usd"] = Usd(g.weekly_micros);
     r["weekly_derived"] = g.weekly_derived;
@@ -532,9 +546,7 @@ std::string CatalogJson(const catalog::Catalog& c, std::optional<std::int64_t> h
       r["break_even_hours_vs_rate"] =
           Round(catalog::BreakEvenHours(g.monthly_micros, *hourly_rate_micros), 1);
     }
-    r["exact"] = {{"monthly_usd", Exact(g.monthly_micros)},
-                  {"weekly_usd", Exact(g.weekly_micros)},
-                  {"hourly_usd", Exact(g.hourly_micros)}};
+    r["exact"] = ExactPrices(g.monthly_micros, g.weekly_micros, g.hourly_micros);
     term.push_back(std::move(r));
   }
   j["term"] = std::move(term);
@@ -545,13 +557,12 @@ std::string CatalogJson(const catalog::Catalog& c, std::optional<std::int64_t> h
     r["name"] = s.name;
     r["vram_gb"] = s.vram_gb;
     r["memory"] = s.memory;
-    r["bandwidth_gb_per_s"] = OptionalNumber(s.bandwidth_gb_per_s);
-    r["bf16_dense_tflops"] = OptionalNumber(s.bf16_dense_tflops);
-    r["opening_ask_usd_per_hour"] =
-        s.opening_ask_micros_per_hour ? Json(Usd(*s.opening_ask_micros_per_hour)) : Json(nullptr);
+    r["bandwidth_gb_per_s"] = OrNull(s.bandwidth_gb_per_s);
+    r["bf16_dense_tflops"] = OrNull(s.bf16_dense_tflops);
+    r["opening_ask_usd_per_hour"] = OrNull(s.opening_ask_micros_per_hour, Usd);
     r["largest_full_train_b_1gpu"] = s.largest_full_train_b_1gpu;
     r["largest_full_train_b_8gpu"] = s.largest_full_train_b_8gpu;
-    r["term"] = s.term_name ? Json(*s.term_name) : Json(nullptr);
+    r["term"] = OrNull(s.term_name);
     spot.push_back(std::move(r));
   }
   j["spot"] = std::move(spot);
