@@ -2,11 +2,8 @@
 
 #include <gtest/gtest.h>
 #include <sodium.h>
-#include <unistd.h>
 
-#include <filesystem>
-#include <random>
-
+#include "engine/engine_test_fixture.h"
 #include "engine/idempotency.h"
 #include "engine/limits.h"
 
@@ -71,24 +68,10 @@ TEST(RoleTest, ParsesAndNamesRoles) {
   EXPECT_EQ(RoleNames(kRoleCustomer | kRoleAdmin), (std::vector<std::string>{"customer", "admin"}));
 }
 
-class SessionTest : public ::testing::Test {
+class SessionTest : public EngineOnSqliteTest {
  protected:
-  void SetUp() override {
-    auto dir =
-        std::filesystem::temp_directory_path() / ("gpuhub_sessions_" + std::to_string(::getpid()) +
-                                                  "_" + std::to_string(std::random_device{}()));
-    std::filesystem::create_directories(dir);
-    auto store = store::OpenStore("sqlite:" + (dir / "s.db").string());
-    ASSERT_TRUE(store.ok());
-    ASSERT_TRUE((*store)->Migrate().ok());
-    EngineOptions options;
-    options.run_periodic_ticks = false;
-    engine_ = std::make_unique<Engine>(std::move(store).value(), clock_, metrics_, options);
-    ASSERT_TRUE(engine_->Start().ok());
-  }
-  ManualClock clock_{1'000'000'000};
-  MetricsRegistry metrics_;
-  std::unique_ptr<Engine> engine_;
+  SessionTest() : EngineOnSqliteTest(1'000'000'000, "gpuhub_sessions") {}
+  void SetUp() override { OpenEngine(); }
 };
 
 TEST_F(SessionTest, SessionsAuthenticateUntilTheyExpireOrAreDeleted) {

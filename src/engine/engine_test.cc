@@ -1,26 +1,18 @@
 #include "engine/engine.h"
 
 #include <gtest/gtest.h>
-#include <unistd.h>
 
 #include <atomic>
-#include <filesystem>
-#include <random>
 #include <thread>
 
 #include "engine/accounts.h"
+#include "engine/engine_test_fixture.h"
 #include "engine/idempotency.h"
 
 namespace gpuhub::engine {
 namespace {
 
-std::string TempDb() {
-  static std::mt19937_64 rng(std::random_device{}());
-  auto dir = std::filesystem::temp_directory_path() /
-             ("gpuhub_engine_test_" + std::to_string(::getpid()) + "_" + std::to_string(rng()));
-  std::filesystem::create_directories(dir);
-  return "sqlite:" + (dir / "engine.db").string();
-}
+std::string TempDb() { return FreshSqliteUrl("gpuhub_engine_test", "engine.db"); }
 
 // Forwards to a real store; fails Apply while `fail` is set.
 class FlakyStore final : public store::Store {
@@ -47,13 +39,6 @@ class FlakyStore final : public store::Store {
  private:
   std::unique_ptr<store::Store> inner_;
 };
-
-std::unique_ptr<store::Store> OpenMigrated(const std::string& url) {
-  auto store = store::OpenStore(url);
-  EXPECT_TRUE(store.ok()) << store.status().ToString();
-  EXPECT_TRUE((*store)->Migrate().ok());
-  return std::move(store).value();
-}
 
 Result<std::int64_t> AddUser(Engine& engine, const std::string& name) {
   return engine.ExecuteSync<std::int64_t>([name](Txn& txn) -> Result<std::int64_t> {

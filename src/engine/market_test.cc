@@ -1,12 +1,9 @@
 #include "engine/market.h"
 
 #include <gtest/gtest.h>
-#include <unistd.h>
-
-#include <filesystem>
-#include <random>
 
 #include "engine/accounts.h"
+#include "engine/engine_test_fixture.h"
 #include "engine/wallets.h"
 
 namespace gpuhub::engine {
@@ -14,13 +11,10 @@ namespace {
 
 constexpr std::int64_t kUsd = 1'000'000;
 
-class EngineMarketTest : public ::testing::Test {
+class EngineMarketTest : public EngineOnSqliteTest {
  protected:
+  EngineMarketTest() : EngineOnSqliteTest(1'800'000'000'000'000, "gpuhub_market") {}
   void SetUp() override {
-    dir_ = std::filesystem::temp_directory_path() / ("gpuhub_market_" + std::to_string(::getpid()) +
-                                                     "_" + std::to_string(std::random_device{}()));
-    std::filesystem::create_directories(dir_);
-    url_ = "sqlite:" + (dir_ / "m.db").string();
     Open();
     auto ids = Run<std::vector<std::int64_t>>([](Txn& txn) -> Result<std::vector<std::int64_t>> {
       GPUHUB_ASSIGN_OR_RETURN(User p, CreateUser(txn, "paula", "h", kRoleProvider));
@@ -32,30 +26,11 @@ class EngineMarketTest : public ::testing::Test {
     customer_ = ids[1];
     admin_ = ids[2];
   }
-  void TearDown() override {
-    engine_.reset();
-    std::error_code ec;
-    std::filesystem::remove_all(dir_, ec);
-  }
   void Open() {
-    engine_.reset();
-    auto store = store::OpenStore(url_);
-    ASSERT_TRUE(store.ok());
-    ASSERT_TRUE((*store)->Migrate().ok());
     EngineOptions options;
-    options.run_periodic_ticks = false;
     options.domains.market.gpus = {"H100 SXM", "A100 SXM"};
     options.domains.market.regions = {"DFW-1", "IAD-1"};
-    metrics_ = std::make_unique<MetricsRegistry>();
-    engine_ = std::make_unique<Engine>(std::move(store).value(), clock_, *metrics_, options);
-    AddMarketTickHooks(*engine_);
-    ASSERT_TRUE(engine_->Start().ok());
-  }
-  template <typename T>
-  T Run(std::function<Result<T>(Txn&)> fn) {
-    auto r = engine_->ExecuteSync<T>(std::move(fn));
-    EXPECT_TRUE(r.ok()) << r.status().ToString();
-    return r.ok() ? std::move(r).value() : T{};
+    OpenEngine(options, AddMarketTickHooks);
   }
   // What the admin clock endpoint does: move the clock, then run the tick hooks in one command.
   void Advance(std::int64_t micros) {
@@ -85,11 +60,6 @@ class EngineMarketTest : public ::testing::Test {
     });
   }
 
-  ManualClock clock_{1'800'000'000'000'000};
-  std::filesystem::path dir_;
-  std::string url_;
-  std::unique_ptr<MetricsRegistry> metrics_;
-  std::unique_ptr<Engine> engine_;
   std::int64_t provider_ = 0, customer_ = 0, admin_ = 0;
 };
 

@@ -1,25 +1,18 @@
 #include "engine/wallets.h"
 
 #include <gtest/gtest.h>
-#include <unistd.h>
-
-#include <filesystem>
-#include <random>
 
 #include "engine/accounts.h"
+#include "engine/engine_test_fixture.h"
 #include "engine/limits.h"
 
 namespace gpuhub::engine {
 namespace {
 
-class WalletsTest : public ::testing::Test {
+class WalletsTest : public EngineOnSqliteTest {
  protected:
+  WalletsTest() : EngineOnSqliteTest(1'700'000'000'000'000, "gpuhub_wallets") {}
   void SetUp() override {
-    auto dir =
-        std::filesystem::temp_directory_path() / ("gpuhub_wallets_" + std::to_string(::getpid()) +
-                                                  "_" + std::to_string(std::random_device{}()));
-    std::filesystem::create_directories(dir);
-    url_ = "sqlite:" + (dir / "w.db").string();
     Open();
     user_ = Run<std::int64_t>([](Txn& txn) -> Result<std::int64_t> {
       GPUHUB_ASSIGN_OR_RETURN(User u, CreateUser(txn, "wendy", "h", kRoleCustomer));
@@ -27,24 +20,7 @@ class WalletsTest : public ::testing::Test {
       return u.id;
     });
   }
-  void Open() {
-    engine_.reset();
-    auto store = store::OpenStore(url_);
-    ASSERT_TRUE(store.ok());
-    ASSERT_TRUE((*store)->Migrate().ok());
-    EngineOptions options;
-    options.run_periodic_ticks = false;
-    metrics_ = std::make_unique<MetricsRegistry>();
-    engine_ = std::make_unique<Engine>(std::move(store).value(), clock_, *metrics_, options);
-    AddWalletTickHooks(*engine_);
-    ASSERT_TRUE(engine_->Start().ok());
-  }
-  template <typename T>
-  T Run(std::function<Result<T>(Txn&)> fn) {
-    auto r = engine_->ExecuteSync<T>(std::move(fn));
-    EXPECT_TRUE(r.ok()) << r.status().ToString();
-    return r.ok() ? std::move(r).value() : T{};
-  }
+  void Open() { OpenEngine({}, AddWalletTickHooks); }
   std::int64_t Available(Currency c) {
     return Run<std::int64_t>([&](Txn& txn) -> Result<std::int64_t> {
       GPUHUB_ASSIGN_OR_RETURN(auto w, txn.state.wallets->ledger.Wallets(user_));
@@ -52,10 +28,6 @@ class WalletsTest : public ::testing::Test {
     });
   }
 
-  ManualClock clock_{1'700'000'000'000'000};
-  std::string url_;
-  std::unique_ptr<MetricsRegistry> metrics_;
-  std::unique_ptr<Engine> engine_;
   std::int64_t user_ = 0;
 };
 
