@@ -5,8 +5,22 @@
 #        include the headers of what it names (the arrows of DESIGN.md), and a wrong include fails.
 #   gpuhub_test(NAME sizing_test SOURCES x_test.cc DEPS gpuhub_sizing gpuhub_core)
 #     -> GoogleTest executable registered with CTest.
+#   gpuhub_server_test(NAME crash_test SOURCES crash_test.cc TIMEOUT 600 [DEPS gpuhub_engine ...])
+#     -> GoogleTest executable, label `integration`, that drives the real `gpuhub` binary through
+#        the harness of tests/server.
+#   gpuhub_bench(NAME sizing_bench SOURCES x_bench.cc DEPS gpuhub_sizing gpuhub_core)
+#     -> Google Benchmark executable.
 
 set(GPUHUB_WARNINGS -Wall -Wextra -Werror -Wno-missing-field-initializers)
+
+# What every executable of the project gets: the warnings, "component/x.h" includes and
+# GPUHUB_SOURCE_DIR.
+function(gpuhub_executable name)
+  add_executable(${name} ${ARGN})
+  target_compile_options(${name} PRIVATE ${GPUHUB_WARNINGS})
+  target_include_directories(${name} PRIVATE ${PROJECT_SOURCE_DIR}/src)
+  target_compile_definitions(${name} PRIVATE GPUHUB_SOURCE_DIR="${PROJECT_SOURCE_DIR}")
+endfunction()
 
 function(gpuhub_library)
   cmake_parse_arguments(ARG "" "NAME" "SOURCES;DEPS;EXTERNAL;PUBLIC_EXTERNAL" ${ARGN})
@@ -28,13 +42,21 @@ function(gpuhub_test)
     return()
   endif()
   cmake_parse_arguments(ARG "" "NAME" "SOURCES;DEPS" ${ARGN})
-  add_executable(${ARG_NAME} ${ARG_SOURCES})
-  target_compile_options(${ARG_NAME} PRIVATE ${GPUHUB_WARNINGS})
-  target_include_directories(${ARG_NAME} PRIVATE ${PROJECT_SOURCE_DIR}/src)
+  gpuhub_executable(${ARG_NAME} ${ARG_SOURCES})
   target_link_libraries(${ARG_NAME} PRIVATE ${ARG_DEPS} GTest::gtest GTest::gmock GTest::gtest_main)
-  target_compile_definitions(${ARG_NAME} PRIVATE GPUHUB_SOURCE_DIR="${PROJECT_SOURCE_DIR}")
   gtest_discover_tests(${ARG_NAME} DISCOVERY_TIMEOUT 60
                        PROPERTIES ENVIRONMENT "GPUHUB_SOURCE_DIR=${PROJECT_SOURCE_DIR}")
+endfunction()
+
+function(gpuhub_server_test)
+  cmake_parse_arguments(ARG "" "NAME;TIMEOUT" "SOURCES;DEPS" ${ARGN})
+  gpuhub_executable(${ARG_NAME} ${ARG_SOURCES})
+  add_dependencies(${ARG_NAME} gpuhub)
+  target_link_libraries(${ARG_NAME} PRIVATE gpuhub_server_harness ${ARG_DEPS} GTest::gtest
+                        GTest::gtest_main Threads::Threads)
+  gtest_discover_tests(${ARG_NAME} DISCOVERY_TIMEOUT 60
+                       PROPERTIES LABELS integration TIMEOUT ${ARG_TIMEOUT}
+                                  ENVIRONMENT "GPUHUB_SOURCE_DIR=${PROJECT_SOURCE_DIR}")
 endfunction()
 
 function(gpuhub_bench)
@@ -42,9 +64,6 @@ function(gpuhub_bench)
     return()
   endif()
   cmake_parse_arguments(ARG "" "NAME" "SOURCES;DEPS" ${ARGN})
-  add_executable(${ARG_NAME} ${ARG_SOURCES})
-  target_compile_options(${ARG_NAME} PRIVATE ${GPUHUB_WARNINGS})
-  target_include_directories(${ARG_NAME} PRIVATE ${PROJECT_SOURCE_DIR}/src)
+  gpuhub_executable(${ARG_NAME} ${ARG_SOURCES})
   target_link_libraries(${ARG_NAME} PRIVATE ${ARG_DEPS} benchmark::benchmark)
-  target_compile_definitions(${ARG_NAME} PRIVATE GPUHUB_SOURCE_DIR="${PROJECT_SOURCE_DIR}")
 endfunction()
