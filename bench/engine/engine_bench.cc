@@ -146,26 +146,18 @@ void BM_EngineInMemory(benchmark::State& state) { RunCredits(state, "memory"); }
 void BM_EngineSqlite(benchmark::State& state) { RunCredits(state, "sqlite"); }
 void BM_EnginePostgres(benchmark::State& state) { RunCredits(state, "postgresql"); }
 
-// Args: {clients in flight, max commands per batch}.
+// Args: {clients in flight, max commands per batch}. Both databases get the same runs.
+void DatabaseRuns(benchmark::internal::Benchmark* b) {
+  b->Args({1, 1024})->Args({64, 1})->Args({64, 1024})->Args({256, 1024});
+  b->UseRealTime()->Unit(benchmark::kMillisecond);
+}
 BENCHMARK(BM_EngineInMemory)
     ->Args({1, 1024})
     ->Args({64, 1024})
     ->UseRealTime()
     ->Unit(benchmark::kMillisecond);
-BENCHMARK(BM_EngineSqlite)
-    ->Args({1, 1024})
-    ->Args({64, 1})
-    ->Args({64, 1024})
-    ->Args({256, 1024})
-    ->UseRealTime()
-    ->Unit(benchmark::kMillisecond);
-BENCHMARK(BM_EnginePostgres)
-    ->Args({1, 1024})
-    ->Args({64, 1})
-    ->Args({64, 1024})
-    ->Args({256, 1024})
-    ->UseRealTime()
-    ->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_EngineSqlite)->Apply(DatabaseRuns);
+BENCHMARK(BM_EnginePostgres)->Apply(DatabaseRuns);
 
 }  // namespace
 }  // namespace gpuhub::engine

@@ -49,10 +49,10 @@ std::vector<Case> AllCases() {
   return cases;
 }
 
-void BM_FitAllPresetsWorkloadsContexts(benchmark::State& state) {
+// Fits every case in turn under `filters`; returns how many cases there are.
+std::size_t FitAllCases(benchmark::State& state, const gpuhub::fit::Filters& filters) {
   const Catalog& fleet = Fleet();
   const std::vector<Case> cases = AllCases();
-  gpuhub::fit::Filters filters;
   std::size_t i = 0;
   for (auto _ : state) {
     const Case& c = cases[i++ % cases.size()];
@@ -60,25 +60,22 @@ void BM_FitAllPresetsWorkloadsContexts(benchmark::State& state) {
     benchmark::DoNotOptimize(result);
   }
   state.SetItemsProcessed(state.iterations());
-  state.counters["cases"] = static_cast<double>(cases.size());
+  return cases.size();
+}
+
+void BM_FitAllPresetsWorkloadsContexts(benchmark::State& state) {
+  std::size_t cases = FitAllCases(state, gpuhub::fit::Filters{});
+  state.counters["cases"] = static_cast<double>(cases);
 }
 BENCHMARK(BM_FitAllPresetsWorkloadsContexts);
 
 void BM_FitWithFilters(benchmark::State& state) {
-  const Catalog& fleet = Fleet();
-  const std::vector<Case> cases = AllCases();
   gpuhub::fit::Filters filters;
   filters.cuda_only = true;
   filters.in_stock = true;
   filters.region = "IAD-1";
   filters.max_monthly_micros = 5'000'000'000;
-  std::size_t i = 0;
-  for (auto _ : state) {
-    const Case& c = cases[i++ % cases.size()];
-    auto result = gpuhub::fit::Fit(fleet, c.model, c.workload, filters);
-    benchmark::DoNotOptimize(result);
-  }
-  state.SetItemsProcessed(state.iterations());
+  FitAllCases(state, filters);
 }
 BENCHMARK(BM_FitWithFilters);
 
