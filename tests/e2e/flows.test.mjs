@@ -266,6 +266,8 @@ test('the calculator: 70b at FP8 needs 75 GB and one H100 PCIe; the URL carries 
     // The stacked bar has one segment per component, and the arithmetic shows each formula.
     assert.equal(await page.locator('.stack-bar .seg').count(), 3);
     await page.click('#arithmetic summary');
+    // The formulas render once the <details> is open: wait for them instead of reading at once.
+    await page.locator('#arithmetic').getByText(/70e9 params/).first().waitFor({ state: 'visible' });
     const formulas = await page.locator('#arithmetic').innerText();
     assert.match(formulas, /70e9 params x 1\.0 B\/param \(fp8\) = 70\.00 GB/);
     assert.match(formulas, /2 x 80 layers x 8 kv heads x 128 head_dim x 2 B \(fp16\) x 8192 tokens x batch 1 = 2\.68 GB/);
