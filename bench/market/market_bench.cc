@@ -81,8 +81,9 @@ class BookEngine {
         OrderId id = NextId();
         int free = c.gpus;
         bool traded = false;
+        Ticks cursor = OrderBook::kBidCursorStart;
         while (free >= c.min_gpus) {
-          OrderId bid = book_.FindBid(free, c.min_gpus, 1, c.price, kT);
+          OrderId bid = book_.FindBid(free, c.min_gpus, 1, c.price, kT, &cursor);
           if (bid == 0) break;
           free -= free_[static_cast<std::size_t>(bid)];
           book_.Remove(bid);

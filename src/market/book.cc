@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <bit>
+#include <cstddef>
+#include <iterator>
 #include <string>
 
 namespace gpuhub::market {
@@ -72,6 +74,8 @@ bool IdIndex::Erase(std::int64_t id) {
 }  // namespace detail
 
 OrderBook::OrderBook() {
+  // The counters and the queues of 1, 2, 4, 8 and 16 GPUs share the first cache line of a level.
+  static_assert(sizeof(Queue) == 8 && offsetof(Level, queue) + 5 * sizeof(Queue) == 64);
   asks_.is_ask = true;
   bids_.is_ask = false;
 }
@@ -82,28 +86,87 @@ void OrderBook::Reserve(std::size_t orders) {
   index_.Reserve(orders);
 }
 
-void OrderBook::Count(Level& level, int qty, int delta) {
-  level.qty += qty * delta;
-  level.orders += delta;
-  std::int32_t& n = level.count_by_qty[static_cast<std::size_t>(qty)];
-  n += delta;
-  if (n > 0) {
-    level.qty_mask |= 1u << qty;
-  } else {
-    level.qty_mask &= ~(1u << qty);
+void OrderBook::Link(Level& level, std::uint32_t n) {
+  Node& node = nodes_[n];
+  Queue& q = level.QueueFor(node.qty);
+  const std::uint32_t bit = 1u << node.qty;
+  if ((level.qty_mask & bit) == 0) {  // an empty queue's head and tail are stale: start it
+    node.prev = node.next = kNone;
+    q.head = q.tail = n;
+    level.qty_mask |= bit;
+    return;
   }
+  // `after`: the last node of the queue with a lower id (kNone: n goes first).
+  std::uint32_t after;
+  if (nodes_[q.tail].id < node.id) {
+    after = q.tail;  // the usual case: the newest order
+  } else if (nodes_[q.head].id > node.id) {
+    after = kNone;
+  } else {
+    // Inside the queue (an ask whose GPUs changed or came back keeps its place): walk from both
+    // ends at once, so a place near either end is found in a few steps. head.id < id < tail.id,
+    // so neither walk runs off the queue.
+    std::uint32_t forward = q.head;   // id below node.id
+    std::uint32_t backward = q.tail;  // id above node.id
+    for (;;) {
+      std::uint32_t f = nodes_[forward].next;
+      if (nodes_[f].id > node.id) {
+        after = forward;
+        break;
+      }
+      forward = f;
+      std::uint32_t b = nodes_[backward].prev;
+      if (nodes_[b].id < node.id) {
+        after = b;
+        break;
+      }
+      backward = b;
+    }
+  }
+  node.prev = after;
+  node.next = after == kNone ? q.head : nodes_[after].next;
+  if (node.prev == kNone) {
+    q.head = n;
+  } else {
+    nodes_[node.prev].next = n;
+  }
+  if (node.next == kNone) {
+    q.tail = n;
+  } else {
+    nodes_[node.next].prev = n;
+  }
+}
+
+void OrderBook::Unlink(Level& level, std::uint32_t n) {
+  Node& node = nodes_[n];
+  Queue& q = level.QueueFor(node.qty);
+  if (node.prev == kNone) {
+    q.head = node.next;
+  } else {
+    nodes_[node.prev].next = node.next;
+  }
+  if (node.next == kNone) {
+    q.tail = node.prev;
+  } else {
+    nodes_[node.next].prev = node.prev;
+  }
+  if (q.head == kNone) level.qty_mask &= ~(1u << node.qty);
+  node.prev = node.next = kNone;
 }
 
 std::uint32_t OrderBook::LevelFor(Side& side, Ticks price) {
   Ticks key = side.Key(price);
   auto it = std::lower_bound(side.sorted.begin(), side.sorted.end(), key,
-                             [](const auto& entry, Ticks k) { return entry.first < k; });
-  if (it != side.sorted.end() && it->first == key) return it->second;
+                             [](const SortedLevel& entry, Ticks k) { return entry.key < k; });
+  if (it != side.sorted.end() && it->key == key) return it->level;
   std::uint32_t index;
   if (!free_levels_.empty()) {
     index = free_levels_.back();
     free_levels_.pop_back();
-    levels_[index] = Level{};
+    // Only the counters: a queue is read only while its mask bit is set (Link starts it).
+    levels_[index].qty = 0;
+    levels_[index].orders = 0;
+    levels_[index].qty_mask = 0;
   } else {
     index = static_cast<std::uint32_t>(levels_.size());
     levels_.emplace_back();
@@ -116,8 +179,8 @@ std::uint32_t OrderBook::LevelFor(Side& side, Ticks price) {
 void OrderBook::DropLevel(Side& side, std::uint32_t level) {
   Ticks key = side.Key(levels_[level].price);
   auto it = std::lower_bound(side.sorted.begin(), side.sorted.end(), key,
-                             [](const auto& entry, Ticks k) { return entry.first < k; });
-  GPUHUB_CHECK(it != side.sorted.end() && it->second == level);
+                             [](const SortedLevel& entry, Ticks k) { return entry.key < k; });
+  GPUHUB_CHECK(it != side.sorted.end() && it->level == level);
   side.sorted.erase(it);
   free_levels_.push_back(level);
 }
@@ -138,23 +201,11 @@ void OrderBook::Add(Side& side, Node node) {
   GPUHUB_CHECK_MSG(index_.Insert(node.id, n), "order already on the book");
   node.level = LevelFor(side, node.price);
   Level& level = levels_[node.level];
-  // Time priority by id: new orders go to the tail; an ask whose GPUs came back walks to its place.
-  std::uint32_t after = level.tail;
-  while (after != kNone && nodes_[after].id > node.id) after = nodes_[after].prev;
-  node.prev = after;
-  node.next = after == kNone ? level.head : nodes_[after].next;
   nodes_[n] = node;
-  if (node.prev == kNone) {
-    level.head = n;
-  } else {
-    nodes_[node.prev].next = n;
-  }
-  if (node.next == kNone) {
-    level.tail = n;
-  } else {
-    nodes_[node.next].prev = n;
-  }
-  Count(level, node.qty, +1);
+  // Time priority by id: new orders go to the tail; an ask whose GPUs came back walks to its place.
+  Link(level, n);
+  level.qty += node.qty;
+  ++level.orders;
   if (node.is_ask) {
     ++ask_orders_;
     ask_gpus_ += node.qty;
@@ -195,17 +246,9 @@ void OrderBook::Remove(OrderId id) {
   Node& node = nodes_[n];
   Side& side = node.is_ask ? asks_ : bids_;
   Level& level = levels_[node.level];
-  if (node.prev == kNone) {
-    level.head = node.next;
-  } else {
-    nodes_[node.prev].next = node.next;
-  }
-  if (node.next == kNone) {
-    level.tail = node.prev;
-  } else {
-    nodes_[node.next].prev = node.prev;
-  }
-  Count(level, node.qty, -1);
+  Unlink(level, n);
+  level.qty -= node.qty;
+  --level.orders;
   if (node.is_ask) {
     --ask_orders_;
     ask_gpus_ -= node.qty;
@@ -225,47 +268,72 @@ void OrderBook::SetAskFree(OrderId id, int free) {
   GPUHUB_CHECK_MSG(n != detail::IdIndex::kAbsent, "order not on the book");
   Node& node = nodes_[n];
   GPUHUB_CHECK(node.is_ask);
+  if (free == node.qty) return;
   Level& level = levels_[node.level];
-  Count(level, node.qty, -1);
+  Unlink(level, n);
+  level.qty += free - node.qty;
   ask_gpus_ += free - node.qty;
   node.qty = static_cast<std::int16_t>(free);
-  Count(level, node.qty, +1);
+  Link(level, n);
 }
 
 OrderId OrderBook::FindAsk(int gpus, RegionIndex region, Ticks max_price,
                            TimestampMicros now) const {
   if (gpus < 1 || gpus > kMaxGpusPerMachine) return 0;
+  const std::uint32_t wanted = ~((1u << gpus) - 1);  // queues of asks with >= gpus free
   for (auto it = asks_.sorted.rbegin(); it != asks_.sorted.rend(); ++it) {
-    const Level& level = levels_[it->second];
+    const Level& level = levels_[it->level];
     if (level.price > max_price) break;
-    if ((level.qty_mask >> gpus) == 0) continue;  // no ask at this price has `gpus` free
-    for (std::uint32_t n = level.head; n != kNone; n = nodes_[n].next) {
-      const Node& a = nodes_[n];
-      if (a.qty >= gpus && a.min_gpus <= gpus && (region == kAnyRegion || a.region == region) &&
-          now < a.until) {
-        return a.id;
+    // The earliest eligible ask at this price: the lowest id among each fitting queue's first.
+    OrderId best = 0;
+    for (std::uint32_t m = level.qty_mask & wanted; m != 0; m &= m - 1) {
+      const Queue& q = level.QueueFor(std::countr_zero(m));
+      for (std::uint32_t n = q.head; n != kNone; n = nodes_[n].next) {
+        const Node& a = nodes_[n];
+        if (best != 0 && a.id > best) break;  // later than one already found
+        if (a.min_gpus <= gpus && (region == kAnyRegion || a.region == region) && now < a.until) {
+          best = a.id;
+          break;
+        }
       }
     }
+    if (best != 0) return best;
   }
   return 0;
 }
 
 OrderId OrderBook::FindBid(int free, int min_gpus, RegionIndex region, Ticks min_price,
-                           TimestampMicros now) const {
+                           TimestampMicros now, Ticks* cursor) const {
   if (free < 1 || min_gpus > free) return 0;
   if (free > kMaxGpusPerMachine) free = kMaxGpusPerMachine;
   if (min_gpus < 1) min_gpus = 1;
   const std::uint32_t wanted = ((2u << free) - 1) & ~((1u << min_gpus) - 1);
-  for (auto it = bids_.sorted.rbegin(); it != bids_.sorted.rend(); ++it) {
-    const Level& level = levels_[it->second];
-    if (level.price < min_price) break;
-    if ((level.qty_mask & wanted) == 0) continue;
-    for (std::uint32_t n = level.head; n != kNone; n = nodes_[n].next) {
-      const Node& b = nodes_[n];
-      if (b.qty >= min_gpus && b.qty <= free && (b.region == kAnyRegion || b.region == region) &&
-          now < b.until) {
-        return b.id;
+  const auto& sorted = bids_.sorted;  // by price ascending (a bid's key is its price)
+  auto start = sorted.rbegin();
+  if (cursor != nullptr && !sorted.empty() && *cursor < sorted.back().key) {
+    // Resume at the highest level priced at or below the cursor.
+    start = std::make_reverse_iterator(
+        std::upper_bound(sorted.begin(), sorted.end(), *cursor,
+                         [](Ticks price, const SortedLevel& entry) { return price < entry.key; }));
+  }
+  for (auto it = start; it != sorted.rend(); ++it) {
+    if (it->key < min_price) break;
+    const Level& level = levels_[it->level];
+    OrderId best = 0;
+    for (std::uint32_t m = level.qty_mask & wanted; m != 0; m &= m - 1) {
+      const Queue& q = level.QueueFor(std::countr_zero(m));
+      for (std::uint32_t n = q.head; n != kNone; n = nodes_[n].next) {
+        const Node& b = nodes_[n];
+        if (best != 0 && b.id > best) break;
+        if ((b.region == kAnyRegion || b.region == region) && now < b.until) {
+          best = b.id;
+          break;
+        }
       }
+    }
+    if (best != 0) {
+      if (cursor != nullptr) *cursor = level.price;
+      return best;
     }
   }
   return 0;
@@ -273,19 +341,19 @@ OrderId OrderBook::FindBid(int free, int min_gpus, RegionIndex region, Ticks min
 
 Ticks OrderBook::BestAskPrice() const {
   GPUHUB_CHECK(!asks_.sorted.empty());
-  return levels_[asks_.sorted.back().second].price;
+  return levels_[asks_.sorted.back().level].price;
 }
 
 Ticks OrderBook::BestBidPrice() const {
   GPUHUB_CHECK(!bids_.sorted.empty());
-  return levels_[bids_.sorted.back().second].price;
+  return levels_[bids_.sorted.back().level].price;
 }
 
 std::vector<BookLevel> OrderBook::Levels(const Side& side, std::size_t max_levels) const {
   std::vector<BookLevel> out;
   out.reserve(std::min(max_levels, side.sorted.size()));
   for (auto it = side.sorted.rbegin(); it != side.sorted.rend() && out.size() < max_levels; ++it) {
-    const Level& level = levels_[it->second];
+    const Level& level = levels_[it->level];
     out.push_back({level.price, level.qty, level.orders});
   }
   return out;
@@ -305,40 +373,43 @@ Status OrderBook::CheckSide(const Side& side, std::size_t* orders) const {
   };
   for (std::size_t i = 0; i < side.sorted.size(); ++i) {
     auto [key, index] = side.sorted[i];
-    if (i > 0 && side.sorted[i - 1].first >= key) return fail("levels out of order");
+    if (i > 0 && side.sorted[i - 1].key >= key) return fail("levels out of order");
     if (index >= levels_.size()) return fail("level index out of range");
     const Level& level = levels_[index];
     if (side.Key(level.price) != key) return fail("level key does not match its price");
     std::int32_t count = 0;
     std::int64_t qty = 0;
-    std::array<std::int32_t, kMaxGpusPerMachine + 1> by_qty{};
-    std::uint32_t prev = kNone;
-    OrderId prev_id = 0;
-    for (std::uint32_t n = level.head; n != kNone; n = nodes_[n].next) {
-      const Node& node = nodes_[n];
-      if (node.prev != prev) return fail("broken prev link");
-      if (node.level != index || node.price != level.price || node.is_ask != side.is_ask) {
-        return fail("node in the wrong level");
-      }
-      if (node.id <= prev_id)
-        return fail("time priority broken at order " + std::to_string(node.id));
-      if (index_.Find(node.id) != n) return fail("index does not point at the node");
-      if (node.qty < 1 || node.qty > kMaxGpusPerMachine) return fail("quantity out of range");
-      prev_id = node.id;
-      prev = n;
-      ++count;
-      qty += node.qty;
-      ++by_qty[static_cast<std::size_t>(node.qty)];
-      if (count > static_cast<std::int32_t>(nodes_.size())) return fail("cycle in a level");
-    }
-    if (level.tail != prev) return fail("tail does not match the last node");
-    if (count == 0) return fail("empty level kept");
-    if (count != level.orders || qty != level.qty || by_qty != level.count_by_qty) {
-      return fail("level counters disagree with its orders");
-    }
     std::uint32_t mask = 0;
-    for (std::size_t q = 0; q < by_qty.size(); ++q) {
-      if (by_qty[q] > 0) mask |= 1u << q;
+    if ((level.qty_mask & 1u) != 0) return fail("a queue of 0 GPUs");
+    for (int q = 1; q <= kMaxGpusPerMachine; ++q) {
+      if ((level.qty_mask & (1u << q)) == 0) continue;  // an empty queue (head and tail stale)
+      const Queue& queue = level.QueueFor(q);
+      if (queue.head == kNone) return fail("queue marked non-empty is empty");
+      std::uint32_t prev = kNone;
+      OrderId prev_id = 0;
+      for (std::uint32_t n = queue.head; n != kNone; n = nodes_[n].next) {
+        const Node& node = nodes_[n];
+        if (node.prev != prev) return fail("broken prev link");
+        if (node.level != index || node.price != level.price || node.is_ask != side.is_ask) {
+          return fail("node in the wrong level");
+        }
+        if (node.qty != q) return fail("node in the wrong queue");
+        if (node.id <= prev_id)
+          return fail("time priority broken at order " + std::to_string(node.id));
+        if (index_.Find(node.id) != n) return fail("index does not point at the node");
+        if (node.qty < 1 || node.qty > kMaxGpusPerMachine) return fail("quantity out of range");
+        prev_id = node.id;
+        prev = n;
+        ++count;
+        qty += node.qty;
+        mask |= 1u << q;
+        if (count > static_cast<std::int32_t>(nodes_.size())) return fail("cycle in a level");
+      }
+      if (queue.tail != prev) return fail("tail does not match the last node");
+    }
+    if (count == 0) return fail("empty level kept");
+    if (count != level.orders || qty != level.qty) {
+      return fail("level counters disagree with its orders");
     }
     if (mask != level.qty_mask) return fail("quantity mask disagrees with its orders");
     *orders += static_cast<std::size_t>(count);

@@ -12,16 +12,20 @@
 //
 // Layout (after exchange-core's and the usual limit-order books): prices are integer ticks; each
 // side keeps its price levels in a sorted vector (best at the back, so the common changes near
-// the top of the book move little memory) of indices into a pool of levels; each level is an
-// intrusive doubly-linked FIFO of nodes in a pooled vector; an open-addressing hash index maps
-// order id -> node. Each level also keeps a bit mask of the quantities present (bit q: some order
-// with q GPUs), so a bid for 8 GPUs skips a level of 1-GPU asks without walking it. In steady state
-// nothing allocates: nodes and levels are recycled through free lists.
+// the top of the book move little memory) of indices into a pool of levels; an open-addressing
+// hash index maps order id -> node. A level holds one intrusive doubly-linked FIFO per quantity
+// (queue q: the orders with q GPUs, by id) and a bit mask of the non-empty queues. A search looks
+// only at the queues whose quantity fits and takes the lowest id among their first eligible
+// orders, so a 4-GPU ask does not walk past a hundred 8-GPU bids at its price (with one FIFO per
+// level it did, and a book holding long same-size levels had twice liquibook's p99.9 per command:
+// docs/market.md). In steady state nothing allocates: nodes and levels are recycled through free
+// lists.
 //
 // Not thread-safe; the exchange's single writer owns it.
 #pragma once
 
 #include <array>
+#include <bit>
 #include <cstddef>
 #include <cstdint>
 #include <limits>
@@ -119,8 +123,15 @@ class OrderBook {
   // The bid an ask with `free` GPUs (and `min_gpus`, in `region`) fills: the highest price >=
   // min_price, then the lowest id, among bids with min_gpus <= gpus <= free, region kAnyRegion or
   // `region`, and now < until. 0 when there is none.
-  OrderId FindBid(int free, int min_gpus, RegionIndex region, Ticks min_price,
-                  TimestampMicros now) const;
+  //
+  // `cursor` (optional) serves an ask that fills bid after bid: start it at kBidCursorStart and
+  // pass it to each call of the loop; each call records the price of the bid it found, and the
+  // next skips the price levels above it (which held nothing that fit then, and cannot now).
+  // Valid while the ask's `free` only shrinks, its other arguments stay the same and no bid is
+  // added between the calls.
+  static constexpr Ticks kBidCursorStart = std::numeric_limits<Ticks>::max();
+  OrderId FindBid(int free, int min_gpus, RegionIndex region, Ticks min_price, TimestampMicros now,
+                  Ticks* cursor = nullptr) const;
 
   // ----- Market data ---------------------------------------------------------------------------
   bool HasAsks() const { return !asks_.sorted.empty(); }
@@ -138,9 +149,26 @@ class OrderBook {
   template <typename Fn>
   void ForEachAsk(Fn&& fn) const {
     for (auto it = asks_.sorted.rbegin(); it != asks_.sorted.rend(); ++it) {
-      const Level& level = levels_[it->second];
-      for (std::uint32_t n = level.head; n != kNone; n = nodes_[n].next) {
-        fn(level.price, nodes_[n].id);
+      const Level& level = levels_[it->level];
+      // Merge the level's queues by id.
+      std::array<std::uint32_t, kMaxGpusPerMachine + 1> cursor;
+      cursor.fill(kNone);
+      for (std::uint32_t m = level.qty_mask; m != 0; m &= m - 1) {
+        auto q = static_cast<std::size_t>(std::countr_zero(m));
+        cursor[q] = level.QueueFor(static_cast<int>(q)).head;
+      }
+      for (;;) {
+        std::size_t first = cursor.size();
+        for (std::uint32_t m = level.qty_mask; m != 0; m &= m - 1) {
+          auto q = static_cast<std::size_t>(std::countr_zero(m));
+          if (cursor[q] != kNone &&
+              (first == cursor.size() || nodes_[cursor[q]].id < nodes_[cursor[first]].id)) {
+            first = q;
+          }
+        }
+        if (first == cursor.size()) break;
+        fn(level.price, nodes_[cursor[first]].id);
+        cursor[first] = nodes_[cursor[first]].next;
       }
     }
   }
@@ -164,27 +192,46 @@ class OrderBook {
     RegionIndex region = kAnyRegion;
     bool is_ask = false;
   };
-  struct Level {
-    Ticks price = 0;
+  struct Queue {
     std::uint32_t head = kNone;
     std::uint32_t tail = kNone;
-    std::int32_t orders = 0;
+  };
+  // One cache line holds the counters and the queues of 1, 2, 4, 8 and 16 GPUs (the usual
+  // machine and bid sizes), so matching and book changes at a level usually touch only that line.
+  struct alignas(64) Level {
+    Ticks price = 0;
     std::int64_t qty = 0;
-    std::uint32_t qty_mask = 0;  // bit q set when count_by_qty[q] > 0
-    std::array<std::int32_t, kMaxGpusPerMachine + 1> count_by_qty{};
+    std::int32_t orders = 0;
+    std::uint32_t qty_mask = 0;  // bit q set when the queue of q GPUs is not empty
+    // The queue of q GPUs is queue[kSlot[q]]; it is meaningful only while bit q of qty_mask is
+    // set: an emptied queue keeps stale links, and a level taken from the free list resets only
+    // its counters.
+    std::array<Queue, kMaxGpusPerMachine> queue{};
+    static_assert(kMaxGpusPerMachine == 16, "kSlot lists a slot for each of 1..16 GPUs");
+    static constexpr std::array<std::uint8_t, kMaxGpusPerMachine + 1> kSlot = {
+        0, 0, 1, 5, 2, 6, 7, 8, 3, 9, 10, 11, 12, 13, 14, 15, 4};
+    Queue& QueueFor(int q) { return queue[kSlot[static_cast<std::size_t>(q)]]; }
+    const Queue& QueueFor(int q) const { return queue[kSlot[static_cast<std::size_t>(q)]]; }
+  };
+  // Trivially copyable, so inserting and erasing in the sorted vector is one memmove.
+  struct SortedLevel {
+    Ticks key;
+    std::uint32_t level;
   };
   // Levels of one side sorted so that the best is at the back: by key ascending, where the key is
   // -price for asks (lowest price best) and price for bids.
   struct Side {
     bool is_ask = false;
-    std::vector<std::pair<Ticks, std::uint32_t>> sorted;  // (key, level index)
+    std::vector<SortedLevel> sorted;
     Ticks Key(Ticks price) const { return is_ask ? -price : price; }
   };
 
   void Add(Side& side, Node node);
   std::uint32_t LevelFor(Side& side, Ticks price);
   void DropLevel(Side& side, std::uint32_t level);
-  void Count(Level& level, int qty, int delta);
+  // Puts node n into its level's queue for its quantity, at its place by id / takes it out.
+  void Link(Level& level, std::uint32_t n);
+  void Unlink(Level& level, std::uint32_t n);
   std::vector<BookLevel> Levels(const Side& side, std::size_t max_levels) const;
   Status CheckSide(const Side& side, std::size_t* orders) const;
 

@@ -2,9 +2,12 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <map>
 #include <random>
 #include <unordered_map>
+#include <utility>
+#include <vector>
 
 namespace gpuhub::market {
 namespace {
@@ -306,6 +309,122 @@ TEST(OrderBookTest, MatchesABruteForceModelUnderRandomChanges) {
   EXPECT_EQ(book.ask_orders(), asks);
   EXPECT_EQ(book.bid_orders(), model.size() - asks);
   EXPECT_TRUE(book.CheckConsistency().ok());
+}
+
+TEST(OrderBookTest, ASmallOrderIsFoundBehindALongQueueOfLargeOnes) {
+  OrderBook book;
+  for (OrderId id = 1; id <= 200; ++id) book.AddBid({id, 2500, 8, kAnyRegion, kNever});
+  book.AddBid({201, 2500, 2, kAnyRegion, kNever});
+  book.AddBid({202, 2500, 1, kAnyRegion, kNever});
+  book.AddBid({203, 2500, 2, kAnyRegion, kNever});
+  EXPECT_EQ(book.FindBid(8, 1, kDfw, 2500, kNow), 1);
+  EXPECT_EQ(book.FindBid(4, 1, kDfw, 2500, kNow), 201);  // the earliest that fits
+  EXPECT_EQ(book.FindBid(4, 2, kDfw, 2500, kNow), 201);
+  EXPECT_EQ(book.FindBid(1, 1, kDfw, 2500, kNow), 202);
+  book.Remove(201);
+  EXPECT_EQ(book.FindBid(4, 1, kDfw, 2500, kNow), 202);
+  EXPECT_EQ(book.FindBid(4, 2, kDfw, 2500, kNow), 203);
+  for (OrderId id = 300; id < 400; ++id) book.AddAsk({id, 2600, 4, 1, kDfw, kNever});
+  book.AddAsk({400, 2600, 8, 1, kDfw, kNever});
+  EXPECT_EQ(book.FindAsk(8, kAnyRegion, 2600, kNow), 400);
+  EXPECT_EQ(book.FindAsk(4, kAnyRegion, 2600, kNow), 300);
+  book.SetAskFree(400, 4);  // keeps its place by id: behind 300..399
+  EXPECT_EQ(book.FindAsk(8, kAnyRegion, 2600, kNow), 0);
+  book.SetAskFree(350, 8);
+  EXPECT_EQ(book.FindAsk(5, kAnyRegion, 2600, kNow), 350);
+  EXPECT_TRUE(book.CheckConsistency().ok());
+}
+
+// Asks whose free GPUs change or come back (old ids re-added) keep their place by id; ForEachAsk
+// lists price then time. Checked against a model.
+TEST(OrderBookTest, AsksKeepTheirPlaceWhenTheirGpusChangeOrComeBack) {
+  std::mt19937_64 rng(20261201);
+  auto pick = [&](int lo, int hi) { return std::uniform_int_distribution<int>(lo, hi)(rng); };
+  OrderBook book;
+  std::map<OrderId, ModelOrder> model;  // asks on the book
+  std::map<OrderId, ModelOrder> off;    // asks taken off (fully leased), may come back
+  OrderId next_id = 1;
+  for (int step = 0; step < 30'000; ++step) {
+    int op = pick(0, 99);
+    if (op < 30 || model.empty()) {
+      ModelOrder o{true, 2000 + pick(0, 5) * 10, pick(1, 8), pick(1, 2), kDfw, kNever};
+      OrderId id = next_id++;
+      book.AddAsk({id, o.price, o.qty, o.min_gpus, o.region, o.until});
+      model[id] = o;
+    } else if (op < 45 && !off.empty()) {
+      auto it = off.begin();
+      std::advance(it, pick(0, static_cast<int>(off.size()) - 1));
+      it->second.qty = pick(1, 8);
+      book.AddAsk({it->first, it->second.price, it->second.qty, it->second.min_gpus,
+                   it->second.region, it->second.until});
+      model.insert(*it);
+      off.erase(it);
+    } else if (op < 60) {
+      auto it = model.begin();
+      std::advance(it, pick(0, static_cast<int>(model.size()) - 1));
+      book.Remove(it->first);
+      off.insert(*it);
+      model.erase(it);
+    } else if (op < 80) {
+      auto it = model.begin();
+      std::advance(it, pick(0, static_cast<int>(model.size()) - 1));
+      it->second.qty = pick(1, 8);
+      book.SetAskFree(it->first, it->second.qty);
+    } else {
+      int gpus = pick(1, 8);
+      Ticks max_price = 2000 + pick(0, 6) * 10;
+      ASSERT_EQ(book.FindAsk(gpus, kAnyRegion, max_price, kNow),
+                BruteFindAsk(model, gpus, kAnyRegion, max_price, kNow))
+          << "step " << step;
+    }
+    if (step % 500 == 0) {
+      std::vector<std::pair<Ticks, OrderId>> expected, listed;
+      for (const auto& [id, o] : model) expected.push_back({o.price, id});
+      std::sort(expected.begin(), expected.end());
+      book.ForEachAsk([&](Ticks price, OrderId id) { listed.push_back({price, id}); });
+      ASSERT_EQ(listed, expected) << "step " << step;
+      Status s = book.CheckConsistency();
+      ASSERT_TRUE(s.ok()) << s.ToString();
+    }
+  }
+  EXPECT_EQ(book.ask_orders(), model.size());
+}
+
+// An ask filling bid after bid with the cursor finds the same bids as searching from the top
+// each time.
+TEST(OrderBookTest, TheBidCursorFindsWhatAFullSearchFinds) {
+  std::mt19937_64 rng(20261202);
+  auto pick = [&](int lo, int hi) { return std::uniform_int_distribution<int>(lo, hi)(rng); };
+  OrderBook plain, resumed;
+  OrderId next_id = 1;
+  std::size_t fills = 0;
+  for (int round = 0; round < 3'000; ++round) {
+    for (int i = pick(0, 6); i > 0; --i) {
+      BookBid b{next_id++, 2000 + pick(0, 60) * 5, pick(1, 16),
+                static_cast<RegionIndex>(pick(0, 3)),
+                pick(0, 9) == 0 ? kNow + pick(-3, 3) : kNever};
+      plain.AddBid(b);
+      resumed.AddBid(b);
+    }
+    int free = pick(1, 16);
+    int min_gpus = pick(1, 4);
+    auto region = static_cast<RegionIndex>(pick(1, 3));
+    Ticks min_price = 2000 + pick(0, 60) * 5;
+    Ticks cursor = OrderBook::kBidCursorStart;
+    std::vector<OrderId> a, b;
+    for (int left = free; left >= min_gpus;) {
+      OrderId id = plain.FindBid(left, min_gpus, region, min_price, kNow);
+      ASSERT_EQ(resumed.FindBid(left, min_gpus, region, min_price, kNow, &cursor), id)
+          << "round " << round;
+      if (id == 0) break;
+      plain.Remove(id);
+      resumed.Remove(id);
+      left -= pick(1, left);  // the bid's GPUs (any amount that fit) leave the machine
+      ++fills;
+    }
+  }
+  EXPECT_GT(fills, 1'000u);
+  EXPECT_TRUE(resumed.CheckConsistency().ok());
 }
 
 TEST(IdIndexTest, AgreesWithAHashMap) {

@@ -606,11 +606,13 @@ void Exchange::MatchAsk(OrderId ask_id, ledger::Ledger& ledger, TimestampMicros 
   if (ask.status != AskStatus::kOpen || at >= AskUntil(ask)) return;
   MachineState& machine = machines_.at(ask.machine_id);
   MarketState& market = markets_[static_cast<std::size_t>(machine.market)];
+  // Each fill only shrinks the free GPUs and adds no bid: the search resumes where it stopped.
+  Ticks cursor = OrderBook::kBidCursorStart;
   while (true) {
     int free = machine.Free();
     if (free < ask.min_gpus) return;
-    OrderId bid_id =
-        market.book.FindBid(free, ask.min_gpus, machine.region, ToTicks(ask.price_micros), at);
+    OrderId bid_id = market.book.FindBid(free, ask.min_gpus, machine.region,
+                                         ToTicks(ask.price_micros), at, &cursor);
     if (bid_id == 0) return;
     BidState& state = bids_.at(bid_id);
     FillPlan plan;
