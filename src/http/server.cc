@@ -37,6 +37,53 @@ std::string NewRequestId() {
   return hex;
 }
 
+// The method as a metric label: the client chooses the token (any word is a valid HTTP method), so
+// only the methods this server knows become labels; everything else is "other". Otherwise each new
+// word would add a series to /metrics that lives as long as the process.
+std::string MethodLabel(const std::string& method) {
+  for (const char* known : {"GET", "HEAD", "POST", "PUT", "DELETE", "PATCH", "OPTIONS"}) {
+    if (method == known) return method;
+  }
+  return "other";
+}
+
+Response InternalError() {
+  return Response::Error(500, "internal", "the server failed to answer this request");
+}
+
+// A request is answered exactly once. The first answer is sent and later ones are dropped; a handler
+// that throws, or whose Responder is destroyed without being called, gets the client a 500 instead
+// of a connection that hangs until its timeout and a request that stays "in flight" through shutdown.
+class AnswerOnce {
+ public:
+  AnswerOnce(std::function<void(Response)> send, std::string request_id)
+      : send_(std::move(send)), request_id_(std::move(request_id)) {}
+  AnswerOnce(const AnswerOnce&) = delete;
+  AnswerOnce& operator=(const AnswerOnce&) = delete;
+  ~AnswerOnce() {
+    if (answered_.exchange(true)) return;
+    try {
+      spdlog::error("event=handler_no_answer request_id={}", request_id_);
+      send_(InternalError());
+    } catch (...) {
+      // a destructor must not throw; the connection's own timeout closes it
+    }
+  }
+  void Answer(Response response) {
+    if (answered_.exchange(true)) {
+      spdlog::warn("event=handler_second_answer request_id={} status={}", request_id_,
+                   response.status);
+      return;
+    }
+    send_(std::move(response));
+  }
+
+ private:
+  std::function<void(Response)> send_;
+  std::string request_id_;
+  std::atomic<bool> answered_{false};
+};
+
 bool SaneRequestId(const std::string& id) {
   if (id.empty() || id.size() > kMaxRequestIdBytes) return false;
   for (char c : id) {
@@ -371,7 +418,9 @@ void Server::Impl::Dispatch(Request request, std::function<void(Response)> send)
     metrics
         .Counter(
             "gpuhub_http_requests_total", "HTTP requests by route and status",
-            {{"method", method}, {"route", route}, {"status", std::to_string(response.status)}})
+            {{"method", MethodLabel(method)},
+             {"route", route},
+             {"status", std::to_string(response.status)}})
         .Add();
     metrics
         .Histogram("gpuhub_http_request_duration_seconds", "HTTP request latency by route",
@@ -387,13 +436,14 @@ void Server::Impl::Dispatch(Request request, std::function<void(Response)> send)
   };
   if (match.handler) {
     request.path_params = std::move(match.params);
+    auto once = std::make_shared<AnswerOnce>(std::move(finish), request.request_id);
     try {
-      (*match.handler)(request, std::move(finish));
+      (*match.handler)(request, [once](Response response) { once->Answer(std::move(response)); });
     } catch (const std::exception& e) {
-      // A handler bug must not take the server down; the Responder may already be spent, so the
-      // connection is answered by the client's timeout in the worst case.
+      // A handler bug must not take the server down nor leave the client waiting.
       spdlog::error("event=handler_exception request_id={} error=\"{}\"", request.request_id,
                     LogSafe(e.what()));
+      once->Answer(InternalError());
     }
     return;
   }
