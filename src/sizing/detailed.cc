@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <optional>
 
 #include "core/strings.h"
 
@@ -350,6 +351,8 @@ Result<MemoryEstimate> DetailedEstimate(const ModelShape& model_in, const Worklo
       m.checkpoint.has_value() && m.checkpoint->bytes > 0 &&
       (w.weights_as_stored || CheckpointPrecision(*m.checkpoint) == w.precision);
   double transient = 0;  // what the caching allocator churns through (activations, logits)
+  // Full fine-tuning: where the gradients component sits (adjusted once activations are known).
+  std::optional<std::size_t> gradients_index;
 
   if (w.method == Method::kInference) {
     WeightPart weights = Weights(m, w.precision, w.double_quant);
@@ -359,21 +362,23 @@ Result<MemoryEstimate> DetailedEstimate(const ModelShape& model_in, const Worklo
     e.components.push_back(Split("weights", weights.bytes, weights.formula, gpus));
     double kv = KvCacheBytes(m, w.kv_precision, w.context_tokens, w.batch);
     e.components.push_back(Split("kv_cache", kv, KvFormula(m, w, kv), gpus));
-    // Prefill runs the prompt through one layer at a time: that layer's activations are the
-    // working set (hidden in/out, q/k/v, attention output, gate/up/SiLU), in chunks.
+    // Prefill runs the whole prompt (every sequence of the batch) through one layer at a time:
+    // that layer's activations are the working set (hidden in/out, q/k/v, attention output,
+    // gate/up/SiLU). PyTorch engines (Hugging Face generate, LitGPT) prefill in one forward pass;
+    // only the last position's logits are computed. Each GPU of a layer split runs its own layers,
+    // so every card holds this working set at its peak.
     Widths x = WidthsOf(m);
-    double tokens = static_cast<double>(
-        std::min<std::int64_t>(w.context_tokens * w.batch, kPrefillChunkTokens));
+    double tokens = static_cast<double>(w.context_tokens) * static_cast<double>(w.batch);
     double per_token = 4 * x.h + 2 * (x.q + x.k + x.v) + 2 * x.q + 6 * x.mlp;
     double logits = static_cast<double>(w.batch) * m.vocab * 4;
     double prefill = tokens * per_token + logits;
-    e.components.push_back(
-        {"prefill_activations", prefill,
-         FormatFixed(tokens, 0) + " tokens in flight (prefill chunk of at most " +
-             std::to_string(kPrefillChunkTokens) + ") x " + FormatFixed(per_token, 0) +
-             " B per token for one layer's working set + batch x vocab x 4 B "
-             "logits = " +
-             Gb(prefill)});
+    e.components.push_back({"prefill_activations", prefill,
+                            FormatFixed(tokens, 0) +
+                                " prompt tokens in one forward pass (context x batch) x " +
+                                FormatFixed(per_token, 0) +
+                                " B per token for one layer's working set + batch x vocab x 4 B "
+                                "logits = " +
+                                Gb(prefill)});
     transient += prefill;
     e.decode_weight_bytes =
         from_checkpoint ? m.checkpoint->bytes * (m.active_params / std::max(1.0, m.total_params))
@@ -422,6 +427,7 @@ Result<MemoryEstimate> DetailedEstimate(const ModelShape& model_in, const Worklo
         gc.formula += " -> offloaded to host memory (the optimizer steps on the CPU)";
         gc.bytes = 0;
       }
+      gradients_index = e.components.size();
       e.components.push_back(gc);
       if (mixed) {
         double master = m.total_params * 4;
@@ -587,6 +593,32 @@ Result<MemoryEstimate> DetailedEstimate(const ModelShape& model_in, const Worklo
                         " + fp32 log-softmax 4 B + its gradient 4 B + logits gradient 4 B)") +
              " = " + Gb(logits)});
     transient += logits;
+
+    // On one GPU the weight gradients do not add to the activation peak: zero_grad(set_to_none)
+    // frees them before the next forward, and autograd writes each layer's gradients while it
+    // frees that layer's saved tensors. The peak is the larger of the start of backward (saved
+    // activations + logits + the lm_head gradient, computed first) and its end (every gradient +
+    // the first layer's working set); the component shows the gradients alive at that peak. Across
+    // GPUs, DDP buckets and DeepSpeed's flat gradient partitions hold gradient storage for the
+    // whole step, so there the gradients add up in full (FSDP's sharded ones are 1/N anyway).
+    if (gradients_index && gpus == 1 && e.components[*gradients_index].bytes > 0) {
+      Component& gc = e.components[*gradients_index];
+      const double wb = w.precision == Precision::kFp32 ? 4 : 2;
+      const double head = (m.lm_head_params > 0 ? m.lm_head_params : m.embedding_params) * wb;
+      const double last_layer =
+          (w.gradient_checkpointing ? tokens * per_layer_token + eager
+                                    : std::min(activations, tokens * per_layer_token + eager)) +
+          backward_temp;
+      const double freed = activations + logits - std::min(activations, last_layer);
+      const double alive = std::clamp(gc.bytes - freed, std::min(head, gc.bytes), gc.bytes);
+      const bool at_start = alive <= head;
+      gc.formula += "; written during backward while autograd frees " + Gb(freed) +
+                    " of saved activations and logits: " + Gb(alive) + " alive at the peak (" +
+                    (at_start ? "start of backward: the lm_head gradient"
+                              : "end of backward: all gradients, activations freed") +
+                    ")";
+      gc.bytes = alive;
+    }
   }
 
   e.components.push_back({"cuda_context", kCudaContextBytes,

@@ -10,9 +10,8 @@ namespace gpuhub::sizing {
 // Constants of the detailed model (docs/sizing-model.md explains each).
 inline constexpr double kCudaContextBytes = 0.5e9;  // CUDA context + cuBLAS/cuDNN handles
 inline constexpr double kAllocatorReserveFraction =
-    0.10;  // caching allocator over transient memory
-inline constexpr std::int64_t kPrefillChunkTokens = 8192;  // vLLM max_num_batched_tokens default
-inline constexpr int kNf4BlockSize = 64;                   // bitsandbytes 4-bit block
+    0.10;                                          // caching allocator over transient memory
+inline constexpr int kNf4BlockSize = 64;           // bitsandbytes 4-bit block
 inline constexpr int kDoubleQuantBlockSize = 256;  // blocks of absmax per second-level constant
 inline constexpr int kInt4GroupSize = 128;         // GPTQ/AWQ group size
 inline constexpr int kLossChunks = 8;              // torchtune CEWithChunkedOutputLoss

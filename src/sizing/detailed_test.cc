@@ -164,6 +164,78 @@ std::vector<Calibration> Cases() {
     c.push_back(
         {names.back().c_str(), "meta-llama/Llama-3.1-8B", u, f.card_gib * kGiB, nullptr, 0.30});
   }
+
+  // Qwen2.5 speed benchmark (qwen.readthedocs.io, benchmark/speed_benchmark; script
+  // examples/speed-benchmark/speed_benchmark_transformers.py of QwenLM/Qwen2.5): Hugging Face
+  // transformers 4.46, A100 80GB, flash-attention 2, batch 1, device_map="auto" (layers split over
+  // the fewest GPUs), the prompt prefilled in one forward pass and 2048 tokens generated; memory =
+  // sum over the GPUs of torch.cuda.max_memory_allocated, in GiB (no CUDA context). The KV cache
+  // holds prompt + 2048 tokens. Multi-GPU rows are compared per GPU (the sum / GPUs). The -Instruct
+  // checkpoints have the shapes of the bundled base configs.
+  struct Qwen {
+    const char* source;
+    const char* model;
+    std::int64_t prompt;
+    Precision precision;
+    int gpus;
+    double gib_summed;
+    double tolerance;
+  };
+  const Qwen qwen[] = {
+      {"Qwen2.5 bench: 7B-Instruct bf16, prompt 1", "Qwen/Qwen2.5-7B", 1, Precision::kBf16, 1,
+       14.38, 0.30},
+      {"Qwen2.5 bench: 7B-Instruct bf16, prompt 6144", "Qwen/Qwen2.5-7B", 6144, Precision::kBf16, 1,
+       15.38, 0.30},
+      {"Qwen2.5 bench: 7B-Instruct bf16, prompt 14336", "Qwen/Qwen2.5-7B", 14336, Precision::kBf16,
+       1, 16.91, 0.30},
+      {"Qwen2.5 bench: 7B-Instruct bf16, prompt 30720", "Qwen/Qwen2.5-7B", 30720, Precision::kBf16,
+       1, 19.97, 0.30},
+      {"Qwen2.5 bench: 7B-Instruct GPTQ-Int8, prompt 1", "Qwen/Qwen2.5-7B", 1, Precision::kInt8, 1,
+       8.42, 0.30},
+      {"Qwen2.5 bench: 7B-Instruct GPTQ-Int4, prompt 1", "Qwen/Qwen2.5-7B", 1, Precision::kInt4, 1,
+       5.52, 0.30},
+      {"Qwen2.5 bench: 7B-Instruct AWQ, prompt 30720", "Qwen/Qwen2.5-7B", 30720, Precision::kInt4,
+       1, 10.98, 0.30},
+      {"Qwen2.5 bench: 72B-Instruct bf16, 2 GPUs, prompt 1", "Qwen/Qwen2.5-72B", 1,
+       Precision::kBf16, 2, 136.20, 0.30},
+      {"Qwen2.5 bench: 72B-Instruct bf16, 3 GPUs, prompt 30720", "Qwen/Qwen2.5-72B", 30720,
+       Precision::kBf16, 3, 164.79, 0.30},
+      {"Qwen2.5 bench: 72B-Instruct GPTQ-Int4, prompt 1", "Qwen/Qwen2.5-72B", 1, Precision::kInt4,
+       1, 39.91, 0.30},
+      {"Qwen2.5 bench: 72B-Instruct AWQ, 2 GPUs, prompt 30720", "Qwen/Qwen2.5-72B", 30720,
+       Precision::kInt4, 2, 61.64, 0.30},
+      // 0.5B: the 0.5 GB CUDA context the estimate includes (max_memory_allocated cannot see it)
+      // is half of the measured 1.04 GB; without it the estimate is 1.10 GB (+5%) and 2.72 GB
+      // (+8%). The wider tolerance says so rather than hiding the case.
+      {"Qwen2.5 bench: 0.5B-Instruct bf16, prompt 1 (CUDA context = half)", "Qwen/Qwen2.5-0.5B", 1,
+       Precision::kBf16, 1, 0.97, 0.60},
+      {"Qwen2.5 bench: 0.5B-Instruct bf16, prompt 30720", "Qwen/Qwen2.5-0.5B", 30720,
+       Precision::kBf16, 1, 2.34, 0.30},
+  };
+  for (const Qwen& q : qwen) {
+    Workload w;
+    w.precision = q.precision;
+    w.context_tokens = q.prompt + 2048;
+    w.gpus = q.gpus;
+    c.push_back({q.source, q.model, w, q.gib_summed * kGiB / q.gpus, nullptr, q.tolerance});
+  }
+
+  // Hugging Face PEFT's method comparison (huggingface/peft, method_comparison/MetaMathQA,
+  // results/lora--llama-3.2-3B-rank32.json and full-finetuning--llama-3.2-3B-lr_0.00001.json):
+  // L40S, transformers 4.52, torch 2.7, Llama-3.2-3B loaded in bf16 (no autocast), SDPA
+  // attention, no gradient checkpointing, batch 4 of at most 768 tokens, torch.optim.AdamW,
+  // standard loss; "cuda_memory_max" = the largest torch.cuda.memory_reserved() after a step.
+  // LoRA: r 32 on q_proj and v_proj, no dropout, fp32 adapters (autocast_adapter_dtype).
+  Workload peft = Lora(32, 768, 4);
+  peft.gradient_checkpointing = false;
+  c.push_back({"PEFT MetaMathQA: Llama-3.2-3B LoRA r32 qv, bs 4 x 768", "meta-llama/Llama-3.2-3B",
+               peft, 22'273'851'392, nullptr, 0.30});
+  // Full fine-tuning of the bf16 model: AdamW states in bf16, no fp32 master copy.
+  Workload peft_full = peft;
+  peft_full.method = Method::kFullFineTune;
+  peft_full.pure_bf16 = true;
+  c.push_back({"PEFT MetaMathQA: Llama-3.2-3B full, bf16 AdamW, bs 4 x 768",
+               "meta-llama/Llama-3.2-3B", peft_full, 37'241'225'216, nullptr, 0.30});
   return c;
 }
 
@@ -238,7 +310,10 @@ TEST(Detailed, OptimizersZeroStagesAndOffload) {
   w.method = Method::kFullFineTune;
   MemoryEstimate adam = Estimate(m, w);
   EXPECT_DOUBLE_EQ(Component(adam, "weights"), 2 * p);
-  EXPECT_DOUBLE_EQ(Component(adam, "gradients"), 2 * p);
+  // One GPU, checkpointing: the peak is the end of backward, when every gradient exists and the
+  // 32 kept hidden states (32 x 2048 x 8192 B) and the logits (2048 x 128256 x 14 B) are freed.
+  EXPECT_DOUBLE_EQ(Component(adam, "gradients"),
+                   2 * p - (32.0 * 2048 * 2 * 4096 + 2048.0 * 128256 * 14));
   EXPECT_DOUBLE_EQ(Component(adam, "master_weights"), 4 * p);
   EXPECT_DOUBLE_EQ(Component(adam, "optimizer_state"), 8 * p);
   w.optimizer = Optimizer::kSgdMomentum;
@@ -274,6 +349,40 @@ TEST(Detailed, OptimizersZeroStagesAndOffload) {
   bad.method = Method::kLora;
   bad.offload_params = true;
   EXPECT_FALSE(EstimateMemory(m, bad).ok());
+}
+
+TEST(Detailed, GradientsAndActivationsPeakAtOppositeEndsOfBackward) {
+  ModelShape m = Model("meta-llama/Llama-3.2-3B");  // tied embeddings: 128256 x 3072
+  Workload w;
+  w.method = Method::kFullFineTune;
+  w.pure_bf16 = true;
+  w.batch = 4;
+  w.sequence_tokens = 768;
+  w.gradient_checkpointing = false;
+  MemoryEstimate one = Estimate(m, w);
+  // Without checkpointing the saved activations (11.9 GB) and logits (5.5 GB) outweigh the 6.4 GB
+  // of gradients: at the start of backward only the (tied) lm_head gradient exists.
+  EXPECT_DOUBLE_EQ(Component(one, "gradients"), 128256.0 * 3072 * 2);
+  EXPECT_DOUBLE_EQ(one.per_gpu_bytes,
+                   Component(one, "weights") + Component(one, "gradients") +
+                       Component(one, "optimizer_state") + Component(one, "activations") +
+                       Component(one, "logits_and_loss") + Component(one, "cuda_context") +
+                       Component(one, "allocator_reserve"));
+  // Across GPUs the gradient buffers live for the whole step: counted in full.
+  w.gpus = 2;
+  EXPECT_DOUBLE_EQ(Component(Estimate(m, w), "gradients"), 2 * m.total_params);
+}
+
+TEST(Detailed, InferencePrefillsThePromptInOnePass) {
+  ModelShape m = Model("Qwen/Qwen2.5-7B");  // h 3584, q 3584, k = v 512, MLP 18944
+  Workload w;
+  w.context_tokens = 32768;
+  const double per_token = 4 * 3584 + 2 * (3584 + 512 + 512) + 2 * 3584 + 6 * 18944;
+  EXPECT_DOUBLE_EQ(Component(Estimate(m, w), "prefill_activations"),
+                   32768 * per_token + 152064.0 * 4);
+  w.batch = 2;
+  EXPECT_DOUBLE_EQ(Component(Estimate(m, w), "prefill_activations"),
+                   2 * 32768 * per_token + 2 * 152064.0 * 4);
 }
 
 TEST(Detailed, ActivationsFollowTheSwitches) {
