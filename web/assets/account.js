@@ -1,6 +1,6 @@
 // Account: sign up, log in, log out (cookie session), wallets, top-up invoices and the transfer
 // history. Balances and amounts are the API's decimal strings, formatted for display only.
-import { api, currentSession, logIn, logOut, newIdempotencyKey } from './api.js';
+import { api, currentSession, logIn, logOut, newIdempotencyKey, RequestKey } from './api.js';
 import { h, $, replace, table, showFormError, clearFormErrors, setBusy, errorBox, empty } from './dom.js';
 import { money, timestamp } from './format.js';
 
@@ -11,6 +11,7 @@ const TRANSFER_LABEL = {
   manual_credit: 'Manual credit',
   fx: 'Currency conversion',
 };
+const ROLE_LABEL = { customer: 'Customer', provider: 'Provider', admin: 'Admin' };
 const STATUS_BADGE = {
   new: 'badge-accent',
   processing: 'badge-warn',
@@ -21,7 +22,7 @@ const STATUS_BADGE = {
 
 let nextCursor = null;
 let pollTimer = 0;
-let topupKey = null;
+const topupKey = new RequestKey();
 
 function show(which) {
   $('#account-loading').hidden = true;
@@ -81,8 +82,15 @@ async function onSignup(e) {
 async function showAccount(session, welcome) {
   show('in');
   $('#who').textContent = session.user.username;
-  const roles = session.user.roles.join(', ');
-  replace($('#roles'), `Roles: ${roles}. Signed in until ${timestamp(session.expires_at)}.`);
+  const roles = session.user.roles;
+  replace(
+    $('#roles'),
+    h('span', { class: 'role-badges', 'aria-label': 'Roles' }, roles.map((r) => h('span', { class: 'badge badge-accent' }, ROLE_LABEL[r] || r))),
+    ` Signed in until ${timestamp(session.expires_at)}. `,
+    roles.includes('provider')
+      ? h('a', { href: '/sell/' }, 'Sell GPU time')
+      : h('a', { href: '/sell/' }, 'Want to sell GPU time?')
+  );
   if (welcome) $('#roles').prepend(h('span', { class: 'badge badge-good' }, 'Account created'), ' ');
   document.title = `${session.user.username} — gpuhub`;
   await Promise.all([loadWallets(), loadTopups(), loadTransfers(true)]);
@@ -104,7 +112,7 @@ async function loadWallets() {
             { class: 'wallet', dataset: { currency: w.currency } },
             h('div', { class: 'currency' }, w.currency),
             h('div', { class: 'available', 'data-testid': 'balance-' + w.currency }, money(w.available, w.currency)),
-            h('div', { class: 'held' }, 'held for open bids: ' + money(w.held, w.currency))
+            h('div', { class: 'held' }, money(w.held, w.currency) + ' held for open bids')
           )
         )
       )
@@ -172,11 +180,9 @@ async function onTopup(e) {
   setBusy(button, true);
   // One key per distinct request: a double submit of the same amount creates one invoice.
   const body = { amount, currency: form.elements.currency.value };
-  const fingerprint = JSON.stringify(body);
-  if (!topupKey || topupKey.fingerprint !== fingerprint) topupKey = { fingerprint, key: newIdempotencyKey() };
   try {
-    const inv = await api('POST', '/v1/topups', body, { idempotencyKey: topupKey.key });
-    topupKey = null;
+    const inv = await api('POST', '/v1/topups', body, { idempotencyKey: topupKey.for(body) });
+    topupKey.done();
     form.reset();
     renderInvoice(inv);
     loadTopups();
@@ -206,7 +212,8 @@ async function loadTopups() {
             cell: (i) => (OPEN_INVOICE.has(i.status) ? h('a', { href: i.checkout_url, target: '_blank', rel: 'noopener noreferrer' }, 'Pay') : ''),
           },
         ],
-        data.topups
+        data.topups,
+        { stack: true }
       )
     );
   } catch (err) {

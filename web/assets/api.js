@@ -61,6 +61,30 @@ export function newIdempotencyKey() {
   return Array.from(bytes, (b) => b.toString(16).padStart(2, '0')).join('');
 }
 
+// One Idempotency-Key per distinct request of a form: submitting the same body again (a double
+// click, a retry after a network error) reuses the key, so the server applies it once; a changed
+// body gets a new key. Call done() once the server has answered with success.
+export class RequestKey {
+  constructor() {
+    this.fingerprint = null;
+    this.key = null;
+  }
+
+  for(body) {
+    const fingerprint = JSON.stringify(body);
+    if (this.fingerprint !== fingerprint) {
+      this.fingerprint = fingerprint;
+      this.key = newIdempotencyKey();
+    }
+    return this.key;
+  }
+
+  done() {
+    this.fingerprint = null;
+    this.key = null;
+  }
+}
+
 // The signed-in user, or null. {authenticated, user, expires_at, csrf_token}. Cached per page load.
 export function currentSession({ refresh = false } = {}) {
   if (!sessionPromise || refresh) {

@@ -240,7 +240,7 @@ function configTable(fit) {
     {
       label: 'Configuration',
       th: true,
-      cell: (r) => [r.configuration, r.stack === 'ROCm' ? h('span', { class: 'badge' }, ' ROCm') : null],
+      cell: (r) => [r.configuration, r.stack === 'ROCm' ? [' ', h('span', { class: 'badge' }, 'ROCm')] : null],
     },
     { label: 'Monthly', num: true, cell: (r) => usd(r.exact.monthly_usd) },
     { label: 'Weekly', num: true, cell: (r) => [usd(r.exact.weekly_usd), r.weekly_derived ? h('span', { title: 'Derived from the fleet\'s weekly/monthly ratio' }, '*') : ''] },

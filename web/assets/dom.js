@@ -67,23 +67,39 @@ export function table(columns, rows, { caption, rowClass, stack } = {}) {
       h(
         'tr',
         { class: rowClass ? rowClass(row) : null },
-        columns.map((c) =>
-          h(c.th ? 'th' : 'td', { class: c.num ? 'num' : c.cls || null, scope: c.th ? 'row' : null, 'data-label': c.label || null }, c.cell(row))
-        )
+        columns.map((c) => {
+          // A cell of several parts (a label and a note under it) is kept in one box, so that the
+          // phone layout (label left, value right) keeps the parts together.
+          const content = c.cell(row);
+          return h(
+            c.th ? 'th' : 'td',
+            { class: c.num ? 'num' : c.cls || null, scope: c.th ? 'row' : null, 'data-label': c.label || null },
+            Array.isArray(content) ? h('span', { class: 'cell' }, content) : content
+          );
+        })
       )
     )
   );
   return h('div', { class: 'table-wrap' + (stack ? ' stack' : '') }, h('table', null, caption ? h('caption', null, caption) : null, thead, tbody));
 }
 
+// A few API checks name the field in their message only ("min_gpus must be between 1 and ...",
+// "field 'amount' must be ..."): the field named first in the message, when the form has it.
+function fieldOfMessage(form, message) {
+  const m = /^([a-z][a-z0-9_]*) /.exec(message || '') || /\bfield '([a-z][a-z0-9_]*)'/.exec(message || '');
+  if (!m) return null;
+  return form.querySelector(`[name="${CSS.escape(m[1])}"]:not([type="hidden"])`) ? m[1] : null;
+}
+
 // Shows an API error next to the field it names (inputs carry name="<api field>"), or in the
 // form's alert when it names none. Returns true when a field took it.
 export function showFormError(form, error) {
   clearFormErrors(form);
-  const field = error && error.field ? form.querySelector(`[name="${CSS.escape(error.field)}"]`) : null;
+  const name = error ? error.field || fieldOfMessage(form, error.message) : null;
+  const field = name ? form.querySelector(`[name="${CSS.escape(name)}"]`) : null;
   if (field) {
     field.setAttribute('aria-invalid', 'true');
-    const slot = form.querySelector(`[data-error-for="${CSS.escape(error.field)}"]`);
+    const slot = form.querySelector(`[data-error-for="${CSS.escape(name)}"]`);
     if (slot) slot.textContent = error.message;
     field.focus();
     return true;
@@ -105,6 +121,11 @@ export function clearFormErrors(form) {
     alert.textContent = '';
     alert.className = 'form-alert';
   }
+}
+
+// One figure of a summary row: a small label over a large value.
+export function stat(label, value, cls) {
+  return h('div', { class: 'stat' }, h('div', { class: 'label' }, label), h('div', { class: 'value ' + (cls || '') }, value));
 }
 
 export function setBusy(button, busy) {

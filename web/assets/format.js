@@ -70,6 +70,13 @@ export function gb(value, places = 2) {
   return decimal(value, places) + ' GB';
 }
 
+// "10.00" -> "10%", "12.50" -> "12.5%": a percentage as the API gives it, without trailing zeros.
+export function percent(value) {
+  if (value === null || value === undefined || value === '') return '—';
+  const text = String(value);
+  return (text.includes('.') ? text.replace(/\.?0+$/, '') : text) + '%';
+}
+
 export function integer(value) {
   if (value === null || value === undefined) return '—';
   return decimal(value, 0);

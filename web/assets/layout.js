@@ -13,10 +13,20 @@ function markCurrentPage() {
 }
 
 function renderSession(session) {
+  const signedIn = !!(session && session.user);
+  // Links for signed-in people only (Sell): shown once we know who is there.
+  for (const a of document.querySelectorAll('.nav [data-signed-in]')) a.hidden = !signedIn;
   const slot = document.getElementById('session-slot');
   if (!slot) return;
-  if (session && session.user) {
-    replace(slot, h('a', { href: '/account/', class: 'who', title: 'Your account' }, session.user.username));
+  if (signedIn) {
+    replace(
+      slot,
+      h(
+        'a',
+        { href: '/account/', class: 'who', title: 'Your account', dataset: { initial: session.user.username.charAt(0).toUpperCase() } },
+        session.user.username
+      )
+    );
   } else {
     replace(slot, h('a', { href: '/account/', class: 'btn btn-small btn-ghost-light' }, 'Log in'));
   }

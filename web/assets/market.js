@@ -1,8 +1,8 @@
 // Spot market: per GPU model the order book (a hand-drawn SVG depth ladder), recent trades, and for
 // a signed-in customer the bid form, their open bids and their leases with a stop button. The
 // figures are the API's; the page only scales bars to draw them.
-import { api, currentSession, newIdempotencyKey } from './api.js';
-import { h, $, replace, table, showFormError, clearFormErrors, setBusy, errorBox, empty } from './dom.js';
+import { api, currentSession, newIdempotencyKey, RequestKey } from './api.js';
+import { h, $, replace, table, showFormError, clearFormErrors, setBusy, errorBox, empty, stat } from './dom.js';
 import { usd, money, integer, timestamp } from './format.js';
 import { loadMarkets, bestAsk, bestBid } from './markets.js';
 
@@ -16,7 +16,7 @@ let markets = new Map();
 let selected = null;
 let session = null;
 let refreshTimer = 0;
-let bidKey = null;
+const bidKey = new RequestKey();
 
 function priceText(p) {
   return p == null ? '—' : usd(p, 3);
@@ -112,10 +112,6 @@ function select(name, userAction) {
 }
 
 // ---------- market data ----------
-
-function stat(label, value, cls) {
-  return h('div', { class: 'stat' }, h('div', { class: 'label' }, label), h('div', { class: 'value ' + (cls || '') }, value));
-}
 
 function renderStats() {
   const m = markets.get(selected);
@@ -306,13 +302,11 @@ async function onBid(e) {
     return showFormError(form, { field: 'limit_usd_per_gpu_hour', message: 'Enter the most you will pay per GPU-hour, such as 3.000.' });
   }
   const body = bidBody();
-  const fingerprint = JSON.stringify(body);
-  if (!bidKey || bidKey.fingerprint !== fingerprint) bidKey = { fingerprint, key: newIdempotencyKey() };
   const button = $('#bid-submit');
   setBusy(button, true);
   try {
-    const bid = await api('POST', '/v1/bids', body, { idempotencyKey: bidKey.key });
-    bidKey = null;
+    const bid = await api('POST', '/v1/bids', body, { idempotencyKey: bidKey.for(body) });
+    bidKey.done();
     replace($('#bid-result'), bidOutcome(bid));
     await Promise.all([refreshMarkets(), loadLeases(), loadBids()]);
   } catch (err) {
