@@ -6,70 +6,24 @@
 //  - the calculator's numbers and its URL state.
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { randomBytes } from 'node:crypto';
 import { startServer } from './lib/server.mjs';
 import { launch, newPage, screenshot } from './lib/browser.mjs';
+import { PASSWORD, username, waitForData, unexpected, apiClient, signUp } from './lib/helpers.mjs';
 
 let server;
 let chrome;
-const PASSWORD = 'correct horse battery staple';
+let api;
 
 before(async () => {
   server = await startServer();
   chrome = await launch();
+  api = apiClient(server);
 });
 
 after(async () => {
   await chrome?.close();
   await server?.stop();
 });
-
-function username(prefix) {
-  return prefix + '_' + randomBytes(3).toString('hex');
-}
-
-async function waitForData(page) {
-  await page.waitForFunction(() => ![...document.querySelectorAll('.loading')].some((el) => el.offsetParent !== null), null, { timeout: 10000 });
-}
-
-// Problems other than the ones a test provokes on purpose.
-function unexpected(problems, allowed = []) {
-  return problems.filter((p) => !allowed.some((a) => p.includes(a)));
-}
-
-// The API as a script would use it (bearer token), for the parts of a scenario that are not the
-// page under test: providers listing machines, the other side of the book.
-async function apiCall(method, path, body, token) {
-  const headers = { 'Content-Type': 'application/json' };
-  if (token) headers.Authorization = 'Bearer ' + token;
-  const res = await fetch(server.url + path, { method, headers, body: body === undefined ? undefined : JSON.stringify(body) });
-  const text = await res.text();
-  const data = text ? JSON.parse(text) : null;
-  if (!res.ok) throw new Error(`${method} ${path}: ${res.status} ${text}`);
-  return data;
-}
-
-async function apiUser(name, roles) {
-  await apiCall('POST', '/v1/accounts', { username: name, password: PASSWORD, roles });
-  return (await apiCall('POST', '/v1/sessions', { username: name, password: PASSWORD })).token;
-}
-
-async function fundByApi(token, amount) {
-  const inv = await apiCall('POST', '/v1/topups', { amount, currency: 'USD' }, token);
-  const settled = await server.settleInvoice(inv.invoice_id);
-  assert.equal(settled.status, 200);
-}
-
-// Signs up through the account page; leaves the page signed in.
-async function signUp(page, name) {
-  await page.goto('/account/');
-  await page.waitForSelector('#signup-form');
-  await page.fill('#signup-username', name);
-  await page.fill('#signup-password', PASSWORD);
-  await page.click('#signup-form button[type="submit"]');
-  await page.waitForSelector('#signed-in:not([hidden])');
-  await waitForData(page);
-}
 
 // Creates an invoice on the account page, settles it with a signed webhook, and waits for the
 // page to show the new balance on its own.
@@ -148,15 +102,15 @@ test('sign up, log out, log in with the keyboard, top up, signed webhook: the ba
 test('a market buy opens a lease visible on the page; stop ends it', async () => {
   // The provider side, by API: two more H100 SXM machines above the opening ask, and a resting bid
   // from another customer below it, so the book has depth on both sides.
-  const provider = await apiUser(username('prov'), ['provider']);
+  const provider = await api.user(username('prov'), ['provider']);
   const until = new Date(Date.now() + 30 * 86400e3).toISOString().replace(/\.\d+Z$/, 'Z');
   for (const [price, gpus] of [['2.950', 8], ['3.100', 4]]) {
-    const m = await apiCall('POST', '/v1/machines', { gpu: 'H100 SXM', gpus, region: 'IAD-1', vcpus: 104, ram_gb: 1024, disk_gb: 8000 }, provider);
-    await apiCall('POST', '/v1/asks', { machine_id: m.id, price_usd_per_gpu_hour: price, min_gpus: 1, available_until: until }, provider);
+    const m = await api.call('POST', '/v1/machines', { gpu: 'H100 SXM', gpus, region: 'IAD-1', vcpus: 104, ram_gb: 1024, disk_gb: 8000 }, provider);
+    await api.call('POST', '/v1/asks', { machine_id: m.id, price_usd_per_gpu_hour: price, min_gpus: 1, available_until: until }, provider);
   }
-  const other = await apiUser(username('bidder'), ['customer']);
-  await fundByApi(other, '100.00');
-  const resting = await apiCall('POST', '/v1/bids', { gpu: 'H100 SXM', gpus: 2, limit_usd_per_gpu_hour: '2.500', time_in_force: 'gtc' }, other);
+  const other = await api.user(username('bidder'), ['customer']);
+  await api.fund(other, '100.00');
+  const resting = await api.call('POST', '/v1/bids', { gpu: 'H100 SXM', gpus: 2, limit_usd_per_gpu_hour: '2.500', time_in_force: 'gtc' }, other);
   assert.equal(resting.status, 'resting');
 
   const { context, page, problems } = await newPage(chrome.browser, 'desktop', server.url);

@@ -5,6 +5,7 @@ import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { startServer } from './lib/server.mjs';
 import { launch, newPage, screenshot } from './lib/browser.mjs';
+import { waitForData } from './lib/helpers.mjs';
 
 let server;
 let chrome;
@@ -25,6 +26,7 @@ const PAGES = [
   { name: 'guide', path: '/guide/', ready: '#shapes table', check: checkGuide },
   { name: 'market', path: '/market/?gpu=H100%20SXM', ready: '#depth svg', check: checkMarket },
   { name: 'account', path: '/account/', ready: '#signed-out:not([hidden])', check: checkAccount },
+  { name: 'sell', path: '/sell/', ready: '#sell-signed-out:not([hidden])', check: checkSell },
 ];
 
 async function checkCatalog(page) {
@@ -75,12 +77,14 @@ async function checkAccount(page) {
   assert.equal(await page.locator('#signup-form').isVisible(), true);
 }
 
-// No visible loading placeholder left (hidden sections may keep theirs).
-export async function waitForData(page) {
-  await page.waitForFunction(() => ![...document.querySelectorAll('.loading')].some((el) => el.offsetParent !== null), null, {
-    timeout: 10000,
-  });
+async function checkSell(page) {
+  // Signed out: what selling needs, and the way to an account; no provider forms.
+  assert.match(await page.locator('#sell-signed-out').innerText(), /provider role/);
+  assert.equal(await page.locator('#sell-signed-out a[href="/account/"]').isVisible(), true);
+  assert.equal(await page.locator('#sell-provider').isVisible(), false);
+  assert.equal(await page.locator('nav a[href="/sell/"]').isVisible(), false, 'Sell is in the navigation once signed in');
 }
+
 
 for (const p of PAGES) {
   for (const size of ['desktop', 'phone']) {

@@ -1,0 +1,58 @@
+// What the browser tests share: test users, waiting for a page's data, the API as a script uses it
+// (bearer token) for the parts of a scenario that are not the page under test, and sign-up through
+// the account page.
+import assert from 'node:assert/strict';
+import { randomBytes } from 'node:crypto';
+
+export const PASSWORD = 'correct horse battery staple';
+
+export function username(prefix) {
+  return prefix + '_' + randomBytes(3).toString('hex');
+}
+
+// No visible loading placeholder left (hidden sections may keep theirs).
+export async function waitForData(page) {
+  await page.waitForFunction(() => ![...document.querySelectorAll('.loading')].some((el) => el.offsetParent !== null), null, {
+    timeout: 10000,
+  });
+}
+
+// Problems other than the ones a test provokes on purpose.
+export function unexpected(problems, allowed = []) {
+  return problems.filter((p) => !allowed.some((a) => p.includes(a)));
+}
+
+// The API of `server` (lib/server.mjs) with a bearer token: call(), user() (sign up and log in, the
+// token back) and fund() (a top-up settled by the signed webhook).
+export function apiClient(server) {
+  async function call(method, path, body, token) {
+    const headers = { 'Content-Type': 'application/json' };
+    if (token) headers.Authorization = 'Bearer ' + token;
+    const res = await fetch(server.url + path, { method, headers, body: body === undefined ? undefined : JSON.stringify(body) });
+    const text = await res.text();
+    const data = text ? JSON.parse(text) : null;
+    if (!res.ok) throw new Error(`${method} ${path}: ${res.status} ${text}`);
+    return data;
+  }
+  async function user(name, roles) {
+    await call('POST', '/v1/accounts', { username: name, password: PASSWORD, roles });
+    return (await call('POST', '/v1/sessions', { username: name, password: PASSWORD })).token;
+  }
+  async function fund(token, amount) {
+    const inv = await call('POST', '/v1/topups', { amount, currency: 'USD' }, token);
+    const settled = await server.settleInvoice(inv.invoice_id);
+    assert.equal(settled.status, 200);
+  }
+  return { call, user, fund };
+}
+
+// Signs up through the account page; leaves the page signed in.
+export async function signUp(page, name) {
+  await page.goto('/account/');
+  await page.waitForSelector('#signup-form');
+  await page.fill('#signup-username', name);
+  await page.fill('#signup-password', PASSWORD);
+  await page.click('#signup-form button[type="submit"]');
+  await page.waitForSelector('#signed-in:not([hidden])');
+  await waitForData(page);
+}
