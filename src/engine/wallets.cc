@@ -113,7 +113,8 @@ Result<std::int64_t> ParseTopupAmount(std::string_view text) {
   auto amount = ParseDecimalMicros(text, kTopupFractionDigits);
   if (!amount.ok()) {
     return Status::InvalidArgument(
-        "amount must be a decimal string with at most 2 decimals, such as \"100.00\"");
+        "amount must be a positive decimal string with at most 2 decimals, such as \"100.00\" (" +
+        amount.status().message() + ")");
   }
   if (*amount < kMinTopupMicros || *amount > kMaxTopupMicros) {
     return Status::InvalidArgument("amount must be between " + FormatMicros(kMinTopupMicros, 2) +

@@ -102,6 +102,9 @@ Result<std::optional<std::string>> OptionalString(const json& object, std::strin
 Result<std::int64_t> RequiredInteger(const json& object, std::string_view field, std::int64_t min,
                                      std::int64_t max);
 // invalid_argument when deeper than max_depth (scans brackets outside strings).
+// A request body must be sent as JSON: no Content-Type (curl --data-binary) or application/json.
+// Anything else (text/plain, a cross-site HTML form) is a 400.
+Status CheckJsonContentType(const Request& request);
 Status CheckJsonDepth(std::string_view text, int max_depth);
 
 Response JsonResponse(int status, const json& body);

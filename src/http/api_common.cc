@@ -57,12 +57,17 @@ Status CheckJsonDepth(std::string_view text, int max_depth) {
   return Status::Ok();
 }
 
-Result<json> ParseJsonObject(const Request& request,
-                             std::initializer_list<std::string_view> allowed) {
+Status CheckJsonContentType(const Request& request) {
   const std::string& type = request.Header("content-type");
   if (!type.empty() && ToLower(type).rfind("application/json", 0) != 0) {
     return Status::InvalidArgument("Content-Type must be application/json");
   }
+  return Status::Ok();
+}
+
+Result<json> ParseJsonObject(const Request& request,
+                             std::initializer_list<std::string_view> allowed) {
+  GPUHUB_RETURN_IF_ERROR(CheckJsonContentType(request));
   if (Trim(request.body).empty())
     return Status::InvalidArgument("request body must be a JSON object");
   GPUHUB_RETURN_IF_ERROR(CheckJsonDepth(request.body, kMaxJsonDepth));

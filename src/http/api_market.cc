@@ -309,16 +309,22 @@ Result<std::int64_t> ParsePayoutAmount(const Request& r) {
   GPUHUB_ASSIGN_OR_RETURN(json body, ParseJsonObject(r, {"amount", "currency"}));
   GPUHUB_ASSIGN_OR_RETURN(auto currency, OptionalString(body, "currency"));
   if (currency && *currency != "USD") {
-    return Status::InvalidArgument("payouts are in USD (provider earnings are in USD)");
+    return Status::InvalidArgument("payouts are in USD (provider earnings are in USD)")
+        .WithField("currency");
   }
   auto it = body.find("amount");
   if (it != body.end() && it->is_number()) {
-    return Status::InvalidArgument("field 'amount' must be a decimal string such as \"100.00\"");
+    return Status::InvalidArgument("field 'amount' must be a decimal string such as \"100.00\"")
+        .WithField("amount");
   }
   GPUHUB_ASSIGN_OR_RETURN(std::string text, RequiredString(body, "amount"));
   auto amount = ParseDecimalMicros(text, 6);
   if (!amount.ok() || *amount <= 0) {
-    return Status::InvalidArgument("field 'amount' must be a positive decimal such as \"100.00\"");
+    return Status::InvalidArgument(
+               "field 'amount' must be a positive decimal string with at most 6 decimals, such as "
+               "\"100.00\" (" +
+               (amount.ok() ? "got '" + text.substr(0, 40) + "'" : amount.status().message()) + ")")
+        .WithField("amount");
   }
   return *amount;
 }
@@ -343,6 +349,18 @@ Handler Authenticated(
 struct Empty {};
 Result<Empty> NoInput(const Request&) { return Empty{}; }
 
+// The endpoints that act on the id in their path take no body: an empty one or `{}`. Anything else
+// (`{"refund": true}` on a stop) is refused rather than silently ignored.
+Result<std::int64_t> IdOnly(const Request& r, const char* what) {
+  if (!Trim(r.body).empty()) GPUHUB_RETURN_IF_ERROR(ParseJsonObject(r, {}).status());
+  return IdParam(r, what);
+}
+
+// Lists: `?limit=N` (1..kMaxPageSize), newest first; without it, the newest kMaxPageSize.
+Result<std::size_t> ListLimit(const Request& r) {
+  return LimitQuery(r, "limit", market::kMaxPageSize, market::kMaxPageSize);
+}
+
 }  // namespace
 
 void RegisterMarketRoutes(Router& router, ApiContext& api) {
@@ -362,10 +380,11 @@ void RegisterMarketRoutes(Router& router, ApiContext& api) {
                  }));
   router.Add(
       "GET", "/v1/machines",
-      Authenticated<Empty>(
-          api, kRoleProvider, NoInput, [](Txn& txn, const User& me, const Empty&) -> Result<Reply> {
+      Authenticated<std::size_t>(
+          api, kRoleProvider, ListLimit,
+          [](Txn& txn, const User& me, const std::size_t& limit) -> Result<Reply> {
             json list = json::array();
-            for (const auto& v : X(txn).ListMachines(me.id, market::kMaxPageSize)) {
+            for (const auto& v : X(txn).ListMachines(me.id, limit)) {
               list.push_back(MachineJson(v.machine, v.leased_gpus, v.open_ask));
             }
             return Reply{200, {{"machines", list}}};
@@ -386,17 +405,17 @@ void RegisterMarketRoutes(Router& router, ApiContext& api) {
                  }));
   router.Add(
       "GET", "/v1/asks",
-      Authenticated<Empty>(api, kRoleProvider, NoInput,
-                           [](Txn& txn, const User& me, const Empty&) -> Result<Reply> {
+      Authenticated<std::size_t>(api, kRoleProvider, ListLimit,
+                                 [](Txn& txn, const User& me, const std::size_t& limit) -> Result<Reply> {
                              json list = json::array();
-                             for (const auto& a : X(txn).ListAsks(me.id, market::kMaxPageSize)) {
+                             for (const auto& a : X(txn).ListAsks(me.id, limit)) {
                                list.push_back(AskJson(a, X(txn).FreeGpus(a.machine_id)));
                              }
                              return Reply{200, {{"asks", list}}};
                            }));
   router.Add("DELETE", "/v1/asks/{id}",
              Authenticated<std::int64_t>(
-                 api, kRoleProvider, [](const Request& r) { return IdParam(r, "ask"); },
+                 api, kRoleProvider, [](const Request& r) { return IdOnly(r, "ask"); },
                  [](Txn& txn, const User& me, const std::int64_t& id) -> Result<Reply> {
                    GPUHUB_ASSIGN_OR_RETURN(auto ask, engine::CancelAsk(txn, me.id, id));
                    return Reply{200, AskJson(ask, 0)};
@@ -429,10 +448,10 @@ void RegisterMarketRoutes(Router& router, ApiContext& api) {
                  }));
   router.Add(
       "GET", "/v1/payouts",
-      Authenticated<Empty>(api, kRoleProvider, NoInput,
-                           [](Txn& txn, const User& me, const Empty&) -> Result<Reply> {
+      Authenticated<std::size_t>(api, kRoleProvider, ListLimit,
+                                 [](Txn& txn, const User& me, const std::size_t& limit) -> Result<Reply> {
                              json list = json::array();
-                             for (const auto& p : X(txn).ListPayouts(me.id, market::kMaxPageSize)) {
+                             for (const auto& p : X(txn).ListPayouts(me.id, limit)) {
                                list.push_back(PayoutJson(p));
                              }
                              return Reply{200, {{"payouts", list}}};
@@ -450,35 +469,37 @@ void RegisterMarketRoutes(Router& router, ApiContext& api) {
                  }));
   router.Add(
       "GET", "/v1/bids",
-      Authenticated<Empty>(api, kRoleCustomer, NoInput,
-                           [](Txn& txn, const User& me, const Empty&) -> Result<Reply> {
+      Authenticated<std::size_t>(api, kRoleCustomer, ListLimit,
+                                 [](Txn& txn, const User& me, const std::size_t& limit) -> Result<Reply> {
                              json list = json::array();
-                             for (const auto& b : X(txn).ListBids(me.id, market::kMaxPageSize)) {
+                             for (const auto& b : X(txn).ListBids(me.id, limit)) {
                                list.push_back(BidJson(b));
                              }
                              return Reply{200, {{"bids", list}}};
                            }));
   router.Add("DELETE", "/v1/bids/{id}",
              Authenticated<std::int64_t>(
-                 api, kRoleCustomer, [](const Request& r) { return IdParam(r, "bid"); },
+                 api, kRoleCustomer, [](const Request& r) { return IdOnly(r, "bid"); },
                  [](Txn& txn, const User& me, const std::int64_t& id) -> Result<Reply> {
                    GPUHUB_ASSIGN_OR_RETURN(auto bid, engine::CancelBid(txn, me.id, id));
                    return Reply{200, BidJson(bid)};
                  }));
   router.Add("GET", "/v1/leases",
-             Authenticated<bool>(
+             Authenticated<std::pair<bool, std::size_t>>(
                  api, 0,
-                 [](const Request& r) -> Result<bool> {
+                 [](const Request& r) -> Result<std::pair<bool, std::size_t>> {
+                   GPUHUB_ASSIGN_OR_RETURN(std::size_t limit, ListLimit(r));
                    auto it = r.query.find("as");
-                   if (it == r.query.end() || it->second == "customer") return false;
-                   if (it->second == "provider") return true;
+                   if (it == r.query.end() || it->second == "customer") return {{false, limit}};
+                   if (it->second == "provider") return {{true, limit}};
                    return Status::InvalidArgument("as must be customer or provider");
                  },
-                 [](Txn& txn, const User& me, const bool& as_provider) -> Result<Reply> {
+                 [](Txn& txn, const User& me,
+                    const std::pair<bool, std::size_t>& query) -> Result<Reply> {
+                   const auto [as_provider, limit] = query;
                    json list = json::array();
-                   auto leases = as_provider
-                                     ? X(txn).ListProviderLeases(me.id, market::kMaxPageSize)
-                                     : X(txn).ListCustomerLeases(me.id, market::kMaxPageSize);
+                   auto leases = as_provider ? X(txn).ListProviderLeases(me.id, limit)
+                                             : X(txn).ListCustomerLeases(me.id, limit);
                    for (const auto& l : leases) list.push_back(LeaseJson(l, as_provider));
                    return Reply{200, {{"leases", list}}};
                  }));
@@ -494,7 +515,7 @@ void RegisterMarketRoutes(Router& router, ApiContext& api) {
                  }));
   router.Add("POST", "/v1/leases/{id}/stop",
              Authenticated<std::int64_t>(
-                 api, kRoleCustomer, [](const Request& r) { return IdParam(r, "lease"); },
+                 api, kRoleCustomer, [](const Request& r) { return IdOnly(r, "lease"); },
                  [](Txn& txn, const User& me, const std::int64_t& id) -> Result<Reply> {
                    GPUHUB_ASSIGN_OR_RETURN(auto lease, engine::StopLease(txn, me.id, id));
                    return Reply{200, LeaseJson(lease, false)};
@@ -503,10 +524,10 @@ void RegisterMarketRoutes(Router& router, ApiContext& api) {
   // ----- Admins ------------------------------------------------------------------------------
   router.Add(
       "GET", "/v1/admin/payouts",
-      Authenticated<Empty>(api, kRoleAdmin, NoInput,
-                           [](Txn& txn, const User&, const Empty&) -> Result<Reply> {
+      Authenticated<std::size_t>(api, kRoleAdmin, ListLimit,
+                                 [](Txn& txn, const User&, const std::size_t& limit) -> Result<Reply> {
                              json list = json::array();
-                             for (const auto& p : X(txn).ListPendingPayouts(market::kMaxPageSize)) {
+                             for (const auto& p : X(txn).ListPendingPayouts(limit)) {
                                json j = PayoutJson(p);
                                const engine::User* u = engine::FindUser(txn.state, p.provider_id);
                                j["username"] = u ? u->username : "";
@@ -517,7 +538,7 @@ void RegisterMarketRoutes(Router& router, ApiContext& api) {
   for (bool paid : {true, false}) {
     router.Add("POST", paid ? "/v1/admin/payouts/{id}/paid" : "/v1/admin/payouts/{id}/reject",
                Authenticated<std::int64_t>(
-                   api, kRoleAdmin, [](const Request& r) { return IdParam(r, "payout"); },
+                   api, kRoleAdmin, [](const Request& r) { return IdOnly(r, "payout"); },
                    [paid](Txn& txn, const User& me, const std::int64_t& id) -> Result<Reply> {
                      GPUHUB_ASSIGN_OR_RETURN(auto p, engine::ResolvePayout(txn, me.id, id, paid));
                      return Reply{200, PayoutJson(p)};
@@ -610,7 +631,8 @@ Result<bool> TakePricesField(std::string* body) {
   if (!prices.is_string() || (prices != "list" && prices != "market")) {
     return Status::InvalidArgument(
         "field 'prices' must be \"list\" (the fleet's list prices) or \"market\" (live offers "
-        "on the spot exchange)");
+        "on the spot exchange)")
+        .WithField("prices");
   }
   bool market = prices == "market";
   parsed.erase("prices");

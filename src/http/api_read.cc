@@ -69,6 +69,8 @@ void RegisterReadRoutes(Router& router, ApiContext& api, const std::string& data
   router.Add("GET", "/v1/models",
              [data](const Request&, Responder respond) { respond(Cached(data->models_json)); });
   router.Add("POST", "/v1/size", [data](const Request& r, Responder respond) {
+    Status type = CheckJsonContentType(r);
+    if (!type.ok()) return respond(Response::Error(type));
     Status depth = CheckJsonDepth(r.body, 32);
     if (!depth.ok()) return respond(Response::Error(depth));
     auto out = fit::HandleSizeJson(r.body, data->data_dir);
@@ -76,6 +78,8 @@ void RegisterReadRoutes(Router& router, ApiContext& api, const std::string& data
   });
   router.Add("POST", "/v1/fit", [data, unavailable, &api](const Request& r, Responder respond) {
     if (!data->catalog) return respond(unavailable());
+    Status type = CheckJsonContentType(r);
+    if (!type.ok()) return respond(Response::Error(type));
     Status depth = CheckJsonDepth(r.body, 32);
     if (!depth.ok()) return respond(Response::Error(depth));
     // "prices": "market" fits on the spot exchange's live offers (api_market.cc).

@@ -84,9 +84,11 @@ Result<std::int64_t> AmountField(const json& body, std::string_view field, int f
   GPUHUB_ASSIGN_OR_RETURN(std::string text, RequiredString(body, field));
   auto amount = ParseDecimalMicros(text, fraction_digits);
   if (!amount.ok() || *amount <= 0) {
-    return Status::InvalidArgument("field '" + std::string(field) +
-                                   "' must be a positive decimal with at most " +
-                                   std::to_string(fraction_digits) + " decimals")
+    // Say what is wrong with this value: sign, digits or size.
+    return Status::InvalidArgument(
+               "field '" + std::string(field) + "' must be a positive decimal with at most " +
+               std::to_string(fraction_digits) + " decimals (" +
+               (amount.ok() ? "got '" + text.substr(0, 40) + "'" : amount.status().message()) + ")")
         .WithField(std::string(field));
   }
   return *amount;
@@ -324,10 +326,11 @@ void RegisterWalletRoutes(Router& router, ApiContext& api) {
         auto reason = RequiredString(*body, "reason");
         if (!reason.ok()) return respond(Response::Error(reason.status()));
         if (Trim(*reason).empty() || reason->size() > ledger::kMaxTransferMemoBytes) {
-          return respond(Response::Error(400, "invalid_argument",
-                                         "reason must be 1.." +
-                                             std::to_string(ledger::kMaxTransferMemoBytes) +
-                                             " bytes (say where the money came from)"));
+          return respond(Response::Error(
+              Status::InvalidArgument("reason must be 1.." +
+                                      std::to_string(ledger::kMaxTransferMemoBytes) +
+                                      " bytes (say where the money came from)")
+                  .WithField("reason")));
         }
         RunAuthenticated(
             api, r, std::move(respond), engine::kRoleAdmin,
@@ -368,7 +371,7 @@ void RegisterWalletRoutes(Router& router, ApiContext& api) {
         auto rate_text = RequiredString(*body, "rate");
         if (!rate_text.ok()) return respond(Response::Error(rate_text.status()));
         auto rate = ledger::ParseFxRatePpb(*rate_text);
-        if (!rate.ok()) return respond(Response::Error(rate.status()));
+        if (!rate.ok()) return respond(Response::Error(rate.status().WithField("rate")));
         auto spread = RequiredInteger(*body, "spread_bps", 0, ledger::kMaxFxSpreadBps);
         if (!spread.ok()) return respond(Response::Error(spread.status()));
         RunAuthenticated(

@@ -280,28 +280,35 @@ Result<Machine> Exchange::AddMachine(UserId provider, const MachineSpec& spec, T
   now = Now(now);
   GPUHUB_CHECK(provider > 0);
   auto found = FindMarket(spec.gpu);
-  if (!found.ok()) return Status::InvalidArgument(found.status().message());
+  if (!found.ok()) return Status::InvalidArgument(found.status().message()).WithField("gpu");
   const int market = *found;
   if (!markets_[static_cast<std::size_t>(market)].listed) {
     return Status::InvalidArgument("the " + markets_[static_cast<std::size_t>(market)].name +
-                                   " market takes no new machines");
+                                   " market takes no new machines")
+        .WithField("gpu");
   }
   if (spec.gpus < 1 || spec.gpus > kMaxGpusPerMachine) {
     return Status::InvalidArgument("gpus must be between 1 and " +
-                                   std::to_string(kMaxGpusPerMachine));
+                                   std::to_string(kMaxGpusPerMachine))
+        .WithField("gpus");
   }
-  GPUHUB_ASSIGN_OR_RETURN(std::string region, CheckRegion(spec.region));
+  auto checked_region = CheckRegion(spec.region);
+  if (!checked_region.ok()) return checked_region.status().WithField("region");
+  std::string region = *checked_region;
   if (spec.vcpus < 1 || spec.vcpus > kMaxVcpusPerMachine) {
     return Status::InvalidArgument("vcpus must be between 1 and " +
-                                   std::to_string(kMaxVcpusPerMachine));
+                                   std::to_string(kMaxVcpusPerMachine))
+        .WithField("vcpus");
   }
   if (spec.ram_gb < 1 || spec.ram_gb > kMaxRamGbPerMachine) {
     return Status::InvalidArgument("ram_gb must be between 1 and " +
-                                   std::to_string(kMaxRamGbPerMachine));
+                                   std::to_string(kMaxRamGbPerMachine))
+        .WithField("ram_gb");
   }
   if (spec.disk_gb < 1 || spec.disk_gb > kMaxDiskGbPerMachine) {
     return Status::InvalidArgument("disk_gb must be between 1 and " +
-                                   std::to_string(kMaxDiskGbPerMachine));
+                                   std::to_string(kMaxDiskGbPerMachine))
+        .WithField("disk_gb");
   }
   auto& mine = machines_by_provider_[provider];
   if (mine.size() >= kMaxMachinesPerProvider) {
@@ -340,19 +347,23 @@ Result<Ask> Exchange::PlaceAsk(UserId provider, const AskSpec& spec, ledger::Led
                             " already has open ask " + std::to_string(machine.open_ask) +
                             "; cancel it first to change the price");
   }
-  GPUHUB_RETURN_IF_ERROR(ValidatePriceMicros(spec.price_micros, "price_usd_per_gpu_hour"));
+  Status price = ValidatePriceMicros(spec.price_micros, "price_usd_per_gpu_hour");
+  if (!price.ok()) return price.WithField("price_usd_per_gpu_hour");
   if (spec.min_gpus < 1 || spec.min_gpus > machine.machine.gpus) {
     return Status::InvalidArgument("min_gpus must be between 1 and the machine's " +
-                                   Plural(machine.machine.gpus, "GPU", "GPUs"));
+                                   Plural(machine.machine.gpus, "GPU", "GPUs"))
+        .WithField("min_gpus");
   }
   if (spec.available_until - kLeaseHourMicros <= now) {
     return Status::InvalidArgument(
-        "available_until must be more than one hour from now (leases are sold by the hour)");
+               "available_until must be more than one hour from now (leases are sold by the hour)")
+        .WithField("available_until");
   }
   if (spec.available_until - now > kMaxAskWindowMicros) {
     return Status::InvalidArgument("available_until must be within " +
                                    std::to_string(kMaxAskWindowMicros / kMicrosPerDay) +
-                                   " days from now");
+                                   " days from now")
+        .WithField("available_until");
   }
   Ask ask;
   ask.id = next_order_id_++;
@@ -424,7 +435,8 @@ Result<Payout> Exchange::RequestPayout(UserId provider, std::int64_t amount_micr
   now = Now(now);
   if (amount_micros < kMinPayoutMicros || amount_micros > kMaxAmountMicros) {
     return Status::InvalidArgument("a payout must be at least " +
-                                   FormatMicros(kMinPayoutMicros, 2) + " USD");
+                                   FormatMicros(kMinPayoutMicros, 2) + " USD")
+        .WithField("amount");
   }
   if (pending_payouts_by_provider_[provider] >= kMaxPendingPayoutsPerProvider) {
     return Status::ResourceExhausted("at most " + std::to_string(kMaxPendingPayoutsPerProvider) +

@@ -437,6 +437,22 @@ TEST_F(ExchangeTest, ProviderRefusals) {
       StatusCode::kInvalidArgument);
   MachineId m = NewMachine(kProvider, 4);
   auto place = [&](UserId p, AskSpec s) { return x_.PlaceAsk(p, s, ledger_, now_, &changes_); };
+  // Each refusal names the field at fault, so the API can say which one to fix.
+  EXPECT_EQ(x_.AddMachine(kProvider, {"RTX 9999", 8, "IAD-1", 1, 1, 1}, now_, &changes_)
+                .status()
+                .field(),
+            "gpu");
+  EXPECT_EQ(
+      x_.AddMachine(kProvider, {"H100 SXM", 8, "Mars", 1, 1, 1}, now_, &changes_).status().field(),
+      "region");
+  EXPECT_EQ(
+      x_.AddMachine(kProvider, {"H100 SXM", 8, "IAD-1", 0, 1, 1}, now_, &changes_).status().field(),
+      "vcpus");
+  EXPECT_EQ(place(kProvider, {m, Usd(2), 5, now_ + kMicrosPerDay}).status().field(), "min_gpus");
+  EXPECT_EQ(place(kProvider, {m, Usd(2), 1, now_ + kHour}).status().field(), "available_until");
+  EXPECT_EQ(place(kProvider, {m, 2'000'100, 1, now_ + kMicrosPerDay}).status().field(),
+            "price_usd_per_gpu_hour");
+  EXPECT_EQ(x_.RequestPayout(kProvider, 1, ledger_, now_, &changes_).status().field(), "amount");
   EXPECT_EQ(place(kProvider2, {m, Usd(2), 1, now_ + kMicrosPerDay}).status().code(),
             StatusCode::kNotFound);  // not their machine
   EXPECT_EQ(place(kProvider, {m, Usd(2), 5, now_ + kMicrosPerDay}).status().code(),

@@ -434,6 +434,114 @@ TEST_P(MarketApiTest, BadCallsGetClearErrors) {
   ExpectBooksBalance();
 }
 
+// Every refusal of a bad field names it ("field"), a body where none belongs is refused rather than
+// ignored, list endpoints honour ?limit=, and the fit endpoints take JSON only, like every POST.
+TEST_P(MarketApiTest, BadFieldsAreNamedAndNothingIsSilentlyIgnored) {
+  std::string provider = User("pia", {"provider"});
+  std::string customer = User("cleo", {"customer"});
+  Credit("cleo", "100");
+  auto machine = client_->Call("POST", "/v1/machines", MachineJson("H100 SXM", 2), provider);
+  ASSERT_EQ(machine.status, 201) << machine.body;
+  long long machine_id = machine.Json()["id"];
+  auto machine_with = [](json patch) {
+    json m = MachineJson("H100 SXM", 2);
+    m.merge_patch(patch);
+    return m;
+  };
+  struct Case {
+    const char* path;
+    json body;
+    std::string token;
+    int status;
+    const char* field;
+  };
+  const Case cases[] = {
+      {"/v1/machines", machine_with({{"gpu", "Voodoo 2"}}), provider, 400, "gpu"},
+      {"/v1/machines", machine_with({{"region", "MARS-1"}}), provider, 400, "region"},
+      {"/v1/asks",
+       {{"machine_id", machine_id},
+        {"price_usd_per_gpu_hour", "2.000"},
+        {"min_gpus", 3},
+        {"available_until", Later(1)}},
+       provider,
+       400,
+       "min_gpus"},
+      {"/v1/asks",
+       {{"machine_id", machine_id},
+        {"price_usd_per_gpu_hour", "2.000"},
+        {"available_until", Later(0)}},
+       provider,
+       400,
+       "available_until"},
+      {"/v1/asks",
+       {{"machine_id", machine_id},
+        {"price_usd_per_gpu_hour", "2.000"},
+        {"available_until", Later(400)}},
+       provider,
+       400,
+       "available_until"},
+      {"/v1/payouts", {{"amount", "0"}}, provider, 400, "amount"},
+      {"/v1/payouts", {{"amount", "0.50"}}, provider, 400, "amount"},
+      {"/v1/payouts", {{"amount", "-5"}}, provider, 400, "amount"},
+      {"/v1/payouts", {{"amount", "1.0000001"}}, provider, 400, "amount"},
+      {"/v1/payouts", {{"amount", "5"}, {"currency", "EUR"}}, provider, 400, "currency"},
+      {"/v1/admin/credits",
+       {{"username", "cleo"}, {"amount", "1"}, {"currency", "USD"}, {"reason", " "}},
+       admin_,
+       400,
+       "reason"},
+      {"/v1/fit", {{"model", "70b"}, {"workload", "infer"}, {"prices", "cheap"}}, "", 400, "prices"},
+  };
+  for (const auto& c : cases) {
+    auto r = client_->Call("POST", c.path, c.body, c.token);
+    EXPECT_EQ(r.status, c.status) << c.path << " " << c.body.dump() << ": " << r.body;
+    EXPECT_EQ(r.Json()["error"]["field"], c.field) << c.path << " " << c.body.dump() << ": " << r.body;
+  }
+  auto ask = client_->Call("POST", "/v1/asks",
+                           {{"machine_id", machine_id},
+                            {"price_usd_per_gpu_hour", "2.000"},
+                            {"available_until", Later(2)}},
+                           provider);
+  ASSERT_EQ(ask.status, 201) << ask.body;
+  auto bid = client_->Call("POST", "/v1/bids", {{"gpu", "H100 SXM"}, {"gpus", 1}, {"market", true}},
+                           customer);
+  ASSERT_EQ(bid.status, 201) << bid.body;
+  std::string stop = "/v1/leases/" + std::to_string(bid.Json()["lease_id"].get<long long>()) + "/stop";
+  // A body on an endpoint that takes none is a mistake the caller must hear about.
+  auto wrong = client_->Call("POST", stop, {{"refund", true}}, customer);
+  EXPECT_EQ(wrong.status, 400) << wrong.body;
+  EXPECT_EQ(wrong.Json()["error"]["field"], "refund") << wrong.body;
+  EXPECT_EQ(Get("/v1/leases", customer)["leases"][0]["status"], "active");
+  auto empty = client_->Call("POST", stop, json::object(), customer);
+  EXPECT_EQ(empty.status, 200) << empty.body;
+  EXPECT_EQ(empty.Json()["status"], "ended");
+  // Lists honour ?limit= (1..500) and refuse nonsense.
+  for (int i = 0; i < 3; ++i) {
+    auto b = client_->Call("POST", "/v1/bids",
+                           {{"gpu", "A100 SXM"}, {"gpus", 1}, {"limit_usd_per_gpu_hour", "0.010"}},
+                           customer);
+    ASSERT_EQ(b.status, 201) << b.body;
+  }
+  EXPECT_EQ(Get("/v1/bids?limit=2", customer)["bids"].size(), 2u);
+  EXPECT_EQ(Get("/v1/bids", customer)["bids"].size(), 4u);
+  EXPECT_EQ(Get("/v1/leases?as=customer&limit=1", customer)["leases"].size(), 1u);
+  for (std::string path : {"/v1/bids?limit=0", "/v1/bids?limit=501", "/v1/asks?limit=x",
+                           "/v1/leases?limit=-1", "/v1/machines?limit=0", "/v1/payouts?limit=0"}) {
+    auto r = client_->Call("GET", path, nullptr, path.find("bids") != std::string::npos ||
+                                                          path.find("leases") != std::string::npos
+                                                      ? customer
+                                                      : provider);
+    EXPECT_EQ(r.status, 400) << path << ": " << r.body;
+  }
+  // The fit endpoints take JSON like every other POST (docs/api.md, Conventions).
+  for (const char* path : {"/v1/fit", "/v1/size"}) {
+    auto r = client_->Send("POST", path, R"({"model":"70b","workload":"infer","prices":"market"})",
+                           {{"Content-Type", "text/plain"}});
+    EXPECT_EQ(r.status, 400) << path << ": " << r.body;
+  }
+  ExpectBooksBalance();
+}
+
 TEST_P(MarketApiTest, FitOnLivePricesThroughTheApiAndTheCli) {
   std::string provider = User("paula", {"provider"});
   auto offer = [&](const char* gpu, int gpus, const char* price) {
