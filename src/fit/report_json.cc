@@ -90,6 +90,9 @@ Json WorkloadJson(const sizing::Workload& w, const sizing::MemoryEstimate& e) {
   }
   j["gpus"] = w.gpus;
   j["profile"] = sizing::ProfileName(e.profile);
+  if (e.profile == sizing::Profile::kDetailed && w.method == Method::kInference) {
+    j["prefill_chunk"] = w.prefill_chunk_tokens;  // 0: the whole prompt in one pass
+  }
   if (e.profile == sizing::Profile::kDetailed && w.method != Method::kInference) {
     j["optimizer"] = sizing::OptimizerName(w.optimizer);
     if (w.method == Method::kLora || w.method == Method::kQlora) {
@@ -205,6 +208,7 @@ constexpr FieldSpec kFields[] = {
     Integer("context", &R::context),
     Integer("batch", &R::batch),
     Integer("seq", &R::seq),
+    Integer("prefill_chunk", &R::prefill_chunk),
     Integer("rank", &R::rank),
     Integer("gpus", &R::gpus),
     Integer("zero", &R::zero),

@@ -134,6 +134,17 @@ Status ResolveWorkload(const RequestFields& f, sizing::Workload& w, std::vector<
                         "default for presets) ignore it: add --profile detailed",
                     flag);
   };
+  if (f.prefill_chunk) {
+    if (training) return not_for("--prefill-chunk", "inference");
+    GPUHUB_RETURN_IF_ERROR(detailed_only("--prefill-chunk"));
+    if (*f.prefill_chunk < 1 || *f.prefill_chunk > sizing::kMaxContextTokens) {
+      return BadField("--prefill-chunk must be between 1 and " +
+                          std::to_string(sizing::kMaxContextTokens) +
+                          " tokens per prefill step, got " + std::to_string(*f.prefill_chunk),
+                      "--prefill-chunk");
+    }
+    w.prefill_chunk_tokens = *f.prefill_chunk;
+  }
   if (f.offload_optimizer) {
     if (!training) return not_for("--offload-optimizer", "training");
     if (m != Method::kFullFineTune) GPUHUB_RETURN_IF_ERROR(detailed_only("--offload-optimizer"));

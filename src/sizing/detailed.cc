@@ -368,13 +368,18 @@ Result<MemoryEstimate> DetailedEstimate(const ModelShape& model_in, const Worklo
     // only the last position's logits are computed. Each GPU of a layer split runs its own layers,
     // so every card holds this working set at its peak.
     Widths x = WidthsOf(m);
-    double tokens = static_cast<double>(w.context_tokens) * static_cast<double>(w.batch);
+    const double prompt_tokens =
+        static_cast<double>(w.context_tokens) * static_cast<double>(w.batch);
+    const bool chunked = w.prefill_chunk_tokens > 0 &&
+                         static_cast<double>(w.prefill_chunk_tokens) < prompt_tokens;
+    const double tokens = chunked ? static_cast<double>(w.prefill_chunk_tokens) : prompt_tokens;
     double per_token = 4 * x.h + 2 * (x.q + x.k + x.v) + 2 * x.q + 6 * x.mlp;
     double logits = static_cast<double>(w.batch) * m.vocab * 4;
     double prefill = tokens * per_token + logits;
     e.components.push_back({"prefill_activations", prefill,
                             FormatFixed(tokens, 0) +
-                                " prompt tokens in one forward pass (context x batch) x " +
+                                (chunked ? " prompt tokens per prefill chunk x "
+                                         : " prompt tokens in one forward pass (context x batch) x ") +
                                 FormatFixed(per_token, 0) +
                                 " B per token for one layer's working set + batch x vocab x 4 B "
                                 "logits = " +

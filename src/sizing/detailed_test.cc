@@ -383,6 +383,17 @@ TEST(Detailed, InferencePrefillsThePromptInOnePass) {
   w.batch = 2;
   EXPECT_DOUBLE_EQ(Component(Estimate(m, w), "prefill_activations"),
                    2 * 32768 * per_token + 2 * 152064.0 * 4);
+  // A serving engine that chunks the prompt holds one chunk's working set, whatever the context.
+  w.prefill_chunk_tokens = 8192;
+  EXPECT_DOUBLE_EQ(Component(Estimate(m, w), "prefill_activations"),
+                   8192 * per_token + 2 * 152064.0 * 4);
+  // A chunk larger than the prompt changes nothing.
+  w.batch = 1;
+  w.context_tokens = 4096;
+  EXPECT_DOUBLE_EQ(Component(Estimate(m, w), "prefill_activations"),
+                   4096 * per_token + 152064.0 * 4);
+  w.prefill_chunk_tokens = -1;
+  EXPECT_FALSE(EstimateMemory(m, w).ok());
 }
 
 TEST(Detailed, ActivationsFollowTheSwitches) {

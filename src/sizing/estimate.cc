@@ -94,6 +94,11 @@ Status ValidateWorkload(const Workload& w) {
                " tokens, got " + std::to_string(w.context_tokens))
         .WithField("context");
   }
+  if (w.prefill_chunk_tokens < 0 || w.prefill_chunk_tokens > kMaxContextTokens) {
+    return bad("prefill chunk must be between 1 and " + std::to_string(kMaxContextTokens) +
+               " tokens (0: the whole prompt), got " + std::to_string(w.prefill_chunk_tokens))
+        .WithField("prefill_chunk");
+  }
   if (w.batch < 1 || w.batch > kMaxBatch) {
     return bad("batch must be between 1 and " + std::to_string(kMaxBatch) + ", got " +
                std::to_string(w.batch))

@@ -54,6 +54,10 @@ struct Workload {
   Precision precision = Precision::kBf16;
   Precision kv_precision = Precision::kFp16;  // fp16 or fp8
   std::int64_t context_tokens = 8192;         // inference: tokens in the KV cache per sequence
+  // Inference, detailed profile: tokens one prefill step runs through a layer. 0 = the whole
+  // prompt (context x batch) in one forward pass, as Hugging Face generate and LitGPT do; serving
+  // engines chunk long prompts (vLLM's max_num_batched_tokens, SGLang's chunked_prefill_size).
+  std::int64_t prefill_chunk_tokens = 0;
   std::int64_t batch = 1;                     // sequences (inference) or micro-batch (training)
   std::int64_t sequence_tokens = 2048;        // training sequence length
   int lora_rank = 16;

@@ -95,6 +95,9 @@ expect_ok "size a config.json path" "j['model']['total_params'] == 8030261248" \
   size --model "$top/data/models/meta-llama--Llama-3.1-8B.json" --workload infer --json
 expect_ok "size qlora rank 64" "j['workload']['rank'] == 64" \
   size --model 70b --workload qlora --rank 64 --json
+expect_ok "size --prefill-chunk: a serving engine's chunk caps the prefill working set" \
+  "j['workload']['prefill_chunk'] == 8192 and [c for c in j['components'] if c['name'] == 'prefill_activations'][0]['formula'].startswith('8192 prompt tokens per prefill chunk')" \
+  size --model meta-llama/Llama-3.1-8B --workload infer --context 131072 --prefill-chunk 8192 --json
 
 # --- fit: the worked examples of spec §6 --------------------------------------------------------
 expect_ok "fit 7b bf16 -> one RTX A5000, \$190/month" \
@@ -163,6 +166,9 @@ expect_bad "unknown workload" "unknown workload 'train'" fit --model 7b --worklo
 expect_bad "missing workload" "--workload is required" fit --model 7b
 expect_bad "missing model" "--model is required" size --workload infer
 expect_bad "context for training" "--context applies to inference" size --model 7b --workload full --context 4096
+expect_bad "prefill chunk for training" "--prefill-chunk applies to inference" size --model meta-llama/Llama-3.1-8B --workload lora --prefill-chunk 512
+expect_bad "prefill chunk under the guide profile" "--prefill-chunk is part of the detailed profile" size --model 70b --workload infer --prefill-chunk 512
+expect_bad "prefill chunk 0" "--prefill-chunk must be between 1 and" size --model meta-llama/Llama-3.1-8B --workload infer --prefill-chunk 0
 expect_bad "FP8 on a card without it" "A100 SXM has no FP8 support" fit --model 70b --workload infer --precision fp8 --gpu "A100 SXM"
 expect_bad "FP8 KV on a card without it" "RTX A5000 has no FP8 support" fit --model 7b --workload infer --kv-precision fp8 --gpu rtx-a5000
 expect_bad "negative budget" "--max-monthly-usd must be a positive amount" fit --model 7b --workload infer --max-monthly-usd -5
