@@ -272,17 +272,22 @@ function configTable(fit) {
 function arithmetic(size, fit) {
   const items = [];
   items.push(h('h4', null, size.gpus > 1 ? `Memory on each of ${size.gpus} GPUs` : 'Memory'));
+  const shown = new Set();
   for (const c of size.components) {
-    items.push(h('li', null, h('span', { class: 'name' }, c.name), ': ', c.formula || decimal(c.gb, 2) + ' GB'));
+    const formula = c.formula || decimal(c.gb, 2) + ' GB';
+    shown.add(`${c.name}: ${formula}`);
+    items.push(h('li', null, h('span', { class: 'name' }, componentLabel(c.name)), ': ', formula));
   }
   items.push(
-    h('li', null, h('span', { class: 'name' }, 'total'), ': ', size.gpus > 1 ? `${decimal(size.per_gpu_gb, 2)} GB per GPU, ${decimal(size.total_gb, 2)} GB across ${size.gpus} GPUs` : `${decimal(size.total_gb, 2)} GB`)
+    h('li', null, h('span', { class: 'name' }, 'Total'), ': ', size.gpus > 1 ? `${decimal(size.per_gpu_gb, 2)} GB per GPU, ${decimal(size.total_gb, 2)} GB across ${size.gpus} GPUs` : `${decimal(size.total_gb, 2)} GB`)
   );
   if (fit.best && fit.best.explain) {
     items.push(h('h4', null, `Cheapest configuration: ${fit.best.configuration}`));
     for (const line of fit.best.explain) {
+      // The components again, as above: only what the configuration adds (headroom, price...).
+      if (shown.has(line)) continue;
       const m = /^([a-z_ ]+):\s(.*)$/.exec(line);
-      items.push(m ? h('li', null, h('span', { class: 'name' }, m[1]), ': ', m[2]) : h('li', null, line));
+      items.push(m ? h('li', null, h('span', { class: 'name' }, componentLabel(m[1])), ': ', m[2]) : h('li', null, line));
     }
   }
   return h('details', { class: 'arith', id: 'arithmetic' }, h('summary', null, 'Show the arithmetic'), h('ul', { class: 'formulas' }, items));

@@ -121,7 +121,7 @@ export const WORKLOAD_LABEL = {
 
 // "kv_cache" -> "KV cache".
 export function componentLabel(name) {
-  const special = { kv_cache: 'KV cache', runtime_overhead: 'Runtime overhead', lora_adapters: 'LoRA adapters' };
+  const special = { kv_cache: 'KV cache', runtime_overhead: 'Runtime overhead', lora_adapters: 'LoRA adapters', cuda_context: 'CUDA context' };
   if (special[name]) return special[name];
   const s = String(name).replace(/_/g, ' ');
   return s.charAt(0).toUpperCase() + s.slice(1);
