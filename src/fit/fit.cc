@@ -107,7 +107,7 @@ class Fitter {
     GPUHUB_ASSIGN_OR_RETURN(std::shared_ptr<const sizing::MemoryEstimate> single, EstimateFor(1));
     result.required = *single;
     result.needs_fp8 = NeedsFp8(workload_);
-    required_bytes_ = result.required.per_gpu_bytes;
+    required_bytes_ = result.required.card_bytes();
 
     // Single cards first; sets only when none of them is left standing.
     for (const TermGpu& g : catalog_.term) {
@@ -225,9 +225,9 @@ class Fitter {
     }
     std::shared_ptr<const sizing::MemoryEstimate> e = *std::move(sized);
     double vram_bytes = g.vram_gb * sizing::kBytesPerGb;
-    if (e->per_gpu_bytes > vram_bytes) {
-      std::string share = count == 1 ? "needs " + Gb(e->per_gpu_bytes)
-                                     : "needs " + Gb(e->per_gpu_bytes) + " per card";
+    if (e->card_bytes() > vram_bytes) {
+      std::string share = count == 1 ? "needs " + Gb(e->card_bytes())
+                                     : "needs " + Gb(e->card_bytes()) + " per card";
       Exclude(result, g, count, Exclusion::kDoesNotFit,
               share + ", " + g.name + " has " + VramText(g));
       return Status::Ok();
@@ -242,8 +242,8 @@ class Fitter {
     Candidate c;
     c.gpu = &g;
     c.count = count;
-    c.per_card_bytes = e->per_gpu_bytes;
-    c.headroom_bytes_per_card = vram_bytes - e->per_gpu_bytes;
+    c.per_card_bytes = e->card_bytes();
+    c.headroom_bytes_per_card = vram_bytes - e->card_bytes();
     c.tight = c.headroom_bytes_per_card < (count == 1 ? kTightSingleBytes : kTightSetBytes);
     c.discount_ppm = catalog_.DiscountPpm(count);
     GPUHUB_ASSIGN_OR_RETURN(c.monthly_micros,
@@ -300,7 +300,7 @@ class Fitter {
       } else if (x.kind == Exclusion::kDoesNotFit) {
         auto it = estimates_.find(x.count);
         if (it == estimates_.end()) continue;
-        double ratio = it->second->per_gpu_bytes / (g->vram_gb * sizing::kBytesPerGb);
+        double ratio = it->second->card_bytes() / (g->vram_gb * sizing::kBytesPerGb);
         if (closest == nullptr || ratio < closest_ratio) {
           closest = &x;
           closest_ratio = ratio;

@@ -78,7 +78,7 @@ Result<Guide> BuildGuide(const catalog::Catalog& catalog) {
       GuideCheapestCell cell;
       cell.preset = name;
       cell.column = column;
-      cell.required_bytes = fit.required.per_gpu_bytes;
+      cell.required_bytes = fit.required.card_bytes();
       if (fit.ranked.empty()) {
         cell.reason = fit.reason;
       } else {

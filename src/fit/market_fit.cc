@@ -153,9 +153,9 @@ class MarketFitter {
       return;
     }
     double vram = card->vram_gb * sizing::kBytesPerGb;
-    if ((*estimate)->per_gpu_bytes > vram) {
+    if ((*estimate)->card_bytes() > vram) {
       Exclude(result, o, count, "does_not_fit",
-              "needs " + Gb((*estimate)->per_gpu_bytes) + (count > 1 ? " per card" : "") + ", " +
+              "needs " + Gb((*estimate)->card_bytes()) + (count > 1 ? " per card" : "") + ", " +
                   card->name + " has " + FormatFixed(card->vram_gb, 0) + " GB");
       return;
     }
@@ -163,7 +163,7 @@ class MarketFitter {
     c.offer = o;
     c.card = card;
     c.count = count;
-    c.per_card_bytes = (*estimate)->per_gpu_bytes;
+    c.per_card_bytes = (*estimate)->card_bytes();
     c.headroom_bytes_per_card = vram - c.per_card_bytes;
     c.tight = c.headroom_bytes_per_card < (count == 1 ? kTightSingleBytes : kTightSetBytes);
     c.hourly_micros = o.price_micros_per_gpu_hour * count;
@@ -192,7 +192,7 @@ class MarketFitter {
                              "region", "not_enough_free", "gpu_filter"}) {
       for (const auto& x : result.excluded) {
         if (x.kind == kind) {
-          return "no offer on the book holds this job (" + Gb(result.required.per_gpu_bytes) +
+          return "no offer on the book holds this job (" + Gb(result.required.card_bytes()) +
                  " on one card); for example " + ConfigurationName(x.gpu, x.count) + " (ask " +
                  std::to_string(x.ask_id) + "): " + x.reason;
         }
@@ -286,7 +286,7 @@ std::string MarketFitReportJson(const FitRequest& request, const MarketFitResult
   j["model"] = {{"id", request.model.id}, {"total_params", request.model.total_params}};
   j["workload"] = {{"method", sizing::MethodName(request.workload.method)},
                    {"precision", sizing::PrecisionName(request.workload.precision)}};
-  j["required_gb"] = Rounded(result.required.per_gpu_bytes / sizing::kBytesPerGb, 6);
+  j["required_gb"] = Rounded(result.required.card_bytes() / sizing::kBytesPerGb, 6);
   j["needs_fp8"] = result.needs_fp8;
   j["multi_card"] = result.considered_sets;
   j["offers_considered"] = result.offers;
@@ -321,7 +321,7 @@ std::string MarketFitReportJson(const FitRequest& request, const MarketFitResult
 
 std::string MarketFitReportText(const FitRequest& request, const MarketFitResult& result) {
   std::ostringstream out;
-  out << "required: " << Gb(result.required.per_gpu_bytes) << " on one GPU (" << result.offers
+  out << "required: " << Gb(result.required.card_bytes()) << " on one GPU (" << result.offers
       << " offers on the book)\n";
   if (result.ranked.empty()) {
     out << "no offer: " << result.reason << "\n";

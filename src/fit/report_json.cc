@@ -115,17 +115,19 @@ Json WorkloadJson(const sizing::Workload& w, const sizing::MemoryEstimate& e) {
   return j;
 }
 
+Json ComponentJson(const sizing::Component& c) {
+  return {{"name", c.name}, {"bytes", c.bytes}, {"gb", Gb(c.bytes)}, {"formula", c.formula}};
+}
+
 Json ComponentsJson(const sizing::MemoryEstimate& e) {
   Json components = Json::array();
-  for (const auto& c : e.components) {
-    Json cj;
-    cj["name"] = c.name;
-    cj["bytes"] = c.bytes;
-    cj["gb"] = Gb(c.bytes);
-    cj["formula"] = c.formula;
-    components.push_back(std::move(cj));
-  }
+  for (const auto& c : e.components) components.push_back(ComponentJson(c));
   return components;
+}
+
+// Memory a card holds besides the framework's peak (null when the profile counts none).
+Json OutsideAllocatorJson(const sizing::MemoryEstimate& e) {
+  return e.outside_allocator.bytes > 0 ? ComponentJson(e.outside_allocator) : Json();
 }
 
 Json Strings(const std::vector<std::string>& lines) {
@@ -370,6 +372,8 @@ std::string SizeReportJson(const SizeRequest& request, const sizing::MemoryEstim
   j["per_gpu_gb"] = Gb(e.per_gpu_bytes);
   j["gpus"] = e.gpus;
   j["components"] = ComponentsJson(e);
+  j["outside_allocator"] = OutsideAllocatorJson(e);
+  j["card_gb"] = Gb(e.card_bytes());
   j["host_gb"] = Gb(e.host_bytes);
   if (e.method == Method::kInference) {
     j["decode_weight_bytes_per_token"] = e.decode_weight_bytes;
@@ -390,9 +394,10 @@ std::string FitReportJson(const FitRequest& request, const FitResult& result) {
   filters["gpu"] = OrNull(request.filters.gpu);
   filters["top"] = request.top;
   j["filters"] = std::move(filters);
-  j["required_gb"] = Gb(result.required.per_gpu_bytes);
-  j["required_bytes"] = result.required.per_gpu_bytes;
+  j["required_gb"] = Gb(result.required.card_bytes());
+  j["required_bytes"] = result.required.card_bytes();
   j["components"] = ComponentsJson(result.required);
+  j["outside_allocator"] = OutsideAllocatorJson(result.required);
   j["host_gb"] = Gb(result.required.host_bytes);
   j["needs_fp8"] = result.needs_fp8;
   j["multi_card"] = result.considered_sets;

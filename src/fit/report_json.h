@@ -11,9 +11,12 @@
 //
 // Shapes (fields are only ever added, never removed or renamed):
 //  size:    {"model": {...}, "workload": {...}, "total_gb", "total_bytes", "per_gpu_gb", "gpus",
-//            "components": [{"name", "bytes", "gb", "formula"}], "host_gb", "notes": [...]}
-//           total = all GPUs together; components and per_gpu_gb are what one GPU holds.
-//  fit:     {"model", "workload", "filters", "required_gb", "required_bytes", "components",
+//            "components": [{"name", "bytes", "gb", "formula"}], "outside_allocator": COMPONENT
+//            | null, "card_gb", "host_gb", "notes": [...]}
+//           total = all GPUs together; components and per_gpu_gb are what one GPU holds at the
+//           framework's peak; card_gb adds outside_allocator (detailed: the CUDA context).
+//  fit:     {"model", "workload", "filters", "required_gb" (= size's card_gb), "required_bytes",
+//            "components", "outside_allocator",
 //  "host_gb",
 //            "needs_fp8", "multi_card", "best": CONFIG | null, "reason" (only when best is null),
 //            "alternatives": [CONFIG...], "excluded": [{"gpu", "count", "configuration", "kind",

@@ -131,6 +131,12 @@ std::string SizeReportText(const SizeRequest& request, const sizing::MemoryEstim
   out += "\n  total" + per + ": " + Gb(e.per_gpu_bytes) + " GB";
   if (e.gpus > 1) out += " (" + Gb(e.total_bytes) + " GB across " + Plural(e.gpus, "GPU") + ")";
   out += "\n";
+  if (e.outside_allocator.bytes > 0) {
+    out += "  + " + e.outside_allocator.name + " " + Gb(e.outside_allocator.bytes) +
+           " GB outside the framework's allocator: " + Gb(e.card_bytes()) + " GB on " +
+           (e.gpus > 1 ? "each card" : "the card") + "\n";
+    if (request.explain) out += "    " + e.outside_allocator.formula + "\n";
+  }
   if (e.host_bytes > 0) out += "  host memory for offloaded state: " + Gb(e.host_bytes) + " GB\n";
   std::vector<std::string> notes = request.model.notes;
   notes.insert(notes.end(), request.notes.begin(), request.notes.end());
@@ -145,7 +151,7 @@ std::string SizeReportText(const SizeRequest& request, const sizing::MemoryEstim
 std::string FitReportText(const FitRequest& request, const FitResult& result) {
   std::string out = DescribeJob(request.model, request.workload) + "\n";
   out += ProfileLine(result.required);
-  out += "needs " + Gb(result.required.per_gpu_bytes) + " GB on one GPU";
+  out += "needs " + Gb(result.required.card_bytes()) + " GB on one GPU";
   if (result.required.host_bytes > 0) {
     out += " + " + Gb(result.required.host_bytes) + " GB of host memory for offloaded state";
   }

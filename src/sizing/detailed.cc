@@ -626,9 +626,11 @@ Result<MemoryEstimate> DetailedEstimate(const ModelShape& model_in, const Worklo
     }
   }
 
-  e.components.push_back({"cuda_context", kCudaContextBytes,
-                          "CUDA context, cuBLAS/cuDNN workspaces and kernels, per GPU process = " +
-                              Gb(kCudaContextBytes)});
+  e.outside_allocator = {"cuda_context", kCudaContextBytes,
+                         "CUDA context, cuBLAS/cuDNN handles and loaded kernels, per GPU process, "
+                         "outside PyTorch's allocator (nvidia-smi shows it, "
+                         "torch.cuda.max_memory_allocated does not) = " +
+                             Gb(kCudaContextBytes)};
   double reserve = transient * kAllocatorReserveFraction;
   e.components.push_back({"allocator_reserve", reserve,
                           "10% of " + Gb(transient) +

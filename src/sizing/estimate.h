@@ -110,8 +110,15 @@ struct MemoryEstimate {
   Profile profile = Profile::kGuide;
   int gpus = 1;
   std::vector<Component> components;  // per GPU, in display order
-  double per_gpu_bytes = 0;           // sum of components: what one card must hold
+  double per_gpu_bytes = 0;           // sum of components: the framework's peak on one card
   double total_bytes = 0;             // all GPUs together (per_gpu_bytes x gpus)
+  // Per GPU, outside the framework's caching allocator (detailed profile: the CUDA context and
+  // library handles; the guide profile has none, its runtime_overhead component covers it). The
+  // published peak-memory figures (torch.cuda.max_memory_allocated / max_memory_reserved, what
+  // LitGPT, torchtune, PEFT and vLLM's load log report) do not count it, so it is not a component
+  // and not in per_gpu_bytes; a card must hold both: card_bytes().
+  Component outside_allocator;
+  double card_bytes() const { return per_gpu_bytes + outside_allocator.bytes; }
   // Weight bytes read to decode one token (active params at the weight precision): the decode
   // ceiling is bandwidth / this. Zero for training.
   double decode_weight_bytes = 0;

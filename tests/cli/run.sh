@@ -91,6 +91,12 @@ expect_ok "size --explain prints formulas" "'70e9 params x 1.0 B/param (fp8) = 7
   size --model 70b --workload infer --precision fp8 --explain
 expect_ok "size a bundled model id" "j['model']['total_params'] == 8030261248" \
   size --model meta-llama/Llama-3.1-8B --workload infer --json
+expect_ok "size a real model: the CUDA context is beside the framework's peak, the card holds both" \
+  "j['outside_allocator']['name'] == 'cuda_context' and abs(j['card_gb'] - j['per_gpu_gb'] - 0.5) < 1e-9 and abs(sum(c['bytes'] for c in j['components']) - j['total_bytes']) < 1" \
+  size --model meta-llama/Llama-3.1-8B --workload infer --json
+expect_ok "a preset has nothing outside its components (runtime_overhead is one)" \
+  "j['outside_allocator'] is None and j['card_gb'] == j['per_gpu_gb']" \
+  size --model 7b --workload infer --json
 expect_ok "size a config.json path" "j['model']['total_params'] == 8030261248" \
   size --model "$top/data/models/meta-llama--Llama-3.1-8B.json" --workload infer --json
 expect_ok "size qlora rank 64" "j['workload']['rank'] == 64" \

@@ -281,6 +281,11 @@ function arithmetic(size, fit) {
   items.push(
     h('li', null, h('span', { class: 'name' }, 'Total'), ': ', size.gpus > 1 ? `${decimal(size.per_gpu_gb, 2)} GB per GPU, ${decimal(size.total_gb, 2)} GB across ${size.gpus} GPUs` : `${decimal(size.total_gb, 2)} GB`)
   );
+  const outside = size.outside_allocator;
+  if (outside) {
+    items.push(h('li', null, h('span', { class: 'name' }, componentLabel(outside.name)), ': ', outside.formula || decimal(outside.gb, 2) + ' GB'));
+    items.push(h('li', null, h('span', { class: 'name' }, 'On the card'), ': ', `${decimal(size.per_gpu_gb, 2)} + ${decimal(outside.gb, 2)} = ${decimal(size.card_gb, 2)} GB${size.gpus > 1 ? ' on each card' : ''}`));
+  }
   if (fit.best && fit.best.explain) {
     items.push(h('h4', null, `Cheapest configuration: ${fit.best.configuration}`));
     for (const line of fit.best.explain) {
@@ -295,11 +300,19 @@ function arithmetic(size, fit) {
 
 function render(size, fit) {
   const perGpu = size.gpus > 1;
+  // The detailed profile keeps the CUDA context outside the framework's peak (what published
+  // measurements report); the card holds both, so the headline is card_gb.
+  const outside = size.outside_allocator;
+  const exact = outside
+    ? `${decimal(size.card_gb, 2)} GB on ${perGpu ? `each of ${size.gpus} GPUs` : 'the GPU'}: ${decimal(size.per_gpu_gb, 2)} GB at PyTorch's peak + ${decimal(outside.gb, 2)} GB ${componentLabel(outside.name)}`
+    : perGpu
+      ? `per GPU (${decimal(size.per_gpu_gb, 2)} GB × ${size.gpus} GPUs = ${decimal(size.total_gb, 2)} GB)`
+      : `${decimal(size.total_gb, 2)} GB of GPU memory`;
   const headline = h(
     'div',
     { class: 'result-total' },
-    h('span', { class: 'big', id: 'total' }, decimal(perGpu ? size.per_gpu_gb : size.total_gb, 0) + ' GB'),
-    h('span', { class: 'exact' }, perGpu ? `per GPU (${decimal(size.per_gpu_gb, 2)} GB × ${size.gpus} GPUs = ${decimal(size.total_gb, 2)} GB)` : `${decimal(size.total_gb, 2)} GB of GPU memory`)
+    h('span', { class: 'big', id: 'total' }, decimal(outside ? size.card_gb : perGpu ? size.per_gpu_gb : size.total_gb, 0) + ' GB'),
+    h('span', { class: 'exact' }, exact)
   );
   let verdict;
   if (fit.best) {
@@ -328,7 +341,7 @@ function render(size, fit) {
       headline,
       modelLine(size.model, size.workload),
       verdict,
-      stackBar(size.components),
+      stackBar(outside ? [...size.components, outside] : size.components),
       hostNote,
       arithmetic(size, fit),
       notes.length ? h('ul', { class: 'notes' }, notes.map((n) => h('li', null, n))) : null
