@@ -4,26 +4,12 @@
 //  - a market buy opens a lease that shows on the page, and the stop button ends it;
 //  - an API error is shown next to the field it names;
 //  - the calculator's numbers and its URL state.
-import { test, before, after } from 'node:test';
+import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { startServer } from './lib/server.mjs';
-import { launch, newPage, screenshot } from './lib/browser.mjs';
-import { PASSWORD, username, waitForData, unexpected, apiClient, signUp } from './lib/helpers.mjs';
+import { newPage, screenshot } from './lib/browser.mjs';
+import { PASSWORD, username, waitForData, unexpected, signUp, useServerAndBrowser } from './lib/helpers.mjs';
 
-let server;
-let chrome;
-let api;
-
-before(async () => {
-  server = await startServer();
-  chrome = await launch();
-  api = apiClient(server);
-});
-
-after(async () => {
-  await chrome?.close();
-  await server?.stop();
-});
+const env = useServerAndBrowser();
 
 // Creates an invoice on the account page, settles it with a signed webhook, and waits for the
 // page to show the new balance on its own.
@@ -35,7 +21,7 @@ async function topUp(page, amount, expectedBalance) {
   await invoice.waitFor();
   const invoiceId = await invoice.getAttribute('data-invoice');
   assert.match(invoiceId, /^inv_/);
-  const settled = await server.settleInvoice(invoiceId);
+  const settled = await env.server.settleInvoice(invoiceId);
   assert.equal(settled.status, 200, JSON.stringify(settled.body));
   assert.equal(settled.body.credited, true);
   await page.waitForFunction(
@@ -48,7 +34,7 @@ async function topUp(page, amount, expectedBalance) {
 }
 
 test('sign up, log out, log in with the keyboard, top up, signed webhook: the balance appears', async () => {
-  const { context, page, problems } = await newPage(chrome.browser, 'desktop', server.url);
+  const { context, page, problems } = await newPage(env.chrome.browser, 'desktop', env.server.url);
   try {
     const name = username('ada');
     await signUp(page, name);
@@ -102,18 +88,18 @@ test('sign up, log out, log in with the keyboard, top up, signed webhook: the ba
 test('a market buy opens a lease visible on the page; stop ends it', async () => {
   // The provider side, by API: two more H100 SXM machines above the opening ask, and a resting bid
   // from another customer below it, so the book has depth on both sides.
-  const provider = await api.user(username('prov'), ['provider']);
+  const provider = await env.api.user(username('prov'), ['provider']);
   const until = new Date(Date.now() + 30 * 86400e3).toISOString().replace(/\.\d+Z$/, 'Z');
   for (const [price, gpus] of [['2.950', 8], ['3.100', 4]]) {
-    const m = await api.call('POST', '/v1/machines', { gpu: 'H100 SXM', gpus, region: 'IAD-1', vcpus: 104, ram_gb: 1024, disk_gb: 8000 }, provider);
-    await api.call('POST', '/v1/asks', { machine_id: m.id, price_usd_per_gpu_hour: price, min_gpus: 1, available_until: until }, provider);
+    const m = await env.api.call('POST', '/v1/machines', { gpu: 'H100 SXM', gpus, region: 'IAD-1', vcpus: 104, ram_gb: 1024, disk_gb: 8000 }, provider);
+    await env.api.call('POST', '/v1/asks', { machine_id: m.id, price_usd_per_gpu_hour: price, min_gpus: 1, available_until: until }, provider);
   }
-  const other = await api.user(username('bidder'), ['customer']);
-  await api.fund(other, '100.00');
-  const resting = await api.call('POST', '/v1/bids', { gpu: 'H100 SXM', gpus: 2, limit_usd_per_gpu_hour: '2.500', time_in_force: 'gtc' }, other);
+  const other = await env.api.user(username('bidder'), ['customer']);
+  await env.api.fund(other, '100.00');
+  const resting = await env.api.call('POST', '/v1/bids', { gpu: 'H100 SXM', gpus: 2, limit_usd_per_gpu_hour: '2.500', time_in_force: 'gtc' }, other);
   assert.equal(resting.status, 'resting');
 
-  const { context, page, problems } = await newPage(chrome.browser, 'desktop', server.url);
+  const { context, page, problems } = await newPage(env.chrome.browser, 'desktop', env.server.url);
   try {
     await signUp(page, username('grace'));
     await topUp(page, '100.00', '$100.00');
@@ -202,7 +188,7 @@ test('a market buy opens a lease visible on the page; stop ends it', async () =>
 });
 
 test('the calculator: 70b at FP8 needs 75 GB and one H100 PCIe; the URL carries the state', async () => {
-  const { context, page, problems } = await newPage(chrome.browser, 'desktop', server.url);
+  const { context, page, problems } = await newPage(env.chrome.browser, 'desktop', env.server.url);
   try {
     await page.goto('/calculator/');
     await page.waitForSelector('#total');
@@ -270,7 +256,7 @@ async function tabTo(page, selector, max = 60) {
 }
 
 test('keyboard only: sign up, top up, buy at the best offer, stop the lease', async () => {
-  const { context, page, problems } = await newPage(chrome.browser, 'desktop', server.url);
+  const { context, page, problems } = await newPage(env.chrome.browser, 'desktop', env.server.url);
   try {
     const name = username('kbd');
     await page.goto('/account/');
@@ -288,7 +274,7 @@ test('keyboard only: sign up, top up, buy at the best offer, stop the lease', as
     await page.keyboard.press('Enter');
     const invoice = page.locator('#invoice .invoice[data-status="new"]');
     await invoice.waitFor();
-    assert.equal((await server.settleInvoice(await invoice.getAttribute('data-invoice'))).status, 200);
+    assert.equal((await env.server.settleInvoice(await invoice.getAttribute('data-invoice'))).status, 200);
     await page.waitForFunction(() => document.querySelector('[data-testid="balance-USD"]')?.textContent === '$50.00', null, { timeout: 15000 });
 
     // To the market through the navigation, then to the A100 SXM tab with the arrow keys.

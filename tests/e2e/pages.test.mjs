@@ -1,24 +1,12 @@
 // Every page, on a phone-sized and a desktop-sized screen: it loads, shows the API's data (no
 // loading placeholder left), logs no console error, no failed request and no HTTP error, and is
 // written as a screenshot to tests/out/e2e/.
-import { test, before, after } from 'node:test';
+import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { startServer } from './lib/server.mjs';
-import { launch, newPage, screenshot } from './lib/browser.mjs';
-import { waitForData } from './lib/helpers.mjs';
+import { newPage, screenshot } from './lib/browser.mjs';
+import { waitForData, useServerAndBrowser } from './lib/helpers.mjs';
 
-let server;
-let chrome;
-
-before(async () => {
-  server = await startServer();
-  chrome = await launch();
-});
-
-after(async () => {
-  await chrome?.close();
-  await server?.stop();
-});
+const env = useServerAndBrowser();
 
 const PAGES = [
   { name: 'catalog', path: '/', ready: '.gpu-card', check: checkCatalog },
@@ -89,7 +77,7 @@ async function checkSell(page) {
 for (const p of PAGES) {
   for (const size of ['desktop', 'phone']) {
     test(`${p.name} page on a ${size} screen`, async () => {
-      const { context, page, problems } = await newPage(chrome.browser, size, server.url);
+      const { context, page, problems } = await newPage(env.chrome.browser, size, env.server.url);
       try {
         await page.goto(p.path, { waitUntil: 'load' });
         await page.waitForSelector(p.ready, { timeout: 10000 });

@@ -4,26 +4,12 @@
 // book (API and market page); a customer renting from it shows as a lease with the provider's
 // earnings; a payout is requested; cancelling the ask takes it off the book. Screenshots of the
 // page on a desktop and a phone screen.
-import { test, before, after } from 'node:test';
+import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { startServer } from './lib/server.mjs';
-import { launch, newPage, screenshot } from './lib/browser.mjs';
-import { username, waitForData, unexpected, apiClient, signUp } from './lib/helpers.mjs';
+import { newPage, screenshot } from './lib/browser.mjs';
+import { username, waitForData, unexpected, signUp, useServerAndBrowser } from './lib/helpers.mjs';
 
-let server;
-let chrome;
-let api;
-
-before(async () => {
-  server = await startServer();
-  chrome = await launch();
-  api = apiClient(server);
-});
-
-after(async () => {
-  await chrome?.close();
-  await server?.stop();
-});
+const env = useServerAndBrowser();
 
 const BOOK = '/v1/markets/H100%20SXM/book?levels=10';
 
@@ -33,7 +19,7 @@ async function errorFor(page, id) {
 }
 
 test('a provider lists a machine and an ask on the page; the ask is on the book, earns, and cancel takes it off', async () => {
-  const { context, page, problems } = await newPage(chrome.browser, 'desktop', server.url);
+  const { context, page, problems } = await newPage(env.chrome.browser, 'desktop', env.server.url);
   try {
     // A customer account: the page says why it cannot sell, and adds the provider role.
     await signUp(page, username('sam'));
@@ -91,7 +77,7 @@ test('a provider lists a machine and an ask on the page; the ask is on the book,
     assert.match(await page.locator('#machines tbody tr').first().innerText(), /on the book/);
 
     // The ask is the best offer of the H100 SXM book: by API and on the market page.
-    let book = await api.call('GET', BOOK);
+    let book = await env.api.call('GET', BOOK);
     assert.deepEqual(book.asks[0], { price_usd_per_gpu_hour: '2.790', gpus: 8, orders: 1 });
     const market = await context.newPage();
     await market.goto('/market/?gpu=H100%20SXM');
@@ -100,9 +86,9 @@ test('a provider lists a machine and an ask on the page; the ask is on the book,
     await market.close();
 
     // A customer rents 2 GPUs at the best offer (by API): the lease and the earnings show here.
-    const customer = await api.user(username('renter'), ['customer']);
-    await api.fund(customer, '100.00');
-    const bid = await api.call('POST', '/v1/bids', { gpu: 'H100 SXM', gpus: 2, market: true, time_in_force: 'ioc' }, customer);
+    const customer = await env.api.user(username('renter'), ['customer']);
+    await env.api.fund(customer, '100.00');
+    const bid = await env.api.call('POST', '/v1/bids', { gpu: 'H100 SXM', gpus: 2, market: true, time_in_force: 'ioc' }, customer);
     assert.equal(bid.status, 'filled');
     assert.equal(bid.lease.price_usd_per_gpu_hour, '2.790');
     await page.reload();
@@ -143,7 +129,7 @@ test('a provider lists a machine and an ask on the page; the ask is on the book,
     await page.keyboard.press('Enter');
     await page.waitForFunction(() => /cancelled/.test(document.querySelector('#asks tbody tr')?.textContent || ''));
     assert.equal(await page.locator('#asks button:has-text("Cancel")').count(), 0);
-    book = await api.call('GET', BOOK);
+    book = await env.api.call('GET', BOOK);
     assert.ok(!book.asks.some((l) => l.price_usd_per_gpu_hour === '2.790'), JSON.stringify(book.asks));
     assert.equal(book.asks[0].price_usd_per_gpu_hour, '2.880', 'the opening ask is the best offer again');
     assert.match(await page.locator('#provider-leases tbody tr').first().innerText(), /running/);

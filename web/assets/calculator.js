@@ -295,7 +295,9 @@ function arithmetic(size, fit) {
       items.push(m ? h('li', null, h('span', { class: 'name' }, componentLabel(m[1])), ': ', m[2]) : h('li', null, line));
     }
   }
-  return h('details', { class: 'arith', id: 'arithmetic' }, h('summary', null, 'Show the arithmetic'), h('ul', { class: 'formulas' }, items));
+  // A new result keeps the arithmetic open if the reader had opened it.
+  const open = document.getElementById('arithmetic')?.open || undefined;
+  return h('details', { class: 'arith', id: 'arithmetic', open }, h('summary', null, 'Show the arithmetic'), h('ul', { class: 'formulas' }, items));
 }
 
 function render(size, fit) {

@@ -3,6 +3,9 @@
 // the account page.
 import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
+import { before, after } from 'node:test';
+import { startServer } from './server.mjs';
+import { launch } from './browser.mjs';
 
 export const PASSWORD = 'correct horse battery staple';
 
@@ -55,4 +58,20 @@ export async function signUp(page, name) {
   await page.click('#signup-form button[type="submit"]');
   await page.waitForSelector('#signed-in:not([hidden])');
   await waitForData(page);
+}
+
+// One real server (port 0, fresh database) and one Chromium per test file, started before its
+// tests and stopped after them: env.server, env.chrome and env.api (apiClient of that server).
+export function useServerAndBrowser() {
+  const env = {};
+  before(async () => {
+    env.server = await startServer();
+    env.chrome = await launch();
+    env.api = apiClient(env.server);
+  });
+  after(async () => {
+    await env.chrome?.close();
+    await env.server?.stop();
+  });
+  return env;
 }
