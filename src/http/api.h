@@ -113,6 +113,10 @@ Response TooManyRequests(std::int64_t retry_after_seconds, std::string_view what
 // An idempotency scope + key that is unique per caller, for InFlightKeys.
 std::string InFlightId(const Request& request, const std::string& key);
 std::string RequestFingerprint(const Request& request);
+// A list's `?<name>=N` query parameter: `fallback` when absent, else an integer 1..max;
+// anything else is invalid_argument ("limit must be 1..500").
+Result<std::size_t> LimitQuery(const Request& r, const char* name, std::size_t fallback,
+                               std::size_t max);
 
 json UserJson(const engine::User& user);
 

@@ -42,6 +42,17 @@ std::string RequestFingerprint(const Request& request) {
   return engine::Sha256Hex(request.method + " " + request.path + "\n" + request.body);
 }
 
+Result<std::size_t> LimitQuery(const Request& r, const char* name, std::size_t fallback,
+                               std::size_t max) {
+  auto it = r.query.find(name);
+  if (it == r.query.end()) return fallback;
+  auto v = ParseInt64(it->second, name);
+  if (!v.ok() || *v < 1 || static_cast<std::size_t>(*v) > max) {
+    return Status::InvalidArgument(std::string(name) + " must be 1.." + std::to_string(max));
+  }
+  return static_cast<std::size_t>(*v);
+}
+
 json UserJson(const engine::User& user) {
   return {{"id", user.id},
           {"username", user.username},

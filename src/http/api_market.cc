@@ -205,17 +205,6 @@ Result<TimestampMicros> TimeField(const json& body, std::string_view field) {
   return *t;
 }
 
-Result<std::size_t> LimitQuery(const Request& r, const char* name, std::size_t fallback,
-                               std::size_t max) {
-  auto it = r.query.find(name);
-  if (it == r.query.end()) return fallback;
-  auto v = ParseInt64(it->second, name);
-  if (!v.ok() || *v < 1 || static_cast<std::size_t>(*v) > max) {
-    return Status::InvalidArgument(std::string(name) + " must be 1.." + std::to_string(max));
-  }
-  return static_cast<std::size_t>(*v);
-}
-
 Result<market::MachineSpec> ParseMachine(const Request& r) {
   GPUHUB_ASSIGN_OR_RETURN(
       json body, ParseJsonObject(r, {"gpu", "gpus", "region", "vcpus", "ram_gb", "disk_gb"}));
@@ -357,6 +346,7 @@ Result<std::int64_t> IdOnly(const Request& r, const char* what) {
 }
 
 // Lists: `?limit=N` (1..kMaxPageSize), newest first; without it, the newest kMaxPageSize.
+static_assert(market::kMaxPageSize == kMaxListPageSize, "every list takes the same ?limit=");
 Result<std::size_t> ListLimit(const Request& r) {
   return LimitQuery(r, "limit", market::kMaxPageSize, market::kMaxPageSize);
 }

@@ -242,12 +242,15 @@ void RegisterWalletRoutes(Router& router, ApiContext& api) {
       }));
 
   router.Add("GET", "/v1/topups", RequireBearer([&api](const Request& r, Responder respond) {
+               // Newest first: the newest 50 unless ?limit= says otherwise (1..500).
+               auto limit = LimitQuery(r, "limit", kDefaultPageSize, kMaxListPageSize);
+               if (!limit.ok()) return respond(Response::Error(limit.status()));
                std::string base = api.config.checkout_base_url;
                RunAuthenticated(
                    api, r, std::move(respond), 0,
-                   [base](engine::Txn& txn, const engine::User& me) -> Result<Reply> {
+                   [base, n = *limit](engine::Txn& txn, const engine::User& me) -> Result<Reply> {
                      json list = json::array();
-                     for (const auto& inv : engine::ListTopups(txn, me.id, kDefaultPageSize)) {
+                     for (const auto& inv : engine::ListTopups(txn, me.id, n)) {
                        list.push_back(InvoiceJson(inv, base));
                      }
                      return Reply{200, {{"topups", list}}};

@@ -26,6 +26,8 @@ inline constexpr std::size_t kMaxQueuedPasswordHashes = 256;
 inline constexpr int kShutdownGraceSeconds = 20;
 // Pages of GET /v1/transfers and similar lists.
 inline constexpr std::size_t kDefaultPageSize = 50;
+// ?limit= of GET /v1/topups: 1..500, as the market lists (market::kMaxPageSize).
+inline constexpr std::size_t kMaxListPageSize = 500;
 // Longest X-Request-Id accepted from a client (longer or odd ones are replaced).
 inline constexpr std::size_t kMaxRequestIdBytes = 64;
 
