@@ -113,6 +113,35 @@ TEST_P(EveryBackendTest, SignUpLogInTopUpAndTheSignedWebhookCreditsOnce) {
   EXPECT_EQ(wallets.Json()["wallets"][0]["available"], "100.000000");
 }
 
+// GET /v1/topups takes ?limit= like the other lists (1..500, newest first; default 50).
+TEST_P(EveryBackendTest, TheTopupListTakesALimit) {
+  ServerOptions options;
+  options.db = FreshDatabaseUrl(GetParam(), dir_);
+  if (options.db.empty()) GTEST_SKIP() << "GPUHUB_TEST_PG_URL is unset: PostgreSQL case skipped";
+  StartServer(options);
+  std::string token = SignUpAndLogIn(*client_, "tilda");
+  ASSERT_FALSE(token.empty());
+  std::vector<std::string> ids;
+  for (const char* amount : {"10.00", "11.00", "12.00"}) {
+    auto r = client_->Call("POST", "/v1/topups", {{"amount", amount}, {"currency", "USD"}}, token);
+    ASSERT_EQ(r.status, 201) << r.body;
+    ids.push_back(r.Json()["invoice_id"]);
+  }
+  auto two = client_->Call("GET", "/v1/topups?limit=2", nullptr, token);
+  ASSERT_EQ(two.status, 200) << two.body;
+  ASSERT_EQ(two.Json()["topups"].size(), 2u) << two.body;
+  EXPECT_EQ(two.Json()["topups"][0]["invoice_id"], ids[2]);  // newest first
+  EXPECT_EQ(two.Json()["topups"][1]["invoice_id"], ids[1]);
+  EXPECT_EQ(client_->Call("GET", "/v1/topups", nullptr, token).Json()["topups"].size(), 3u);
+  EXPECT_EQ(client_->Call("GET", "/v1/topups?limit=500", nullptr, token).Json()["topups"].size(),
+            3u);
+  for (const char* bad : {"0", "501", "-1", "two", ""}) {
+    auto r = client_->Call("GET", std::string("/v1/topups?limit=") + bad, nullptr, token);
+    EXPECT_EQ(r.status, 400) << bad << ": " << r.body;
+    EXPECT_EQ(r.Json()["error"]["message"], "limit must be 1..500") << r.body;
+  }
+}
+
 TEST_F(ServerTest, ALostPostgresConnectionFailsOneBatchWith503AndTheServerRecovers) {
   ServerOptions options;
   options.db = FreshDatabaseUrl("postgresql", dir_);
