@@ -212,6 +212,13 @@ double Rounded(double v, int decimals) {
   return static_cast<double>(static_cast<long long>(v * scale + (v >= 0 ? 0.5 : -0.5))) / scale;
 }
 
+// A price per GPU-hour as the exchange quotes it (GET /v1/markets, /v1/offers): three decimals,
+// its tick ("2.880"); a price off the tick keeps all six rather than being rounded.
+std::string PriceText(std::int64_t micros_per_gpu_hour) {
+  constexpr std::int64_t kTickMicros = 1000;
+  return FormatMicros(micros_per_gpu_hour, micros_per_gpu_hour % kTickMicros == 0 ? 3 : 6);
+}
+
 Json OfferJson(const MarketCandidate& c) {
   Json j;
   j["gpu"] = c.card->name;
@@ -231,8 +238,11 @@ Json OfferJson(const MarketCandidate& c) {
   j["decode_ceiling_tok_s"] =
       c.decode_ceiling_tokens_per_s > 0 ? Json(Rounded(c.decode_ceiling_tokens_per_s, 1)) : Json();
   j["available_until"] = c.offer.available_until;
-  j["exact"] = {{"price_usd_per_gpu_hour", FormatMicros(c.offer.price_micros_per_gpu_hour)},
-                {"hourly_usd", FormatMicros(c.hourly_micros)}};
+  // Money as the rest of the market API writes it: the price per GPU-hour with the exchange's
+  // three decimals, amounts with six (a lease's "hourly_usd": "5.760000").
+  j["exact"] = {{"price_usd_per_gpu_hour", PriceText(c.offer.price_micros_per_gpu_hour)},
+                {"hourly_usd", FormatMicros(c.hourly_micros)},
+                {"monthly_equivalent_usd", FormatMicros(c.hourly_micros * kHoursPerMonth)}};
   return j;
 }
 
@@ -250,7 +260,8 @@ Result<FitRequest> ResolveMarketFitRequest(RequestFields fields, const RequestCo
       std::string names;
       for (const auto& s : catalog.spot) names += (names.empty() ? "" : ", ") + s.name;
       return Status::InvalidArgument("unknown spot GPU '" + gpu->substr(0, 40) +
-                                     "' (spot exchange: " + names + ")");
+                                     "' (spot exchange: " + names + ")")
+          .WithField("gpu");
     }
     request.filters.gpu = card->name;
   }
@@ -275,7 +286,8 @@ Result<MarketFitResult> FitMarket(const catalog::Catalog& catalog, const FitRequ
     std::string names;
     for (const auto& s : catalog.spot) names += (names.empty() ? "" : ", ") + s.name;
     return Status::InvalidArgument("unknown spot GPU '" + request.filters.gpu->substr(0, 40) +
-                                   "' (spot exchange: " + names + ")");
+                                   "' (spot exchange: " + names + ")")
+        .WithField("gpu");
   }
   return MarketFitter(catalog, request).Run(offers);
 }
@@ -381,8 +393,13 @@ Result<std::vector<MarketOffer>> ParseOffersJson(std::string_view body) {
     offer.region = o["region"].get<std::string>();
     offer.free_gpus = o["gpus_free"].get<int>();
     offer.min_gpus = o["min_gpus"].get<int>();
-    GPUHUB_ASSIGN_OR_RETURN(offer.price_micros_per_gpu_hour,
-                            ParseDecimalMicros(o["price_usd_per_gpu_hour"].get<std::string>(), 6));
+    // The exchange quotes on a 0.001 tick: a price with more decimals is not one of its offers.
+    auto price = ParseDecimalMicros(o["price_usd_per_gpu_hour"].get<std::string>(), 3);
+    if (!price.ok() || *price <= 0) {
+      return Status::InvalidArgument(
+          "an offer from the server has a price that is not a positive multiple of 0.001");
+    }
+    offer.price_micros_per_gpu_hour = *price;
     if (o.contains("available_until") && o["available_until"].is_string()) {
       offer.available_until = o["available_until"].get<std::string>();
     }

@@ -89,7 +89,8 @@ Result<std::string> HandleMarketFitJson(std::string_view body, const std::string
                                         std::span<const MarketOffer> offers);
 
 // Errors: those of ValidateFitInput, except that --gpu names a spot card ("H100 SXM", "B300") and
-// --in-stock is meaningless (everything on the book is free now) and is ignored.
+// --in-stock is meaningless (everything on the book is free now) and is ignored. An unknown --gpu
+// is invalid_argument with field "gpu" (here and in ResolveMarketFitRequest).
 Result<MarketFitResult> FitMarket(const catalog::Catalog& catalog, const FitRequest& request,
                                   std::span<const MarketOffer> offers);
 
@@ -99,14 +100,18 @@ Result<MarketFitResult> FitMarket(const catalog::Catalog& catalog, const FitRequ
 // OFFER = {"gpu", "count", "configuration", "ask_id", "machine_id", "region", "gpus_free",
 //  "price_usd_per_gpu_hour", "hourly_usd", "monthly_equivalent_usd", "headroom_gb_per_card",
 //  "tight", "per_card_gb", "vram_gb", "decode_ceiling_tok_s", "available_until",
-//  "exact": {"price_usd_per_gpu_hour", "hourly_usd"}}
+//  "exact": {"price_usd_per_gpu_hour", "hourly_usd", "monthly_equivalent_usd"}}
+// Money follows report_json.h: the "<name>_usd" numbers are for people (kept: fields are only
+// ever added), the exact decimal strings are in "exact" and are the ones to compute with. There
+// the price per GPU-hour has the exchange's three decimals ("2.880", as GET /v1/markets and
+// /v1/offers quote it) and amounts have six ("5.760000", as a lease's "hourly_usd").
 std::string MarketFitReportJson(const FitRequest& request, const MarketFitResult& result);
 // The same for people: a table of the best and the runners-up.
 std::string MarketFitReportText(const FitRequest& request, const MarketFitResult& result);
 
 // Parses GET /v1/offers: {"offers": [{"ask_id", "machine_id", "gpu", "region", "gpus_free",
 // "min_gpus", "price_usd_per_gpu_hour", "available_until"}...]}. invalid_argument for anything
-// else.
+// else, including a price that is not a positive multiple of the 0.001 tick.
 Result<std::vector<MarketOffer>> ParseOffersJson(std::string_view body);
 
 }  // namespace gpuhub::fit

@@ -144,6 +144,17 @@ TEST(MarketFitTest, JsonAndTextReports) {
   EXPECT_EQ(json["best"]["ask_id"], 2);
   EXPECT_EQ(json["best"]["exact"]["hourly_usd"], "1.790000");
   EXPECT_EQ(json["best"]["monthly_equivalent_usd"], 1288.8);
+  // The exact strings are money as the market API writes it: the price per GPU-hour with the
+  // exchange's three decimals (GET /v1/offers says "1.790"), amounts with six.
+  EXPECT_EQ(json["best"]["exact"]["price_usd_per_gpu_hour"], "1.790");
+  EXPECT_EQ(json["best"]["exact"]["monthly_equivalent_usd"], "1288.800000");
+  EXPECT_EQ(json["alternatives"][0]["exact"]["price_usd_per_gpu_hour"], "2.880");
+  for (const auto& offer : {json["best"], json["alternatives"][0]}) {
+    for (const char* money : {"price_usd_per_gpu_hour", "hourly_usd", "monthly_equivalent_usd"}) {
+      EXPECT_TRUE(offer["exact"][money].is_string()) << money;
+      EXPECT_TRUE(offer[money].is_number()) << money << " (documented, kept)";
+    }
+  }
   EXPECT_EQ(json["offers_considered"], 2);
   ASSERT_EQ(json["alternatives"].size(), 1u);
   EXPECT_EQ(json["alternatives"][0]["gpu"], "H100 SXM");
@@ -160,6 +171,16 @@ TEST(MarketFitTest, RequestValidation) {
   auto r = ResolveMarketFitRequest(f, {std::string(GPUHUB_SOURCE_DIR) + "/data", false}, Fleet());
   ASSERT_FALSE(r.ok());
   EXPECT_NE(r.status().message().find("unknown spot GPU 'RTX 9999'"), std::string::npos);
+  EXPECT_EQ(r.status().field(), "gpu");
+  FitRequest request = Request({{"model", "7b"}, {"workload", "infer"}});
+  request.filters.gpu = "RTX 9999";
+  auto fitted = FitMarket(Fleet(), request, {});
+  ASSERT_FALSE(fitted.ok());
+  EXPECT_EQ(fitted.status().field(), "gpu");
+  auto json = HandleMarketFitJson(R"({"model": "7b", "workload": "infer", "gpu": "H100"})",
+                                  std::string(GPUHUB_SOURCE_DIR) + "/data", Fleet(), {});
+  ASSERT_FALSE(json.ok());
+  EXPECT_EQ(json.status().field(), "gpu");
   f.gpu = "B300";  // a spot card with no term twin is fine here
   EXPECT_TRUE(
       ResolveMarketFitRequest(f, {std::string(GPUHUB_SOURCE_DIR) + "/data", false}, Fleet()).ok());
@@ -177,6 +198,14 @@ TEST(MarketFitTest, ParsesTheServersOffers) {
   EXPECT_FALSE(ParseOffersJson("[]").ok());
   EXPECT_FALSE(ParseOffersJson(R"({"offers": [{"ask_id": "x"}]})").ok());
   EXPECT_FALSE(ParseOffersJson("not json").ok());
+  // The exchange quotes on a 0.001 tick: anything else is not one of its offers (and would not
+  // print as the three-decimal price the report shows).
+  for (const char* price : {"2.8805", "0.000", "-1.000", "2,880"}) {
+    std::string body = std::string(R"({"offers": [{"ask_id": 7, "machine_id": 3, "gpu": "H100 SXM",
+        "region": "IAD-1", "gpus_free": 6, "min_gpus": 1, "price_usd_per_gpu_hour": ")") +
+                       price + "\"}]}";
+    EXPECT_EQ(ParseOffersJson(body).status().code(), StatusCode::kInvalidArgument) << price;
+  }
 }
 
 TEST(MarketFitTest, HandleMarketFitJson) {

@@ -566,6 +566,23 @@ TEST_P(MarketApiTest, FitOnLivePricesThroughTheApiAndTheCli) {
   ASSERT_EQ(fit.status, 200) << fit.body;
   EXPECT_EQ(fit.Json()["best"]["gpu"], "H100 SXM");
   EXPECT_EQ(fit.Json()["best"]["exact"]["hourly_usd"], "2.700000");
+  // Money as the rest of the market API writes it: the price per GPU-hour as GET /v1/offers quotes
+  // it (three decimals), amounts with six; the documented numbers stay beside them.
+  json best = fit.Json()["best"];
+  json listed = offers["offers"][1];
+  EXPECT_EQ(listed["price_usd_per_gpu_hour"], "2.700");
+  EXPECT_EQ(best["exact"]["price_usd_per_gpu_hour"], listed["price_usd_per_gpu_hour"]);
+  EXPECT_EQ(best["exact"]["monthly_equivalent_usd"], "1944.000000");
+  EXPECT_TRUE(best["price_usd_per_gpu_hour"].is_number()) << best;
+  EXPECT_TRUE(best["hourly_usd"].is_number()) << best;
+  // An unknown card is a 400 naming the field, like every other bad field of the request.
+  for (const char* prices : {"market", "list"}) {
+    auto unknown = client_->Call(
+        "POST", "/v1/fit",
+        {{"model", "7b"}, {"workload", "infer"}, {"gpu", "H100"}, {"prices", prices}});
+    EXPECT_EQ(unknown.status, 400) << prices << ": " << unknown.body;
+    EXPECT_EQ(unknown.Json()["error"]["field"], "gpu") << prices << ": " << unknown.body;
+  }
   auto bf16 = client_->Call("POST", "/v1/fit",
                             {{"model", "7b"}, {"workload", "infer"}, {"prices", "market"}});
   EXPECT_EQ(bf16.Json()["best"]["gpu"], "A100 SXM");
@@ -585,6 +602,14 @@ TEST_P(MarketApiTest, FitOnLivePricesThroughTheApiAndTheCli) {
   ASSERT_FALSE(out.is_discarded()) << cli.output;
   EXPECT_EQ(out["best"]["gpu"], "H100 SXM");
   EXPECT_EQ(out["best"]["ask_id"], fit.Json()["best"]["ask_id"]);
+  EXPECT_EQ(out["best"]["exact"], fit.Json()["best"]["exact"]);
+  EXPECT_EQ(out["best"]["exact"]["price_usd_per_gpu_hour"], "2.700");
+  auto cli_unknown = RunGpuhub({"fit", "--model", "7b", "--workload", "infer", "--gpu", "H100",
+                                "--prices", "market", "--server", url},
+                               "");
+  EXPECT_EQ(cli_unknown.exit_code, 2) << cli_unknown.output;
+  EXPECT_NE(cli_unknown.output.find("unknown spot GPU 'H100'"), std::string::npos)
+      << cli_unknown.output;
   auto text = RunGpuhub(
       {"fit", "--model", "7b", "--workload", "infer", "--prices", "market", "--server", url}, "");
   ASSERT_EQ(text.exit_code, 0) << text.output;
