@@ -282,8 +282,9 @@ double LoraAdapterParams(const ModelShape& model_in, LoraTargets targets, int ra
 double EagerAttentionBytesPerLayer(const ModelShape& m, std::int64_t sequence_tokens) {
   // Softmax in fp32 (kept for its backward) and its bf16 copy (kept by the matmul with V):
   // heads x s x s x (4 + 2) bytes per sequence.
+  // Soft-capped scores (Gemma 2: tanh(scores / cap) x cap) also keep the tanh output (bf16).
   double s = static_cast<double>(sequence_tokens);
-  return 6.0 * m.heads * s * s;
+  return (m.attn_logit_softcapping > 0 ? 8.0 : 6.0) * m.heads * s * s;
 }
 
 double ActivationBytesPerTokenPerLayer(const ModelShape& model_in, const Workload& w) {
@@ -298,13 +299,15 @@ double ActivationBytesPerTokenPerLayer(const ModelShape& model_in, const Workloa
   // (4i), recomputing the rest.
   const double norm = w.fused_kernels ? 2 * x.h : (w.method == Method::kFullFineTune ? 6 : 4) * x.h;
   const double swiglu = (w.fused_kernels ? 4 : 6) * x.mlp;
+  // Pre-attention and pre-MLP norms; Gemma 2/3 add a post-attention and a post-MLP norm.
+  const double norms = std::max(2, m.norms_per_layer);
   if (w.method == Method::kFullFineTune) {
     // q/k/v, o, gate/up and down keep their inputs for the weight gradients (2h, 2q, 2h, 2i).
-    bytes = 2 * norm + 2 * x.h + attention + 2 * x.q + 2 * x.h + swiglu + 2 * x.mlp;
+    bytes = norms * norm + 2 * x.h + attention + 2 * x.q + 2 * x.h + swiglu + 2 * x.mlp;
   } else {
     // Frozen base: linears keep nothing (no weight gradient); the norms and SwiGLU keep what the
     // gradient flowing back to earlier layers' adapters needs.
-    bytes = 2 * norm + attention + swiglu;
+    bytes = norms * norm + attention + swiglu;
     // Adapters keep their input (with dropout: the dropped copy 2 B + its mask 1 B, per adapter;
     // without: the shared input tensor itself, counted once). bitsandbytes' 4-bit matmul also keeps
     // its input for the backward pass (MatMul4Bit ctx.tensors), so QLoRA keeps all four inputs.
@@ -574,7 +577,11 @@ Result<MemoryEstimate> DetailedEstimate(const ModelShape& model_in, const Worklo
       formula = std::to_string(m.layers) + " layers x " + tok + " x " +
                 FormatFixed(per_layer_token, 0) + " B per token per layer" +
                 (eager > 0 ? " + " + std::to_string(m.layers) + " x eager attention scores " +
-                                 Gb(eager) + " (6 x heads x seq^2 x batch)"
+                                 Gb(eager) +
+                                 (m.attn_logit_softcapping > 0
+                                      ? " (8 x heads x seq^2 x batch: fp32 softmax, its bf16 "
+                                        "copy and the soft-capping tanh output)"
+                                      : " (6 x heads x seq^2 x batch)")
                            : " (flash attention: no seq^2 term)") +
                 (split > 1 ? ", / " + std::to_string(split) + " GPUs" : "") +
                 " + backward temporaries " + Gb(backward_temp) + " = " + Gb(activations);
@@ -588,6 +595,9 @@ Result<MemoryEstimate> DetailedEstimate(const ModelShape& model_in, const Worklo
     // Chunked: only one chunk's fp32 work at a time (fused kernels do it without the fp32 copy).
     double per = w.chunked_loss ? logit_bytes + (w.fused_kernels ? 4.0 : 12.0) / kLossChunks
                                 : logit_bytes + 12;
+    // Final logit soft-capping (Gemma 2): tanh keeps its bf16 output beside the capped logits.
+    const double softcap = m.final_logit_softcapping > 0 ? 2 : 0;
+    per += softcap;
     double logits = tokens * m.vocab * per;
     e.components.push_back(
         {"logits_and_loss", logits,
@@ -596,6 +606,7 @@ Result<MemoryEstimate> DetailedEstimate(const ModelShape& model_in, const Worklo
                   ? " (logits kept + fp32 loss in " + std::to_string(kLossChunks) + " chunks)"
                   : " (logits " + B(logit_bytes) +
                         " + fp32 log-softmax 4 B + its gradient 4 B + logits gradient 4 B)") +
+             (softcap > 0 ? " incl. 2 B for the soft-capping tanh output" : "") +
              " = " + Gb(logits)});
     transient += logits;
 

@@ -478,6 +478,21 @@ Result<ModelShape> ParseHfConfig(std::string_view json_text, std::string id) {
     }
   }
 
+  // --- Gemma 2/3: post-attention and post-MLP norms; Gemma 2: soft-capping (its config's
+  // defaults are 50 and 30 when the keys are absent; null switches it off) ---
+  if (family == Family::kGemma2 || family == Family::kGemma3) s.norms_per_layer = 4;
+  {
+    const json* c = text ? text : &root;
+    auto cap = [&](const char* key, double fallback) {
+      auto it = c->find(key);
+      if (it == c->end()) return fallback;
+      return it->is_number() && it->get<double>() > 0 ? it->get<double>() : 0.0;
+    };
+    const bool gemma2 = family == Family::kGemma2;
+    s.attn_logit_softcapping = cap("attn_logit_softcapping", gemma2 ? 50.0 : 0.0);
+    s.final_logit_softcapping = cap("final_logit_softcapping", gemma2 ? 30.0 : 0.0);
+  }
+
   // --- Sliding-window attention layers ---
   std::int64_t window = f.IntOr("sliding_window", 0, 1'000'000'000, true);
   std::int64_t sliding_layers = 0;

@@ -92,6 +92,13 @@ struct ModelShape {
   // (Gemma 2/3, Mistral v0.1, gpt-oss). 0 = every layer attends to the full context.
   int sliding_window_layers = 0;
   int sliding_window = 0;
+  // RMSNorms per decoder layer: 2 (pre-attention, pre-MLP); Gemma 2/3 add post-attention and
+  // post-MLP norms (4). Each keeps its own saved input for the backward pass.
+  int norms_per_layer = 2;
+  // Gemma 2: tanh soft-capping of the attention scores and of the final logits (0 = none). Each
+  // tanh keeps its output for the backward pass.
+  double attn_logit_softcapping = 0;
+  double final_logit_softcapping = 0;
 
   // --- Filled for real models (config.json, checkpoints); presets leave them empty. ---
   std::string model_type;  // config.json "model_type": "llama", "gemma3_text", "deepseek_v3"
