@@ -137,9 +137,10 @@ TEST_F(SessionTest, KeepsAtMostTheNewestSessionsPerUser) {
 
 TEST_F(SessionTest, IdempotencyReplaysRefusesMismatchesAndExpires) {
   int runs = 0;
-  auto call = [&](const std::string& key, const std::string& fingerprint) {
+  auto call = [&](const std::string& key, const std::string& fingerprint,
+                  const std::string& legacy = "") {
     return engine_->ExecuteSync<StoredResponse>([&](Txn& txn) {
-      return RunIdempotent(txn, "user:1", key, fingerprint, [&](Txn&) {
+      return RunIdempotent(txn, "user:1", key, Fingerprint{fingerprint, legacy}, [&](Txn&) {
         ++runs;
         return StoredResponse{201, "{\"n\":" + std::to_string(runs) + "}"};
       });
@@ -156,6 +157,18 @@ TEST_F(SessionTest, IdempotencyReplaysRefusesMismatchesAndExpires) {
   auto other = call("k1", "fp-b");
   EXPECT_EQ(other.status().code(), StatusCode::kInvalidArgument);
   EXPECT_EQ(call("k2", "fp-a")->body, "{\"n\":2}");
+  // A key stored by an earlier version (its fingerprint was the raw-body hash) still replays for
+  // the request that also has that legacy form, and only for it.
+  EXPECT_EQ(call("k-old", "raw-1")->body, "{\"n\":3}");
+  auto upgraded = call("k-old", "v2:canonical-1", "raw-1");
+  ASSERT_TRUE(upgraded.ok()) << upgraded.status().ToString();
+  EXPECT_TRUE(upgraded->replayed);
+  EXPECT_EQ(upgraded->body, "{\"n\":3}");
+  EXPECT_EQ(call("k-old", "v2:canonical-2", "raw-2").status().code(), StatusCode::kInvalidArgument);
+  // The current form is what is stored: a retry whose raw bytes differ still matches it.
+  EXPECT_EQ(call("k-new", "v2:canonical-3", "raw-3")->body, "{\"n\":4}");
+  EXPECT_TRUE(call("k-new", "v2:canonical-3", "raw-3-reordered")->replayed);
+  EXPECT_EQ(runs, 4);
   // After 24 hours the key is forgotten and the request runs again.
   clock_.Advance(kIdempotencyKeyLifetimeMicros);
   ASSERT_TRUE(engine_
@@ -164,7 +177,7 @@ TEST_F(SessionTest, IdempotencyReplaysRefusesMismatchesAndExpires) {
                     return static_cast<int>(txn.state.idempotency.records.size());
                   })
                   .value() == 0);
-  EXPECT_EQ(call("k1", "fp-b")->body, "{\"n\":3}");
+  EXPECT_EQ(call("k1", "fp-b")->body, "{\"n\":5}");
   EXPECT_EQ(ValidateIdempotencyKey("has space").code(), StatusCode::kInvalidArgument);
   EXPECT_EQ(ValidateIdempotencyKey("").code(), StatusCode::kInvalidArgument);
   EXPECT_TRUE(ValidateIdempotencyKey("9f1c-aa_01").ok());

@@ -18,13 +18,13 @@ Status ValidateIdempotencyKey(std::string_view key) {
 }
 
 Result<StoredResponse> RunIdempotent(Txn& txn, const std::string& scope, const std::string& key,
-                                     const std::string& fingerprint,
+                                     const Fingerprint& fingerprint,
                                      const std::function<StoredResponse(Txn&)>& fn) {
   IdempotencyState& idem = txn.state.idempotency;
   auto id = std::make_pair(scope, key);
   auto it = idem.records.find(id);
   if (it != idem.records.end() && it->second.created_at + kIdempotencyKeyLifetimeMicros > txn.now) {
-    if (it->second.fingerprint != fingerprint) {
+    if (!fingerprint.Matches(it->second.fingerprint)) {
       return Status::InvalidArgument(
           "Idempotency-Key '" + key.substr(0, 64) +
           "' was already used for a different request; use a new key for a new request");
@@ -47,13 +47,13 @@ Result<StoredResponse> RunIdempotent(Txn& txn, const std::string& scope, const s
       }
     }
   }
-  IdempotencyRecord record{fingerprint, response.status_code, response.body, txn.now};
+  IdempotencyRecord record{fingerprint.current, response.status_code, response.body, txn.now};
   idem.records[id] = record;
   idem.by_age.emplace(txn.now, id);
   txn.writes.Upsert("idempotency_keys",
                     {{"scope", scope},
                      {"idem_key", key},
-                     {"fingerprint", fingerprint},
+                     {"fingerprint", fingerprint.current},
                      {"status_code", std::int64_t{response.status_code}},
                      {"response_body", response.body},
                      {"created_at_us", txn.now}},

@@ -2,7 +2,8 @@
 //
 // A client sends `Idempotency-Key: <key>` with a POST. The first request with that key (in its
 // scope: the account, or "anonymous") runs and its response (status and body) is stored with a
-// fingerprint of the request (method, path, body). Later requests with the same key:
+// fingerprint of the request (method, path, body: see Fingerprint). Later requests with the same
+// key:
 //   - same fingerprint  -> the stored response is replayed, nothing runs again;
 //   - other fingerprint -> invalid_argument ("keys are for retries of the same request");
 // Responses of 5xx are not stored (the request did not run to a result: retrying may succeed).
@@ -25,13 +26,26 @@ struct StoredResponse {
   bool replayed = false;  // true when it came from the store
 };
 
+// How a request is recognised under its key (the HTTP layer computes it: http::RequestFingerprint).
+// `current` is stored with a new key. A stored fingerprint matches when it equals `current`, or
+// `legacy` when that is set: the form an earlier version stored for the same request (a hash of
+// the raw body), so a retry with the identical bytes still replays across an upgrade while keys
+// stored before it live out their 24 hours.
+struct Fingerprint {
+  std::string current;
+  std::string legacy;  // empty: no other form
+  bool Matches(std::string_view stored) const {
+    return stored == current || (!legacy.empty() && stored == legacy);
+  }
+};
+
 // invalid_argument unless 1..kMaxIdempotencyKeyBytes of printable ASCII.
 Status ValidateIdempotencyKey(std::string_view key);
 
 // Runs `fn` once per (scope, key). `fn` returns the response it wants stored; when its status is
 // >= 400 its writes are dropped (it must not have mutated state) but the response is still kept.
 Result<StoredResponse> RunIdempotent(Txn& txn, const std::string& scope, const std::string& key,
-                                     const std::string& fingerprint,
+                                     const Fingerprint& fingerprint,
                                      const std::function<StoredResponse(Txn&)>& fn);
 
 // Tick hook: forgets keys older than 24 h.

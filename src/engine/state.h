@@ -56,7 +56,7 @@ struct AccountsState {
 };
 
 struct IdempotencyRecord {
-  std::string fingerprint;  // hash of method, path and body
+  std::string fingerprint;  // engine::Fingerprint::current of the first request (idempotency.h)
   int status_code = 0;
   std::string response_body;
   TimestampMicros created_at = 0;

@@ -112,7 +112,14 @@ std::string Dump(const json& body);
 Response TooManyRequests(std::int64_t retry_after_seconds, std::string_view what);
 // An idempotency scope + key that is unique per caller, for InFlightKeys.
 std::string InFlightId(const Request& request, const std::string& key);
-std::string RequestFingerprint(const Request& request);
+// How an Idempotency-Key recognises its request (engine/idempotency.h). A JSON body counts by its
+// parameters: current = kCanonicalFingerprintPrefix + SHA-256 of method, path and the body parsed
+// and dumped with sorted keys and no whitespace, so reordered fields or other spacing are the same
+// request. A body that is not JSON (or is nested too deep to be accepted) counts by its bytes:
+// current = legacy = SHA-256 of method, path and the raw body, the only form earlier versions
+// stored, which is why legacy is always set.
+inline constexpr std::string_view kCanonicalFingerprintPrefix = "json1:";
+engine::Fingerprint RequestFingerprint(const Request& request);
 // A list's `?<name>=N` query parameter: `fallback` when absent, else an integer 1..max;
 // anything else is invalid_argument ("limit must be 1..500").
 Result<std::size_t> LimitQuery(const Request& r, const char* name, std::size_t fallback,

@@ -38,8 +38,27 @@ std::string InFlightId(const Request& request, const std::string& key) {
   return (token.empty() ? std::string("anonymous") : engine::HashToken(token)) + "\n" + key;
 }
 
-std::string RequestFingerprint(const Request& request) {
-  return engine::Sha256Hex(request.method + " " + request.path + "\n" + request.body);
+engine::Fingerprint RequestFingerprint(const Request& request) {
+  const std::string head = request.method + " " + request.path + "\n";
+  engine::Fingerprint f;
+  // The form every earlier version stored: keys from before an upgrade keep matching a retry
+  // with the identical bytes.
+  f.legacy = engine::Sha256Hex(head + request.body);
+  f.current = f.legacy;
+  // Stripe compares the request's parameters, not its bytes: the same fields in another order or
+  // with other whitespace are the same request. nlohmann::json (not ordered_json) keeps object
+  // keys sorted, so its dump is canonical; numbers compare as the handlers will read them.
+  // Bodies too deep for a handler to accept keep the raw form (and are refused anyway).
+  if (JsonNestingWithin(request.body, kMaxJsonDepth)) {
+    nlohmann::json parsed =
+        nlohmann::json::parse(request.body, nullptr, /*allow_exceptions=*/false);
+    if (!parsed.is_discarded()) {
+      f.current = std::string(kCanonicalFingerprintPrefix) +
+                  engine::Sha256Hex(
+                      head + parsed.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
+    }
+  }
+  return f;
 }
 
 Result<std::size_t> LimitQuery(const Request& r, const char* name, std::size_t fallback,
@@ -161,7 +180,7 @@ Response FromStored(const engine::StoredResponse& stored) {
 // The common path of both Run* functions. `scope` is computed on the writer (it needs the user).
 void Run(ApiContext& api, const Request& request, Responder respond, bool idempotent, bool reserved,
          std::function<Result<engine::StoredResponse>(engine::Txn&, const std::string& key,
-                                                      const std::string& fingerprint)>
+                                                      const engine::Fingerprint& fingerprint)>
              body) {
   std::string key;
   std::string in_flight;
@@ -178,7 +197,8 @@ void Run(ApiContext& api, const Request& request, Responder respond, bool idempo
       }
     }
   }
-  std::string fingerprint = key.empty() ? std::string() : RequestFingerprint(request);
+  engine::Fingerprint fingerprint =
+      key.empty() ? engine::Fingerprint{} : RequestFingerprint(request);
   api.engine.Execute<engine::StoredResponse>(
       [body = std::move(body), key, fingerprint](engine::Txn& txn) {
         return body(txn, key, fingerprint);
@@ -193,7 +213,8 @@ void Run(ApiContext& api, const Request& request, Responder respond, bool idempo
 // Runs `action` (idempotently when a key is given); the writes of a failed action are dropped.
 Result<engine::StoredResponse> RunMaybeIdempotent(
     engine::Txn& txn, const std::string& scope, const std::string& key,
-    const std::string& fingerprint, const std::function<Result<Reply>(engine::Txn&)>& action) {
+    const engine::Fingerprint& fingerprint,
+    const std::function<Result<Reply>(engine::Txn&)>& action) {
   auto run = [&](engine::Txn& t) { return ToStored(action(t)); };
   if (!key.empty()) return engine::RunIdempotent(txn, scope, key, fingerprint, run);
   std::size_t mark = txn.writes.size();
@@ -232,7 +253,7 @@ void RunAuthenticated(ApiContext& api, const Request& request, Responder respond
   Run(api, request, std::move(respond), /*idempotent=*/true, /*reserved=*/false,
       [token_hash, any_of_roles, action = std::move(action)](
           engine::Txn& txn, const std::string& key,
-          const std::string& fingerprint) -> Result<engine::StoredResponse> {
+          const engine::Fingerprint& fingerprint) -> Result<engine::StoredResponse> {
         auto user = engine::Authenticate(txn, token_hash);
         if (!user.ok()) return ToStored(user.status());
         if (any_of_roles != 0 && (user->roles & any_of_roles) == 0) {
@@ -251,7 +272,7 @@ void RunAnonymous(ApiContext& api, const Request& request, Responder respond, bo
                   AnonymousAction action, bool key_reserved) {
   Run(api, request, std::move(respond), idempotent, key_reserved,
       [action = std::move(action)](engine::Txn& txn, const std::string& key,
-                                   const std::string& fingerprint) {
+                                   const engine::Fingerprint& fingerprint) {
         return RunMaybeIdempotent(txn, "anonymous", key, fingerprint, action);
       });
 }

@@ -524,6 +524,26 @@ TEST_F(ServerTest, IdempotencyKeysReplayRefuseMismatchesAndAreScopedPerAccount) 
                                alice, "key-1");
   EXPECT_EQ(changed.status, 400);
   EXPECT_NE(changed.body.find("different request"), std::string::npos);
+  // Stripe compares the parameters, not the bytes: the same fields in another order and with
+  // other whitespace are the same request and replay; another value is still a conflict.
+  std::vector<std::pair<std::string, std::string>> headers = {{"Content-Type", "application/json"},
+                                                              {"Authorization", "Bearer " + alice},
+                                                              {"Idempotency-Key", "key-3"}};
+  auto sent =
+      client_->Send("POST", "/v1/topups", R"({"amount":"30.00","currency":"EUR"})", headers);
+  ASSERT_EQ(sent.status, 201) << sent.body;
+  for (const char* same : {R"({"currency":"EUR","amount":"30.00"})",
+                           " {\n  \"currency\": \"EUR\",\n  \"amount\": \"30.00\"\n}\n"}) {
+    auto replay = client_->Send("POST", "/v1/topups", same, headers);
+    EXPECT_EQ(replay.status, 201) << same << ": " << replay.body;
+    EXPECT_EQ(replay.body, sent.body) << same;
+    EXPECT_EQ(replay.Header("idempotent-replayed"), "true") << same;
+  }
+  auto other =
+      client_->Send("POST", "/v1/topups", R"({"currency":"EUR","amount":"31.00"})", headers);
+  EXPECT_EQ(other.status, 400) << other.body;
+  EXPECT_NE(other.body.find("different request"), std::string::npos) << other.body;
+  EXPECT_EQ(client_->Call("GET", "/v1/topups", nullptr, alice).Json()["topups"].size(), 2u);
   // The same key for another account is another request.
   auto bobs = client_->Call("POST", "/v1/topups", body, bob, "key-1");
   EXPECT_EQ(bobs.status, 201);
@@ -541,9 +561,56 @@ TEST_F(ServerTest, IdempotencyKeysReplayRefuseMismatchesAndAreScopedPerAccount) 
   alice = LogIn(*client_, "alice");
   auto after = client_->Call("POST", "/v1/topups", body, alice, "key-1");
   EXPECT_EQ(after.body, first.body);
+  headers[1].second = "Bearer " + alice;
+  auto reordered_after =
+      client_->Send("POST", "/v1/topups", R"({"currency":"EUR","amount":"30.00"})", headers);
+  EXPECT_EQ(reordered_after.body, sent.body);
+  EXPECT_EQ(reordered_after.Header("idempotent-replayed"), "true");
   // Keys expire after 24 hours (manual clock).
   std::string root_token;
   (void)root_token;
+}
+
+// Keys stored before fingerprints were canonical hold the hash of the raw body: after the upgrade
+// a retry with the identical bytes still replays (a reordered one cannot be recognised by such a
+// key and is refused, as before).
+TEST_F(ServerTest, AKeyStoredBeforeTheUpgradeStillReplaysTheIdenticalRequest) {
+  std::string db = FreshDatabaseUrl("sqlite", dir_);
+  const std::string body = R"({"username":"early_bird","password":"correct horse battery"})";
+  const std::string stored =
+      R"({"id":41,"username":"early_bird","roles":["customer"],"created_at":"2026-11-30T00:00:00Z"})";
+  {
+    auto store = store::OpenStore(db);
+    ASSERT_TRUE(store.ok());
+    ASSERT_TRUE((*store)->Migrate().ok());
+    store::WriteBatch batch;
+    std::int64_t now_us = std::chrono::duration_cast<std::chrono::microseconds>(
+                              std::chrono::system_clock::now().time_since_epoch())
+                              .count();
+    batch.Insert("idempotency_keys",
+                 {{"scope", std::string("anonymous")},
+                  {"idem_key", std::string("signup-before-upgrade")},
+                  {"fingerprint", engine::Sha256Hex("POST /v1/accounts\n" + body)},
+                  {"status_code", std::int64_t{201}},
+                  {"response_body", stored},
+                  {"created_at_us", now_us}});
+    ASSERT_TRUE((*store)->Apply(batch).ok());
+  }
+  ServerOptions options;
+  options.db = db;
+  StartServer(options);
+  std::vector<std::pair<std::string, std::string>> headers = {
+      {"Content-Type", "application/json"}, {"Idempotency-Key", "signup-before-upgrade"}};
+  auto replay = client_->Send("POST", "/v1/accounts", body, headers);
+  EXPECT_EQ(replay.status, 201) << replay.body;
+  EXPECT_EQ(replay.body, stored);
+  EXPECT_EQ(replay.Header("idempotent-replayed"), "true");
+  auto reordered =
+      client_->Send("POST", "/v1/accounts",
+                    R"({"password":"correct horse battery","username":"early_bird"})", headers);
+  EXPECT_EQ(reordered.status, 400) << reordered.body;
+  // Nothing ran: the account of the stored answer was never created on this database.
+  EXPECT_EQ(LogIn(*client_, "early_bird"), "");
 }
 
 TEST_F(ServerTest, AConcurrentDuplicateIsRefusedWith409) {

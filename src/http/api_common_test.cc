@@ -1,0 +1,59 @@
+#include <gtest/gtest.h>
+
+#include <string>
+
+#include "engine/accounts.h"
+#include "http/api.h"
+
+namespace gpuhub::http {
+namespace {
+
+engine::Fingerprint Of(const std::string& body, const std::string& path = "/v1/topups") {
+  Request r;
+  r.method = "POST";
+  r.path = path;
+  r.body = body;
+  return RequestFingerprint(r);
+}
+
+// Idempotency-Key compares the request's parameters (Stripe), not its bytes.
+TEST(RequestFingerprintTest, TheSameJsonFieldsInAnyOrderOrSpacingAreTheSameRequest) {
+  const std::string body = R"({"amount":"20.00","currency":"GBP"})";
+  auto a = Of(body);
+  EXPECT_EQ(a.current.rfind(std::string(kCanonicalFingerprintPrefix), 0), 0u) << a.current;
+  EXPECT_EQ(Of(R"({"currency":"GBP","amount":"20.00"})").current, a.current);
+  EXPECT_EQ(Of(" {\n  \"currency\" : \"GBP\",\t\"amount\": \"20.00\" }\r\n").current, a.current);
+  // Nested objects are canonical too; arrays keep their order (it is part of the value).
+  EXPECT_EQ(Of(R"({"a":{"y":1,"x":[1,2]},"b":null})").current,
+            Of(R"({"b":null,"a":{"x":[1,2],"y":1}})").current);
+  EXPECT_NE(Of(R"({"a":[1,2]})").current, Of(R"({"a":[2,1]})").current);
+  // Any other value, type, field, method or path is another request.
+  EXPECT_NE(Of(R"({"amount":"21.00","currency":"GBP"})").current, a.current);
+  EXPECT_NE(Of(R"({"amount":"20.0","currency":"GBP"})").current, a.current);
+  EXPECT_NE(Of(R"({"amount":20,"currency":"GBP"})").current, a.current);
+  EXPECT_NE(Of(R"({"amount":"20.00","currency":"GBP","x":1})").current, a.current);
+  EXPECT_NE(Of(body, "/v1/conversions").current, a.current);
+}
+
+TEST(RequestFingerprintTest, TheLegacyFormIsTheRawBodyHashEarlierVersionsStored) {
+  const std::string body = R"({"amount":"20.00","currency":"GBP"})";
+  // Exactly the formula before canonical fingerprints: keys stored by it keep replaying.
+  EXPECT_EQ(Of(body).legacy, engine::Sha256Hex("POST /v1/topups\n" + body));
+  EXPECT_TRUE(Of(body).Matches(engine::Sha256Hex("POST /v1/topups\n" + body)));
+  EXPECT_FALSE(Of(R"({"currency":"GBP","amount":"20.00"})")
+                   .Matches(engine::Sha256Hex("POST /v1/topups\n" + body)));
+  // A body that is not JSON (or none) counts by its bytes, as before.
+  for (const std::string raw : {"", "amount=20", "{\"amount\":", "{} {}"}) {
+    auto f = Of(raw);
+    EXPECT_EQ(f.current, f.legacy) << raw;
+    EXPECT_EQ(f.current, engine::Sha256Hex("POST /v1/topups\n" + raw)) << raw;
+  }
+  EXPECT_NE(Of("amount=20").current, Of("amount=20 ").current);
+  // Too deep for any handler to accept: raw bytes too (and never parsed).
+  std::string deep(40, '[');
+  deep += std::string(40, ']');
+  EXPECT_EQ(Of(deep).current, Of(deep).legacy);
+}
+
+}  // namespace
+}  // namespace gpuhub::http
