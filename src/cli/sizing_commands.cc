@@ -37,7 +37,7 @@ void FailWith(const Status& status) {
 // get a message naming the flag instead of CLI11's generic one.
 struct Flags {
   std::string model, workload, precision, kv_precision, profile;
-  std::string context, batch, seq, rank, gpus, zero, prefill_chunk;
+  std::string context, batch, seq, rank, gpus, zero, prefill_chunk, grad_accum;
   bool offload_optimizer = false, explain = false, json = false;
   std::string optimizer, lora_targets;
   bool lora_dropout = false, pure_bf16 = false, fused_kernels = false, chunked_loss = false;
@@ -73,6 +73,9 @@ void AddWorkloadFlags(CLI::App* cmd, Flags& f, bool for_size) {
   text("--batch", f.batch, "sequences (inference) or micro-batch (training); default 1");
   text("--seq", f.seq, "training sequence length in tokens (default 2048)");
   text("--rank", f.rank, "LoRA/QLoRA adapter rank (default 16)");
+  text("--grad-accum", f.grad_accum,
+       "detailed, training: micro-batches per optimizer step (default 1); above 1 the gradients "
+       "stay allocated through the next micro-batch");
   text("--prefill-chunk", f.prefill_chunk,
        "detailed, inference: tokens per prefill step (default: the whole prompt at once, as "
        "Hugging Face generate; vLLM/SGLang chunk, e.g. 8192)");
@@ -129,6 +132,7 @@ Result<fit::RequestFields> ToFields(const Flags& f) {
   GPUHUB_ASSIGN_OR_RETURN(r.batch, IntFlag(f, "--batch", f.batch));
   GPUHUB_ASSIGN_OR_RETURN(r.seq, IntFlag(f, "--seq", f.seq));
   GPUHUB_ASSIGN_OR_RETURN(r.prefill_chunk, IntFlag(f, "--prefill-chunk", f.prefill_chunk));
+  GPUHUB_ASSIGN_OR_RETURN(r.grad_accum, IntFlag(f, "--grad-accum", f.grad_accum));
   GPUHUB_ASSIGN_OR_RETURN(r.rank, IntFlag(f, "--rank", f.rank));
   GPUHUB_ASSIGN_OR_RETURN(r.gpus, IntFlag(f, "--gpus", f.gpus));
   GPUHUB_ASSIGN_OR_RETURN(r.zero, IntFlag(f, "--zero", f.zero));

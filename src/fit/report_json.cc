@@ -95,6 +95,7 @@ Json WorkloadJson(const sizing::Workload& w, const sizing::MemoryEstimate& e) {
   }
   if (e.profile == sizing::Profile::kDetailed && w.method != Method::kInference) {
     j["optimizer"] = sizing::OptimizerName(w.optimizer);
+    j["grad_accum"] = w.gradient_accumulation_steps;
     if (w.method == Method::kLora || w.method == Method::kQlora) {
       j["lora_targets"] = sizing::LoraTargetsName(w.lora_targets);
       j["lora_dropout"] = w.lora_dropout;
@@ -211,6 +212,7 @@ constexpr FieldSpec kFields[] = {
     Integer("batch", &R::batch),
     Integer("seq", &R::seq),
     Integer("prefill_chunk", &R::prefill_chunk),
+    Integer("grad_accum", &R::grad_accum),
     Integer("rank", &R::rank),
     Integer("gpus", &R::gpus),
     Integer("zero", &R::zero),

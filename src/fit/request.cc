@@ -145,6 +145,14 @@ Status ResolveWorkload(const RequestFields& f, sizing::Workload& w, std::vector<
     }
     w.prefill_chunk_tokens = *f.prefill_chunk;
   }
+  if (f.grad_accum) {
+    if (!training) return not_for("--grad-accum", "training");
+    GPUHUB_ASSIGN_OR_RETURN(
+        w.gradient_accumulation_steps,
+        NarrowInt(*f.grad_accum, 1, sizing::kMaxGradAccumSteps, "--grad-accum",
+                  "micro-batches per optimizer step"));
+    if (w.gradient_accumulation_steps != 1) GPUHUB_RETURN_IF_ERROR(detailed_only("--grad-accum"));
+  }
   if (f.offload_optimizer) {
     if (!training) return not_for("--offload-optimizer", "training");
     if (m != Method::kFullFineTune) GPUHUB_RETURN_IF_ERROR(detailed_only("--offload-optimizer"));

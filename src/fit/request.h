@@ -31,6 +31,7 @@ struct RequestFields {
   std::optional<std::int64_t> batch;        // --batch
   std::optional<std::int64_t> seq;          // --seq tokens (training)
   std::optional<std::int64_t> prefill_chunk;  // --prefill-chunk tokens (inference, detailed)
+  std::optional<std::int64_t> grad_accum;     // --grad-accum micro-batches (training, detailed)
   std::optional<std::int64_t> rank;         // --rank (LoRA, QLoRA)
   std::optional<std::int64_t> gpus;         // --gpus (size only)
   std::optional<std::int64_t> zero;         // --zero 0..3 (size, full fine-tuning)

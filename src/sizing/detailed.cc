@@ -610,14 +610,17 @@ Result<MemoryEstimate> DetailedEstimate(const ModelShape& model_in, const Worklo
              " = " + Gb(logits)});
     transient += logits;
 
-    // On one GPU the weight gradients do not add to the activation peak: zero_grad(set_to_none)
-    // frees them before the next forward, and autograd writes each layer's gradients while it
+    // On one GPU, one micro-batch per step, the weight gradients do not add to the activation
+    // peak: zero_grad(set_to_none) frees them before the next forward, and autograd writes each layer's gradients while it
     // frees that layer's saved tensors. The peak is the larger of the start of backward (saved
     // activations + logits + the lm_head gradient, computed first) and its end (every gradient +
     // the first layer's working set); the component shows the gradients alive at that peak. Across
     // GPUs, DDP buckets and DeepSpeed's flat gradient partitions hold gradient storage for the
     // whole step, so there the gradients add up in full (FSDP's sharded ones are 1/N anyway).
-    if (gradients_index && gpus == 1 && e.components[*gradients_index].bytes > 0) {
+    // With gradient accumulation they stay allocated through the next micro-batches' forward and
+    // backward, so they count in full.
+    if (gradients_index && gpus == 1 && w.gradient_accumulation_steps == 1 &&
+        e.components[*gradients_index].bytes > 0) {
       Component& gc = e.components[*gradients_index];
       const double wb = w.precision == Precision::kFp32 ? 4 : 2;
       const double head = (m.lm_head_params > 0 ? m.lm_head_params : m.embedding_params) * wb;

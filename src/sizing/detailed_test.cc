@@ -285,10 +285,12 @@ std::vector<Calibration> Cases() {
   c.push_back({"LitGPT hub: Gemma-2-9B QLoRA nf4 r16 all-linear, mb 1 x 512, eager",
                "google/gemma-2-9b", hub_gemma, 20.92e9, nullptr, 0.30});
   // TinyLlama 1.1B full fine-tuning on one A10G: bf16 weights, gradients and AdamW states,
-  // micro-batch 4 (the Chat-v1.0 config has the shapes of the base checkpoint LitGPT used).
+  // micro-batch 4 of a global batch of 32 (8 micro-batches per step: the gradients stay allocated
+  // through the next forward). The Chat-v1.0 config has the base checkpoint's shapes.
   Workload hub_full = hub;
   hub_full.method = Method::kFullFineTune;
   hub_full.batch = 4;
+  hub_full.gradient_accumulation_steps = 8;
   c.push_back({"LitGPT hub: TinyLlama-1.1B full, bf16 AdamW, mb 4 x 512",
                "TinyLlama/TinyLlama-1.1B-Chat-v1.0", hub_full, 14.10e9, nullptr, 0.30});
 
@@ -452,6 +454,28 @@ TEST(Detailed, GradientsAndActivationsPeakAtOppositeEndsOfBackward) {
   // Across GPUs the gradient buffers live for the whole step: counted in full.
   w.gpus = 2;
   EXPECT_DOUBLE_EQ(Component(Estimate(m, w), "gradients"), 2 * m.total_params);
+}
+
+TEST(Detailed, GradientAccumulationKeepsTheGradientsThroughTheNextForward) {
+  ModelShape m = Model("meta-llama/Llama-3.2-3B");
+  Workload w;
+  w.method = Method::kFullFineTune;
+  w.pure_bf16 = true;
+  w.batch = 4;
+  w.sequence_tokens = 768;
+  w.gradient_checkpointing = false;
+  MemoryEstimate one = Estimate(m, w);
+  w.gradient_accumulation_steps = 8;
+  MemoryEstimate accumulating = Estimate(m, w);
+  // Every bf16 gradient is alive at the activation peak: the full 2 B per parameter.
+  EXPECT_DOUBLE_EQ(Component(accumulating, "gradients"), 2 * m.total_params);
+  EXPECT_LT(Component(one, "gradients"), Component(accumulating, "gradients"));
+  // Nothing else changes: activations are per micro-batch.
+  EXPECT_DOUBLE_EQ(Component(accumulating, "activations"), Component(one, "activations"));
+  EXPECT_DOUBLE_EQ(accumulating.per_gpu_bytes - one.per_gpu_bytes,
+                   Component(accumulating, "gradients") - Component(one, "gradients"));
+  w.gradient_accumulation_steps = 0;
+  EXPECT_FALSE(EstimateMemory(m, w).ok());
 }
 
 TEST(Detailed, InferencePrefillsThePromptInOnePass) {

@@ -99,6 +99,12 @@ Status ValidateWorkload(const Workload& w) {
                " tokens (0: the whole prompt), got " + std::to_string(w.prefill_chunk_tokens))
         .WithField("prefill_chunk");
   }
+  if (w.gradient_accumulation_steps < 1 || w.gradient_accumulation_steps > kMaxGradAccumSteps) {
+    return bad("gradient accumulation must be between 1 and " +
+               std::to_string(kMaxGradAccumSteps) + " micro-batches per step, got " +
+               std::to_string(w.gradient_accumulation_steps))
+        .WithField("grad_accum");
+  }
   if (w.batch < 1 || w.batch > kMaxBatch) {
     return bad("batch must be between 1 and " + std::to_string(kMaxBatch) + ", got " +
                std::to_string(w.batch))

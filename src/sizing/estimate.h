@@ -60,6 +60,9 @@ struct Workload {
   std::int64_t prefill_chunk_tokens = 0;
   std::int64_t batch = 1;                     // sequences (inference) or micro-batch (training)
   std::int64_t sequence_tokens = 2048;        // training sequence length
+  // Training, detailed profile: micro-batches per optimizer step. Above 1 the weight gradients
+  // stay allocated while the next micro-batch runs forward, so they add to the activation peak.
+  int gradient_accumulation_steps = 1;
   int lora_rank = 16;
   int gpus = 1;
   int zero_stage = 0;  // full fine-tuning only: 0, 1, 2, 3

@@ -11,6 +11,7 @@ inline constexpr std::int64_t kMaxContextTokens = 10'000'000;  // 10M tokens
 inline constexpr std::int64_t kMaxSequenceTokens = 10'000'000;
 inline constexpr std::int64_t kMaxBatch = 65'536;
 inline constexpr int kMaxLoraRank = 65'536;
+inline constexpr int kMaxGradAccumSteps = 65'536;  // micro-batches per optimizer step
 inline constexpr int kMaxGpus = 1'024;
 inline constexpr double kMaxParams = 1e14;  // 100T parameters
 inline constexpr int kMaxLayers = 100'000;

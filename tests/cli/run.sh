@@ -101,6 +101,9 @@ expect_ok "size a config.json path" "j['model']['total_params'] == 8030261248" \
   size --model "$top/data/models/meta-llama--Llama-3.1-8B.json" --workload infer --json
 expect_ok "size qlora rank 64" "j['workload']['rank'] == 64" \
   size --model 70b --workload qlora --rank 64 --json
+expect_ok "size --grad-accum 8: the gradients stay allocated (2 B x 8.03e9 in bf16)" \
+  "j['workload']['grad_accum'] == 8 and abs([c for c in j['components'] if c['name'] == 'gradients'][0]['bytes'] - 2 * 8030261248) < 1" \
+  size --model meta-llama/Llama-3.1-8B --workload full --pure-bf16 --grad-accum 8 --json
 expect_ok "size --prefill-chunk: a serving engine's chunk caps the prefill working set" \
   "j['workload']['prefill_chunk'] == 8192 and [c for c in j['components'] if c['name'] == 'prefill_activations'][0]['formula'].startswith('8192 prompt tokens per prefill chunk')" \
   size --model meta-llama/Llama-3.1-8B --workload infer --context 131072 --prefill-chunk 8192 --json
@@ -172,6 +175,8 @@ expect_bad "unknown workload" "unknown workload 'train'" fit --model 7b --worklo
 expect_bad "missing workload" "--workload is required" fit --model 7b
 expect_bad "missing model" "--model is required" size --workload infer
 expect_bad "context for training" "--context applies to inference" size --model 7b --workload full --context 4096
+expect_bad "grad accum for inference" "--grad-accum applies to training" size --model meta-llama/Llama-3.1-8B --workload infer --grad-accum 4
+expect_bad "grad accum 0" "--grad-accum must be between 1 and 65536" size --model meta-llama/Llama-3.1-8B --workload full --grad-accum 0
 expect_bad "prefill chunk for training" "--prefill-chunk applies to inference" size --model meta-llama/Llama-3.1-8B --workload lora --prefill-chunk 512
 expect_bad "prefill chunk under the guide profile" "--prefill-chunk is part of the detailed profile" size --model 70b --workload infer --prefill-chunk 512
 expect_bad "prefill chunk 0" "--prefill-chunk must be between 1 and" size --model meta-llama/Llama-3.1-8B --workload infer --prefill-chunk 0
