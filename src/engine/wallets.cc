@@ -3,6 +3,7 @@
 #include <sodium.h>
 
 #include "engine/limits.h"
+#include "engine/market.h"
 
 namespace gpuhub::engine {
 namespace {
@@ -274,8 +275,10 @@ Result<ledger::FxRateChange> SetFxRate(Txn& txn, Currency base, Currency quote,
 }
 
 Result<ledger::FxRateChange> RemoveFxRate(Txn& txn, Currency base, Currency quote) {
-  GPUHUB_ASSIGN_OR_RETURN(auto change,
-                          txn.state.wallets->ledger.RemoveFxRate(base, quote, txn.now));
+  // The exchange decides: a rate that running leases or resting bids will convert through stays
+  // (market::Exchange::RemoveFxRate).
+  GPUHUB_ASSIGN_OR_RETURN(auto change, txn.state.market->exchange.RemoveFxRate(
+                                           base, quote, txn.state.wallets->ledger, txn.now));
   WriteFxChange(txn, change);
   return change;
 }

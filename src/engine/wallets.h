@@ -83,6 +83,8 @@ Result<Conversion> Convert(Txn& txn, std::int64_t user_id, Currency from, Curren
 
 Result<ledger::FxRateChange> SetFxRate(Txn& txn, Currency base, Currency quote,
                                        std::int64_t mid_rate_ppb, std::int32_t spread_bps);
+// failed_precondition while the spot exchange still converts through the rate (running leases or
+// resting bids paying from wallets of the pair's non-USD currency; market::Exchange::RemoveFxRate).
 Result<ledger::FxRateChange> RemoveFxRate(Txn& txn, Currency base, Currency quote);
 
 // Queues the rows of applied ledger transfers (ledger_transfers), in order. Every domain that moves

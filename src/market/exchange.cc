@@ -16,6 +16,11 @@ namespace {
 
 Ticks ToTicks(std::int64_t price_micros) { return price_micros / kPriceTickMicros; }
 
+// Whether a wallet in `currency` can pay a USD price: USD itself, or a rate to convert with.
+bool HasUsdRate(const ledger::Ledger& ledger, Currency currency) {
+  return currency == Currency::kUsd || ledger.Fx().Find(currency, Currency::kUsd).has_value();
+}
+
 // The lowest `n` GPUs of a machine with `gpus` GPUs that are not in `leased`.
 std::uint32_t LowestFree(std::uint32_t leased, int gpus, int n) {
   std::uint32_t mask = 0;
@@ -639,8 +644,10 @@ void Exchange::MatchAsk(OrderId ask_id, ledger::Ledger& ledger, TimestampMicros 
     Trade trade;
     auto lease = OpenLease(plan, ledger, at, changes, &trade);
     if (!lease.ok()) {
-      CloseRestingBid(state, BidStatus::kCancelled, BidCloseReason::kInsufficientFunds, ledger, at,
-                      changes);
+      CloseRestingBid(state, BidStatus::kCancelled,
+                      HasUsdRate(ledger, plan.currency) ? BidCloseReason::kInsufficientFunds
+                                                        : BidCloseReason::kNoFxRate,
+                      ledger, at, changes);
       continue;
     }
     market.book.Remove(bid_id);
@@ -850,6 +857,46 @@ Result<Lease> Exchange::StopLease(UserId customer, LeaseId lease_id, ledger::Led
   return lease;
 }
 
+Result<ledger::FxRateChange> Exchange::RemoveFxRate(Currency a, Currency b, ledger::Ledger& ledger,
+                                                    TimestampMicros now) {
+  now = Now(now);
+  // Only conversions into USD happen here (prices and payables are USD): a pair without USD is
+  // never needed by the exchange.
+  if (a != b && (a == Currency::kUsd || b == Currency::kUsd) && ledger.Fx().Find(a, b)) {
+    const Currency wallet = a == Currency::kUsd ? b : a;
+    std::size_t leases = 0, bids = 0;
+    LeaseId example_lease = 0;
+    OrderId example_bid = 0;
+    for (const auto& [id, lease] : leases_) {
+      if (lease.status != LeaseStatus::kActive || lease.currency != wallet) continue;
+      if (leases++ == 0) example_lease = id;
+    }
+    for (const auto& [id, state] : bids_) {
+      if (state.bid.status != BidStatus::kResting || state.bid.currency != wallet) continue;
+      if (bids++ == 0 || id < example_bid) example_bid = id;
+    }
+    if (leases + bids > 0) {
+      std::string code(CurrencyCode(wallet));
+      std::string what;
+      if (leases > 0) {
+        what = std::to_string(leases) +
+               (leases == 1 ? " running lease (lease " : " running leases (lease ") +
+               std::to_string(example_lease) + (leases == 1 ? ")" : ", ...)");
+      }
+      if (bids > 0) {
+        what += (what.empty() ? "" : " and ") + std::to_string(bids) +
+                (bids == 1 ? " resting bid (bid " : " resting bids (bid ") +
+                std::to_string(example_bid) + (bids == 1 ? ")" : ", ...)");
+      }
+      return Status::FailedPrecondition(
+          "the " + code + "/USD rate cannot be removed: " + code + " wallets pay for " + what +
+          ", converting at the rate of the moment each hour is settled; set a new rate instead, "
+          "or remove it once they have ended");
+    }
+  }
+  return ledger.RemoveFxRate(a, b, now);
+}
+
 void Exchange::ChargeNextHour(LeaseId id, ledger::Ledger& ledger, TimestampMicros at,
                               Changes* changes) {
   Lease& lease = leases_.at(id);
@@ -862,7 +909,12 @@ void Exchange::ChargeNextHour(LeaseId id, ledger::Ledger& ledger, TimestampMicro
   auto legs = HourLegs(lease, hour, ledger, at);
   Status paid = legs.ok() ? ApplyLegs(ledger, *legs, changes) : legs.status();
   if (!paid.ok()) {
-    EndLease(lease, LeaseEndReason::kUnpaid, ledger, at, changes);
+    // RemoveFxRate keeps the rate while this lease runs; a missing one (stored before that rule)
+    // is not the customer's unpaid hour, and the end reason says so.
+    EndLease(
+        lease,
+        HasUsdRate(ledger, lease.currency) ? LeaseEndReason::kUnpaid : LeaseEndReason::kNoFxRate,
+        ledger, at, changes);
     return;
   }
   lease.hours_paid = hour;

@@ -32,6 +32,12 @@
 //   can never be charged twice. A lease whose next hour cannot be paid ends at that boundary; a
 //   lease never sells an hour past its ask's available_until (it ends at the last boundary that
 //   leaves no room for another whole hour). Stopping ends a lease now; the paid hour is kept.
+// - FX: a lease paid from a non-USD wallet converts every hour at that hour's rate, and a resting
+//   non-USD bid converts its first hour when it fills, so the rate of {currency, USD} must exist
+//   while any of them is open: RemoveFxRate refuses to remove it (replacing it with another rate
+//   is always allowed). A lease that still meets no rate at an hour (data from before this rule)
+//   ends with `no_fx_rate`, not `unpaid`; a resting bid's fill that meets none is cancelled with
+//   close reason `no_fx_rate`.
 //   When a lease ends its GPUs go back to the machine's open ask, which then matches resting bids.
 // - An ask expires (leaves the book) one hour before its available_until; a cancelled ask leaves at
 //   once. Running leases continue either way.
@@ -205,6 +211,15 @@ class Exchange {
                         TimestampMicros now, Changes* changes);
   Result<Lease> StopLease(UserId customer, LeaseId lease_id, ledger::Ledger& ledger,
                           TimestampMicros now, Changes* changes);
+
+  // ----- FX ------------------------------------------------------------------------------------
+  // Removes the FX rate of the pair {a, b} from `ledger` (Ledger::RemoveFxRate) unless the
+  // exchange will still convert through it: when one side is USD and active leases or resting
+  // bids pay from wallets in the other currency, failed_precondition (409) saying how many and
+  // that the rate can be replaced (SetFxRate) instead. Other errors: the ledger's (not_found when
+  // no rate is set, invalid_argument for a == b). Changes nothing on error.
+  Result<ledger::FxRateChange> RemoveFxRate(Currency a, Currency b, ledger::Ledger& ledger,
+                                            TimestampMicros now);
 
   // ----- Time ----------------------------------------------------------------------------------
   // Runs every time-driven event due at or before `now`, in time order: hour boundaries of

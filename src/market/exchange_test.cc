@@ -561,6 +561,86 @@ TEST_F(ExchangeTest, NonUsdWalletsPayThroughFxAtSettlement) {
   EXPECT_EQ(Held(kAlice, Currency::kEur), Usd(1.0));
 }
 
+// Settlement converts at each hour's rate (spec: "converted at settlement"), so the rate a running
+// lease or a resting bid will convert through cannot be removed; replacing it is fine.
+TEST_F(ExchangeTest, AnFxRateThatOpenOrdersConvertThroughCannotBeRemoved) {
+  ASSERT_TRUE(ledger_.SetFxRate(Currency::kEur, Currency::kUsd, 1'080'000'000, 50, kStart).ok());
+  ASSERT_TRUE(ledger_.SetFxRate(Currency::kEur, Currency::kGbp, 850'000'000, 50, kStart).ok());
+  Fund(kAlice, Usd(100), Currency::kEur);
+  AskOn(NewMachine(kProvider, 2), Usd(2.88));
+  auto r = Buy(kAlice, 2, std::nullopt, TimeInForce::kIoc, "", 0, Currency::kEur);
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  ASSERT_TRUE(r->lease.has_value());
+  const LeaseId lease = r->lease->id;
+  for (auto [a, b] :
+       {std::pair{Currency::kEur, Currency::kUsd}, {Currency::kUsd, Currency::kEur}}) {
+    auto refused = x_.RemoveFxRate(a, b, ledger_, now_);
+    ASSERT_EQ(refused.status().code(), StatusCode::kFailedPrecondition);
+    EXPECT_EQ(refused.status().message(),
+              "the EUR/USD rate cannot be removed: EUR wallets pay for 1 running lease (lease " +
+                  std::to_string(lease) +
+                  "), converting at the rate of the moment each hour is settled; set a new rate "
+                  "instead, or remove it once they have ended");
+  }
+  EXPECT_TRUE(ledger_.Fx().Find(Currency::kEur, Currency::kUsd).has_value());
+  // A pair without USD is never converted through by the exchange; a new rate is always fine.
+  EXPECT_TRUE(x_.RemoveFxRate(Currency::kGbp, Currency::kEur, ledger_, now_).ok());
+  ASSERT_TRUE(ledger_.SetFxRate(Currency::kEur, Currency::kUsd, 1'100'000'000, 0, kStart).ok());
+  Advance(kHour);
+  EXPECT_EQ(x_.FindLease(lease)->hours_paid, 2);
+  // A resting EUR bid converts its first hour when it fills: it keeps the rate too.
+  ASSERT_TRUE(x_.StopLease(kAlice, lease, ledger_, now_, &changes_).ok());
+  auto resting = Buy(kAlice, 1, Usd(1.0), TimeInForce::kGtc, "", 0, Currency::kEur);
+  ASSERT_TRUE(resting.ok()) << resting.status().ToString();
+  ASSERT_EQ(resting->bid.status, BidStatus::kResting);
+  auto refused = x_.RemoveFxRate(Currency::kUsd, Currency::kEur, ledger_, now_);
+  ASSERT_EQ(refused.status().code(), StatusCode::kFailedPrecondition);
+  EXPECT_NE(refused.status().message().find("1 resting bid (bid " +
+                                            std::to_string(resting->bid.id) + ")"),
+            std::string::npos)
+      << refused.status().message();
+  // Once nothing open pays from EUR, the rate goes; a second removal finds nothing.
+  ASSERT_TRUE(x_.CancelBid(kAlice, resting->bid.id, ledger_, now_, &changes_).ok());
+  auto removed = x_.RemoveFxRate(Currency::kUsd, Currency::kEur, ledger_, now_);
+  ASSERT_TRUE(removed.ok()) << removed.status().ToString();
+  EXPECT_EQ(removed->mid_rate_ppb, 0);
+  EXPECT_FALSE(ledger_.Fx().Find(Currency::kEur, Currency::kUsd).has_value());
+  EXPECT_EQ(x_.RemoveFxRate(Currency::kEur, Currency::kUsd, ledger_, now_).status().code(),
+            StatusCode::kNotFound);
+}
+
+// A rate missing at settlement anyway (removed before the rule above, straight from the ledger):
+// the lease ends at that hour with `no_fx_rate`, not `unpaid`, though the wallet has the money; a
+// resting bid that would fill is cancelled with `no_fx_rate` and its hold released.
+TEST_F(ExchangeTest, ALeaseThatMeetsNoFxRateEndsSayingSo) {
+  ASSERT_TRUE(ledger_.SetFxRate(Currency::kEur, Currency::kUsd, 1'080'000'000, 50, kStart).ok());
+  Fund(kAlice, Usd(100), Currency::kEur);
+  Fund(kBob, Usd(100), Currency::kEur);
+  MachineId m = NewMachine(kProvider, 2);
+  AskOn(m, Usd(2.88));
+  auto r = Buy(kAlice, 2, std::nullopt, TimeInForce::kIoc, "", 0, Currency::kEur);
+  ASSERT_TRUE(r.ok() && r->lease.has_value()) << r.status().ToString();
+  auto resting = Buy(kBob, 1, Usd(3.0), TimeInForce::kGtc, "", 0, Currency::kEur);
+  ASSERT_TRUE(resting.ok()) << resting.status().ToString();
+  ASSERT_EQ(resting->bid.status, BidStatus::kResting);  // no free GPU yet
+  ASSERT_TRUE(ledger_.RemoveFxRate(Currency::kEur, Currency::kUsd, now_).ok());
+  const std::int64_t eur_left = Wallet(kAlice, Currency::kEur);
+  Advance(kHour);
+  const Lease* ended = x_.FindLease(r->lease->id);
+  EXPECT_EQ(ended->status, LeaseStatus::kEnded);
+  EXPECT_EQ(ended->end_reason, LeaseEndReason::kNoFxRate);
+  EXPECT_EQ(LeaseEndReasonName(ended->end_reason), "no_fx_rate");
+  EXPECT_EQ(ended->ended_at, kStart + kHour);
+  EXPECT_EQ(ended->hours_paid, 1);
+  EXPECT_EQ(Wallet(kAlice, Currency::kEur), eur_left);  // nothing charged, nothing lost
+  // Its GPUs came back and met Bob's resting EUR bid, which could not convert its first hour.
+  const Bid* bid = x_.FindBid(resting->bid.id);
+  EXPECT_EQ(bid->status, BidStatus::kCancelled);
+  EXPECT_EQ(bid->close_reason, BidCloseReason::kNoFxRate);
+  EXPECT_EQ(Held(kBob, Currency::kEur), 0);
+  EXPECT_EQ(x_.FreeGpus(m), 2);
+}
+
 TEST_F(ExchangeTest, FeeIsRoundedHalfEvenOncePerHour) {
   ExchangeConfig config = Config();
   config.fee_ppm = 2'500;  // 0.25%

@@ -1,6 +1,9 @@
 // Simulation: random providers, machines, asks, bids (limit and market, ioc and gtc, with and
 // without expiry and region, USD and EUR wallets), cancels, lease stops, top-ups, payouts, FX rate
-// changes and clock advances from minutes to days, against one exchange and one ledger.
+// changes and removals and clock advances from minutes to days, against one exchange and one
+// ledger. A removal of the EUR/USD rate must be refused exactly while an active lease or a resting
+// bid pays from a EUR wallet (brute force over the records), so no lease ever ends and no bid is
+// ever cancelled for want of a rate (`no_fx_rate`).
 //
 // After every step: the ledger's invariants (balanced per currency, no wallet or payable negative,
 // holds within funds) and the exchange's (no GPU in two leases, books = open orders, holds pending
@@ -181,6 +184,8 @@ class Simulation {
           x_.ResolvePayout(999, PickOf(pending).id, Chance(80), ledger_, now_, &changes).ok());
     } else if (op <= 84) {
       SetRate(1'000'000'000 + Pick(0, 200) * 1'000'000, Pick(0, 100));
+    } else if (op <= 85) {
+      TryRemoveRate();
     } else {
       std::int64_t delta =
           Chance(5) ? Pick(1, 3) * kMicrosPerDay : Pick(1, 300) * 60 * kMicrosPerSecond;
@@ -190,6 +195,31 @@ class Simulation {
       ASSERT_GT(x_.NextEventAt(), now_);
     }
     total_transfers_ += changes.transfers.size();
+  }
+
+  void TryRemoveRate() {
+    bool eur_open = false;
+    Snapshot records = x_.Records();
+    for (const auto& l : records.leases) {
+      eur_open |= l.status == LeaseStatus::kActive && l.currency == Currency::kEur;
+    }
+    for (const auto& b : records.bids) {
+      eur_open |= b.status == BidStatus::kResting && b.currency == Currency::kEur;
+    }
+    const bool had = ledger_.Fx().Find(Currency::kEur, Currency::kUsd).has_value();
+    auto r = Chance(50) ? x_.RemoveFxRate(Currency::kEur, Currency::kUsd, ledger_, now_)
+                        : x_.RemoveFxRate(Currency::kUsd, Currency::kEur, ledger_, now_);
+    if (!had) {
+      ASSERT_EQ(r.status().code(), StatusCode::kNotFound) << r.status().ToString();
+    } else if (eur_open) {
+      ASSERT_EQ(r.status().code(), StatusCode::kFailedPrecondition) << r.status().ToString();
+      ASSERT_TRUE(ledger_.Fx().Find(Currency::kEur, Currency::kUsd).has_value());
+      ++rate_removals_refused_;
+    } else {
+      ASSERT_TRUE(r.ok()) << "step " << step_ << ": " << r.status().ToString();
+      ASSERT_FALSE(ledger_.Fx().Find(Currency::kEur, Currency::kUsd).has_value());
+      ++rate_removals_;
+    }
   }
 
   void PlaceRandomBid(Changes* changes) {
@@ -221,6 +251,19 @@ class Simulation {
     ledger::AccountBalance before =
         ledger_.GetAccount(AccountKey::Wallet(customer, spec.currency)).value();
     auto r = x_.PlaceBid(customer, spec, ledger_, now_, changes);
+    if (spec.currency != Currency::kUsd && !ledger_.Fx().Find(spec.currency, Currency::kUsd)) {
+      // The rate was removed: a EUR bid can neither hold nor pay, and is refused, unless it is
+      // an ioc bid that finds nothing and converts nothing.
+      if (r.ok()) {
+        ASSERT_TRUE(expected == nullptr && spec.time_in_force == TimeInForce::kIoc);
+        ASSERT_EQ(r->bid.close_reason, BidCloseReason::kNoMatch);
+        ++no_match_;
+        return;
+      }
+      ASSERT_EQ(r.status().code(), StatusCode::kFailedPrecondition) << r.status().ToString();
+      ++refused_;
+      return;
+    }
     if (!r.ok()) {
       ASSERT_EQ(r.status().code(), StatusCode::kInsufficientFunds) << r.status().ToString();
       // It really could not pay: the hour (or the hold) is more than the wallet has.
@@ -267,6 +310,7 @@ class Simulation {
     std::map<MachineId, int> machine_gpus;
     for (const auto& m : records.machines) machine_gpus[m.id] = m.gpus;
     for (const auto& l : records.leases) {
+      ASSERT_NE(l.end_reason, LeaseEndReason::kNoFxRate) << "lease " << l.id;
       if (l.status != LeaseStatus::kActive) continue;
       ASSERT_GT(l.PaidUntil(), now_) << "active lease " << l.id << " has an unpaid hour";
       ASSERT_EQ(used[l.machine_id] & l.gpu_mask, 0u) << "lease " << l.id << " shares a GPU";
@@ -309,6 +353,9 @@ class Simulation {
     auto revenue =
         ledger_.GetAccount(AccountKey::System(AccountKind::kPlatformRevenue, Currency::kUsd));
     ASSERT_EQ(revenue->posted(), expected_fees);
+    for (const auto& b : records.bids) {
+      ASSERT_NE(b.close_reason, BidCloseReason::kNoFxRate) << "bid " << b.id;
+    }
     // No wallet or payable below zero; holds within the wallet.
     for (const auto& a : ledger_.Accounts()) {
       if (ledger::DebitsMustNotExceedCredits(a.key.kind)) {
@@ -372,6 +419,10 @@ class Simulation {
     std::int64_t filled_from_book = 0;
     for (const auto& t : x_.Records().trades) filled_from_book += t.maker == Side::kBid;
     EXPECT_GT(filled_from_book, 10) << "resting bids were never filled by a new ask or freed GPUs";
+    std::printf("simulation: EUR/USD rate removed %lld times, refused %lld times\n",
+                static_cast<long long>(rate_removals_),
+                static_cast<long long>(rate_removals_refused_));
+    EXPECT_GT(rate_removals_refused_, 0) << "no removal ever met an open EUR order";
   }
 
   std::mt19937_64 rng_;
@@ -380,7 +431,8 @@ class Simulation {
   TimestampMicros now_ = kStart;
   std::vector<MachineId> machines_;
   std::int64_t step_ = 0, topups_ = 0, asks_placed_ = 0, fills_ = 0, rests_ = 0, no_match_ = 0,
-               refused_ = 0, cancels_ = 0, stops_ = 0;
+               refused_ = 0, cancels_ = 0, stops_ = 0, rate_removals_ = 0,
+               rate_removals_refused_ = 0;
   std::size_t total_transfers_ = 0;
 };
 

@@ -34,11 +34,11 @@ constexpr std::array<std::string_view, 2> kTimeInForce = {"ioc", "gtc"};
 constexpr std::array<std::string_view, 3> kAskStatus = {"open", "cancelled", "expired"};
 constexpr std::array<std::string_view, 4> kBidStatus = {"resting", "filled", "cancelled",
                                                         "expired"};
-constexpr std::array<std::string_view, 6> kBidCloseReason = {
-    "", "filled", "no_match", "cancelled_by_user", "expired", "insufficient_funds"};
+constexpr std::array<std::string_view, 7> kBidCloseReason = {
+    "", "filled", "no_match", "cancelled_by_user", "expired", "insufficient_funds", "no_fx_rate"};
 constexpr std::array<std::string_view, 2> kLeaseStatus = {"active", "ended"};
-constexpr std::array<std::string_view, 4> kLeaseEndReason = {"", "stopped", "unpaid",
-                                                             "window_ended"};
+constexpr std::array<std::string_view, 5> kLeaseEndReason = {"", "stopped", "unpaid",
+                                                             "window_ended", "no_fx_rate"};
 constexpr std::array<std::string_view, 3> kPayoutStatus = {"pending", "paid", "rejected"};
 constexpr std::array<std::string_view, 2> kSide = {"ask", "bid"};
 

@@ -57,8 +57,9 @@ enum class BidCloseReason : std::uint8_t {
   kCancelledByUser,  // DELETE /v1/bids/{id}
   kExpired,
   kInsufficientFunds,  // a fill of the resting bid could not pay its first hour (FX moved)
+  kNoFxRate,  // a fill found no FX rate to convert its first hour from the bid's wallet currency
 };
-std::string_view BidCloseReasonName(BidCloseReason r);  // "", "filled", "no_match", ...
+std::string_view BidCloseReasonName(BidCloseReason r);  // "", "filled", ..., "no_fx_rate"
 Result<BidCloseReason> ParseBidCloseReason(std::string_view name);
 
 enum class LeaseStatus : std::uint8_t { kActive, kEnded };
@@ -70,8 +71,10 @@ enum class LeaseEndReason : std::uint8_t {
   kStopped,      // the customer stopped it (the paid hour is not refunded)
   kUnpaid,       // the next hour could not be paid: ended at that hour boundary
   kWindowEnded,  // the ask's available_until leaves no room for another whole hour
+  kNoFxRate,     // the next hour could not be converted: no FX rate for the wallet's currency
 };
-std::string_view LeaseEndReasonName(LeaseEndReason r);  // "", "stopped", "unpaid", "window_ended"
+// "", "stopped", "unpaid", "window_ended", "no_fx_rate"
+std::string_view LeaseEndReasonName(LeaseEndReason r);
 Result<LeaseEndReason> ParseLeaseEndReason(std::string_view name);
 
 enum class PayoutStatus : std::uint8_t { kPending, kPaid, kRejected };

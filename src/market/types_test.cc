@@ -84,11 +84,11 @@ TEST(NamesTest, EnumsRoundTrip) {
   }
   for (auto v : {BidCloseReason::kNone, BidCloseReason::kFilled, BidCloseReason::kNoMatch,
                  BidCloseReason::kCancelledByUser, BidCloseReason::kExpired,
-                 BidCloseReason::kInsufficientFunds}) {
+                 BidCloseReason::kInsufficientFunds, BidCloseReason::kNoFxRate}) {
     EXPECT_EQ(ParseBidCloseReason(BidCloseReasonName(v)).value(), v);
   }
   for (auto v : {LeaseEndReason::kNone, LeaseEndReason::kStopped, LeaseEndReason::kUnpaid,
-                 LeaseEndReason::kWindowEnded}) {
+                 LeaseEndReason::kWindowEnded, LeaseEndReason::kNoFxRate}) {
     EXPECT_EQ(ParseLeaseEndReason(LeaseEndReasonName(v)).value(), v);
   }
   EXPECT_EQ(ParseTimeInForce("gtc").value(), TimeInForce::kGtc);
@@ -97,6 +97,8 @@ TEST(NamesTest, EnumsRoundTrip) {
   ASSERT_FALSE(bad.ok());
   EXPECT_EQ(bad.status().message(), "time_in_force must be one of ioc, gtc, got 'fok'");
   EXPECT_EQ(AskStatusName(AskStatus::kExpired), "expired");
+  EXPECT_EQ(LeaseEndReasonName(LeaseEndReason::kNoFxRate), "no_fx_rate");
+  EXPECT_EQ(BidCloseReasonName(BidCloseReason::kNoFxRate), "no_fx_rate");
   EXPECT_EQ(PayoutStatusName(PayoutStatus::kPaid), "paid");
   EXPECT_EQ(SideName(Side::kBid), "bid");
 }

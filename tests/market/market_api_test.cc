@@ -182,6 +182,68 @@ TEST_P(MarketApiTest, MarketBuyIsBilledHourlyUntilTheWalletRunsDry) {
   ExpectBooksBalance();
 }
 
+// A EUR wallet pays each lease-hour at that hour's EUR/USD rate, so the rate cannot be deleted
+// while a lease (or a resting bid) converts through it: 409 saying why; a new rate is fine; once
+// nothing open pays from EUR the delete goes through. The lease never ends "unpaid" for it.
+TEST_P(MarketApiTest, AnFxRateRunningLeasesConvertThroughIsNotDeleted) {
+  std::string provider = User("paula", {"provider"});
+  std::string customer = User("carl", {"customer"});
+  auto rate = client_->Call("PUT", "/v1/admin/fx-rates/EUR/USD",
+                            {{"rate", "1.08"}, {"spread_bps", 50}}, admin_);
+  ASSERT_EQ(rate.status, 200) << rate.body;
+  Credit("carl", "100", "EUR");
+  auto m = client_->Call("POST", "/v1/machines", MachineJson("H100 SXM", 2), provider);
+  ASSERT_EQ(m.status, 201) << m.body;
+  auto ask = client_->Call("POST", "/v1/asks",
+                           {{"machine_id", m.Json()["id"]},
+                            {"price_usd_per_gpu_hour", "2.880"},
+                            {"available_until", Later(10)}},
+                           provider);
+  ASSERT_EQ(ask.status, 201) << ask.body;
+  auto bid = client_->Call(
+      "POST", "/v1/bids", {{"gpu", "H100 SXM"}, {"gpus", 2}, {"market", true}, {"currency", "EUR"}},
+      customer);
+  ASSERT_EQ(bid.status, 201) << bid.body;
+  ASSERT_EQ(bid.Json()["status"], "filled") << bid.body;
+  const std::string lease_path =
+      "/v1/leases/" + std::to_string(bid.Json()["lease_id"].get<long long>());
+  for (const char* pair : {"EUR/USD", "USD/EUR"}) {
+    auto refused =
+        client_->Call("DELETE", std::string("/v1/admin/fx-rates/") + pair, nullptr, admin_);
+    EXPECT_EQ(refused.status, 409) << pair << ": " << refused.body;
+    EXPECT_EQ(refused.Json()["error"]["code"], "failed_precondition") << refused.body;
+    std::string message = refused.Json()["error"]["message"];
+    EXPECT_NE(message.find("the EUR/USD rate cannot be removed: EUR wallets pay for 1 running "
+                           "lease"),
+              std::string::npos)
+        << message;
+    EXPECT_NE(message.find("set a new rate instead"), std::string::npos) << message;
+  }
+  EXPECT_EQ(Get("/v1/fx-rates", customer)["rates"].size(), 1u);
+  Advance(3600);  // hour 2 converts at the rate that is still there
+  json lease = Get(lease_path, customer);
+  EXPECT_EQ(lease["status"], "active") << lease.dump();
+  EXPECT_EQ(lease["hours_paid"], 2);
+  // Replacing the rate is always allowed; hour 3 converts at the new one.
+  rate = client_->Call("PUT", "/v1/admin/fx-rates/USD/EUR", {{"rate", "0.9"}, {"spread_bps", 0}},
+                       admin_);
+  ASSERT_EQ(rate.status, 200) << rate.body;
+  Advance(3600);
+  EXPECT_EQ(Get(lease_path, customer)["hours_paid"], 3);
+  auto stop = client_->Call("POST", lease_path + "/stop", nullptr, customer);
+  ASSERT_EQ(stop.status, 200) << stop.body;
+  EXPECT_EQ(stop.Json()["end_reason"], "stopped");
+  auto deleted = client_->Call("DELETE", "/v1/admin/fx-rates/EUR/USD", nullptr, admin_);
+  EXPECT_EQ(deleted.status, 204) << deleted.body;
+  EXPECT_EQ(Get("/v1/fx-rates", customer)["rates"].size(), 0u);
+  // Without the rate a EUR bid cannot pay its first hour: 409, nothing happens.
+  auto no_rate = client_->Call(
+      "POST", "/v1/bids", {{"gpu", "H100 SXM"}, {"gpus", 1}, {"market", true}, {"currency", "EUR"}},
+      customer);
+  EXPECT_EQ(no_rate.status, 409) << no_rate.body;
+  ExpectBooksBalance();
+}
+
 TEST_P(MarketApiTest, RestingBidsHoldAnHourAndFillWhenAnAskArrives) {
   std::string provider = User("paula", {"provider"});
   std::string customer = User("carl", {"customer"});
