@@ -288,6 +288,7 @@ function bidOutcome(bid) {
   const why = {
     no_match: 'no offer matched it',
     insufficient_funds: 'your wallet cannot pay the first hour',
+    no_fx_rate: 'no exchange rate converts your wallet to USD',
     expired: 'it expired',
   }[bid.close_reason] || (bid.close_reason || bid.status).replace(/_/g, ' ');
   return h('div', { class: 'alert alert-warn', role: 'status' }, h('strong', null, `Bid #${bid.id} ${bid.status}: `), why + '.');
@@ -362,7 +363,7 @@ async function cancelBid(bid, button) {
 
 function leaseStatus(l) {
   if (l.status === 'active') return h('span', { class: 'badge badge-good' }, 'running');
-  const reason = { stopped: 'stopped', unpaid: 'ended: unpaid', window_ended: 'ended: offer window closed' }[l.end_reason] || l.status;
+  const reason = { stopped: 'stopped', unpaid: 'ended: unpaid', no_fx_rate: 'ended: no exchange rate', window_ended: 'ended: offer window closed' }[l.end_reason] || l.status;
   return h('span', { class: 'badge' }, reason);
 }
 

@@ -12,7 +12,7 @@ const REFRESH_MS = 15000;
 const ASK_WINDOW_DAYS = 30;
 const ASK_BADGE = { open: 'badge-good', cancelled: '', expired: '' };
 const PAYOUT_BADGE = { pending: 'badge-warn', paid: 'badge-good', rejected: 'badge-bad' };
-const LEASE_END = { stopped: 'stopped by customer', unpaid: 'ended: unpaid', window_ended: 'ended: ask window closed' };
+const LEASE_END = { stopped: 'stopped by customer', unpaid: 'ended: unpaid', no_fx_rate: 'ended: no exchange rate', window_ended: 'ended: ask window closed' };
 
 const machineForm = $('#machine-form');
 const askForm = $('#ask-form');
