@@ -21,7 +21,24 @@ const APPLIES = {
   rank: ['lora', 'qlora'],
   zero: ['full'],
 };
-const NUMBER_FIELDS = ['context', 'seq', 'rank', 'batch', 'gpus'];
+const TRAINING = ['lora', 'qlora', 'full'];
+// The detailed profile's switches (docs/sizing-model.md §3), in the "Advanced" disclosure: shown for
+// a real model or a pasted config only (the API refuses them for the guide's presets), each for the
+// workloads it applies to, and sent (and written to the URL) only when it differs from its default,
+// so that a request without them is exactly the default one.
+const OPTIMIZER_LABEL = { adamw: 'AdamW', adam8bit: '8-bit Adam', sgd: 'SGD', adafactor: 'Adafactor' };
+const ADVANCED = {
+  optimizer: { workloads: TRAINING, def: 'adamw', describe: (v) => OPTIMIZER_LABEL[v] || v },
+  lora_targets: { workloads: ['lora', 'qlora'], def: 'qv', describe: (v) => `adapters on ${v}` },
+  grad_accum: { workloads: TRAINING, def: '1', number: true, describe: (v) => `${integer(v)} micro-batches per step` },
+  prefill_chunk: { workloads: ['infer'], def: '', number: true, describe: (v) => `prefill in chunks of ${integer(v)}` },
+  gradient_checkpointing: { workloads: TRAINING, def: true, describe: () => 'no checkpointing' },
+  flash_attention: { workloads: TRAINING, def: true, describe: () => 'eager attention' },
+  pure_bf16: { workloads: TRAINING, def: false, describe: () => 'pure BF16' },
+  chunked_loss: { workloads: TRAINING, def: false, describe: () => 'chunked loss' },
+  fused_kernels: { workloads: TRAINING, def: false, describe: () => 'fused kernels' },
+  offload_optimizer: { workloads: TRAINING, def: false, describe: () => 'optimizer offloaded' },
+};
 const MAX_URL_CONFIG_CHARS = 6000;
 const TOP = 8;
 
@@ -54,6 +71,34 @@ function syncVisibility() {
     wrap.hidden = !on;
     form.elements[name].disabled = !on;
   }
+  const detailed = src !== 'preset';
+  $('#adv-hint').hidden = detailed;
+  $('#adv-hint-infer').hidden = !detailed || w !== 'infer';
+  $('#adv-body').hidden = !detailed;
+  for (const [name, spec] of Object.entries(ADVANCED)) {
+    const on = detailed && spec.workloads.includes(w);
+    form.querySelector(`[data-adv="${name}"]`).hidden = !on;
+    form.elements[name].disabled = !on;
+  }
+  const changed = Object.keys(advancedValues()).length;
+  $('#adv-count').textContent = changed ? ` · ${changed} changed` : '';
+}
+
+// The advanced switches that apply now and differ from their defaults, as the API wants them
+// (numbers as numbers, switches as booleans).
+function advancedValues() {
+  const out = {};
+  for (const [name, spec] of Object.entries(ADVANCED)) {
+    const el = form.elements[name];
+    if (el.disabled) continue;
+    if (el.type === 'checkbox') {
+      if (el.checked !== spec.def) out[name] = el.checked;
+    } else {
+      const v = el.value.trim();
+      if (v !== spec.def && v !== '') out[name] = spec.number ? numberOrText(v) : v;
+    }
+  }
+  return out;
 }
 
 function numberOrText(value) {
@@ -94,6 +139,7 @@ function sharedFields() {
     const el = form.elements[name];
     if (!el.disabled && el.value.trim() !== '') body[name] = numberOrText(el.value);
   }
+  Object.assign(body, advancedValues());
   return body;
 }
 
@@ -141,6 +187,9 @@ function writeUrl() {
     q.set(name, el.value.trim());
   }
   for (const name of ['cuda_only', 'in_stock']) if (form.elements[name].checked) q.set(name, '1');
+  for (const [name, value] of Object.entries(advancedValues())) {
+    q.set(name, value === true ? '1' : value === false ? '0' : String(value));
+  }
   history.replaceState(null, '', '?' + q.toString());
 }
 
@@ -171,6 +220,13 @@ function readUrl() {
   }
   for (const name of ['cuda_only', 'in_stock']) form.elements[name].checked = q.get(name) === '1';
   if (q.has('region') || q.has('max_monthly_usd') || q.has('cuda_only') || q.has('in_stock')) $('#filters').open = true;
+  for (const name of Object.keys(ADVANCED)) {
+    if (!q.has(name)) continue;
+    const el = form.elements[name];
+    if (el.type === 'checkbox') el.checked = q.get(name) === '1';
+    else el.value = q.get(name);
+    $('#advanced').open = true;
+  }
 }
 
 function selectBundled(id) {
@@ -208,6 +264,12 @@ function modelLine(model, workload) {
   if (workload.seq) w.push(`sequence ${integer(workload.seq)}`);
   if (workload.batch && workload.batch !== 1) w.push(`batch ${integer(workload.batch)}`);
   if (workload.profile) w.push(`${workload.profile} profile`);
+  // The detailed switches the API applied that differ from their defaults (its echo of the request).
+  for (const [name, spec] of Object.entries(ADVANCED)) {
+    const v = workload[name];
+    if (v === undefined || v === null || String(v) === String(spec.def)) continue;
+    w.push(spec.describe(v));
+  }
   return h('p', { class: 'muted small' }, bits.join(' · '), h('br'), w.join(' · '));
 }
 
@@ -375,6 +437,7 @@ async function calculate() {
     render(size, fit);
   } catch (e) {
     if (mine !== run) return;
+    revealField(e.field);
     if (!showFormError(form, e)) {
       replace(results, h('div', { class: 'card' }, errorBox(e.message)));
     } else {
@@ -383,6 +446,15 @@ async function calculate() {
   } finally {
     if (mine === run) results.removeAttribute('aria-busy');
   }
+}
+
+// An error about a control inside a closed disclosure (advanced switches, filters) opens it, so
+// that the message beside the control is seen and the control can take the focus.
+function revealField(name) {
+  if (!name) return;
+  const el = form.querySelector(`[name="${CSS.escape(name)}"]`);
+  const details = el && el.closest('details');
+  if (details) details.open = true;
 }
 
 let timer = 0;

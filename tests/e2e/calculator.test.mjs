@@ -1,0 +1,179 @@
+// The calculator's "Advanced (detailed profile)" switches, in a real browser against a real server:
+//  - for a real model (meta-llama/Llama-3.1-8B) LoRA shows the training switches; turning gradient
+//    checkpointing off (with the keyboard) raises the total; gradient accumulation on a full
+//    fine-tune raises the gradients;
+//  - the page sends only the values that differ from the defaults (the default request is exactly
+//    the one without the disclosure), and the URL carries them: a fresh page from it shows the same
+//    total with the disclosure open;
+//  - a preset hides the switches (a hint says why) and sends none of them;
+//  - an API error about a switch is shown beside it.
+// Every expected figure is asked of the API with the body the page sent, never written here.
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { newPage, screenshot } from './lib/browser.mjs';
+import { unexpected, useServerAndBrowser } from './lib/helpers.mjs';
+import { decimal, componentLabel } from '../../web/assets/format.js';
+
+const env = useServerAndBrowser();
+const MODEL = 'meta-llama/Llama-3.1-8B';
+const ADVANCED = [
+  'optimizer',
+  'lora_targets',
+  'grad_accum',
+  'prefill_chunk',
+  'gradient_checkpointing',
+  'flash_attention',
+  'pure_bf16',
+  'chunked_loss',
+  'fused_kernels',
+  'offload_optimizer',
+];
+const TRAINING_SWITCHES = ADVANCED.filter((n) => n !== 'prefill_chunk' && n !== 'lora_targets');
+
+// The bodies of the page's POST /v1/size requests, in order.
+function recordSizeBodies(page) {
+  const bodies = [];
+  page.on('request', (r) => {
+    if (r.method() === 'POST' && new URL(r.url()).pathname === '/v1/size') bodies.push(JSON.parse(r.postData()));
+  });
+  return bodies;
+}
+
+// Asks the API for `body`, waits until the page shows that answer's total, and checks that the
+// page's last size request was exactly `body`. Returns the API's answer.
+async function expectResult(page, bodies, body) {
+  const size = await env.api.call('POST', '/v1/size', body);
+  const total = decimal(size.card_gb, 0) + ' GB';
+  await page.waitForFunction(
+    (want) => document.querySelector('#total')?.textContent === want && !document.querySelector('#results').hasAttribute('aria-busy'),
+    total
+  );
+  assert.deepEqual(bodies.at(-1), body, 'the page sent exactly this body');
+  assert.match(await page.locator('.result-total .exact').innerText(), new RegExp('^' + decimal(size.card_gb, 2).replace('.', '\\.') + ' GB'));
+  return size;
+}
+
+function gb(size, name) {
+  const c = size.components.find((x) => x.name === name);
+  assert.ok(c, `component ${name} in the answer`);
+  return c.gb;
+}
+
+async function visible(page, name) {
+  return page.locator(`[data-adv="${name}"]`).isVisible();
+}
+
+test('the calculator: detailed switches for a real model change the answer, live in the URL, and hide for a preset', async () => {
+  const { context, page, problems } = await newPage(env.chrome.browser, 'desktop', env.server.url);
+  const bodies = recordSizeBodies(page);
+  try {
+    await page.goto('/calculator/');
+    await page.waitForSelector('#total');
+    // Presets: the disclosure holds only the hint.
+    await page.click('#advanced summary');
+    assert.equal(await page.locator('#adv-hint').isVisible(), true);
+    assert.equal(await page.locator('#adv-body').isVisible(), false);
+
+    // Llama-3.1-8B LoRA with every default: the request has no advanced field at all.
+    await page.check('input[name="source"][value="bundled"]');
+    await page.selectOption('#m-bundled', MODEL);
+    await page.selectOption('#workload', 'lora');
+    const loraBody = { model: MODEL, workload: 'lora', precision: 'bf16', seq: 2048, rank: 16, batch: 1, explain: true };
+    const lora = await expectResult(page, bodies, loraBody);
+    assert.equal(await page.locator('#adv-hint').isVisible(), false);
+    for (const name of [...TRAINING_SWITCHES, 'lora_targets']) assert.equal(await visible(page, name), true, `${name} shown for LoRA`);
+    assert.equal(await visible(page, 'prefill_chunk'), false, 'prefill_chunk is for inference');
+    assert.equal(await page.locator('#adv-count').innerText(), '');
+    for (const name of ADVANCED) assert.doesNotMatch(page.url(), new RegExp(`[?&]${name}=`));
+
+    // Gradient checkpointing off, with the keyboard: more activations, a larger total.
+    await page.focus('#gradient_checkpointing');
+    await page.keyboard.press('Space');
+    const noCkpt = await expectResult(page, bodies, { ...loraBody, gradient_checkpointing: false });
+    assert.ok(noCkpt.card_gb > lora.card_gb, `${noCkpt.card_gb} GB without checkpointing > ${lora.card_gb} GB with it`);
+    assert.ok(gb(noCkpt, 'activations') > gb(lora, 'activations'));
+    assert.match(page.url(), /[?&]gradient_checkpointing=0(&|$)/);
+    assert.match(await page.locator('#adv-count').innerText(), /1 changed/);
+    assert.match(await page.locator('#results').innerText(), /no checkpointing/, 'the result names the switch the API applied');
+
+    // The link reproduces it in a fresh page (phone-sized): same total, the disclosure open, the box unticked.
+    const ckptUrl = page.url();
+    {
+      const fresh = await newPage(env.chrome.browser, 'phone', env.server.url);
+      try {
+        await fresh.page.goto(ckptUrl);
+        await fresh.page.waitForFunction((want) => document.querySelector('#total')?.textContent === want, decimal(noCkpt.card_gb, 0) + ' GB');
+        assert.equal(await fresh.page.locator('#advanced').evaluate((d) => d.open), true);
+        assert.equal(await fresh.page.locator('#gradient_checkpointing').isChecked(), false);
+        assert.equal(await fresh.page.evaluate(() => document.documentElement.scrollWidth <= window.innerWidth), true, 'nothing wider than the phone');
+        await screenshot(fresh.page, 'calculator-advanced-phone');
+        assert.deepEqual(unexpected(fresh.problems), []);
+      } finally {
+        await fresh.context.close();
+      }
+    }
+
+    // Full fine-tune, checkpointing back on (the default again, so not sent): then 4 micro-batches
+    // per step keep every gradient allocated.
+    await page.check('#gradient_checkpointing');
+    await page.selectOption('#workload', 'full');
+    const fullBody = { model: MODEL, workload: 'full', precision: 'bf16', seq: 2048, batch: 1, explain: true };
+    const full = await expectResult(page, bodies, fullBody);
+    assert.equal(await visible(page, 'lora_targets'), false, 'no adapters in a full fine-tune');
+    assert.doesNotMatch(page.url(), /gradient_checkpointing/);
+    await page.fill('#grad_accum', '4');
+    const accum = await expectResult(page, bodies, { ...fullBody, grad_accum: 4 });
+    assert.ok(gb(accum, 'gradients') > gb(full, 'gradients'), `gradients ${gb(accum, 'gradients')} GB > ${gb(full, 'gradients')} GB`);
+    const legend = page.locator('.legend li', { hasText: componentLabel('gradients') });
+    assert.match(await legend.innerText(), new RegExp(decimal(gb(accum, 'gradients'), 2).replace('.', '\\.') + ' GB'));
+    assert.match(page.url(), /[?&]grad_accum=4(&|$)/);
+    assert.match(await page.locator('#results').innerText(), /4 micro-batches per step/);
+    await screenshot(page, 'calculator-advanced-desktop');
+
+    const accumUrl = page.url();
+    const second = await context.newPage();
+    const secondBodies = recordSizeBodies(second);
+    await second.goto(accumUrl);
+    await expectResult(second, secondBodies, { ...fullBody, grad_accum: 4 });
+    assert.equal(await second.locator('#grad_accum').inputValue(), '4');
+    assert.equal(await second.locator('#advanced').evaluate((d) => d.open), true);
+    await second.close();
+
+    // A preset: the switches are hidden and disabled, none is sent or written to the URL (the
+    // field keeps its 4 for when a real model comes back).
+    await page.check('input[name="source"][value="preset"]');
+    await expectResult(page, bodies, { model: '70b', workload: 'full', precision: 'bf16', seq: 2048, batch: 1, explain: true });
+    assert.equal(await page.locator('#adv-hint').isVisible(), true);
+    assert.match(await page.locator('#adv-hint').innerText(), /guide's published rules/);
+    for (const name of ADVANCED) {
+      assert.equal(await visible(page, name), false, `${name} hidden for a preset`);
+      assert.equal(await page.locator(`[name="${name}"]`).isDisabled(), true);
+      assert.doesNotMatch(page.url(), new RegExp(`[?&]${name}=`));
+    }
+    assert.equal(await page.locator('#grad_accum').inputValue(), '4');
+
+    // Inference with a real model: only the prefill chunk; a refused one is shown beside it.
+    await page.check('input[name="source"][value="bundled"]');
+    await page.selectOption('#workload', 'infer');
+    const inferBody = { model: MODEL, workload: 'infer', precision: 'bf16', kv_precision: 'fp16', context: 8192, batch: 1, explain: true };
+    await expectResult(page, bodies, inferBody);
+    for (const name of ADVANCED) assert.equal(await visible(page, name), name === 'prefill_chunk', `${name} for inference`);
+    await page.fill('#prefill_chunk', '512');
+    const chunked = await expectResult(page, bodies, { ...inferBody, prefill_chunk: 512 });
+    assert.ok(gb(chunked, 'prefill_activations') > 0);
+    await page.fill('#prefill_chunk', '0');
+    await page.waitForFunction(() => document.querySelector('#err-prefill_chunk')?.textContent.length > 0);
+    const refused = await fetch(env.server.url + '/v1/size', {
+      method: 'POST',
+      headers: { 'Content-Type': 'application/json' },
+      body: JSON.stringify({ ...inferBody, prefill_chunk: 0 }),
+    }).then((r) => r.json());
+    assert.equal(refused.error.field, 'prefill_chunk');
+    assert.equal(await page.locator('#err-prefill_chunk').innerText(), refused.error.message);
+    assert.equal(await page.locator('#prefill_chunk').getAttribute('aria-invalid'), 'true');
+    assert.equal(await page.evaluate(() => document.activeElement?.id), 'prefill_chunk');
+    assert.deepEqual(unexpected(problems, ['/v1/size', '/v1/fit', 'status of 400']), []);
+  } finally {
+    await context.close();
+  }
+});
