@@ -348,7 +348,12 @@ double ActivationBytesPerTokenPerLayer(const ModelShape& model_in, const Workloa
 Result<MemoryEstimate> DetailedEstimate(const ModelShape& model_in, const Workload& w,
                                         MemoryEstimate e) {
   const ModelShape m = WithInventory(model_in);
-  for (const auto& n : m.notes) e.notes.push_back(n);
+  // What the inventory adds about the model (the model's own notes are reported with the model).
+  for (const auto& n : m.notes) {
+    if (std::find(model_in.notes.begin(), model_in.notes.end(), n) == model_in.notes.end()) {
+      e.notes.push_back(n);
+    }
+  }
   const int gpus = w.gpus;
   const bool from_checkpoint =
       m.checkpoint.has_value() && m.checkpoint->bytes > 0 &&

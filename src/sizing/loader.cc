@@ -304,6 +304,49 @@ Result<ModelShape> LoadPath(const std::string& path) {
   return LoadConfigFile(path, id);
 }
 
+
+constexpr std::string_view kQuantizedSuffixes[] = {"-gptq-int4", "-gptq-int8", "-awq", "-fp8",
+                                                   "-int4", "-int8", "-bnb-4bit"};
+constexpr std::string_view kTunedSuffixes[] = {"-instruct", "-chat", "-it"};
+
+bool QuantizedVariant(const std::string& spec) {
+  std::string lower = ToLower(spec);
+  for (std::string_view s : kQuantizedSuffixes) {
+    if (EndsWith(lower, s)) return true;
+  }
+  return false;
+}
+
+// The bundled ids a variant's name may stand for, most specific first: without a quantization
+// suffix, then without the instruction-tuning suffix ("-chat-hf" -> "-hf" for Llama 2), or with
+// one for a base that is only bundled as its tuned release ("gemma-3-27b" -> "gemma-3-27b-it").
+std::vector<std::string> VariantBaseCandidates(const std::string& spec) {
+  std::string name = ToLower(spec);
+  std::vector<std::string> out;
+  for (std::string_view s : kQuantizedSuffixes) {
+    if (EndsWith(name, s)) {
+      name.resize(name.size() - s.size());
+      out.push_back(name);
+      break;
+    }
+  }
+  if (EndsWith(name, "-chat-hf")) out.push_back(name.substr(0, name.size() - 8) + "-hf");
+  bool tuned = false;
+  for (std::string_view s : kTunedSuffixes) {
+    if (EndsWith(name, s)) {
+      out.push_back(name.substr(0, name.size() - s.size()));
+      tuned = true;
+      break;
+    }
+  }
+  if (!tuned) {
+    for (std::string_view s : kTunedSuffixes) out.push_back(name + std::string(s));
+  }
+  return out;
+}
+
+Result<ModelShape> FindBundled(const std::string& spec, const std::string& data_dir);
+
 }  // namespace
 
 std::string BundledFileName(std::string_view id) {
@@ -396,7 +439,31 @@ Result<ModelShape> LoadModel(std::string_view spec_in, const std::string& data_d
   std::error_code ec;
   if (fs::exists(spec, ec)) return LoadPath(spec);
 
+  auto bundled = FindBundled(spec, data_dir);
+  if (bundled.status().code() != StatusCode::kNotFound) return bundled;
+  // A fine-tuned or quantized variant of a bundled base ("...-Instruct", "-chat-hf", "-it",
+  // "-GPTQ-Int4", "-AWQ") has the base's shapes: size it with them and say so.
+  for (const std::string& base : VariantBaseCandidates(spec)) {
+    auto shape = FindBundled(base, data_dir);
+    if (!shape.ok()) continue;
+    shape->notes.push_back("sized with the shapes of the bundled '" + shape->id + "': '" +
+                           spec.substr(0, 200) +
+                           "' is a variant of it with the same architecture (pass its "
+                           "config.json to size it from its own)");
+    if (QuantizedVariant(spec)) {
+      shape->notes.push_back(
+          "a quantized checkpoint: give --precision int4 or int8 for its stored weights");
+    }
+    return shape;
+  }
+  return bundled;
+}
+
+namespace {
+
+Result<ModelShape> FindBundled(const std::string& spec, const std::string& data_dir) {
   // Bundled ids: exact (case-insensitive) id, else the name after the organisation when unique.
+  std::error_code ec;
   std::string dir = (fs::path(data_dir) / "models").string();
   std::string wanted = ToLower(spec);
   std::vector<std::pair<std::string, std::string>> by_name;  // id, file
@@ -435,5 +502,7 @@ Result<ModelShape> LoadModel(std::string_view spec_in, const std::string& data_d
       "': not a preset (7b, 13b, 34b, 70b, 405b), not an existing path, and not "
       "a bundled model id (`gpuhub models` lists them)");
 }
+
+}  // namespace
 
 }  // namespace gpuhub::sizing

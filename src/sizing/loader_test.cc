@@ -34,6 +34,45 @@ TEST(LoadModel, PresetsBundledIdsAndNames) {
   EXPECT_EQ(by_name->id, "mistralai/Mixtral-8x7B-v0.1");
 }
 
+TEST(LoadModel, TunedAndQuantizedVariantsUseTheirBundledBasesShapes) {
+  struct Case {
+    const char* spec;
+    const char* base;
+    bool quantized;
+  };
+  const Case cases[] = {
+      {"meta-llama/Llama-3.1-8B-Instruct", "meta-llama/Llama-3.1-8B", false},
+      {"Qwen/Qwen2.5-7B-Instruct", "Qwen/Qwen2.5-7B", false},
+      {"meta-llama/Llama-2-7b-chat-hf", "meta-llama/Llama-2-7b-hf", false},
+      {"google/gemma-2-9b-it", "google/gemma-2-9b", false},
+      {"google/gemma-3-27b", "google/gemma-3-27b-it", false},  // bundled only as its tuned release
+      {"Qwen/Qwen2.5-72B-Instruct-GPTQ-Int4", "Qwen/Qwen2.5-72B", true},
+      {"qwen2.5-7b-instruct-awq", "Qwen/Qwen2.5-7B", true},
+  };
+  for (const Case& c : cases) {
+    auto m = LoadModel(c.spec, kDataDir);
+    ASSERT_TRUE(m.ok()) << c.spec << ": " << m.status().ToString();
+    EXPECT_EQ(m->id, c.base) << c.spec;
+    auto base = LoadModel(c.base, kDataDir);
+    ASSERT_TRUE(base.ok());
+    EXPECT_DOUBLE_EQ(m->total_params, base->total_params) << c.spec;
+    // The answer says which shapes it used, and what a quantized checkpoint needs.
+    bool named = false, precision_hint = false;
+    for (const auto& n : m->notes) {
+      named = named || n.find(std::string("bundled '") + c.base + "'") != std::string::npos;
+      precision_hint = precision_hint || n.find("--precision int4 or int8") != std::string::npos;
+    }
+    EXPECT_TRUE(named) << c.spec;
+    EXPECT_EQ(precision_hint, c.quantized) << c.spec;
+  }
+  // An exact bundled id is never read as a variant, and an unknown base stays unknown.
+  auto exact = LoadModel("mistralai/Mistral-7B-Instruct-v0.3", kDataDir);
+  ASSERT_TRUE(exact.ok());
+  EXPECT_TRUE(exact->notes.empty());
+  EXPECT_EQ(LoadModel("meta-llama/Llama-9-1T-Instruct", kDataDir).status().code(),
+            StatusCode::kNotFound);
+}
+
 TEST(LoadModel, UnknownModelSaysHowToList) {
   auto m = LoadModel("meta-llama/Llama-9-1T", kDataDir);
   ASSERT_FALSE(m.ok());
