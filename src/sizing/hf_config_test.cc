@@ -40,11 +40,28 @@ TEST(HfConfig, ParameterCountsOfRealModels) {
       {"Qwen/Qwen2.5-0.5B", 494'032'768, 494'032'768},
       {"Qwen/Qwen3-8B", 8'190'735'360, 8'190'735'360},  // q/k norms
       {"Qwen/Qwen3-30B-A3B", 30'532'122'624, 3'353'032'704},
+      // Qwen2.5: safetensors metadata totals (Hugging Face API); 1.5B-Instruct and 3B tie embeddings.
+      {"Qwen/Qwen2.5-1.5B-Instruct", 1'543'714'304, 1'543'714'304},
+      {"Qwen/Qwen2.5-3B", 3'085'938'688, 3'085'938'688},
+      {"Qwen/Qwen2.5-14B", 14'770'033'664, 14'770'033'664},
+      {"Qwen/Qwen2.5-32B", 32'763'876'352, 32'763'876'352},
+      // Qwen3 dense: 0.6B/1.7B/4B tie embeddings. The 0.6B and 1.7B safetensors also store a
+      // duplicate lm_head.weight (751'632'384 and 2'031'739'904 elements); unique parameters here.
+      {"Qwen/Qwen3-0.6B", 596'049'920, 596'049'920},
+      {"Qwen/Qwen3-1.7B", 1'720'574'976, 1'720'574'976},
+      {"Qwen/Qwen3-4B", 4'022'468'096, 4'022'468'096},
+      {"Qwen/Qwen3-14B", 14'768'307'200, 14'768'307'200},
+      {"Qwen/Qwen3-32B", 32'762'123'264, 32'762'123'264},
       {"google/gemma-2-9b", 9'241'705'984, 9'241'705'984},  // 4 norms per layer, tied
       {"google/gemma-2-27b", 27'227'128'320, 27'227'128'320},
+      {"google/gemma-2-2b", 2'614'341'888, 2'614'341'888},
       {"google/gemma-3-1b-it", 999'885'952, 999'885'952},
       {"google/gemma-3-27b-it", 27'432'406'640, 27'432'406'640},           // with the SigLIP tower
       {"microsoft/Phi-3-mini-4k-instruct", 3'821'079'552, 3'821'079'552},  // fused qkv
+      {"microsoft/phi-4", 14'659'507'200, 14'659'507'200},                 // safetensors total
+      // Nemo: head_dim 128 with hidden 5120 (32 heads); the Instruct checkpoint's safetensors
+      // total, the same architecture as the base.
+      {"mistralai/Mistral-Nemo-Base-2407", 12'247'782'400, 12'247'782'400},
       {"deepseek-ai/DeepSeek-V3", 671'026'419'200, 37'552'297'472},  // MLA, 1 shared + 256 routed
       {"deepseek-ai/DeepSeek-V2-Lite", 15'706'484'224, 2'661'150'208},
       {"openai/gpt-oss-20b", 20'914'757'184, 4'187'440'704},  // sinks, expert biases
