@@ -220,6 +220,23 @@ std::vector<Calibration> Cases() {
        Precision::kInt8, 1, 0.64, 0.30},
       {"Qwen2.5 bench: 0.5B-Instruct GPTQ-Int4, prompt 1", "Qwen/Qwen2.5-0.5B", 1,
        Precision::kInt4, 1, 0.48, 0.30},
+      // Checked after the 1.5B and 3B configs were bundled, without changing the model.
+      {"Qwen2.5 bench: 1.5B-Instruct BF16, prompt 1", "Qwen/Qwen2.5-1.5B-Instruct", 1,
+       Precision::kBf16, 1, 2.95, 0.30},
+      {"Qwen2.5 bench: 1.5B-Instruct GPTQ-Int4, prompt 1", "Qwen/Qwen2.5-1.5B-Instruct", 1,
+       Precision::kInt4, 1, 1.18, 0.30},
+      {"Qwen2.5 bench: 1.5B-Instruct BF16, prompt 30720", "Qwen/Qwen2.5-1.5B-Instruct", 30720,
+       Precision::kBf16, 1, 5.62, 0.30},
+      {"Qwen2.5 bench: 3B-Instruct BF16, prompt 1", "Qwen/Qwen2.5-3B", 1,
+       Precision::kBf16, 1, 5.95, 0.30},
+      {"Qwen2.5 bench: 3B-Instruct GPTQ-Int8, prompt 1", "Qwen/Qwen2.5-3B", 1,
+       Precision::kInt8, 1, 3.38, 0.30},
+      {"Qwen2.5 bench: 3B-Instruct BF16, prompt 14336", "Qwen/Qwen2.5-3B", 14336,
+       Precision::kBf16, 1, 7.47, 0.30},
+      {"Qwen2.5 bench: 3B-Instruct AWQ, prompt 30720", "Qwen/Qwen2.5-3B", 30720,
+       Precision::kInt4, 1, 5.37, 0.30},
+      {"Qwen2.5 bench: 7B-Instruct GPTQ-Int8, prompt 30720", "Qwen/Qwen2.5-7B", 30720,
+       Precision::kInt8, 1, 14.01, 0.30},
   };
   for (const Qwen& q : qwen) {
     Workload w;
