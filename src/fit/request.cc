@@ -134,6 +134,12 @@ Status ResolveWorkload(const RequestFields& f, sizing::Workload& w, std::vector<
                         "default for presets) ignore it: add --profile detailed",
                     flag);
   };
+  if (model.quantized_variant && w.precision != Precision::kInt4 &&
+      w.precision != Precision::kInt8 && w.precision != Precision::kFp8) {
+    notes.push_back("the model named is a quantized checkpoint, sized here with " +
+                    std::string(sizing::PrecisionName(w.precision)) +
+                    " weights: give --precision int4 or int8 for its stored weights");
+  }
   if (f.prefill_chunk) {
     if (training) return not_for("--prefill-chunk", "inference");
     GPUHUB_RETURN_IF_ERROR(detailed_only("--prefill-chunk"));
@@ -271,7 +277,13 @@ Result<sizing::ModelShape> ResolveModel(const std::string& spec, const RequestCo
           "\"config\" instead)");
     }
   }
-  return sizing::LoadModel(spec, context.data_dir);
+  auto model = sizing::LoadModel(spec, context.data_dir);
+  if (!context.allow_paths && model.status().code() == StatusCode::kNotFound) {
+    return Status::NotFound("unknown model '" + spec.substr(0, kMaxModelIdBytes) +
+                            "': not a preset (7b, 13b, 34b, 70b, 405b) and not a bundled model "
+                            "id (GET /v1/models lists them; or paste a config.json as \"config\")");
+  }
+  return model;
 }
 
 Result<SizeRequest> ResolveSizeRequest(const RequestFields& f, const RequestContext& context) {

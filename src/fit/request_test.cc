@@ -281,6 +281,39 @@ TEST(Request, FitFiltersAndErrors) {
   }
 }
 
+TEST(Request, AQuantizedVariantAsksForItsPrecisionUntilGiven) {
+  auto has_hint = [](const SizeRequest& r) {
+    for (const auto& n : r.notes) {
+      if (n.find("give --precision int4 or int8") != std::string::npos) return true;
+    }
+    return false;
+  };
+  RequestFields f = Fields("Qwen/Qwen2.5-72B-Instruct-GPTQ-Int4", "infer");
+  auto bf16 = ResolveSizeRequest(f, Api());
+  ASSERT_TRUE(bf16.ok()) << bf16.status().ToString();
+  EXPECT_EQ(bf16->model.id, "Qwen/Qwen2.5-72B");
+  EXPECT_TRUE(has_hint(*bf16));
+  f.precision = "int4";
+  auto int4 = ResolveSizeRequest(f, Api());
+  ASSERT_TRUE(int4.ok());
+  EXPECT_FALSE(has_hint(*int4));
+  // A plain tuned variant never asks.
+  auto tuned = ResolveSizeRequest(Fields("Qwen/Qwen2.5-7B-Instruct", "infer"), Api());
+  ASSERT_TRUE(tuned.ok());
+  EXPECT_FALSE(has_hint(*tuned));
+}
+
+TEST(Request, AnUnknownModelThroughTheApiDoesNotTalkAboutPaths) {
+  auto api = ResolveSizeRequest(Fields("acme/NoSuchModel-9B", "infer"), Api());
+  ASSERT_FALSE(api.ok());
+  EXPECT_EQ(api.status().code(), StatusCode::kNotFound);
+  EXPECT_EQ(api.status().message().find("path"), std::string::npos) << api.status().message();
+  EXPECT_NE(api.status().message().find("GET /v1/models"), std::string::npos);
+  auto cli = ResolveSizeRequest(Fields("acme/NoSuchModel-9B", "infer"), Cli());
+  ASSERT_FALSE(cli.ok());
+  EXPECT_NE(cli.status().message().find("not an existing path"), std::string::npos);
+}
+
 TEST(Request, ModelsByPresetBundledIdPathAndPastedConfig) {
   auto bundled = ResolveModel("meta-llama/Llama-3.1-8B", Api());
   ASSERT_TRUE(bundled.ok()) << bundled.status().ToString();

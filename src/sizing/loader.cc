@@ -450,10 +450,7 @@ Result<ModelShape> LoadModel(std::string_view spec_in, const std::string& data_d
                            spec.substr(0, 200) +
                            "' is a variant of it with the same architecture (pass its "
                            "config.json to size it from its own)");
-    if (QuantizedVariant(spec)) {
-      shape->notes.push_back(
-          "a quantized checkpoint: give --precision int4 or int8 for its stored weights");
-    }
+    shape->quantized_variant = QuantizedVariant(spec);
     return shape;
   }
   return bundled;

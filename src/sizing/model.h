@@ -128,6 +128,9 @@ struct ModelShape {
   // Exact tensor inventory when the shape was read from a checkpoint (safetensors or GGUF).
   std::optional<CheckpointSummary> checkpoint;
   std::vector<std::string> notes;  // what the loader assumed ("sized as a Llama-style decoder")
+  // Named as a quantized checkpoint of a bundled base ("...-GPTQ-Int4", "-AWQ"): the shapes are
+  // the base's, the stored weights' precision is the caller's --precision.
+  bool quantized_variant = false;
 
   bool is_moe() const { return experts > 0; }
 };
