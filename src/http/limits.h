@@ -17,6 +17,13 @@ inline constexpr int kReadTimeoutSeconds = 15;
 inline constexpr int kWriteTimeoutSeconds = 30;
 // Open connections at once: beyond this new connections get 503 and are closed.
 inline constexpr std::size_t kMaxConnections = 1024;
+// Bytes of a connection's read buffer beyond the headers: chunk-size lines with their extensions and
+// the trailer of a chunked body must fit in it (a longer one is 413), so that no line the parser
+// waits for can grow without bound. The body itself streams through it (kMaxBodyBytes).
+inline constexpr std::size_t kMaxReadBufferSlackBytes = 64 * 1024;
+// After accept() fails (out of file descriptors: the same error repeats at once), the next try
+// waits this long instead of spinning on the CPU and the log.
+inline constexpr int kAcceptRetryMilliseconds = 100;
 // JSON bodies nested deeper than this are refused (400) before parsing.
 inline constexpr int kMaxJsonDepth = 32;
 // Password hashes waiting for a worker: beyond this signups and logins get 503 (Argon2id uses

@@ -2,6 +2,7 @@
 
 #include <spdlog/sinks/stdout_sinks.h>
 #include <spdlog/spdlog.h>
+#include <sys/resource.h>
 
 #include <csignal>
 #include <cstdio>
@@ -14,6 +15,7 @@
 #include "engine/market.h"
 #include "engine/wallets.h"
 #include "http/api.h"
+#include "http/limits.h"
 #include "http/server.h"
 #include "store/store.h"
 
@@ -141,6 +143,25 @@ int RunServe(const ServeOptions& options) {
   RegisterWalletRoutes(router, api);
   RegisterMarketRoutes(router, api);
   RegisterReadRoutes(router, api, options.data_dir);
+
+  // Each connection is a file descriptor: with the common soft limit of 1024, accept() would run
+  // out (EMFILE) before max_connections is reached, and new clients would get no answer at all
+  // instead of a 503. Raise the soft limit as far as the hard limit allows and say when that is
+  // still short.
+  if (rlimit files{}; ::getrlimit(RLIMIT_NOFILE, &files) == 0) {
+    if (files.rlim_cur < files.rlim_max) {
+      files.rlim_cur = files.rlim_max;
+      ::setrlimit(RLIMIT_NOFILE, &files);
+      ::getrlimit(RLIMIT_NOFILE, &files);
+    }
+    std::size_t connections = config.max_connections > 0
+                                  ? static_cast<std::size_t>(config.max_connections)
+                                  : kMaxConnections;
+    if (files.rlim_cur != RLIM_INFINITY && files.rlim_cur < connections + 64) {
+      spdlog::warn("event=open_files_limit_low limit={} max_connections={}", files.rlim_cur,
+                   connections);
+    }
+  }
 
   ServerOptions server_options;
   server_options.host = config.host;

@@ -114,8 +114,11 @@ struct Server::Impl {
         ioc(options.io_threads),
         acceptor(ioc),
         signals(ioc),
+        accept_retry(ioc),
         refused(m.Counter("gpuhub_http_connections_refused_total",
-                          "Connections refused because of the connection limit")) {
+                          "Connections refused because of the connection limit")),
+        accept_failures(m.Counter("gpuhub_http_accept_failures_total",
+                                  "accept() calls that failed (e.g. out of file descriptors)")) {
     if (!options.max_connections) options.max_connections = kMaxConnections;
     if (!options.max_header_bytes) options.max_header_bytes = kMaxHeaderBytes;
     if (!options.max_body_bytes) options.max_body_bytes = kMaxBodyBytes;
@@ -151,9 +154,14 @@ struct Server::Impl {
   net::io_context ioc;
   tcp::acceptor acceptor;
   net::signal_set signals;
+  // After a failed accept (EMFILE, ENFILE, ENOBUFS: the error repeats at once while the connection
+  // waits in the backlog) the next one waits kAcceptRetryMilliseconds instead of spinning.
+  net::steady_timer accept_retry;
   std::optional<net::steady_timer> drain_timer;
   std::function<void()> before_stop;
   engine::CounterSeries& refused;
+  engine::CounterSeries& accept_failures;
+  bool accept_failing = false;  // only touched by the accept chain (one handler at a time)
   int bound_port = 0;
 };
 
@@ -162,7 +170,10 @@ namespace {
 class Connection : public std::enable_shared_from_this<Connection> {
  public:
   Connection(tcp::socket&& socket, Server::Impl& server)
-      : stream_(std::move(socket)), timer_(stream_.get_executor()), server_(server) {
+      : stream_(std::move(socket)),
+        timer_(stream_.get_executor()),
+        buffer_(server.options.max_header_bytes + kMaxReadBufferSlackBytes),
+        server_(server) {
     ++server_.connections;
   }
   ~Connection() { --server_.connections; }
@@ -202,6 +213,32 @@ class Connection : public std::enable_shared_from_this<Connection> {
 
   void OnHeader(beast::error_code ec, std::size_t) {
     if (ec) return OnReadError(ec);
+    // Beast frames a request by Content-Length when Transfer-Encoding does not end in "chunked"
+    // (or reads no body at all), where a proxy in front may frame it otherwise: the bytes it
+    // sees as this body would be our next request (smuggling). RFC 9112 6.3: 400 and close.
+    // Only "chunked" alone is decoded here: another coding before it is 501.
+    auto& header = parser_->get();
+    if (header.count(bhttp::field::transfer_encoding) != 0) {
+      std::string codings;
+      auto range = header.equal_range(bhttp::field::transfer_encoding);
+      for (auto it = range.first; it != range.second; ++it) {
+        codings += (codings.empty() ? "" : ",") + std::string(it->value());
+      }
+      std::vector<std::string> list;
+      for (auto coding : bhttp::token_list(codings)) list.emplace_back(coding);
+      bool chunked_last = !list.empty() && beast::iequals(list.back(), "chunked");
+      if (!chunked_last || !parser_->chunked()) {
+        timer_.cancel();
+        return WriteProtocolError(
+            Response::Error(400, "invalid_argument",
+                            "malformed HTTP request: Transfer-Encoding must end with chunked"));
+      }
+      if (list.size() != 1) {
+        timer_.cancel();
+        return WriteProtocolError(Response::Error(
+            501, "invalid_argument", "only Transfer-Encoding: chunked is supported"));
+      }
+    }
     auto length = parser_->content_length();
     if (length && *length > server_.options.max_body_bytes) {
       timer_.cancel();
@@ -257,6 +294,19 @@ class Connection : public std::enable_shared_from_this<Connection> {
           Response::Error(431, "payload_too_large",
                           "request headers are larger than " +
                               std::to_string(server_.options.max_header_bytes) + " bytes"));
+    }
+    if (ec == bhttp::error::buffer_overflow) {
+      // A header line, chunk-size line (extensions) or trailer longer than the read buffer.
+      if (!parser_->is_header_done()) {
+        return WriteProtocolError(
+            Response::Error(431, "payload_too_large",
+                            "request headers are larger than " +
+                                std::to_string(server_.options.max_header_bytes) + " bytes"));
+      }
+      return WriteProtocolError(Response::Error(
+          413, "payload_too_large",
+          "a chunk-size line or the trailer of the chunked body is longer than " +
+              std::to_string(kMaxReadBufferSlackBytes) + " bytes"));
     }
     if (ec == bhttp::error::body_limit) {
       return WriteProtocolError(Response::Error(413, "payload_too_large",
@@ -385,8 +435,23 @@ void Server::Impl::Accept() {
   acceptor.async_accept(net::make_strand(ioc), [this](beast::error_code ec, tcp::socket socket) {
     if (ec) {
       if (ec == net::error::operation_aborted || !acceptor.is_open()) return;
-      spdlog::warn("event=accept_failed error=\"{}\"", ec.message());
-    } else {
+      accept_failures.Add();
+      // One line per streak of failures, not one per retry.
+      if (!accept_failing) spdlog::warn("event=accept_failed error=\"{}\"", ec.message());
+      accept_failing = true;
+      if (draining) return;
+      accept_retry.expires_after(std::chrono::milliseconds(kAcceptRetryMilliseconds));
+      accept_retry.async_wait([this](beast::error_code timer_ec) {
+        if (timer_ec || draining || !acceptor.is_open()) return;
+        Accept();
+      });
+      return;
+    }
+    if (accept_failing) {
+      spdlog::info("event=accept_recovered");
+      accept_failing = false;
+    }
+    {
       auto connection = std::make_shared<Connection>(std::move(socket), *this);
       if (connections.load() > options.max_connections || draining) {
         refused.Add();

@@ -6,10 +6,16 @@
 #include <gtest/gtest.h>
 #include <netinet/in.h>
 #include <poll.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
+#include <atomic>
+#include <cerrno>
 #include <chrono>
+#include <cstdlib>
+#include <fstream>
 #include <stdexcept>
 #include <string>
 #include <thread>
@@ -21,14 +27,21 @@ namespace gpuhub::http {
 namespace {
 
 // Sends `bytes` on a new connection and reads until the server closes it or `timeout_ms` passes.
+// Sends `bytes` on `fd` (connected or not yet) and reads until the server closes it.
+std::string RoundTripOn(int fd, int port, const std::string& bytes, int timeout_ms);
+
 std::string RoundTrip(int port, const std::string& bytes, int timeout_ms = 5000) {
   int fd = ::socket(AF_INET, SOCK_STREAM, 0);
   if (fd < 0) return "";
+  return RoundTripOn(fd, port, bytes, timeout_ms);
+}
+
+std::string RoundTripOn(int fd, int port, const std::string& bytes, int timeout_ms) {
   sockaddr_in addr{};
   addr.sin_family = AF_INET;
   addr.sin_port = htons(static_cast<std::uint16_t>(port));
   addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  if (::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0) {
+  if (::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0 && errno != EISCONN) {
     ::close(fd);
     return "";
   }
@@ -54,8 +67,9 @@ std::string RoundTrip(int port, const std::string& bytes, int timeout_ms = 5000)
 
 class ServerTest : public ::testing::Test {
  protected:
-  void Start(int shutdown_grace_seconds = 20) {
+  void Start(int shutdown_grace_seconds = 20, std::string web_dir = "") {
     ServerOptions options;
+    options.web_dir = std::move(web_dir);
     options.host = "127.0.0.1";
     options.port = 0;
     options.io_threads = 2;
@@ -138,6 +152,156 @@ TEST_F(ServerTest, MetricsLabelOnlyKnownMethods) {
   EXPECT_NE(text.find("method=\"GET\",route=\"/v1/ok\",status=\"200\""), std::string::npos) << text;
   EXPECT_NE(text.find("method=\"other\",route=\"/v1/ok\",status=\"405\"} 20"), std::string::npos)
       << text;
+}
+
+// Counts the calls of a handler that answers 200.
+std::function<void(const Request&, Responder)> Counting(std::atomic<int>* calls) {
+  return [calls](const Request&, Responder respond) {
+    ++*calls;
+    respond(Response::Json(200, "{}"));
+  };
+}
+
+int CountResponses(const std::string& bytes) {
+  int n = 0;
+  for (std::size_t at = bytes.find("HTTP/1.1 "); at != std::string::npos;
+       at = bytes.find("HTTP/1.1 ", at + 1)) {
+    ++n;
+  }
+  return n;
+}
+
+// A proxy in front may frame these bodies differently from Beast (which would read no body, or
+// Content-Length bytes): whatever follows must never be taken for the next request (smuggling).
+TEST_F(ServerTest, TransferEncodingThatDoesNotEndInChunkedIsRefusedAndTheConnectionClosed) {
+  std::atomic<int> calls{0};
+  router_.Add("POST", "/echo", Counting(&calls));
+  router_.Add("GET", "/echo", Counting(&calls));
+  Start();
+  const std::string smuggled = "GET /echo HTTP/1.1\r\nHost: x\r\n\r\n";
+  for (std::string te : {"chunked, gzip", "gzip", "identity", "xchunked", ""}) {
+    std::string reply =
+        RoundTrip(server_->port(), "POST /echo HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: " + te +
+                                       "\r\n\r\n0\r\n\r\n" + smuggled);
+    EXPECT_EQ(reply.rfind("HTTP/1.1 400", 0), 0u) << te << ": " << reply;
+    EXPECT_EQ(CountResponses(reply), 1) << te << ": " << reply;
+  }
+  // With a Content-Length after it, Beast would have used the Content-Length.
+  std::string reply = RoundTrip(server_->port(),
+                                "POST /echo HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: xchunked\r\n"
+                                "Content-Length: 2\r\n\r\n{}" +
+                                    smuggled);
+  EXPECT_EQ(reply.rfind("HTTP/1.1 400", 0), 0u) << reply;
+  EXPECT_EQ(CountResponses(reply), 1) << reply;
+  // A coding this server cannot decode before chunked: 501.
+  reply = RoundTrip(server_->port(),
+                    "POST /echo HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: gzip, chunked\r\n\r\n"
+                    "0\r\n\r\n" +
+                        smuggled);
+  EXPECT_EQ(reply.rfind("HTTP/1.1 501", 0), 0u) << reply;
+  EXPECT_EQ(CountResponses(reply), 1) << reply;
+  EXPECT_EQ(calls.load(), 0);
+  // Plain chunked still works, in any letter case.
+  reply = RoundTrip(server_->port(),
+                    "POST /echo HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: Chunked\r\n"
+                    "Connection: close\r\n\r\n2\r\n{}\r\n0\r\n\r\n");
+  EXPECT_EQ(reply.rfind("HTTP/1.1 200", 0), 0u) << reply;
+  EXPECT_EQ(calls.load(), 1);
+}
+
+// The parser needs a whole chunk-size line (with its extensions) or trailer in the read buffer:
+// without a cap on the buffer one request could make the server hold hundreds of MiB.
+TEST_F(ServerTest, OverlongChunkExtensionsAndTrailersAre413) {
+  std::atomic<int> calls{0};
+  router_.Add("POST", "/echo", Counting(&calls));
+  Start();
+  std::string extension = "POST /echo HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n2;" +
+                          std::string(200 * 1024, 'e') + "\r\n{}\r\n0\r\n\r\n";
+  std::string reply = RoundTrip(server_->port(), extension);
+  EXPECT_EQ(reply.rfind("HTTP/1.1 413", 0), 0u) << reply.substr(0, 300);
+  std::string trailers = "POST /echo HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n"
+                         "2\r\n{}\r\n0\r\n";
+  for (int i = 0; i < 20'000; ++i) trailers += "X-T: a\r\n";
+  trailers += "\r\n";
+  reply = RoundTrip(server_->port(), trailers);
+  EXPECT_EQ(reply.rfind("HTTP/1.1 413", 0), 0u) << reply.substr(0, 300);
+  EXPECT_EQ(calls.load(), 0);
+  // Bodies up to the body limit still stream through the capped buffer, as do many small chunks.
+  std::string big = "POST /echo HTTP/1.1\r\nHost: x\r\nContent-Length: 1000000\r\n"
+                    "Connection: close\r\n\r\n" +
+                    std::string(1'000'000, 'a');
+  EXPECT_EQ(RoundTrip(server_->port(), big).rfind("HTTP/1.1 200", 0), 0u);
+  std::string chunks = "POST /echo HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n"
+                       "Connection: close\r\n\r\n";
+  for (int i = 0; i < 100'000; ++i) chunks += "1\r\na\r\n";
+  chunks += "0\r\n\r\n";
+  EXPECT_EQ(RoundTrip(server_->port(), chunks).rfind("HTTP/1.1 200", 0), 0u);
+  EXPECT_EQ(calls.load(), 2);
+}
+
+long long CounterValue(const std::string& text, const std::string& name) {
+  auto at = text.find("\n" + name + " ");
+  if (at == std::string::npos) return 0;
+  return std::atoll(text.c_str() + at + name.size() + 2);
+}
+
+// Out of file descriptors, accept() fails at once for as long as the connection waits in the
+// backlog: the server must wait between tries, not spin on the CPU and the log.
+TEST_F(ServerTest, AcceptFailuresBackOffAndTheServerRecovers) {
+  router_.Add("GET", "/ok", [](const Request&, Responder respond) {
+    respond(Response::Json(200, "{}"));
+  });
+  Start();
+  int client = ::socket(AF_INET, SOCK_STREAM, 0);  // made before the limit shrinks
+  ASSERT_GE(client, 0);
+  rlimit saved{};
+  ASSERT_EQ(::getrlimit(RLIMIT_NOFILE, &saved), 0);
+  int lowest_free = ::dup(0);
+  ASSERT_GE(lowest_free, 0);
+  ::close(lowest_free);
+  rlimit tight = saved;
+  tight.rlim_cur = static_cast<rlim_t>(lowest_free);  // every descriptor below it is in use
+  ASSERT_EQ(::setrlimit(RLIMIT_NOFILE, &tight), 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_port = htons(static_cast<std::uint16_t>(server_->port()));
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  // The handshake completes in the kernel's backlog; the server's accept() gets EMFILE.
+  int connected = ::connect(client, reinterpret_cast<sockaddr*>(&addr), sizeof addr);
+  long long failures = 0;
+  for (int i = 0; i < 500 && failures == 0; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    failures = CounterValue(metrics_.Render(), "gpuhub_http_accept_failures_total");
+  }
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  failures = CounterValue(metrics_.Render(), "gpuhub_http_accept_failures_total");
+  ASSERT_EQ(::setrlimit(RLIMIT_NOFILE, &saved), 0);
+  ASSERT_EQ(connected, 0);
+  EXPECT_GE(failures, 1);
+  // A spinning accept loop fails hundreds of thousands of times in 300 ms.
+  EXPECT_LE(failures, 50);
+  // With descriptors back, the waiting connection is accepted and answered.
+  std::string reply = RoundTripOn(client, server_->port(),
+                                  "GET /ok HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n", 5000);
+  EXPECT_EQ(reply.rfind("HTTP/1.1 200", 0), 0u) << reply;
+}
+
+TEST_F(ServerTest, ADirectoryRedirectNeverNamesAnotherHost) {
+  char pattern[] = "/tmp/gpuhub-web-XXXXXX";
+  ASSERT_NE(::mkdtemp(pattern), nullptr);
+  std::string web = pattern;
+  ASSERT_EQ(::mkdir((web + "/market").c_str(), 0755), 0);
+  std::ofstream(web + "/market/index.html") << "<p>market</p>";
+  Start(20, web);
+  for (std::string path : {"/market", "//market", "///market"}) {
+    std::string reply = Get("GET", path);
+    EXPECT_EQ(reply.rfind("HTTP/1.1 301", 0), 0u) << path << ": " << reply;
+    // "//market/" would send the browser to the host "market".
+    EXPECT_NE(reply.find("Location: /market/\r\n"), std::string::npos) << path << ": " << reply;
+  }
+  std::remove((web + "/market/index.html").c_str());
+  ::rmdir((web + "/market").c_str());
+  ::rmdir(web.c_str());
 }
 
 }  // namespace

@@ -113,7 +113,10 @@ Response ServeStaticFile(const std::string& web_dir, const Request& request) {
   if (::stat(full.c_str(), &st) != 0) return not_found();
   if (S_ISDIR(st.st_mode)) {
     Response r = Response::Json(301, "");
-    r.headers.emplace_back("Location", request.path + "/");
+    // One leading slash: "//market" must not redirect to "//market/", which a browser reads as
+    // the host "market" (an open redirect).
+    std::size_t slashes = request.path.find_first_not_of('/');
+    r.headers.emplace_back("Location", "/" + request.path.substr(slashes) + "/");
     return r;
   }
   if (!S_ISREG(st.st_mode)) return not_found();
