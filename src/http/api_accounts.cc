@@ -152,7 +152,9 @@ void LogIn(ApiContext& api, const Request& request, Responder respond) {
     return respond(TooManyRequests(wait, "too many login attempts from this address"));
   }
   std::string user_key = "user:" + *canonical;
-  if (std::int64_t wait = api.login_failures_by_user.RetryAfter(user_key)) {
+  // The attempt counts as a failure from now until its password checks out (Reset below): checking
+  // here and recording only after the hash let a burst of concurrent guesses all pass the check.
+  if (std::int64_t wait = api.login_failures_by_user.Acquire(user_key)) {
     return respond(TooManyRequests(wait, "too many failed logins for this username"));
   }
   api.engine.Execute<LoginTarget>(
@@ -169,10 +171,7 @@ void LogIn(ApiContext& api, const Request& request, Responder respond) {
           const std::string& hash =
               target.user_id ? target.password_hash : engine::DummyPasswordHash(api.config.hashing);
           bool ok = engine::VerifyPassword(hash, password) && target.user_id != 0;
-          if (!ok) {
-            api.login_failures_by_user.Record(user_key);
-            return respond(invalid());
-          }
+          if (!ok) return respond(invalid());  // already counted by Acquire
           api.login_failures_by_user.Reset(user_key);
           std::string token = engine::NewSessionToken();
           api.engine.Execute<Reply>(

@@ -39,22 +39,24 @@ void RateLimiter::Prune(std::int64_t now) {
   }
 }
 
-void RateLimiter::Record(const std::string& key) {
-  std::lock_guard<std::mutex> lock(mutex_);
-  std::int64_t now = now_();
+void RateLimiter::RecordLocked(const std::string& key, std::int64_t now) {
   if (events_.size() >= kMaxKeys && !events_.count(key)) Prune(now);
   auto& log = events_[key];
   log.push_back(now);
   while (static_cast<std::int64_t>(log.size()) > limit_.count) log.pop_front();
 }
 
+void RateLimiter::Record(const std::string& key) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  RecordLocked(key, now_());
+}
+
 std::int64_t RateLimiter::Acquire(const std::string& key) {
-  std::int64_t wait;
-  {
-    std::lock_guard<std::mutex> lock(mutex_);
-    wait = RetryAfterLocked(key, now_());
-  }
-  if (wait == 0) Record(key);
+  // Check and record under one lock: concurrent callers must not all see the last free slot.
+  std::lock_guard<std::mutex> lock(mutex_);
+  std::int64_t now = now_();
+  std::int64_t wait = RetryAfterLocked(key, now);
+  if (wait == 0) RecordLocked(key, now);
   return wait;
 }
 

@@ -27,12 +27,14 @@ class RateLimiter {
   // Seconds until one more event is allowed for `key`; 0 when it is allowed now.
   std::int64_t RetryAfter(const std::string& key);
   void Record(const std::string& key);
-  // RetryAfter, and Record when allowed.
+  // RetryAfter, and Record when allowed, atomically: of N concurrent callers with one slot left,
+  // exactly one gets 0.
   std::int64_t Acquire(const std::string& key);
   void Reset(const std::string& key);
 
  private:
   std::int64_t RetryAfterLocked(const std::string& key, std::int64_t now);
+  void RecordLocked(const std::string& key, std::int64_t now);
   void Prune(std::int64_t now);
   RateLimit limit_;
   std::function<std::int64_t()> now_;

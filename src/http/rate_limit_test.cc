@@ -3,6 +3,9 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <string>
+#include <thread>
+#include <vector>
 
 namespace gpuhub::http {
 namespace {
@@ -20,6 +23,28 @@ TEST(RateLimiterTest, AllowsCountPerWindowThenSaysHowLongToWait) {
   EXPECT_EQ(limiter.Acquire("a"), 0);
   limiter.Reset("a");
   EXPECT_EQ(limiter.RetryAfter("a"), 0);
+}
+
+// The login limit per username is an Acquire before the password hash: a burst of concurrent
+// guesses must not all see the same free slot.
+TEST(RateLimiterTest, ConcurrentAcquiresNeverExceedTheCount) {
+  RateLimiter limiter({3, 900}, [] { return std::int64_t{1000}; });
+  constexpr int kKeys = 2000;
+  constexpr int kThreads = 8;
+  std::vector<std::atomic<int>> allowed(kKeys);
+  std::atomic<bool> go{false};
+  std::vector<std::thread> threads;
+  for (int t = 0; t < kThreads; ++t) {
+    threads.emplace_back([&] {
+      while (!go.load()) std::this_thread::yield();
+      for (int k = 0; k < kKeys; ++k) {
+        if (limiter.Acquire("user:" + std::to_string(k)) == 0) ++allowed[k];
+      }
+    });
+  }
+  go = true;
+  for (auto& t : threads) t.join();
+  for (int k = 0; k < kKeys; ++k) EXPECT_EQ(allowed[k].load(), 3) << "key " << k;
 }
 
 TEST(WorkerPoolTest, RunsTasksAndRefusesBeyondItsQueue) {

@@ -819,6 +819,42 @@ TEST_F(ServerTest, LoginsAreRateLimitedPerUsernameAndPerAddress) {
   EXPECT_EQ(last, 429);
 }
 
+// The per-username limit used to be checked before the password hash and recorded after it, so a
+// burst of concurrent guesses all passed the check: 17 guesses instead of 5 in one go.
+TEST_F(ServerTest, ConcurrentWrongLoginsStayWithinTheUsernameLimit) {
+  ServerOptions options;
+  options.login_failures_per_username = 3;
+  StartServer(options);
+  ASSERT_FALSE(SignUpAndLogIn(*client_, "henry").empty());
+  constexpr int kGuesses = 16;
+  std::vector<int> statuses(kGuesses);
+  std::vector<std::thread> threads;
+  for (int i = 0; i < kGuesses; ++i) {
+    threads.emplace_back([&, i] {
+      HttpClient client(server_->port());
+      statuses[i] =
+          client
+              .Call("POST", "/v1/sessions",
+                    {{"username", "henry"}, {"password", "wrong guess " + std::to_string(i)}})
+              .status;
+    });
+  }
+  for (auto& t : threads) t.join();
+  int checked = 0, limited = 0;
+  for (int status : statuses) {
+    checked += status == 401;
+    limited += status == 429;
+  }
+  EXPECT_LE(checked, 3);
+  EXPECT_EQ(checked + limited, kGuesses);
+  // Locked: even the right password waits.
+  EXPECT_EQ(client_
+                ->Call("POST", "/v1/sessions",
+                       {{"username", "henry"}, {"password", "correct horse battery staple"}})
+                .status,
+            429);
+}
+
 TEST_F(ServerTest, StaticFilesMetricsHealthAndRequestIds) {
   StartServer();
   auto index = client_->Send("GET", "/");
