@@ -90,8 +90,9 @@ Result<ServiceConfig> ParseServiceConfig(std::string_view toml_text, std::string
   if (const toml::table* s = root["server"].as_table()) {
     GPUHUB_RETURN_IF_ERROR(
         known(*s, "server",
-              {"listen", "io_threads", "max_connections", "max_header_bytes", "max_body_bytes",
-               "read_timeout_seconds", "shutdown_grace_seconds"}));
+              {"listen", "io_threads", "max_connections", "max_connections_per_address",
+               "max_header_bytes", "max_body_bytes", "read_timeout_seconds",
+               "shutdown_grace_seconds"}));
     std::string listen;
     GPUHUB_RETURN_IF_ERROR(text(*s, "server", "listen", &listen));
     if (!listen.empty()) GPUHUB_RETURN_IF_ERROR(ParseListen(listen, &config.host, &config.port));
@@ -100,6 +101,9 @@ Result<ServiceConfig> ParseServiceConfig(std::string_view toml_text, std::string
     config.io_threads = static_cast<int>(threads);
     GPUHUB_RETURN_IF_ERROR(
         integer(*s, "server", "max_connections", 1, 1'000'000, &config.max_connections));
+    // 0: no per-address cap (every client behind a reverse proxy has the proxy's address).
+    GPUHUB_RETURN_IF_ERROR(integer(*s, "server", "max_connections_per_address", 0, 1'000'000,
+                                   &config.max_connections_per_address));
     GPUHUB_RETURN_IF_ERROR(
         integer(*s, "server", "max_header_bytes", 1024, 1 << 20, &config.max_header_bytes));
     GPUHUB_RETURN_IF_ERROR(

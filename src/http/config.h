@@ -6,6 +6,7 @@
 //   listen = "127.0.0.1:8080"
 //   io_threads = 2
 //   max_connections = 1024
+//   max_connections_per_address = 256    # 0: no per-address cap (behind a reverse proxy)
 //   max_header_bytes = 16384
 //   max_body_bytes = 1048576
 //   read_timeout_seconds = 15
@@ -35,6 +36,7 @@
 
 #include "core/status.h"
 #include "engine/accounts.h"
+#include "http/limits.h"
 
 namespace gpuhub::http {
 
@@ -48,6 +50,8 @@ struct ServiceConfig {
   int port = 8080;
   int io_threads = 2;
   std::int64_t max_connections = 0;
+  // Unlike the other limits, 0 is a setting (no per-address cap), not "the default".
+  std::int64_t max_connections_per_address = static_cast<std::int64_t>(kMaxConnectionsPerAddress);
   std::int64_t max_header_bytes = 0;
   std::int64_t max_body_bytes = 0;
   std::int64_t read_timeout_seconds = 0;

@@ -51,6 +51,41 @@ TEST(ConfigTest, RejectsTyposAndBadValuesWithFileAndLine) {
   }
 }
 
+TEST(ConfigTest, MaxConnectionsPerAddressDefaultsZeroMeansNoCapAndBadValuesAreRefused) {
+  auto defaults = ParseServiceConfig("", "test.toml");
+  ASSERT_TRUE(defaults.ok()) << defaults.status().ToString();
+  EXPECT_EQ(defaults->max_connections_per_address, 256);
+  auto set = ParseServiceConfig("[server]\nmax_connections_per_address = 3\n", "test.toml");
+  ASSERT_TRUE(set.ok()) << set.status().ToString();
+  EXPECT_EQ(set->max_connections_per_address, 3);
+  // Behind a reverse proxy every client has the proxy's address: 0 turns the cap off.
+  auto off = ParseServiceConfig("[server]\nmax_connections_per_address = 0\n", "test.toml");
+  ASSERT_TRUE(off.ok()) << off.status().ToString();
+  EXPECT_EQ(off->max_connections_per_address, 0);
+  struct Case {
+    const char* text;
+    const char* message;
+  } cases[] = {
+      {"[server]\nmax_connections_per_address = -1\n",
+       "test.toml:2: server.max_connections_per_address must be between 0 and 1000000"},
+      {"[server]\nmax_connections_per_address = 1000001\n",
+       "test.toml:2: server.max_connections_per_address must be between 0 and 1000000"},
+      {"[server]\nmax_connections_per_address = 9223372036854775807\n",
+       "server.max_connections_per_address must be between 0 and 1000000"},
+      {"[server]\nmax_connections_per_address = \"256\"\n",
+       "test.toml:2: server.max_connections_per_address must be a whole number"},
+      {"[server]\nmax_connections_per_address = 2.5\n",
+       "server.max_connections_per_address must be a whole number"},
+      {"[server]\nmax_connection_per_address = 3\n",
+       "server.max_connection_per_address is not a known setting"},
+  };
+  for (const auto& c : cases) {
+    auto r = ParseServiceConfig(c.text, "test.toml");
+    ASSERT_FALSE(r.ok()) << c.text;
+    EXPECT_NE(r.status().message().find(c.message), std::string::npos) << r.status().message();
+  }
+}
+
 TEST(ConfigTest, ParsesListenAddresses) {
   std::string host;
   int port = 0;

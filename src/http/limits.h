@@ -17,6 +17,11 @@ inline constexpr int kReadTimeoutSeconds = 15;
 inline constexpr int kWriteTimeoutSeconds = 30;
 // Open connections at once: beyond this new connections get 503 and are closed.
 inline constexpr std::size_t kMaxConnections = 1024;
+// Open connections at once from one client address (the TCP peer's IP; an IPv4-mapped IPv6 address
+// counts as its IPv4 address): beyond this that address's new connections get 503 and are closed,
+// so that one client holding idle sockets cannot take all of kMaxConnections. 0 in the config file
+// means no per-address cap (behind a reverse proxy every client has the proxy's address).
+inline constexpr std::size_t kMaxConnectionsPerAddress = 256;
 // Bytes of a connection's read buffer beyond the headers: chunk-size lines with their extensions and
 // the trailer of a chunked body must fit in it (a longer one is 413), so that no line the parser
 // waits for can grow without bound. The body itself streams through it (kMaxBodyBytes).

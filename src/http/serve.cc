@@ -168,6 +168,8 @@ int RunServe(const ServeOptions& options) {
   server_options.port = config.port;
   server_options.io_threads = config.io_threads;
   server_options.max_connections = static_cast<std::size_t>(config.max_connections);
+  server_options.max_connections_per_address =
+      static_cast<std::size_t>(config.max_connections_per_address);
   server_options.max_header_bytes = static_cast<std::size_t>(config.max_header_bytes);
   server_options.max_body_bytes = static_cast<std::size_t>(config.max_body_bytes);
   server_options.read_timeout_seconds = static_cast<int>(config.read_timeout_seconds);

@@ -14,8 +14,10 @@
 #include <boost/beast/http.hpp>
 #include <chrono>
 #include <csignal>
+#include <mutex>
 #include <optional>
 #include <thread>
+#include <unordered_map>
 #include <vector>
 
 #include "http/limits.h"
@@ -94,6 +96,20 @@ bool SaneRequestId(const std::string& id) {
   return true;
 }
 
+// The key of a client address in the per-address connection count: its bytes, with an IPv4-mapped
+// IPv6 address (a dual-stack listener) as its IPv4 address.
+std::string AddressKey(const net::ip::address& address) {
+  if (address.is_v6() && address.to_v6().is_v4_mapped()) {
+    return AddressKey(net::ip::make_address_v4(net::ip::v4_mapped, address.to_v6()));
+  }
+  if (address.is_v4()) {
+    auto bytes = address.to_v4().to_bytes();
+    return std::string(bytes.begin(), bytes.end());
+  }
+  auto bytes = address.to_v6().to_bytes();
+  return std::string(bytes.begin(), bytes.end());
+}
+
 }  // namespace
 
 std::string LogSafe(std::string_view text, std::size_t max_bytes) {
@@ -117,6 +133,9 @@ struct Server::Impl {
         accept_retry(ioc),
         refused(m.Counter("gpuhub_http_connections_refused_total",
                           "Connections refused because of the connection limit")),
+        refused_per_address(m.Counter(
+            "gpuhub_http_connections_refused_per_address_total",
+            "Connections refused because their client address reached its connection limit")),
         accept_failures(m.Counter("gpuhub_http_accept_failures_total",
                                   "accept() calls that failed (e.g. out of file descriptors)")) {
     if (!options.max_connections) options.max_connections = kMaxConnections;
@@ -129,12 +148,36 @@ struct Server::Impl {
             [this] { return static_cast<double>(connections.load()); });
     m.Gauge("gpuhub_http_requests_in_flight", "Requests being handled",
             [this] { return static_cast<double>(in_flight.load()); });
+    m.Gauge("gpuhub_http_connection_addresses", "Client addresses with open HTTP connections",
+            [this] {
+              std::lock_guard lock(address_mutex);
+              return static_cast<double>(address_connections.size());
+            });
   }
 
   ~Impl() {
     // The gauges read this object: leave them reading nothing once it is gone.
     metrics.Gauge("gpuhub_http_open_connections", "Open HTTP connections", nullptr);
     metrics.Gauge("gpuhub_http_requests_in_flight", "Requests being handled", nullptr);
+    metrics.Gauge("gpuhub_http_connection_addresses",
+                  "Client addresses with open HTTP connections", nullptr);
+  }
+
+  // Counts one more open connection from `key` (AddressKey) unless the address already holds
+  // max_connections_per_address; false then. Each true is undone by exactly one ReleaseAddress.
+  bool AcquireAddress(const std::string& key) {
+    std::lock_guard lock(address_mutex);
+    // A new entry starts at 0, below the cap (callers only come here when there is one).
+    std::size_t& count = address_connections[key];
+    if (count >= options.max_connections_per_address) return false;
+    ++count;
+    return true;
+  }
+  void ReleaseAddress(const std::string& key) {
+    std::lock_guard lock(address_mutex);
+    auto it = address_connections.find(key);
+    if (it == address_connections.end()) return;  // unreachable: every release follows an acquire
+    if (--it->second == 0) address_connections.erase(it);
   }
 
   void Accept();
@@ -149,6 +192,11 @@ struct Server::Impl {
   // decrement these.
   std::atomic<std::size_t> connections{0};
   std::atomic<std::size_t> in_flight{0};
+  // Open connections per client address (only when max_connections_per_address is set): touched
+  // when a connection is accepted and when it is destroyed. Addresses at 0 are erased, so the map
+  // holds at most one entry per open connection.
+  std::mutex address_mutex;
+  std::unordered_map<std::string, std::size_t> address_connections;
   std::atomic<bool> draining{false};
   std::atomic<bool> stopped{false};
   net::io_context ioc;
@@ -160,6 +208,7 @@ struct Server::Impl {
   std::optional<net::steady_timer> drain_timer;
   std::function<void()> before_stop;
   engine::CounterSeries& refused;
+  engine::CounterSeries& refused_per_address;
   engine::CounterSeries& accept_failures;
   bool accept_failing = false;  // only touched by the accept chain (one handler at a time)
   int bound_port = 0;
@@ -176,19 +225,36 @@ class Connection : public std::enable_shared_from_this<Connection> {
         server_(server) {
     ++server_.connections;
   }
-  ~Connection() { --server_.connections; }
+  // The one place a connection stops counting, whichever way it ended (each path closes the socket
+  // and drops its handlers' references; queued handlers are dropped with the io_context).
+  ~Connection() {
+    if (address_counted_) server_.ReleaseAddress(address_key_);
+    --server_.connections;
+  }
+
+  // Counts this connection against its client address (max_connections_per_address); false when
+  // the address already holds that many. Called once, by the accept handler before Start or Refuse.
+  bool CountAgainstAddress() {
+    if (server_.options.max_connections_per_address == 0) return true;
+    beast::error_code ec;
+    auto endpoint = stream_.socket().remote_endpoint(ec);
+    // The peer is gone already (reset before accept returned): the first read fails and closes it.
+    if (ec) return true;
+    address_key_ = AddressKey(endpoint.address());
+    address_counted_ = server_.AcquireAddress(address_key_);
+    return address_counted_;
+  }
 
   void Start() {
     net::dispatch(stream_.get_executor(),
                   beast::bind_front_handler(&Connection::ReadHeader, shared_from_this()));
   }
 
-  // Answers 503 and closes: the connection limit is reached.
-  void Refuse() {
+  // Answers 503 and closes: a connection limit is reached.
+  void Refuse(std::string message) {
     auto self = shared_from_this();
-    net::dispatch(stream_.get_executor(), [self] {
-      self->WriteProtocolError(
-          Response::Error(503, "unavailable", "too many open connections; retry shortly"));
+    net::dispatch(stream_.get_executor(), [self, message = std::move(message)] {
+      self->WriteProtocolError(Response::Error(503, "unavailable", message));
     });
   }
 
@@ -427,6 +493,8 @@ class Connection : public std::enable_shared_from_this<Connection> {
   bool timed_out_ = false;
   bool counted_ = false;
   unsigned version_ = 0;
+  std::string address_key_;       // set by CountAgainstAddress
+  bool address_counted_ = false;  // whether the destructor gives the address's slot back
 };
 
 }  // namespace
@@ -455,7 +523,10 @@ void Server::Impl::Accept() {
       auto connection = std::make_shared<Connection>(std::move(socket), *this);
       if (connections.load() > options.max_connections || draining) {
         refused.Add();
-        connection->Refuse();
+        connection->Refuse("too many open connections; retry shortly");
+      } else if (!connection->CountAgainstAddress()) {
+        refused_per_address.Add();
+        connection->Refuse("too many open connections from this address; retry shortly");
       } else {
         connection->Start();
       }

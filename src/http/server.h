@@ -2,8 +2,9 @@
 //
 // - Keep-alive; every named limit of http/limits.h answered with its status: 431 (headers), 413
 //   (body, checked on Content-Length before reading it), 408 (a request that started but did not
-//   finish within the read timeout), 400 (malformed HTTP), 503 (too many connections, shutting
-//   down). An idle keep-alive connection is closed quietly after the read timeout.
+//   finish within the read timeout), 400 (malformed HTTP), 503 (too many connections in all or
+//   from one client address, shutting down). An idle keep-alive connection is closed quietly after
+//   the read timeout.
 // - `Expect: 100-continue` is answered before the body is read.
 // - Every response carries X-Request-Id (the client's when it is sane, else a new one); every
 //   request is counted in /metrics (by route pattern and status) and logged (method, route, status,
@@ -23,14 +24,17 @@
 
 #include "core/status.h"
 #include "engine/metrics.h"
+#include "http/limits.h"
 #include "http/router.h"
 
 namespace gpuhub::http {
 
 struct ServerOptions {
   std::string host = "127.0.0.1";
-  int port = 8080;                   // 0: any free port (see Server::port())
-  std::size_t max_connections = 0;   // 0: kMaxConnections
+  int port = 8080;                  // 0: any free port (see Server::port())
+  std::size_t max_connections = 0;  // 0: kMaxConnections
+  // Open connections from one client address; 0: no per-address cap (behind a reverse proxy).
+  std::size_t max_connections_per_address = kMaxConnectionsPerAddress;
   std::size_t max_header_bytes = 0;  // 0: kMaxHeaderBytes
   std::size_t max_body_bytes = 0;    // 0: kMaxBodyBytes
   int read_timeout_seconds = 0;      // 0: kReadTimeoutSeconds

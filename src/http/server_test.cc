@@ -19,6 +19,7 @@
 #include <stdexcept>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include "engine/metrics.h"
 #include "http/router.h"
@@ -75,6 +76,7 @@ class ServerTest : public ::testing::Test {
     options.io_threads = 2;
     options.handle_signals = false;
     options.shutdown_grace_seconds = shutdown_grace_seconds;
+    options.max_connections_per_address = max_connections_per_address_;
     server_ = std::make_unique<Server>(options, router_, metrics_);
     ASSERT_TRUE(server_->Listen().ok());
     thread_ = std::thread([this] { server_->Run(nullptr); });
@@ -96,6 +98,7 @@ class ServerTest : public ::testing::Test {
 
   Router router_;
   engine::MetricsRegistry metrics_;
+  std::size_t max_connections_per_address_ = kMaxConnectionsPerAddress;
   std::unique_ptr<Server> server_;
   std::thread thread_;
 };
@@ -302,6 +305,248 @@ TEST_F(ServerTest, ADirectoryRedirectNeverNamesAnotherHost) {
   std::remove((web + "/market/index.html").c_str());
   ::rmdir((web + "/market").c_str());
   ::rmdir(web.c_str());
+}
+
+// A TCP socket bound to `source`, a loopback address (all of 127.0.0.0/8 is local on Linux), so
+// that one test can be several clients.
+int SocketFrom(const char* source) {
+  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  if (fd < 0) return -1;
+  sockaddr_in local{};
+  local.sin_family = AF_INET;
+  local.sin_port = 0;
+  if (::inet_pton(AF_INET, source, &local.sin_addr) != 1 ||
+      ::bind(fd, reinterpret_cast<sockaddr*>(&local), sizeof local) != 0) {
+    ::close(fd);
+    return -1;
+  }
+  return fd;
+}
+
+// A connection from `source` to the server, kept open by the caller (-1 on failure).
+int ConnectFrom(int port, const char* source) {
+  int fd = SocketFrom(source);
+  if (fd < 0) return -1;
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_port = htons(static_cast<std::uint16_t>(port));
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  if (::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0) {
+    ::close(fd);
+    return -1;
+  }
+  return fd;
+}
+
+// Sends `request` on an open connection and reads one response (headers, then Content-Length
+// bytes of body), or what arrived before the server closed it or `timeout_ms` passed.
+std::string Exchange(int fd, const std::string& request, int timeout_ms = 5000) {
+  std::size_t sent = 0;
+  while (sent < request.size()) {
+    ssize_t n = ::send(fd, request.data() + sent, request.size() - sent, MSG_NOSIGNAL);
+    if (n <= 0) return "";
+    sent += static_cast<std::size_t>(n);
+  }
+  std::string out;
+  auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms);
+  while (std::chrono::steady_clock::now() < deadline) {
+    auto end = out.find("\r\n\r\n");
+    if (end != std::string::npos) {
+      std::size_t length = 0;
+      auto at = out.find("Content-Length: ");
+      if (at != std::string::npos && at < end) {
+        length = std::strtoul(out.c_str() + at + 16, nullptr, 10);
+      }
+      if (out.size() >= end + 4 + length) return out;
+    }
+    pollfd p{fd, POLLIN, 0};
+    if (::poll(&p, 1, 50) <= 0) continue;
+    char buf[4096];
+    ssize_t n = ::recv(fd, buf, sizeof buf, 0);
+    if (n <= 0) break;
+    out.append(buf, static_cast<std::size_t>(n));
+  }
+  return out;
+}
+
+const std::string kKeepAliveGet = "GET /ok HTTP/1.1\r\nHost: x\r\n\r\n";
+const char kPerAddressRefusal[] = "too many open connections from this address";
+
+std::function<void(const Request&, Responder)> Ok() {
+  return [](const Request&, Responder respond) { respond(Response::Json(200, "{}")); };
+}
+
+// Waits (at most 10 s: the server notices a client's close asynchronously) until the gauge `name`
+// reads `value`; false if it never did.
+bool WaitForGauge(engine::MetricsRegistry& metrics, const std::string& name, long long value) {
+  auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  while (CounterValue(metrics.Render(), name) != value) {
+    if (std::chrono::steady_clock::now() >= deadline) return false;
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  return true;
+}
+
+// One client address holding idle sockets must not lock everybody else out: beyond
+// max_connections_per_address its new connections get the 503 of the global limit, other addresses
+// are still served, and a closed connection gives its slot back.
+TEST_F(ServerTest, ConnectionsBeyondThePerAddressCapGet503AndOtherAddressesAreStillServed) {
+  std::atomic<int> calls{0};
+  router_.Add("GET", "/ok", Counting(&calls));
+  max_connections_per_address_ = 3;
+  Start();
+  const int port = server_->port();
+  std::vector<int> held;
+  for (int i = 0; i < 3; ++i) {
+    int fd = ConnectFrom(port, "127.0.0.1");
+    ASSERT_GE(fd, 0);
+    std::string reply = Exchange(fd, kKeepAliveGet);
+    EXPECT_EQ(reply.rfind("HTTP/1.1 200", 0), 0u) << reply;
+    held.push_back(fd);
+  }
+  // The fourth from 127.0.0.1 is answered 503 and closed before anything is read from it (it sends
+  // nothing, so the close is a clean FIN rather than a reset over unread bytes).
+  std::string refused = RoundTripOn(SocketFrom("127.0.0.1"), port, "", 5000);
+  EXPECT_EQ(refused.rfind("HTTP/1.1 503", 0), 0u) << refused;
+  EXPECT_NE(refused.find(kPerAddressRefusal), std::string::npos) << refused;
+  EXPECT_NE(refused.find("Connection: close"), std::string::npos) << refused;
+  // Another address is not affected...
+  int other = ConnectFrom(port, "127.0.0.2");
+  ASSERT_GE(other, 0);
+  std::string reply = Exchange(other, kKeepAliveGet);
+  EXPECT_EQ(reply.rfind("HTTP/1.1 200", 0), 0u) << reply;
+  ::close(other);
+  // ...and the three held connections still are.
+  for (int fd : held) {
+    reply = Exchange(fd, kKeepAliveGet);
+    EXPECT_EQ(reply.rfind("HTTP/1.1 200", 0), 0u) << reply;
+  }
+  std::string text = metrics_.Render();
+  EXPECT_EQ(CounterValue(text, "gpuhub_http_connections_refused_per_address_total"), 1) << text;
+  // The global limit's counter keeps its meaning (nothing reached max_connections).
+  EXPECT_NE(text.find("\ngpuhub_http_connections_refused_total 0\n"), std::string::npos) << text;
+  // One closes: once the server has seen it go, the address has room for exactly one more.
+  ::close(held.back());
+  held.pop_back();
+  ASSERT_TRUE(WaitForGauge(metrics_, "gpuhub_http_open_connections", 2)) << metrics_.Render();
+  int again = ConnectFrom(port, "127.0.0.1");
+  ASSERT_GE(again, 0);
+  reply = Exchange(again, kKeepAliveGet);
+  EXPECT_EQ(reply.rfind("HTTP/1.1 200", 0), 0u) << reply;
+  held.push_back(again);
+  refused = RoundTripOn(SocketFrom("127.0.0.1"), port, "", 5000);
+  EXPECT_EQ(refused.rfind("HTTP/1.1 503", 0), 0u) << refused;
+  EXPECT_EQ(calls.load(), 3 + 1 + 3 + 1) << "the router never saw a refused connection";
+  EXPECT_EQ(CounterValue(metrics_.Render(), "gpuhub_http_connection_addresses"), 1);
+  for (int fd : held) ::close(fd);
+  ASSERT_TRUE(WaitForGauge(metrics_, "gpuhub_http_open_connections", 0)) << metrics_.Render();
+  EXPECT_EQ(CounterValue(metrics_.Render(), "gpuhub_http_connection_addresses"), 0);
+}
+
+// Every way a connection can end gives its address's slot back exactly once: after hundreds of
+// short connections (answered, refused, closed idle, cut mid-request, malformed) and a concurrent
+// burst over the cap, the address again gets exactly max_connections_per_address.
+TEST_F(ServerTest, ShortConnectionsNeverLeaveThePerAddressCountBehind) {
+  router_.Add("GET", "/ok", Ok());
+  max_connections_per_address_ = 3;
+  Start();
+  const int port = server_->port();
+  const std::string close_get = "GET /ok HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n";
+  for (int i = 0; i < 500; ++i) {
+    switch (i % 5) {
+      case 0: {  // answered, then closed by the server
+        std::string reply = RoundTrip(port, close_get);
+        ASSERT_EQ(reply.rfind("HTTP/1.1 200", 0), 0u) << i << ": " << reply;
+        break;
+      }
+      case 1: {  // keep-alive, answered, then closed by the client
+        int fd = ConnectFrom(port, "127.0.0.1");
+        ASSERT_GE(fd, 0);
+        std::string reply = Exchange(fd, kKeepAliveGet);
+        ASSERT_EQ(reply.rfind("HTTP/1.1 200", 0), 0u) << i << ": " << reply;
+        ::close(fd);
+        break;
+      }
+      case 2: {  // connected and closed without a byte
+        int fd = ConnectFrom(port, "127.0.0.1");
+        ASSERT_GE(fd, 0);
+        ::close(fd);
+        break;
+      }
+      case 3: {  // malformed: 400 and closed by the server
+        std::string reply = RoundTrip(port, "NOT HTTP\r\n\r\n");
+        ASSERT_EQ(reply.rfind("HTTP/1.1 400", 0), 0u) << i << ": " << reply;
+        break;
+      }
+      default: {  // cut off in the middle of the headers
+        int fd = ConnectFrom(port, "127.0.0.1");
+        ASSERT_GE(fd, 0);
+        ::send(fd, "GET /ok HTTP/1.1\r\nHo", 20, MSG_NOSIGNAL);
+        ::close(fd);
+        break;
+      }
+    }
+    // The client's own closes are seen by the server asynchronously: each round starts from none.
+    ASSERT_TRUE(WaitForGauge(metrics_, "gpuhub_http_open_connections", 0)) << i;
+  }
+  EXPECT_EQ(CounterValue(metrics_.Render(), "gpuhub_http_connections_refused_per_address_total"),
+            0);
+  // A burst over the cap from several threads (accepted, refused and closed on both I/O threads).
+  std::vector<std::thread> threads;
+  std::atomic<int> served{0}, other{0};
+  for (int t = 0; t < 8; ++t) {
+    threads.emplace_back([&, port] {
+      for (int i = 0; i < 40; ++i) {
+        std::string reply = RoundTrip(port, close_get);
+        if (reply.rfind("HTTP/1.1 200", 0) == 0) {
+          ++served;
+        } else if (!reply.empty() && reply.rfind("HTTP/1.1 503", 0) != 0) {
+          ++other;  // a refused client may also see a reset before the 503 (bytes left unread)
+        }
+      }
+    });
+  }
+  for (auto& t : threads) t.join();
+  EXPECT_GT(served.load(), 0);
+  EXPECT_EQ(other.load(), 0);
+  ASSERT_TRUE(WaitForGauge(metrics_, "gpuhub_http_open_connections", 0)) << metrics_.Render();
+  std::string text = metrics_.Render();
+  EXPECT_EQ(CounterValue(text, "gpuhub_http_connection_addresses"), 0) << text;
+  EXPECT_NE(text.find("\ngpuhub_http_connections_refused_total 0\n"), std::string::npos) << text;
+  // Exactly the cap again: three concurrent connections are served (no slot leaked) and a fourth
+  // is refused (none given back twice).
+  std::vector<int> held;
+  for (int i = 0; i < 3; ++i) {
+    int fd = ConnectFrom(port, "127.0.0.1");
+    ASSERT_GE(fd, 0);
+    std::string reply = Exchange(fd, kKeepAliveGet);
+    EXPECT_EQ(reply.rfind("HTTP/1.1 200", 0), 0u) << i << ": " << reply;
+    held.push_back(fd);
+  }
+  std::string refused = RoundTripOn(SocketFrom("127.0.0.1"), port, "", 5000);
+  EXPECT_EQ(refused.rfind("HTTP/1.1 503", 0), 0u) << refused;
+  EXPECT_NE(refused.find(kPerAddressRefusal), std::string::npos) << refused;
+  for (int fd : held) ::close(fd);
+}
+
+// Behind a reverse proxy every client has the proxy's address: 0 turns the per-address cap off and
+// only max_connections applies.
+TEST_F(ServerTest, NoPerAddressCapWhenItIsZero) {
+  router_.Add("GET", "/ok", Ok());
+  max_connections_per_address_ = 0;
+  Start();
+  std::vector<int> held;
+  for (int i = 0; i < 20; ++i) {
+    int fd = ConnectFrom(server_->port(), "127.0.0.1");
+    ASSERT_GE(fd, 0);
+    std::string reply = Exchange(fd, kKeepAliveGet);
+    EXPECT_EQ(reply.rfind("HTTP/1.1 200", 0), 0u) << i << ": " << reply;
+    held.push_back(fd);
+  }
+  std::string text = metrics_.Render();
+  EXPECT_EQ(CounterValue(text, "gpuhub_http_connections_refused_per_address_total"), 0) << text;
+  EXPECT_EQ(CounterValue(text, "gpuhub_http_connection_addresses"), 0) << "nothing is tracked";
+  for (int fd : held) ::close(fd);
 }
 
 }  // namespace
