@@ -27,8 +27,30 @@
 namespace gpuhub::http {
 namespace {
 
-// Sends `bytes` on a new connection and reads until the server closes it or `timeout_ms` passes.
-// Sends `bytes` on `fd` (connected or not yet) and reads until the server closes it.
+// Sends all of `bytes`; false when the connection refused some.
+bool SendAll(int fd, const std::string& bytes) {
+  std::size_t sent = 0;
+  while (sent < bytes.size()) {
+    ssize_t n = ::send(fd, bytes.data() + sent, bytes.size() - sent, MSG_NOSIGNAL);
+    if (n <= 0) return false;
+    sent += static_cast<std::size_t>(n);
+  }
+  return true;
+}
+
+// Appends what arrives within 50 ms to `out`; false once the server closed the connection.
+bool ReadSome(int fd, std::string& out) {
+  pollfd p{fd, POLLIN, 0};
+  if (::poll(&p, 1, 50) <= 0) return true;
+  char buf[4096];
+  ssize_t n = ::recv(fd, buf, sizeof buf, 0);
+  if (n <= 0) return false;
+  out.append(buf, static_cast<std::size_t>(n));
+  return true;
+}
+
+// Sends `bytes` on `fd` (connected or not yet) and reads until the server closes it or
+// `timeout_ms` passes; RoundTrip does so on a new connection.
 std::string RoundTripOn(int fd, int port, const std::string& bytes, int timeout_ms);
 
 std::string RoundTrip(int port, const std::string& bytes, int timeout_ms = 5000) {
@@ -46,21 +68,10 @@ std::string RoundTripOn(int fd, int port, const std::string& bytes, int timeout_
     ::close(fd);
     return "";
   }
-  std::size_t sent = 0;
-  while (sent < bytes.size()) {
-    ssize_t n = ::send(fd, bytes.data() + sent, bytes.size() - sent, MSG_NOSIGNAL);
-    if (n <= 0) break;
-    sent += static_cast<std::size_t>(n);
-  }
+  SendAll(fd, bytes);  // a server that closes early still has its answer read
   std::string out;
   auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms);
-  while (std::chrono::steady_clock::now() < deadline) {
-    pollfd p{fd, POLLIN, 0};
-    if (::poll(&p, 1, 50) <= 0) continue;
-    char buf[4096];
-    ssize_t n = ::recv(fd, buf, sizeof buf, 0);
-    if (n <= 0) break;
-    out.append(buf, static_cast<std::size_t>(n));
+  while (std::chrono::steady_clock::now() < deadline && ReadSome(fd, out)) {
   }
   ::close(fd);
   return out;
@@ -341,12 +352,7 @@ int ConnectFrom(int port, const char* source) {
 // Sends `request` on an open connection and reads one response (headers, then Content-Length
 // bytes of body), or what arrived before the server closed it or `timeout_ms` passed.
 std::string Exchange(int fd, const std::string& request, int timeout_ms = 5000) {
-  std::size_t sent = 0;
-  while (sent < request.size()) {
-    ssize_t n = ::send(fd, request.data() + sent, request.size() - sent, MSG_NOSIGNAL);
-    if (n <= 0) return "";
-    sent += static_cast<std::size_t>(n);
-  }
+  if (!SendAll(fd, request)) return "";
   std::string out;
   auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms);
   while (std::chrono::steady_clock::now() < deadline) {
@@ -359,12 +365,7 @@ std::string Exchange(int fd, const std::string& request, int timeout_ms = 5000) 
       }
       if (out.size() >= end + 4 + length) return out;
     }
-    pollfd p{fd, POLLIN, 0};
-    if (::poll(&p, 1, 50) <= 0) continue;
-    char buf[4096];
-    ssize_t n = ::recv(fd, buf, sizeof buf, 0);
-    if (n <= 0) break;
-    out.append(buf, static_cast<std::size_t>(n));
+    if (!ReadSome(fd, out)) break;
   }
   return out;
 }
