@@ -56,9 +56,7 @@ int main(int argc, char** argv) {
   for (int m = 0; m < 200; ++m) {
     auto machine = setup.Call("POST", "/v1/machines", MachineJson("H100 SXM", 8), provider);
     auto ask = setup.Call("POST", "/v1/asks",
-                          {{"machine_id", machine.Json()["id"]},
-                           {"price_usd_per_gpu_hour", std::to_string(2 + m % 3) + ".500"},
-                           {"available_until", until}},
+                          AskJson(machine.Json()["id"], std::to_string(2 + m % 3) + ".500", until),
                           provider);
     if (ask.status != 201) {
       std::fprintf(stderr, "ask refused: %s\n", ask.body.c_str());

@@ -194,11 +194,8 @@ TEST_P(MarketApiTest, AnFxRateRunningLeasesConvertThroughIsNotDeleted) {
   Credit("carl", "100", "EUR");
   auto m = client_->Call("POST", "/v1/machines", MachineJson("H100 SXM", 2), provider);
   ASSERT_EQ(m.status, 201) << m.body;
-  auto ask = client_->Call("POST", "/v1/asks",
-                           {{"machine_id", m.Json()["id"]},
-                            {"price_usd_per_gpu_hour", "2.880"},
-                            {"available_until", Later(10)}},
-                           provider);
+  auto ask =
+      client_->Call("POST", "/v1/asks", AskJson(m.Json()["id"], "2.880", Later(10)), provider);
   ASSERT_EQ(ask.status, 201) << ask.body;
   auto bid = client_->Call(
       "POST", "/v1/bids", {{"gpu", "H100 SXM"}, {"gpus", 2}, {"market", true}, {"currency", "EUR"}},
@@ -266,19 +263,13 @@ TEST_P(MarketApiTest, RestingBidsHoldAnHourAndFillWhenAnAskArrives) {
   // A machine in another region does not fill it; one in DFW-1 at a lower price does, at the bid's
   // price (the resting order's).
   auto iad = client_->Call("POST", "/v1/machines", MachineJson("A100 SXM", 8, "IAD-1"), provider);
-  auto ask1 = client_->Call("POST", "/v1/asks",
-                            {{"machine_id", iad.Json()["id"]},
-                             {"price_usd_per_gpu_hour", "1.500"},
-                             {"available_until", Later(3)}},
-                            provider);
+  auto ask1 =
+      client_->Call("POST", "/v1/asks", AskJson(iad.Json()["id"], "1.500", Later(3)), provider);
   ASSERT_EQ(ask1.status, 201) << ask1.body;
   EXPECT_TRUE(ask1.Json()["filled_lease_ids"].empty());
   auto dfw = client_->Call("POST", "/v1/machines", MachineJson("a100-sxm", 8, "dfw-1"), provider);
-  auto ask2 = client_->Call("POST", "/v1/asks",
-                            {{"machine_id", dfw.Json()["id"]},
-                             {"price_usd_per_gpu_hour", "1.800"},
-                             {"available_until", Later(3)}},
-                            provider);
+  auto ask2 =
+      client_->Call("POST", "/v1/asks", AskJson(dfw.Json()["id"], "1.800", Later(3)), provider);
   ASSERT_EQ(ask2.status, 201) << ask2.body;
   ASSERT_EQ(ask2.Json()["filled_lease_ids"].size(), 1u);
   json bids = Get("/v1/bids", customer);
@@ -376,42 +367,14 @@ TEST_P(MarketApiTest, BadCallsGetClearErrors) {
        provider,
        400,
        "invalid_argument"},
-      {"price as a number",
-       "POST",
-       "/v1/asks",
-       {{"machine_id", machine_id},
-        {"price_usd_per_gpu_hour", 2.88},
-        {"available_until", Later(1)}},
-       provider,
-       400,
+      {"price as a number", "POST", "/v1/asks", AskJson(machine_id, 2.88, Later(1)), provider, 400,
        "invalid_argument"},
-      {"price off the tick",
-       "POST",
-       "/v1/asks",
-       {{"machine_id", machine_id},
-        {"price_usd_per_gpu_hour", "2.8805"},
-        {"available_until", Later(1)}},
-       provider,
-       400,
+      {"price off the tick", "POST", "/v1/asks", AskJson(machine_id, "2.8805", Later(1)), provider,
+       400, "invalid_argument"},
+      {"bad time", "POST", "/v1/asks", AskJson(machine_id, "2.880", "tomorrow"), provider, 400,
        "invalid_argument"},
-      {"bad time",
-       "POST",
-       "/v1/asks",
-       {{"machine_id", machine_id},
-        {"price_usd_per_gpu_hour", "2.880"},
-        {"available_until", "tomorrow"}},
-       provider,
-       400,
-       "invalid_argument"},
-      {"someone else's machine",
-       "POST",
-       "/v1/asks",
-       {{"machine_id", machine_id + 1000},
-        {"price_usd_per_gpu_hour", "2.880"},
-        {"available_until", Later(1)}},
-       provider,
-       404,
-       "not_found"},
+      {"someone else's machine", "POST", "/v1/asks", AskJson(machine_id + 1000, "2.880", Later(1)),
+       provider, 404, "not_found"},
       {"unknown field",
        "POST",
        "/v1/bids",
@@ -476,17 +439,9 @@ TEST_P(MarketApiTest, BadCallsGetClearErrors) {
     EXPECT_EQ(r.Json()["error"]["code"], c.code) << c.name << ": " << r.body;
     EXPECT_FALSE(r.Json()["error"]["message"].get<std::string>().empty()) << c.name;
   }
-  auto ask = client_->Call("POST", "/v1/asks",
-                           {{"machine_id", machine_id},
-                            {"price_usd_per_gpu_hour", "2.880"},
-                            {"available_until", Later(1)}},
-                           provider);
+  auto ask = client_->Call("POST", "/v1/asks", AskJson(machine_id, "2.880", Later(1)), provider);
   ASSERT_EQ(ask.status, 201);
-  auto twice = client_->Call("POST", "/v1/asks",
-                             {{"machine_id", machine_id},
-                              {"price_usd_per_gpu_hour", "2.000"},
-                              {"available_until", Later(1)}},
-                             provider);
+  auto twice = client_->Call("POST", "/v1/asks", AskJson(machine_id, "2.000", Later(1)), provider);
   EXPECT_EQ(twice.status, 409) << twice.body;
   auto cancel = client_->Call(
       "DELETE", "/v1/asks/" + std::to_string(ask.Json()["id"].get<long long>()), nullptr, provider);
@@ -528,20 +483,8 @@ TEST_P(MarketApiTest, BadFieldsAreNamedAndNothingIsSilentlyIgnored) {
        provider,
        400,
        "min_gpus"},
-      {"/v1/asks",
-       {{"machine_id", machine_id},
-        {"price_usd_per_gpu_hour", "2.000"},
-        {"available_until", Later(0)}},
-       provider,
-       400,
-       "available_until"},
-      {"/v1/asks",
-       {{"machine_id", machine_id},
-        {"price_usd_per_gpu_hour", "2.000"},
-        {"available_until", Later(400)}},
-       provider,
-       400,
-       "available_until"},
+      {"/v1/asks", AskJson(machine_id, "2.000", Later(0)), provider, 400, "available_until"},
+      {"/v1/asks", AskJson(machine_id, "2.000", Later(400)), provider, 400, "available_until"},
       {"/v1/payouts", {{"amount", "0"}}, provider, 400, "amount"},
       {"/v1/payouts", {{"amount", "0.50"}}, provider, 400, "amount"},
       {"/v1/payouts", {{"amount", "-5"}}, provider, 400, "amount"},
@@ -552,23 +495,25 @@ TEST_P(MarketApiTest, BadFieldsAreNamedAndNothingIsSilentlyIgnored) {
        admin_,
        400,
        "reason"},
-      {"/v1/fit", {{"model", "70b"}, {"workload", "infer"}, {"prices", "cheap"}}, "", 400, "prices"},
+      {"/v1/fit",
+       {{"model", "70b"}, {"workload", "infer"}, {"prices", "cheap"}},
+       "",
+       400,
+       "prices"},
   };
   for (const auto& c : cases) {
     auto r = client_->Call("POST", c.path, c.body, c.token);
     EXPECT_EQ(r.status, c.status) << c.path << " " << c.body.dump() << ": " << r.body;
-    EXPECT_EQ(r.Json()["error"]["field"], c.field) << c.path << " " << c.body.dump() << ": " << r.body;
+    EXPECT_EQ(r.Json()["error"]["field"], c.field)
+        << c.path << " " << c.body.dump() << ": " << r.body;
   }
-  auto ask = client_->Call("POST", "/v1/asks",
-                           {{"machine_id", machine_id},
-                            {"price_usd_per_gpu_hour", "2.000"},
-                            {"available_until", Later(2)}},
-                           provider);
+  auto ask = client_->Call("POST", "/v1/asks", AskJson(machine_id, "2.000", Later(2)), provider);
   ASSERT_EQ(ask.status, 201) << ask.body;
   auto bid = client_->Call("POST", "/v1/bids", {{"gpu", "H100 SXM"}, {"gpus", 1}, {"market", true}},
                            customer);
   ASSERT_EQ(bid.status, 201) << bid.body;
-  std::string stop = "/v1/leases/" + std::to_string(bid.Json()["lease_id"].get<long long>()) + "/stop";
+  std::string stop =
+      "/v1/leases/" + std::to_string(bid.Json()["lease_id"].get<long long>()) + "/stop";
   // A body on an endpoint that takes none is a mistake the caller must hear about.
   auto wrong = client_->Call("POST", stop, {{"refund", true}}, customer);
   EXPECT_EQ(wrong.status, 400) << wrong.body;
@@ -589,10 +534,11 @@ TEST_P(MarketApiTest, BadFieldsAreNamedAndNothingIsSilentlyIgnored) {
   EXPECT_EQ(Get("/v1/leases?as=customer&limit=1", customer)["leases"].size(), 1u);
   for (std::string path : {"/v1/bids?limit=0", "/v1/bids?limit=501", "/v1/asks?limit=x",
                            "/v1/leases?limit=-1", "/v1/machines?limit=0", "/v1/payouts?limit=0"}) {
-    auto r = client_->Call("GET", path, nullptr, path.find("bids") != std::string::npos ||
-                                                          path.find("leases") != std::string::npos
-                                                      ? customer
-                                                      : provider);
+    auto r = client_->Call(
+        "GET", path, nullptr,
+        path.find("bids") != std::string::npos || path.find("leases") != std::string::npos
+            ? customer
+            : provider);
     EXPECT_EQ(r.status, 400) << path << ": " << r.body;
   }
   // The fit endpoints take JSON like every other POST (docs/api.md, Conventions).
@@ -609,11 +555,7 @@ TEST_P(MarketApiTest, FitOnLivePricesThroughTheApiAndTheCli) {
   auto offer = [&](const char* gpu, int gpus, const char* price) {
     auto m = client_->Call("POST", "/v1/machines", MachineJson(gpu, gpus), provider);
     ASSERT_EQ(m.status, 201) << m.body;
-    auto a = client_->Call("POST", "/v1/asks",
-                           {{"machine_id", m.Json()["id"]},
-                            {"price_usd_per_gpu_hour", price},
-                            {"available_until", Later(10)}},
-                           provider);
+    auto a = client_->Call("POST", "/v1/asks", AskJson(m.Json()["id"], price, Later(10)), provider);
     ASSERT_EQ(a.status, 201) << a.body;
   };
   offer("H100 SXM", 8, "2.700");
@@ -707,17 +649,10 @@ TEST(MarketFeeTest, ThePlatformFeeComesFromTheConfig) {
                         {"ram_gb", 1},
                         {"disk_gb", 1}},
                        provider);
-  auto a = client.Call("POST", "/v1/asks",
-                       {{"machine_id", m.Json()["id"]},
-                        {"price_usd_per_gpu_hour", "4.000"},
-                        {"available_until", "2099-01-01T00:00:00Z"}},
+  auto a = client.Call("POST", "/v1/asks", AskJson(m.Json()["id"], "4.000", "2099-01-01T00:00:00Z"),
                        provider);
   EXPECT_EQ(a.status, 400) << a.body;  // more than 366 days ahead
-  a = client.Call("POST", "/v1/asks",
-                  {{"machine_id", m.Json()["id"]},
-                   {"price_usd_per_gpu_hour", "4.000"},
-                   {"available_until", Later(2)}},
-                  provider);
+  a = client.Call("POST", "/v1/asks", AskJson(m.Json()["id"], "4.000", Later(2)), provider);
   ASSERT_EQ(a.status, 201) << a.body;
   auto bid = client.Call("POST", "/v1/bids", {{"gpu", "H100 SXM"}, {"gpus", 1}, {"market", true}},
                          customer);

@@ -142,12 +142,12 @@ TEST_P(MarketCrashTest, NothingAcknowledgedIsLostAndTheBooksBalance) {
       std::mt19937_64 rng(static_cast<unsigned>(p) * 104729u + 3);
       while (!stop.load()) {
         long long machine = machines[static_cast<std::size_t>(p)][rng() % 6];
-        auto r = client.Call("POST", "/v1/asks",
-                             {{"machine_id", machine},
-                              {"price_usd_per_gpu_hour", std::to_string(1 + rng() % 3) + "." +
-                                                             std::to_string(100 + rng() % 900)},
-                              {"available_until", UtcTimeFromNow(std::chrono::hours(48))}},
-                             providers[static_cast<std::size_t>(p)]);
+        auto r = client.Call(
+            "POST", "/v1/asks",
+            AskJson(machine,
+                    std::to_string(1 + rng() % 3) + "." + std::to_string(100 + rng() % 900),
+                    UtcTimeFromNow(std::chrono::hours(48))),
+            providers[static_cast<std::size_t>(p)]);
         if (r.status == 0) return;
         if (r.status == 201) {
           long long id = r.Json()["id"];

@@ -86,9 +86,10 @@ int TerminatePostgresConnections(const std::string& url) {
     PQfinish(conn);
     return -1;
   }
-  PGresult* r = PQexec(conn,
-                       "SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity WHERE datname "
-                       "= current_database() AND pid <> pg_backend_pid()");
+  PGresult* r =
+      PQexec(conn,
+             "SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity WHERE datname "
+             "= current_database() AND pid <> pg_backend_pid()");
   int n = PQresultStatus(r) == PGRES_TUPLES_OK ? std::atoi(PQgetvalue(r, 0, 0)) : -1;
   PQclear(r);
   PQfinish(conn);
@@ -420,6 +421,13 @@ std::string SignUpAndLogIn(HttpClient& client, const std::string& username,
 json MachineJson(const std::string& gpu, int gpus, const std::string& region) {
   return {{"gpu", gpu}, {"gpus", gpus}, {"region", region},
           {"vcpus", 8}, {"ram_gb", 64}, {"disk_gb", 100}};
+}
+
+json AskJson(const json& machine_id, const json& price_usd_per_gpu_hour,
+             const std::string& available_until) {
+  return {{"machine_id", machine_id},
+          {"price_usd_per_gpu_hour", price_usd_per_gpu_hour},
+          {"available_until", available_until}};
 }
 
 std::string UtcTimeFromNow(std::chrono::hours ahead) {

@@ -128,6 +128,9 @@ std::string LogIn(HttpClient& client, const std::string& username,
 std::string LogInAdmin(HttpClient& client);
 // The body of POST /v1/machines for a small machine: 8 vCPUs, 64 GB RAM, 100 GB disk.
 json MachineJson(const std::string& gpu, int gpus, const std::string& region = "IAD-1");
+// The body of POST /v1/asks offering every GPU of `machine_id` (min_gpus left to the default).
+json AskJson(const json& machine_id, const json& price_usd_per_gpu_hour,
+             const std::string& available_until);
 // The wall clock `ahead` from now as the API writes times: "2026-01-31T12:00:00Z".
 std::string UtcTimeFromNow(std::chrono::hours ahead);
 // The BTCPay-Sig header value for a body.
