@@ -11,6 +11,17 @@ import { PASSWORD, username, waitForData, unexpected, signUp, useServerAndBrowse
 
 const env = useServerAndBrowser();
 
+// From the focused username field of the sign-up or log-in form: types the username, Tab, the
+// password, Enter, and waits for the signed-in account page with its data.
+async function typeCredentials(page, name) {
+  await page.keyboard.type(name);
+  await page.keyboard.press('Tab');
+  await page.keyboard.type(PASSWORD);
+  await page.keyboard.press('Enter');
+  await page.waitForSelector('#signed-in:not([hidden])');
+  await waitForData(page);
+}
+
 // Creates an invoice on the account page, settles it with a signed webhook, and waits for the
 // page to show the new balance on its own.
 async function topUp(page, amount, expectedBalance) {
@@ -56,12 +67,7 @@ test('sign up, log out, log in with the keyboard, top up, signed webhook: the ba
 
     // Log in with the keyboard only: the focus moves to the username field after log out.
     await page.waitForFunction(() => document.activeElement?.id === 'login-username');
-    await page.keyboard.type(name);
-    await page.keyboard.press('Tab');
-    await page.keyboard.type(PASSWORD);
-    await page.keyboard.press('Enter');
-    await page.waitForSelector('#signed-in:not([hidden])');
-    await waitForData(page);
+    await typeCredentials(page, name);
 
     // A wrong amount: the API's message shows next to the amount field.
     await page.fill('#topup-amount', '12.345');
@@ -262,12 +268,7 @@ test('keyboard only: sign up, top up, buy at the best offer, stop the lease', as
     await page.goto('/account/');
     await page.waitForSelector('#signed-out:not([hidden])');
     await tabTo(page, '#signup-username');
-    await page.keyboard.type(name);
-    await page.keyboard.press('Tab');
-    await page.keyboard.type(PASSWORD);
-    await page.keyboard.press('Enter');
-    await page.waitForSelector('#signed-in:not([hidden])');
-    await waitForData(page);
+    await typeCredentials(page, name);
 
     await tabTo(page, '#topup-amount');
     await page.keyboard.type('50.00');
