@@ -1,5 +1,11 @@
 #include "fit/guide.h"
 
+#include <algorithm>
+#include <cmath>
+
+#include "core/strings.h"
+#include "sizing/detailed.h"
+
 namespace gpuhub::fit {
 
 using sizing::Method;
@@ -38,6 +44,55 @@ sizing::Workload CheapestWorkload(const std::string& column) {
   return Training(Method::kFullFineTune);
 }
 
+double ActivationBytes(const sizing::MemoryEstimate& e) {
+  for (const auto& c : e.components) {
+    if (c.name == "activations") return c.bytes;
+  }
+  return 0;
+}
+
+// The published figure beside the engine's, when they differ by more than the table's rounding.
+Result<std::optional<GuidePublishedFigure>> Compare(const sizing::ModelShape& model, Method method,
+                                                    double published_gb,
+                                                    const sizing::MemoryEstimate& engine) {
+  if (std::abs(engine.per_gpu_bytes / 1e9 - published_gb) <= kGuidePublishedRoundingGb) {
+    return std::optional<GuidePublishedFigure>();
+  }
+  sizing::ModelShape llama3 = model;
+  llama3.vocab = kLlama3Vocab;
+  GPUHUB_ASSIGN_OR_RETURN(sizing::MemoryEstimate alt,
+                          sizing::EstimateMemory(llama3, Training(method)));
+  GuidePublishedFigure f;
+  f.published_gb = published_gb;
+  f.engine_bytes = engine.per_gpu_bytes;
+  f.engine_llama3_vocab_bytes = alt.per_gpu_bytes;
+  const double logits_now = sizing::GuideAdapterActivations(model, Training(method)).logits_bytes;
+  const double logits_alt = sizing::GuideAdapterActivations(llama3, Training(method)).logits_bytes;
+  const bool alt_matches =
+      std::abs(alt.per_gpu_bytes / 1e9 - published_gb) <= kGuidePublishedRoundingGb;
+  f.reason = "published " + FormatFixed(published_gb, 0) + " GB; this arithmetic gives " +
+             sizing::FormatGb(engine.per_gpu_bytes) +
+             " with the presets' 32,000-token vocabulary (logits " +
+             sizing::FormatGb(logits_now) + ") and " + sizing::FormatGb(alt.per_gpu_bytes) +
+             " with Llama 3's 128,256 (logits " + sizing::FormatGb(logits_alt) + ")" +
+             (alt_matches
+                  ? ", which matches the published figure within its rounding"
+                  : "; neither matches within the table's rounding (the nearer is " +
+                        FormatFixed(std::min(std::abs(engine.per_gpu_bytes / 1e9 - published_gb),
+                                             std::abs(alt.per_gpu_bytes / 1e9 - published_gb)),
+                                    2) +
+                        " GB off), and the published table states neither its vocabulary nor "
+                        "how it counts activations");
+  return std::optional<GuidePublishedFigure>(std::move(f));
+}
+
+const GuidePublishedTraining* Published(const std::string& preset) {
+  for (const auto& p : kGuidePublishedTraining) {
+    if (preset == p.preset) return &p;
+  }
+  return nullptr;
+}
+
 }  // namespace
 
 Result<Guide> BuildGuide(const catalog::Catalog& catalog) {
@@ -69,8 +124,20 @@ Result<Guide> BuildGuide(const catalog::Catalog& catalog) {
     for (const auto& c : full.components) {
       if (c.name == "activation_allowance") training.full_bytes -= c.bytes;
     }
-    GPUHUB_ASSIGN_OR_RETURN(training.lora_bytes, PerGpuBytes(model, Training(Method::kLora)));
-    GPUHUB_ASSIGN_OR_RETURN(training.qlora_bytes, PerGpuBytes(model, Training(Method::kQlora)));
+    GPUHUB_ASSIGN_OR_RETURN(sizing::MemoryEstimate lora,
+                            sizing::EstimateMemory(model, Training(Method::kLora)));
+    GPUHUB_ASSIGN_OR_RETURN(sizing::MemoryEstimate qlora,
+                            sizing::EstimateMemory(model, Training(Method::kQlora)));
+    training.lora_bytes = lora.per_gpu_bytes;
+    training.qlora_bytes = qlora.per_gpu_bytes;
+    training.lora_activation_bytes = ActivationBytes(lora);
+    training.qlora_activation_bytes = ActivationBytes(qlora);
+    if (const GuidePublishedTraining* published = Published(name)) {
+      GPUHUB_ASSIGN_OR_RETURN(training.lora_published,
+                              Compare(model, Method::kLora, published->lora_gb, lora));
+      GPUHUB_ASSIGN_OR_RETURN(training.qlora_published,
+                              Compare(model, Method::kQlora, published->qlora_gb, qlora));
+    }
     guide.training.push_back(training);
 
     for (const char* column : kGuideCheapestColumns) {

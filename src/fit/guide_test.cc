@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include <cmath>
+
 namespace gpuhub::fit {
 namespace {
 
@@ -51,13 +53,19 @@ struct TotalsRow {
 
 TEST(Guide, InferenceAndTrainingTotals) {
   // Inference: params x bytes + KV at 8192 tokens + 2 GB. Training: 16 B/param, x1.15, LoRA
-  // params x 2.08 + 2 GB (bf16 base + 0.5% adapters x 16 B), QLoRA params x 0.58 + 2 GB.
+  // params x 2.08 + 2 GB (bf16 base + 0.5% adapters x 16 B) + activations, QLoRA params x 0.58
+  // + 2 GB + activations (7b's worked by hand in LoraActivationsFromTheShapes below).
   const TotalsRow rows[] = {
-      {"7b", 17.073741824, 10.073741824, 6.573741824, 112, 128.8, 16.56, 6.06},
-      {"13b", 34.7108864, 21.7108864, 15.2108864, 208, 239.2, 29.04, 9.54},
-      {"34b", 72.01326592, 38.01326592, 21.01326592, 544, 625.6, 72.72, 21.72},
-      {"70b", 144.68435456, 74.68435456, 39.68435456, 1120, 1288, 147.6, 42.6},
-      {"405b", 816.227858432, 411.227858432, 208.727858432, 6480, 7452, 844.4, 236.9},
+      {"7b", 17.073741824, 10.073741824, 6.573741824, 112, 128.8, 16.56 + 1.855864832,
+       6.06 + 2.059915264},
+      {"13b", 34.7108864, 21.7108864, 15.2108864, 208, 239.2, 29.04 + 2.234679296,
+       9.54 + 2.443239424},
+      {"34b", 72.01326592, 38.01326592, 21.01326592, 544, 625.6, 72.72 + 3.31825152,
+       21.72 + 3.562790912},
+      {"70b", 144.68435456, 74.68435456, 39.68435456, 1120, 1288, 147.6 + 4.424859648,
+       42.6 + 4.709056512},
+      {"405b", 816.227858432, 411.227858432, 208.727858432, 6480, 7452, 844.4 + 10.932502528,
+       236.9 + 11.350306816},
   };
   const Guide& g = TheGuide();
   ASSERT_EQ(g.inference.size(), std::size(rows));
@@ -71,6 +79,83 @@ TEST(Guide, InferenceAndTrainingTotals) {
     EXPECT_NEAR(g.training[i].lora_bytes / kGb, rows[i].lora, 1e-9);
     EXPECT_NEAR(g.training[i].qlora_bytes / kGb, rows[i].qlora, 1e-9);
   }
+}
+
+// The guide's LoRA activations by hand for 7b (h 4096, 32 layers, 32 query and 8 KV heads of 128,
+// the Llama-style inventory: vocab 32,000, MLP width floor((7e9 - 2 x 32000 x 4096 - 65 x 4096 -
+// 32 x (2 x 4096^2 + 2 x 4096 x 1024)) / (3 x 4096 x 32)) = 13,721), sequence 2048, batch 1.
+TEST(Guide, LoraActivationsFromTheShapes) {
+  const double tokens = 2048, h = 4096, q = 4096, kv = 1024, i = 13721;
+  const double checkpoints = 32 * tokens * 2 * h;  // one bf16 hidden state per layer
+  // 2 RMSNorms (fp32 copy) + flash attention's q, k, v, out, logsumexp + SwiGLU + the adapters'
+  // inputs (the q/k/v input and the o input) + the rank-16 lora_A outputs of 4 adapters.
+  const double per_layer =
+      2 * 4 * h + (2 * q + 2 * kv + 2 * kv + 2 * q + 4 * 32) + 6 * i + (2 * h + 2 * q) + 2 * 16 * 4;
+  EXPECT_DOUBLE_EQ(per_layer, 152214);
+  const double recompute = tokens * per_layer + tokens * (4 * h + 2 * i);
+  const double logits = tokens * 32000 * 14;  // bf16 logits + 3 fp32 tensors of the loss
+  const GuideTrainingRow& row = TheGuide().training[0];
+  EXPECT_DOUBLE_EQ(row.lora_activation_bytes, checkpoints + recompute + logits);
+  // QLoRA keeps all four linear inputs (bitsandbytes) and fp32 logits.
+  const double qlora_per_layer = per_layer + 2 * h + 2 * i;
+  EXPECT_DOUBLE_EQ(row.qlora_activation_bytes,
+                   checkpoints + tokens * qlora_per_layer + tokens * (4 * h + 2 * i) +
+                       tokens * 32000 * 16);
+  // Longer sequences and larger batches grow it (the published figures are at 2048 x 1).
+  auto model = *sizing::PresetModel("7b");
+  sizing::Workload w;
+  w.method = sizing::Method::kLora;
+  w.sequence_tokens = 4096;
+  w.batch = 2;
+  auto longer = *sizing::EstimateMemory(model, w);
+  EXPECT_DOUBLE_EQ(longer.per_gpu_bytes - row.lora_bytes,
+                   3 * (checkpoints + tokens * per_layer + tokens * (4 * h + 2 * i) + logits));
+}
+
+// The published figures beside the engine's: every LoRA/QLoRA cell that differs by more than
+// 0.5 GB carries the published figure and a reason computed from the same arithmetic with Llama
+// 3's vocabulary; none replaces the engine's figure.
+TEST(Guide, PublishedTrainingFiguresBesideTheEngines) {
+  const Guide& g = TheGuide();
+  ASSERT_EQ(g.training.size(), std::size(kGuidePublishedTraining));
+  int matched_by_vocab = 0;
+  for (std::size_t i = 0; i < g.training.size(); ++i) {
+    const GuideTrainingRow& row = g.training[i];
+    SCOPED_TRACE(row.preset);
+    const double published[2] = {kGuidePublishedTraining[i].lora_gb,
+                                 kGuidePublishedTraining[i].qlora_gb};
+    const double engine[2] = {row.lora_bytes, row.qlora_bytes};
+    const std::optional<GuidePublishedFigure>* figures[2] = {&row.lora_published,
+                                                             &row.qlora_published};
+    for (int m = 0; m < 2; ++m) {
+      const bool differs = std::abs(engine[m] / kGb - published[m]) > 0.5;
+      ASSERT_EQ(figures[m]->has_value(), differs);
+      if (!differs) continue;
+      const GuidePublishedFigure& f = **figures[m];
+      EXPECT_EQ(f.published_gb, published[m]);
+      EXPECT_EQ(f.engine_bytes, engine[m]);
+      // 128,256 - 32,000 more logits x 14 B (LoRA) or 16 B (QLoRA) x 2048 tokens; the larger
+      // embeddings take their params from the MLP (the nominal count is kept), so the one layer
+      // recomputed shrinks a little.
+      const double more_logits = (128256.0 - 32000) * 2048 * (m == 0 ? 14 : 16);
+      EXPECT_LT(f.engine_llama3_vocab_bytes - f.engine_bytes, more_logits);
+      EXPECT_GT(f.engine_llama3_vocab_bytes - f.engine_bytes, 0.98 * more_logits);
+      EXPECT_NE(f.reason.find("published " + std::to_string(static_cast<int>(published[m])) +
+                              " GB"),
+                std::string::npos)
+          << f.reason;
+      if (f.reason.find("matches the published figure") != std::string::npos) ++matched_by_vocab;
+    }
+  }
+  // 7b LoRA (21.14 vs 21), 34b LoRA (78.78 vs 79) and 34b QLoRA (28.41 vs 28).
+  EXPECT_EQ(matched_by_vocab, 3);
+  ASSERT_TRUE(g.training[0].lora_published.has_value());
+  EXPECT_NE(g.training[0].lora_published->reason.find(
+                "published 21 GB; this arithmetic gives 18.42 GB with the presets' 32,000-token "
+                "vocabulary (logits 0.92 GB) and 21.14 GB with Llama 3's 128,256 (logits "
+                "3.68 GB), which matches the published figure within its rounding"),
+            std::string::npos)
+      << g.training[0].lora_published->reason;
 }
 
 struct CheapestRow {
@@ -95,7 +180,7 @@ TEST(Guide, CheapestConfigurations) {
        {"A40 $240.00", "L4 $250.00", "RTX A5000 $190.00", "RTX A5000 $190.00", "A40 $240.00",
         "4x A100 SXM $3,643.20"}},
       {"34b",
-       {"A100 SXM $990.00", "RTX 6000 Ada $460.00", "RTX A5000 $190.00", "RTX A5000 $190.00",
+       {"A100 SXM $990.00", "RTX 6000 Ada $460.00", "RTX A5000 $190.00", "A40 $240.00",
         "A100 SXM $990.00", "8x A100 SXM $7,128.00"}},
       {"70b",
        {"MI300X $1,590.00", "H100 PCIe $1,490.00", "A40 $240.00", "A40 $240.00", "MI300X $1,590.00",
@@ -114,6 +199,12 @@ TEST(Guide, CheapestConfigurations) {
       EXPECT_EQ(Cell(cell), rows[i].cells[c]) << rows[i].preset << " " << kGuideCheapestColumns[c];
     }
   }
+  // With its activations 34b QLoRA (25.28 GB) no longer fits a 24 GB card; 70b QLoRA (47.31 GB)
+  // still fits a 48 GB A40, tight (0.69 GB spare; the published 51 GB is shown beside it).
+  const GuideCheapestCell& qlora70 = g.cheapest[3 * 6 + 3];
+  ASSERT_TRUE(qlora70.best.has_value());
+  EXPECT_TRUE(qlora70.best->tight);
+  EXPECT_NEAR(qlora70.best->headroom_bytes_per_card / kGb, 48 - 47.309056512, 1e-9);
   const GuideCheapestCell& none = g.cheapest[4 * 6 + 5];
   EXPECT_NE(none.reason.find("no configuration holds this job (7452.00 GB on one card)"),
             std::string::npos);

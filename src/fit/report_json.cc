@@ -448,10 +448,21 @@ std::string GuideJson(const Guide& guide) {
   j["inference"] = std::move(inference);
   Json training = Json::object();
   for (const auto& row : guide.training) {
+    auto published = [](const std::optional<GuidePublishedFigure>& f) -> Json {
+      if (!f) return nullptr;
+      return {{"gb", f->published_gb},
+              {"engine_gb", Gb(f->engine_bytes)},
+              {"engine_llama3_vocab_gb", Gb(f->engine_llama3_vocab_bytes)},
+              {"reason", f->reason}};
+    };
     training[row.preset] = {{"full", Gb(row.full_bytes)},
                             {"full_with_allowance", Gb(row.full_with_allowance_bytes)},
                             {"lora", Gb(row.lora_bytes)},
-                            {"qlora", Gb(row.qlora_bytes)}};
+                            {"qlora", Gb(row.qlora_bytes)},
+                            {"lora_activations", Gb(row.lora_activation_bytes)},
+                            {"qlora_activations", Gb(row.qlora_activation_bytes)},
+                            {"lora_published", published(row.lora_published)},
+                            {"qlora_published", published(row.qlora_published)}};
   }
   j["training"] = std::move(training);
   Json cheapest = Json::object();
@@ -490,7 +501,10 @@ std::string GuideJson(const Guide& guide) {
       {"inference", "GB per GPU: weights + fp16 KV at 8192 tokens + 2 GB runtime, batch 1"},
       {"training",
        "GB on one GPU: full = 16 B/param (no activations), full_with_allowance = +15%, "
-       "lora = bf16 base + adapters + 2 GB, qlora = nf4 base + adapters + 2 GB"},
+       "lora = bf16 base + adapters + activations + 2 GB, qlora = nf4 base + adapters + "
+       "activations + 2 GB (activations: checkpoints + one layer recomputed + logits at "
+       "sequence 2048, batch 1); <method>_published = the published guide's figure with the "
+       "reason, only where it differs from the engine's by more than 0.5 GB"},
       {"cheapest", "fit's best configuration with no filters"},
       {"cost", "USD; hourly = monthly / 720; break_even_hours = monthly / spot opening ask"},
   };

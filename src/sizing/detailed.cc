@@ -345,6 +345,44 @@ double ActivationBytesPerTokenPerLayer(const ModelShape& model_in, const Workloa
   return bytes;
 }
 
+GuideActivations GuideAdapterActivations(const ModelShape& model_in, const Workload& workload) {
+  const ModelShape m = WithInventory(model_in);
+  Workload w = workload;
+  w.lora_targets = LoraTargets::kAttention;  // spec §2: adapters on the attention projections
+  w.gradient_checkpointing = true;
+  w.flash_attention = true;
+  w.fused_kernels = false;
+  w.chunked_loss = false;
+  w.lora_dropout = false;
+  w.pure_bf16 = false;
+  const Widths x = WidthsOf(m);
+  const double tokens = static_cast<double>(w.batch) * static_cast<double>(w.sequence_tokens);
+  const int split = std::max(1, w.gpus);
+  GuideActivations a;
+  a.checkpoints_bytes = static_cast<double>(m.layers) * tokens * 2 * x.h / split;
+  const double per_layer = ActivationBytesPerTokenPerLayer(m, w);
+  const double temporaries = tokens * (4 * x.h + 2 * x.mlp);
+  a.recompute_bytes = tokens * per_layer + temporaries;
+  // bf16 logits (QLoRA: fp32, prepare_model_for_kbit_training upcasts lm_head) + the fp32
+  // log-softmax, its gradient and the logits' gradient, alive together at the start of backward.
+  const double per_logit = (w.method == Method::kQlora ? 4 : 2) + 12;
+  a.logits_bytes = tokens * m.vocab * per_logit;
+  const std::string tok = FormatFixed(tokens, 0) + " tokens (batch " + std::to_string(w.batch) +
+                          " x seq " + std::to_string(w.sequence_tokens) + ")";
+  a.formula = "gradient checkpointing: " + std::to_string(m.layers) + " layers x " + tok + " x " +
+              FormatFixed(2 * x.h, 0) + " B (one bf16 hidden state per layer)" +
+              (split > 1 ? " / " + std::to_string(split) + " GPUs" : "") + " = " +
+              Gb(a.checkpoints_bytes) + " + one layer recomputed: " + tok + " x " +
+              FormatFixed(per_layer, 0) +
+              " B (Llama-style block, adapters on q/k/v/o) + backward temporaries " +
+              Gb(temporaries) + " = " + Gb(a.recompute_bytes) + " + logits: " + tok +
+              " x vocab " + std::to_string(m.vocab) + " x " + B(per_logit) + " (" +
+              (w.method == Method::kQlora ? "fp32" : "bf16") +
+              " logits + fp32 log-softmax, its gradient, the logits' gradient) = " +
+              Gb(a.logits_bytes) + "; total " + Gb(a.bytes());
+  return a;
+}
+
 Result<MemoryEstimate> DetailedEstimate(const ModelShape& model_in, const Workload& w,
                                         MemoryEstimate e) {
   const ModelShape m = WithInventory(model_in);

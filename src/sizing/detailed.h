@@ -23,6 +23,22 @@ double ActivationBytesPerTokenPerLayer(const ModelShape& model, const Workload& 
 // Eager (non-flash) attention keeps the softmax probabilities: bytes per layer per sequence.
 double EagerAttentionBytesPerLayer(const ModelShape& model, std::int64_t sequence_tokens);
 
+// The guide profile's LoRA/QLoRA activations: the detailed formulas below at the guide's stated
+// assumptions (gradient checkpointing, rank-16 adapters on the attention projections, flash
+// attention, unfused kernels, the whole loss at once), on the model's shapes (a preset gets the
+// Llama-style inventory of WithInventory: vocab 32,000 unless the shape says otherwise). Three
+// parts: the kept checkpoints (one bf16 hidden state per layer, / layer-split GPUs), one layer
+// recomputed during backward with its backward temporaries, and the logits with the loss.
+struct GuideActivations {
+  double checkpoints_bytes = 0;
+  double recompute_bytes = 0;
+  double logits_bytes = 0;
+  std::string formula;
+  double bytes() const { return checkpoints_bytes + recompute_bytes + logits_bytes; }
+};
+// `workload` supplies the method (lora/qlora), sequence, batch, rank and GPUs (layer split).
+GuideActivations GuideAdapterActivations(const ModelShape& model, const Workload& workload);
+
 Result<MemoryEstimate> DetailedEstimate(const ModelShape& model, const Workload& workload,
                                         MemoryEstimate estimate);
 

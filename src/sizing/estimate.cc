@@ -314,11 +314,16 @@ MemoryEstimate GuideTraining(const ModelShape& m, const Workload& w, MemoryEstim
                                    ", frozen) = " + FormatGb(weights),
                                w.gpus));
   e.components.push_back(Adapters(m, w, w.gpus));
+  // Activations at the guide's assumptions, from the shapes (sequence and batch as asked: they
+  // grow on top of the published 2048 x 1).
+  GuideActivations act = GuideAdapterActivations(m, w);
+  e.components.push_back({"activations", act.bytes(), act.formula});
   e.components.push_back({"runtime_overhead", kRuntimeOverheadBytes,
                           "2 GB per GPU process (CUDA/ROCm context, framework, allocator)"});
   e.notes.push_back(
       "guide assumptions: gradient checkpointing on, sequence 2048, batch 1, "
-      "rank-16 adapters on the attention projections at about 0.5% of params");
+      "rank-16 adapters on the attention projections at about 0.5% of params; activations "
+      "(checkpoints, one layer recomputed, logits) from the shapes grow with sequence and batch");
   return e;
 }
 

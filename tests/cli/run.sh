@@ -148,6 +148,17 @@ expect_ok "guide --json: tables and cheapest cells" \
   "set(['kv_cache', 'inference', 'training', 'cheapest', 'cost']) <= set(j) and j['cheapest']['70b']['fp8']['gpu'] == 'H100 PCIe' and j['cheapest']['70b']['fp8']['monthly_usd'] == 1490 and abs(j['kv_cache']['70b']['128k'] - 42.949673) < 1e-6 and abs(j['inference']['70b']['fp8'] - 74.684355) < 1e-6 and j['training']['7b']['full'] == 112 and abs(j['training']['7b']['full_with_allowance'] - 128.8) < 1e-9 and j['cheapest']['13b']['full']['configuration'] == '4x A100 SXM' and j['cheapest']['7b']['bf16']['gpu'] == 'RTX A5000' and len(j['cost']) == 15" \
   guide --json
 expect_ok "guide tables" "'KV cache' in t and 'Cheapest configuration' in t and 'Cost per GB' in t" guide
+expect_ok "guide: LoRA/QLoRA carry their activations; the published figure beside with its reason" \
+  "abs(j['training']['7b']['lora'] - 18.415865) < 1e-6 and abs(j['training']['7b']['lora_activations'] - 1.855865) < 1e-6 and j['training']['7b']['lora_published']['gb'] == 21 and 'matches the published figure within its rounding' in j['training']['7b']['lora_published']['reason'] and j['training']['70b']['qlora_published']['gb'] == 51 and j['cheapest']['34b']['qlora']['gpu'] == 'A40' and j['cheapest']['70b']['qlora']['tight'] is True" \
+  guide --json
+expect_ok "guide text: published column and numbered reasons" \
+  "'18.42     21 [1]' in t and '[1] 7b LoRA: published 21 GB; this arithmetic gives 18.42 GB' in t" guide
+expect_ok "size --explain of a preset LoRA shows the activation formula" \
+  "'activations        1.86  gradient checkpointing: 32 layers x 2048 tokens (batch 1 x seq 2048) x 8192 B' in t and 'total: 18.42 GB' in t" \
+  size --model 7b --workload lora --explain
+expect_ok "guide LoRA activations grow with the sequence" \
+  "[c for c in j['components'] if c['name'] == 'activations'][0]['gb'] > 3.7" \
+  size --model 7b --workload lora --seq 4096 --json
 expect_ok "catalog --json" \
   "len(j['term']) == 15 and len(j['spot']) == 9 and j['term'][1]['counts'] == [2, 4, 8] and j['spot'][0]['bandwidth_gb_per_s'] is None and j['term'][0]['regions'] == ['DFW-1']" \
   catalog --json

@@ -51,6 +51,15 @@ async function checkGuide(page) {
   assert.match(cheapest, /\$3,643\.20/);
   const kv = await page.locator('#kv table').innerText();
   assert.match(kv, /42\.95/);
+  // LoRA/QLoRA with their activations, and the published figure beside where they differ, with
+  // the reason under the table (the link of the mark leads to it).
+  const training = await page.locator('#training table').innerText();
+  assert.match(training, /18\.42 \(published 21 GB/);
+  assert.match(training, /47\.31 \(published 51 GB/);
+  const reasons = page.locator('#training .published-reasons li');
+  assert.equal(await reasons.count(), 10);
+  assert.match(await page.locator('#published-7b-lora').innerText(), /7B LoRA: published 21 GB; this arithmetic gives 18\.42 GB/);
+  assert.equal(await page.locator('#training a[href="#published-70b-qlora"]').count(), 1);
 }
 
 async function checkMarket(page) {

@@ -59,18 +59,48 @@ function inferenceTable(inf) {
   );
 }
 
+// The engine's LoRA/QLoRA figure, and beside it the published guide's where they differ by more
+// than its rounding: a numbered mark points to the reason under the table.
 function trainingTable(tr) {
   const rows = Object.entries(tr);
-  return table(
+  const reasons = [];
+  const withPublished = (p, method, value, published) => {
+    const q = new URLSearchParams({ model: p, workload: method });
+    const engine = h('a', { href: '/calculator/?' + q }, decimal(value, 2));
+    if (!published) return engine;
+    reasons.push({ id: `published-${p}-${method}`, text: `${p.toUpperCase()} ${method === 'lora' ? 'LoRA' : 'QLoRA'}: ${published.reason}` });
+    const n = reasons.length;
+    return [
+      engine,
+      h(
+        'span',
+        { class: 'published', dataset: { published: String(published.gb) } },
+        ' (published ',
+        decimal(published.gb, 0) + ' GB',
+        h('a', { href: `#published-${p}-${method}`, 'aria-label': `reason ${n}` }, h('sup', null, String(n))),
+        ')'
+      ),
+    ];
+  };
+  const t = table(
     [
       { label: 'Model', th: true, cell: ([p]) => presetCell(p) },
       { label: 'Full (16 B/param)', num: true, cell: ([, r]) => gbCell(r.full) },
       { label: 'Full +15%', num: true, cell: ([, r]) => gbCell(r.full_with_allowance) },
-      { label: 'LoRA (BF16 base)', num: true, cell: ([, r]) => gbCell(r.lora) },
-      { label: 'QLoRA (NF4 base)', num: true, cell: ([, r]) => gbCell(r.qlora) },
+      { label: 'LoRA (BF16 base)', num: true, cell: ([p, r]) => withPublished(p, 'lora', r.lora, r.lora_published) },
+      { label: 'QLoRA (NF4 base)', num: true, cell: ([p, r]) => withPublished(p, 'qlora', r.qlora, r.qlora_published) },
     ],
     rows
   );
+  return [
+    t,
+    h(
+      'p',
+      { class: 'table-note' },
+      'LoRA and QLoRA: frozen base + adapters + activations (the checkpoints of every layer, one layer recomputed, the logits) + 2 GB runtime, at sequence 2048 and batch 1; longer sequences and larger batches grow the activations. Where the published guide differs from the engine by more than its rounding, its figure is in brackets; the engine\'s is the one the cheapest-card table uses.'
+    ),
+    reasons.length ? h('ol', { class: 'table-note published-reasons' }, reasons.map((r) => h('li', { id: r.id }, r.text))) : null,
+  ];
 }
 
 function cheapestTable(cheapest, reasons) {
