@@ -7,7 +7,7 @@ build_packages=(
   build-essential cmake ninja-build ccache pkg-config clang libclang-rt-14-dev
   libboost1.74-dev nlohmann-json3-dev libtomlplusplus-dev libcli11-dev
   libsqlite3-dev libpq-dev libsodium-dev libspdlog-dev libfmt-dev
-  libgtest-dev libgmock-dev googletest libbenchmark-dev
+  libgtest-dev libgmock-dev googletest libbenchmark-dev libssl-dev openssl ca-certificates
 )
 test_packages=(postgresql-15 postgresql-client-15 curl wrk chromium)
 

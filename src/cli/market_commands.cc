@@ -4,7 +4,7 @@
 #include "cli/command_registry.h"
 #include "cli/market_fit.h"
 #include "fit/market_fit.h"
-#include "http/client.h"
+#include "cli/server_client.h"
 
 namespace gpuhub::cli {
 
@@ -22,16 +22,15 @@ void RunMarketFit(const fit::RequestFields& fields, const fit::RequestContext& c
         "--prices market needs --server URL (a running gpuhub serve), or "
         "GPUHUB_SERVER in the environment");
   }
-  auto answer = http::HttpGet(server, "/v1/offers");
+  ServerCall call;
+  call.path = "/v1/offers";
+  auto answer = CallServer(server, call);
   if (!answer.ok()) {
     return answer.status().code() == StatusCode::kInvalidArgument
                ? FailBadInput(answer.status().message())
                : Fail(answer.status().message());
   }
-  if (answer->status != 200) {
-    return Fail("the server answered " + std::to_string(answer->status) +
-                " to GET /v1/offers: " + answer->body.substr(0, 200));
-  }
+  if (answer->status != 200) return Fail(ServerError(call, *answer));
   auto offers = fit::ParseOffersJson(answer->body);
   if (!offers.ok())
     return Fail(offers.status().message() + " (is " + server + " a gpuhub server?)");
