@@ -59,6 +59,24 @@ bool AllowsShardedTraining(ShardedTraining limit, int count) {
   return false;
 }
 
+std::string_view ArchitectureName(Architecture a) {
+  switch (a) {
+    case Architecture::kAmpere:
+      return "ampere";
+    case Architecture::kAda:
+      return "ada";
+    case Architecture::kHopper:
+      return "hopper";
+    case Architecture::kBlackwell:
+      return "blackwell";
+    case Architecture::kCdna3:
+      return "cdna3";
+    case Architecture::kUnknown:
+      break;
+  }
+  return "unknown";
+}
+
 std::string_view TermName(Term term) {
   switch (term) {
     case Term::kMonthly:
@@ -415,6 +433,37 @@ Status ParseCardHead(const toml::table& t, std::string_view section,
   return Status::Ok();
 }
 
+// fp8_dense_tflops (absent: no FP8 figure), tflops_source (required once a figure is given) and
+// architecture (absent: unknown). `bf16` is the card's bf16_dense_tflops, read by the caller.
+Status ParseCompute(Fields& f, const Where& where, std::optional<double> bf16,
+                    TensorThroughput& out) {
+  out.bf16_dense_tflops = bf16;
+  if (f.Find("fp8_dense_tflops") != nullptr) {
+    GPUHUB_ASSIGN_OR_RETURN(out.fp8_dense_tflops, f.Number("fp8_dense_tflops", kMaxTflops, true));
+  }
+  GPUHUB_ASSIGN_OR_RETURN(out.source, f.String("tflops_source", false));
+  if ((out.bf16_dense_tflops || out.fp8_dense_tflops) && out.source.empty()) {
+    return where.Error(nullptr, "tflops_source",
+                       "is missing: say where the TFLOPS figures come from (a datasheet)");
+  }
+  GPUHUB_ASSIGN_OR_RETURN(std::string arch, f.String("architecture", false));
+  if (!arch.empty()) {
+    bool known = false;
+    for (Architecture a : {Architecture::kAmpere, Architecture::kAda, Architecture::kHopper,
+                           Architecture::kBlackwell, Architecture::kCdna3}) {
+      if (arch == ArchitectureName(a)) {
+        out.architecture = a;
+        known = true;
+      }
+    }
+    if (!known) {
+      return where.Error(f.Find("architecture"), "architecture",
+                         "must be ampere, ada, hopper, blackwell or cdna3, got " + Quote(arch));
+    }
+  }
+  return Status::Ok();
+}
+
 Status ParseTermGpu(const toml::table& t, std::size_t i, std::string_view source, Catalog& c) {
   Where where(source, "[[term]] #" + std::to_string(i + 1), LineOf(t));
   Fields f(t, where);
@@ -426,6 +475,15 @@ Status ParseTermGpu(const toml::table& t, std::size_t i, std::string_view source
                           f.Number("bandwidth_gb_per_s", kMaxBandwidthGbPerS, false));
   g.bandwidth_gb_per_s = *bandwidth;
   GPUHUB_ASSIGN_OR_RETURN(g.fp8, f.Bool("fp8", true));
+  std::optional<double> bf16;
+  if (f.Find("bf16_dense_tflops") != nullptr) {
+    GPUHUB_ASSIGN_OR_RETURN(bf16, f.Number("bf16_dense_tflops", kMaxTflops, true));
+  }
+  GPUHUB_RETURN_IF_ERROR(ParseCompute(f, where, bf16, g.compute));
+  if (g.compute.fp8_dense_tflops && !g.fp8) {
+    return where.Error(f.Find("fp8_dense_tflops"), "fp8_dense_tflops",
+                       "is given for a card without FP8 (fp8 = false)");
+  }
 
   GPUHUB_ASSIGN_OR_RETURN(std::string stack, f.String("stack"));
   if (stack == "cuda") {
@@ -539,6 +597,7 @@ Status ParseSpotGpu(const toml::table& t, std::size_t i, std::string_view source
   GPUHUB_ASSIGN_OR_RETURN(g.bandwidth_gb_per_s,
                           f.Number("bandwidth_gb_per_s", kMaxBandwidthGbPerS, true));
   GPUHUB_ASSIGN_OR_RETURN(g.bf16_dense_tflops, f.Number("bf16_dense_tflops", kMaxTflops, true));
+  GPUHUB_RETURN_IF_ERROR(ParseCompute(f, where, g.bf16_dense_tflops, g.compute));
   GPUHUB_ASSIGN_OR_RETURN(g.opening_ask_micros_per_hour,
                           f.Usd("opening_ask_usd_per_hour", true, true));
   if (const toml::node* term = f.Find("term")) {

@@ -44,6 +44,20 @@ std::string_view ShardedTrainingName(ShardedTraining limit);  // "up-to-8", "8-w
 // Whether a full fine-tune may shard across `count` cards of this class (count >= 2).
 bool AllowsShardedTraining(ShardedTraining limit, int count);
 
+// The chip generation of a card: the throughput model's utilisation factors are per generation
+// (docs/sizing-model.md §6). kUnknown when the catalog does not say.
+enum class Architecture { kUnknown, kAmpere, kAda, kHopper, kBlackwell, kCdna3 };
+std::string_view ArchitectureName(Architecture a);  // "ampere", "ada", ..., "unknown"
+
+// Dense tensor throughput (no 2:4 sparsity) as the vendor publishes it, with where the figure
+// comes from; nullopt where it is not published or the card has no such format (no FP8).
+struct TensorThroughput {
+  std::optional<double> bf16_dense_tflops;
+  std::optional<double> fp8_dense_tflops;
+  std::string source;  // "NVIDIA H100 datasheet: ..."; empty when neither figure is given
+  Architecture architecture = Architecture::kUnknown;
+};
+
 struct Region {
   std::string code;  // "DFW-1"
   std::string city;  // "Dallas"
@@ -79,6 +93,7 @@ struct TermGpu {
   std::int64_t weekly_micros = 0;
   bool weekly_derived = false;
   std::int64_t hourly_micros = 0;  // monthly / 720
+  TensorThroughput compute;        // bf16_dense_tflops, fp8_dense_tflops, tflops_source, architecture
   int source_line = 0;
 
   bool AllowsCount(int count) const;
@@ -92,6 +107,8 @@ struct SpotGpu {
   std::optional<double> bandwidth_gb_per_s;                 // nullopt: not published
   std::optional<double> bf16_dense_tflops;                  // nullopt: not published
   std::optional<std::int64_t> opening_ask_micros_per_hour;  // nullopt: not published
+  // fp8_dense_tflops, tflops_source and architecture; its bf16 figure mirrors bf16_dense_tflops.
+  TensorThroughput compute;
   std::optional<std::string> term_name;                     // the same card in the term fleet
   // Largest model (billions of params) it can fully train: 80% of memory / 16 B per param, floored;
   // the 8-GPU figure is also floored to a multiple of 5 B (spec §5).

@@ -199,8 +199,8 @@ struct SpotRow {
 // spec §5: 80% of memory / 16 B per param, floored; 8 GPUs floored to a multiple of 5 B.
 TEST(Catalog, SpotCards) {
   const SpotRow rows[] = {
-      {"B300", false, false, Usd(8, 99), 14, 115, ""},
-      {"B200", false, false, Usd(7, 99), 9, 70, "B200"},
+      {"B300", false, true, Usd(8, 99), 14, 115, ""},
+      {"B200", false, true, Usd(7, 99), 9, 70, "B200"},
       {"MI325X", true, true, Usd(4, 82), 12, 100, ""},
       {"MI300X", true, true, Usd(4, 16), 9, 75, "MI300X"},
       {"H200", true, true, Usd(4, 19), 7, 55, "H200 SXM"},
@@ -224,6 +224,27 @@ TEST(Catalog, SpotCards) {
     EXPECT_EQ(g.term_name.value_or(""), row.term);
   }
   EXPECT_EQ(*c.FindSpot("MI325X")->bf16_dense_tflops, 1307);
+  // Every card of both fleets carries its published dense tensor throughput and where it is from.
+  for (const SpotGpu& g : c.spot) {
+    SCOPED_TRACE(g.name);
+    EXPECT_EQ(g.compute.bf16_dense_tflops, g.bf16_dense_tflops);
+    EXPECT_FALSE(g.compute.source.empty());
+    EXPECT_NE(g.compute.architecture, Architecture::kUnknown);
+  }
+  for (const TermGpu& g : c.term) {
+    SCOPED_TRACE(g.name);
+    EXPECT_TRUE(g.compute.bf16_dense_tflops.has_value());
+    EXPECT_EQ(g.compute.fp8_dense_tflops.has_value(), g.fp8);
+    EXPECT_NE(g.compute.source.find("FLOPS"), std::string::npos);
+    EXPECT_NE(g.compute.architecture, Architecture::kUnknown);
+  }
+  EXPECT_EQ(*c.FindTerm("H100 SXM")->compute.bf16_dense_tflops, 989);
+  EXPECT_EQ(*c.FindTerm("H100 SXM")->compute.fp8_dense_tflops, 1979);
+  EXPECT_EQ(c.FindTerm("H100 SXM")->compute.architecture, Architecture::kHopper);
+  EXPECT_EQ(*c.FindTerm("RTX 4090")->compute.bf16_dense_tflops, 165);
+  EXPECT_EQ(c.FindTerm("MI300X")->compute.architecture, Architecture::kCdna3);
+  EXPECT_EQ(*c.FindSpot("B200")->compute.fp8_dense_tflops, 4500);
+  EXPECT_EQ(ArchitectureName(Architecture::kBlackwell), "blackwell");
 }
 
 // A minimal valid catalog that the malformed cases below break one field at a time.
@@ -321,10 +342,23 @@ TEST(CatalogLoad, MalformedFilesNameFileLineAndField) {
       {"spot term",
        MiniCatalog("", "",
                    "[[spot]]\nname = \"S\"\nvram_gb = 80\nmemory = \"HBM3\"\n"
-                   "bandwidth_gb_per_s = 1\nbf16_dense_tflops = 1\n"
+                   "bandwidth_gb_per_s = 1\nbf16_dense_tflops = 1\ntflops_source = \"sheet\"\n"
                    "opening_ask_usd_per_hour = \"not published\"\nterm = \"Y\"\n"),
-       "bad.toml:30: [[spot]] \"S\" field 'term': must name a card of the term fleet (X1), got "
+       "bad.toml:31: [[spot]] \"S\" field 'term': must name a card of the term fleet (X1), got "
        "the string \"Y\""},
+      {"tflops without source", replace("fp8 = false", "fp8 = false\nbf16_dense_tflops = 71"),
+       "bad.toml:9: [[term]] \"X1\" field 'tflops_source': is missing: say where the TFLOPS "
+       "figures come from (a datasheet)"},
+      {"fp8 tflops without fp8",
+       replace("fp8 = false", "fp8 = false\nfp8_dense_tflops = 2\ntflops_source = \"sheet\""),
+       "bad.toml:15: [[term]] \"X1\" field 'fp8_dense_tflops': is given for a card without FP8 "
+       "(fp8 = false)"},
+      {"unknown architecture", replace("fp8 = false", "fp8 = false\narchitecture = \"volta\""),
+       "bad.toml:15: [[term]] \"X1\" field 'architecture': must be ampere, ada, hopper, "
+       "blackwell or cdna3, got \"volta\""},
+      {"tflops zero", replace("fp8 = false", "fp8 = false\nbf16_dense_tflops = 0"),
+       "bad.toml:15: [[term]] \"X1\" field 'bf16_dense_tflops': must be a positive number up to "
+       "1000000, got the integer 0"},
   };
   for (const auto& row : rows) {
     auto c = ParseCatalog(row.text, "bad.toml");

@@ -555,6 +555,10 @@ std::string CatalogJson(const catalog::Catalog& c, std::optional<std::int64_t> h
     r["weekly_usd"] = Usd(g.weekly_micros);
     r["weekly_derived"] = g.weekly_derived;
     r["hourly_usd"] = Usd(g.hourly_micros);
+    r["bf16_dense_tflops"] = OrNull(g.compute.bf16_dense_tflops);
+    r["fp8_dense_tflops"] = OrNull(g.compute.fp8_dense_tflops);
+    r["tflops_source"] = g.compute.source;
+    r["architecture"] = catalog::ArchitectureName(g.compute.architecture);
     r["usd_per_gb_month"] = Round(catalog::UsdPerGbMonth(g), 4);
     r["gb_s_per_usd_month"] = Round(catalog::GbPerSecondPerUsdMonth(g), 4);
     const catalog::SpotGpu* spot = nullptr;
@@ -584,6 +588,9 @@ std::string CatalogJson(const catalog::Catalog& c, std::optional<std::int64_t> h
     r["memory"] = s.memory;
     r["bandwidth_gb_per_s"] = OrNull(s.bandwidth_gb_per_s);
     r["bf16_dense_tflops"] = OrNull(s.bf16_dense_tflops);
+    r["fp8_dense_tflops"] = OrNull(s.compute.fp8_dense_tflops);
+    r["tflops_source"] = s.compute.source;
+    r["architecture"] = catalog::ArchitectureName(s.compute.architecture);
     r["opening_ask_usd_per_hour"] = OrNull(s.opening_ask_micros_per_hour, Usd);
     r["largest_full_train_b_1gpu"] = s.largest_full_train_b_1gpu;
     r["largest_full_train_b_8gpu"] = s.largest_full_train_b_8gpu;

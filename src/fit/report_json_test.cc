@@ -307,7 +307,13 @@ TEST(CatalogJson, NotPublishedIsNull) {
   EXPECT_TRUE(j["term"][11]["link_gb_per_s"].is_null());  // RTX 4090
   EXPECT_EQ(j["spot"][0]["name"], "B300");
   EXPECT_TRUE(j["spot"][0]["bandwidth_gb_per_s"].is_null());
-  EXPECT_TRUE(j["spot"][0]["bf16_dense_tflops"].is_null());
+  EXPECT_EQ(j["spot"][0]["bf16_dense_tflops"], 2250);  // from the HGX B300 datasheet
+  EXPECT_NE(j["spot"][0]["tflops_source"].get<std::string>().find("HGX B300"), std::string::npos);
+  EXPECT_TRUE(j["spot"][7]["fp8_dense_tflops"].is_null());  // A100 SXM: no FP8
+  EXPECT_EQ(j["term"][3]["bf16_dense_tflops"], 989);       // H100 SXM
+  EXPECT_EQ(j["term"][3]["fp8_dense_tflops"], 1979);
+  EXPECT_EQ(j["term"][3]["architecture"], "hopper");
+  EXPECT_TRUE(j["term"][5]["fp8_dense_tflops"].is_null());  // A100 SXM
   EXPECT_EQ(j["spot"][0]["opening_ask_usd_per_hour"], 8.99);
   EXPECT_EQ(j["spot"][0]["largest_full_train_b_8gpu"], 115);
   EXPECT_EQ(j["multi_card_discounts"][2]["percent"], 10.0);

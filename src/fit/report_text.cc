@@ -1,5 +1,7 @@
 #include "fit/report_text.h"
 
+#include <cmath>
+
 #include <algorithm>
 
 #include "core/strings.h"
@@ -367,14 +369,21 @@ std::string GuideText(const Guide& guide) {
   return out;
 }
 
+// "989", "209.5", or "" when not published.
+std::string Tflops(const std::optional<double>& tflops) {
+  if (!tflops) return "";
+  return FormatFixed(*tflops, *tflops == std::floor(*tflops) ? 0 : 1);
+}
+
 std::string CatalogText(const catalog::Catalog& c, std::optional<std::int64_t> hourly_rate_micros) {
   using A = TextTable::Align;
   std::string out = "Term fleet (weekly/monthly rentals; USD, list, tax excluded)\n";
-  std::vector<std::string> header = {"card",  "VRAM GB", "memory",           "GB/s",   "FP8",
-                                     "stack", "link",    "sharded training", "counts", "regions",
-                                     "free",  "NVMe",    "monthly",          "weekly", "hourly"};
-  std::vector<A> align = {A::kLeft,  A::kRight, A::kLeft,  A::kRight, A::kLeft,
-                          A::kLeft,  A::kLeft,  A::kLeft,  A::kLeft,  A::kLeft,
+  std::vector<std::string> header = {
+      "card", "VRAM GB", "memory",           "GB/s",   "FP8",     "BF16 TFLOPS", "FP8 TFLOPS",
+      "stack", "link",   "sharded training", "counts", "regions", "free",        "NVMe",
+      "monthly", "weekly", "hourly"};
+  std::vector<A> align = {A::kLeft,  A::kRight, A::kLeft,  A::kRight, A::kLeft,  A::kRight,
+                          A::kRight, A::kLeft,  A::kLeft,  A::kLeft,  A::kLeft,  A::kLeft,
                           A::kRight, A::kRight, A::kRight, A::kRight, A::kRight};
   if (hourly_rate_micros) {
     header.push_back("break-even h vs " + Usd(*hourly_rate_micros) + "/h");
@@ -396,6 +405,8 @@ std::string CatalogText(const catalog::Catalog& c, std::optional<std::int64_t> h
                                     memory,
                                     Number(g.bandwidth_gb_per_s, 0),
                                     g.fp8 ? "yes" : "no",
+                                    Tflops(g.compute.bf16_dense_tflops),
+                                    g.fp8 ? Tflops(g.compute.fp8_dense_tflops) : "",
                                     std::string(catalog::StackName(g.stack)),
                                     g.link,
                                     std::string(catalog::ShardedTrainingName(g.sharded_training)),
@@ -423,6 +434,8 @@ std::string CatalogText(const catalog::Catalog& c, std::optional<std::int64_t> h
                  catalog::FormatPercent(d.ppm);
   }
   out += "  multi-card discount: " + discounts + "; hourly = monthly / 720\n";
+  out += "  TFLOPS: dense tensor throughput as published (no 2:4 sparsity; `catalog --json` gives "
+         "each card's source)\n";
   if (hourly_rate_micros) {
     out += "  break-even: monthly / " + Usd(*hourly_rate_micros) +
            " per hour; above 720 h the hourly rate is cheaper even for a whole month\n";
@@ -433,13 +446,15 @@ std::string CatalogText(const catalog::Catalog& c, std::optional<std::int64_t> h
 
   out += "\nSpot exchange (opening asks, USD per GPU-hour; live prices come from the order book)\n";
   TextTable s(
-      {"card", "VRAM GB", "memory", "GB/s", "BF16 TFLOPS", "opening ask", "train 1 GPU",
-       "train 8 GPUs"},
-      {A::kLeft, A::kRight, A::kLeft, A::kRight, A::kRight, A::kRight, A::kRight, A::kRight});
+      {"card", "VRAM GB", "memory", "GB/s", "BF16 TFLOPS", "FP8 TFLOPS", "opening ask",
+       "train 1 GPU", "train 8 GPUs"},
+      {A::kLeft, A::kRight, A::kLeft, A::kRight, A::kRight, A::kRight, A::kRight, A::kRight,
+       A::kRight});
   for (const auto& g : c.spot) {
     s.AddRow({g.name, Number(g.vram_gb, 0), g.memory,
               g.bandwidth_gb_per_s ? Number(*g.bandwidth_gb_per_s, 0) : "not published",
               g.bf16_dense_tflops ? Number(*g.bf16_dense_tflops, 0) : "not published",
+              Tflops(g.compute.fp8_dense_tflops),
               g.opening_ask_micros_per_hour ? Usd(*g.opening_ask_micros_per_hour) : "not published",
               std::to_string(g.largest_full_train_b_1gpu) + "B",
               std::to_string(g.largest_full_train_b_8gpu) + "B"});

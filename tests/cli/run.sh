@@ -162,6 +162,9 @@ expect_ok "guide LoRA activations grow with the sequence" \
 expect_ok "catalog --json" \
   "len(j['term']) == 15 and len(j['spot']) == 9 and j['term'][1]['counts'] == [2, 4, 8] and j['spot'][0]['bandwidth_gb_per_s'] is None and j['term'][0]['regions'] == ['DFW-1']" \
   catalog --json
+expect_ok "catalog --json: every card of both fleets has its dense TFLOPS and their source" \
+  "all(t['bf16_dense_tflops'] and t['tflops_source'] and t['architecture'] != 'unknown' for t in j['term'] + j['spot']) and [t['fp8_dense_tflops'] is not None for t in j['term']] == [t['fp8'] for t in j['term']] and j['term'][3]['bf16_dense_tflops'] == 989" \
+  catalog --json
 expect_ok "catalog --hourly-rate: break-even against a rate" \
   "j['hourly_rate_usd'] == 2.5 and j['term'][3]['break_even_hours_vs_rate'] == 676.0" \
   catalog --hourly-rate 2.50 --json
