@@ -24,6 +24,7 @@
 #include "engine/idempotency.h"
 #include "engine/metrics.h"
 #include "http/config.h"
+#include "http/login_throttle.h"
 #include "http/rate_limit.h"
 #include "http/router.h"
 
@@ -52,7 +53,7 @@ struct ApiContext {
         metrics(metrics),
         config(config),
         hashers(config.hash_threads, kHashQueue()),
-        login_failures_by_user(config.login_failures_per_username),
+        logins(config.login_throttle),
         login_attempts_by_address(config.login_attempts_per_address),
         signups_by_address(config.signups_per_address) {}
   static std::size_t kHashQueue();
@@ -61,7 +62,7 @@ struct ApiContext {
   engine::MetricsRegistry& metrics;
   const ServiceConfig& config;
   WorkerPool hashers;
-  RateLimiter login_failures_by_user;
+  LoginThrottle logins;
   RateLimiter login_attempts_by_address;
   RateLimiter signups_by_address;
   InFlightKeys in_flight;

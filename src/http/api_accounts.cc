@@ -151,11 +151,12 @@ void LogIn(ApiContext& api, const Request& request, Responder respond) {
   if (std::int64_t wait = api.login_attempts_by_address.Acquire("addr:" + request.remote_address)) {
     return respond(TooManyRequests(wait, "too many login attempts from this address"));
   }
-  std::string user_key = "user:" + *canonical;
-  // The attempt counts as a failure from now until its password checks out (Reset below): checking
-  // here and recording only after the hash let a burst of concurrent guesses all pass the check.
-  if (std::int64_t wait = api.login_failures_by_user.Acquire(user_key)) {
-    return respond(TooManyRequests(wait, "too many failed logins for this username"));
+  // Slowed per (username, address), never locked for everyone (http/login_throttle.h). The
+  // attempt counts as a failure of its pair from now until its password checks out: checking here
+  // and recording only after the hash let a burst of concurrent guesses all pass the check.
+  if (std::int64_t wait = api.logins.Begin(*canonical, request.remote_address)) {
+    return respond(
+        TooManyRequests(wait, "too many failed logins for this username from this address"));
   }
   api.engine.Execute<LoginTarget>(
       [name = *canonical](engine::Txn& txn) -> Result<LoginTarget> {
@@ -163,16 +164,19 @@ void LogIn(ApiContext& api, const Request& request, Responder respond) {
         if (!user) return LoginTarget{};
         return LoginTarget{user->id, user->password_hash};
       },
-      [&api, respond, password = *password, user_key, invalid, cookie,
-       secure](Result<LoginTarget> target) {
+      [&api, respond, password = *password, name = *canonical, address = request.remote_address,
+       invalid, cookie, secure](Result<LoginTarget> target) {
         if (!target.ok()) return respond(Response::Error(target.status()));
-        auto verify = [&api, respond, password, user_key, invalid, cookie, secure,
+        auto verify = [&api, respond, password, name, address, invalid, cookie, secure,
                        target = *target]() {
           const std::string& hash =
               target.user_id ? target.password_hash : engine::DummyPasswordHash(api.config.hashing);
           bool ok = engine::VerifyPassword(hash, password) && target.user_id != 0;
-          if (!ok) return respond(invalid());  // already counted by Acquire
-          api.login_failures_by_user.Reset(user_key);
+          if (!ok) {
+            api.logins.Failed(name);  // the pair counted it already, in Begin
+            return respond(invalid());
+          }
+          api.logins.Succeeded(name, address);
           std::string token = engine::NewSessionToken();
           api.engine.Execute<Reply>(
               [user_id = target.user_id, hash = engine::HashToken(token), token,

@@ -116,6 +116,7 @@ Result<ServiceConfig> ParseServiceConfig(std::string_view toml_text, std::string
   if (const toml::table* a = root["auth"].as_table()) {
     GPUHUB_RETURN_IF_ERROR(known(*a, "auth",
                                  {"argon2_ops_limit", "argon2_mem_limit_bytes", "hash_threads",
+                                  "login_free_failures_per_address", "login_max_delay_seconds",
                                   "login_failures_per_username", "login_username_window_seconds",
                                   "login_attempts_per_address", "login_address_window_seconds",
                                   "signups_per_address", "signup_address_window_seconds"}));
@@ -127,10 +128,22 @@ Result<ServiceConfig> ParseServiceConfig(std::string_view toml_text, std::string
     config.hashing.ops_limit = static_cast<std::uint64_t>(ops);
     config.hashing.mem_limit_bytes = static_cast<std::uint64_t>(mem);
     config.hash_threads = static_cast<int>(threads);
+    LoginThrottlePolicy& login = config.login_throttle;
+    GPUHUB_RETURN_IF_ERROR(
+        integer(*a, "auth", "login_free_failures_per_address", 1, 1'000, &login.free_failures));
+    GPUHUB_RETURN_IF_ERROR(
+        integer(*a, "auth", "login_max_delay_seconds", 1, 86400, &login.max_delay_seconds));
     GPUHUB_RETURN_IF_ERROR(integer(*a, "auth", "login_failures_per_username", 1, 1'000'000,
-                                   &config.login_failures_per_username.count));
-    GPUHUB_RETURN_IF_ERROR(integer(*a, "auth", "login_username_window_seconds", 1, 86400 * 7,
-                                   &config.login_failures_per_username.window_seconds));
+                                   &login.failures_per_username));
+    GPUHUB_RETURN_IF_ERROR(
+        integer(*a, "auth", "login_username_window_seconds", 1, 86400 * 7, &login.window_seconds));
+    // A pair is forgotten a window after its last failure: a delay that long would hand an
+    // attacker a fresh set of free failures each time it ran out.
+    if (login.max_delay_seconds >= login.window_seconds) {
+      return Status::InvalidArgument(std::string(source) +
+                                     ": auth.login_max_delay_seconds must be shorter than "
+                                     "auth.login_username_window_seconds");
+    }
     GPUHUB_RETURN_IF_ERROR(integer(*a, "auth", "login_attempts_per_address", 1, 1'000'000,
                                    &config.login_attempts_per_address.count));
     GPUHUB_RETURN_IF_ERROR(integer(*a, "auth", "login_address_window_seconds", 1, 86400 * 7,

@@ -16,8 +16,10 @@
 //   argon2_ops_limit = 2                 # libsodium "interactive"
 //   argon2_mem_limit_bytes = 67108864    # 64 MiB
 //   hash_threads = 2
-//   login_failures_per_username = 5      # failed logins per username per window...
-//   login_username_window_seconds = 900  # ...then 429 with Retry-After
+//   login_free_failures_per_address = 5  # failures of a username from one address before delays
+//   login_max_delay_seconds = 900        # the delay doubles per failure (1 s, 2 s, ...) to this
+//   login_failures_per_username = 20     # failures of a username from all addresses per window:
+//   login_username_window_seconds = 3600 # then one free failure per address (login_throttle.h)
 //   login_attempts_per_address = 30      # logins (any outcome) per address per window
 //   login_address_window_seconds = 60
 //   signups_per_address = 20             # accounts created per address per window
@@ -45,6 +47,14 @@ struct RateLimit {
   std::int64_t window_seconds = 0;
 };
 
+// Login throttling per (username, address), with a per-username budget (http/login_throttle.h).
+struct LoginThrottlePolicy {
+  std::int64_t free_failures = 5;
+  std::int64_t max_delay_seconds = 900;
+  std::int64_t failures_per_username = 20;
+  std::int64_t window_seconds = 3600;
+};
+
 struct ServiceConfig {
   std::string host = "127.0.0.1";
   int port = 8080;
@@ -59,7 +69,7 @@ struct ServiceConfig {
 
   engine::PasswordHashing hashing;
   int hash_threads = 2;
-  RateLimit login_failures_per_username{5, 900};
+  LoginThrottlePolicy login_throttle;
   RateLimit login_attempts_per_address{30, 60};
   RateLimit signups_per_address{20, 3600};
 

@@ -15,6 +15,8 @@ max_body_bytes = 65536
 argon2_ops_limit = 1
 argon2_mem_limit_bytes = 8192
 login_failures_per_username = 3
+login_free_failures_per_address = 2
+login_max_delay_seconds = 60
 [payments]
 webhook_secret = "s3cret"
 checkout_base_url = "https://pay.example.com/i/"
@@ -27,8 +29,10 @@ checkout_base_url = "https://pay.example.com/i/"
   EXPECT_EQ(c->max_body_bytes, 65536);
   EXPECT_EQ(c->hashing.ops_limit, 1u);
   EXPECT_EQ(c->hashing.mem_limit_bytes, 8192u);
-  EXPECT_EQ(c->login_failures_per_username.count, 3);
-  EXPECT_EQ(c->login_failures_per_username.window_seconds, 900);
+  EXPECT_EQ(c->login_throttle.failures_per_username, 3);
+  EXPECT_EQ(c->login_throttle.window_seconds, 3600);
+  EXPECT_EQ(c->login_throttle.free_failures, 2);
+  EXPECT_EQ(c->login_throttle.max_delay_seconds, 60);
   EXPECT_EQ(c->webhook_secret, "s3cret");
 }
 
@@ -43,6 +47,8 @@ TEST(ConfigTest, RejectsTyposAndBadValuesWithFileAndLine) {
       {"[payment]\nwebhook_secret = \"x\"\n", "is not a known section"},
       {"[server\n", "test.toml:1:"},
       {"[server]\nlisten = \"localhost\"\n", "HOST:PORT"},
+      {"[auth]\nlogin_max_delay_seconds = 600\nlogin_username_window_seconds = 600\n",
+       "login_max_delay_seconds must be shorter than auth.login_username_window_seconds"},
   };
   for (const auto& c : cases) {
     auto r = ParseServiceConfig(c.text, "test.toml");

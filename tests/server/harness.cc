@@ -27,6 +27,13 @@
 namespace gpuhub::testing {
 namespace {
 
+// The gpuhub under test: this build's, or GPUHUB_TEST_BINARY (to show that a new test fails on an
+// older binary).
+std::string Binary() {
+  const char* other = std::getenv("GPUHUB_TEST_BINARY");
+  return other && *other ? other : GPUHUB_BINARY;
+}
+
 std::string RandomSuffix() {
   static std::mt19937_64 rng(std::random_device{}() ^ static_cast<unsigned>(::getpid()));
   static std::mutex m;
@@ -125,6 +132,15 @@ bool HttpClient::Connect() {
   ::setsockopt(fd_, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
   timeval tv{30, 0};
   ::setsockopt(fd_, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+  if (!source_.empty()) {
+    sockaddr_in local{};
+    local.sin_family = AF_INET;
+    if (::inet_pton(AF_INET, source_.c_str(), &local.sin_addr) != 1 ||
+        ::bind(fd_, reinterpret_cast<sockaddr*>(&local), sizeof local) != 0) {
+      Close();
+      return false;
+    }
+  }
   if (::connect(fd_, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0) {
     Close();
     return false;
@@ -260,6 +276,10 @@ ServerProcess::ServerProcess(const TempDir& dir, ServerOptions options)
   config << "argon2_mem_limit_bytes = " << options_.argon2_mem_limit_bytes << "\n";
   config << "login_attempts_per_address = " << options_.login_attempts_per_address << "\n";
   config << "login_failures_per_username = " << options_.login_failures_per_username << "\n";
+  if (options_.login_free_failures_per_address > 0) {
+    config << "login_free_failures_per_address = " << options_.login_free_failures_per_address
+           << "\n";
+  }
   config << "signups_per_address = " << options_.signups_per_address << "\n";
   config << "[payments]\n";
   if (!options_.webhook_secret.empty()) {
@@ -280,13 +300,13 @@ bool ServerProcess::Start() {
     ::dup2(out[1], STDOUT_FILENO);
     ::dup2(log, STDERR_FILENO);
     ::unsetenv("GPUHUB_WEBHOOK_SECRET");
-    std::vector<std::string> args = {GPUHUB_BINARY, "serve",       "--listen", "127.0.0.1:0",
-                                     "--db",        options_.db,   "--config", config_path_,
-                                     "--clock",     options_.clock};
+    std::vector<std::string> args = {Binary(),  "serve",       "--listen", "127.0.0.1:0",
+                                     "--db",    options_.db,   "--config", config_path_,
+                                     "--clock", options_.clock};
     std::vector<char*> argv;
     for (auto& a : args) argv.push_back(a.data());
     argv.push_back(nullptr);
-    ::execv(GPUHUB_BINARY, argv.data());
+    ::execv(argv[0], argv.data());
     _exit(127);
   }
   ::close(out[1]);
@@ -365,12 +385,12 @@ CommandResult RunGpuhub(const std::vector<std::string>& args, const std::string&
     ::dup2(in[0], STDIN_FILENO);
     ::dup2(out[1], STDOUT_FILENO);
     ::dup2(out[1], STDERR_FILENO);
-    std::vector<std::string> all = {GPUHUB_BINARY};
+    std::vector<std::string> all = {Binary()};
     all.insert(all.end(), args.begin(), args.end());
     std::vector<char*> argv;
     for (auto& a : all) argv.push_back(a.data());
     argv.push_back(nullptr);
-    ::execv(GPUHUB_BINARY, argv.data());
+    ::execv(argv[0], argv.data());
     _exit(127);
   }
   ::close(in[0]);

@@ -40,9 +40,12 @@ struct HttpResponse {
 };
 
 // One keep-alive connection to 127.0.0.1:port; reconnects when the server closed it.
+// `source`: the local address to connect from ("127.0.0.2": any of 127/8 reaches the server), so
+// that one test can be several client addresses; empty: the kernel's choice (127.0.0.1).
 class HttpClient {
  public:
-  explicit HttpClient(int port) : port_(port) {}
+  explicit HttpClient(int port, std::string source = "")
+      : port_(port), source_(std::move(source)) {}
   ~HttpClient();
   HttpResponse Send(const std::string& method, const std::string& path,
                     const std::string& body = "",
@@ -57,6 +60,7 @@ class HttpClient {
  private:
   bool Connect();
   int port_;
+  std::string source_;
   int fd_ = -1;
 };
 
@@ -67,6 +71,7 @@ struct ServerOptions {
   // [auth] rate limits: generous by default so that load tests are not throttled.
   long long login_attempts_per_address = 100000;
   long long login_failures_per_username = 5;
+  long long login_free_failures_per_address = 0;  // 0: the server's default (not written)
   long long signups_per_address = 100000;
   long long argon2_ops_limit = 1;           // fast hashing for tests...
   long long argon2_mem_limit_bytes = 8192;  // ...unless a test needs slow ones

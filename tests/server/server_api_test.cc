@@ -2,6 +2,7 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <random>
 #include <thread>
@@ -795,18 +796,22 @@ TEST_F(ServerTest, ADatabaseFromAnOlderVersionUpgradesInPlace) {
   EXPECT_EQ(signup.Json()["id"], 8);
 }
 
-TEST_F(ServerTest, LoginsAreRateLimitedPerUsernameAndPerAddress) {
+TEST_F(ServerTest, LoginsAreSlowedPerUsernameAndAddressAndLimitedPerAddress) {
   ServerOptions options;
   options.login_failures_per_username = 3;
   options.login_attempts_per_address = 8;
   StartServer(options);
   ASSERT_FALSE(SignUpAndLogIn(*client_, "frank").empty());  // attempt 1
   for (int i = 0; i < 3; ++i) EXPECT_EQ(LogIn(*client_, "frank", "wrong password!"), "");
-  auto locked =
+  // The address that failed waits, even with the right password (the username's budget of 3
+  // failures is spent: one free failure per address, the 3rd failure's delay is 4 s).
+  auto slowed =
       client_->Call("POST", "/v1/sessions",
                     {{"username", "frank"}, {"password", "correct horse battery staple"}});
-  EXPECT_EQ(locked.status, 429);
-  EXPECT_FALSE(locked.Header("retry-after").empty());
+  EXPECT_EQ(slowed.status, 429);
+  // 4 s from the last failure (3 when a second ticked over in between).
+  EXPECT_GE(std::atoi(slowed.Header("retry-after").c_str()), 3);
+  EXPECT_LE(std::atoi(slowed.Header("retry-after").c_str()), 4);
   // Another username from the same address still works until the address limit.
   ASSERT_FALSE(SignUpAndLogIn(*client_, "grace").empty());
   int last = 0;
@@ -819,11 +824,55 @@ TEST_F(ServerTest, LoginsAreRateLimitedPerUsernameAndPerAddress) {
   EXPECT_EQ(last, 429);
 }
 
+// Five wrong passwords for any username from any client used to lock that account for everyone
+// for 15 minutes, the right password included, renewable forever: a stranger could lock `root`
+// out. Now only the guesser's own address is slowed (growing delays), case variants of the
+// username count as the one account they are, and the owner's address goes through.
+TEST_F(ServerTest, AStrangerCannotLockTheOwnerOutOfHerAccount) {
+  StartServer();  // the harness's budget: 5 failures per username over all addresses
+  ASSERT_FALSE(SignUpAndLogIn(*client_, "ivy").empty());
+  HttpClient stranger(server_->port(), "127.0.0.2");
+  std::vector<int> statuses;
+  std::vector<std::string> waits;
+  for (int i = 0; i < 20; ++i) {
+    const char* spelling = i % 3 == 0 ? "IVY" : i % 3 == 1 ? "Ivy" : "ivy";
+    auto r = stranger.Call("POST", "/v1/sessions",
+                           {{"username", spelling}, {"password", "guess " + std::to_string(i)}});
+    statuses.push_back(r.status);
+    if (r.status == 429) waits.push_back(r.Header("retry-after"));
+  }
+  // Five guesses checked (the free ones of the pair, whatever the spelling), then slowed: after
+  // the username's 5 failures its pairs have one free failure, so the 5th failure's delay is 16 s.
+  EXPECT_EQ(std::count(statuses.begin(), statuses.end(), 401), 5);
+  EXPECT_EQ(std::count(statuses.begin(), statuses.end(), 429), 15);
+  ASSERT_FALSE(waits.empty());
+  EXPECT_GE(std::atoi(waits.back().c_str()), 14);
+  EXPECT_LE(std::atoi(waits.back().c_str()), 16);
+  // The owner, from her own address, logs in at once with the right password.
+  auto owner = client_->Call("POST", "/v1/sessions",
+                             {{"username", "ivy"}, {"password", "correct horse battery staple"}});
+  EXPECT_EQ(owner.status, 201) << owner.body;
+  // A second guessing address gets one attempt checked, then waits.
+  HttpClient second(server_->port(), "127.0.0.3");
+  EXPECT_EQ(
+      second.Call("POST", "/v1/sessions", {{"username", "ivy"}, {"password", "nope nope"}}).status,
+      401);
+  // (its next attempt waits 1 s, the one after 2 s: of two quick ones at least one is refused)
+  int refused = 0;
+  for (int i = 0; i < 2; ++i) {
+    refused += second.Call("POST", "/v1/sessions", {{"username", "ivy"}, {"password", "no no no"}})
+                   .status == 429;
+  }
+  EXPECT_GE(refused, 1);
+  // And the owner is still never slowed from her address.
+  EXPECT_FALSE(LogIn(*client_, "ivy").empty());
+}
+
 // The per-username limit used to be checked before the password hash and recorded after it, so a
 // burst of concurrent guesses all passed the check: 17 guesses instead of 5 in one go.
-TEST_F(ServerTest, ConcurrentWrongLoginsStayWithinTheUsernameLimit) {
+TEST_F(ServerTest, ConcurrentWrongLoginsStayWithinTheFreeFailures) {
   ServerOptions options;
-  options.login_failures_per_username = 3;
+  options.login_free_failures_per_address = 3;
   StartServer(options);
   ASSERT_FALSE(SignUpAndLogIn(*client_, "henry").empty());
   constexpr int kGuesses = 16;
@@ -847,7 +896,7 @@ TEST_F(ServerTest, ConcurrentWrongLoginsStayWithinTheUsernameLimit) {
   }
   EXPECT_LE(checked, 3);
   EXPECT_EQ(checked + limited, kGuesses);
-  // Locked: even the right password waits.
+  // Slowed: from this address even the right password waits.
   EXPECT_EQ(client_
                 ->Call("POST", "/v1/sessions",
                        {{"username", "henry"}, {"password", "correct horse battery staple"}})
