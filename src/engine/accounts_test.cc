@@ -154,6 +154,19 @@ TEST_F(SessionTest, IdempotencyReplaysRefusesMismatchesAndExpires) {
   EXPECT_EQ(again->body, "{\"n\":1}");
   EXPECT_TRUE(again->replayed);
   EXPECT_EQ(runs, 1);
+  // What a retry whose key is held in flight by another request is answered with (no run).
+  auto find = [&](const std::string& key, const std::string& fingerprint) {
+    return engine_->ExecuteSync<std::optional<StoredResponse>>([&](Txn& txn) {
+      return FindIdempotent(txn, "user:1", key, Fingerprint{fingerprint, ""});
+    });
+  };
+  ASSERT_TRUE(find("k1", "fp-a").ok());
+  ASSERT_TRUE(find("k1", "fp-a")->has_value());
+  EXPECT_EQ((*find("k1", "fp-a"))->body, "{\"n\":1}");
+  EXPECT_TRUE((*find("k1", "fp-a"))->replayed);
+  EXPECT_FALSE(find("never-used", "fp-a")->has_value());
+  EXPECT_EQ(find("k1", "fp-b").status().code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(runs, 1);
   auto other = call("k1", "fp-b");
   EXPECT_EQ(other.status().code(), StatusCode::kInvalidArgument);
   EXPECT_EQ(call("k2", "fp-a")->body, "{\"n\":2}");

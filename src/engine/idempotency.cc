@@ -17,21 +17,33 @@ Status ValidateIdempotencyKey(std::string_view key) {
   return Status::Ok();
 }
 
+Result<std::optional<StoredResponse>> FindIdempotent(const Txn& txn, const std::string& scope,
+                                                     const std::string& key,
+                                                     const Fingerprint& fingerprint) {
+  const IdempotencyState& idem = txn.state.idempotency;
+  auto it = idem.records.find(std::make_pair(scope, key));
+  if (it == idem.records.end() ||
+      it->second.created_at + kIdempotencyKeyLifetimeMicros <= txn.now) {
+    return std::optional<StoredResponse>();
+  }
+  if (!fingerprint.Matches(it->second.fingerprint)) {
+    return Status::InvalidArgument(
+        "Idempotency-Key '" + key.substr(0, 64) +
+        "' was already used for a different request; use a new key for a new request");
+  }
+  return std::optional<StoredResponse>(
+      StoredResponse{it->second.status_code, it->second.response_body, true});
+}
+
 Result<StoredResponse> RunIdempotent(Txn& txn, const std::string& scope, const std::string& key,
                                      const Fingerprint& fingerprint,
                                      const std::function<StoredResponse(Txn&)>& fn) {
+  GPUHUB_ASSIGN_OR_RETURN(std::optional<StoredResponse> stored,
+                          FindIdempotent(txn, scope, key, fingerprint));
+  if (stored) return *stored;
   IdempotencyState& idem = txn.state.idempotency;
   auto id = std::make_pair(scope, key);
   auto it = idem.records.find(id);
-  if (it != idem.records.end() && it->second.created_at + kIdempotencyKeyLifetimeMicros > txn.now) {
-    if (!fingerprint.Matches(it->second.fingerprint)) {
-      return Status::InvalidArgument(
-          "Idempotency-Key '" + key.substr(0, 64) +
-          "' was already used for a different request; use a new key for a new request");
-    }
-    StoredResponse replay{it->second.status_code, it->second.response_body, true};
-    return replay;
-  }
   std::size_t mark = txn.writes.size();
   StoredResponse response = fn(txn);
   if (response.status_code >= 400) txn.writes.Truncate(mark);

@@ -8,10 +8,13 @@
 //   - other fingerprint -> invalid_argument ("keys are for retries of the same request");
 // Responses of 5xx are not stored (the request did not run to a result: retrying may succeed).
 // Keys expire kIdempotencyKeyLifetimeMicros (24 h) after first use. Concurrent duplicates (the
-// first still running) are refused with 409 by the HTTP layer, which sees requests in flight.
+// first still running) are refused with 409 by the HTTP layer, which sees requests in flight; it
+// asks FindIdempotent first, so a key whose first request has finished always replays, even while
+// another retry of it is in flight.
 #pragma once
 
 #include <functional>
+#include <optional>
 #include <string>
 #include <string_view>
 
@@ -41,6 +44,13 @@ struct Fingerprint {
 
 // invalid_argument unless 1..kMaxIdempotencyKeyBytes of printable ASCII.
 Status ValidateIdempotencyKey(std::string_view key);
+
+// The stored answer of (scope, key) while it lives: the replay when `fingerprint` matches,
+// invalid_argument when the key was used for another request, nullopt when nothing is stored (the
+// first request has not finished, or its answer was a 5xx).
+Result<std::optional<StoredResponse>> FindIdempotent(const Txn& txn, const std::string& scope,
+                                                     const std::string& key,
+                                                     const Fingerprint& fingerprint);
 
 // Runs `fn` once per (scope, key). `fn` returns the response it wants stored; when its status is
 // >= 400 its writes are dropped (it must not have mutated state) but the response is still kept.

@@ -92,6 +92,10 @@ void RunAuthenticated(ApiContext& api, const Request& request, Responder respond
 // slow work first, such as hashing a password); it is released when the response is ready.
 void RunAnonymous(ApiContext& api, const Request& request, Responder respond, bool idempotent,
                   AnonymousAction action, bool key_reserved = false);
+// For a handler that reserves its (valid) Idempotency-Key before slow work and finds it held by
+// another request: the stored answer once the key's first request finished (a retry always
+// replays), else 409 "still being processed".
+void ReplayAnonymousOr409(ApiContext& api, const Request& request, Responder respond);
 
 // The request's JSON object: Content-Type (when given) must be application/json, the body at most
 // kMaxJsonDepth deep, an object, and only `allowed` fields.

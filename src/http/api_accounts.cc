@@ -60,10 +60,7 @@ void SignUp(ApiContext& api, const Request& request, Responder respond) {
     Status key_ok = engine::ValidateIdempotencyKey(key);
     if (!key_ok.ok()) return respond(Response::Error(key_ok));
     in_flight = InFlightId(request, key);
-    if (!api.in_flight.Insert(in_flight)) {
-      return respond(Response::Error(
-          409, "conflict", "a request with this Idempotency-Key is still being processed"));
-    }
+    if (!api.in_flight.Insert(in_flight)) return ReplayAnonymousOr409(api, request, respond);
   }
   if (std::int64_t wait = api.signups_by_address.Acquire("addr:" + request.remote_address)) {
     if (!in_flight.empty()) api.in_flight.Erase(in_flight);

@@ -177,13 +177,33 @@ Response FromStored(const engine::StoredResponse& stored) {
   return r;
 }
 
+// The answer to a retry whose key another request holds in flight: the stored answer when the
+// key's first request has finished (a retry must replay, however many run at once), else 409.
+Result<engine::StoredResponse> ReplayOr409(engine::Txn& txn, const std::string& scope,
+                                           const std::string& key,
+                                           const engine::Fingerprint& fingerprint) {
+  GPUHUB_ASSIGN_OR_RETURN(std::optional<engine::StoredResponse> stored,
+                          engine::FindIdempotent(txn, scope, key, fingerprint));
+  if (stored) return *stored;
+  return engine::StoredResponse{
+      409,
+      ErrorBody("conflict",
+                "a request with this Idempotency-Key is still being processed; retry later", ""),
+      false};
+}
+
+// What a command does with the request's key: run the action (replaying a stored answer), or
+// only replay because another request with the key is in flight here.
+enum class KeyMode { kRun, kReplayOnly };
+using RunBody = std::function<Result<engine::StoredResponse>(
+    engine::Txn&, const std::string& key, const engine::Fingerprint& fingerprint, KeyMode mode)>;
+
 // The common path of both Run* functions. `scope` is computed on the writer (it needs the user).
 void Run(ApiContext& api, const Request& request, Responder respond, bool idempotent, bool reserved,
-         std::function<Result<engine::StoredResponse>(engine::Txn&, const std::string& key,
-                                                      const engine::Fingerprint& fingerprint)>
-             body) {
+         RunBody body) {
   std::string key;
   std::string in_flight;
+  KeyMode mode = KeyMode::kRun;
   if (idempotent && request.method == "POST") {
     key = request.Header("idempotency-key");
     if (request.headers.count("idempotency-key")) {
@@ -191,17 +211,18 @@ void Run(ApiContext& api, const Request& request, Responder respond, bool idempo
       if (!valid.ok()) return respond(Response::Error(valid));
       in_flight = InFlightId(request, key);
       if (!reserved && !api.in_flight.Insert(in_flight)) {
-        return respond(Response::Error(
-            409, "conflict",
-            "a request with this Idempotency-Key is still being processed; retry later"));
+        // Held by another request: the first one still running, or another retry of a finished
+        // one. The writer tells them apart (its state has the answer once the first finished).
+        mode = KeyMode::kReplayOnly;
+        in_flight.clear();  // not ours to release
       }
     }
   }
   engine::Fingerprint fingerprint =
       key.empty() ? engine::Fingerprint{} : RequestFingerprint(request);
   api.engine.Execute<engine::StoredResponse>(
-      [body = std::move(body), key, fingerprint](engine::Txn& txn) {
-        return body(txn, key, fingerprint);
+      [body = std::move(body), key, fingerprint, mode](engine::Txn& txn) {
+        return body(txn, key, fingerprint, mode);
       },
       [&api, respond = std::move(respond), in_flight](Result<engine::StoredResponse> result) {
         if (!in_flight.empty()) api.in_flight.Erase(in_flight);
@@ -213,8 +234,9 @@ void Run(ApiContext& api, const Request& request, Responder respond, bool idempo
 // Runs `action` (idempotently when a key is given); the writes of a failed action are dropped.
 Result<engine::StoredResponse> RunMaybeIdempotent(
     engine::Txn& txn, const std::string& scope, const std::string& key,
-    const engine::Fingerprint& fingerprint,
+    const engine::Fingerprint& fingerprint, KeyMode mode,
     const std::function<Result<Reply>(engine::Txn&)>& action) {
+  if (mode == KeyMode::kReplayOnly) return ReplayOr409(txn, scope, key, fingerprint);
   auto run = [&](engine::Txn& t) { return ToStored(action(t)); };
   if (!key.empty()) return engine::RunIdempotent(txn, scope, key, fingerprint, run);
   std::size_t mark = txn.writes.size();
@@ -252,8 +274,8 @@ void RunAuthenticated(ApiContext& api, const Request& request, Responder respond
   std::string token_hash = engine::HashToken(credentials.token);
   Run(api, request, std::move(respond), /*idempotent=*/true, /*reserved=*/false,
       [token_hash, any_of_roles, action = std::move(action)](
-          engine::Txn& txn, const std::string& key,
-          const engine::Fingerprint& fingerprint) -> Result<engine::StoredResponse> {
+          engine::Txn& txn, const std::string& key, const engine::Fingerprint& fingerprint,
+          KeyMode mode) -> Result<engine::StoredResponse> {
         auto user = engine::Authenticate(txn, token_hash);
         if (!user.ok()) return ToStored(user.status());
         if (any_of_roles != 0 && (user->roles & any_of_roles) == 0) {
@@ -263,8 +285,21 @@ void RunAuthenticated(ApiContext& api, const Request& request, Responder respond
           return ToStored(Status::PermissionDenied("this endpoint needs the " + names + " role"));
         }
         const engine::User me = *user;
-        return RunMaybeIdempotent(txn, "user:" + std::to_string(me.id), key, fingerprint,
+        return RunMaybeIdempotent(txn, "user:" + std::to_string(me.id), key, fingerprint, mode,
                                   [&](engine::Txn& t) { return action(t, me); });
+      });
+}
+
+void ReplayAnonymousOr409(ApiContext& api, const Request& request, Responder respond) {
+  std::string key = request.Header("idempotency-key");
+  engine::Fingerprint fingerprint = RequestFingerprint(request);
+  api.engine.Execute<engine::StoredResponse>(
+      [key, fingerprint](engine::Txn& txn) {
+        return ReplayOr409(txn, "anonymous", key, fingerprint);
+      },
+      [respond = std::move(respond)](Result<engine::StoredResponse> result) {
+        if (!result.ok()) return respond(Response::Error(result.status()));
+        respond(FromStored(*result));
       });
 }
 
@@ -272,8 +307,8 @@ void RunAnonymous(ApiContext& api, const Request& request, Responder respond, bo
                   AnonymousAction action, bool key_reserved) {
   Run(api, request, std::move(respond), idempotent, key_reserved,
       [action = std::move(action)](engine::Txn& txn, const std::string& key,
-                                   const engine::Fingerprint& fingerprint) {
-        return RunMaybeIdempotent(txn, "anonymous", key, fingerprint, action);
+                                   const engine::Fingerprint& fingerprint, KeyMode mode) {
+        return RunMaybeIdempotent(txn, "anonymous", key, fingerprint, mode, action);
       });
 }
 

@@ -572,6 +572,45 @@ TEST_F(ServerTest, IdempotencyKeysReplayRefuseMismatchesAndAreScopedPerAccount) 
   (void)root_token;
 }
 
+// After a request with key K finished, retries with K that arrived together used to find K held by
+// one of them (the in-flight set) and got 409 "still being processed": 6-8 of 30. A finished key
+// always replays, for an account's scope and for sign-ups (which reserve the key before hashing).
+TEST_F(ServerTest, ConcurrentRetriesOfAFinishedRequestAllReplay) {
+  StartServer();
+  std::string alice = SignUpAndLogIn(*client_, "alice");
+  const json topup = {{"amount", "20.00"}, {"currency", "EUR"}};
+  auto first = client_->Call("POST", "/v1/topups", topup, alice, "retry-key");
+  ASSERT_EQ(first.status, 201) << first.body;
+  const json signup = {{"username", "zoe"}, {"password", "correct horse battery"}};
+  auto created = client_->Call("POST", "/v1/accounts", signup, "", "signup-key");
+  ASSERT_EQ(created.status, 201) << created.body;
+  constexpr int kRetries = 30;
+  for (int round = 0; round < 3; ++round) {
+    std::vector<HttpResponse> topups(kRetries), signups(kRetries);
+    std::vector<std::thread> threads;
+    std::atomic<bool> go{false};
+    for (int i = 0; i < kRetries; ++i) {
+      threads.emplace_back([&, i] {
+        HttpClient client(server_->port());
+        client.Send("GET", "/healthz");  // connected before the burst
+        while (!go) std::this_thread::yield();
+        topups[i] = client.Call("POST", "/v1/topups", topup, alice, "retry-key");
+        signups[i] = client.Call("POST", "/v1/accounts", signup, "", "signup-key");
+      });
+    }
+    go = true;
+    for (auto& t : threads) t.join();
+    for (int i = 0; i < kRetries; ++i) {
+      EXPECT_EQ(topups[i].status, 201) << round << "/" << i << ": " << topups[i].body;
+      EXPECT_EQ(topups[i].body, first.body);
+      EXPECT_EQ(topups[i].Header("idempotent-replayed"), "true");
+      EXPECT_EQ(signups[i].status, 201) << round << "/" << i << ": " << signups[i].body;
+      EXPECT_EQ(signups[i].body, created.body);
+    }
+  }
+  EXPECT_EQ(client_->Call("GET", "/v1/topups", nullptr, alice).Json()["topups"].size(), 1u);
+}
+
 // Keys stored before fingerprints were canonical hold the hash of the raw body: after the upgrade
 // a retry with the identical bytes still replays (a reordered one cannot be recognised by such a
 // key and is refused, as before).
