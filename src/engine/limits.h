@@ -48,6 +48,16 @@ inline constexpr std::size_t kMaxOpenInvoicesPerUser = 20;
 // An invoice nobody paid is expired by the engine after this long (the processor's own expiry is
 // shorter; a late InvoiceSettled still credits an expired invoice: the money did arrive).
 inline constexpr std::int64_t kInvoiceLifetimeMicros = 24 * kMicrosPerHour;
+// BTCPay top-ups: payments recorded per invoice (BTCPay takes any number of partial payments),
+// the largest single payment accepted (a typo or a hostile fake would be refused, not credited),
+// the rounding that a fully settled invoice may be short by per payment (half a cent: each
+// payment's fiat value is rounded half-even to cents once), and how long the reconciliation pass
+// keeps reading an invoice back (BTCPay monitors an expired invoice for late payments for a day by
+// default; a week leaves room for a long outage).
+inline constexpr std::size_t kMaxPaymentsPerTopup = 1000;
+inline constexpr std::int64_t kMaxTopupPaymentMicros = 10'000'000LL * 1'000'000;
+inline constexpr std::int64_t kRoundingMicrosPerPayment = 5'000;
+inline constexpr std::int64_t kPaymentWatchMicros = 7 * 24 * kMicrosPerHour;
 // Admin manual credits: at most this much in one credit (a typo guard: 1,000,000 units).
 inline constexpr std::int64_t kMaxManualCreditMicros = 1'000'000LL * 1'000'000;
 // Conversions: amounts with up to 6 decimals, at least 0.01 of the source currency.

@@ -1,12 +1,14 @@
 #include "engine/state.h"
 
 #include "engine/market.h"
+#include "engine/topups.h"
 #include "engine/wallets.h"
 
 namespace gpuhub::engine {
 
 State::State()
     : wallets(std::make_unique<WalletsState>()),
+      topups(std::make_unique<TopupsState>()),
       market(std::make_unique<MarketState>(market::ExchangeConfig{})) {}
 State::~State() = default;
 
@@ -24,6 +26,7 @@ Result<std::unique_ptr<State>> LoadState(store::Store& store, const DomainConfig
   GPUHUB_RETURN_IF_ERROR(
       LoadIdempotency(store, state->idempotency).WithContext("loading idempotency keys"));
   GPUHUB_RETURN_IF_ERROR(LoadWallets(store, *state->wallets).WithContext("loading wallets"));
+  GPUHUB_RETURN_IF_ERROR(LoadTopups(store, *state->topups).WithContext("loading top-ups"));
   GPUHUB_RETURN_IF_ERROR(LoadMarket(store, config.market, state->wallets->ledger, *state->market)
                              .WithContext("loading the spot exchange"));
   return state;

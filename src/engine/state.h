@@ -67,7 +67,8 @@ struct IdempotencyState {
   std::multimap<TimestampMicros, std::pair<std::string, std::string>> by_age;
 };
 
-struct WalletsState;  // engine/wallets.h (the ledger, invoices, FX rates)
+struct WalletsState;  // engine/wallets.h (the ledger, FX rates)
+struct TopupsState;   // engine/topups.h (top-up invoices and their payments)
 struct MarketState;   // engine/market.h (the spot exchange)
 
 // How the domains are configured; fixed for the life of an engine (a reload keeps it).
@@ -81,6 +82,7 @@ struct State {
   AccountsState accounts;
   IdempotencyState idempotency;
   std::unique_ptr<WalletsState> wallets;
+  std::unique_ptr<TopupsState> topups;
   std::unique_ptr<MarketState> market;
   // Engine-wide values that must survive a restart (the manual clock's time).
   std::map<std::string, std::int64_t> meta;
@@ -93,5 +95,6 @@ Result<std::unique_ptr<State>> LoadState(store::Store& store, const DomainConfig
 Status LoadAccounts(store::Store& store, AccountsState& state);
 Status LoadIdempotency(store::Store& store, IdempotencyState& state);
 Status LoadWallets(store::Store& store, WalletsState& state);
+Status LoadTopups(store::Store& store, TopupsState& state);
 
 }  // namespace gpuhub::engine

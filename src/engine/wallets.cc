@@ -1,7 +1,5 @@
 #include "engine/wallets.h"
 
-#include <sodium.h>
-
 #include "engine/limits.h"
 #include "engine/market.h"
 
@@ -12,27 +10,6 @@ using ledger::AccountKey;
 using ledger::AccountKind;
 using ledger::TransferKind;
 using ledger::TransferRequest;
-
-bool IsOpen(InvoiceStatus s) { return s == InvoiceStatus::kNew || s == InvoiceStatus::kProcessing; }
-
-Result<InvoiceStatus> ParseInvoiceStatus(std::string_view name) {
-  for (auto s : {InvoiceStatus::kNew, InvoiceStatus::kProcessing, InvoiceStatus::kSettled,
-                 InvoiceStatus::kExpired, InvoiceStatus::kInvalid}) {
-    if (InvoiceStatusName(s) == name) return s;
-  }
-  return Status::Internal("unknown invoice status '" + std::string(name) + "'");
-}
-
-void WriteInvoice(Txn& txn, const Invoice& inv) {
-  txn.writes.Upsert("invoices", {{"id", inv.id},
-                                 {"user_id", inv.user_id},
-                                 {"currency", std::string(CurrencyCode(inv.currency))},
-                                 {"amount_micros", inv.amount_micros},
-                                 {"status", std::string(InvoiceStatusName(inv.status))},
-                                 {"created_at_us", inv.created_at},
-                                 {"updated_at_us", inv.updated_at},
-                                 {"transfer_id", inv.transfer_id}});
-}
 
 void WriteFxChange(Txn& txn, const ledger::FxRateChange& c) {
   txn.writes.Insert("fx_rate_changes", {{"version", c.version},
@@ -50,25 +27,6 @@ Result<std::vector<ledger::Transfer>> ApplyAndWrite(Txn& txn,
   if (!result.ok()) return result.status();
   if (result.result == ledger::TransferResult::kOk) WriteTransfers(txn, result.transfers);
   return result.transfers;
-}
-
-void SetStatus(Txn& txn, Invoice& inv, InvoiceStatus status) {
-  WalletsState& w = *txn.state.wallets;
-  if (IsOpen(inv.status) && !IsOpen(status)) {
-    w.open_by_age.erase({inv.created_at, inv.id});
-    if (--w.open_per_user[inv.user_id] == 0) w.open_per_user.erase(inv.user_id);
-  }
-  inv.status = status;
-  inv.updated_at = txn.now;
-  WriteInvoice(txn, inv);
-}
-
-std::string RandomHex(std::size_t bytes) {
-  std::vector<unsigned char> buf(bytes);
-  randombytes_buf(buf.data(), buf.size());
-  std::string out(bytes * 2, '\0');
-  sodium_bin2hex(out.data(), out.size() + 1, buf.data(), buf.size());
-  return out;
 }
 
 }  // namespace
@@ -92,121 +50,6 @@ void WriteTransfers(Txn& txn, const std::vector<ledger::Transfer>& transfers) {
                        {"timestamp_us", t.timestamp},
                        {"state", std::string(ledger::TransferStateName(t.state))}});
   }
-}
-
-std::string_view InvoiceStatusName(InvoiceStatus status) {
-  switch (status) {
-    case InvoiceStatus::kNew:
-      return "new";
-    case InvoiceStatus::kProcessing:
-      return "processing";
-    case InvoiceStatus::kSettled:
-      return "settled";
-    case InvoiceStatus::kExpired:
-      return "expired";
-    case InvoiceStatus::kInvalid:
-      return "invalid";
-  }
-  return "new";
-}
-
-Result<std::int64_t> ParseTopupAmount(std::string_view text) {
-  auto amount = ParseDecimalMicros(text, kTopupFractionDigits);
-  if (!amount.ok()) {
-    return Status::InvalidArgument(
-        "amount must be a positive decimal string with at most 2 decimals, such as \"100.00\" (" +
-        amount.status().message() + ")");
-  }
-  if (*amount < kMinTopupMicros || *amount > kMaxTopupMicros) {
-    return Status::InvalidArgument("amount must be between " + FormatMicros(kMinTopupMicros, 2) +
-                                   " and " + FormatMicros(kMaxTopupMicros, 2));
-  }
-  return *amount;
-}
-
-Result<Invoice> CreateTopup(Txn& txn, std::int64_t user_id, Currency currency,
-                            std::int64_t amount_micros) {
-  WalletsState& w = *txn.state.wallets;
-  if (amount_micros < kMinTopupMicros || amount_micros > kMaxTopupMicros) {
-    return Status::InvalidArgument("top-up amount out of range");
-  }
-  auto open = w.open_per_user.find(user_id);
-  if (open != w.open_per_user.end() && open->second >= kMaxOpenInvoicesPerUser) {
-    return Status::ResourceExhausted("you have " + std::to_string(kMaxOpenInvoicesPerUser) +
-                                     " unpaid top-ups open; pay or let them expire first");
-  }
-  Invoice inv;
-  do {
-    inv.id = "inv_" + RandomHex(12);
-  } while (w.invoices.count(inv.id));
-  inv.user_id = user_id;
-  inv.currency = currency;
-  inv.amount_micros = amount_micros;
-  inv.status = InvoiceStatus::kNew;
-  inv.created_at = inv.updated_at = txn.now;
-  w.invoices[inv.id] = inv;
-  w.invoices_by_user[user_id].push_back(inv.id);
-  w.open_by_age.insert({inv.created_at, inv.id});
-  ++w.open_per_user[user_id];
-  WriteInvoice(txn, inv);
-  return inv;
-}
-
-Result<Invoice> GetTopup(const Txn& txn, std::int64_t user_id, const std::string& invoice_id) {
-  const WalletsState& w = *txn.state.wallets;
-  auto it = w.invoices.find(invoice_id);
-  if (it == w.invoices.end() || it->second.user_id != user_id) {
-    return Status::NotFound("no top-up '" + invoice_id.substr(0, 64) + "'");
-  }
-  return it->second;
-}
-
-std::vector<Invoice> ListTopups(const Txn& txn, std::int64_t user_id, std::size_t limit) {
-  std::vector<Invoice> out;
-  const WalletsState& w = *txn.state.wallets;
-  auto it = w.invoices_by_user.find(user_id);
-  if (it == w.invoices_by_user.end()) return out;
-  for (auto id = it->second.rbegin(); id != it->second.rend() && out.size() < limit; ++id) {
-    out.push_back(w.invoices.at(*id));
-  }
-  return out;
-}
-
-Result<PaymentEventOutcome> ApplyPaymentEvent(Txn& txn, const std::string& type,
-                                              const std::string& invoice_id) {
-  WalletsState& w = *txn.state.wallets;
-  auto it = w.invoices.find(invoice_id);
-  if (it == w.invoices.end())
-    return Status::NotFound("no invoice '" + invoice_id.substr(0, 64) + "'");
-  Invoice& inv = it->second;
-  PaymentEventOutcome outcome;
-  if (type == "InvoiceSettled") {
-    if (inv.status != InvoiceStatus::kSettled) {
-      TransferRequest credit;
-      credit.id = "topup:" + inv.id;
-      credit.kind = TransferKind::kSinglePhase;
-      credit.debit = AccountKey::System(AccountKind::kDeposits, inv.currency);
-      credit.credit = AccountKey::Wallet(inv.user_id, inv.currency);
-      credit.amount_micros = inv.amount_micros;
-      credit.code = "topup";
-      credit.memo = "top-up invoice " + inv.id;
-      credit.timestamp = txn.now;
-      GPUHUB_RETURN_IF_ERROR(ApplyAndWrite(txn, {credit}).status());
-      inv.transfer_id = credit.id;
-      SetStatus(txn, inv, InvoiceStatus::kSettled);
-      outcome.credited = true;
-    }
-  } else if (type == "InvoiceProcessing" || type == "InvoiceReceivedPayment") {
-    if (inv.status == InvoiceStatus::kNew) SetStatus(txn, inv, InvoiceStatus::kProcessing);
-  } else if (type == "InvoiceExpired") {
-    if (IsOpen(inv.status)) SetStatus(txn, inv, InvoiceStatus::kExpired);
-  } else if (type == "InvoiceInvalid") {
-    if (inv.status != InvoiceStatus::kSettled) SetStatus(txn, inv, InvoiceStatus::kInvalid);
-  } else {
-    outcome.ignored = true;
-  }
-  outcome.invoice = inv;
-  return outcome;
 }
 
 Result<ledger::Transfer> ManualCredit(Txn& txn, std::int64_t admin_id, std::int64_t user_id,
@@ -283,18 +126,6 @@ Result<ledger::FxRateChange> RemoveFxRate(Txn& txn, Currency base, Currency quot
   return change;
 }
 
-void AddWalletTickHooks(Engine& engine) {
-  engine.AddTickHook([](Txn& txn) -> Status {
-    WalletsState& w = *txn.state.wallets;
-    while (!w.open_by_age.empty() &&
-           w.open_by_age.begin()->first + kInvoiceLifetimeMicros <= txn.now) {
-      std::string id = w.open_by_age.begin()->second;
-      SetStatus(txn, w.invoices.at(id), InvoiceStatus::kExpired);
-    }
-    return Status::Ok();
-  });
-}
-
 Status SeedDemoData(Engine& engine) {
   return engine
       .ExecuteSync<int>([](Txn& txn) -> Result<int> {
@@ -352,27 +183,7 @@ Status LoadWallets(store::Store& store, WalletsState& state) {
         return Status::Ok();
       }));
   GPUHUB_ASSIGN_OR_RETURN(state.ledger, ledger::Ledger::Restore(std::move(transfers), fx));
-  return store.Scan("invoices",
-                    {"id", "user_id", "currency", "amount_micros", "status", "created_at_us",
-                     "updated_at_us", "transfer_id"},
-                    "created_at_us, id", [&](const store::Row& row) -> Status {
-                      Invoice inv;
-                      GPUHUB_ASSIGN_OR_RETURN(inv.id, row.Text(0));
-                      GPUHUB_ASSIGN_OR_RETURN(inv.user_id, row.Int(1));
-                      GPUHUB_ASSIGN_OR_RETURN(inv.currency, row.Parsed(2, ParseCurrency));
-                      GPUHUB_ASSIGN_OR_RETURN(inv.amount_micros, row.Int(3));
-                      GPUHUB_ASSIGN_OR_RETURN(inv.status, row.Parsed(4, ParseInvoiceStatus));
-                      GPUHUB_ASSIGN_OR_RETURN(inv.created_at, row.Int(5));
-                      GPUHUB_ASSIGN_OR_RETURN(inv.updated_at, row.Int(6));
-                      GPUHUB_ASSIGN_OR_RETURN(inv.transfer_id, row.Text(7));
-                      state.invoices_by_user[inv.user_id].push_back(inv.id);
-                      if (IsOpen(inv.status)) {
-                        state.open_by_age.insert({inv.created_at, inv.id});
-                        ++state.open_per_user[inv.user_id];
-                      }
-                      state.invoices[inv.id] = std::move(inv);
-                      return Status::Ok();
-                    });
+  return Status::Ok();
 }
 
 }  // namespace gpuhub::engine

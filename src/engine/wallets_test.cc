@@ -20,7 +20,7 @@ class WalletsTest : public EngineOnSqliteTest {
       return u.id;
     });
   }
-  void Open() { OpenEngine({}, AddWalletTickHooks); }
+  void Open() { OpenEngine({}, AddTopupTickHooks); }
   std::int64_t Available(Currency c) {
     return Run<std::int64_t>([&](Txn& txn) -> Result<std::int64_t> {
       GPUHUB_ASSIGN_OR_RETURN(auto w, txn.state.wallets->ledger.Wallets(user_));

@@ -18,6 +18,7 @@
 #include <utility>
 
 #include "core/clock.h"
+#include "core/money.h"
 #include "core/status.h"
 #include "engine/accounts.h"
 #include "engine/engine.h"
@@ -35,6 +36,7 @@ struct Catalog;
 namespace gpuhub::http {
 
 using json = nlohmann::ordered_json;
+struct PaymentsRuntime;  // http/payments_runtime.h
 
 // Idempotency keys whose first request is still running: a concurrent duplicate gets 409.
 class InFlightKeys {
@@ -68,6 +70,7 @@ struct ApiContext {
   InFlightKeys in_flight;
   ManualClock* manual_clock = nullptr;  // set with --clock manual
   std::function<bool()> draining;       // the server is shutting down
+  PaymentsRuntime* payments = nullptr;  // BTCPay client, reconciliation (set by serve)
 };
 
 // What an action returns on success: a status and a JSON body.
@@ -137,6 +140,10 @@ void RegisterSystemRoutes(Router& router, ApiContext& api);
 void RegisterAccountRoutes(Router& router, ApiContext& api);
 void RegisterAdminRoutes(Router& router, ApiContext& api);
 void RegisterWalletRoutes(Router& router, ApiContext& api);
+// Top-ups, BTCPay webhooks, payment methods, held payments (api_payments.cc).
+void RegisterPaymentRoutes(Router& router, ApiContext& api);
+// Amount and currency fields shared by the money routes (api_wallets.cc).
+Result<Currency> CurrencyField(const json& body, std::string_view field);
 // The spot exchange (api_market.cc): machines, asks, bids, leases, earnings, payouts, market data.
 void RegisterMarketRoutes(Router& router, ApiContext& api);
 // POST /v1/fit's "prices": "list" (default: the term fleet's list prices) or "market" (the spot

@@ -1,6 +1,7 @@
 // GET /healthz (the writer answers a no-op command: proves the engine loop is alive) and
 // GET /metrics (Prometheus text format 0.0.4).
 #include "http/api.h"
+#include "http/payments_runtime.h"
 
 namespace gpuhub::http {
 
@@ -9,10 +10,19 @@ void RegisterSystemRoutes(Router& router, ApiContext& api) {
     if (api.draining && api.draining()) {
       return respond(Response::Error(503, "unavailable", "the server is shutting down"));
     }
+    // Payments: the mode, and for BTCPay where it is and how the last pass went (never the key).
+    json payments = {{"mode", "demo"}};
+    if (api.payments && !api.payments->demo()) {
+      payments = {{"mode", "btcpay"},
+                  {"btcpay", api.payments->btcpay->config().Describe()},
+                  {"last_reconcile_unix", api.payments->last_reconcile_unix_s.load()},
+                  {"last_reconcile_failed_invoices", api.payments->last_reconcile_failed.load()}};
+    }
     api.engine.Execute<int>([](engine::Txn&) -> Result<int> { return 0; },
-                            [respond](Result<int> r) {
+                            [respond, payments](Result<int> r) {
                               if (!r.ok()) return respond(Response::Error(r.status()));
-                              Response ok = JsonResponse(200, {{"status", "ok"}});
+                              Response ok = JsonResponse(
+                                  200, {{"status", "ok"}, {"details", {{"payments", payments}}}});
                               ok.headers.emplace_back("Cache-Control", "no-store");
                               respond(std::move(ok));
                             });

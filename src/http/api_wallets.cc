@@ -1,19 +1,15 @@
-// Money endpoints.
+// Money endpoints (top-ups and the payment processor are in api_payments.cc).
 //
-//   GET  /v1/wallets                                  -> {"wallets": [{"currency", "available",
-//   "held"}]} GET  /v1/transfers?limit=N&cursor=C               -> {"transfers": [...],
-//   "next_cursor": "C" | null} POST /v1/topups {"amount": "100.00", "currency": "USD"}   -> 201
-//   invoice GET  /v1/topups, GET /v1/topups/{id}              -> invoices (only the caller's) POST
-//   /v1/payments/webhook                          (the processor; BTCPay-Sig HMAC) POST
-//   /v1/conversions {"from", "to", "amount"}     -> 201 conversion GET  /v1/fx-rates -> {"rates":
-//   [...]} POST /v1/admin/credits {"username", "amount", "currency", "reason"}  (admin) -> 201 PUT
-//   /v1/admin/fx-rates/{base}/{quote} {"rate": "1.08", "spread_bps": 50}  (admin) DELETE
-//   /v1/admin/fx-rates/{base}/{quote}          (admin) -> 204 GET  /v1/admin/ledger (admin)
-//   invariants and trial balance
+//   GET  /v1/wallets                       -> {"wallets": [{"currency", "available", "held"}]}
+//   GET  /v1/transfers?limit=N&cursor=C    -> {"transfers": [...], "next_cursor": "C" | null}
+//   POST /v1/conversions {"from", "to", "amount"}                       -> 201 conversion
+//   GET  /v1/fx-rates                      -> {"rates": [...]}
+//   POST /v1/admin/credits {"username", "amount", "currency", "reason"}  (admin) -> 201
+//   PUT  /v1/admin/fx-rates/{base}/{quote} {"rate": "1.08", "spread_bps": 50}  (admin)
+//   DELETE /v1/admin/fx-rates/{base}/{quote}                            (admin) -> 204
+//   GET  /v1/admin/ledger                  (admin) invariants and trial balance
 //
 // Amounts are decimal strings in and out, never JSON numbers.
-#include <sodium.h>
-
 #include "core/strings.h"
 #include "engine/limits.h"
 #include "engine/wallets.h"
@@ -23,17 +19,6 @@
 
 namespace gpuhub::http {
 namespace {
-
-json InvoiceJson(const engine::Invoice& inv, const std::string& checkout_base) {
-  return {{"invoice_id", inv.id},
-          {"status", engine::InvoiceStatusName(inv.status)},
-          {"amount", FormatMicros(inv.amount_micros, 2)},
-          {"currency", CurrencyCode(inv.currency)},
-          {"checkout_url", checkout_base + inv.id},
-          {"created_at", FormatTimestamp(inv.created_at)},
-          {"updated_at", FormatTimestamp(inv.updated_at)},
-          {"transfer_id", inv.transfer_id.empty() ? json(nullptr) : json(inv.transfer_id)}};
-}
 
 // A transfer as its owner sees it: which of their accounts, in or out, and the other side's kind
 // (never another user's id).
@@ -63,6 +48,8 @@ json FxRateJson(const ledger::FxRate& r) {
           {"version", r.version}};
 }
 
+}  // namespace
+
 Result<Currency> CurrencyField(const json& body, std::string_view field) {
   GPUHUB_ASSIGN_OR_RETURN(std::string code, RequiredString(body, field));
   auto currency = ParseCurrency(code);
@@ -72,6 +59,8 @@ Result<Currency> CurrencyField(const json& body, std::string_view field) {
   }
   return *currency;
 }
+
+namespace {
 
 Result<std::int64_t> AmountField(const json& body, std::string_view field, int fraction_digits) {
   auto it = body.find(field);
@@ -92,70 +81,6 @@ Result<std::int64_t> AmountField(const json& body, std::string_view field, int f
         .WithField(std::string(field));
   }
   return *amount;
-}
-
-bool HexToBytes(std::string_view hex, std::vector<unsigned char>* out) {
-  out->assign(hex.size() / 2, 0);
-  std::size_t written = 0;
-  if (hex.size() % 2 != 0) return false;
-  return sodium_hex2bin(out->data(), out->size(), hex.data(), hex.size(), nullptr, &written,
-                        nullptr) == 0 &&
-         written == out->size();
-}
-
-// BTCPay-Sig: sha256=<hex HMAC-SHA256(secret, raw body)>; compared in constant time.
-bool ValidSignature(const std::string& secret, const Request& request) {
-  std::string header(Trim(request.Header("btcpay-sig")));
-  if (header.size() != 7 + 64 || ToLower(header.substr(0, 7)) != "sha256=") return false;
-  std::vector<unsigned char> given;
-  if (!HexToBytes(std::string_view(header).substr(7), &given) ||
-      given.size() != crypto_auth_hmacsha256_BYTES) {
-    return false;
-  }
-  unsigned char expected[crypto_auth_hmacsha256_BYTES];
-  crypto_auth_hmacsha256_state state;
-  crypto_auth_hmacsha256_init(&state, reinterpret_cast<const unsigned char*>(secret.data()),
-                              secret.size());
-  crypto_auth_hmacsha256_update(&state, reinterpret_cast<const unsigned char*>(request.body.data()),
-                                request.body.size());
-  crypto_auth_hmacsha256_final(&state, expected);
-  return sodium_memcmp(expected, given.data(), sizeof expected) == 0;
-}
-
-void Webhook(ApiContext& api, const Request& request, Responder respond) {
-  if (api.config.webhook_secret.empty()) {
-    return respond(Response::Error(
-        503, "unavailable",
-        "payment webhooks are disabled: no webhook secret is configured (GPUHUB_WEBHOOK_SECRET "
-        "or [payments] webhook_secret)"));
-  }
-  if (request.Header("btcpay-sig").empty()) {
-    return respond(Response::Error(401, "unauthenticated", "missing BTCPay-Sig header"));
-  }
-  if (!ValidSignature(api.config.webhook_secret, request)) {
-    return respond(Response::Error(401, "unauthenticated", "invalid webhook signature"));
-  }
-  Status depth = CheckJsonDepth(request.body, kMaxJsonDepth);
-  if (!depth.ok()) return respond(Response::Error(depth));
-  json body = json::parse(request.body, nullptr, false);
-  if (body.is_discarded() || !body.is_object()) {
-    return respond(Response::Error(400, "invalid_argument", "webhook body must be a JSON object"));
-  }
-  // The processor sends many more fields (deliveryId, storeId, timestamp, ...): only these matter.
-  auto type = RequiredString(body, "type");
-  if (!type.ok()) return respond(Response::Error(type.status()));
-  auto invoice = RequiredString(body, "invoiceId");
-  if (!invoice.ok()) return respond(Response::Error(invoice.status()));
-  RunAnonymous(api, request, std::move(respond), /*idempotent=*/false,
-               [type = *type, invoice = *invoice, &api](engine::Txn& txn) -> Result<Reply> {
-                 GPUHUB_ASSIGN_OR_RETURN(auto outcome,
-                                         engine::ApplyPaymentEvent(txn, type, invoice));
-                 return Reply{200,
-                              {{"invoice_id", outcome.invoice.id},
-                               {"status", engine::InvoiceStatusName(outcome.invoice.status)},
-                               {"credited", outcome.credited},
-                               {"ignored", outcome.ignored}}};
-               });
 }
 
 std::int64_t TimestampOrNow(const engine::Txn& txn) { return txn.now; }
@@ -212,64 +137,6 @@ void RegisterWalletRoutes(Router& router, ApiContext& api) {
               return Reply{200, {{"transfers", list}, {"next_cursor", next}}};
             });
       }));
-
-  router.Add(
-      "POST", "/v1/topups", RequireBearer([&api](const Request& r, Responder respond) {
-        auto body = ParseJsonObject(r, {"amount", "currency"});
-        if (!body.ok()) return respond(Response::Error(body.status()));
-        auto currency = CurrencyField(*body, "currency");
-        if (!currency.ok()) return respond(Response::Error(currency.status()));
-        auto it = body->find("amount");
-        if (it != body->end() && it->is_number()) {
-          return respond(Response::Error(
-              Status::InvalidArgument("field 'amount' must be a decimal string such as \"100.00\"")
-                  .WithField("amount")));
-        }
-        auto text = RequiredString(*body, "amount");
-        if (!text.ok()) return respond(Response::Error(text.status()));
-        auto amount = engine::ParseTopupAmount(*text);
-        if (!amount.ok()) {
-          return respond(Response::Error(amount.status().WithField("amount")));
-        }
-        std::string base = api.config.checkout_base_url;
-        RunAuthenticated(api, r, std::move(respond), 0,
-                         [currency = *currency, amount = *amount, base](
-                             engine::Txn& txn, const engine::User& me) -> Result<Reply> {
-                           GPUHUB_ASSIGN_OR_RETURN(
-                               auto inv, engine::CreateTopup(txn, me.id, currency, amount));
-                           return Reply{201, InvoiceJson(inv, base)};
-                         });
-      }));
-
-  router.Add("GET", "/v1/topups", RequireBearer([&api](const Request& r, Responder respond) {
-               // Newest first: the newest 50 unless ?limit= says otherwise (1..500).
-               auto limit = LimitQuery(r, "limit", kDefaultPageSize, kMaxListPageSize);
-               if (!limit.ok()) return respond(Response::Error(limit.status()));
-               std::string base = api.config.checkout_base_url;
-               RunAuthenticated(
-                   api, r, std::move(respond), 0,
-                   [base, n = *limit](engine::Txn& txn, const engine::User& me) -> Result<Reply> {
-                     json list = json::array();
-                     for (const auto& inv : engine::ListTopups(txn, me.id, n)) {
-                       list.push_back(InvoiceJson(inv, base));
-                     }
-                     return Reply{200, {{"topups", list}}};
-                   });
-             }));
-
-  router.Add("GET", "/v1/topups/{id}", RequireBearer([&api](const Request& r, Responder respond) {
-               std::string base = api.config.checkout_base_url;
-               std::string id = r.path_params.at("id");
-               RunAuthenticated(
-                   api, r, std::move(respond), 0,
-                   [base, id](engine::Txn& txn, const engine::User& me) -> Result<Reply> {
-                     GPUHUB_ASSIGN_OR_RETURN(auto inv, engine::GetTopup(txn, me.id, id));
-                     return Reply{200, InvoiceJson(inv, base)};
-                   });
-             }));
-
-  router.Add("POST", "/v1/payments/webhook",
-             [&api](const Request& r, Responder respond) { Webhook(api, r, std::move(respond)); });
 
   router.Add("POST", "/v1/conversions", RequireBearer([&api](const Request& r, Responder respond) {
                auto body = ParseJsonObject(r, {"from", "to", "amount"});

@@ -169,9 +169,23 @@ Result<ServiceConfig> ParseServiceConfig(std::string_view toml_text, std::string
     }
   }
   if (const toml::table* p = root["payments"].as_table()) {
-    GPUHUB_RETURN_IF_ERROR(known(*p, "payments", {"webhook_secret", "checkout_base_url"}));
+    GPUHUB_RETURN_IF_ERROR(known(*p, "payments",
+                                 {"webhook_secret", "checkout_base_url", "btcpay_url", "store_id",
+                                  "api_key", "btcpay_ca_file", "invoice_expiration_minutes",
+                                  "reconcile_interval_seconds", "public_url"}));
     GPUHUB_RETURN_IF_ERROR(text(*p, "payments", "webhook_secret", &config.webhook_secret));
     GPUHUB_RETURN_IF_ERROR(text(*p, "payments", "checkout_base_url", &config.checkout_base_url));
+    GPUHUB_RETURN_IF_ERROR(text(*p, "payments", "btcpay_url", &config.btcpay_url));
+    GPUHUB_RETURN_IF_ERROR(text(*p, "payments", "store_id", &config.btcpay_store_id));
+    GPUHUB_RETURN_IF_ERROR(text(*p, "payments", "api_key", &config.btcpay_api_key));
+    GPUHUB_RETURN_IF_ERROR(text(*p, "payments", "btcpay_ca_file", &config.btcpay_ca_file));
+    GPUHUB_RETURN_IF_ERROR(text(*p, "payments", "public_url", &config.public_url));
+    // BTCPay's own bounds: 1 minute .. 30 days of checkout; a pass at most once a second and at
+    // least once an hour.
+    GPUHUB_RETURN_IF_ERROR(integer(*p, "payments", "invoice_expiration_minutes", 1, 43200,
+                                   &config.invoice_expiration_minutes));
+    GPUHUB_RETURN_IF_ERROR(integer(*p, "payments", "reconcile_interval_seconds", 1, 3600,
+                                   &config.reconcile_interval_seconds));
   }
   return config;
 }

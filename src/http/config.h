@@ -27,7 +27,14 @@
 //
 //   [payments]
 //   webhook_secret = "..."               # or GPUHUB_WEBHOOK_SECRET; none: webhooks refused (503)
-//   checkout_base_url = "https://pay.example.com/i/"
+//   btcpay_url = "https://btcpay.example.com"  # or GPUHUB_BTCPAY_URL; none: demo mode
+//   store_id = "..."                     # or GPUHUB_BTCPAY_STORE_ID
+//   api_key = "..."                      # or GPUHUB_BTCPAY_API_KEY (never logged or shown)
+//   btcpay_ca_file = ""                  # https: trust these CAs instead of the system's
+//   invoice_expiration_minutes = 60      # BTCPay checkout expiry of a top-up
+//   reconcile_interval_seconds = 300     # how often open BTCPay invoices are read back
+//   public_url = "https://gpuhub.example.com"  # BTCPay's "return to store" link goes to /account/
+//   checkout_base_url = "https://pay.example.com/i/"  # demo mode only
 //
 //   [market]
 //   fee_percent = "10"                   # platform fee per lease-hour, 0..50, up to 4 decimals
@@ -75,6 +82,15 @@ struct ServiceConfig {
 
   std::string webhook_secret;
   std::string checkout_base_url = "https://pay.gpuhub.example/i/";
+  // BTCPay Server (Greenfield). Empty btcpay_url: demo mode (top-ups settled by a signed
+  // InvoiceSettled for our own invoice id, labelled "demo" on the page and in /healthz).
+  std::string btcpay_url;
+  std::string btcpay_store_id;
+  std::string btcpay_api_key;  // secret: never logged, never in an error or /healthz
+  std::string btcpay_ca_file;
+  std::int64_t invoice_expiration_minutes = 60;
+  std::int64_t reconcile_interval_seconds = 300;
+  std::string public_url;
 
   std::int64_t market_fee_ppm = 100'000;  // 10%
 };

@@ -16,6 +16,7 @@
 #include "engine/wallets.h"
 #include "http/api.h"
 #include "http/limits.h"
+#include "http/payments_runtime.h"
 #include "http/server.h"
 #include "store/store.h"
 
@@ -54,8 +55,25 @@ int RunServe(const ServeOptions& options) {
       return 2;
     }
   }
-  if (const char* secret = std::getenv("GPUHUB_WEBHOOK_SECRET"); secret && *secret) {
-    config.webhook_secret = secret;
+  for (auto [name, field] : {std::pair<const char*, std::string*>{"GPUHUB_WEBHOOK_SECRET",
+                                                                   &config.webhook_secret},
+                              {"GPUHUB_BTCPAY_URL", &config.btcpay_url},
+                              {"GPUHUB_BTCPAY_STORE_ID", &config.btcpay_store_id},
+                              {"GPUHUB_BTCPAY_API_KEY", &config.btcpay_api_key}}) {
+    if (const char* value = std::getenv(name); value && *value) *field = value;
+  }
+  payments::GreenfieldConfig btcpay{config.btcpay_url, config.btcpay_store_id,
+                                    config.btcpay_api_key, config.btcpay_ca_file, 0};
+  if (btcpay.configured()) {
+    if (Status s = btcpay.Validate(); !s.ok()) {
+      std::cerr << "gpuhub: " << s.message() << "\n";
+      return 2;
+    }
+    if (config.webhook_secret.empty()) {
+      std::cerr << "gpuhub: with payments.btcpay_url set, payments.webhook_secret (or "
+                   "GPUHUB_WEBHOOK_SECRET) must be the secret of the store's webhook\n";
+      return 2;
+    }
   }
   if (options.clock != "real" && options.clock != "manual") {
     std::cerr << "gpuhub: --clock must be real or manual\n";
@@ -120,7 +138,7 @@ int RunServe(const ServeOptions& options) {
   engine::Engine engine(std::move(store), *clock, metrics, engine_options);
   engine.AddTickHook(engine::ExpireSessions);
   engine.AddTickHook(engine::ExpireIdempotencyKeys);
-  engine::AddWalletTickHooks(engine);
+  engine::AddTopupTickHooks(engine);
   engine::AddMarketTickHooks(engine);
   if (Status s = engine.Start(); !s.ok()) {
     std::cerr << "gpuhub: cannot load the state from " << description << ": " << s.message()
@@ -140,7 +158,13 @@ int RunServe(const ServeOptions& options) {
   RegisterSystemRoutes(router, api);
   RegisterAccountRoutes(router, api);
   RegisterAdminRoutes(router, api);
+  PaymentsRuntime payments_runtime(metrics);
+  if (btcpay.configured()) {
+    payments_runtime.btcpay = std::make_unique<payments::GreenfieldClient>(btcpay);
+  }
+  api.payments = &payments_runtime;
   RegisterWalletRoutes(router, api);
+  RegisterPaymentRoutes(router, api);
   RegisterMarketRoutes(router, api);
   RegisterReadRoutes(router, api, options.data_dir);
 
@@ -184,10 +208,18 @@ int RunServe(const ServeOptions& options) {
   }
   std::string host =
       config.host.find(':') != std::string::npos ? "[" + config.host + "]" : config.host;
-  spdlog::info("event=listening url=http://{}:{} db={} clock={} webhooks={}", host, server.port(),
-               description, options.clock, config.webhook_secret.empty() ? "off" : "on");
+  spdlog::info("event=listening url=http://{}:{} db={} clock={} webhooks={} payments={}", host,
+               server.port(), description, options.clock,
+               config.webhook_secret.empty() ? "off" : "on",
+               btcpay.configured() ? "btcpay " + btcpay.Describe() : std::string("demo"));
+  StartReconciliation(api, config.reconcile_interval_seconds);
   std::cout << "listening on http://" << host << ":" << server.port() << std::endl;
-  server.Run([&engine] { engine.Stop(); });
+  server.Run([&engine, &payments_runtime] {
+    if (payments_runtime.reconciler) payments_runtime.reconciler->Stop();
+    engine.Stop();
+  });
+  if (payments_runtime.reconciler) payments_runtime.reconciler->Stop();
+  payments_runtime.workers.Stop();
   engine.Stop();
   // Password hashes still queued (only when the shutdown grace ran out) finish now, while the
   // server's I/O objects still exist for their answers to be dropped safely.

@@ -175,6 +175,32 @@ CREATE TABLE market_payouts (
 );
 CREATE INDEX market_payouts_by_provider ON market_payouts (provider_id);
 )sql"},
+      {4, "btcpay_payments",
+       R"sql(
+ALTER TABLE invoices ADD COLUMN processor TEXT NOT NULL DEFAULT 'demo';
+ALTER TABLE invoices ADD COLUMN processor_invoice_id TEXT NOT NULL DEFAULT '';
+ALTER TABLE invoices ADD COLUMN checkout_url TEXT NOT NULL DEFAULT '';
+ALTER TABLE invoices ADD COLUMN additional_status TEXT NOT NULL DEFAULT '';
+ALTER TABLE invoices ADD COLUMN credited_micros BIGINT NOT NULL DEFAULT 0;
+ALTER TABLE invoices ADD COLUMN held_micros BIGINT NOT NULL DEFAULT 0;
+ALTER TABLE invoices ADD COLUMN expires_at_us BIGINT NOT NULL DEFAULT 0;
+CREATE INDEX invoices_by_processor_id ON invoices (processor_invoice_id);
+CREATE TABLE invoice_payments (
+  invoice_id TEXT NOT NULL REFERENCES invoices (id),
+  payment_id TEXT NOT NULL,
+  seq BIGINT NOT NULL,
+  payment_method TEXT NOT NULL,
+  fiat_micros BIGINT NOT NULL,
+  state TEXT NOT NULL,
+  transfer_id TEXT NOT NULL,
+  source TEXT NOT NULL,
+  created_at_us BIGINT NOT NULL,
+  updated_at_us BIGINT NOT NULL,
+  decided_by BIGINT NOT NULL,
+  decision_reason TEXT NOT NULL,
+  PRIMARY KEY (invoice_id, payment_id)
+);
+)sql"},
   };
   return migrations;
 }

@@ -281,7 +281,7 @@ ServerProcess::ServerProcess(const TempDir& dir, ServerOptions options)
            << "\n";
   }
   config << "signups_per_address = " << options_.signups_per_address << "\n";
-  config << "[payments]\n";
+  config << "[payments]\n" << options_.payments_extra << "\n";
   if (!options_.webhook_secret.empty()) {
     config << "webhook_secret = \"" << options_.webhook_secret << "\"\n";
   }
