@@ -150,8 +150,12 @@ function renderInvoice(inv) {
             h('p', { class: 'muted small' }, 'This page updates by itself when the payment is confirmed.'),
           ]
         : inv.status === 'settled'
-          ? h('p', { class: 'alert alert-ok', role: 'status' }, `Paid: ${money(inv.amount, inv.currency)} added to your ${inv.currency} wallet.`)
-          : h('p', { class: 'alert alert-warn', role: 'status' }, `This invoice is ${inv.status}; create a new one to top up.`)
+          ? h('p', { class: 'alert alert-ok', role: 'status' }, `Paid: ${money(inv.credited || inv.amount, inv.currency)} added to your ${inv.currency} wallet.`)
+          : h('p', { class: 'alert alert-warn', role: 'status' },
+              `This invoice is ${inv.status}` +
+                (inv.credited && inv.credited !== '0.00' ? `; ${money(inv.credited, inv.currency)} that arrived was credited` : '') +
+                (inv.held && inv.held !== '0.00' ? `; ${money(inv.held, inv.currency)} is held for review` : '') +
+                '; create a new one to top up.')
     )
   );
 }
@@ -262,6 +266,24 @@ async function loadTransfers(reset) {
   }
 }
 
+// Demo mode or the coins the payment processor accepts (GET /v1/payments/methods).
+async function loadPaymentMode() {
+  const slot = $('#payment-mode');
+  try {
+    const data = await api('GET', '/v1/payments/methods');
+    if (data.mode === 'demo') {
+      slot.dataset.mode = 'demo';
+      replace(slot, h('span', { class: 'badge badge-warn' }, 'demo'), ' No payment processor is configured: invoices are settled by hand (demo mode).');
+    } else {
+      slot.dataset.mode = 'btcpay';
+      const coins = data.methods.map((m) => m.label).join(', ');
+      replace(slot, 'Accepted: ', h('strong', null, coins || 'no coin is enabled at the processor'), ' (through BTCPay Server).');
+    }
+  } catch (err) {
+    replace(slot, 'The accepted coins could not be loaded: ' + err.message);
+  }
+}
+
 async function onLogout() {
   const button = $('#logout');
   setBusy(button, true);
@@ -290,6 +312,7 @@ async function main() {
     if (!e.detail && !$('#signed-in').hidden) show('out');
   });
   const session = await currentSession();
+  loadPaymentMode();
   if (session) await showAccount(session);
   else show('out');
 }
