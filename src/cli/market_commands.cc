@@ -8,6 +8,18 @@
 
 namespace gpuhub::cli {
 
+Result<std::vector<fit::MarketOffer>> FetchOffers(const std::string& server) {
+  ServerCall call;
+  call.path = "/v1/offers";
+  GPUHUB_ASSIGN_OR_RETURN(net::Response answer, CallServer(server, call));
+  if (answer.status != 200) return Status::Internal(ServerError(call, answer));
+  auto offers = fit::ParseOffersJson(answer.body);
+  if (!offers.ok()) {
+    return Status::Internal(offers.status().message() + " (is " + server + " a gpuhub server?)");
+  }
+  return offers;
+}
+
 void RunMarketFit(const fit::RequestFields& fields, const fit::RequestContext& context,
                   const catalog::Catalog& fleet, const std::string& server, bool json) {
   auto request = fit::ResolveMarketFitRequest(fields, context, fleet);
@@ -22,18 +34,12 @@ void RunMarketFit(const fit::RequestFields& fields, const fit::RequestContext& c
         "--prices market needs --server URL (a running gpuhub serve), or "
         "GPUHUB_SERVER in the environment");
   }
-  ServerCall call;
-  call.path = "/v1/offers";
-  auto answer = CallServer(server, call);
-  if (!answer.ok()) {
-    return answer.status().code() == StatusCode::kInvalidArgument
-               ? FailBadInput(answer.status().message())
-               : Fail(answer.status().message());
+  auto offers = FetchOffers(server);
+  if (!offers.ok()) {
+    return offers.status().code() == StatusCode::kInvalidArgument
+               ? FailBadInput(offers.status().message())
+               : Fail(offers.status().message());
   }
-  if (answer->status != 200) return Fail(ServerError(call, *answer));
-  auto offers = fit::ParseOffersJson(answer->body);
-  if (!offers.ok())
-    return Fail(offers.status().message() + " (is " + server + " a gpuhub server?)");
   auto result = fit::FitMarket(fleet, *request, *offers);
   if (!result.ok()) return FailBadInput(result.status().message());
   if (json) {

@@ -10,10 +10,14 @@
 #include "catalog/catalog.h"
 #include "cli/command_registry.h"
 #include "cli/market_fit.h"
+#include "cli/server_client.h"
+#include "core/clock.h"
 #include "core/money.h"
 #include "core/strings.h"
 #include "fit/fit.h"
 #include "fit/guide.h"
+#include "fit/plan.h"
+#include "fit/plan_report.h"
 #include "fit/report_json.h"
 #include "fit/report_text.h"
 #include "fit/request.h"
@@ -49,6 +53,9 @@ struct Flags {
   std::string catalog_path;
   std::string hourly_rate;  // catalog --hourly-rate
   std::string prices = "list", server;  // fit --prices market --server URL
+  // plan
+  std::string tokens, samples, epochs, tokens_per_day, prompt_tokens, output_tokens, days;
+  std::string utilisation, bandwidth_efficiency, start;
 
   std::map<std::string, CLI::Option*> options;
   bool Given(const std::string& name) const {
@@ -159,6 +166,16 @@ Result<fit::RequestFields> ToFields(const Flags& f) {
   r.region = text("--region", f.region);
   r.max_monthly_usd = text("--max-monthly-usd", f.max_monthly_usd);
   r.gpu = text("--gpu", f.gpu);
+  GPUHUB_ASSIGN_OR_RETURN(r.tokens, IntFlag(f, "--tokens", f.tokens));
+  GPUHUB_ASSIGN_OR_RETURN(r.samples, IntFlag(f, "--samples", f.samples));
+  GPUHUB_ASSIGN_OR_RETURN(r.epochs, IntFlag(f, "--epochs", f.epochs));
+  GPUHUB_ASSIGN_OR_RETURN(r.tokens_per_day, IntFlag(f, "--tokens-per-day", f.tokens_per_day));
+  GPUHUB_ASSIGN_OR_RETURN(r.prompt_tokens, IntFlag(f, "--prompt-tokens", f.prompt_tokens));
+  GPUHUB_ASSIGN_OR_RETURN(r.output_tokens, IntFlag(f, "--output-tokens", f.output_tokens));
+  GPUHUB_ASSIGN_OR_RETURN(r.days, IntFlag(f, "--days", f.days));
+  r.utilisation = text("--utilisation", f.utilisation);
+  r.bandwidth_efficiency = text("--bandwidth-efficiency", f.bandwidth_efficiency);
+  r.start = text("--start", f.start);
   return r;
 }
 
@@ -230,6 +247,34 @@ void RunFit(const Flags& f) {
   SetExitCode(kExitOk);
 }
 
+void RunPlan(const Flags& f) {
+  auto fields = ToFields(f);
+  if (!fields.ok()) return FailWith(fields.status());
+  auto fleet = LoadCatalogOrFail(f);
+  if (!fleet) return;
+  auto request = fit::ResolvePlanRequest(*fields, CliContext(), *fleet, RealClock().NowMicros());
+  if (!request.ok()) return FailWith(request.status());
+  // Spot prices: the live book of a server when one is named, else the catalog's opening asks.
+  const std::string server = ServerFromEnvironment(f.server);
+  std::vector<fit::MarketOffer> offers;
+  const bool live = !server.empty();
+  if (live) {
+    auto book = FetchOffers(server);
+    if (!book.ok()) return FailWith(book.status());
+    offers = std::move(*book);
+  } else {
+    offers = fit::OpeningAskOffers(*fleet);
+  }
+  auto result = fit::Plan(*fleet, *request, offers, live);
+  if (!result.ok()) return FailWith(result.status());
+  if (f.json) {
+    std::cout << fit::PlanReportJson(*request, *result) << "\n";
+  } else {
+    std::cout << fit::PlanReportText(*request, *result);
+  }
+  SetExitCode(kExitOk);
+}
+
 void RunGuide(const Flags& f) {
   auto fleet = LoadCatalogOrFail(f);
   if (!fleet) return;
@@ -277,7 +322,7 @@ void RunModels(const Flags& f) {
 
 void AddSizingCommands(CLI::App& app) {
   // Flags live as long as the app: the callbacks run after parsing.
-  static Flags size_flags, fit_flags, guide_flags, catalog_flags, models_flags;
+  static Flags size_flags, fit_flags, guide_flags, catalog_flags, models_flags, plan_flags;
 
   CLI::App* size = app.add_subcommand(
       "size", "GPU memory a model needs for inference or training, component by component");
@@ -312,6 +357,45 @@ void AddSizingCommands(CLI::App& app) {
                       "with --prices market: a running gpuhub serve, http://HOST:PORT "
                       "(default $GPUHUB_SERVER)");
   fit_cmd->callback([] { RunFit(fit_flags); });
+
+  CLI::App* plan = app.add_subcommand(
+      "plan",
+      "how long a training or serving job runs on every configuration that holds it, and what it "
+      "costs to finish on spot (live asks) or a weekly/monthly term, cheapest first");
+  AddWorkloadFlags(plan, plan_flags, /*for_size=*/false);
+  auto plan_option = [&](const std::string& name, std::string& target, const std::string& help) {
+    plan_flags.options[name] = plan->add_option(name, target, help);
+  };
+  plan_option("--gpus", plan_flags.gpus, "not for plan: it tries every count itself");
+  plan_option("--zero", plan_flags.zero, "not for plan: it shards with ZeRO-3 itself");
+  plan->add_flag("--cuda-only", plan_flags.cuda_only, "CUDA cards only (no ROCm)");
+  plan_option("--region", plan_flags.region, "region code: DFW-1, IAD-1 or PDX-1");
+  plan->add_flag("--in-stock", plan_flags.in_stock, "term: only sets free now");
+  plan_option("--max-monthly-usd", plan_flags.max_monthly_usd,
+              "term: budget per month for the whole set, USD");
+  plan_option("--top", plan_flags.top, "configurations listed (default 5)");
+  plan->add_flag("--why-not", plan_flags.why_not, "list every excluded configuration and why");
+  plan_option("--gpu", plan_flags.gpu, "only this card (term fleet or spot exchange)");
+  plan_option("--tokens", plan_flags.tokens, "training: tokens per epoch");
+  plan_option("--samples", plan_flags.samples, "training: dataset samples (x --seq tokens each)");
+  plan_option("--epochs", plan_flags.epochs, "training: epochs (default 1)");
+  plan_option("--tokens-per-day", plan_flags.tokens_per_day,
+              "serving (--workload infer): output tokens a day");
+  plan_option("--prompt-tokens", plan_flags.prompt_tokens,
+              "serving: prompt tokens per request (default 1024)");
+  plan_option("--output-tokens", plan_flags.output_tokens,
+              "serving: output tokens per request (default 256)");
+  plan_option("--days", plan_flags.days, "serving: days of service (default 30)");
+  plan_option("--utilisation", plan_flags.utilisation,
+              "share of the dense tensor peak reached (default: calibrated per architecture)");
+  plan_option("--bandwidth-efficiency", plan_flags.bandwidth_efficiency,
+              "serving: share of memory bandwidth a decode step reaches (default calibrated)");
+  plan_option("--start", plan_flags.start, "when the job starts, RFC 3339 (default now)");
+  AddCatalogFlag(plan, plan_flags);
+  plan->add_option("--server", plan_flags.server,
+                   "a running gpuhub serve whose spot book prices the plan (default "
+                   "$GPUHUB_SERVER; none: the catalog's opening asks)");
+  plan->callback([] { RunPlan(plan_flags); });
 
   CLI::App* guide = app.add_subcommand(
       "guide", "the published sizing guide, regenerated from the engine and the catalog");

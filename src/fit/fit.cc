@@ -43,6 +43,26 @@ std::string_view ExclusionName(Exclusion exclusion) {
   return "?";
 }
 
+std::string ShardedTrainingReason(const TermGpu& g, int count) {
+  using catalog::ShardedTraining;
+  std::string name = ConfigurationName(g.name, count);
+  switch (g.sharded_training) {
+    case ShardedTraining::kEightWayOnly:
+      return "full fine-tuning across " + g.name + " cards shards 8-way only (" + g.link + ")";
+    case ShardedTraining::kPairs:
+      return "full fine-tuning shards across pairs of " + g.name + " only (" + g.link + ")";
+    case ShardedTraining::kDataParallelOnly:
+      return "full fine-tuning cannot shard across " + g.name + " cards (" + g.link +
+             ": data parallel only)";
+    case ShardedTraining::kSingleCard:
+      return "full fine-tuning cannot shard across " + g.name + " cards (" + g.link +
+             ": single card only)";
+    case ShardedTraining::kUpTo8:
+      return "full fine-tuning shards across at most 8 " + g.name + " cards";
+  }
+  return name + " cannot shard training";
+}
+
 std::string ConfigurationName(const std::string& gpu, int count) {
   return count == 1 ? gpu : std::to_string(count) + "x " + gpu;
 }
@@ -69,26 +89,6 @@ std::string Fp8Reason(const sizing::Workload& w) {
     return "an FP8 KV cache";
   }
   return "FP8 weights";
-}
-
-std::string ShardedReason(const TermGpu& g, int count) {
-  using catalog::ShardedTraining;
-  std::string name = ConfigurationName(g.name, count);
-  switch (g.sharded_training) {
-    case ShardedTraining::kEightWayOnly:
-      return "full fine-tuning across " + g.name + " cards shards 8-way only (" + g.link + ")";
-    case ShardedTraining::kPairs:
-      return "full fine-tuning shards across pairs of " + g.name + " only (" + g.link + ")";
-    case ShardedTraining::kDataParallelOnly:
-      return "full fine-tuning cannot shard across " + g.name + " cards (" + g.link +
-             ": data parallel only)";
-    case ShardedTraining::kSingleCard:
-      return "full fine-tuning cannot shard across " + g.name + " cards (" + g.link +
-             ": single card only)";
-    case ShardedTraining::kUpTo8:
-      return "full fine-tuning shards across at most 8 " + g.name + " cards";
-  }
-  return name + " cannot shard training";
 }
 
 struct Evaluation {
@@ -212,7 +212,7 @@ class Fitter {
     }
     if (count > 1 && workload_.method == Method::kFullFineTune &&
         !catalog::AllowsShardedTraining(g.sharded_training, count)) {
-      Exclude(result, g, count, Exclusion::kShardedTraining, ShardedReason(g, count));
+      Exclude(result, g, count, Exclusion::kShardedTraining, ShardedTrainingReason(g, count));
       return Status::Ok();
     }
     auto sized = EstimateFor(count);

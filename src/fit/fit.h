@@ -110,6 +110,9 @@ bool NeedsFp8(const sizing::Workload& workload);
 // headroom, the price and the decode ceiling.
 std::vector<std::string> ExplainCandidate(const Candidate& c);
 
+// Why full fine-tuning cannot shard across `count` cards of `gpu` (its sharded-training limit).
+std::string ShardedTrainingReason(const catalog::TermGpu& gpu, int count);
+
 // "4x A100 SXM" or "RTX A5000".
 std::string ConfigurationName(const std::string& gpu, int count);
 

@@ -4,14 +4,14 @@
 #include <nlohmann/json.hpp>
 
 #include "core/money.h"
+#include "fit/json_parts.h"
 #include "fit/limits.h"
 
 namespace gpuhub::fit {
 
-using Json = nlohmann::ordered_json;
 using sizing::Method;
 
-namespace {
+namespace json_parts {
 
 double Round(double value, int decimals) {
   double scale = std::pow(10.0, decimals);
@@ -23,16 +23,6 @@ double Gb(double bytes) { return Round(bytes / sizing::kBytesPerGb, 6); }
 double Usd(std::int64_t micros) { return catalog::MicrosToUsd(micros); }
 
 std::string Exact(std::int64_t micros) { return FormatMicros(micros, 6); }
-
-// A figure that is not published (or a filter that is not set) is null, never 0 or "".
-template <typename T>
-Json OrNull(const std::optional<T>& v) {
-  return v ? Json(*v) : Json(nullptr);
-}
-template <typename T, typename Format>
-Json OrNull(const std::optional<T>& v, Format&& format) {
-  return v ? Json(format(*v)) : Json(nullptr);
-}
 
 // The "exact" object: the prices as decimal strings, never rounded through a double.
 Json ExactPrices(std::int64_t monthly_micros, std::int64_t weekly_micros,
@@ -137,6 +127,12 @@ Json Strings(const std::vector<std::string>& lines) {
   return j;
 }
 
+}  // namespace json_parts
+
+namespace {
+
+using namespace json_parts;  // NOLINT: the shared pieces of every report
+
 Json ConfigJson(const Candidate& c, bool explain) {
   const catalog::TermGpu& g = *c.gpu;
   Json j;
@@ -183,6 +179,7 @@ struct FieldSpec {
   // kBool: one of the two, a plain switch (false unless given) or one whose default comes later.
   bool RequestFields::*flag = nullptr;
   std::optional<bool> RequestFields::*optional_flag = nullptr;
+  bool plan_only = false;  // POST /v1/plan only
 };
 
 using R = RequestFields;
@@ -199,6 +196,17 @@ constexpr FieldSpec Flag(const char* name, bool R::*m, bool fit_only = false) {
 }
 constexpr FieldSpec Flag(const char* name, std::optional<bool> R::*m) {
   return {name, FieldSpec::kBool, false, nullptr, nullptr, nullptr, m};
+}
+
+constexpr FieldSpec PlanInteger(const char* name, std::optional<std::int64_t> R::*m) {
+  return {name, FieldSpec::kInteger, true, nullptr, m, nullptr, nullptr, true};
+}
+// A decimal number, sent as a JSON number or a string (kept as text, parsed strictly later).
+constexpr FieldSpec PlanDecimal(const char* name, std::optional<std::string> R::*m) {
+  return {name, FieldSpec::kMoney, true, m, nullptr, nullptr, nullptr, true};
+}
+constexpr FieldSpec PlanText(const char* name, std::optional<std::string> R::*m) {
+  return {name, FieldSpec::kString, true, m, nullptr, nullptr, nullptr, true};
 }
 
 constexpr FieldSpec kFields[] = {
@@ -236,6 +244,16 @@ constexpr FieldSpec kFields[] = {
     Integer("top", &R::top, true),
     Flag("why_not", &R::why_not, true),
     Text("gpu", &R::gpu, true),
+    PlanInteger("tokens", &R::tokens),
+    PlanInteger("samples", &R::samples),
+    PlanInteger("epochs", &R::epochs),
+    PlanInteger("tokens_per_day", &R::tokens_per_day),
+    PlanInteger("prompt_tokens", &R::prompt_tokens),
+    PlanInteger("output_tokens", &R::output_tokens),
+    PlanInteger("days", &R::days),
+    PlanDecimal("utilisation", &R::utilisation),
+    PlanDecimal("bandwidth_efficiency", &R::bandwidth_efficiency),
+    PlanText("start", &R::start),
 };
 
 constexpr bool EveryFieldHasItsMember() {
@@ -253,6 +271,7 @@ std::string FieldList(RequestKind kind) {
   std::string out;
   for (const auto& f : kFields) {
     if (f.fit_only && kind == RequestKind::kSize) continue;
+    if (f.plan_only && kind != RequestKind::kPlan) continue;
     out += (out.empty() ? "" : ", ") + std::string(f.name);
   }
   return out;
@@ -291,7 +310,9 @@ Result<RequestFields> ParseRequestJson(std::string_view body, RequestKind kind) 
   if (!root.is_object()) return Status::InvalidArgument("request body must be a JSON object");
 
   RequestFields f;
-  const char* verb = kind == RequestKind::kSize ? "size" : "fit";
+  const char* verb = kind == RequestKind::kSize  ? "size"
+                     : kind == RequestKind::kFit ? "fit"
+                                                 : "plan";
   for (auto it = root.begin(); it != root.end(); ++it) {
     const std::string& key = it.key();
     const Json& v = it.value();
@@ -309,6 +330,11 @@ Result<RequestFields> ParseRequestJson(std::string_view body, RequestKind kind) 
       return Status::InvalidArgument("unknown field '" + key.substr(0, 40) + "'" + hint + "; " +
                                      verb + " takes: " + FieldList(kind))
           .WithField(key.substr(0, 40));
+    }
+    if (spec->plan_only && kind != RequestKind::kPlan) {
+      return Status::InvalidArgument("field '" + key + "' applies to plan (POST /v1/plan), not " +
+                                     verb)
+          .WithField(key);
     }
     if (spec->fit_only && kind == RequestKind::kSize) {
       return Status::InvalidArgument("field '" + key + "' applies to fit, not size").WithField(key);

@@ -60,7 +60,7 @@
 
 namespace gpuhub::fit {
 
-enum class RequestKind { kSize, kFit };
+enum class RequestKind { kSize, kFit, kPlan };
 
 Result<RequestFields> ParseRequestJson(std::string_view body, RequestKind kind);
 

@@ -209,7 +209,7 @@ Status ResolveWorkload(const RequestFields& f, sizing::Workload& w, std::vector<
     GPUHUB_RETURN_IF_ERROR(detailed_only(s.flag));
     *s.target = *s.value;
   }
-  if (training && guide_profile && (f.seq || f.batch)) {
+  if (m == Method::kFullFineTune && guide_profile && (f.seq || f.batch)) {
     notes.push_back(
         "guide profile: activations are the quick rule's 15% allowance, so --seq and "
         "--batch do not change the figure (use --profile detailed)");

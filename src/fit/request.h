@@ -58,6 +58,17 @@ struct RequestFields {
   std::optional<std::int64_t> top;             // --top K
   bool why_not = false;                        // --why-not
   std::optional<std::string> gpu;              // --gpu "H100 SXM"
+  // plan only (gpuhub plan, POST /v1/plan)
+  std::optional<std::int64_t> tokens;          // --tokens: training tokens per epoch
+  std::optional<std::int64_t> samples;         // --samples: dataset samples (x --seq = tokens)
+  std::optional<std::int64_t> epochs;          // --epochs (default 1)
+  std::optional<std::int64_t> tokens_per_day;  // --tokens-per-day: serving, output tokens
+  std::optional<std::int64_t> prompt_tokens;   // --prompt-tokens: serving, per request (1024)
+  std::optional<std::int64_t> output_tokens;   // --output-tokens: serving, per request (256)
+  std::optional<std::int64_t> days;            // --days: serving period (30)
+  std::optional<std::string> utilisation;      // --utilisation 0.35: of the dense tensor peak
+  std::optional<std::string> bandwidth_efficiency;  // --bandwidth-efficiency 0.7: decode
+  std::optional<std::string> start;                 // --start 2025-07-01T09:00:00Z (default now)
 };
 
 struct RequestContext {

@@ -16,6 +16,7 @@
 #include <set>
 #include <string>
 #include <utility>
+#include <vector>
 
 #include "core/clock.h"
 #include "core/money.h"
@@ -31,6 +32,12 @@
 
 namespace gpuhub::catalog {
 struct Catalog;
+}
+namespace gpuhub::fit {
+struct MarketOffer;
+}
+namespace gpuhub::market {
+struct Offer;
 }
 
 namespace gpuhub::http {
@@ -153,7 +160,9 @@ Result<bool> TakePricesField(std::string* body);
 // the fit runs on them; `catalog` must outlive the answer (shared ownership).
 void FitOnMarketPrices(ApiContext& api, std::shared_ptr<const catalog::Catalog> catalog,
                        std::string data_dir, std::string body, Responder respond);
-// The public read API (catalog, size, fit, guide); `data_dir` holds catalog.toml and models/.
+// The book's offers as fit/market_fit.h takes them (api_market.cc; fit builds only).
+std::vector<fit::MarketOffer> FitOffers(const std::vector<market::Offer>& offers);
+// The public read API (catalog, size, fit, plan, guide); `data_dir` holds catalog.toml and models/.
 void RegisterReadRoutes(Router& router, ApiContext& api, const std::string& data_dir);
 
 }  // namespace gpuhub::http

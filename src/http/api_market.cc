@@ -630,6 +630,18 @@ Result<bool> TakePricesField(std::string* body) {
   return market;
 }
 
+#ifdef GPUHUB_HAVE_FIT
+std::vector<fit::MarketOffer> FitOffers(const std::vector<market::Offer>& offers) {
+  std::vector<fit::MarketOffer> book;
+  book.reserve(offers.size());
+  for (const auto& o : offers) {
+    book.push_back({o.ask_id, o.machine_id, o.gpu, o.region, o.free_gpus, o.min_gpus,
+                    o.price_micros, FormatTimestamp(o.available_until)});
+  }
+  return book;
+}
+#endif
+
 void FitOnMarketPrices(ApiContext& api, std::shared_ptr<const catalog::Catalog> catalog,
                        std::string data_dir, std::string body, Responder respond) {
 #ifdef GPUHUB_HAVE_FIT
@@ -640,13 +652,7 @@ void FitOnMarketPrices(ApiContext& api, std::shared_ptr<const catalog::Catalog> 
       [catalog = std::move(catalog), data_dir = std::move(data_dir), body = std::move(body),
        respond = std::move(respond)](Result<std::vector<market::Offer>> offers) {
         if (!offers.ok()) return respond(Response::Error(offers.status()));
-        std::vector<fit::MarketOffer> book;
-        book.reserve(offers->size());
-        for (const auto& o : *offers) {
-          book.push_back({o.ask_id, o.machine_id, o.gpu, o.region, o.free_gpus, o.min_gpus,
-                          o.price_micros, FormatTimestamp(o.available_until)});
-        }
-        auto out = fit::HandleMarketFitJson(body, data_dir, *catalog, book);
+        auto out = fit::HandleMarketFitJson(body, data_dir, *catalog, FitOffers(*offers));
         respond(out.ok() ? Response::Json(200, *out) : Response::Error(out.status()));
       });
 #else

@@ -1,15 +1,21 @@
 // The public read API, the same JSON as the CLI's --json (src/fit/report_json.h):
 //   GET /v1/catalog, POST /v1/size, POST /v1/fit, GET /v1/guide,
-//   GET /v1/models (the presets and bundled model ids POST /v1/size and /v1/fit accept)
-// Pure computations over the catalog loaded at start: they do not go through the engine.
+//   GET /v1/models (the presets and bundled model ids POST /v1/size and /v1/fit accept),
+//   POST /v1/plan (fit/plan_report.h: hours and cost to finish, spot at the book's live asks)
+// Pure computations over the catalog loaded at start; plan (and fit with "prices": "market")
+// read the exchange's book through the engine first.
 #include <memory>
 
 #include "http/api.h"
 
 #ifdef GPUHUB_HAVE_FIT
 #include "catalog/catalog.h"
+#include "engine/market.h"
 #include "fit/guide.h"
+#include "fit/market_fit.h"
+#include "fit/plan_report.h"
 #include "fit/report_json.h"
+#include "market/exchange.h"
 #endif
 
 namespace gpuhub::http {
@@ -30,6 +36,21 @@ Response Cached(const std::string& body) {
   Response r = Response::Json(200, body);
   r.headers.emplace_back("Cache-Control", "public, max-age=60");
   return r;
+}
+
+// POST /v1/plan: the book's offers are read on the writer (a consistent snapshot), the plan runs
+// in the completion (pure, a few milliseconds); the start is the server's clock.
+void PlanOnTheBook(ApiContext& api, std::shared_ptr<ReadData> data, std::string body,
+                   Responder respond) {
+  api.engine.Execute<std::vector<market::Offer>>(
+      [](engine::Txn& txn) { return txn.state.market->exchange.Offers("", txn.now); },
+      [&api, data = std::move(data), body = std::move(body),
+       respond = std::move(respond)](Result<std::vector<market::Offer>> offers) {
+        if (!offers.ok()) return respond(Response::Error(offers.status()));
+        auto out = fit::HandlePlanJson(body, data->data_dir, *data->catalog, FitOffers(*offers),
+                                       /*live=*/true, api.engine.clock().NowMicros());
+        respond(out.ok() ? Response::Json(200, *out) : Response::Error(out.status()));
+      });
 }
 
 }  // namespace
@@ -93,6 +114,14 @@ void RegisterReadRoutes(Router& router, ApiContext& api, const std::string& data
     auto out = fit::HandleFitJson(body, data->data_dir, *data->catalog);
     respond(out.ok() ? Response::Json(200, *out) : Response::Error(out.status()));
   });
+  router.Add("POST", "/v1/plan", [data, unavailable, &api](const Request& r, Responder respond) {
+    if (!data->catalog) return respond(unavailable());
+    Status type = CheckJsonContentType(r);
+    if (!type.ok()) return respond(Response::Error(type));
+    Status depth = CheckJsonDepth(r.body, 32);
+    if (!depth.ok()) return respond(Response::Error(depth));
+    PlanOnTheBook(api, data, r.body, std::move(respond));
+  });
 }
 
 #else
@@ -106,6 +135,7 @@ void RegisterReadRoutes(Router& router, ApiContext&, const std::string&) {
   router.Add("GET", "/v1/models", unavailable);
   router.Add("POST", "/v1/size", unavailable);
   router.Add("POST", "/v1/fit", unavailable);
+  router.Add("POST", "/v1/plan", unavailable);
 }
 
 #endif

@@ -269,6 +269,12 @@ double AdafactorBytes(const ModelShape& m, double lora_rank, LoraTargets targets
 
 }  // namespace
 
+ModelShape WithLlamaInventory(const ModelShape& model) { return WithInventory(model); }
+
+double WeightBytesAt(const ModelShape& model, Precision precision, bool double_quant) {
+  return Weights(WithInventory(model), precision, double_quant).bytes;
+}
+
 double LoraAdapterParams(const ModelShape& model_in, LoraTargets targets, int rank) {
   ModelShape m = WithInventory(model_in);
   double params = 0;

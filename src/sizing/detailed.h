@@ -16,6 +16,14 @@ inline constexpr int kDoubleQuantBlockSize = 256;  // blocks of absmax per secon
 inline constexpr int kInt4GroupSize = 128;         // GPTQ/AWQ group size
 inline constexpr int kLossChunks = 8;              // torchtune CEWithChunkedOutputLoss
 
+// A preset (nominal parameter count only) with the detailed profile's Llama-style per-layer
+// inventory: vocab 32,000 unless the shape says otherwise, untied, the MLP width that keeps the
+// nominal count. Real models are returned as they are.
+ModelShape WithLlamaInventory(const ModelShape& model);
+// Resident weight bytes at `precision`: decoder linears at the quantized width with their
+// constants (nf4/int4), everything else (embeddings, lm_head, norms, vision) in 16 bits.
+double WeightBytesAt(const ModelShape& model, Precision precision, bool double_quant);
+
 // Activation bytes saved for backward per token for ONE decoder layer (bf16 activations, no
 // recomputation), for the workload's method (trainable base or frozen base + adapters), attention
 // kernel and LoRA targets. Excludes the seq x seq score term of eager attention (see below).

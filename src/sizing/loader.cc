@@ -475,18 +475,20 @@ Result<ModelShape> FindBundled(const std::string& spec, const std::string& data_
       std::string lower = ToLower(id);
       if (lower == wanted) {
         auto shape = LoadConfigFile(it->path().string(), id);
-        if (shape.ok()) shape->source = it->path().string();
+        // The bundled file by its place in the data folder, never the host's absolute path (the
+        // API returns it to anyone).
+        if (shape.ok()) shape->source = "data/models/" + name;
         return shape;
       }
       auto slash = lower.find('/');
       if (slash != std::string::npos && lower.substr(slash + 1) == wanted) {
-        by_name.emplace_back(id, it->path().string());
+        by_name.emplace_back(id, name);
       }
     }
   }
   if (by_name.size() == 1) {
-    auto shape = LoadConfigFile(by_name[0].second, by_name[0].first);
-    if (shape.ok()) shape->source = by_name[0].second;
+    auto shape = LoadConfigFile((fs::path(dir) / by_name[0].second).string(), by_name[0].first);
+    if (shape.ok()) shape->source = "data/models/" + by_name[0].second;
     return shape;
   }
   if (by_name.size() > 1) {

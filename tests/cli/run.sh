@@ -174,6 +174,36 @@ expect_ok "models --json" "len(j['presets']) == 5 and any(m['id'] == 'meta-llama
   models --json
 expect_ok "what make run prints" "'Best: H100 PCIe' in t" fit --model 70b --workload infer --precision fp8
 
+# --- plan: hours and cost to finish ------------------------------------------------------------
+expect_ok "plan training: ranked by cost to finish, each option with hours, finish, spot and term" \
+  "j['job']['total_tokens'] == 3e8 and j['prices'] == 'opening_ask' and j['start'] == '2026-06-01T00:00:00Z' and j['cheapest'] == j['options'][0] and all(j['options'][i]['best_usd'] <= j['options'][i+1]['best_usd'] for i in range(len(j['options'])-1)) and all(o['hours'] > 0 and o['finish'] > j['start'] for o in j['options']) and j['error_bar']['p90'] > 0 and j['options'][0]['tokens_per_s_range'][0] < j['options'][0]['tokens_per_s'] < j['options'][0]['tokens_per_s_range'][1]" \
+  plan --model meta-llama/Llama-3.1-8B --workload lora --batch 4 --tokens 100000000 --epochs 3 --start 2026-06-01T00:00:00Z --json
+expect_ok "plan: the spot cost is the billed hours x the opening ask x the cards" \
+  "all(abs(o['spot']['total_usd'] - o['spot']['hours_billed'] * o['spot']['price_usd_per_gpu_hour'] * o['count']) < 1e-6 for o in j['options'] if o['spot'])" \
+  plan --model meta-llama/Llama-3.1-8B --workload lora --batch 4 --tokens 100000000 --gpu 'H100 SXM' --top 4 --json
+expect_ok "plan --utilisation is applied and echoed" \
+  "j['assumptions']['utilisation'] == 0.3" \
+  plan --model 7b --workload full --tokens 1000000 --utilisation 0.3 --json
+expect_ok "plan serving: replicas for the daily volume, cost per million tokens" \
+  "j['job']['kind'] == 'serving' and j['options'][0]['replicas'] >= 1 and j['options'][0]['usd_per_million_tokens'] > 0 and j['workload']['context'] == 1280" \
+  plan --model meta-llama/Llama-3.1-8B --workload infer --batch 32 --tokens-per-day 50000000 --json
+expect_ok "plan text: the cheapest, the table and the arithmetic" \
+  "'Cheapest to finish: ' in t and 'How the cheapest was computed' in t and 'FLOPs per token' in t and 'error bar' in t" \
+  plan --model 7b --workload qlora --tokens 10000000 --explain
+expect_bad "plan without tokens" "--tokens (tokens per epoch) or --samples" plan --model 7b --workload lora
+expect_bad "plan utilisation above 1" "--utilisation must be a fraction" plan --model 7b --workload lora --tokens 5 --utilisation 2
+expect_bad "plan tokens-per-day for training" "--tokens-per-day applies to serving" plan --model 7b --workload lora --tokens 5 --tokens-per-day 9
+expect_bad "plan unknown gpu" "unknown GPU 'V100'" plan --model 7b --workload lora --tokens 5 --gpu V100
+expect_bad "plan --gpus" "fit picks the number of GPUs itself" plan --model 7b --workload lora --tokens 5 --gpus 2
+expect_bad "plan bad start" "--start must be a time like" plan --model 7b --workload lora --tokens 5 --start soon
+# A server that cannot be reached is not bad input: exit 1, one line naming it.
+"$bin" plan --model 7b --workload lora --tokens 5 --server http://127.0.0.1:1 >"$out" 2>"$err"
+if [ $? -eq 1 ] && [ "$(wc -l <"$err")" -eq 1 ] && grep -q "cannot reach http://127.0.0.1:1" "$err"; then
+  passed=$((passed + 1))
+else
+  fail "plan with an unreachable --server exits 1 naming it" plan --server http://127.0.0.1:1
+fi
+
 # --- bad input: exit 2, one line on stderr saying what to fix -------------------------------------
 echo '{"model_type": "llama", "hidden_size": "big"' >"$work/broken.json"
 printf '[[region]]\ncode = "DFW-1"\ncity = "Dallas"\n[[term]]\nname = "X"\nvram_gb = "lots"\n' >"$work/bad.toml"

@@ -1,0 +1,329 @@
+#include "fit/plan.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <nlohmann/json.hpp>
+
+#include "core/money.h"
+#include "fit/plan_report.h"
+#include "fit/report_json.h"
+#include "sizing/loader.h"
+
+namespace gpuhub::fit {
+namespace {
+
+using Json = nlohmann::json;
+
+const std::string kDataDir = std::string(GPUHUB_SOURCE_DIR) + "/data";
+constexpr TimestampMicros kStart = 1'780'000'000LL * kMicrosPerSecond;  // 2026-05-28T20:26:40Z
+
+const catalog::Catalog& Fleet() {
+  static const catalog::Catalog fleet = *catalog::LoadCatalog(kDataDir + "/catalog.toml");
+  return fleet;
+}
+
+Result<PlanRequest> Resolve(const RequestFields& f) {
+  return ResolvePlanRequest(f, RequestContext{kDataDir, false}, Fleet(), kStart);
+}
+
+PlanRequest MustResolve(const RequestFields& f) {
+  auto r = Resolve(f);
+  EXPECT_TRUE(r.ok()) << r.status().ToString();
+  return r.ok() ? *r : PlanRequest{};
+}
+
+RequestFields Lora8b(std::int64_t tokens) {
+  RequestFields f;
+  f.model = "meta-llama/Llama-3.1-8B";
+  f.workload = "lora";
+  f.batch = 4;
+  f.tokens = tokens;
+  f.top = 100;
+  return f;
+}
+
+const PlanOption* Find(const PlanResult& r, const std::string& gpu, int count) {
+  for (const auto& o : r.ranked) {
+    if (o.gpu == gpu && o.count == count) return &o;
+  }
+  return nullptr;
+}
+
+MarketOffer Offer(std::int64_t ask, const char* gpu, int free, std::int64_t price_micros,
+                  const char* region = "IAD-1", const char* until = "2030-01-01T00:00:00Z",
+                  int min_gpus = 1) {
+  return {ask, ask + 100, gpu, region, free, min_gpus, price_micros, until};
+}
+
+TEST(TermMix, CheapestMonthsAndWeeksCoverTheHours) {
+  // 800 h at $1,690/month and $475/week: 1 month + 1 week (888 h) $2,165 beats 2 months $3,380
+  // and 5 weeks (840 h) $2,375.
+  auto mix = CheapestTermMix(800, 1'690'000'000, 475'000'000);
+  ASSERT_TRUE(mix.ok());
+  EXPECT_EQ(mix->months, 1);
+  EXPECT_EQ(mix->weeks, 1);
+  EXPECT_EQ(mix->total_micros, 2'165'000'000);
+  // 9 h: one week. 700 h: 1 month ($1,690) beats 5 weeks ($2,375). 0 h: nothing.
+  EXPECT_EQ(CheapestTermMix(9, 1'690'000'000, 475'000'000)->weeks, 1);
+  EXPECT_EQ(CheapestTermMix(9, 1'690'000'000, 475'000'000)->months, 0);
+  EXPECT_EQ(CheapestTermMix(700, 1'690'000'000, 475'000'000)->months, 1);
+  EXPECT_EQ(CheapestTermMix(700, 1'690'000'000, 475'000'000)->weeks, 0);
+  EXPECT_EQ(CheapestTermMix(0, 1'690'000'000, 475'000'000)->total_micros, 0);
+  // Overflow is an error, never a wrapped price.
+  EXPECT_FALSE(CheapestTermMix(87'600, INT64_MAX / 2, INT64_MAX / 2).ok());
+}
+
+TEST(Plan, TrainingHoursAndCostsFollowTheRate) {
+  PlanRequest request = MustResolve(Lora8b(300'000'000));
+  std::vector<MarketOffer> book = {Offer(7, "H100 SXM", 8, 2'880'000)};
+  auto result = Plan(Fleet(), request, book, /*live=*/true);
+  ASSERT_TRUE(result.ok()) << result.status().ToString();
+  const PlanOption* h100 = Find(*result, "H100 SXM", 1);
+  ASSERT_NE(h100, nullptr);
+  // The rate is rates.h's; the hours, the finish and both prices follow from it.
+  auto rate = TrainingRateOn(request.fit.model, request.fit.workload,
+                             RatesOf(*Fleet().FindTerm("H100 SXM")), 1, Parallelism::kSingle, {});
+  ASSERT_TRUE(rate.ok());
+  EXPECT_DOUBLE_EQ(h100->tokens_per_second, rate->tokens_per_second);
+  const double hours = 300e6 / rate->tokens_per_second / 3600;
+  EXPECT_DOUBLE_EQ(h100->hours, hours);
+  EXPECT_EQ(h100->finish,
+            kStart + static_cast<std::int64_t>(std::ceil(hours * 3600)) * kMicrosPerSecond);
+  const std::int64_t billed = static_cast<std::int64_t>(std::ceil(hours));
+  ASSERT_TRUE(h100->spot.has_value());
+  EXPECT_EQ(h100->spot->billed_hours, billed);
+  EXPECT_EQ(h100->spot->total_micros, billed * 2'880'000);
+  EXPECT_EQ(h100->spot->offer->ask_id, 7);
+  ASSERT_TRUE(h100->term_price.has_value());
+  EXPECT_EQ(h100->term_price->total_micros,
+            CheapestTermMix(billed, 1'690'000'000, 475'000'000)->total_micros);
+  EXPECT_TRUE(h100->best_is_spot);
+  EXPECT_EQ(h100->best_micros, h100->spot->total_micros);
+  EXPECT_NEAR(h100->usd_per_million_tokens, billed * 2.88 / 300, 1e-9);
+  // The error bar: the held-out p90 around the estimate.
+  EXPECT_DOUBLE_EQ(h100->tokens_per_second_low,
+                   h100->tokens_per_second / (1 + kTrainingHeldOutP90Error));
+  // Ranked cheapest to finish first; sets of a card that holds the job alone are replicas.
+  for (std::size_t i = 1; i < result->ranked.size(); ++i) {
+    EXPECT_LE(result->ranked[i - 1].best_micros, result->ranked[i].best_micros);
+  }
+  const PlanOption* dp = Find(*result, "H100 SXM", 8);
+  ASSERT_NE(dp, nullptr);
+  EXPECT_EQ(dp->parallelism, Parallelism::kDataParallel);
+  EXPECT_GT(dp->tokens_per_second, 7.9 * h100->tokens_per_second);
+  // A card the book has no offer for is priced on its term only.
+  const PlanOption* a6000 = Find(*result, "RTX A6000", 1);
+  ASSERT_NE(a6000, nullptr);
+  EXPECT_FALSE(a6000->spot.has_value());
+  EXPECT_TRUE(a6000->term_price.has_value());
+  EXPECT_FALSE(a6000->best_is_spot);
+  // Spot-only cards come from the book: no term price.
+  EXPECT_EQ(Find(*result, "B300", 1), nullptr);  // no B300 offer on this book
+}
+
+TEST(Plan, HowCardsShareTheJob) {
+  // 405B QLoRA (guide: 248 GB) fits no single card: layers split, no faster than one card.
+  RequestFields f;
+  f.model = "405b";
+  f.workload = "qlora";
+  f.tokens = 1'000'000;
+  f.top = 100;
+  PlanRequest request = MustResolve(f);
+  auto result = Plan(Fleet(), request, OpeningAskOffers(Fleet()), false);
+  ASSERT_TRUE(result.ok());
+  const PlanOption* mi300x = Find(*result, "MI300X", 2);
+  ASSERT_NE(mi300x, nullptr);
+  EXPECT_EQ(mi300x->parallelism, Parallelism::kLayerSplit);
+  EXPECT_EQ(Find(*result, "MI300X", 1), nullptr);
+  // Full fine-tuning of 13b (239 GB): ZeRO-3 only where the card shards (not over PCIe).
+  f.model = "13b";
+  f.workload = "full";
+  request = MustResolve(f);
+  result = Plan(Fleet(), request, OpeningAskOffers(Fleet()), false);
+  ASSERT_TRUE(result.ok());
+  const PlanOption* a100 = Find(*result, "A100 SXM", 4);
+  ASSERT_NE(a100, nullptr);
+  EXPECT_EQ(a100->parallelism, Parallelism::kSharded);
+  EXPECT_EQ(Find(*result, "L40S", 8), nullptr);
+  bool said_why = false;
+  for (const auto& x : result->excluded) {
+    if (x.gpu == "L40S" && x.count == 8) {
+      said_why = x.reason.find("data parallel only") != std::string::npos;
+    }
+  }
+  EXPECT_TRUE(said_why);
+}
+
+TEST(Plan, ServingReplicasAndCostPerMillionTokens) {
+  RequestFields f;
+  f.model = "meta-llama/Llama-3.1-8B";
+  f.workload = "infer";
+  f.batch = 32;
+  f.tokens_per_day = 500'000'000;
+  f.days = 7;
+  f.gpu = "H100 SXM";
+  PlanRequest request = MustResolve(f);
+  EXPECT_EQ(request.fit.workload.context_tokens, 1024 + 256);  // prompt + output by default
+  std::vector<MarketOffer> book = {Offer(1, "H100 SXM", 8, 2'500'000)};
+  auto result = Plan(Fleet(), request, book, true);
+  ASSERT_TRUE(result.ok());
+  const PlanOption* one = Find(*result, "H100 SXM", 1);
+  ASSERT_NE(one, nullptr);
+  auto rate = ServingRateOn(request.fit.model, request.fit.workload, 1024, 256,
+                            RatesOf(*Fleet().FindTerm("H100 SXM")), 1, Parallelism::kSingle, {});
+  ASSERT_TRUE(rate.ok());
+  const std::int64_t replicas = static_cast<std::int64_t>(
+      std::ceil(500e6 / (rate->output_tokens_per_second * 86400)));
+  EXPECT_EQ(one->replicas, replicas);
+  EXPECT_DOUBLE_EQ(one->hours, 7 * 24);
+  ASSERT_TRUE(one->spot.has_value());
+  EXPECT_EQ(one->spot->total_micros, replicas * 2'500'000 * 7 * 24);
+  ASSERT_TRUE(one->term_price.has_value());
+  EXPECT_EQ(one->term_price->weeks, 1);
+  EXPECT_EQ(one->term_price->total_micros, replicas * 475'000'000);
+  EXPECT_DOUBLE_EQ(result->total_tokens, 500e6 * 7);
+  const std::int64_t best = std::min(one->spot->total_micros, one->term_price->total_micros);
+  EXPECT_NEAR(one->usd_per_million_tokens, best / 1e6 / 3500, 1e-9);
+}
+
+TEST(Plan, LiveOffersAreMatchedByCardCountRegionAndTime) {
+  RequestFields f = Lora8b(3'000'000'000);  // ~85 h on one H100
+  f.gpu = "H100 SXM";
+  PlanRequest request = MustResolve(f);
+  std::vector<MarketOffer> book = {
+      Offer(1, "H100 SXM", 2, 2'000'000, "IAD-1", "2030-01-01T00:00:00Z"),
+      Offer(2, "H100 SXM", 8, 3'000'000, "IAD-1", "2026-05-29T00:00:00Z"),  // ends too soon
+      Offer(3, "H100 SXM", 4, 2'500'000, "PDX-1", "2030-01-01T00:00:00Z", 4),  // 4 or more
+  };
+  auto result = Plan(Fleet(), request, book, true);
+  ASSERT_TRUE(result.ok());
+  EXPECT_EQ(Find(*result, "H100 SXM", 1)->spot->offer->ask_id, 1);  // cheapest with 1 free
+  EXPECT_EQ(Find(*result, "H100 SXM", 4)->spot->offer->ask_id, 3);
+  const PlanOption* eight = Find(*result, "H100 SXM", 8);
+  ASSERT_NE(eight, nullptr);
+  EXPECT_EQ(eight->spot->offer->ask_id, 2);
+  EXPECT_TRUE(eight->spot->outlasts_offer);  // finishes after the ask's available_until
+  EXPECT_FALSE(Find(*result, "H100 SXM", 1)->spot->outlasts_offer);
+  // --region keeps the offers of that region only.
+  f.region = "PDX-1";
+  request = MustResolve(f);
+  result = Plan(Fleet(), request, book, true);
+  ASSERT_TRUE(result.ok());
+  EXPECT_FALSE(Find(*result, "H100 SXM", 1)->spot.has_value());
+  EXPECT_EQ(Find(*result, "H100 SXM", 4)->spot->offer->ask_id, 3);
+}
+
+TEST(Plan, RequestValidationNamesTheField) {
+  struct Bad {
+    const char* what;
+    RequestFields fields;
+    const char* field;
+    const char* message;
+  };
+  RequestFields no_tokens = Lora8b(1);
+  no_tokens.tokens.reset();
+  RequestFields both = Lora8b(1);
+  both.samples = 10;
+  RequestFields serving_tokens = Lora8b(1);
+  serving_tokens.workload = "infer";
+  serving_tokens.batch.reset();
+  RequestFields no_volume = serving_tokens;
+  no_volume.tokens.reset();
+  RequestFields small_context = no_volume;
+  small_context.tokens_per_day = 1000;
+  small_context.context = 512;
+  RequestFields utilisation = Lora8b(1);
+  utilisation.utilisation = "1.5";
+  RequestFields zero_utilisation = Lora8b(1);
+  zero_utilisation.utilisation = "0";
+  RequestFields start = Lora8b(1);
+  start.start = "tomorrow";
+  RequestFields gpu = Lora8b(1);
+  gpu.gpu = "V100";
+  RequestFields days = Lora8b(1);
+  days.days = 3;
+  RequestFields epochs = Lora8b(1);
+  epochs.epochs = 0;
+  RequestFields huge = Lora8b(1);
+  huge.tokens = 20'000'000'000'000'000;
+  const Bad rows[] = {
+      {"no tokens", no_tokens, "tokens", "--tokens (tokens per epoch) or --samples"},
+      {"tokens and samples", both, "samples", "not both"},
+      {"tokens for serving", serving_tokens, "tokens", "--tokens applies to training"},
+      {"serving without volume", no_volume, "tokens_per_day", "--tokens-per-day is required"},
+      {"context too small", small_context, "context", "cannot hold a request of 1024 prompt"},
+      {"utilisation above 1", utilisation, "utilisation", "above 0 and at most 1"},
+      {"utilisation 0", zero_utilisation, "utilisation", "above 0 and at most 1"},
+      {"start", start, "start", "--start must be a time like"},
+      {"unknown gpu", gpu, "gpu", "unknown GPU 'V100' (term fleet: "},
+      {"days for training", days, "days", "--days applies to serving"},
+      {"epochs 0", epochs, "epochs", "--epochs must be between 1 and 1000"},
+      {"too many tokens", huge, "tokens", "--tokens must be between 1 and"},
+  };
+  for (const Bad& b : rows) {
+    auto r = Resolve(b.fields);
+    ASSERT_FALSE(r.ok()) << b.what;
+    EXPECT_EQ(r.status().code(), StatusCode::kInvalidArgument) << b.what;
+    EXPECT_EQ(r.status().field(), b.field) << b.what << ": " << r.status().message();
+    EXPECT_NE(r.status().message().find(b.message), std::string::npos)
+        << b.what << ": " << r.status().message();
+  }
+  // A spot-only card is a valid --gpu for a plan.
+  RequestFields b300 = Lora8b(1'000'000);
+  b300.gpu = "B300";
+  PlanRequest request = MustResolve(b300);
+  EXPECT_EQ(*request.fit.filters.gpu, "B300");
+  auto result = Plan(Fleet(), request, OpeningAskOffers(Fleet()), false);
+  ASSERT_TRUE(result.ok());
+  ASSERT_FALSE(result->ranked.empty());
+  for (const auto& o : result->ranked) {
+    EXPECT_EQ(o.gpu, "B300");
+    EXPECT_FALSE(o.term_price.has_value());
+    EXPECT_FALSE(o.spot->offer.has_value());  // the opening ask, not a live offer
+  }
+}
+
+TEST(Plan, JsonReportCarriesExactMoneyTheErrorBarAndTheArithmetic) {
+  std::string body = R"({"model": "meta-llama/Llama-3.1-8B", "workload": "lora", "batch": 4,
+                         "tokens": 300000000, "top": 3, "explain": true,
+                         "start": "2026-06-01T00:00:00Z", "utilisation": "0.4"})";
+  std::vector<MarketOffer> book = {Offer(7, "H100 SXM", 8, 2'880'000)};
+  auto out = HandlePlanJson(body, kDataDir, Fleet(), book, true, kStart);
+  ASSERT_TRUE(out.ok()) << out.status().ToString();
+  Json j = Json::parse(*out);
+  EXPECT_EQ(j["job"]["kind"], "training");
+  EXPECT_EQ(j["job"]["total_tokens"], 300e6);
+  EXPECT_EQ(j["start"], "2026-06-01T00:00:00Z");
+  EXPECT_EQ(j["prices"], "market");
+  EXPECT_EQ(j["assumptions"]["utilisation"], 0.4);
+  EXPECT_EQ(j["error_bar"]["p90"], kTrainingHeldOutP90Error);
+  ASSERT_TRUE(j["cheapest"].is_object());
+  const Json& c = j["cheapest"];
+  EXPECT_EQ(c["gpu"], "H100 SXM");  // the only card on this book, cheapest on spot
+  EXPECT_EQ(c["best"], "spot");
+  const std::int64_t hours = c["spot"]["hours_billed"];
+  const std::int64_t count = c["count"];
+  EXPECT_EQ(c["spot"]["exact"]["total_usd"], FormatMicros(hours * 2'880'000 * count, 6));
+  EXPECT_EQ(c["spot"]["exact"]["price_usd_per_gpu_hour"], "2.880");
+  EXPECT_EQ(c["spot"]["ask_id"], 7);
+  EXPECT_TRUE(c["term"].is_object());
+  EXPECT_EQ(j["options"].size(), 3u);
+  ASSERT_TRUE(c["explain"].is_array());
+  std::string lines;
+  for (const auto& line : c["explain"]) lines += line.get<std::string>() + "\n";
+  EXPECT_NE(lines.find("utilisation 0.400 (given)"), std::string::npos) << lines;
+  EXPECT_NE(lines.find("(billed by the hour) x " + std::to_string(count) +
+                       " x $2.880/GPU-h (ask 7 on the book)"),
+            std::string::npos)
+      << lines;
+  // Fields that belong to the plan are refused by fit, and the plan refuses unknown ones.
+  EXPECT_FALSE(ParseRequestJson(R"({"tokens": 5})", RequestKind::kFit).ok());
+  auto unknown = HandlePlanJson(R"({"model": "7b", "workload": "lora", "tokns": 5})", kDataDir,
+                                Fleet(), book, true, kStart);
+  ASSERT_FALSE(unknown.ok());
+  EXPECT_EQ(unknown.status().field(), "tokns");
+}
+
+}  // namespace
+}  // namespace gpuhub::fit
