@@ -1,5 +1,6 @@
 // Fit across all presets x workloads x contexts (spec §6 over the whole term fleet), plus the full
-// API path (JSON body in, JSON report out) and the catalog load. Reported as ns per fit.
+// API path (JSON body in, JSON report out) and the catalog load. Reported as ns per fit. The plan
+// (every configuration of both fleets with throughput and prices) as POST /v1/plan runs it.
 #include <benchmark/benchmark.h>
 
 #include <string>
@@ -7,6 +8,8 @@
 
 #include "catalog/catalog.h"
 #include "fit/fit.h"
+#include "fit/plan.h"
+#include "fit/plan_report.h"
 #include "fit/report_json.h"
 
 namespace {
@@ -92,6 +95,50 @@ void BM_FitJsonRequest(benchmark::State& state) {
   state.SetItemsProcessed(state.iterations());
 }
 BENCHMARK(BM_FitJsonRequest);
+
+// POST /v1/plan as the HTTP layer runs it after reading the book: parse, resolve, size every
+// count, rate and price every configuration of both fleets, render JSON with the arithmetic.
+void PlanJson(benchmark::State& state, const std::string& body) {
+  const Catalog& fleet = Fleet();
+  const std::string data_dir = std::string(GPUHUB_SOURCE_DIR) + "/data";
+  const std::vector<gpuhub::fit::MarketOffer> book = gpuhub::fit::OpeningAskOffers(fleet);
+  for (auto _ : state) {
+    auto json = gpuhub::fit::HandlePlanJson(body, data_dir, fleet, book, true, 0);
+    if (!json.ok()) state.SkipWithError(json.status().message().c_str());
+    benchmark::DoNotOptimize(json);
+  }
+  state.SetItemsProcessed(state.iterations());
+}
+
+void BM_PlanTrainingJsonRequest(benchmark::State& state) {
+  PlanJson(state, R"({"model": "meta-llama/Llama-3.1-8B", "workload": "lora", "batch": 4,
+                      "tokens": 300000000, "explain": true, "why_not": true})");
+}
+BENCHMARK(BM_PlanTrainingJsonRequest);
+
+void BM_PlanServingJsonRequest(benchmark::State& state) {
+  PlanJson(state, R"({"model": "meta-llama/Llama-3.1-70B", "workload": "infer", "batch": 64,
+                      "precision": "fp8", "tokens_per_day": 1000000000, "explain": true})");
+}
+BENCHMARK(BM_PlanServingJsonRequest);
+
+// The plan engine alone (no JSON): a preset full fine-tune across every count of both fleets.
+void BM_PlanOnly(benchmark::State& state) {
+  const Catalog& fleet = Fleet();
+  gpuhub::fit::RequestFields f;
+  f.model = "13b";
+  f.workload = "full";
+  f.tokens = 1'000'000'000;
+  auto request = gpuhub::fit::ResolvePlanRequest(
+      f, {std::string(GPUHUB_SOURCE_DIR) + "/data", false}, fleet, 0);
+  const std::vector<gpuhub::fit::MarketOffer> book = gpuhub::fit::OpeningAskOffers(fleet);
+  for (auto _ : state) {
+    auto plan = gpuhub::fit::Plan(fleet, *request, book, true);
+    benchmark::DoNotOptimize(plan);
+  }
+  state.SetItemsProcessed(state.iterations());
+}
+BENCHMARK(BM_PlanOnly);
 
 void BM_LoadCatalog(benchmark::State& state) {
   const std::string path = std::string(GPUHUB_SOURCE_DIR) + "/data/catalog.toml";

@@ -4,6 +4,7 @@
 import { api } from './api.js';
 import { h, $, $$, replace, table, showFormError, clearFormErrors, errorBox } from './dom.js';
 import { usd, decimal, integer, componentLabel, WORKLOAD_LABEL } from './format.js';
+import { planFor } from './plan.js';
 
 const form = $('#calc');
 const results = $('#results');
@@ -165,6 +166,8 @@ function fitBody(shared) {
 
 function writeUrl() {
   const q = new URLSearchParams();
+  // The plan section's own parameters (plan.js) stay.
+  for (const [key, value] of new URLSearchParams(location.search)) if (key.startsWith('plan_')) q.set(key, value);
   const src = source();
   if (src === 'config') {
     const text = MODEL_CONTROLS.config.el.value.trim();
@@ -435,6 +438,9 @@ async function calculate() {
     const [size, fit] = await Promise.all([api('POST', '/v1/size', sizeBody(shared)), api('POST', '/v1/fit', fitBody(shared))]);
     if (mine !== run) return;
     render(size, fit);
+    // The plan of the same request, with the fit's filters (it prices every configuration).
+    const { explain, top, ...filters } = fitBody(shared);
+    planFor(filters);
   } catch (e) {
     if (mine !== run) return;
     revealField(e.field);

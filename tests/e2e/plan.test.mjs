@@ -1,0 +1,123 @@
+// The calculator's "Time and cost to finish" section in a real browser against a real server:
+//  - a LoRA job from the URL plans on the exchange's book: the verdict and the table are the API's
+//    answer to exactly the body the page sent (model, workload, switches and the plan's fields);
+//  - more epochs take proportionally longer (asked of the API, never written here);
+//  - inference switches the inputs to a serving job (tokens a day, prompt and output, days);
+//  - a refused assumption is shown beside its field; the URL carries plan_<field>;
+//  - the arithmetic of the cheapest opens; nothing overflows a phone.
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { newPage, screenshot } from './lib/browser.mjs';
+import { unexpected, useServerAndBrowser } from './lib/helpers.mjs';
+import { usd } from '../../web/assets/format.js';
+
+const env = useServerAndBrowser();
+const MODEL = 'meta-llama/Llama-3.1-8B';
+
+function recordPlanBodies(page) {
+  const bodies = [];
+  page.on('request', (r) => {
+    if (r.method() === 'POST' && new URL(r.url()).pathname === '/v1/plan') bodies.push(JSON.parse(r.postData()));
+  });
+  return bodies;
+}
+
+function cost(option) {
+  return option.best === 'spot' ? option.spot.exact.total_usd : option.term.exact.total_usd;
+}
+
+// Waits for the page to show the API's answer to its last plan request and returns that answer.
+async function expectPlan(page, bodies, check) {
+  await page.waitForFunction(() => document.querySelector('#plan-verdict') && !document.querySelector('#plan-results').hasAttribute('aria-busy'));
+  await page.waitForTimeout(300);
+  await page.waitForFunction(() => !document.querySelector('#plan-results').hasAttribute('aria-busy'));
+  const body = bodies.at(-1);
+  assert.ok(body, 'the page asked for a plan');
+  if (check) check(body);
+  const plan = await env.api.call('POST', '/v1/plan', { ...body, start: undefined });
+  const verdict = await page.locator('#plan-verdict').innerText();
+  assert.match(verdict, new RegExp('Cheapest to finish: .*' + plan.cheapest.gpu.replace(/ /g, '.')));
+  assert.ok(verdict.includes(usd(cost(plan.cheapest))), `${verdict} names ${usd(cost(plan.cheapest))}`);
+  const rows = await page.locator('#plan-results tbody tr').count();
+  assert.equal(rows, plan.options.length);
+  return plan;
+}
+
+test('the plan section: a training job from the URL, more epochs, serving, a refused assumption', async () => {
+  const provider = await env.api.user('plan_provider', ['provider']);
+  const machine = await env.api.call('POST', '/v1/machines', { gpu: 'H100 SXM', gpus: 8, region: 'IAD-1', vcpus: 64, ram_gb: 512, disk_gb: 2000 }, provider);
+  const until = new Date(Date.now() + 30 * 86400e3).toISOString().replace(/\.\d+Z$/, 'Z');
+  await env.api.call('POST', '/v1/asks', { machine_id: machine.id, price_usd_per_gpu_hour: '2.100', available_until: until }, provider);
+
+  const { context, page, problems } = await newPage(env.chrome.browser, 'desktop', env.server.url);
+  const bodies = recordPlanBodies(page);
+  try {
+    await page.goto(`/calculator/?model=${encodeURIComponent(MODEL)}&workload=lora&batch=4&plan_tokens=300000000`);
+    const plan = await expectPlan(page, bodies, (b) => {
+      assert.equal(b.model, MODEL);
+      assert.equal(b.workload, 'lora');
+      assert.equal(b.batch, 4);
+      assert.equal(b.tokens, 300000000);
+      assert.equal(b.epochs, 1);
+    });
+    assert.equal(plan.prices, 'market');
+    // The live ask priced the H100 rows.
+    const h100 = plan.options.find((o) => o.gpu === 'H100 SXM' && o.spot);
+    assert.ok(h100, 'an H100 SXM row priced on the book');
+    assert.equal(h100.spot.exact.price_usd_per_gpu_hour, '2.100');
+    assert.match(await page.locator('#plan-results').innerText(), /Error bar: the estimates were off by a median of/);
+
+    // Twice the epochs: twice the hours of the same configuration.
+    await page.fill('#plan-epochs', '2');
+    const twice = await expectPlan(page, bodies, (b) => assert.equal(b.epochs, 2));
+    const before = plan.options.find((o) => o.configuration === twice.cheapest.configuration) || twice.cheapest;
+    const again = twice.options.find((o) => o.configuration === before.configuration);
+    if (again && before !== twice.cheapest) assert.ok(Math.abs(again.hours - 2 * before.hours) < 1e-6);
+    assert.match(page.url(), /[?&]plan_epochs=2(&|$)/);
+
+    // The arithmetic of the cheapest.
+    await page.click('#plan-arithmetic summary');
+    const lines = await page.locator('#plan-arithmetic li').allInnerTexts();
+    assert.ok(lines.some((l) => l.startsWith('FLOPs per token:')), lines.join('\n'));
+    assert.ok(lines.some((l) => l.startsWith('hours:')), lines.join('\n'));
+    await screenshot(page, 'calculator-plan-desktop');
+
+    // A refused assumption is shown beside its field.
+    await page.click('#plan-assumptions summary');
+    await page.fill('#plan-utilisation', '2');
+    await page.locator('#plan-utilisation').press('Enter');
+    await page.waitForFunction(() => document.querySelector('#err-plan-utilisation')?.textContent.length > 0);
+    assert.match(await page.locator('#err-plan-utilisation').innerText(), /fraction of the published peak/);
+    assert.equal(await page.locator('#plan-utilisation').getAttribute('aria-invalid'), 'true');
+    await page.fill('#plan-utilisation', '0.3');
+    const given = await expectPlan(page, bodies, (b) => assert.equal(b.utilisation, '0.3'));
+    assert.equal(given.assumptions.utilisation, 0.3);
+
+    // Inference: the inputs become a serving job.
+    await page.selectOption('#workload', 'infer');
+    const serving = await expectPlan(page, bodies, (b) => {
+      assert.equal(b.workload, 'infer');
+      assert.equal(b.tokens_per_day, 10000000);
+      assert.equal(b.tokens, undefined);
+    });
+    assert.equal(serving.job.kind, 'serving');
+    assert.equal(await page.locator('#plan-tokens').isVisible(), false);
+    assert.equal(await page.locator('#plan-tokens_per_day').isVisible(), true);
+    assert.deepEqual(unexpected(problems, ['/v1/plan', 'status of 400']), []);
+  } finally {
+    await context.close();
+  }
+
+  // The same URL on a phone: the table stacks, nothing is wider than the screen.
+  const phone = await newPage(env.chrome.browser, 'phone', env.server.url);
+  try {
+    await phone.page.goto(`/calculator/?model=${encodeURIComponent(MODEL)}&workload=lora&plan_tokens=300000000&plan_epochs=2`);
+    await phone.page.waitForSelector('#plan-verdict');
+    assert.equal(await phone.page.locator('#plan-epochs').inputValue(), '2');
+    assert.equal(await phone.page.evaluate(() => document.documentElement.scrollWidth <= window.innerWidth), true, 'nothing wider than the phone');
+    await screenshot(phone.page, 'calculator-plan-phone');
+    assert.deepEqual(unexpected(phone.problems), []);
+  } finally {
+    await phone.context.close();
+  }
+});

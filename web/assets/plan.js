@@ -1,0 +1,200 @@
+// The calculator's "Time and cost to finish" section: POST /v1/plan with the calculator's own
+// request (model, workload, switches, filters) plus the job (tokens and epochs to train, or tokens
+// a day to serve). Every configuration that holds the job, ranked by its cost to finish on spot (the
+// exchange's live asks) or on a weekly/monthly term; the arithmetic of the cheapest on demand. The
+// section's inputs live in the URL as plan_<field>, beside the calculator's.
+import { api } from './api.js';
+import { h, $, replace, table, showFormError, clearFormErrors, errorBox } from './dom.js';
+import { usd, decimal, integer } from './format.js';
+
+const form = $('#plan-form');
+const out = $('#plan-results');
+// The plan's inputs: [name, applies to 'training' | 'serving' | 'both'].
+const FIELDS = [
+  ['tokens', 'training'],
+  ['epochs', 'training'],
+  ['tokens_per_day', 'serving'],
+  ['prompt_tokens', 'serving'],
+  ['output_tokens', 'serving'],
+  ['days', 'serving'],
+  ['utilisation', 'both'],
+  ['bandwidth_efficiency', 'serving'],
+  ['start', 'both'],
+];
+const TOP = 8;
+
+let shared = null; // the calculator's request: model, workload, switches, filters
+let run = 0;
+
+function kind() {
+  return shared && shared.workload === 'infer' ? 'serving' : 'training';
+}
+
+function syncVisibility() {
+  const k = kind();
+  for (const [name, applies] of FIELDS) {
+    const on = applies === 'both' || applies === k;
+    const el = form.elements[name];
+    el.closest('.field').hidden = !on;
+    el.disabled = !on;
+  }
+}
+
+function numberOrText(value) {
+  const t = String(value).trim();
+  return /^\d{1,17}$/.test(t) ? Number(t) : t;
+}
+
+function body() {
+  const b = { ...shared, explain: true, top: TOP };
+  for (const [name] of FIELDS) {
+    const el = form.elements[name];
+    if (el.disabled) continue;
+    const v = el.value.trim();
+    if (v === '') continue;
+    b[name] = name === 'start' || name === 'utilisation' || name === 'bandwidth_efficiency' ? v : numberOrText(v);
+  }
+  return b;
+}
+
+// plan_<field> in the URL, kept beside the calculator's own parameters.
+function writeUrl() {
+  const q = new URLSearchParams(location.search);
+  for (const [name] of FIELDS) {
+    const el = form.elements[name];
+    const v = el.value.trim();
+    if (!el.disabled && v !== '' && v !== el.defaultValue) q.set('plan_' + name, v);
+    else q.delete('plan_' + name);
+  }
+  history.replaceState(null, '', '?' + q.toString());
+}
+
+function readUrl() {
+  const q = new URLSearchParams(location.search);
+  for (const [name] of FIELDS) {
+    if (q.has('plan_' + name)) form.elements[name].value = q.get('plan_' + name);
+  }
+}
+
+function hours(hh) {
+  if (hh >= 48) return decimal(hh / 24, 1) + ' days';
+  return decimal(hh, hh < 10 ? 2 : 1) + ' h';
+}
+
+function when(iso) {
+  // "2026-06-01T08:30:00Z" -> "2026-06-01 08:30 UTC": the API's time, not the browser's zone.
+  return iso ? iso.slice(0, 10) + ' ' + iso.slice(11, 16) + ' UTC' : '—';
+}
+
+function configName(o) {
+  return o.count === 1 ? 'one ' + o.gpu : `${o.count}× ${o.gpu}`;
+}
+
+function optionTable(plan) {
+  const serving = plan.job.kind === 'serving';
+  const columns = [
+    { label: 'Configuration', th: true, cell: (o) => [o.configuration, o.parallelism !== 'single' ? h('span', { class: 'muted small' }, ' ' + o.parallelism) : null] },
+    {
+      label: serving ? 'Tokens/s each' : 'Tokens/s',
+      num: true,
+      cell: (o) => [integer(Math.round(o.tokens_per_s)), h('span', { class: 'range', title: 'The error bar: 9 in 10 published runs fell in this range' }, ` ${integer(Math.round(o.tokens_per_s_range[0]))}–${integer(Math.round(o.tokens_per_s_range[1]))}`)],
+    },
+    serving ? { label: 'Replicas', num: true, cell: (o) => integer(o.replicas) } : { label: 'Hours', num: true, cell: (o) => hours(o.hours) },
+    { label: 'Finish', cell: (o) => when(o.finish) },
+    {
+      label: 'Spot',
+      num: true,
+      cell: (o) =>
+        o.spot
+          ? [usd(o.spot.exact.total_usd), o.spot.outlasts_offer ? h('span', { class: 'badge badge-warn', title: 'The offer ends before the job finishes' }, 'ends early') : null]
+          : h('span', { class: 'muted' }, '—'),
+    },
+    { label: 'Term', num: true, cell: (o) => (o.term ? [usd(o.term.exact.total_usd), h('span', { class: 'muted small' }, ' ' + o.term.detail)] : h('span', { class: 'muted' }, '—')) },
+    { label: 'Cost to finish', num: true, cell: (o) => [h('strong', null, usd(o.best === 'spot' ? o.spot.exact.total_usd : o.term.exact.total_usd)), ' ', h('span', { class: 'badge' }, o.best)] },
+    { label: '$/M tokens', num: true, cell: (o) => usd(o.usd_per_million_tokens, 3) },
+  ];
+  return table(columns, plan.options, { rowClass: (o) => (o === plan.options[0] ? 'best' : null), stack: true });
+}
+
+function render(plan) {
+  if (!plan.cheapest) {
+    replace(out, h('div', { class: 'alert alert-warn', id: 'plan-verdict', role: 'status' }, h('strong', null, 'Nothing can be planned. '), plan.reason || ''));
+    return;
+  }
+  const c = plan.cheapest;
+  const serving = plan.job.kind === 'serving';
+  const cost = c.best === 'spot' ? c.spot.exact.total_usd : c.term.exact.total_usd;
+  const verdict = h(
+    'p',
+    { class: 'verdict', id: 'plan-verdict' },
+    'Cheapest to finish: ',
+    h('strong', null, configName(c)),
+    c.replicas > 1 ? ` × ${integer(c.replicas)} replicas` : '',
+    ` on ${c.best === 'spot' ? 'spot' : 'a term'}, `,
+    h('strong', null, usd(cost)),
+    serving ? ` for ${integer(plan.job.days)} days (${usd(c.usd_per_million_tokens, 3)} per million tokens).` : `, ${hours(c.hours)}, done ${when(c.finish)}.`
+  );
+  const f = plan.fastest;
+  const fastest =
+    !serving && f && f.configuration !== c.configuration
+      ? h('p', { class: 'muted small', id: 'plan-fastest' }, `Fastest: ${configName(f)} in ${hours(f.hours)} for ${usd(f.best === 'spot' ? f.spot.exact.total_usd : f.term.exact.total_usd)}.`)
+      : null;
+  const notes = [
+    `Error bar: the estimates were off by a median of ${decimal(plan.error_bar.median * 100, 0)}% and within ${decimal(plan.error_bar.p90 * 100, 0)}% for 9 in 10 published runs; the small range beside each tokens/s is that band.`,
+    plan.prices === 'market' ? 'Spot: the exchange\'s live best asks, billed by the hour.' : 'Spot: the catalog\'s opening asks.',
+    'Term: the cheapest mix of months (720 h) and weeks (168 h) that covers the hours.',
+  ];
+  if (plan.configurations > plan.options.length) notes.push(`${integer(plan.configurations - plan.options.length)} more configurations hold the job; the table lists the ${plan.options.length} cheapest.`);
+  const open = document.getElementById('plan-arithmetic')?.open || undefined;
+  replace(
+    out,
+    verdict,
+    fastest,
+    optionTable(plan),
+    h('p', { class: 'table-note' }, notes.join(' ')),
+    h('details', { class: 'arith', id: 'plan-arithmetic', open }, h('summary', null, `Show the arithmetic (${c.configuration})`), h('ul', { class: 'formulas' }, (c.explain || []).map((line) => h('li', null, line))))
+  );
+}
+
+async function calculate() {
+  if (!shared) return;
+  clearFormErrors(form);
+  syncVisibility();
+  writeUrl();
+  const mine = ++run;
+  out.setAttribute('aria-busy', 'true');
+  try {
+    const plan = await api('POST', '/v1/plan', body());
+    if (mine !== run) return;
+    render(plan);
+  } catch (e) {
+    if (mine !== run) return;
+    if (!showFormError(form, e)) replace(out, errorBox(e.message));
+    else replace(out, h('div', { class: 'empty' }, 'Fix the highlighted field to see the plan.'));
+  } finally {
+    if (mine === run) out.removeAttribute('aria-busy');
+  }
+}
+
+let timer = 0;
+function calculateSoon() {
+  clearTimeout(timer);
+  timer = setTimeout(calculate, 250);
+}
+
+// Called by the calculator with its current request (null while it has none).
+export function planFor(request) {
+  shared = request;
+  syncVisibility();
+  calculate();
+}
+
+readUrl();
+form.addEventListener('submit', (e) => {
+  e.preventDefault();
+  calculate();
+});
+form.addEventListener('change', calculateSoon);
+form.addEventListener('input', (e) => {
+  if (e.target.type === 'number') calculateSoon();
+});
