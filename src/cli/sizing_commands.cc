@@ -18,6 +18,7 @@
 #include "fit/guide.h"
 #include "fit/plan.h"
 #include "fit/plan_report.h"
+#include "fit/use_cases.h"
 #include "fit/report_json.h"
 #include "fit/report_text.h"
 #include "fit/request.h"
@@ -52,6 +53,7 @@ struct Flags {
   std::string region, max_monthly_usd, top, gpu;
   std::string catalog_path;
   std::string hourly_rate;  // catalog --hourly-rate
+  std::string use;          // catalog --use training|fine-tuning|inference
   std::string prices = "list", server;  // fit --prices market --server URL
   // plan
   std::string tokens, samples, epochs, tokens_per_day, prompt_tokens, output_tokens, days;
@@ -288,6 +290,30 @@ void RunGuide(const Flags& f) {
   SetExitCode(kExitOk);
 }
 
+// gpuhub catalog --use training|fine-tuning|inference [--server URL]
+void RunUseCase(const Flags& f, const catalog::Catalog& fleet) {
+  auto use = fit::ParseUseCase(f.use);
+  if (!use.ok()) return FailBadInput("--use: " + use.status().message());
+  auto bundled = sizing::ListBundledModels(DataDir());
+  if (!bundled.ok()) return Fail(bundled.status().message());
+  auto view = fit::BuildUseCase(fleet, *bundled, *use);
+  if (!view.ok()) return Fail(view.status().message());
+  const std::string server = ServerFromEnvironment(f.server);
+  if (!server.empty()) {
+    auto book = FetchOffers(server);
+    if (!book.ok()) return FailWith(book.status());
+    fit::ApplySpotPrices(fleet, *book, /*live=*/true, *view);
+  } else {
+    fit::ApplySpotPrices(fleet, {}, /*live=*/false, *view);
+  }
+  if (f.json) {
+    std::cout << fit::UseCaseJson(*view) << "\n";
+  } else {
+    std::cout << fit::UseCaseText(*view);
+  }
+  SetExitCode(kExitOk);
+}
+
 void RunCatalog(const Flags& f) {
   std::optional<std::int64_t> rate;
   if (f.Given("--hourly-rate")) {
@@ -301,6 +327,11 @@ void RunCatalog(const Flags& f) {
   }
   auto fleet = LoadCatalogOrFail(f);
   if (!fleet) return;
+  if (f.Given("--use")) {
+    if (rate) return FailBadInput("--hourly-rate applies to the fleet table, not to --use");
+    return RunUseCase(f, *fleet);
+  }
+  if (f.Given("--server")) return FailBadInput("--server applies to --use (live spot prices)");
   if (f.json) {
     std::cout << fit::CatalogJson(*fleet, rate) << "\n";
   } else {
@@ -409,6 +440,14 @@ void AddSizingCommands(CLI::App& app) {
   catalog_flags.options["--hourly-rate"] = catalog_cmd->add_option(
       "--hourly-rate", catalog_flags.hourly_rate,
       "USD per GPU-hour: add each card's break-even hours per month against it");
+  catalog_flags.options["--use"] = catalog_cmd->add_option(
+      "--use", catalog_flags.use,
+      "training, fine-tuning or inference: the cards fit for that use, why, the largest model one "
+      "and eight cards hold, and prices");
+  catalog_flags.options["--server"] = catalog_cmd->add_option(
+      "--server", catalog_flags.server,
+      "with --use: a running gpuhub serve whose book gives the live \"from $X/h\" (default "
+      "$GPUHUB_SERVER; none: the opening asks)");
   AddCatalogFlag(catalog_cmd, catalog_flags);
   catalog_cmd->callback([] { RunCatalog(catalog_flags); });
 

@@ -197,7 +197,11 @@ class Planner {
         return exclude("needs " + sizing::FormatGb(per_card) + ", " + card.name + " has " +
                        FormatFixed(card.vram_gb, 0) + " GB");
       }
-    } else if (single_fits) {
+    } else if (single_fits &&
+               !(full && card.term != nullptr &&
+                 catalog::AllowsShardedTraining(card.term->sharded_training, count))) {
+      // Replicas: inference and adapters always; full fine-tuning only where the cards cannot
+      // shard (ZeRO-3 shards the optimizer step too, which replicas would each repeat).
       if (full && card.term != nullptr &&
           card.term->sharded_training == catalog::ShardedTraining::kSingleCard) {
         return exclude("full fine-tuning runs on one " + card.name +

@@ -12,11 +12,12 @@
 // Configurations (rules of fit.h where they apply): every card of the term fleet at every count it
 // is rented in, and every card on the spot exchange at 1, 2, 4 or 8 GPUs of one machine (the
 // cheapest offer of each card and count). How the cards share the job:
-//  - the job fits one card: a single card, or N replicas (data parallel; full fine-tuning needs the
-//    card to allow multi-card training: not `single-card`);
-//  - it does not: full fine-tuning shards with ZeRO-3 over NVLink/NVSwitch/Infinity Fabric within
-//    the card's sharded-training limit; LoRA, QLoRA and inference split the layers (no faster than
-//    one card).
+//  - full fine-tuning on N cards shards with ZeRO-3 where the card's link allows N (NVLink/
+//    NVSwitch/Infinity Fabric, its sharded-training limit), as fit does; elsewhere, when one card
+//    holds it, N replicas (data parallel: not on `single-card` cards, and only over a published
+//    link);
+//  - LoRA, QLoRA and inference: N replicas when one card holds the job, else the layers split
+//    (no faster than one card).
 // Filters: --gpu (a term or spot card), --region, --cuda-only, --in-stock (term: free now; spot:
 // everything on the book is free), FP8 needed, --max-monthly-usd (a term set's monthly price).
 //

@@ -1,7 +1,8 @@
 // The public read API, the same JSON as the CLI's --json (src/fit/report_json.h):
 //   GET /v1/catalog, POST /v1/size, POST /v1/fit, GET /v1/guide,
 //   GET /v1/models (the presets and bundled model ids POST /v1/size and /v1/fit accept),
-//   POST /v1/plan (fit/plan_report.h: hours and cost to finish, spot at the book's live asks)
+//   POST /v1/plan (fit/plan_report.h: hours and cost to finish, spot at the book's live asks),
+//   GET /v1/use-cases/{training|fine-tuning|inference} (fit/use_cases.h, "from $X/h" live)
 // Pure computations over the catalog loaded at start; plan (and fit with "prices": "market")
 // read the exchange's book through the engine first.
 #include <memory>
@@ -14,6 +15,7 @@
 #include "fit/guide.h"
 #include "fit/market_fit.h"
 #include "fit/plan_report.h"
+#include "fit/use_cases.h"
 #include "fit/report_json.h"
 #include "market/exchange.h"
 #endif
@@ -29,6 +31,8 @@ struct ReadData {
   std::string catalog_json;
   std::string guide_json;
   std::string models_json;
+  // The use-case views without prices, built once (they size every bundled model on every card).
+  std::vector<fit::UseCaseView> use_cases;
   Status error;
 };
 
@@ -50,6 +54,24 @@ void PlanOnTheBook(ApiContext& api, std::shared_ptr<ReadData> data, std::string 
         auto out = fit::HandlePlanJson(body, data->data_dir, *data->catalog, FitOffers(*offers),
                                        /*live=*/true, api.engine.clock().NowMicros());
         respond(out.ok() ? Response::Json(200, *out) : Response::Error(out.status()));
+      });
+}
+
+// GET /v1/use-cases/{use}: the prebuilt view with the book's best asks as "from $X/h".
+void UseCaseOnTheBook(ApiContext& api, std::shared_ptr<ReadData> data, fit::UseCase use,
+                      Responder respond) {
+  api.engine.Execute<std::vector<market::Offer>>(
+      [](engine::Txn& txn) { return txn.state.market->exchange.Offers("", txn.now); },
+      [data = std::move(data), use,
+       respond = std::move(respond)](Result<std::vector<market::Offer>> offers) {
+        if (!offers.ok()) return respond(Response::Error(offers.status()));
+        for (const auto& view : data->use_cases) {
+          if (view.use != use) continue;
+          fit::UseCaseView priced = view;
+          fit::ApplySpotPrices(*data->catalog, FitOffers(*offers), /*live=*/true, priced);
+          return respond(Response::Json(200, fit::UseCaseJson(priced)));
+        }
+        respond(Response::Error(503, "unavailable", "the use-case views are not built"));
       });
 }
 
@@ -75,6 +97,12 @@ void RegisterReadRoutes(Router& router, ApiContext& api, const std::string& data
   auto bundled = sizing::ListBundledModels(data_dir);
   data->models_json =
       fit::ModelsJson(bundled.ok() ? *bundled : std::vector<sizing::BundledModel>{});
+  if (data->catalog && bundled.ok()) {
+    for (fit::UseCase use : fit::kUseCases) {
+      auto view = fit::BuildUseCase(*data->catalog, *bundled, use);
+      if (view.ok()) data->use_cases.push_back(std::move(*view));
+    }
+  }
   auto unavailable = [data] {
     return Response::Error(503, "unavailable",
                            "the catalog is not loaded: " + data->error.message());
@@ -114,6 +142,15 @@ void RegisterReadRoutes(Router& router, ApiContext& api, const std::string& data
     auto out = fit::HandleFitJson(body, data->data_dir, *data->catalog);
     respond(out.ok() ? Response::Json(200, *out) : Response::Error(out.status()));
   });
+  router.Add("GET", "/v1/use-cases/{use}",
+             [data, unavailable, &api](const Request& r, Responder respond) {
+               if (!data->catalog) return respond(unavailable());
+               auto use = fit::ParseUseCase(r.path_params.at("use"));
+               if (!use.ok()) {
+                 return respond(Response::Error(404, "not_found", use.status().message()));
+               }
+               UseCaseOnTheBook(api, data, *use, std::move(respond));
+             });
   router.Add("POST", "/v1/plan", [data, unavailable, &api](const Request& r, Responder respond) {
     if (!data->catalog) return respond(unavailable());
     Status type = CheckJsonContentType(r);
@@ -136,6 +173,7 @@ void RegisterReadRoutes(Router& router, ApiContext&, const std::string&) {
   router.Add("POST", "/v1/size", unavailable);
   router.Add("POST", "/v1/fit", unavailable);
   router.Add("POST", "/v1/plan", unavailable);
+  router.Add("GET", "/v1/use-cases/{use}", unavailable);
 }
 
 #endif

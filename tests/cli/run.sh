@@ -169,6 +169,16 @@ expect_ok "catalog --hourly-rate: break-even against a rate" \
   "j['hourly_rate_usd'] == 2.5 and j['term'][3]['break_even_hours_vs_rate'] == 676.0" \
   catalog --hourly-rate 2.50 --json
 expect_bad "catalog --hourly-rate -1" "--hourly-rate must be a positive USD amount" catalog --hourly-rate -1
+expect_ok "catalog --use training: cards that shard first, why, the largest model 1 and 8 cards hold" \
+  "j['use'] == 'training' and j['cards'][0]['fit'] and all(c['fit'] for c in j['cards'][:5]) and any(c['name'] == 'L40S' and not c['fit'] and 'data parallel only' in c['why'][0] for c in j['cards']) and all(c['largest'][0]['label'] == 'full fine-tuning' for c in j['cards']) and any(c['name'] == 'H100 SXM' and c['spot']['exact']['from_usd_per_gpu_hour'] == '2.880' and not c['spot']['live'] for c in j['cards'])" \
+  catalog --use training --json
+expect_ok "catalog --use inference: bandwidth, FP8, largest BF16/INT4 and the reference's tokens/s" \
+  "[l['label'] for l in j['cards'][0]['largest']] == ['BF16', 'INT4'] and all(c['tokens_per_s'] > 0 and c['tokens_per_s_range'][0] < c['tokens_per_s'] for c in j['cards'] if c['fit']) and any(c['name'] == 'B300' and not c['fit'] for c in j['cards'])" \
+  catalog --use inference --json
+expect_ok "catalog --use fine-tuning text" "'LLM fine-tuning (gpuhub catalog --use fine-tuning)' in t and 'QLoRA: 1 card' in t and 'Why' in t" \
+  catalog --use fine-tuning
+expect_bad "catalog --use unknown" "unknown use 'pretraining'" catalog --use pretraining
+expect_bad "catalog --use with --hourly-rate" "--hourly-rate applies to the fleet table" catalog --use training --hourly-rate 2
 expect_ok "catalog tables" "'Term fleet' in t and 'Spot exchange' in t and 'not published' in t" catalog
 expect_ok "models --json" "len(j['presets']) == 5 and any(m['id'] == 'meta-llama/Llama-3.1-8B' for m in j['bundled'])" \
   models --json

@@ -15,7 +15,24 @@ const PAGES = [
   { name: 'market', path: '/market/?gpu=H100%20SXM', ready: '#depth svg', check: checkMarket },
   { name: 'account', path: '/account/', ready: '#signed-out:not([hidden])', check: checkAccount },
   { name: 'sell', path: '/sell/', ready: '#sell-signed-out:not([hidden])', check: checkSell },
+  { name: 'use-training', path: '/use/training/', ready: '#fit-cards .use-card', check: checkUse('training') },
+  { name: 'use-fine-tuning', path: '/use/fine-tuning/', ready: '#fit-cards .use-card', check: checkUse('fine-tuning') },
+  { name: 'use-inference', path: '/use/inference/', ready: '#fit-cards .use-card', check: checkUse('inference') },
 ];
+
+// A use-case page: the engine's view (GET /v1/use-cases/<use>), fit cards first with why.
+function checkUse(use) {
+  return async (page) => {
+    const view = await fetch(new URL(`/v1/use-cases/${use}`, page.url()).href).then((r) => r.json());
+    const fit = view.cards.filter((c) => c.fit);
+    assert.equal(await page.locator('#fit-cards .use-card').count(), fit.length);
+    const first = page.locator('#fit-cards .use-card').first();
+    assert.equal(await first.getAttribute('data-gpu'), fit[0].name, 'best value first');
+    assert.match(await first.innerText(), /best value/);
+    assert.equal(await page.locator('.use-tabs a[aria-current="page"]').getAttribute('href'), `/use/${use}/`);
+    assert.equal(await page.locator('nav.nav a[aria-current="page"]').innerText(), 'Use cases');
+  };
+}
 
 async function checkCatalog(page) {
   assert.equal(await page.locator('.gpu-card').count(), 15, 'the 15 cards of the term fleet');

@@ -1,6 +1,6 @@
-// POST /v1/plan on a real server (SQLite and PostgreSQL): the plan prices spot on the live book
-// (the asks a provider just listed), the term fleet on the catalog, and the CLI's
-// `gpuhub plan --server URL` reads the same book.
+// POST /v1/plan and GET /v1/use-cases/{use} on a real server (SQLite and PostgreSQL): they price
+// spot on the live book (the asks a provider just listed), the term fleet on the catalog, and the
+// CLI's `gpuhub plan --server URL` and `gpuhub catalog --use X --server URL` read the same book.
 #include <gtest/gtest.h>
 
 #include "harness.h"
@@ -123,6 +123,47 @@ TEST_P(PlanApiTest, BadRequestsNameTheField) {
   auto unknown = client_->Call("POST", "/v1/plan",
                                {{"model", "no-such/model"}, {"workload", "lora"}, {"tokens", 5}});
   EXPECT_EQ(unknown.status, 404) << unknown.body;
+}
+
+// The use-case views price spot at the book's best ask, live ("from $X/h").
+TEST_P(PlanApiTest, UseCasesShowTheLiveBestAsk) {
+  std::string provider = SignUpAndLogIn(*client_, "paula", "correct horse battery staple",
+                                        {"provider"});
+  Offer(provider, "A100 SXM", 4, "1.650", 48);
+  Offer(provider, "A100 SXM", 2, "1.500", 48);
+  for (const char* use : {"training", "fine-tuning", "inference"}) {
+    auto r = client_->Call("GET", std::string("/v1/use-cases/") + use);
+    ASSERT_EQ(r.status, 200) << use << ": " << r.body;
+    json view = r.Json();
+    EXPECT_EQ(view["use"], use);
+    bool found = false;
+    for (const auto& c : view["cards"]) {
+      if (c["name"] == "A100 SXM") {
+        found = true;
+        EXPECT_EQ(c["spot"]["live"], true);
+        EXPECT_EQ(c["spot"]["exact"]["from_usd_per_gpu_hour"], "1.500");
+        EXPECT_EQ(c["spot"]["gpus_on_offer"], 6);
+      }
+      if (c["name"] == "H100 SXM") {
+        EXPECT_TRUE(c["spot"]["from_usd_per_gpu_hour"].is_null()) << "no H100 offer on this book";
+      }
+    }
+    EXPECT_TRUE(found) << use;
+  }
+  auto unknown = client_->Call("GET", "/v1/use-cases/pretraining");
+  EXPECT_EQ(unknown.status, 404) << unknown.body;
+  EXPECT_NE(unknown.body.find("training, fine-tuning or inference"), std::string::npos);
+  // The CLI reads the same book.
+  std::string url = "http://127.0.0.1:" + std::to_string(server_->port());
+  auto cli = RunGpuhub({"catalog", "--use", "inference", "--server", url, "--json"}, "");
+  ASSERT_EQ(cli.exit_code, 0) << cli.output;
+  json out = json::parse(cli.output, nullptr, false);
+  ASSERT_FALSE(out.is_discarded()) << cli.output;
+  for (const auto& c : out["cards"]) {
+    if (c["name"] == "A100 SXM") {
+      EXPECT_EQ(c["spot"]["exact"]["from_usd_per_gpu_hour"], "1.500");
+    }
+  }
 }
 
 INSTANTIATE_TEST_SUITE_P(Backends, PlanApiTest, ::testing::Values("sqlite", "postgresql"));

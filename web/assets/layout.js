@@ -12,6 +12,7 @@ const HEADER = `
     <a href="/">Catalog</a>
     <a href="/calculator/">Calculator</a>
     <a href="/guide/">Guide</a>
+    <a href="/use/training/" data-section="/use/">Use cases</a>
     <a href="/market/">Market</a>
     <a href="/sell/" data-signed-in hidden>Sell</a>
     <a href="/account/">Account</a>
@@ -28,7 +29,8 @@ function markCurrentPage() {
   const path = location.pathname.replace(/index\.html$/, '');
   for (const a of document.querySelectorAll('.nav a')) {
     const href = a.getAttribute('href');
-    const current = href === '/' ? path === '/' : path.startsWith(href);
+    const section = a.dataset.section || href;
+    const current = href === '/' ? path === '/' : path.startsWith(section);
     if (current) a.setAttribute('aria-current', 'page');
     else a.removeAttribute('aria-current');
   }
