@@ -283,6 +283,9 @@ Result<sizing::ModelShape> ResolveModel(const std::string& spec, const RequestCo
                             "': not a preset (7b, 13b, 34b, 70b, 405b) and not a bundled model "
                             "id (GET /v1/models lists them; or paste a config.json as \"config\")");
   }
+  // The API answers with a logical source: the bundled file's path is where the server keeps
+  // its data, nothing a client should learn.
+  if (model.ok() && !context.allow_paths && model->source != "preset") model->source = "bundled";
   return model;
 }
 

@@ -318,14 +318,19 @@ TEST(Request, ModelsByPresetBundledIdPathAndPastedConfig) {
   auto bundled = ResolveModel("meta-llama/Llama-3.1-8B", Api());
   ASSERT_TRUE(bundled.ok()) << bundled.status().ToString();
   EXPECT_EQ(bundled->total_params, 8'030'261'248);
+  // A logical source through the API, never the server's file path.
+  EXPECT_EQ(bundled->source, "bundled");
   auto by_name = ResolveModel("Llama-3.1-8B", Api());
   ASSERT_TRUE(by_name.ok());
   EXPECT_EQ(by_name->total_params, 8'030'261'248);
+  EXPECT_EQ(by_name->source, "bundled");
+  EXPECT_EQ(ResolveModel("70b", Api())->source, "preset");
 
   std::string path = std::string(GPUHUB_SOURCE_DIR) + "/data/models/meta-llama--Llama-3.1-8B.json";
   auto from_path = ResolveModel(path, Cli());
   ASSERT_TRUE(from_path.ok()) << from_path.status().ToString();
   EXPECT_EQ(from_path->total_params, 8'030'261'248);
+  EXPECT_EQ(from_path->source, path);  // the CLI's own file: its path
 
   // The API never reads a path it is given: absolute, relative with dots, deeper than org/name...
   for (const std::string& spec :

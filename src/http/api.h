@@ -107,8 +107,7 @@ void RunAnonymous(ApiContext& api, const Request& request, Responder respond, bo
 // replays), else 409 "still being processed".
 void ReplayAnonymousOr409(ApiContext& api, const Request& request, Responder respond);
 
-// The request's JSON object: Content-Type (when given) must be application/json, the body at most
-// kMaxJsonDepth deep, an object, and only `allowed` fields.
+// The request's JSON object: CheckJsonBody, then an object with only `allowed` fields.
 Result<json> ParseJsonObject(const Request& request,
                              std::initializer_list<std::string_view> allowed);
 // Typed field access with messages naming the field.
@@ -116,11 +115,18 @@ Result<std::string> RequiredString(const json& object, std::string_view field);
 Result<std::optional<std::string>> OptionalString(const json& object, std::string_view field);
 Result<std::int64_t> RequiredInteger(const json& object, std::string_view field, std::int64_t min,
                                      std::int64_t max);
-// invalid_argument when deeper than max_depth (scans brackets outside strings).
-// A request body must be sent as JSON: no Content-Type (curl --data-binary) or application/json.
-// Anything else (text/plain, a cross-site HTML form) is a 400.
+// Whether a Content-Type value is application/json, parameters (charset) allowed, any case.
+bool IsJsonMediaType(std::string_view content_type);
+// A JSON request body must say so: Content-Type application/json (IsJsonMediaType). None, or any
+// other type (text/plain, a cross-site HTML form, application/jsonx) is a 400.
 Status CheckJsonContentType(const Request& request);
+// invalid_argument when deeper than max_depth (scans brackets outside strings).
 Status CheckJsonDepth(std::string_view text, int max_depth);
+// A JSON text as a request body: no NUL byte (the parser would stop there and ignore what
+// follows), at most kMaxJsonDepth deep.
+Status CheckJsonText(std::string_view text);
+// CheckJsonContentType and CheckJsonText: every JSON body goes through it before parsing.
+Status CheckJsonBody(const Request& request);
 
 Response JsonResponse(int status, const json& body);
 std::string Dump(const json& body);

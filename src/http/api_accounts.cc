@@ -102,7 +102,7 @@ struct LoginTarget {
 // no-cors fetch cannot send Content-Type: application/json (that needs a CORS preflight, which
 // this server never grants), and a browser's Origin, when sent, must be this host.
 Status CheckCookieLoginOrigin(const Request& request) {
-  if (ToLower(request.Header("content-type")).rfind("application/json", 0) != 0) {
+  if (!IsJsonMediaType(request.Header("content-type"))) {
     return Status::InvalidArgument(
         "a cookie login must be sent with Content-Type: application/json");
   }

@@ -87,12 +87,35 @@ Status CheckJsonDepth(std::string_view text, int max_depth) {
   return Status::Ok();
 }
 
+bool IsJsonMediaType(std::string_view content_type) {
+  // The media type before any parameter, case-insensitive (RFC 9110 8.3.1): not a prefix, or
+  // application/jsonx and application/json-patch+json would pass.
+  std::string_view type = content_type.substr(0, content_type.find(';'));
+  return ToLower(Trim(type)) == "application/json";
+}
+
 Status CheckJsonContentType(const Request& request) {
-  const std::string& type = request.Header("content-type");
-  if (!type.empty() && ToLower(type).rfind("application/json", 0) != 0) {
+  // Required, not only checked when present: a cross-site no-cors fetch of a Blob body sends no
+  // Content-Type at all and needs no CORS preflight, so "none" must not pass for JSON.
+  if (!IsJsonMediaType(request.Header("content-type"))) {
     return Status::InvalidArgument("Content-Type must be application/json");
   }
   return Status::Ok();
+}
+
+Status CheckJsonText(std::string_view text) {
+  // nlohmann's parser takes a NUL byte for the end of its input, so `{...}\0garbage` would pass
+  // where `{...}garbage` is refused. A JSON text has no raw NUL anywhere (in a string it is
+  // written \u0000), so refusing the byte refuses trailing bytes consistently.
+  if (text.find('\0') != std::string_view::npos) {
+    return Status::InvalidArgument("request body is not valid JSON (it holds a NUL byte)");
+  }
+  return CheckJsonDepth(text, kMaxJsonDepth);
+}
+
+Status CheckJsonBody(const Request& request) {
+  GPUHUB_RETURN_IF_ERROR(CheckJsonContentType(request));
+  return CheckJsonText(request.body);
 }
 
 Result<json> ParseJsonObject(const Request& request,
@@ -100,7 +123,7 @@ Result<json> ParseJsonObject(const Request& request,
   GPUHUB_RETURN_IF_ERROR(CheckJsonContentType(request));
   if (Trim(request.body).empty())
     return Status::InvalidArgument("request body must be a JSON object");
-  GPUHUB_RETURN_IF_ERROR(CheckJsonDepth(request.body, kMaxJsonDepth));
+  GPUHUB_RETURN_IF_ERROR(CheckJsonText(request.body));
   json body = json::parse(request.body, nullptr, /*allow_exceptions=*/false);
   if (body.is_discarded()) return Status::InvalidArgument("request body is not valid JSON");
   if (!body.is_object()) return Status::InvalidArgument("request body must be a JSON object");

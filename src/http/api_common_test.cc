@@ -55,5 +55,20 @@ TEST(RequestFingerprintTest, TheLegacyFormIsTheRawBodyHashEarlierVersionsStored)
   EXPECT_EQ(Of(deep).current, Of(deep).legacy);
 }
 
+TEST(JsonBodyTest, OnlyTheJsonMediaTypeWithParametersAndNoBytesAfterTheValue) {
+  for (const char* yes : {"application/json", "application/json; charset=utf-8",
+                          "APPLICATION/JSON", " application/json ;charset=utf-8"}) {
+    EXPECT_TRUE(IsJsonMediaType(yes)) << yes;
+  }
+  for (const char* no : {"", "application/jsonx", "application/json-patch+json", "text/json",
+                         "application/json,text/plain", "application/ json", "multipart/form-data"}) {
+    EXPECT_FALSE(IsJsonMediaType(no)) << no;
+  }
+  EXPECT_TRUE(CheckJsonText(R"({"a":"\u0000"})").ok());  // an escaped NUL is fine
+  EXPECT_FALSE(CheckJsonText(std::string("{}\0x", 4)).ok());
+  EXPECT_FALSE(CheckJsonText(std::string("{\"a\":\"\0\"}", 8)).ok());
+  EXPECT_FALSE(CheckJsonText(std::string(100, '[')).ok());
+}
+
 }  // namespace
 }  // namespace gpuhub::http

@@ -83,6 +83,8 @@ void RegisterReadRoutes(Router& router, ApiContext& api, const std::string& data
   auto loaded = catalog::LoadCatalog(data_dir + "/catalog.toml");
   if (loaded.ok()) {
     data->catalog = std::move(loaded).value();
+    // A logical name: the answer must not tell clients where the server keeps its files.
+    data->catalog->source = "catalog.toml";
     data->catalog_json = fit::CatalogJson(*data->catalog);
     auto guide = fit::BuildGuide(*data->catalog);
     if (guide.ok()) {
@@ -118,19 +120,15 @@ void RegisterReadRoutes(Router& router, ApiContext& api, const std::string& data
   router.Add("GET", "/v1/models",
              [data](const Request&, Responder respond) { respond(Cached(data->models_json)); });
   router.Add("POST", "/v1/size", [data](const Request& r, Responder respond) {
-    Status type = CheckJsonContentType(r);
-    if (!type.ok()) return respond(Response::Error(type));
-    Status depth = CheckJsonDepth(r.body, 32);
-    if (!depth.ok()) return respond(Response::Error(depth));
+    Status checked = CheckJsonBody(r);
+    if (!checked.ok()) return respond(Response::Error(checked));
     auto out = fit::HandleSizeJson(r.body, data->data_dir);
     respond(out.ok() ? Response::Json(200, *out) : Response::Error(out.status()));
   });
   router.Add("POST", "/v1/fit", [data, unavailable, &api](const Request& r, Responder respond) {
     if (!data->catalog) return respond(unavailable());
-    Status type = CheckJsonContentType(r);
-    if (!type.ok()) return respond(Response::Error(type));
-    Status depth = CheckJsonDepth(r.body, 32);
-    if (!depth.ok()) return respond(Response::Error(depth));
+    Status checked = CheckJsonBody(r);
+    if (!checked.ok()) return respond(Response::Error(checked));
     // "prices": "market" fits on the spot exchange's live offers (api_market.cc).
     std::string body = r.body;
     auto market = TakePricesField(&body);
@@ -153,10 +151,8 @@ void RegisterReadRoutes(Router& router, ApiContext& api, const std::string& data
              });
   router.Add("POST", "/v1/plan", [data, unavailable, &api](const Request& r, Responder respond) {
     if (!data->catalog) return respond(unavailable());
-    Status type = CheckJsonContentType(r);
-    if (!type.ok()) return respond(Response::Error(type));
-    Status depth = CheckJsonDepth(r.body, 32);
-    if (!depth.ok()) return respond(Response::Error(depth));
+    Status checked = CheckJsonBody(r);
+    if (!checked.ok()) return respond(Response::Error(checked));
     PlanOnTheBook(api, data, r.body, std::move(respond));
   });
 }

@@ -284,6 +284,14 @@ class Connection : public std::enable_shared_from_this<Connection> {
     // sees as this body would be our next request (smuggling). RFC 9112 6.3: 400 and close.
     // Only "chunked" alone is decoded here: another coding before it is 501.
     auto& header = parser_->get();
+    if (header.count(bhttp::field::transfer_encoding) != 0 && header.version() < 11) {
+      // RFC 9112 6.1: Transfer-Encoding in an HTTP/1.0 message is faulty framing, whatever
+      // Content-Length says (a 1.0 proxy in front would not have framed it by chunks).
+      timer_.cancel();
+      return WriteProtocolError(
+          Response::Error(400, "invalid_argument",
+                          "malformed HTTP request: Transfer-Encoding is not allowed in HTTP/1.0"));
+    }
     if (header.count(bhttp::field::transfer_encoding) != 0) {
       std::string codings;
       auto range = header.equal_range(bhttp::field::transfer_encoding);
@@ -545,10 +553,20 @@ void Server::Impl::Dispatch(Request request, std::function<void(Response)> send)
     bool api = request.path == "/v1" || request.path.rfind("/v1/", 0) == 0;
     route = api ? "unmatched" : "static";
   }
+  // An answer for a signed-in caller is private: no cache (a shared proxy's or the browser's disk)
+  // may keep it, unless its handler said otherwise (public data, the same for everyone).
+  bool credentialed = !request.Header("authorization").empty() || !request.Header("cookie").empty();
   auto finish = [this, send = std::move(send), started, route, method = request.method,
-                 path = request.path, id = request.request_id,
-                 remote = request.remote_address](Response response) {
+                 path = request.path, id = request.request_id, remote = request.remote_address,
+                 credentialed](Response response) {
     response.headers.emplace_back("X-Request-Id", id);
+    if (credentialed) {
+      bool has_cache_control = false;
+      for (const auto& [name, value] : response.headers) {
+        has_cache_control = has_cache_control || beast::iequals(name, "cache-control");
+      }
+      if (!has_cache_control) response.headers.emplace_back("Cache-Control", "no-store");
+    }
     double seconds =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
     metrics

@@ -6,6 +6,9 @@
 //   from one client address, shutting down). An idle keep-alive connection is closed quietly after
 //   the read timeout.
 // - `Expect: 100-continue` is answered before the body is read.
+// - Transfer-Encoding: only "chunked" alone, and never in HTTP/1.0 (400, RFC 9112 6.1).
+// - An answer to a request with credentials (Authorization or Cookie) carries `Cache-Control:
+//   no-store` unless its handler set a Cache-Control of its own.
 // - Every response carries X-Request-Id (the client's when it is sane, else a new one); every
 //   request is counted in /metrics (by route pattern and status) and logged (method, route, status,
 //   duration; never bodies, tokens or passwords).
