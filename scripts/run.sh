@@ -13,7 +13,7 @@ if ! "$bin" serve --help >/dev/null 2>&1; then
   exit 0
 fi
 if [ -z "${GPUHUB_WEBHOOK_SECRET:-}" ]; then
-  export GPUHUB_WEBHOOK_SECRET=demo-webhook-secret
+  export GPUHUB_WEBHOOK_SECRET=demo-webhook-secret-0123456789abcdef
   echo "run: demo webhook secret: $GPUHUB_WEBHOOK_SECRET (set GPUHUB_WEBHOOK_SECRET to choose your own)"
 fi
 echo "run: gpuhub serve --listen $listen --db $db --demo   (API reference: docs/api.md)"

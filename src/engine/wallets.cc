@@ -111,6 +111,8 @@ Result<Conversion> Convert(Txn& txn, std::int64_t user_id, Currency from, Curren
 
 Result<ledger::FxRateChange> SetFxRate(Txn& txn, Currency base, Currency quote,
                                        std::int64_t mid_rate_ppb, std::int32_t spread_bps) {
+  GPUHUB_RETURN_IF_ERROR(
+      ledger::CheckFxRateUpdate(txn.state.wallets->ledger.Fx(), base, quote, mid_rate_ppb));
   GPUHUB_ASSIGN_OR_RETURN(auto change, txn.state.wallets->ledger.SetFxRate(
                                            base, quote, mid_rate_ppb, spread_bps, txn.now));
   WriteFxChange(txn, change);

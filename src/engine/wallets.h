@@ -41,6 +41,8 @@ struct Conversion {
 Result<Conversion> Convert(Txn& txn, std::int64_t user_id, Currency from, Currency to,
                            std::int64_t amount_micros);
 
+// What an operator sets: the rate must pass ledger::CheckFxRateUpdate (a sane range, at most 25%
+// from the current rate per update; invalid_argument naming "rate").
 Result<ledger::FxRateChange> SetFxRate(Txn& txn, Currency base, Currency quote,
                                        std::int64_t mid_rate_ppb, std::int32_t spread_bps);
 // failed_precondition while the spot exchange still converts through the rate (running leases or

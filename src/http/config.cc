@@ -23,6 +23,14 @@ Status ParseListen(std::string_view listen, std::string* host, int* port) {
   return Status::Ok();
 }
 
+Status CheckWebhookSecret(std::string_view secret, std::string_view where) {
+  if (secret.empty() || secret.size() >= kMinWebhookSecretBytes) return Status::Ok();
+  return Status::InvalidArgument(std::string(where) + " is " + std::to_string(secret.size()) +
+                                 " bytes; a webhook secret must be at least " +
+                                 std::to_string(kMinWebhookSecretBytes) +
+                                 " bytes (e.g. `openssl rand -hex 32`)");
+}
+
 Result<ServiceConfig> ParseServiceConfig(std::string_view toml_text, std::string_view source) {
   toml::table root;
   try {
@@ -174,6 +182,10 @@ Result<ServiceConfig> ParseServiceConfig(std::string_view toml_text, std::string
                                   "api_key", "btcpay_ca_file", "invoice_expiration_minutes",
                                   "reconcile_interval_seconds", "public_url"}));
     GPUHUB_RETURN_IF_ERROR(text(*p, "payments", "webhook_secret", &config.webhook_secret));
+    if (const toml::node* secret = p->get("webhook_secret")) {
+      GPUHUB_RETURN_IF_ERROR(
+          CheckWebhookSecret(config.webhook_secret, where(*secret, "payments.webhook_secret")));
+    }
     GPUHUB_RETURN_IF_ERROR(text(*p, "payments", "checkout_base_url", &config.checkout_base_url));
     GPUHUB_RETURN_IF_ERROR(text(*p, "payments", "btcpay_url", &config.btcpay_url));
     GPUHUB_RETURN_IF_ERROR(text(*p, "payments", "store_id", &config.btcpay_store_id));

@@ -26,7 +26,7 @@
 //   signup_address_window_seconds = 3600
 //
 //   [payments]
-//   webhook_secret = "..."               # or GPUHUB_WEBHOOK_SECRET; none: webhooks refused (503)
+//   webhook_secret = "..."               # or GPUHUB_WEBHOOK_SECRET; >= 32 bytes; none: 503
 //   btcpay_url = "https://btcpay.example.com"  # or GPUHUB_BTCPAY_URL; none: demo mode
 //   store_id = "..."                     # or GPUHUB_BTCPAY_STORE_ID
 //   api_key = "..."                      # or GPUHUB_BTCPAY_API_KEY (never logged or shown)
@@ -98,6 +98,9 @@ struct ServiceConfig {
 // Parses the TOML text of a config file; errors name the file, line and key.
 Result<ServiceConfig> ParseServiceConfig(std::string_view toml_text, std::string_view source);
 Result<ServiceConfig> LoadServiceConfig(const std::string& path);
+// A webhook secret: empty (webhooks off) or at least kMinWebhookSecretBytes; invalid_argument
+// naming `where` ("GPUHUB_WEBHOOK_SECRET", "gpuhub.toml:12: payments.webhook_secret") otherwise.
+Status CheckWebhookSecret(std::string_view secret, std::string_view where);
 // "127.0.0.1:8080" -> host, port (0..65535). "[::1]:8080" for IPv6.
 Status ParseListen(std::string_view listen, std::string* host, int* port);
 

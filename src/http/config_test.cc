@@ -18,7 +18,7 @@ login_failures_per_username = 3
 login_free_failures_per_address = 2
 login_max_delay_seconds = 60
 [payments]
-webhook_secret = "s3cret"
+webhook_secret = "s3cret-s3cret-s3cret-s3cret-s3cret"
 checkout_base_url = "https://pay.example.com/i/"
 )",
                               "test.toml");
@@ -33,7 +33,7 @@ checkout_base_url = "https://pay.example.com/i/"
   EXPECT_EQ(c->login_throttle.window_seconds, 3600);
   EXPECT_EQ(c->login_throttle.free_failures, 2);
   EXPECT_EQ(c->login_throttle.max_delay_seconds, 60);
-  EXPECT_EQ(c->webhook_secret, "s3cret");
+  EXPECT_EQ(c->webhook_secret, "s3cret-s3cret-s3cret-s3cret-s3cret");
 }
 
 TEST(ConfigTest, RejectsTyposAndBadValuesWithFileAndLine) {
@@ -45,6 +45,10 @@ TEST(ConfigTest, RejectsTyposAndBadValuesWithFileAndLine) {
       {"[server]\nio_thread = 2\n", "test.toml:2: server.io_thread is not a known setting"},
       {"[auth]\nargon2_mem_limit_bytes = 10\n", "must be between 8192"},
       {"[payment]\nwebhook_secret = \"x\"\n", "is not a known section"},
+      {"[payments]\nwebhook_secret = \"x\"\n",
+       "test.toml:2: payments.webhook_secret is 1 bytes; a webhook secret must be at least 32 "
+       "bytes"},
+      {"[payments]\nwebhook_secret = \"0123456789abcdef0123456789abcde\"\n", "is 31 bytes"},
       {"[server\n", "test.toml:1:"},
       {"[server]\nlisten = \"localhost\"\n", "HOST:PORT"},
       {"[auth]\nlogin_max_delay_seconds = 600\nlogin_username_window_seconds = 600\n",

@@ -40,6 +40,10 @@ inline constexpr int kShutdownGraceSeconds = 20;
 inline constexpr std::size_t kDefaultPageSize = 50;
 // ?limit= of GET /v1/topups: 1..500, as the market lists (market::kMaxPageSize).
 inline constexpr std::size_t kMaxListPageSize = 500;
+// The payment webhook's shared secret (HMAC-SHA256 key): at least this long, or `serve` refuses to
+// start. A short one can be guessed offline from one signed delivery; 32 bytes is the key size of
+// HMAC-SHA256 (BTCPay Server generates longer ones).
+inline constexpr std::size_t kMinWebhookSecretBytes = 32;
 // Longest X-Request-Id accepted from a client (longer or odd ones are replaced).
 inline constexpr std::size_t kMaxRequestIdBytes = 64;
 

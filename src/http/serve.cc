@@ -62,6 +62,13 @@ int RunServe(const ServeOptions& options) {
                               {"GPUHUB_BTCPAY_API_KEY", &config.btcpay_api_key}}) {
     if (const char* value = std::getenv(name); value && *value) *field = value;
   }
+  if (const char* secret = std::getenv("GPUHUB_WEBHOOK_SECRET"); secret && *secret) {
+    Status s = CheckWebhookSecret(config.webhook_secret, "GPUHUB_WEBHOOK_SECRET");
+    if (!s.ok()) {
+      std::cerr << "gpuhub: " << s.message() << "\n";
+      return 2;
+    }
+  }
   payments::GreenfieldConfig btcpay{config.btcpay_url, config.btcpay_store_id,
                                     config.btcpay_api_key, config.btcpay_ca_file, 0};
   if (btcpay.configured()) {

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <string>
+#include <utility>
 
 #include "ledger/limits.h"
 
@@ -116,6 +117,39 @@ std::string FormatFxRatePpb(std::int64_t rate_ppb) {
     out += digits;
   }
   return out;
+}
+
+Status CheckFxRateUpdate(const FxTable& table, Currency base, Currency quote,
+                         std::int64_t rate_ppb) {
+  std::string pair = std::string(CurrencyCode(base)) + "/" + std::string(CurrencyCode(quote));
+  if (rate_ppb < kMinSettableFxRatePpb || rate_ppb > kMaxSettableFxRatePpb) {
+    return Status::InvalidArgument("rate " + FormatFxRatePpb(rate_ppb) + " for " + pair +
+                                   " is outside " + FormatFxRatePpb(kMinSettableFxRatePpb) +
+                                   " .. " + FormatFxRatePpb(kMaxSettableFxRatePpb))
+        .WithField("rate");
+  }
+  std::optional<FxRate> current = table.Find(base, quote);
+  if (!current) return Status::Ok();
+  // The current rate in the orientation of the update, as a fraction cur_num / cur_den (ppb):
+  // stored the same way it is mid / 1e9, stored inverted it is 1e9 / mid. The new rate
+  // rate_ppb / 1e9 must be within [1 - p, 1 + p] x current, i.e. in integers
+  //   100 x rate_ppb x cur_den  within  [(100 - p), (100 + p)] x cur_num x 1e9.
+  using Wide = __int128;
+  Wide cur_num = current->mid_rate_ppb, cur_den = kFxRateScale;
+  if (current->base != base) std::swap(cur_num, cur_den);
+  Wide lhs = Wide{100} * rate_ppb * cur_den;
+  Wide scaled = cur_num * kFxRateScale;
+  if (lhs < (100 - kMaxFxRateChangePercent) * scaled ||
+      lhs > (100 + kMaxFxRateChangePercent) * scaled) {
+    std::string now = current->base == base ? FormatFxRatePpb(current->mid_rate_ppb)
+                                            : "1/" + FormatFxRatePpb(current->mid_rate_ppb);
+    return Status::InvalidArgument("rate " + FormatFxRatePpb(rate_ppb) + " for " + pair +
+                                   " moves more than " + std::to_string(kMaxFxRateChangePercent) +
+                                   "% from the current " + now +
+                                   " in one update (set it in steps if the move is real)")
+        .WithField("rate");
+  }
+  return Status::Ok();
 }
 
 std::size_t FxTable::PairIndex(Currency a, Currency b) {

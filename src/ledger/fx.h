@@ -31,6 +31,15 @@ Result<std::int64_t> ParseFxRatePpb(std::string_view text);
 // 1'080'000'000 -> "1.08"; 1'000'000'000 -> "1"; trailing zeros trimmed, exact.
 std::string FormatFxRatePpb(std::int64_t rate_ppb);
 
+class FxTable;
+
+// Whether an operator may set the pair (base, quote) to `rate_ppb` now: the rate within
+// [kMinSettableFxRatePpb, kMaxSettableFxRatePpb], and, when `table` has a rate for the pair
+// (quoted either way), within kMaxFxRateChangePercent of it, compared exactly in the same
+// orientation. invalid_argument naming the field "rate" otherwise. Pure.
+Status CheckFxRateUpdate(const FxTable& table, Currency base, Currency quote,
+                         std::int64_t rate_ppb);
+
 struct FxRate {
   Currency base = Currency::kEur;
   Currency quote = Currency::kUsd;

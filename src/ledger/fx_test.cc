@@ -87,6 +87,50 @@ TEST(FxTable, ApplyValidates) {
   }
 }
 
+// An operator's rate: 0.1 .. 10 and at most 25% from the current rate per update, either way,
+// compared in the orientation of the update. 0.000000001 used to be accepted and made absurd
+// balances until overflow stopped the conversions.
+TEST(CheckFxRateUpdate, BoundsTheRateAndEachUpdatesMove) {
+  FxTable empty;
+  auto check = [](const FxTable& t, Currency base, Currency quote, std::int64_t ppb) {
+    return CheckFxRateUpdate(t, base, quote, ppb);
+  };
+  EXPECT_TRUE(check(empty, Currency::kEur, Currency::kUsd, 1'080'000'000).ok());
+  EXPECT_TRUE(check(empty, Currency::kEur, Currency::kUsd, kMinSettableFxRatePpb).ok());
+  EXPECT_TRUE(check(empty, Currency::kEur, Currency::kUsd, kMaxSettableFxRatePpb).ok());
+  for (std::int64_t absurd :
+       {std::int64_t{1}, kMinSettableFxRatePpb - 1, kMaxSettableFxRatePpb + 1, kMaxFxRatePpb}) {
+    Status s = check(empty, Currency::kEur, Currency::kUsd, absurd);
+    EXPECT_EQ(s.code(), StatusCode::kInvalidArgument) << absurd;
+    EXPECT_EQ(s.field(), "rate");
+    EXPECT_NE(s.message().find("outside 0.1 .. 10"), std::string::npos) << s.message();
+  }
+  FxTable table = TableWith(Currency::kEur, Currency::kUsd, 1'000'000'000, 50);
+  // Same orientation: 0.75 .. 1.25 of 1.0, exactly at the edges.
+  EXPECT_TRUE(check(table, Currency::kEur, Currency::kUsd, 1'250'000'000).ok());
+  EXPECT_TRUE(check(table, Currency::kEur, Currency::kUsd, 750'000'000).ok());
+  Status up = check(table, Currency::kEur, Currency::kUsd, 1'250'000'001);
+  EXPECT_EQ(up.code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(up.field(), "rate");
+  EXPECT_NE(up.message().find("moves more than 25% from the current 1"), std::string::npos)
+      << up.message();
+  EXPECT_FALSE(check(table, Currency::kEur, Currency::kUsd, 749'999'999).ok());
+  // The other orientation compares with the inverse: 1 EUR = 1.08 USD is 1 USD = 0.9259.. EUR,
+  // so a USD/EUR update may be 0.75/1.08 .. 1.25/1.08 = 0.694444.. .. 1.157407..
+  FxTable eur_usd = TableWith(Currency::kEur, Currency::kUsd, 1'080'000'000, 50);
+  EXPECT_TRUE(check(eur_usd, Currency::kUsd, Currency::kEur, 925'925'926).ok());
+  EXPECT_TRUE(check(eur_usd, Currency::kUsd, Currency::kEur, 1'157'407'407).ok());
+  EXPECT_FALSE(check(eur_usd, Currency::kUsd, Currency::kEur, 1'157'407'408).ok());
+  EXPECT_TRUE(check(eur_usd, Currency::kUsd, Currency::kEur, 694'444'445).ok());
+  EXPECT_FALSE(check(eur_usd, Currency::kUsd, Currency::kEur, 694'444'444).ok());
+  EXPECT_NE(check(eur_usd, Currency::kUsd, Currency::kEur, 500'000'000)
+                .message()
+                .find("from the current 1/1.08"),
+            std::string::npos);
+  // Another pair is not constrained by this one.
+  EXPECT_TRUE(check(eur_usd, Currency::kGbp, Currency::kUsd, 2'000'000'000).ok());
+}
+
 TEST(FxTable, OneEntryPerPairAndRemoval) {
   FxTable table = TableWith(Currency::kEur, Currency::kUsd, 1'080'000'000, 50);
   ASSERT_TRUE(table.Find(Currency::kUsd, Currency::kEur).has_value());

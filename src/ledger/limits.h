@@ -37,6 +37,15 @@ inline constexpr std::int64_t kFxRateScale = 1'000'000'000;  // 1.0 == 1'000'000
 // 1e-9 .. 1000 units of quote currency per unit of base currency.
 inline constexpr std::int64_t kMinFxRatePpb = 1;
 inline constexpr std::int64_t kMaxFxRatePpb = 1000 * kFxRateScale;
+// What an operator may set (CheckFxRateUpdate; the table itself accepts the wider range above, so
+// that rates stored by earlier versions still load): USD, EUR and GBP have traded within 0.5..2.5
+// of each other for decades, so 0.1 .. 10 leaves room for anything real and refuses a rate that
+// would turn a cent into millions.
+inline constexpr std::int64_t kMinSettableFxRatePpb = kFxRateScale / 10;
+inline constexpr std::int64_t kMaxSettableFxRatePpb = 10 * kFxRateScale;
+// One update moves a pair's rate by at most this much relative to its current rate, either way (a
+// typo such as 1.8 for 1.08 is refused; a real correction of more takes several updates).
+inline constexpr std::int64_t kMaxFxRateChangePercent = 25;
 // Spread charged against the customer, in basis points (1 bp = 0.01%). At most 10%.
 inline constexpr std::int32_t kMaxFxSpreadBps = 1000;
 inline constexpr std::int32_t kBpsScale = 10'000;

@@ -10,7 +10,7 @@
 namespace gpuhub::testing {
 namespace {
 
-constexpr const char* kSecret = "whsec_test_secret";
+constexpr const char* kSecret = "whsec_test_secret_0123456789abcdef";
 constexpr const char* kStore = "9CiNzKoANXxmk5ayZngSXrHTiVvvgCrwrpFQd4m2K776";
 constexpr const char* kApiKey = "gf-api-key-1f8e2d7c-must-never-leak";
 

@@ -23,7 +23,7 @@
 namespace gpuhub::testing {
 namespace {
 
-constexpr const char* kSecret = "whsec_test_secret";
+constexpr const char* kSecret = "whsec_test_secret_0123456789abcdef";
 constexpr int kUsers = 4;
 constexpr int kThreads = 6;
 

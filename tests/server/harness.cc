@@ -299,7 +299,11 @@ bool ServerProcess::Start() {
     int log = ::open(log_path_.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
     ::dup2(out[1], STDOUT_FILENO);
     ::dup2(log, STDERR_FILENO);
-    ::unsetenv("GPUHUB_WEBHOOK_SECRET");
+    if (options_.env_webhook_secret.empty()) {
+      ::unsetenv("GPUHUB_WEBHOOK_SECRET");
+    } else {
+      ::setenv("GPUHUB_WEBHOOK_SECRET", options_.env_webhook_secret.c_str(), 1);
+    }
     std::vector<std::string> args = {Binary(),  "serve",       "--listen", "127.0.0.1:0",
                                      "--db",    options_.db,   "--config", config_path_,
                                      "--clock", options_.clock};

@@ -67,7 +67,8 @@ class HttpClient {
 struct ServerOptions {
   std::string db;
   std::string clock = "manual";
-  std::string webhook_secret = "whsec_test_secret";
+  std::string webhook_secret = "whsec_test_secret_0123456789abcdef";
+  std::string env_webhook_secret;  // GPUHUB_WEBHOOK_SECRET for the server (unset when empty)
   // [auth] rate limits: generous by default so that load tests are not throttled.
   long long login_attempts_per_address = 100000;
   long long login_failures_per_username = 5;

@@ -14,7 +14,7 @@
 namespace gpuhub::testing {
 namespace {
 
-constexpr const char* kSecret = "whsec_test_secret";
+constexpr const char* kSecret = "whsec_test_secret_0123456789abcdef";
 
 class ServerTest : public ::testing::Test {
  protected:
