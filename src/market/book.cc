@@ -76,6 +76,7 @@ bool IdIndex::Erase(std::int64_t id) {
 OrderBook::OrderBook() {
   // The counters and the queues of 1, 2, 4, 8 and 16 GPUs share the first cache line of a level.
   static_assert(sizeof(Queue) == 8 && offsetof(Level, queue) + 5 * sizeof(Queue) == 64);
+  static_assert(sizeof(Node) == 48, "a node fills 3 of 4 nodes per 64-byte pair of lines");
   asks_.is_ask = true;
   bids_.is_ask = false;
 }
@@ -224,6 +225,7 @@ void OrderBook::AddAsk(const BookAsk& ask) {
   node.min_gpus = static_cast<std::int16_t>(ask.min_gpus);
   node.region = ask.region;
   node.is_ask = true;
+  node.owner = ask.owner;
   GPUHUB_CHECK(ask.free >= 1 && ask.free <= kMaxGpusPerMachine);
   Add(asks_, node);
 }
@@ -236,6 +238,7 @@ void OrderBook::AddBid(const BookBid& bid) {
   node.qty = static_cast<std::int16_t>(bid.gpus);
   node.region = bid.region;
   node.is_ask = false;
+  node.owner = bid.owner;
   GPUHUB_CHECK(bid.gpus >= 1 && bid.gpus <= kMaxGpusPerMachine);
   Add(bids_, node);
 }
@@ -277,8 +280,8 @@ void OrderBook::SetAskFree(OrderId id, int free) {
   Link(level, n);
 }
 
-OrderId OrderBook::FindAsk(int gpus, RegionIndex region, Ticks max_price,
-                           TimestampMicros now) const {
+OrderId OrderBook::FindAsk(int gpus, RegionIndex region, Ticks max_price, TimestampMicros now,
+                           OwnerTag skip_owner) const {
   if (gpus < 1 || gpus > kMaxGpusPerMachine) return 0;
   const std::uint32_t wanted = ~((1u << gpus) - 1);  // queues of asks with >= gpus free
   for (auto it = asks_.sorted.rbegin(); it != asks_.sorted.rend(); ++it) {
@@ -291,7 +294,8 @@ OrderId OrderBook::FindAsk(int gpus, RegionIndex region, Ticks max_price,
       for (std::uint32_t n = q.head; n != kNone; n = nodes_[n].next) {
         const Node& a = nodes_[n];
         if (best != 0 && a.id > best) break;  // later than one already found
-        if (a.min_gpus <= gpus && (region == kAnyRegion || a.region == region) && now < a.until) {
+        if (a.min_gpus <= gpus && (region == kAnyRegion || a.region == region) && now < a.until &&
+            a.owner != skip_owner) {
           best = a.id;
           break;
         }
@@ -303,7 +307,7 @@ OrderId OrderBook::FindAsk(int gpus, RegionIndex region, Ticks max_price,
 }
 
 OrderId OrderBook::FindBid(int free, int min_gpus, RegionIndex region, Ticks min_price,
-                           TimestampMicros now, Ticks* cursor) const {
+                           TimestampMicros now, Ticks* cursor, OwnerTag skip_owner) const {
   if (free < 1 || min_gpus > free) return 0;
   if (free > kMaxGpusPerMachine) free = kMaxGpusPerMachine;
   if (min_gpus < 1) min_gpus = 1;
@@ -325,7 +329,8 @@ OrderId OrderBook::FindBid(int free, int min_gpus, RegionIndex region, Ticks min
       for (std::uint32_t n = q.head; n != kNone; n = nodes_[n].next) {
         const Node& b = nodes_[n];
         if (best != 0 && b.id > best) break;
-        if ((b.region == kAnyRegion || b.region == region) && now < b.until) {
+        if ((b.region == kAnyRegion || b.region == region) && now < b.until &&
+            b.owner != skip_owner) {
           best = b.id;
           break;
         }

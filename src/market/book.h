@@ -44,6 +44,14 @@ using RegionIndex = std::uint16_t;
 inline constexpr RegionIndex kAnyRegion = 0;
 inline constexpr TimestampMicros kNever = std::numeric_limits<TimestampMicros>::max();
 
+// Which account placed an order, as the exchange tags accounts (small dense numbers, so that a
+// node stays 48 bytes). Matching skips the orders of the account on the other side (no
+// self-trades: an account that buys its own offer only prints a trade and a price).
+using OwnerTag = std::uint32_t;
+inline constexpr OwnerTag kNoOwner = 0;  // an order placed without an owner (the book's own tests)
+// FindAsk / FindBid: skip nobody's orders (no order carries this tag).
+inline constexpr OwnerTag kSkipNoOwner = std::numeric_limits<OwnerTag>::max();
+
 struct BookAsk {
   OrderId id = 0;
   Ticks price = 0;
@@ -51,6 +59,7 @@ struct BookAsk {
   int min_gpus = 1;  // 1..kMaxGpusPerMachine
   RegionIndex region = kAnyRegion;
   TimestampMicros until = kNever;  // matches while now < until
+  OwnerTag owner = kNoOwner;
 };
 
 struct BookBid {
@@ -59,6 +68,7 @@ struct BookBid {
   int gpus = 0;                     // 1..kMaxGpusPerMachine
   RegionIndex region = kAnyRegion;  // kAnyRegion: any
   TimestampMicros until = kNever;
+  OwnerTag owner = kNoOwner;
 };
 
 // One price level as market data shows it.
@@ -117,12 +127,14 @@ class OrderBook {
 
   // ----- Matching (read-only) ------------------------------------------------------------------
   // The ask a bid for `gpus` GPUs takes: the lowest price <= max_price, then the lowest id, among
-  // asks with free >= gpus, min_gpus <= gpus, the region asked for (kAnyRegion: any) and
-  // now < until. 0 when there is none.
-  OrderId FindAsk(int gpus, RegionIndex region, Ticks max_price, TimestampMicros now) const;
+  // asks with free >= gpus, min_gpus <= gpus, the region asked for (kAnyRegion: any),
+  // now < until and an owner other than `skip_owner` (the bidder's own asks are passed over, so a
+  // cheaper own ask never hides another account's). 0 when there is none.
+  OrderId FindAsk(int gpus, RegionIndex region, Ticks max_price, TimestampMicros now,
+                  OwnerTag skip_owner = kSkipNoOwner) const;
   // The bid an ask with `free` GPUs (and `min_gpus`, in `region`) fills: the highest price >=
   // min_price, then the lowest id, among bids with min_gpus <= gpus <= free, region kAnyRegion or
-  // `region`, and now < until. 0 when there is none.
+  // `region`, now < until and an owner other than `skip_owner`. 0 when there is none.
   //
   // `cursor` (optional) serves an ask that fills bid after bid: start it at kBidCursorStart and
   // pass it to each call of the loop; each call records the price of the bid it found, and the
@@ -131,7 +143,7 @@ class OrderBook {
   // added between the calls.
   static constexpr Ticks kBidCursorStart = std::numeric_limits<Ticks>::max();
   OrderId FindBid(int free, int min_gpus, RegionIndex region, Ticks min_price, TimestampMicros now,
-                  Ticks* cursor = nullptr) const;
+                  Ticks* cursor = nullptr, OwnerTag skip_owner = kSkipNoOwner) const;
 
   // ----- Market data ---------------------------------------------------------------------------
   bool HasAsks() const { return !asks_.sorted.empty(); }
@@ -191,6 +203,7 @@ class OrderBook {
     std::int16_t min_gpus = 1;  // asks only
     RegionIndex region = kAnyRegion;
     bool is_ask = false;
+    OwnerTag owner = kNoOwner;  // in the padding: a node is 48 bytes with or without it
   };
   struct Queue {
     std::uint32_t head = kNone;

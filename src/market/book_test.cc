@@ -204,6 +204,33 @@ TEST(OrderBookTest, DepthByPriceLevel) {
   EXPECT_TRUE(book.CheckConsistency().ok());
 }
 
+// No self-trades: a search passes over the orders of the account on the other side, wherever they
+// stand in price-time priority, and finds the next one of another account.
+TEST(OrderBookTest, AnAccountsOwnOrdersArePassedOver) {
+  constexpr OwnerTag kAlice = 1, kBob = 2;
+  OrderBook book;
+  book.AddAsk({1, 2000, 8, 1, kDfw, kNever, kAlice});  // cheapest: Alice's own
+  book.AddAsk({2, 2500, 8, 1, kDfw, kNever, kAlice});
+  book.AddAsk({3, 2500, 8, 1, kDfw, kNever, kBob});
+  EXPECT_EQ(book.FindAsk(2, kAnyRegion, 3000, kNow), 1);
+  EXPECT_EQ(book.FindAsk(2, kAnyRegion, 3000, kNow, kAlice), 3);
+  EXPECT_EQ(book.FindAsk(2, kAnyRegion, 2400, kNow, kAlice), 0);  // only her own is that cheap
+  EXPECT_EQ(book.FindAsk(2, kAnyRegion, 3000, kNow, kBob), 1);
+  book.AddBid({4, 2600, 2, kAnyRegion, kNever, kBob});  // the best bid: Bob's
+  book.AddBid({5, 2600, 2, kAnyRegion, kNever, kAlice});
+  book.AddBid({6, 2550, 4, kAnyRegion, kNever, kAlice});
+  EXPECT_EQ(book.FindBid(8, 1, kDfw, 2500, kNow), 4);
+  EXPECT_EQ(book.FindBid(8, 1, kDfw, 2500, kNow, nullptr, kBob), 5);
+  EXPECT_EQ(book.FindBid(8, 1, kDfw, 2500, kNow, nullptr, kAlice), 4);
+  Ticks cursor = OrderBook::kBidCursorStart;
+  EXPECT_EQ(book.FindBid(8, 1, kDfw, 2500, kNow, &cursor, kBob), 5);
+  book.Remove(5);
+  EXPECT_EQ(book.FindBid(6, 1, kDfw, 2500, kNow, &cursor, kBob), 6);
+  book.Remove(6);
+  EXPECT_EQ(book.FindBid(2, 1, kDfw, 2500, kNow, &cursor, kBob), 0);
+  EXPECT_TRUE(book.CheckConsistency().ok());
+}
+
 // ----- Against a brute-force model ------------------------------------------------------------
 
 struct ModelOrder {
@@ -213,14 +240,16 @@ struct ModelOrder {
   int min_gpus;
   RegionIndex region;
   TimestampMicros until;
+  OwnerTag owner = kNoOwner;
 };
 
 OrderId BruteFindAsk(const std::map<OrderId, ModelOrder>& orders, int gpus, RegionIndex region,
-                     Ticks max_price, TimestampMicros now) {
+                     Ticks max_price, TimestampMicros now, OwnerTag skip = kSkipNoOwner) {
   OrderId best = 0;
   Ticks best_price = 0;
   for (const auto& [id, o] : orders) {  // ascending id: the first at a price is the earliest
-    if (!o.ask || o.price > max_price || o.qty < gpus || o.min_gpus > gpus || now >= o.until)
+    if (!o.ask || o.price > max_price || o.qty < gpus || o.min_gpus > gpus || now >= o.until ||
+        o.owner == skip)
       continue;
     if (region != kAnyRegion && o.region != region) continue;
     if (best == 0 || o.price < best_price) {
@@ -232,11 +261,13 @@ OrderId BruteFindAsk(const std::map<OrderId, ModelOrder>& orders, int gpus, Regi
 }
 
 OrderId BruteFindBid(const std::map<OrderId, ModelOrder>& orders, int free, int min_gpus,
-                     RegionIndex region, Ticks min_price, TimestampMicros now) {
+                     RegionIndex region, Ticks min_price, TimestampMicros now,
+                     OwnerTag skip = kSkipNoOwner) {
   OrderId best = 0;
   Ticks best_price = 0;
   for (const auto& [id, o] : orders) {
-    if (o.ask || o.price < min_price || o.qty > free || o.qty < min_gpus || now >= o.until)
+    if (o.ask || o.price < min_price || o.qty > free || o.qty < min_gpus || now >= o.until ||
+        o.owner == skip)
       continue;
     if (o.region != kAnyRegion && o.region != region) continue;
     if (best == 0 || o.price > best_price) {
@@ -264,11 +295,13 @@ TEST(OrderBookTest, MatchesABruteForceModelUnderRandomChanges) {
       o.region = static_cast<RegionIndex>(pick(0, 3));
       if (o.ask && o.region == kAnyRegion) o.region = kDfw;
       o.until = pick(0, 9) == 0 ? kNow + pick(-5, 5) : kNever;
+      // A few accounts own everything, on both sides: many searches meet their own orders.
+      o.owner = static_cast<OwnerTag>(pick(1, 4));
       OrderId id = next_id++;
       if (o.ask) {
-        book.AddAsk({id, o.price, o.qty, o.min_gpus, o.region, o.until});
+        book.AddAsk({id, o.price, o.qty, o.min_gpus, o.region, o.until, o.owner});
       } else {
-        book.AddBid({id, o.price, o.qty, o.region, o.until});
+        book.AddBid({id, o.price, o.qty, o.region, o.until, o.owner});
       }
       model[id] = o;
     } else if (op < 60) {
@@ -287,16 +320,19 @@ TEST(OrderBookTest, MatchesABruteForceModelUnderRandomChanges) {
       int gpus = pick(1, kMaxGpusPerMachine);
       auto region = static_cast<RegionIndex>(pick(0, 3));
       Ticks max_price = 2000 + pick(-5, 45) * 10;
-      ASSERT_EQ(book.FindAsk(gpus, region, max_price, kNow),
-                BruteFindAsk(model, gpus, region, max_price, kNow))
+      // The bidder: one of the owners (its asks are skipped) or nobody's (none skipped).
+      OwnerTag skip = pick(0, 4) == 0 ? kSkipNoOwner : static_cast<OwnerTag>(pick(1, 4));
+      ASSERT_EQ(book.FindAsk(gpus, region, max_price, kNow, skip),
+                BruteFindAsk(model, gpus, region, max_price, kNow, skip))
           << "step " << step;
     } else {
       int free = pick(1, kMaxGpusPerMachine);
       int min_gpus = pick(1, 4);
       auto region = static_cast<RegionIndex>(pick(1, 3));
       Ticks min_price = 2000 + pick(-5, 45) * 10;
-      ASSERT_EQ(book.FindBid(free, min_gpus, region, min_price, kNow),
-                BruteFindBid(model, free, min_gpus, region, min_price, kNow))
+      OwnerTag skip = pick(0, 4) == 0 ? kSkipNoOwner : static_cast<OwnerTag>(pick(1, 4));
+      ASSERT_EQ(book.FindBid(free, min_gpus, region, min_price, kNow, nullptr, skip),
+                BruteFindBid(model, free, min_gpus, region, min_price, kNow, skip))
           << "step " << step;
     }
     if (step % 1000 == 0) {
@@ -400,9 +436,12 @@ TEST(OrderBookTest, TheBidCursorFindsWhatAFullSearchFinds) {
   std::size_t fills = 0;
   for (int round = 0; round < 3'000; ++round) {
     for (int i = pick(0, 6); i > 0; --i) {
-      BookBid b{next_id++, 2000 + pick(0, 60) * 5, pick(1, 16),
+      BookBid b{next_id++,
+                2000 + pick(0, 60) * 5,
+                pick(1, 16),
                 static_cast<RegionIndex>(pick(0, 3)),
-                pick(0, 9) == 0 ? kNow + pick(-3, 3) : kNever};
+                pick(0, 9) == 0 ? kNow + pick(-3, 3) : kNever,
+                static_cast<OwnerTag>(pick(1, 3))};
       plain.AddBid(b);
       resumed.AddBid(b);
     }
@@ -410,11 +449,13 @@ TEST(OrderBookTest, TheBidCursorFindsWhatAFullSearchFinds) {
     int min_gpus = pick(1, 4);
     auto region = static_cast<RegionIndex>(pick(1, 3));
     Ticks min_price = 2000 + pick(0, 60) * 5;
+    // The ask's own account's bids are passed over on every call of the loop.
+    OwnerTag skip = pick(0, 3) == 0 ? kSkipNoOwner : static_cast<OwnerTag>(pick(1, 3));
     Ticks cursor = OrderBook::kBidCursorStart;
     std::vector<OrderId> a, b;
     for (int left = free; left >= min_gpus;) {
-      OrderId id = plain.FindBid(left, min_gpus, region, min_price, kNow);
-      ASSERT_EQ(resumed.FindBid(left, min_gpus, region, min_price, kNow, &cursor), id)
+      OrderId id = plain.FindBid(left, min_gpus, region, min_price, kNow, nullptr, skip);
+      ASSERT_EQ(resumed.FindBid(left, min_gpus, region, min_price, kNow, &cursor, skip), id)
           << "round " << round;
       if (id == 0) break;
       plain.Remove(id);

@@ -160,6 +160,22 @@ RegionIndex Exchange::InternRegion(const std::string& code) {
   return index;
 }
 
+OwnerTag Exchange::InternOwner(UserId account) {
+  auto it = owner_tags_.find(account);
+  if (it != owner_tags_.end()) return it->second;
+  // Tags 1, 2, 3, ...: 0 is the book's "no owner", kSkipNoOwner never an account's.
+  GPUHUB_CHECK(owner_tags_.size() + 1 < kSkipNoOwner);
+  auto tag = static_cast<OwnerTag>(owner_tags_.size() + 1);
+  owner_tags_.emplace(account, tag);
+  return tag;
+}
+
+OwnerTag Exchange::SkipOwner(UserId account) const {
+  auto it = owner_tags_.find(account);
+  // An account without a tag has no order on any book: nothing of its own to skip.
+  return it == owner_tags_.end() ? kSkipNoOwner : it->second;
+}
+
 std::optional<RegionIndex> Exchange::FindRegion(const std::string& code) const {
   auto it = region_by_code_.find(code);
   if (it == region_by_code_.end()) return std::nullopt;
@@ -429,8 +445,8 @@ void Exchange::SyncAsk(const MachineState& machine) {
   } else if (listed) {
     book.SetAskFree(ask.id, free);
   } else {
-    book.AddAsk(
-        {ask.id, ToTicks(ask.price_micros), free, ask.min_gpus, machine.region, AskUntil(ask)});
+    book.AddAsk({ask.id, ToTicks(ask.price_micros), free, ask.min_gpus, machine.region,
+                 AskUntil(ask), InternOwner(ask.provider_id)});
   }
 }
 
@@ -625,11 +641,13 @@ void Exchange::MatchAsk(OrderId ask_id, ledger::Ledger& ledger, TimestampMicros 
   MarketState& market = markets_[static_cast<std::size_t>(machine.market)];
   // Each fill only shrinks the free GPUs and adds no bid: the search resumes where it stopped.
   Ticks cursor = OrderBook::kBidCursorStart;
+  const OwnerTag skip = SkipOwner(ask.provider_id);
   while (true) {
     int free = machine.Free();
     if (free < ask.min_gpus) return;
+    // The provider's own resting bids are passed over: no account trades with itself.
     OrderId bid_id = market.book.FindBid(free, ask.min_gpus, machine.region,
-                                         ToTicks(ask.price_micros), at, &cursor);
+                                         ToTicks(ask.price_micros), at, &cursor, skip);
     if (bid_id == 0) return;
     BidState& state = bids_.at(bid_id);
     FillPlan plan;
@@ -730,9 +748,12 @@ Result<BidResult> Exchange::PlaceBid(UserId customer, const BidSpec& spec, ledge
   OrderId ask_id = 0;
   // A region no machine has ever been in cannot match.
   if (region.empty() || region_index) {
+    // The customer's own asks are passed over (a provider buying its own offer would print a
+    // trade and a last price for the cost of the fee: wash trading).
     ask_id = m.book.FindAsk(
         spec.gpus, region.empty() ? kAnyRegion : *region_index,
-        spec.is_market ? ToTicks(kMaxPriceMicrosPerGpuHour) : ToTicks(spec.limit_micros), now);
+        spec.is_market ? ToTicks(kMaxPriceMicrosPerGpuHour) : ToTicks(spec.limit_micros), now,
+        SkipOwner(customer));
   }
 
   Bid bid;
@@ -785,7 +806,7 @@ Result<BidResult> Exchange::PlaceBid(UserId customer, const BidSpec& spec, ledge
     bid.hold_micros = hold_micros;
     RegionIndex r = region.empty() ? kAnyRegion : InternRegion(region);
     m.book.AddBid({bid.id, ToTicks(spec.limit_micros), spec.gpus, r,
-                   spec.expires_at == 0 ? kNever : spec.expires_at});
+                   spec.expires_at == 0 ? kNever : spec.expires_at, InternOwner(customer)});
     if (spec.expires_at != 0) timeline_.insert({spec.expires_at, kBidExpiry, bid.id});
     ++open_bids_by_customer_[customer];
   } else {
@@ -1254,7 +1275,7 @@ Result<Exchange> Exchange::Restore(ExchangeConfig config, Snapshot snapshot) {
       }
       x.markets_[static_cast<std::size_t>(market)].book.AddBid(
           {b.id, ToTicks(b.limit_micros), b.gpus, state.region,
-           b.expires_at == 0 ? kNever : b.expires_at});
+           b.expires_at == 0 ? kNever : b.expires_at, x.InternOwner(b.customer_id)});
       if (b.expires_at != 0) x.timeline_.insert({b.expires_at, kBidExpiry, b.id});
       ++x.open_bids_by_customer_[b.customer_id];
     }

@@ -23,6 +23,10 @@
 //   atomic ledger batch; cancel and expiry void it. If a fill of a resting bid cannot pay (only
 //   possible when FX moved against a non-USD wallet) the bid is cancelled (insufficient_funds) and
 //   matching goes on with the next bid.
+// - No self-trades: an account that is both provider and customer never trades with itself. A bid
+//   passes over its own account's asks (it takes the best ask of another account, or rests), and
+//   an ask passes over its own account's resting bids. Both may then rest on the book at prices
+//   that cross each other; another account's order still matches either.
 // - Market bids are immediate-or-cancel: they take the best offer or are cancelled ("no_match").
 //   An ioc bid that finds nothing is recorded as cancelled, which is not an error.
 // - Leases are billed per hour in advance: hour 1 at the trade, hour k+1 at started_at + k hours.
@@ -336,6 +340,10 @@ class Exchange {
   int AddMarket(const std::string& name, bool listed);
   Result<int> FindMarket(std::string_view gpu) const;
   RegionIndex InternRegion(const std::string& code);
+  // The book's tag of an account (assigned on its first order); SkipOwner: the tag to pass to
+  // FindAsk/FindBid so that the account's own orders are passed over.
+  OwnerTag InternOwner(UserId account);
+  OwnerTag SkipOwner(UserId account) const;
   std::optional<RegionIndex> FindRegion(const std::string& code) const;
   Result<std::string> CheckRegion(std::string_view code) const;
   static TimestampMicros AskUntil(const Ask& ask);
@@ -366,6 +374,7 @@ class Exchange {
   std::unordered_map<std::string, int> market_by_key_;
   std::vector<std::string> regions_;  // index 0 = any
   std::unordered_map<std::string, RegionIndex> region_by_code_;
+  std::unordered_map<UserId, OwnerTag> owner_tags_;  // only ever grows: at most one per account
 
   std::map<MachineId, MachineState> machines_;
   std::unordered_map<OrderId, Ask> asks_;

@@ -107,6 +107,59 @@ class ExchangeTest : public ::testing::Test {
   int topups_ = 0;
 };
 
+// An account that is both provider and customer used to buy its own ask: a trade and a last price
+// for the cost of the fee (wash trading). Its bids pass over its own asks and its asks over its
+// own resting bids; other accounts still trade with both.
+TEST_F(ExchangeTest, AnAccountNeverTradesWithItself) {
+  MachineId own = NewMachine(kProvider, 8);
+  OrderId own_ask = AskOn(own, Usd(2.00));
+  Fund(kProvider, Usd(100));
+  // A market buy by the provider itself finds no other offer: no_match, nothing moved.
+  auto wash = Buy(kProvider, 2, std::nullopt);
+  ASSERT_TRUE(wash.ok()) << wash.status().ToString();
+  EXPECT_EQ(wash->bid.status, BidStatus::kCancelled);
+  EXPECT_EQ(wash->bid.close_reason, BidCloseReason::kNoMatch);
+  EXPECT_EQ(Wallet(kProvider), Usd(100));
+  EXPECT_FALSE(x_.Markets()[0].last_trade.has_value());
+  // Another provider's dearer ask is taken instead of the cheaper own one.
+  MachineId other = NewMachine(kProvider2, 8);
+  OrderId other_ask = AskOn(other, Usd(2.50), 1, 0, kProvider2);
+  auto bought = Buy(kProvider, 2, Usd(3.00));
+  ASSERT_TRUE(bought.ok()) << bought.status().ToString();
+  ASSERT_EQ(bought->bid.status, BidStatus::kFilled);
+  EXPECT_EQ(bought->lease->ask_id, other_ask);
+  EXPECT_EQ(bought->lease->price_micros, Usd(2.50));
+  // A resting bid of the provider above its own ask's price: its own new ask does not fill it...
+  ASSERT_TRUE(x_.CancelAsk(kProvider2, other_ask, now_, &changes_).ok());
+  auto resting = Buy(kProvider, 4, Usd(2.40), TimeInForce::kGtc);
+  ASSERT_TRUE(resting.ok()) << resting.status().ToString();
+  ASSERT_EQ(resting->bid.status, BidStatus::kResting);
+  ASSERT_TRUE(x_.CancelAsk(kProvider, own_ask, now_, &changes_).ok());
+  OrderId again = AskOn(own, Usd(2.10));
+  EXPECT_EQ(x_.FindBid(resting->bid.id)->status, BidStatus::kResting);
+  // ...both rest, crossed, and another account's orders still match either side.
+  Fund(kAlice, Usd(100));
+  auto alice = Buy(kAlice, 2, Usd(2.20));
+  ASSERT_TRUE(alice.ok()) << alice.status().ToString();
+  EXPECT_EQ(alice->lease->ask_id, again);
+  MachineId third = NewMachine(kProvider2, 8);
+  OrderId third_ask = AskOn(third, Usd(2.30), 1, 0, kProvider2);
+  EXPECT_EQ(x_.FindBid(resting->bid.id)->status, BidStatus::kFilled);
+  // Every lease is between two different accounts.
+  for (const auto& lease : x_.Records().leases) {
+    EXPECT_NE(lease.customer_id, x_.FindMachine(lease.machine_id)->provider_id) << lease.id;
+  }
+  // After a restart the book still knows whose orders are whose.
+  auto restored = Exchange::Restore(Config(), x_.Records());
+  ASSERT_TRUE(restored.ok()) << restored.status().ToString();
+  Changes c;
+  auto own_again = restored->PlaceBid(kProvider, {"H100 SXM", 2, "", true, 0, TimeInForce::kIoc},
+                                      ledger_, now_, &c);
+  ASSERT_TRUE(own_again.ok()) << own_again.status().ToString();
+  ASSERT_EQ(own_again->bid.status, BidStatus::kFilled);
+  EXPECT_EQ(own_again->lease->ask_id, third_ask);  // not its own cheaper one (2.10)
+}
+
 // The acceptance story: a provider lists a machine and an ask; a funded customer buys 2
 // GPUs at market; the lease appears, an hour is charged and the provider credited minus the fee;
 // advancing the clock bills each hour until the wallet runs dry and the GPUs return to the book.

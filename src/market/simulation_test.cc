@@ -37,6 +37,9 @@ using ledger::AccountKind;
 constexpr TimestampMicros kStart = 1'800'000'000'000'000;
 constexpr int kProviders = 6;   // user ids 1..6
 constexpr int kCustomers = 12;  // user ids 101..112
+// Customers 101..103 are providers too: their bids must pass over their own asks and their asks
+// over their own bids (no self-trades), which the brute force and CheckHistory check.
+constexpr int kCustomerProviders = 3;
 constexpr std::size_t kMaxMachines = 40;
 
 std::int64_t EnvOr(const char* name, std::int64_t fallback) {
@@ -74,6 +77,10 @@ class Simulation {
 
  private:
   int Pick(int lo, int hi) { return std::uniform_int_distribution<int>(lo, hi)(rng_); }
+  UserId PickProvider() {
+    int i = Pick(1, kProviders + kCustomerProviders);
+    return i <= kProviders ? i : 100 + (i - kProviders);
+  }
   bool Chance(int percent) { return Pick(1, 100) <= percent; }
   template <typename T>
   T PickOf(const std::vector<T>& v) {
@@ -105,7 +112,7 @@ class Simulation {
     Changes changes;
     int op = Pick(1, 100);
     if (op <= 6 && x_.machine_count() < kMaxMachines) {
-      UserId provider = Pick(1, kProviders);
+      UserId provider = PickProvider();
       const char* gpus[] = {"H100 SXM", "a100-sxm", "H200"};
       const char* regions[] = {"DFW-1", "IAD-1", "pdx-1"};
       const int counts[] = {1, 2, 4, 8, 8, 3};
@@ -119,8 +126,8 @@ class Simulation {
       const Machine* m = x_.FindMachine(id);
       AskSpec spec{id, RandomPrice(), Chance(70) ? 1 : Pick(1, m->gpus),
                    now_ + kMicrosPerHour + Pick(1, 72 * 60) * 60 * kMicrosPerSecond};
-      auto a = x_.PlaceAsk(Chance(95) ? m->provider_id : Pick(1, kProviders), spec, ledger_, now_,
-                           &changes);
+      auto a =
+          x_.PlaceAsk(Chance(95) ? m->provider_id : PickProvider(), spec, ledger_, now_, &changes);
       if (!a.ok()) {
         ASSERT_TRUE(a.status().code() == StatusCode::kConflict ||
                     a.status().code() == StatusCode::kNotFound)
@@ -129,7 +136,7 @@ class Simulation {
         ++asks_placed_;
       }
     } else if (op <= 25) {
-      auto asks = x_.ListAsks(Pick(1, kProviders), 20);
+      auto asks = x_.ListAsks(PickProvider(), 20);
       if (asks.empty()) return;
       const Ask& a = PickOf(asks);
       auto r = x_.CancelAsk(a.provider_id, a.id, now_, &changes);
@@ -167,7 +174,7 @@ class Simulation {
     } else if (op <= 78) {
       TopUp(100 + Pick(1, kCustomers));
     } else if (op <= 81) {
-      UserId provider = Pick(1, kProviders);
+      UserId provider = PickProvider();
       std::int64_t available =
           ledger_.GetAccount(AccountKey::Payable(provider, Currency::kUsd))->available();
       std::int64_t amount = Pick(1, 30) * 1'000'000;
@@ -238,16 +245,23 @@ class Simulation {
     }
     spec.currency = Chance(25) ? Currency::kEur : Currency::kUsd;
 
-    // Brute force: the first offer (cheapest, then oldest) that this bid can take.
+    // Brute force: the first offer (cheapest, then oldest) of another account that this bid can
+    // take.
     const Offer* expected = nullptr;
+    bool passed_own = false;
     auto offers = x_.Offers(spec.gpu, now_).value();
     for (const auto& o : offers) {
       if (o.free_gpus < spec.gpus || o.min_gpus > spec.gpus) continue;
       if (!spec.region.empty() && o.region != spec.region) continue;
       if (!spec.is_market && o.price_micros > spec.limit_micros) continue;
+      if (x_.FindAsk(o.ask_id)->provider_id == customer) {
+        passed_own = true;
+        continue;
+      }
       expected = &o;
       break;
     }
+    own_offers_passed_ += passed_own;
     ledger::AccountBalance before =
         ledger_.GetAccount(AccountKey::Wallet(customer, spec.currency)).value();
     auto r = x_.PlaceBid(customer, spec, ledger_, now_, changes);
@@ -305,12 +319,17 @@ class Simulation {
   // Independent of the exchange's own checks: recomputed from the records and the ledger.
   void CheckHistory() {
     Snapshot records = x_.Records();
-    // No GPU in two active leases.
+    // No GPU in two active leases; no lease between an account and itself.
     std::map<MachineId, std::uint32_t> used;
     std::map<MachineId, int> machine_gpus;
-    for (const auto& m : records.machines) machine_gpus[m.id] = m.gpus;
+    std::map<MachineId, UserId> machine_provider;
+    for (const auto& m : records.machines) {
+      machine_gpus[m.id] = m.gpus;
+      machine_provider[m.id] = m.provider_id;
+    }
     for (const auto& l : records.leases) {
       ASSERT_NE(l.end_reason, LeaseEndReason::kNoFxRate) << "lease " << l.id;
+      ASSERT_NE(l.customer_id, machine_provider[l.machine_id]) << "lease " << l.id << " self-trade";
       if (l.status != LeaseStatus::kActive) continue;
       ASSERT_GT(l.PaidUntil(), now_) << "active lease " << l.id << " has an unpaid hour";
       ASSERT_EQ(used[l.machine_id] & l.gpu_mask, 0u) << "lease " << l.id << " shares a GPU";
@@ -423,6 +442,15 @@ class Simulation {
                 static_cast<long long>(rate_removals_),
                 static_cast<long long>(rate_removals_refused_));
     EXPECT_GT(rate_removals_refused_, 0) << "no removal ever met an open EUR order";
+    std::int64_t customer_provider_leases = 0;
+    for (const auto& l : x_.Records().leases) {
+      customer_provider_leases += l.customer_id > 100 && l.customer_id <= 100 + kCustomerProviders;
+    }
+    std::printf("simulation: %lld bids passed over their own account's offer\n",
+                static_cast<long long>(own_offers_passed_));
+    EXPECT_GT(own_offers_passed_, (step_ + 1) / 1000)
+        << "bids rarely met their own account's offer";
+    EXPECT_GT(customer_provider_leases, 10) << "accounts on both sides never bought elsewhere";
   }
 
   std::mt19937_64 rng_;
@@ -432,7 +460,7 @@ class Simulation {
   std::vector<MachineId> machines_;
   std::int64_t step_ = 0, topups_ = 0, asks_placed_ = 0, fills_ = 0, rests_ = 0, no_match_ = 0,
                refused_ = 0, cancels_ = 0, stops_ = 0, rate_removals_ = 0,
-               rate_removals_refused_ = 0;
+               rate_removals_refused_ = 0, own_offers_passed_ = 0;
   std::size_t total_transfers_ = 0;
 };
 

@@ -302,6 +302,81 @@ TEST_P(MarketApiTest, RestingBidsHoldAnHourAndFillWhenAnAskArrives) {
   ExpectBooksBalance();
 }
 
+// An account that is provider and customer used to buy its own ask: a trade and a last price for
+// the cost of the fee (wash trading). Its bids pass over its own asks and its asks over its own
+// resting bids, also after a restart; other accounts trade with both.
+TEST_P(MarketApiTest, AnAccountThatSellsAndBuysNeverTradesWithItself) {
+  std::string wash = User("walt", {"provider", "customer"});
+  std::string other = User("olga", {"provider"});
+  std::string carl = User("carl", {"customer"});
+  Credit("walt", "100");
+  Credit("carl", "100");
+  auto own = client_->Call("POST", "/v1/machines", MachineJson("H100 SXM", 8), wash);
+  ASSERT_EQ(own.status, 201) << own.body;
+  auto own_ask =
+      client_->Call("POST", "/v1/asks", AskJson(own.Json()["id"], "2.000", Later(5)), wash);
+  ASSERT_EQ(own_ask.status, 201) << own_ask.body;
+  auto buy_own =
+      client_->Call("POST", "/v1/bids", {{"gpu", "H100 SXM"}, {"gpus", 2}, {"market", true}}, wash);
+  ASSERT_EQ(buy_own.status, 201) << buy_own.body;
+  EXPECT_EQ(buy_own.Json()["status"], "cancelled") << buy_own.body;
+  EXPECT_EQ(buy_own.Json()["close_reason"], "no_match");
+  EXPECT_EQ(Available(wash), "100.000000");
+  for (const auto& m : Get("/v1/markets")["markets"]) {
+    if (m["gpu"] == "H100 SXM") {
+      EXPECT_TRUE(m["last_trade"].is_null()) << m.dump();
+    }
+  }
+  // Another account's dearer ask is taken instead of the cheaper own one.
+  auto theirs = client_->Call("POST", "/v1/machines", MachineJson("H100 SXM", 8), other);
+  auto their_ask =
+      client_->Call("POST", "/v1/asks", AskJson(theirs.Json()["id"], "2.500", Later(5)), other);
+  ASSERT_EQ(their_ask.status, 201) << their_ask.body;
+  auto elsewhere =
+      client_->Call("POST", "/v1/bids",
+                    {{"gpu", "H100 SXM"}, {"gpus", 2}, {"limit_usd_per_gpu_hour", "3.000"}}, wash);
+  ASSERT_EQ(elsewhere.status, 201) << elsewhere.body;
+  ASSERT_EQ(elsewhere.Json()["status"], "filled");
+  json lease =
+      Get("/v1/leases/" + std::to_string(elsewhere.Json()["lease_id"].get<long long>()), wash);
+  EXPECT_EQ(lease["price_usd_per_gpu_hour"], "2.500");
+  EXPECT_EQ(lease["ask_id"], their_ask.Json()["id"]);
+  // A resting bid above its own ask stays resting across a restart and a new own ask...
+  auto resting = client_->Call("POST", "/v1/bids",
+                               {{"gpu", "H100 SXM"},
+                                {"gpus", 4},
+                                {"limit_usd_per_gpu_hour", "2.400"},
+                                {"time_in_force", "gtc"}},
+                               wash);
+  ASSERT_EQ(resting.status, 201) << resting.body;
+  EXPECT_EQ(resting.Json()["status"], "resting");
+  Restart();
+  wash = LogIn(*client_, "walt", kPassword);
+  carl = LogIn(*client_, "carl", kPassword);
+  other = LogIn(*client_, "olga", kPassword);
+  auto second = client_->Call("POST", "/v1/machines", MachineJson("H100 SXM", 8), wash);
+  auto second_ask =
+      client_->Call("POST", "/v1/asks", AskJson(second.Json()["id"], "2.100", Later(5)), wash);
+  ASSERT_EQ(second_ask.status, 201) << second_ask.body;
+  EXPECT_TRUE(second_ask.Json()["filled_lease_ids"].empty()) << second_ask.body;
+  json bids = Get("/v1/bids", wash);
+  EXPECT_EQ(bids["bids"][0]["status"], "resting") << bids.dump();
+  // ...while another account's orders trade with both sides.
+  auto carls =
+      client_->Call("POST", "/v1/bids", {{"gpu", "H100 SXM"}, {"gpus", 1}, {"market", true}}, carl);
+  ASSERT_EQ(carls.Json()["status"], "filled") << carls.body;
+  auto third = client_->Call("POST", "/v1/machines", MachineJson("H100 SXM", 8), other);
+  auto third_ask =
+      client_->Call("POST", "/v1/asks", AskJson(third.Json()["id"], "2.300", Later(5)), other);
+  ASSERT_EQ(third_ask.Json()["filled_lease_ids"].size(), 1u) << third_ask.body;
+  // No lease has the same account on both sides.
+  for (const auto& l : Get("/v1/leases", wash)["leases"]) {
+    EXPECT_NE(l["machine_id"], own.Json()["id"]) << l.dump();
+    EXPECT_NE(l["machine_id"], second.Json()["id"]) << l.dump();
+  }
+  ExpectBooksBalance();
+}
+
 TEST_P(MarketApiTest, BadCallsGetClearErrors) {
   std::string provider = User("paula", {"provider"});
   std::string customer = User("carl", {"customer"});
