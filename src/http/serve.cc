@@ -99,11 +99,14 @@ int RunServe(const ServeOptions& options) {
     return opened.status().code() == StatusCode::kInvalidArgument ? 2 : 1;
   }
   std::unique_ptr<store::Store> store = std::move(opened).value();
-  for (Status s : {store->AcquireWriterLock(), store->Migrate()}) {
-    if (!s.ok()) {
-      std::cerr << "gpuhub: " << s.message() << "\n";
-      return 1;
-    }
+  // One after the other: a braced list of both calls ran Migrate even when the lock was refused,
+  // so a second engine migrated a database another one was writing (through a hard link to a
+  // SQLite file that meant a second WAL with an empty schema over the first engine's data).
+  Status ready = store->AcquireWriterLock();
+  if (ready.ok()) ready = store->Migrate();
+  if (!ready.ok()) {
+    std::cerr << "gpuhub: " << ready.message() << "\n";
+    return 1;
   }
   std::string description = store->Describe();
 

@@ -197,6 +197,37 @@ TEST_P(StoreTest, OnlyOneEngineHoldsTheWriterLock) {
 
 INSTANTIATE_TEST_SUITE_P(Backends, StoreTest, ::testing::Values("sqlite", "postgresql"));
 
+// The writer lock used to be a sidecar file named after the path: a symlink or a hard link to the
+// same SQLite file has another sidecar, and a second engine started on it. The file itself (its
+// inode) is locked now.
+TEST(SqliteWriterLockTest, ASymlinkOrAHardLinkToTheSameFileIsTheSameDatabase) {
+  std::string dir = ::testing::TempDir() + "/gpuhub_lock_" + std::to_string(::getpid());
+  std::filesystem::remove_all(dir);
+  std::filesystem::create_directories(dir + "/other");
+  const std::string file = dir + "/gpuhub.db";
+  auto first = OpenStore("sqlite:" + file);
+  ASSERT_TRUE(first.ok()) << first.status().ToString();
+  ASSERT_TRUE((*first)->AcquireWriterLock().ok());
+  std::filesystem::create_symlink(file, dir + "/other/symlink.db");
+  std::filesystem::create_hard_link(file, dir + "/other/hardlink.db");
+  for (const char* link : {"/other/symlink.db", "/other/hardlink.db"}) {
+    auto second = OpenStore("sqlite:" + dir + link);
+    ASSERT_TRUE(second.ok()) << second.status().ToString();
+    Status s = (*second)->AcquireWriterLock();
+    EXPECT_EQ(s.code(), StatusCode::kUnavailable) << link;
+    EXPECT_NE(s.message().find("in use by another gpuhub engine through another path"),
+              std::string::npos)
+        << s.message();
+  }
+  // Released with the store: a link may then take it.
+  first->reset();
+  auto third = OpenStore("sqlite:" + dir + "/other/hardlink.db");
+  ASSERT_TRUE(third.ok());
+  EXPECT_TRUE((*third)->AcquireWriterLock().ok());
+  third->reset();
+  std::filesystem::remove_all(dir);
+}
+
 TEST(OpenStoreTest, RejectsUnknownUrls) {
   EXPECT_EQ(OpenStore("mysql://x").status().code(), StatusCode::kInvalidArgument);
   EXPECT_EQ(OpenStore("sqlite:").status().code(), StatusCode::kInvalidArgument);

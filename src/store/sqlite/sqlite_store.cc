@@ -34,6 +34,7 @@ SqliteStore::~SqliteStore() {
   for (auto& [sql, stmt] : statements_) sqlite3_finalize(stmt);
   sqlite3_close(db_);
   if (lock_fd_ >= 0) ::close(lock_fd_);
+  if (file_lock_fd_ >= 0) ::close(file_lock_fd_);
 }
 
 Status SqliteStore::Error(std::string_view what) const {
@@ -53,17 +54,45 @@ Status SqliteStore::Exec(const std::string& sql) {
 
 Status SqliteStore::AcquireWriterLock() {
   if (lock_fd_ >= 0) return Status::Ok();
-  // A sidecar file: flock on the database file itself would be released by SQLite's own POSIX
-  // locks handling when it closes a descriptor of that file.
+  auto in_use = [&](std::string_view how) {
+    return Status::Unavailable("sqlite:" + path_ + " is in use by another gpuhub engine" +
+                               std::string(how) + " (a running `gpuhub serve`?)");
+  };
+  // 1. A sidecar file, locked with flock: what earlier versions take, so that an older engine on
+  //    the same path and this one still exclude each other. It is keyed by the path, though: a
+  //    symlink or a hard link to the same database has another sidecar.
   std::string lock_path = path_ + ".lock";
   int fd = ::open(lock_path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600);
   if (fd < 0) return Status::Unavailable("cannot open " + lock_path + ": " + std::strerror(errno));
   if (::flock(fd, LOCK_EX | LOCK_NB) != 0) {
     ::close(fd);
-    return Status::Unavailable("sqlite:" + path_ +
-                               " is in use by another gpuhub engine (a running `gpuhub serve`?)");
+    return in_use("");
+  }
+  // 2. The database file itself (its inode, whichever path reaches it), with an open file
+  //    description lock on one byte SQLite never locks. Not flock on the whole file (emulated by
+  //    POSIX locks over NFS, where it would meet SQLite's own) and not a POSIX lock (released when
+  //    SQLite closes any descriptor of the file in this process); OFD locks are neither.
+  int file_fd = ::open(path_.c_str(), O_RDWR | O_CLOEXEC);
+  if (file_fd < 0) {
+    ::close(fd);
+    return Status::Unavailable("cannot open sqlite:" + path_ + ": " + std::strerror(errno));
+  }
+  struct flock byte {};
+  byte.l_type = F_WRLCK;
+  byte.l_whence = SEEK_SET;
+  byte.l_start = static_cast<off_t>(kSqliteEngineLockOffset);
+  byte.l_len = 1;
+  if (::fcntl(file_fd, F_OFD_SETLK, &byte) != 0) {
+    int error = errno;
+    ::close(file_fd);
+    ::close(fd);
+    if (error == EAGAIN || error == EACCES) {
+      return in_use(" through another path to the same file (a symlink or a hard link)");
+    }
+    return Status::Unavailable("cannot lock sqlite:" + path_ + ": " + std::strerror(error));
   }
   lock_fd_ = fd;
+  file_lock_fd_ = file_fd;
   return Status::Ok();
 }
 

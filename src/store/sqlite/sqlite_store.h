@@ -43,7 +43,8 @@ class SqliteStore final : public Store {
 
   std::string path_;
   sqlite3* db_ = nullptr;
-  int lock_fd_ = -1;
+  int lock_fd_ = -1;       // the sidecar path + ".lock", flock()ed (what earlier versions take)
+  int file_lock_fd_ = -1;  // the database file itself, OFD-locked at kSqliteEngineLockOffset
   std::map<std::string, sqlite3_stmt*> statements_;
 };
 
