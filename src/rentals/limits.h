@@ -1,0 +1,65 @@
+// Named limits and fixed durations of term rentals (spec/market.md "Term rentals"). Everything the
+// rentals domain accepts has a bound; anything beyond it is refused with invalid_argument (or
+// resource_exhausted for per-account counts), never truncated.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+#include "core/clock.h"
+
+namespace gpuhub::rentals {
+
+// ----- Terms and the lifecycle (spec: week = 7 days, month = 30 days) ---------------------------
+inline constexpr std::int64_t kWeekMicros = 7 * kMicrosPerDay;
+inline constexpr std::int64_t kMonthMicros = 30 * kMicrosPerDay;
+// With auto-renew on, the wallet is debited this long before the term ends...
+inline constexpr std::int64_t kAutoRenewLeadMicros = 72 * kMicrosPerHour;
+// ...and a failed debit is retried this often...
+inline constexpr std::int64_t kAutoRenewRetryMicros = 1 * kMicrosPerHour;
+// ...until the renewal invoice is issued, this long before the term ends.
+inline constexpr std::int64_t kRenewalInvoiceLeadMicros = 24 * kMicrosPerHour;
+// Unpaid at the term end: the instance stops and its cards and disk are held this long.
+inline constexpr std::int64_t kHoldMicros = 72 * kMicrosPerHour;
+// The local NVMe of a released rental is physically wiped within this long after its use ended.
+inline constexpr std::int64_t kWipeDeadlineMicros = 7 * kMicrosPerDay;
+// An instance not running this long after the order is refunded in full.
+inline constexpr std::int64_t kProvisioningDeadlineMicros = 1 * kMicrosPerHour;
+
+// ----- Nodes ---------------------------------------------------------------------------------
+// Cards on one node (a 16-bit mask of which cards are rented). HGX boards carry 8.
+inline constexpr int kMaxCardsPerNode = 16;
+// Nodes one fleet holds (removed nodes included: their records stay for history).
+inline constexpr std::size_t kMaxNodes = 100'000;
+// Local NVMe per node, included and extra (a typo guard: 1 PB).
+inline constexpr std::int64_t kMaxNvmeGbPerNode = 1'000'000;
+// Extra local NVMe a node offers by default (spec: "at most 30 TB per node").
+inline constexpr std::int64_t kDefaultExtraNvmeGbPerNode = 30'000;
+// A node's optional hostname ("dfw1-h100-07"): 1..63 bytes of [a-z0-9.-].
+inline constexpr std::size_t kMaxHostnameBytes = 63;
+
+// ----- Rentals -------------------------------------------------------------------------------
+// Rentals one customer may hold at once (provisioning, active or held): one account must not be
+// able to take the whole fleet by mistake or by a runaway script.
+inline constexpr std::size_t kMaxLiveRentalsPerCustomer = 1'000;
+// History events kept in memory per rental (all of them stay in the store); the API shows these.
+inline constexpr std::size_t kMaxEventsKeptPerRental = 256;
+// Connection details an agent may fill in (host, ssh_port, ssh_user, ...).
+inline constexpr std::size_t kMaxConnectionFields = 16;
+inline constexpr std::size_t kMaxConnectionKeyBytes = 32;
+inline constexpr std::size_t kMaxConnectionValueBytes = 512;
+// The text of an instance failure an agent reports.
+inline constexpr std::size_t kMaxInstanceErrorBytes = 512;
+
+// ----- Names and lists -----------------------------------------------------------------------
+inline constexpr std::size_t kMaxGpuNameBytes = 64;
+inline constexpr std::size_t kMaxRegionBytes = 32;
+inline constexpr std::size_t kMaxCards = 256;    // card models in one fleet configuration
+inline constexpr std::size_t kMaxRegions = 64;   // regions in one fleet configuration
+inline constexpr std::size_t kDefaultPageSize = 50;
+inline constexpr std::size_t kMaxPageSize = 500;
+
+// Parts per million (discounts, tax rates).
+inline constexpr std::int64_t kPpm = 1'000'000;
+
+}  // namespace gpuhub::rentals
