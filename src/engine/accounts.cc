@@ -144,11 +144,13 @@ std::string Sha256Hex(std::string_view data) {
   return Hex(digest, sizeof digest);
 }
 
-std::string NewSessionToken() {
-  unsigned char bytes[32];
-  randombytes_buf(bytes, sizeof bytes);
-  return "ghs_" + Hex(bytes, sizeof bytes);
+std::string RandomHex(std::size_t bytes) {
+  std::vector<unsigned char> buf(bytes);
+  randombytes_buf(buf.data(), buf.size());
+  return Hex(buf.data(), buf.size());
 }
+
+std::string NewSessionToken() { return "ghs_" + RandomHex(32); }
 
 std::string HashToken(std::string_view token) { return Sha256Hex(token); }
 

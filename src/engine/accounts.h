@@ -43,6 +43,8 @@ const std::string& DummyPasswordHash(const PasswordHashing& hashing);
 // A new random bearer token ("ghs_" + 64 hex digits) and the hash stored for it.
 std::string NewSessionToken();
 std::string HashToken(std::string_view token);
+// `bytes` random bytes (libsodium's CSPRNG) as lower-case hex: ids and secrets nobody can guess.
+std::string RandomHex(std::size_t bytes);
 // Lower-case hex SHA-256.
 std::string Sha256Hex(std::string_view data);
 

@@ -64,3 +64,44 @@ inline constexpr std::int64_t kMaxManualCreditMicros = 1'000'000LL * 1'000'000;
 inline constexpr std::int64_t kMinConversionMicros = 10'000;
 
 }  // namespace gpuhub::engine
+
+namespace gpuhub::engine {
+
+// Notifications (engine/notifications.h): what an account keeps (the oldest beyond it is dropped),
+// and the pages of GET /v1/notifications.
+inline constexpr std::size_t kMaxNotificationsPerAccount = 500;
+inline constexpr std::size_t kDefaultNotificationsPageSize = 50;
+inline constexpr std::size_t kMaxNotificationsPageSize = 200;
+inline constexpr std::size_t kMaxNotificationKindBytes = 64;
+inline constexpr std::size_t kMaxNotificationSubjectBytes = 128;
+inline constexpr std::size_t kMaxNotificationMessageBytes = 2048;
+inline constexpr std::size_t kMaxNotificationDataBytes = 8 * 1024;
+
+// Account webhooks: the URL (http or https, no credentials in it) and the signing secret.
+inline constexpr std::size_t kMaxWebhookUrlBytes = 2048;
+inline constexpr std::size_t kWebhookSecretBytes = 32;  // random bytes; shown as "whsec_" + hex
+// Deliveries: attempts at these delays after the notification (about 45 h in all), then failed.
+inline constexpr std::int64_t kWebhookRetryDelaysMicros[] = {
+    0,
+    1 * 60 * kMicrosPerSecond,
+    5 * 60 * kMicrosPerSecond,
+    30 * 60 * kMicrosPerSecond,
+    2 * kMicrosPerHour,
+    6 * kMicrosPerHour,
+    12 * kMicrosPerHour,
+    24 * kMicrosPerHour,
+};
+inline constexpr std::int64_t kMaxWebhookAttempts =
+    sizeof(kWebhookRetryDelaysMicros) / sizeof(kWebhookRetryDelaysMicros[0]);
+// A claimed delivery is not handed out again for this long (the sender has it in flight; if the
+// server dies meanwhile it is retried after this: at-least-once).
+inline constexpr std::int64_t kWebhookClaimMicros = 2 * 60 * kMicrosPerSecond;
+// Pending deliveries an account may have queued (a dead endpoint must not grow the outbox without
+// bound: beyond it the oldest pending one is marked failed), and finished ones kept for GET.
+inline constexpr std::size_t kMaxPendingDeliveriesPerAccount = 200;
+inline constexpr std::size_t kMaxFinishedDeliveriesPerAccount = 50;
+// Deliveries handed to the sender at once.
+inline constexpr std::size_t kMaxDeliveriesPerClaim = 32;
+inline constexpr std::size_t kMaxDeliveryErrorBytes = 256;
+
+}  // namespace gpuhub::engine

@@ -1,6 +1,8 @@
 #include "engine/state.h"
 
 #include "engine/market.h"
+#include "engine/notifications.h"
+#include "engine/rentals.h"
 #include "engine/topups.h"
 #include "engine/wallets.h"
 
@@ -9,7 +11,9 @@ namespace gpuhub::engine {
 State::State()
     : wallets(std::make_unique<WalletsState>()),
       topups(std::make_unique<TopupsState>()),
-      market(std::make_unique<MarketState>(market::ExchangeConfig{})) {}
+      market(std::make_unique<MarketState>(market::ExchangeConfig{})),
+      rentals(std::make_unique<RentalsState>(rentals::FleetConfig{})),
+      notifications(std::make_unique<NotificationsState>()) {}
 State::~State() = default;
 
 Result<std::unique_ptr<State>> LoadState(store::Store& store, const DomainConfig& config) {
@@ -29,6 +33,11 @@ Result<std::unique_ptr<State>> LoadState(store::Store& store, const DomainConfig
   GPUHUB_RETURN_IF_ERROR(LoadTopups(store, *state->topups).WithContext("loading top-ups"));
   GPUHUB_RETURN_IF_ERROR(LoadMarket(store, config.market, state->wallets->ledger, *state->market)
                              .WithContext("loading the spot exchange"));
+  GPUHUB_RETURN_IF_ERROR(
+      LoadRentals(store, config.rentals, state->wallets->ledger, *state->rentals)
+          .WithContext("loading term rentals"));
+  GPUHUB_RETURN_IF_ERROR(
+      LoadNotifications(store, *state->notifications).WithContext("loading notifications"));
   return state;
 }
 

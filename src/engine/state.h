@@ -16,6 +16,7 @@
 #include "core/clock.h"
 #include "core/status.h"
 #include "market/config.h"
+#include "rentals/config.h"
 #include "store/store.h"
 
 namespace gpuhub::engine {
@@ -67,13 +68,16 @@ struct IdempotencyState {
   std::multimap<TimestampMicros, std::pair<std::string, std::string>> by_age;
 };
 
-struct WalletsState;  // engine/wallets.h (the ledger, FX rates)
-struct TopupsState;   // engine/topups.h (top-up invoices and their payments)
-struct MarketState;   // engine/market.h (the spot exchange)
+struct WalletsState;        // engine/wallets.h (the ledger, FX rates)
+struct TopupsState;         // engine/topups.h (top-up invoices and their payments)
+struct MarketState;         // engine/market.h (the spot exchange)
+struct RentalsState;        // engine/rentals.h (term rentals)
+struct NotificationsState;  // engine/notifications.h (notifications, webhooks, outbox)
 
 // How the domains are configured; fixed for the life of an engine (a reload keeps it).
 struct DomainConfig {
   market::ExchangeConfig market;
+  rentals::FleetConfig rentals;
 };
 
 struct State {
@@ -84,6 +88,8 @@ struct State {
   std::unique_ptr<WalletsState> wallets;
   std::unique_ptr<TopupsState> topups;
   std::unique_ptr<MarketState> market;
+  std::unique_ptr<RentalsState> rentals;
+  std::unique_ptr<NotificationsState> notifications;
   // Engine-wide values that must survive a restart (the manual clock's time).
   std::map<std::string, std::int64_t> meta;
 };

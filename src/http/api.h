@@ -24,6 +24,7 @@
 #include "engine/accounts.h"
 #include "engine/engine.h"
 #include "engine/idempotency.h"
+#include "engine/topups.h"
 #include "engine/metrics.h"
 #include "http/config.h"
 #include "http/login_throttle.h"
@@ -84,6 +85,8 @@ struct ApiContext {
 struct Reply {
   int status = 200;
   json body;
+  // A 4xx whose writes still commit (engine::StoredResponse::keep_writes).
+  bool keep_writes = false;
 };
 using UserAction = std::function<Result<Reply>(engine::Txn&, const engine::User&)>;
 using AnonymousAction = std::function<Result<Reply>(engine::Txn&)>;
@@ -146,7 +149,36 @@ engine::Fingerprint RequestFingerprint(const Request& request);
 Result<std::size_t> LimitQuery(const Request& r, const char* name, std::size_t fallback,
                                std::size_t max);
 
+// A positive id from the path's {id}; not_found otherwise ("no lease 'abc'").
+Result<std::int64_t> IdParam(const Request& r, const char* what);
+// The endpoints that act on the id in their path take no body: an empty one or `{}`. Anything
+// else (`{"refund": true}` on a stop) is refused rather than silently ignored.
+Result<std::int64_t> IdOnly(const Request& r, const char* what);
+struct Empty {};
+inline Result<Empty> NoInput(const Request&) { return Empty{}; }
+
+// Parses in the I/O thread (so a bad body never reaches the writer), then runs `action` as the
+// signed-in user with one of `roles` (0: any).
+template <typename Spec>
+Handler Authenticated(
+    ApiContext& api, std::uint32_t roles, std::function<Result<Spec>(const Request&)> parse,
+    std::function<Result<Reply>(engine::Txn&, const engine::User&, const Spec&)> action) {
+  return RequireBearer([&api, roles, parse = std::move(parse), action = std::move(action)](
+                           const Request& r, Responder respond) {
+    auto spec = parse(r);
+    if (!spec.ok()) return respond(Response::Error(spec.status()));
+    RunAuthenticated(
+        api, r, std::move(respond), roles,
+        [spec = std::move(spec).value(), action](engine::Txn& txn, const engine::User& me) {
+          return action(txn, me, spec);
+        });
+  });
+}
+
 json UserJson(const engine::User& user);
+// A top-up invoice as GET /v1/topups/{id} shows it (api_payments.cc); a demo invoice's checkout
+// URL is `checkout_base` + its id.
+json InvoiceJson(const engine::Invoice& invoice, const std::string& checkout_base);
 
 // Route registration, one function per domain file.
 void RegisterSystemRoutes(Router& router, ApiContext& api);
@@ -159,6 +191,10 @@ void RegisterPaymentRoutes(Router& router, ApiContext& api);
 Result<Currency> CurrencyField(const json& body, std::string_view field);
 // The spot exchange (api_market.cc): machines, asks, bids, leases, earnings, payouts, market data.
 void RegisterMarketRoutes(Router& router, ApiContext& api);
+// Term rentals (api_rentals.cc): quotes, orders, renewals, release, stock, nodes (admin).
+void RegisterRentalRoutes(Router& router, ApiContext& api);
+// Notifications and the account's webhook (api_notifications.cc).
+void RegisterNotificationRoutes(Router& router, ApiContext& api);
 // POST /v1/fit's "prices": "list" (default: the term fleet's list prices) or "market" (the spot
 // exchange's book). Takes the field out of `body` (a JSON object); true for "market".
 Result<bool> TakePricesField(std::string* body);

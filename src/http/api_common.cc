@@ -72,6 +72,20 @@ Result<std::size_t> LimitQuery(const Request& r, const char* name, std::size_t f
   return static_cast<std::size_t>(*v);
 }
 
+Result<std::int64_t> IdParam(const Request& r, const char* what) {
+  auto id = ParseInt64(r.path_params.at("id"), what);
+  if (!id.ok() || *id < 1) {
+    return Status::NotFound("no " + std::string(what) + " '" +
+                            r.path_params.at("id").substr(0, 32) + "'");
+  }
+  return *id;
+}
+
+Result<std::int64_t> IdOnly(const Request& r, const char* what) {
+  if (!Trim(r.body).empty()) GPUHUB_RETURN_IF_ERROR(ParseJsonObject(r, {}).status());
+  return IdParam(r, what);
+}
+
 json UserJson(const engine::User& user) {
   return {{"id", user.id},
           {"username", user.username},
@@ -188,7 +202,10 @@ Result<std::int64_t> RequiredInteger(const json& object, std::string_view field,
 namespace {
 
 engine::StoredResponse ToStored(const Result<Reply>& reply) {
-  if (reply.ok()) return {reply->status, reply->status == 204 ? "" : Dump(reply->body), false};
+  if (reply.ok()) {
+    return {reply->status, reply->status == 204 ? "" : Dump(reply->body), false,
+            reply->keep_writes};
+  }
   const Status& s = reply.status();
   return {HttpStatusOf(s.code()), ErrorBody(StatusCodeName(s.code()), s.message(), s.field()),
           false};
@@ -264,7 +281,7 @@ Result<engine::StoredResponse> RunMaybeIdempotent(
   if (!key.empty()) return engine::RunIdempotent(txn, scope, key, fingerprint, run);
   std::size_t mark = txn.writes.size();
   engine::StoredResponse response = run(txn);
-  if (response.status_code >= 400) txn.writes.Truncate(mark);
+  if (response.status_code >= 400 && !response.keep_writes) txn.writes.Truncate(mark);
   return response;
 }
 

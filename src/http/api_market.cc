@@ -171,15 +171,6 @@ const market::Exchange& X(engine::Txn& txn) { return txn.state.market->exchange;
 
 // ----- Input ----------------------------------------------------------------------------------
 
-Result<std::int64_t> IdParam(const Request& r, const char* what) {
-  auto id = ParseInt64(r.path_params.at("id"), what);
-  if (!id.ok() || *id < 1) {
-    return Status::NotFound("no " + std::string(what) + " '" +
-                            r.path_params.at("id").substr(0, 32) + "'");
-  }
-  return *id;
-}
-
 Result<std::int64_t> PriceField(const json& body, std::string_view field) {
   auto it = body.find(field);
   if (it != body.end() && it->is_number()) {
@@ -316,33 +307,6 @@ Result<std::int64_t> ParsePayoutAmount(const Request& r) {
         .WithField("amount");
   }
   return *amount;
-}
-
-// Parses in the I/O thread (so a bad body never reaches the writer), then runs `action`.
-template <typename Spec>
-Handler Authenticated(
-    ApiContext& api, std::uint32_t roles, std::function<Result<Spec>(const Request&)> parse,
-    std::function<Result<Reply>(engine::Txn&, const engine::User&, const Spec&)> action) {
-  return RequireBearer([&api, roles, parse = std::move(parse), action = std::move(action)](
-                           const Request& r, Responder respond) {
-    auto spec = parse(r);
-    if (!spec.ok()) return respond(Response::Error(spec.status()));
-    RunAuthenticated(
-        api, r, std::move(respond), roles,
-        [spec = std::move(spec).value(), action](engine::Txn& txn, const engine::User& me) {
-          return action(txn, me, spec);
-        });
-  });
-}
-
-struct Empty {};
-Result<Empty> NoInput(const Request&) { return Empty{}; }
-
-// The endpoints that act on the id in their path take no body: an empty one or `{}`. Anything else
-// (`{"refund": true}` on a stop) is refused rather than silently ignored.
-Result<std::int64_t> IdOnly(const Request& r, const char* what) {
-  if (!Trim(r.body).empty()) GPUHUB_RETURN_IF_ERROR(ParseJsonObject(r, {}).status());
-  return IdParam(r, what);
 }
 
 // Lists: `?limit=N` (1..kMaxPageSize), newest first; without it, the newest kMaxPageSize.

@@ -73,6 +73,8 @@ json PaymentJson(const engine::InvoicePayment& p) {
           {"decision_reason", p.decision_reason.empty() ? json(nullptr) : json(p.decision_reason)}};
 }
 
+}  // namespace
+
 json InvoiceJson(const engine::Invoice& inv, const std::string& checkout_base) {
   json payments = json::array();
   for (const auto& p : inv.payments) payments.push_back(PaymentJson(p));
@@ -94,6 +96,8 @@ json InvoiceJson(const engine::Invoice& inv, const std::string& checkout_base) {
           {"transfer_id", inv.transfer_id.empty() ? json(nullptr) : json(inv.transfer_id)},
           {"payments", payments}};
 }
+
+namespace {
 
 engine::ProcessorReport ToReport(const payments::ProcessorInvoice& inv) {
   engine::ProcessorReport r;

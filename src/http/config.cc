@@ -88,9 +88,10 @@ Result<ServiceConfig> ParseServiceConfig(std::string_view toml_text, std::string
   };
   for (const auto& [key, node] : root) {
     if (key.str() != "server" && key.str() != "auth" && key.str() != "payments" &&
-        key.str() != "market") {
-      return Status::InvalidArgument(
-          where(node, key.str()) + " is not a known section ([server], [auth], [payments], [market])");
+        key.str() != "market" && key.str() != "rentals" && key.str() != "webhooks") {
+      return Status::InvalidArgument(where(node, key.str()) +
+                                     " is not a known section ([server], [auth], [payments], "
+                                     "[market], [rentals], [webhooks])");
     }
     if (!node.is_table())
       return Status::InvalidArgument(where(node, key.str()) + " must be a table");
@@ -198,6 +199,24 @@ Result<ServiceConfig> ParseServiceConfig(std::string_view toml_text, std::string
                                    &config.invoice_expiration_minutes));
     GPUHUB_RETURN_IF_ERROR(integer(*p, "payments", "reconcile_interval_seconds", 1, 3600,
                                    &config.reconcile_interval_seconds));
+  }
+  if (const toml::table* r = root["rentals"].as_table()) {
+    GPUHUB_RETURN_IF_ERROR(known(*r, "rentals", {"provisioning"}));
+    GPUHUB_RETURN_IF_ERROR(text(*r, "rentals", "provisioning", &config.rentals_provisioning));
+    if (config.rentals_provisioning != "immediate" && config.rentals_provisioning != "agent") {
+      return Status::InvalidArgument(where(*r->get("provisioning"), "rentals.provisioning") +
+                                     " must be \"immediate\" or \"agent\"");
+    }
+  }
+  if (const toml::table* w = root["webhooks"].as_table()) {
+    GPUHUB_RETURN_IF_ERROR(known(*w, "webhooks", {"allow_private_addresses"}));
+    if (const toml::node* n = w->get("allow_private_addresses")) {
+      if (!n->is_boolean()) {
+        return Status::InvalidArgument(where(*n, "webhooks.allow_private_addresses") +
+                                       " must be true or false");
+      }
+      config.webhooks_allow_private_addresses = *n->value<bool>();
+    }
   }
   return config;
 }

@@ -38,6 +38,13 @@
 //
 //   [market]
 //   fee_percent = "10"                   # platform fee per lease-hour, 0..50, up to 4 decimals
+//
+//   [rentals]
+//   provisioning = "immediate"           # or "agent": the host agent reports instances running
+//
+//   [webhooks]                           # customers' own webhook endpoints (notifications)
+//   allow_private_addresses = false      # true only where receivers on loopback/private
+//                                        # networks are wanted (tests, a demo on one machine)
 #pragma once
 
 #include <cstdint>
@@ -93,6 +100,11 @@ struct ServiceConfig {
   std::string public_url;
 
   std::int64_t market_fee_ppm = 100'000;  // 10%
+
+  std::string rentals_provisioning = "immediate";  // "immediate" | "agent"
+  // Outbound webhook POSTs to loopback, private, link-local or otherwise internal addresses are
+  // refused unless this is set (a customer's URL must not reach the platform's own network).
+  bool webhooks_allow_private_addresses = false;
 };
 
 // Parses the TOML text of a config file; errors name the file, line and key.

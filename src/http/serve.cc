@@ -13,6 +13,7 @@
 #include "engine/engine.h"
 #include "engine/idempotency.h"
 #include "engine/market.h"
+#include "engine/rentals.h"
 #include "engine/wallets.h"
 #include "http/api.h"
 #include "http/limits.h"
@@ -22,6 +23,7 @@
 
 #ifdef GPUHUB_HAVE_FIT
 #include "catalog/catalog.h"
+#include "http/rentals_fleet.h"
 #endif
 
 namespace gpuhub::http {
@@ -129,6 +131,7 @@ int RunServe(const ServeOptions& options) {
   // The spot exchange trades the catalog's spot cards in the catalog's regions; --demo opens each
   // market with a demo provider asking the catalog's opening price.
   std::vector<engine::DemoOffer> demo_offers;
+  std::vector<engine::DemoFleetCard> demo_fleet;
   engine_options.domains.market.fee_ppm = config.market_fee_ppm;
 #ifdef GPUHUB_HAVE_FIT
   if (auto fleet = catalog::LoadCatalog(options.data_dir + "/catalog.toml"); fleet.ok()) {
@@ -141,15 +144,21 @@ int RunServe(const ServeOptions& options) {
     for (const auto& region : fleet->regions) {
       engine_options.domains.market.regions.push_back(region.code);
     }
+    engine_options.domains.rentals = RentalsFleetConfig(*fleet);
+    for (const auto& card : fleet->term) demo_fleet.push_back({card.name, card.free_now});
   } else {
     spdlog::warn("event=market_without_catalog error=\"{}\"", fleet.status().ToString());
   }
 #endif
+  engine_options.domains.rentals.provisioning = config.rentals_provisioning == "agent"
+                                                    ? rentals::Provisioning::kAgent
+                                                    : rentals::Provisioning::kImmediate;
   engine::Engine engine(std::move(store), *clock, metrics, engine_options);
   engine.AddTickHook(engine::ExpireSessions);
   engine.AddTickHook(engine::ExpireIdempotencyKeys);
   engine::AddTopupTickHooks(engine);
   engine::AddMarketTickHooks(engine);
+  engine::AddRentalsTickHooks(engine);
   if (Status s = engine.Start(); !s.ok()) {
     std::cerr << "gpuhub: cannot load the state from " << description << ": " << s.message()
               << "\n";
@@ -160,6 +169,8 @@ int RunServe(const ServeOptions& options) {
     if (!s.ok()) spdlog::warn("event=demo_seed_failed error=\"{}\"", s.ToString());
     s = engine::SeedDemoMarket(engine, demo_offers, engine_options.domains.market.regions);
     if (!s.ok()) spdlog::warn("event=demo_market_seed_failed error=\"{}\"", s.ToString());
+    s = engine::SeedDemoFleet(engine, demo_fleet);
+    if (!s.ok()) spdlog::warn("event=demo_fleet_seed_failed error=\"{}\"", s.ToString());
   }
 
   Router router;
@@ -176,6 +187,8 @@ int RunServe(const ServeOptions& options) {
   RegisterWalletRoutes(router, api);
   RegisterPaymentRoutes(router, api);
   RegisterMarketRoutes(router, api);
+  RegisterRentalRoutes(router, api);
+  RegisterNotificationRoutes(router, api);
   RegisterReadRoutes(router, api, options.data_dir);
 
   // Each connection is a file descriptor: with the common soft limit of 1024, accept() would run

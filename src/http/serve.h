@@ -6,6 +6,7 @@
 
 namespace gpuhub::http {
 
+
 struct ServeOptions {
   std::string listen;  // "HOST:PORT"; empty: the config file's, else 127.0.0.1:8080
   std::string db = "sqlite:gpuhub.db";

@@ -168,7 +168,7 @@ Fleet::RentalSlot& Fleet::Slot(RentalId id) { return rentals_.at(id); }
 // ----- Admin ---------------------------------------------------------------------------------
 
 Result<Node> Fleet::AddNode(const NodeSpec& spec, TimestampMicros now, Changes* changes) {
-  now_ = now = Now(now);
+  now = Now(now);
   GPUHUB_ASSIGN_OR_RETURN(int card_index, CardIndex(spec.gpu, "gpu"));
   const CardConfig& card = Card(card_index);
   if (card.counts.empty()) {
@@ -232,7 +232,7 @@ Result<Node> Fleet::AddNode(const NodeSpec& spec, TimestampMicros now, Changes* 
 
 Result<Node> Fleet::SetNodeState(NodeId id, NodeState state, TimestampMicros now,
                                  Changes* changes) {
-  now_ = now = Now(now);
+  now = Now(now);
   const Node* node = inventory_.FindNode(id);
   if (node == nullptr) return Status::NotFound("no node " + std::to_string(id));
   if (node->state == state) return *node;
@@ -374,7 +374,7 @@ Result<Quote> Fleet::QuoteOrder(UserId customer, const OrderSpec& spec,
 
 Result<Rental> Fleet::Order(UserId customer, const OrderSpec& spec, ledger::Ledger& ledger,
                             const TaxFunction& tax, TimestampMicros now, Changes* changes) {
-  now_ = now = Now(now);
+  now = Now(now);
   if (customer <= 0) return Status::InvalidArgument("customer id must be positive");
   GPUHUB_ASSIGN_OR_RETURN(Quote q, QuoteOrder(customer, spec, ledger, tax, now));
   if (!q.available) {
@@ -437,7 +437,7 @@ Result<Rental> Fleet::Order(UserId customer, const OrderSpec& spec, ledger::Ledg
 Result<Renewal> Fleet::PayRenewal(UserId customer, RentalId id, std::optional<Currency> currency,
                                   ledger::Ledger& ledger, const TaxFunction& tax,
                                   TimestampMicros now, Changes* changes) {
-  now_ = now = Now(now);
+  now = Now(now);
   if (FindCustomerRental(customer, id) == nullptr) {
     return Status::NotFound("no rental " + std::to_string(id) + " of yours");
   }
@@ -465,7 +465,7 @@ Result<Renewal> Fleet::PayRenewal(UserId customer, RentalId id, std::optional<Cu
 
 Result<Rental> Fleet::Release(UserId customer, RentalId id, ledger::Ledger& ledger,
                               TimestampMicros now, Changes* changes) {
-  now_ = now = Now(now);
+  now = Now(now);
   if (FindCustomerRental(customer, id) == nullptr) {
     return Status::NotFound("no rental " + std::to_string(id) + " of yours");
   }
@@ -481,7 +481,7 @@ Result<Rental> Fleet::Release(UserId customer, RentalId id, ledger::Ledger& ledg
 
 Result<Rental> Fleet::SetAutoRenew(UserId customer, RentalId id, bool on, TimestampMicros now,
                                    Changes* changes) {
-  now_ = now = Now(now);
+  now = Now(now);
   if (FindCustomerRental(customer, id) == nullptr) {
     return Status::NotFound("no rental " + std::to_string(id) + " of yours");
   }
@@ -490,7 +490,16 @@ Result<Rental> Fleet::SetAutoRenew(UserId customer, RentalId id, bool on, Timest
     return Status::FailedPrecondition("rental " + std::to_string(id) + " was released");
   }
   if (slot.rental.auto_renew == on) return slot.rental;
-  slot.rental.auto_renew = on;
+  Rental& r = slot.rental;
+  r.auto_renew = on;
+  if (on && r.state == RentalState::kActive && !r.next_paid && r.renewal_invoiced_at == 0) {
+    // Switched on after its first attempt was due (T - 72 h): the next attempt is now, not in the
+    // past (history never runs backwards) and not an hour from now.
+    TimestampMicros next = r.auto_renew_attempted_at == 0
+                               ? r.term_end - kAutoRenewLeadMicros
+                               : r.auto_renew_attempted_at + kAutoRenewRetryMicros;
+    if (next < now) r.auto_renew_attempted_at = now - kAutoRenewRetryMicros;
+  }
   Record(slot, EventKind::kAutoRenewChanged, now, on ? "auto-renew on" : "auto-renew off", changes);
   Touch(slot, now, changes);
   Reschedule(slot);
@@ -502,7 +511,7 @@ Result<Rental> Fleet::SetAutoRenew(UserId customer, RentalId id, bool on, Timest
 Result<Rental> Fleet::ReportInstance(RentalId id, const InstanceReport& report,
                                      ledger::Ledger& ledger, TimestampMicros now,
                                      Changes* changes) {
-  now_ = now = Now(now);
+  now = Now(now);
   if (FindRental(id) == nullptr) return Status::NotFound("no rental " + std::to_string(id));
   GPUHUB_RETURN_IF_ERROR(ValidateConnection(report.connection));
   if (report.error.size() > kMaxInstanceErrorBytes) {
@@ -543,7 +552,7 @@ Result<Rental> Fleet::ReportInstance(RentalId id, const InstanceReport& report,
 }
 
 Result<Rental> Fleet::RecordWipe(RentalId id, TimestampMicros now, Changes* changes) {
-  now_ = now = Now(now);
+  now = Now(now);
   if (FindRental(id) == nullptr) return Status::NotFound("no rental " + std::to_string(id));
   RentalSlot& slot = Slot(id);
   if (slot.rental.state != RentalState::kReleased) {
@@ -617,6 +626,7 @@ std::vector<StockByCard> Fleet::Stock() const {
     if (card.counts.empty()) continue;  // no longer offered
     StockByCard s;
     s.gpu = card.name;
+    s.counts = card.counts;
     for (const auto& r : card.regions) {
       StockRow row = inventory_.Stock(static_cast<int>(i), region_by_code_.at(r));
       row.gpu = card.name;

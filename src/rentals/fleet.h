@@ -157,6 +157,7 @@ struct NextTransition {
 
 struct StockByCard {
   std::string gpu;
+  std::vector<int> counts;        // the counts the card is rented in
   std::vector<StockRow> regions;  // the card's regions, in configuration order
 };
 

@@ -492,7 +492,8 @@ TEST_F(AgentFleetTest, TheTermStartsWhenTheAgentReportsRunning) {
   EXPECT_EQ(running->state, RentalState::kActive);
   EXPECT_EQ(running->term_start, now_);
   EXPECT_EQ(running->instance.connection.size(), 2u);
-  EXPECT_EQ(fleet_.ChargesOf(r->id)[0].period_start, now_);
+  // The order paid before the term was known: the charge says so (0); the rental has the term.
+  EXPECT_EQ(fleet_.ChargesOf(r->id)[0].period_start, 0);
   InstanceReport bad{InstanceState::kRunning, {{"SSH HOST", "x"}}, ""};
   EXPECT_EQ(fleet_.ReportInstance(r->id, bad, ledger_, now_, &changes_).status().field(),
             "connection");

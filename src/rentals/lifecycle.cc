@@ -320,14 +320,6 @@ void Fleet::Activate(RentalSlot& slot, TimestampMicros at, Changes* changes) {
   r.term_end = at + TermMicros(r.term);
   Record(slot, EventKind::kProvisioned, at, "running; term 1 until " + FormatTimestamp(r.term_end),
          changes);
-  // The purchase's service period is known from now on.
-  for (ChargeId id : slot.charges) {
-    Charge& c = charges_.at(id);
-    if (c.kind == ChargeKind::kPurchase && c.period_start == 0) {
-      c.period_start = r.term_start;
-      c.period_end = r.term_end;
-    }
-  }
   Notify(r, "rental.active",
          "Your " + std::to_string(r.count) + "x " + r.gpu + " in " + r.region +
              " is running until " + FormatTimestamp(r.term_end) + ".",

@@ -233,7 +233,9 @@ struct Charge {
   TaxBlock amount;  // USD; a refund repeats the amounts it returns (positive)
   Currency paid_currency = Currency::kUsd;
   std::int64_t paid_micros = 0;            // debited from (refund: credited to) the wallet
-  TimestampMicros period_start = 0;        // 0 when not known yet (before provisioning)
+  // The term it pays; 0 for a purchase paid before provisioning started the term (agent mode:
+  // the rental's term_start says when it started). Charges never change once emitted.
+  TimestampMicros period_start = 0;
   TimestampMicros period_end = 0;
   TimestampMicros at = 0;
   std::vector<std::string> transfer_ids;  // the ledger transfers that moved it

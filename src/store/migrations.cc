@@ -200,6 +200,139 @@ CREATE TABLE invoice_payments (
   decision_reason TEXT NOT NULL,
   PRIMARY KEY (invoice_id, payment_id)
 );
+      {5, "rentals",
+       R"sql(
+CREATE TABLE rental_nodes (
+  id BIGINT PRIMARY KEY,
+  gpu TEXT NOT NULL,
+  region TEXT NOT NULL,
+  cards BIGINT NOT NULL,
+  hostname TEXT NOT NULL,
+  nvme_included_gb_per_card BIGINT NOT NULL,
+  nvme_extra_capacity_gb BIGINT NOT NULL,
+  state TEXT NOT NULL,
+  created_at_us BIGINT NOT NULL,
+  updated_at_us BIGINT NOT NULL
+);
+CREATE TABLE rentals (
+  id BIGINT PRIMARY KEY,
+  customer_id BIGINT NOT NULL REFERENCES users (id),
+  gpu TEXT NOT NULL,
+  count BIGINT NOT NULL,
+  region TEXT NOT NULL,
+  node_id BIGINT NOT NULL REFERENCES rental_nodes (id),
+  card_mask BIGINT NOT NULL,
+  term TEXT NOT NULL,
+  list_micros BIGINT NOT NULL,
+  discount_ppm BIGINT NOT NULL,
+  price_micros BIGINT NOT NULL,
+  currency TEXT NOT NULL,
+  auto_renew BIGINT NOT NULL,
+  state TEXT NOT NULL,
+  release_reason TEXT NOT NULL,
+  period BIGINT NOT NULL,
+  next_paid BIGINT NOT NULL,
+  term_start_us BIGINT NOT NULL,
+  term_end_us BIGINT NOT NULL,
+  created_at_us BIGINT NOT NULL,
+  updated_at_us BIGINT NOT NULL,
+  released_at_us BIGINT NOT NULL,
+  auto_renew_attempted_at_us BIGINT NOT NULL,
+  auto_renew_failures BIGINT NOT NULL,
+  renewal_invoiced_at_us BIGINT NOT NULL,
+  extra_nvme_gb BIGINT NOT NULL,
+  events BIGINT NOT NULL,
+  instance_state TEXT NOT NULL,
+  nvme_gb BIGINT NOT NULL,
+  provisioning_deadline_us BIGINT NOT NULL,
+  connection_json TEXT NOT NULL,
+  instance_error TEXT NOT NULL,
+  key_destroyed_at_us BIGINT NOT NULL,
+  wipe_due_at_us BIGINT NOT NULL,
+  wiped_at_us BIGINT NOT NULL
+);
+CREATE INDEX rentals_by_customer ON rentals (customer_id);
+CREATE INDEX rentals_by_node ON rentals (node_id);
+CREATE TABLE rental_renewals (
+  rental_id BIGINT NOT NULL REFERENCES rentals (id),
+  period BIGINT NOT NULL,
+  customer_id BIGINT NOT NULL REFERENCES users (id),
+  net_micros BIGINT NOT NULL,
+  tax_micros BIGINT NOT NULL,
+  gross_micros BIGINT NOT NULL,
+  tax_lines_json TEXT NOT NULL,
+  status TEXT NOT NULL,
+  by_auto_renew BIGINT NOT NULL,
+  issued_at_us BIGINT NOT NULL,
+  due_at_us BIGINT NOT NULL,
+  paid_at_us BIGINT NOT NULL,
+  updated_at_us BIGINT NOT NULL,
+  paid_currency TEXT NOT NULL,
+  paid_micros BIGINT NOT NULL,
+  charge_id BIGINT NOT NULL,
+  PRIMARY KEY (rental_id, period)
+);
+CREATE TABLE rental_events (
+  rental_id BIGINT NOT NULL REFERENCES rentals (id),
+  sequence BIGINT NOT NULL,
+  at_us BIGINT NOT NULL,
+  kind TEXT NOT NULL,
+  detail TEXT NOT NULL,
+  PRIMARY KEY (rental_id, sequence)
+);
+CREATE TABLE rental_charges (
+  id BIGINT PRIMARY KEY,
+  rental_id BIGINT NOT NULL REFERENCES rentals (id),
+  customer_id BIGINT NOT NULL REFERENCES users (id),
+  period BIGINT NOT NULL,
+  kind TEXT NOT NULL,
+  net_micros BIGINT NOT NULL,
+  tax_micros BIGINT NOT NULL,
+  gross_micros BIGINT NOT NULL,
+  tax_lines_json TEXT NOT NULL,
+  paid_currency TEXT NOT NULL,
+  paid_micros BIGINT NOT NULL,
+  period_start_us BIGINT NOT NULL,
+  period_end_us BIGINT NOT NULL,
+  at_us BIGINT NOT NULL,
+  transfer_ids TEXT NOT NULL
+);
+CREATE INDEX rental_charges_by_rental ON rental_charges (rental_id);
+)sql"},
+      {6, "notifications",
+       R"sql(
+CREATE TABLE notifications (
+  id BIGINT PRIMARY KEY,
+  user_id BIGINT NOT NULL REFERENCES users (id),
+  kind TEXT NOT NULL,
+  subject TEXT NOT NULL,
+  message TEXT NOT NULL,
+  data_json TEXT NOT NULL,
+  created_at_us BIGINT NOT NULL
+);
+CREATE INDEX notifications_by_user ON notifications (user_id);
+CREATE TABLE account_webhooks (
+  user_id BIGINT PRIMARY KEY REFERENCES users (id),
+  url TEXT NOT NULL,
+  secret TEXT NOT NULL,
+  created_at_us BIGINT NOT NULL,
+  updated_at_us BIGINT NOT NULL
+);
+CREATE TABLE webhook_deliveries (
+  id BIGINT PRIMARY KEY,
+  user_id BIGINT NOT NULL REFERENCES users (id),
+  notification_id BIGINT NOT NULL,
+  url TEXT NOT NULL,
+  body TEXT NOT NULL,
+  status TEXT NOT NULL,
+  attempts BIGINT NOT NULL,
+  next_attempt_at_us BIGINT NOT NULL,
+  last_status_code BIGINT NOT NULL,
+  last_error TEXT NOT NULL,
+  created_at_us BIGINT NOT NULL,
+  updated_at_us BIGINT NOT NULL
+);
+CREATE INDEX webhook_deliveries_by_user ON webhook_deliveries (user_id);
 )sql"},
   };
   return migrations;

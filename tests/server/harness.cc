@@ -285,6 +285,7 @@ ServerProcess::ServerProcess(const TempDir& dir, ServerOptions options)
   if (!options_.webhook_secret.empty()) {
     config << "webhook_secret = \"" << options_.webhook_secret << "\"\n";
   }
+  config << options_.config_extra << "\n";
 }
 
 ServerProcess::~ServerProcess() {

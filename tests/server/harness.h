@@ -78,6 +78,7 @@ struct ServerOptions {
   long long argon2_mem_limit_bytes = 8192;  // ...unless a test needs slow ones
   std::string server_extra;                 // lines for the [server] section
   std::string payments_extra;               // lines for the [payments] section (btcpay_url, ...)
+  std::string config_extra;                 // whole sections at the end ("[webhooks]\n...")
 };
 
 // A running `gpuhub serve`. The destructor kills it (SIGKILL) if it still runs.

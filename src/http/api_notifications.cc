@@ -1,0 +1,147 @@
+// Notifications and the account's webhook (engine/notifications.h).
+//
+//   GET    /v1/notifications[?limit=N&before=ID]   newest first; next_before pages back
+//   PUT    /v1/accounts/me/webhook {"url", "rotate_secret"?}  sets the URL (http or https, no
+//          credentials); the signing secret is made once and shown in the answer
+//   GET    /v1/accounts/me/webhook                  the URL, the secret and the recent deliveries
+//   DELETE /v1/accounts/me/webhook                  -> 204; pending deliveries are dropped
+//
+// Every notification of an account with a webhook is POSTed to it (http/webhook_sender.h) with
+//   Content-Type: application/json
+//   Gpuhub-Signature: t=<unix seconds>,v1=<hex HMAC-SHA256(secret, "<t>.<raw body>")>
+//   Gpuhub-Delivery: <delivery id>
+// The body is {"id", "type", "created_at", "subject", "message", "data"}.
+#include <nlohmann/json.hpp>
+
+#include "core/strings.h"
+#include "engine/limits.h"
+#include "engine/notifications.h"
+#include "http/api.h"
+
+namespace gpuhub::http {
+namespace {
+
+using engine::Txn;
+using engine::User;
+
+json Time(TimestampMicros t) { return t == 0 ? json(nullptr) : json(FormatTimestamp(t)); }
+
+json NotificationJson(const engine::Notification& n) {
+  json data = json::parse(n.data_json, nullptr, false);
+  return {{"id", n.id},
+          {"type", n.kind},
+          {"subject", n.subject},
+          {"message", n.message},
+          {"data", data.is_discarded() ? json::object() : data},
+          {"created_at", FormatTimestamp(n.created_at)}};
+}
+
+json WebhookJson(const engine::AccountWebhook& w, const std::vector<engine::WebhookDelivery>& list) {
+  json deliveries = json::array();
+  for (const auto& d : list) {
+    deliveries.push_back({{"id", d.id},
+                          {"notification_id", d.notification_id},
+                          {"status", engine::DeliveryStatusName(d.status)},
+                          {"attempts", d.attempts},
+                          {"next_attempt_at", d.status == engine::DeliveryStatus::kPending
+                                                  ? Time(d.next_attempt_at)
+                                                  : json(nullptr)},
+                          {"last_status_code", d.last_status_code == 0 ? json(nullptr)
+                                                                       : json(d.last_status_code)},
+                          {"last_error", d.last_error.empty() ? json(nullptr) : json(d.last_error)},
+                          {"created_at", FormatTimestamp(d.created_at)},
+                          {"updated_at", FormatTimestamp(d.updated_at)}});
+  }
+  return {{"url", w.url},
+          {"secret", w.secret},
+          {"signature",
+           {{"header", "Gpuhub-Signature"},
+            {"format", "t=<unix seconds>,v1=<hex HMAC-SHA256(secret, \"<t>.<raw body>\")>"}}},
+          {"created_at", FormatTimestamp(w.created_at)},
+          {"updated_at", FormatTimestamp(w.updated_at)},
+          {"deliveries", deliveries}};
+}
+
+struct WebhookInput {
+  std::string url;
+  bool rotate = false;
+};
+
+Result<WebhookInput> ParseWebhook(const Request& r) {
+  GPUHUB_ASSIGN_OR_RETURN(json body, ParseJsonObject(r, {"url", "rotate_secret"}));
+  WebhookInput in;
+  GPUHUB_ASSIGN_OR_RETURN(std::string url, RequiredString(body, "url"));
+  GPUHUB_ASSIGN_OR_RETURN(in.url, engine::ValidateWebhookUrl(url));
+  if (auto it = body.find("rotate_secret"); it != body.end() && !it->is_null()) {
+    if (!it->is_boolean()) {
+      return Status::InvalidArgument("field 'rotate_secret' must be true or false")
+          .WithField("rotate_secret");
+    }
+    in.rotate = it->get<bool>();
+  }
+  return in;
+}
+
+constexpr std::size_t kDeliveriesShown = 20;
+
+}  // namespace
+
+void RegisterNotificationRoutes(Router& router, ApiContext& api) {
+  router.Add("GET", "/v1/notifications",
+             Authenticated<std::pair<std::size_t, std::int64_t>>(
+                 api, 0,
+                 [](const Request& r) -> Result<std::pair<std::size_t, std::int64_t>> {
+                   GPUHUB_ASSIGN_OR_RETURN(
+                       std::size_t limit,
+                       LimitQuery(r, "limit", engine::kDefaultNotificationsPageSize,
+                                  engine::kMaxNotificationsPageSize));
+                   std::int64_t before = 0;
+                   if (auto it = r.query.find("before"); it != r.query.end()) {
+                     auto v = ParseInt64(it->second, "before");
+                     if (!v.ok() || *v < 1) {
+                       return Status::InvalidArgument(
+                           "before must be the next_before of a previous page");
+                     }
+                     before = *v;
+                   }
+                   return std::pair{limit, before};
+                 },
+                 [](Txn& txn, const User& me,
+                    const std::pair<std::size_t, std::int64_t>& page) -> Result<Reply> {
+                   auto list = engine::ListNotifications(txn.state, me.id, page.second, page.first);
+                   json items = json::array();
+                   for (const auto& n : list.items) items.push_back(NotificationJson(n));
+                   return Reply{200,
+                                {{"notifications", items},
+                                 {"next_before", list.next_before == 0 ? json(nullptr)
+                                                                       : json(list.next_before)}}};
+                 }));
+  router.Add("PUT", "/v1/accounts/me/webhook",
+             Authenticated<WebhookInput>(
+                 api, 0, ParseWebhook,
+                 [](Txn& txn, const User& me, const WebhookInput& in) -> Result<Reply> {
+                   GPUHUB_ASSIGN_OR_RETURN(auto hook,
+                                           engine::SetWebhook(txn, me.id, in.url, in.rotate));
+                   return Reply{200, WebhookJson(hook, engine::RecentDeliveries(
+                                                           txn.state, me.id, kDeliveriesShown))};
+                 }));
+  router.Add("GET", "/v1/accounts/me/webhook",
+             Authenticated<Empty>(api, 0, NoInput,
+                                  [](Txn& txn, const User& me, const Empty&) -> Result<Reply> {
+                                    const auto* hook = engine::FindWebhook(txn.state, me.id);
+                                    if (hook == nullptr) {
+                                      return Status::NotFound("no webhook is set");
+                                    }
+                                    return Reply{200, WebhookJson(*hook, engine::RecentDeliveries(
+                                                                             txn.state, me.id,
+                                                                             kDeliveriesShown))};
+                                  }));
+  router.Add("DELETE", "/v1/accounts/me/webhook",
+             Authenticated<Empty>(api, 0, NoInput,
+                                  [](Txn& txn, const User& me, const Empty&) -> Result<Reply> {
+                                    GPUHUB_RETURN_IF_ERROR(engine::DeleteWebhook(txn, me.id));
+                                    return Reply{204, nullptr};
+                                  }));
+}
+
+}  // namespace gpuhub::http

@@ -1,0 +1,597 @@
+// Term rentals' endpoints. Amounts are decimal strings with 6 decimals, prices in USD (the fleet's
+// list prices, tax excluded), debits in the paying wallet's currency; times are RFC 3339 UTC.
+//
+// Anyone:
+//   GET  /v1/stock                    free cards and rentable sets per card, region and count
+//   POST /v1/rentals/quote {"gpu", "count", "term": "week"|"month", "region"?, "currency"?,
+//                           "fp8"?}   the exact price and whether it can be served now (a signed-in
+//                           customer's quote carries their tax)
+// Customers (role customer):
+//   POST /v1/rentals {... as the quote, "auto_renew"?: true}      -> 201 rental (pays the term)
+//        402 insufficient_funds: {"error": {..., "shortfall": {...}, "topup": invoice | null}}
+//   GET  /v1/rentals[?limit=N], GET /v1/rentals/{id} (history, charges, next transition)
+//   POST /v1/rentals/{id}/renew {"currency"?}    pays the next term; paid already: same answer
+//   POST /v1/rentals/{id}/auto-renew {"enabled": true|false}
+//   POST /v1/rentals/{id}/release {"confirm": true}   no refund; the disk's key is destroyed
+// Admins:
+//   POST /v1/admin/nodes {"gpu", "region", "cards"?, "hostname"?, "nvme_included_gb_per_card"?,
+//                         "nvme_extra_capacity_gb"?}  -> 201 node
+//   GET  /v1/admin/nodes[?gpu=&region=], POST /v1/admin/nodes/{id}/drain | /undrain,
+//   DELETE /v1/admin/nodes/{id} (only without live rentals or pending wipes)
+//   POST /v1/admin/rentals/{id}/instance {"state": "running"|"failed", "connection"?, "error"?}
+//   POST /v1/admin/rentals/{id}/wipe     the local NVMe of a released rental was wiped
+//   GET  /v1/admin/rentals               the fleet's invariants and settlement against the ledger
+#include "engine/rentals.h"
+#include "http/api.h"
+#include "http/web_session.h"
+#include "http/limits.h"
+#include "rentals/limits.h"
+
+namespace gpuhub::http {
+namespace {
+
+using engine::Txn;
+using engine::User;
+
+json Time(TimestampMicros t) { return t == 0 ? json(nullptr) : json(FormatTimestamp(t)); }
+std::string Usd(std::int64_t micros) { return FormatMicros(micros); }
+std::string Percent(std::int64_t ppm) {
+  std::string text = FormatMicros(ppm * 100, 4);  // ppm x 100 = percent x 1e6
+  while (text.back() == '0') text.pop_back();
+  if (text.back() == '.') text.pop_back();
+  return text;
+}
+
+json CardsJson(std::uint32_t mask) {
+  json out = json::array();
+  for (int i = 0; i < rentals::kMaxCardsPerNode; ++i) {
+    if (mask & (1u << i)) out.push_back(i);
+  }
+  return out;
+}
+
+json TaxJson(const rentals::TaxBlock& b) {
+  json lines = json::array();
+  for (const auto& l : b.lines) {
+    lines.push_back({{"name", l.name}, {"rate_percent", Percent(l.rate_ppm)},
+                     {"amount", Usd(l.amount_micros)}});
+  }
+  return {{"net", Usd(b.net_micros)},
+          {"tax", lines},
+          {"tax_total", Usd(b.tax_micros)},
+          {"gross", Usd(b.gross_micros)},
+          {"currency", "USD"}};
+}
+
+json RenewalJson(const rentals::Renewal& r) {
+  return {{"period", r.period},
+          {"status", rentals::RenewalStatusName(r.status)},
+          {"amount", TaxJson(r.amount)},
+          {"issued_at", Time(r.issued_at)},
+          {"due_at", Time(r.due_at)},
+          {"paid_at", Time(r.paid_at)},
+          {"by_auto_renew", r.by_auto_renew},
+          {"paid", r.paid_at == 0 ? json(nullptr)
+                                  : json({{"amount", Usd(r.paid_micros)},
+                                          {"currency", CurrencyCode(r.paid_currency)}})},
+          {"pay", "POST /v1/rentals/" + std::to_string(r.rental_id) + "/renew"}};
+}
+
+json ChargeJson(const rentals::Charge& c) {
+  json ids = json::array();
+  for (const auto& id : c.transfer_ids) ids.push_back(id);
+  return {{"id", c.id},
+          {"kind", rentals::ChargeKindName(c.kind)},
+          {"period", c.period},
+          {"amount", TaxJson(c.amount)},
+          {"paid", {{"amount", Usd(c.paid_micros)}, {"currency", CurrencyCode(c.paid_currency)}}},
+          {"period_start", Time(c.period_start)},
+          {"period_end", Time(c.period_end)},
+          {"at", FormatTimestamp(c.at)},
+          {"transfer_ids", ids}};
+}
+
+json RentalJson(const rentals::Fleet& fleet, const rentals::Rental& r) {
+  json connection = json::object();
+  for (const auto& [k, v] : r.instance.connection) connection[k] = v;
+  rentals::NextTransition next = fleet.Next(r);
+  const rentals::Renewal* renewal = fleet.FindRenewal(r.id, r.period + 1);
+  std::int64_t subtotal = r.list_micros * r.count;
+  json out = {
+      {"id", r.id},
+      {"gpu", r.gpu},
+      {"count", r.count},
+      {"region", r.region},
+      {"node_id", r.node_id},
+      {"cards", CardsJson(r.card_mask)},
+      {"term", rentals::TermName(r.term)},
+      {"price",
+       {{"list_per_card", Usd(r.list_micros)},
+        {"subtotal", Usd(subtotal)},
+        {"discount_percent", Percent(r.discount_ppm)},
+        {"discount", Usd(subtotal - r.price_micros)},
+        {"net", Usd(r.price_micros)},
+        {"currency", "USD"},
+        {"locked", true}}},
+      {"currency", CurrencyCode(r.currency)},
+      {"auto_renew", r.auto_renew},
+      {"state", rentals::RentalStateName(r.state)},
+      {"release_reason", r.release_reason == rentals::ReleaseReason::kNone
+                             ? json(nullptr)
+                             : json(rentals::ReleaseReasonName(r.release_reason))},
+      {"period", r.period},
+      {"term_start", Time(r.term_start)},
+      {"term_end", Time(r.term_end)},
+      {"next_paid", r.next_paid},
+      {"next_transition",
+       next.at == 0 ? json(nullptr) : json({{"at", FormatTimestamp(next.at)}, {"what", next.what}})},
+      {"renewal", renewal ? RenewalJson(*renewal) : json(nullptr)},
+      {"created_at", FormatTimestamp(r.created_at)},
+      {"released_at", Time(r.released_at)},
+      {"instance",
+       {{"state", rentals::InstanceStateName(r.instance.state)},
+        {"nvme_gb", r.instance.nvme_gb},
+        {"connection", connection},
+        {"provisioning_deadline",
+         r.state == rentals::RentalState::kProvisioning ? Time(r.instance.provisioning_deadline)
+                                                        : json(nullptr)},
+        {"error", r.instance.error.empty() ? json(nullptr) : json(r.instance.error)},
+        {"key_destroyed_at", Time(r.instance.key_destroyed_at)},
+        {"wipe_due_at", Time(r.instance.wipe_due_at)},
+        {"wiped_at", Time(r.instance.wiped_at)}}}};
+  if (r.state == rentals::RentalState::kStopped) {
+    out["hold_until"] = FormatTimestamp(r.term_end + rentals::kHoldMicros);
+  }
+  return out;
+}
+
+json RentalDetailJson(const rentals::Fleet& fleet, const rentals::Rental& r) {
+  json out = RentalJson(fleet, r);
+  json history = json::array();
+  for (const auto& e : fleet.History(r.id)) {
+    history.push_back({{"sequence", e.sequence},
+                       {"at", FormatTimestamp(e.at)},
+                       {"event", rentals::EventKindName(e.kind)},
+                       {"detail", e.detail}});
+  }
+  json charges = json::array();
+  for (const auto& c : fleet.ChargesOf(r.id)) charges.push_back(ChargeJson(c));
+  out["history"] = history;
+  out["charges"] = charges;
+  return out;
+}
+
+json QuoteJson(const rentals::Quote& q) {
+  json stock = json::array();
+  for (const auto& s : q.stock) {
+    stock.push_back({{"region", s.region}, {"cards_free", s.cards_free}, {"sets", s.sets}});
+  }
+  json fx = nullptr;
+  if (q.fx) {
+    fx = {{"base", CurrencyCode(q.fx->base)},
+          {"quote", CurrencyCode(q.fx->quote)},
+          {"mid", ledger::FormatFxRatePpb(q.fx->mid_rate_ppb)},
+          {"spread_bps", q.fx->spread_bps}};
+  }
+  std::string formula = std::to_string(q.count) + " x " + Usd(q.list_micros) + " = " +
+                        Usd(q.subtotal_micros) + "; - " + Percent(q.discount_ppm) + "% (" +
+                        Usd(q.discount_micros) + ") = " + Usd(q.amount.net_micros) +
+                        " USD net; + tax " + Usd(q.amount.tax_micros) + " = " +
+                        Usd(q.amount.gross_micros) + " USD";
+  if (q.fx) formula += " = " + Usd(q.charge_micros) + " " + std::string(CurrencyCode(q.currency));
+  return {{"gpu", q.gpu},
+          {"count", q.count},
+          {"term", rentals::TermName(q.term)},
+          {"region_requested", q.region_requested.empty() ? json(nullptr) : json(q.region_requested)},
+          {"list_price_per_card", Usd(q.list_micros)},
+          {"list_price_derived", q.list_derived},
+          {"subtotal", Usd(q.subtotal_micros)},
+          {"discount_percent", Percent(q.discount_ppm)},
+          {"discount", Usd(q.discount_micros)},
+          {"amount", TaxJson(q.amount)},
+          {"charge",
+           {{"amount", q.charge_micros > 0 ? json(Usd(q.charge_micros)) : json(nullptr)},
+            {"currency", CurrencyCode(q.currency)},
+            {"fx", fx}}},
+          {"formula", formula},
+          {"term_start", FormatTimestamp(q.term_start)},
+          {"term_end", FormatTimestamp(q.term_end)},
+          {"available", q.available},
+          {"region", q.available ? json(q.region) : json(nullptr)},
+          {"reason", q.available ? json(nullptr)
+                                 : json({{"code", q.reason_code},
+                                         {"field", q.reason_field.empty() ? json(nullptr)
+                                                                          : json(q.reason_field)},
+                                         {"message", q.reason}})},
+          {"stock", stock}};
+}
+
+json NodeJson(const rentals::Fleet& fleet, const rentals::Node& n) {
+  std::uint32_t rented = fleet.RentedCards(n.id);
+  json live = json::array();
+  for (const auto& r : fleet.LiveRentalsOnNode(n.id)) live.push_back(r.id);
+  return {{"id", n.id},
+          {"gpu", n.gpu},
+          {"region", n.region},
+          {"cards", n.cards},
+          {"cards_rented", CardsJson(rented)},
+          {"hostname", n.hostname.empty() ? json(nullptr) : json(n.hostname)},
+          {"nvme_included_gb_per_card", n.nvme_included_gb_per_card},
+          {"nvme_extra_capacity_gb", n.nvme_extra_capacity_gb},
+          {"state", rentals::NodeStateName(n.state)},
+          {"live_rentals", live},
+          {"created_at", FormatTimestamp(n.created_at)},
+          {"updated_at", FormatTimestamp(n.updated_at)}};
+}
+
+// ----- Input ----------------------------------------------------------------------------------
+
+Result<bool> OptionalBool(const json& body, std::string_view field, bool fallback) {
+  auto it = body.find(field);
+  if (it == body.end() || it->is_null()) return fallback;
+  if (!it->is_boolean()) {
+    return Status::InvalidArgument("field '" + std::string(field) + "' must be true or false")
+        .WithField(std::string(field));
+  }
+  return it->get<bool>();
+}
+
+Result<Currency> OptionalCurrency(const json& body, Currency fallback) {
+  GPUHUB_ASSIGN_OR_RETURN(auto code, OptionalString(body, "currency"));
+  if (!code) return fallback;
+  auto c = ParseCurrency(*code);
+  if (!c.ok()) {
+    return Status::InvalidArgument("field 'currency' must be USD, EUR or GBP (the wallet that pays)")
+        .WithField("currency");
+  }
+  return *c;
+}
+
+Result<rentals::OrderSpec> ParseOrder(const Request& r, bool order) {
+  std::initializer_list<std::string_view> quote_fields = {"gpu",    "count",    "term",
+                                                          "region", "currency", "fp8"};
+  std::initializer_list<std::string_view> order_fields = {
+      "gpu", "count", "term", "region", "currency", "fp8", "auto_renew"};
+  GPUHUB_ASSIGN_OR_RETURN(json body, ParseJsonObject(r, order ? order_fields : quote_fields));
+  rentals::OrderSpec spec;
+  GPUHUB_ASSIGN_OR_RETURN(spec.gpu, RequiredString(body, "gpu"));
+  if (spec.gpu.empty() || spec.gpu.size() > rentals::kMaxGpuNameBytes) {
+    return Status::InvalidArgument("field 'gpu' must name a card such as \"H100 SXM\"")
+        .WithField("gpu");
+  }
+  GPUHUB_ASSIGN_OR_RETURN(std::int64_t count,
+                          RequiredInteger(body, "count", 1, rentals::kMaxCardsPerNode));
+  spec.count = static_cast<int>(count);
+  GPUHUB_ASSIGN_OR_RETURN(std::string term, RequiredString(body, "term"));
+  auto parsed = rentals::ParseTerm(term);
+  if (!parsed.ok()) {
+    return Status::InvalidArgument("field 'term' must be \"week\" (7 days) or \"month\" (30 days)")
+        .WithField("term");
+  }
+  spec.term = *parsed;
+  GPUHUB_ASSIGN_OR_RETURN(auto region, OptionalString(body, "region"));
+  if (region && *region != "any") spec.region = *region;
+  if (region && region->empty()) {
+    return Status::InvalidArgument("field 'region' must be a region such as \"DFW-1\" or \"any\"")
+        .WithField("region");
+  }
+  GPUHUB_ASSIGN_OR_RETURN(spec.currency, OptionalCurrency(body, Currency::kUsd));
+  GPUHUB_ASSIGN_OR_RETURN(spec.require_fp8, OptionalBool(body, "fp8", false));
+  if (order) {
+    GPUHUB_ASSIGN_OR_RETURN(spec.auto_renew, OptionalBool(body, "auto_renew", true));
+  }
+  return spec;
+}
+
+Result<rentals::NodeSpec> ParseNode(const Request& r) {
+  GPUHUB_ASSIGN_OR_RETURN(json body,
+                          ParseJsonObject(r, {"gpu", "region", "cards", "hostname",
+                                              "nvme_included_gb_per_card", "nvme_extra_capacity_gb"}));
+  rentals::NodeSpec spec;
+  GPUHUB_ASSIGN_OR_RETURN(spec.gpu, RequiredString(body, "gpu"));
+  GPUHUB_ASSIGN_OR_RETURN(spec.region, RequiredString(body, "region"));
+  if (body.contains("cards") && !body["cards"].is_null()) {
+    GPUHUB_ASSIGN_OR_RETURN(std::int64_t cards,
+                            RequiredInteger(body, "cards", 1, rentals::kMaxCardsPerNode));
+    spec.cards = static_cast<int>(cards);
+  }
+  GPUHUB_ASSIGN_OR_RETURN(auto hostname, OptionalString(body, "hostname"));
+  if (hostname) spec.hostname = *hostname;
+  for (auto [field, out] : {std::pair{"nvme_included_gb_per_card", &spec.nvme_included_gb_per_card},
+                            std::pair{"nvme_extra_capacity_gb", &spec.nvme_extra_capacity_gb}}) {
+    if (body.contains(field) && !body[field].is_null()) {
+      GPUHUB_ASSIGN_OR_RETURN(*out, RequiredInteger(body, field, 0, rentals::kMaxNvmeGbPerNode));
+    }
+  }
+  return spec;
+}
+
+struct IdAnd {
+  std::int64_t id = 0;
+  json body;
+};
+// The id in the path and a JSON body of `allowed` fields (an empty body reads as {}).
+Result<IdAnd> IdAndBody(const Request& r, const char* what,
+                        std::initializer_list<std::string_view> allowed) {
+  IdAnd out;
+  GPUHUB_ASSIGN_OR_RETURN(out.id, IdParam(r, what));
+  out.body = json::object();
+  if (!Trim(r.body).empty()) {
+    GPUHUB_ASSIGN_OR_RETURN(out.body, ParseJsonObject(r, allowed));
+  }
+  return out;
+}
+
+Result<std::size_t> ListLimit(const Request& r) {
+  return LimitQuery(r, "limit", rentals::kDefaultPageSize, rentals::kMaxPageSize);
+}
+
+const rentals::Fleet& Fleet(Txn& txn) { return txn.state.rentals->fleet; }
+
+// POST /v1/rentals: the order, or a 402 with what is missing and a top-up invoice for it.
+Result<Reply> Order(Txn& txn, const User& me, const rentals::OrderSpec& spec,
+                    const std::string& checkout_base) {
+  auto rental = engine::OrderRental(txn, me.id, spec);
+  if (rental.ok()) {
+    json out = RentalJson(Fleet(txn), *rental);
+    auto charges = Fleet(txn).ChargesOf(rental->id);
+    out["charge"] = charges.empty() ? json(nullptr) : ChargeJson(charges.front());
+    return Reply{201, out};
+  }
+  if (rental.status().code() != StatusCode::kInsufficientFunds) return rental.status();
+  GPUHUB_ASSIGN_OR_RETURN(auto quote, engine::QuoteRental(txn, me.id, spec));
+  auto shortfall = engine::TopUpForShortfall(txn, me.id, spec.currency, quote.charge_micros);
+  if (!shortfall.ok()) return rental.status();
+  json error = {
+      {"code", "insufficient_funds"},
+      {"message", rental.status().message()},
+      {"field", "currency"},
+      {"shortfall",
+       {{"amount", FormatMicros(shortfall->shortfall_micros)},
+        {"currency", CurrencyCode(shortfall->currency)},
+        {"available", FormatMicros(shortfall->available_micros)},
+        {"needed", FormatMicros(shortfall->needed_micros)}}},
+      {"topup", shortfall->topup ? InvoiceJson(*shortfall->topup, checkout_base) : json(nullptr)}};
+  if (!shortfall->topup_note.empty()) error["topup_note"] = shortfall->topup_note;
+  // The order changed nothing; the top-up invoice it created must stay (keep_writes).
+  return Reply{402, {{"error", error}}, /*keep_writes=*/true};
+}
+
+}  // namespace
+
+void RegisterRentalRoutes(Router& router, ApiContext& api) {
+  using engine::kRoleAdmin;
+  using engine::kRoleCustomer;
+
+  router.Add("GET", "/v1/stock", [&api](const Request& r, Responder respond) {
+    RunAnonymous(api, r, std::move(respond), false, [](Txn& txn) -> Result<Reply> {
+      json cards = json::array();
+      for (const auto& card : Fleet(txn).Stock()) {
+        json regions = json::array();
+        for (const auto& row : card.regions) {
+          json sets = json::object();
+          for (int count : card.counts) sets[std::to_string(count)] = row.Sets(count);
+          regions.push_back({{"region", row.region},
+                             {"nodes", row.nodes},
+                             {"nodes_draining", row.nodes_draining},
+                             {"cards", row.cards},
+                             {"cards_free", row.cards_free},
+                             {"sets_free", sets}});
+        }
+        cards.push_back({{"gpu", card.gpu}, {"counts", card.counts}, {"regions", regions}});
+      }
+      return Reply{200, {{"stock", cards}, {"as_of", FormatTimestamp(txn.now)}}};
+    });
+  });
+
+  // A quote needs no account; a signed-in customer's quote carries their tax.
+  router.Add("POST", "/v1/rentals/quote", [&api](const Request& r, Responder respond) {
+    auto spec = ParseOrder(r, /*order=*/false);
+    if (!spec.ok()) return respond(Response::Error(spec.status()));
+    auto action = [spec = *spec](Txn& txn, std::int64_t customer) -> Result<Reply> {
+      GPUHUB_ASSIGN_OR_RETURN(auto quote, engine::QuoteRental(txn, customer, spec));
+      return Reply{200, QuoteJson(quote)};
+    };
+    if (CredentialsOf(r).token.empty()) {
+      return RunAnonymous(api, r, std::move(respond), false,
+                          [action](Txn& txn) { return action(txn, 0); });
+    }
+    RunAuthenticated(api, r, std::move(respond), 0,
+                     [action](Txn& txn, const User& me) { return action(txn, me.id); });
+  });
+
+  router.Add("POST", "/v1/rentals",
+             Authenticated<rentals::OrderSpec>(
+                 api, kRoleCustomer, [](const Request& r) { return ParseOrder(r, true); },
+                 [&api](Txn& txn, const User& me, const rentals::OrderSpec& spec) {
+                   return Order(txn, me, spec, api.config.checkout_base_url);
+                 }));
+  router.Add("GET", "/v1/rentals",
+             Authenticated<std::size_t>(
+                 api, kRoleCustomer, ListLimit,
+                 [](Txn& txn, const User& me, const std::size_t& limit) -> Result<Reply> {
+                   json list = json::array();
+                   for (const auto& rental : Fleet(txn).ListRentals(me.id, limit)) {
+                     list.push_back(RentalJson(Fleet(txn), rental));
+                   }
+                   return Reply{200, {{"rentals", list}, {"as_of", FormatTimestamp(txn.now)}}};
+                 }));
+  router.Add("GET", "/v1/rentals/{id}",
+             Authenticated<std::int64_t>(
+                 api, kRoleCustomer, [](const Request& r) { return IdParam(r, "rental"); },
+                 [](Txn& txn, const User& me, const std::int64_t& id) -> Result<Reply> {
+                   const rentals::Rental* rental = Fleet(txn).FindCustomerRental(me.id, id);
+                   if (rental == nullptr) {
+                     return Status::NotFound("no rental " + std::to_string(id) + " of yours");
+                   }
+                   json out = RentalDetailJson(Fleet(txn), *rental);
+                   out["as_of"] = FormatTimestamp(txn.now);
+                   return Reply{200, out};
+                 }));
+  router.Add("POST", "/v1/rentals/{id}/renew",
+             Authenticated<IdAnd>(
+                 api, kRoleCustomer,
+                 [](const Request& r) { return IdAndBody(r, "rental", {"currency"}); },
+                 [](Txn& txn, const User& me, const IdAnd& in) -> Result<Reply> {
+                   std::optional<Currency> currency;
+                   if (in.body.contains("currency")) {
+                     GPUHUB_ASSIGN_OR_RETURN(currency, OptionalCurrency(in.body, Currency::kUsd));
+                   }
+                   GPUHUB_ASSIGN_OR_RETURN(auto renewal,
+                                           engine::PayRentalRenewal(txn, me.id, in.id, currency));
+                   const rentals::Rental* rental = Fleet(txn).FindRental(in.id);
+                   return Reply{200,
+                                {{"renewal", RenewalJson(renewal)},
+                                 {"rental", RentalJson(Fleet(txn), *rental)}}};
+                 }));
+  router.Add("POST", "/v1/rentals/{id}/auto-renew",
+             Authenticated<IdAnd>(
+                 api, kRoleCustomer,
+                 [](const Request& r) -> Result<IdAnd> {
+                   GPUHUB_ASSIGN_OR_RETURN(IdAnd in, IdAndBody(r, "rental", {"enabled"}));
+                   auto it = in.body.find("enabled");
+                   if (it == in.body.end() || !it->is_boolean()) {
+                     return Status::InvalidArgument("field 'enabled' must be true or false")
+                         .WithField("enabled");
+                   }
+                   return in;
+                 },
+                 [](Txn& txn, const User& me, const IdAnd& in) -> Result<Reply> {
+                   GPUHUB_ASSIGN_OR_RETURN(
+                       auto rental,
+                       engine::SetRentalAutoRenew(txn, me.id, in.id, in.body["enabled"].get<bool>()));
+                   return Reply{200, RentalJson(Fleet(txn), rental)};
+                 }));
+  router.Add(
+      "POST", "/v1/rentals/{id}/release",
+      Authenticated<IdAnd>(
+          api, kRoleCustomer,
+          [](const Request& r) -> Result<IdAnd> {
+            GPUHUB_ASSIGN_OR_RETURN(IdAnd in, IdAndBody(r, "rental", {"confirm"}));
+            auto it = in.body.find("confirm");
+            if (it == in.body.end() || !it->is_boolean() || !it->get<bool>()) {
+              return Status::InvalidArgument(
+                         "releasing ends the rental now: nothing of the term is refunded and the "
+                         "instance's disk key is destroyed (its data cannot be recovered); send "
+                         "{\"confirm\": true} to go ahead")
+                  .WithField("confirm");
+            }
+            return in;
+          },
+          [](Txn& txn, const User& me, const IdAnd& in) -> Result<Reply> {
+            GPUHUB_ASSIGN_OR_RETURN(auto rental, engine::ReleaseRental(txn, me.id, in.id));
+            return Reply{200, RentalJson(Fleet(txn), rental)};
+          }));
+
+  // ----- Admins ------------------------------------------------------------------------------
+  router.Add("POST", "/v1/admin/nodes",
+             Authenticated<rentals::NodeSpec>(
+                 api, kRoleAdmin, ParseNode,
+                 [](Txn& txn, const User&, const rentals::NodeSpec& spec) -> Result<Reply> {
+                   GPUHUB_ASSIGN_OR_RETURN(auto node, engine::AddRentalNode(txn, spec));
+                   return Reply{201, NodeJson(Fleet(txn), node)};
+                 }));
+  router.Add("GET", "/v1/admin/nodes",
+             Authenticated<std::pair<std::string, std::string>>(
+                 api, kRoleAdmin,
+                 [](const Request& r) -> Result<std::pair<std::string, std::string>> {
+                   std::pair<std::string, std::string> filter;
+                   if (auto it = r.query.find("gpu"); it != r.query.end()) filter.first = it->second;
+                   if (auto it = r.query.find("region"); it != r.query.end()) {
+                     filter.second = it->second;
+                   }
+                   return filter;
+                 },
+                 [](Txn& txn, const User&,
+                    const std::pair<std::string, std::string>& filter) -> Result<Reply> {
+                   json list = json::array();
+                   for (const auto& n : Fleet(txn).ListNodes(filter.first, filter.second)) {
+                     list.push_back(NodeJson(Fleet(txn), n));
+                   }
+                   return Reply{200, {{"nodes", list}}};
+                 }));
+  for (auto [path, state] :
+       {std::pair{"/v1/admin/nodes/{id}/drain", rentals::NodeState::kDraining},
+        std::pair{"/v1/admin/nodes/{id}/undrain", rentals::NodeState::kActive}}) {
+    router.Add("POST", path,
+               Authenticated<std::int64_t>(
+                   api, kRoleAdmin, [](const Request& r) { return IdOnly(r, "node"); },
+                   [state](Txn& txn, const User&, const std::int64_t& id) -> Result<Reply> {
+                     GPUHUB_ASSIGN_OR_RETURN(auto node,
+                                             engine::SetRentalNodeState(txn, id, state));
+                     return Reply{200, NodeJson(Fleet(txn), node)};
+                   }));
+  }
+  router.Add("DELETE", "/v1/admin/nodes/{id}",
+             Authenticated<std::int64_t>(
+                 api, kRoleAdmin, [](const Request& r) { return IdOnly(r, "node"); },
+                 [](Txn& txn, const User&, const std::int64_t& id) -> Result<Reply> {
+                   GPUHUB_ASSIGN_OR_RETURN(
+                       auto node, engine::SetRentalNodeState(txn, id, rentals::NodeState::kRemoved));
+                   return Reply{200, NodeJson(Fleet(txn), node)};
+                 }));
+  router.Add(
+      "POST", "/v1/admin/rentals/{id}/instance",
+      Authenticated<IdAnd>(
+          api, kRoleAdmin,
+          [](const Request& r) { return IdAndBody(r, "rental", {"state", "connection", "error"}); },
+          [](Txn& txn, const User&, const IdAnd& in) -> Result<Reply> {
+            rentals::InstanceReport report;
+            GPUHUB_ASSIGN_OR_RETURN(std::string state, RequiredString(in.body, "state"));
+            if (state == "running") {
+              report.state = rentals::InstanceState::kRunning;
+            } else if (state == "failed") {
+              report.state = rentals::InstanceState::kFailed;
+            } else {
+              return Status::InvalidArgument("field 'state' must be \"running\" or \"failed\"")
+                  .WithField("state");
+            }
+            if (auto it = in.body.find("connection"); it != in.body.end() && !it->is_null()) {
+              if (!it->is_object()) {
+                return Status::InvalidArgument("field 'connection' must be an object of strings")
+                    .WithField("connection");
+              }
+              for (const auto& [k, v] : it->items()) {
+                if (!v.is_string()) {
+                  return Status::InvalidArgument("connection values must be strings")
+                      .WithField("connection");
+                }
+                report.connection.emplace_back(k, v.get<std::string>());
+              }
+            }
+            GPUHUB_ASSIGN_OR_RETURN(auto error, OptionalString(in.body, "error"));
+            if (error) report.error = *error;
+            GPUHUB_ASSIGN_OR_RETURN(auto rental, engine::ReportRentalInstance(txn, in.id, report));
+            return Reply{200, RentalJson(Fleet(txn), rental)};
+          }));
+  router.Add("POST", "/v1/admin/rentals/{id}/wipe",
+             Authenticated<std::int64_t>(
+                 api, kRoleAdmin, [](const Request& r) { return IdOnly(r, "rental"); },
+                 [](Txn& txn, const User&, const std::int64_t& id) -> Result<Reply> {
+                   GPUHUB_ASSIGN_OR_RETURN(auto rental, engine::RecordRentalWipe(txn, id));
+                   return Reply{200, RentalJson(Fleet(txn), rental)};
+                 }));
+  router.Add(
+      "GET", "/v1/admin/rentals",
+      Authenticated<Empty>(
+          api, kRoleAdmin, NoInput, [](Txn& txn, const User&, const Empty&) -> Result<Reply> {
+            const auto& ledger = txn.state.wallets->ledger;
+            Status invariants = Fleet(txn).CheckInvariants();
+            Status settlement = Fleet(txn).CheckSettlement(ledger);
+            json overdue = json::array();
+            for (const auto& r : Fleet(txn).OverdueWipes(txn.now, rentals::kMaxPageSize)) {
+              overdue.push_back({{"rental_id", r.id},
+                                 {"node_id", r.node_id},
+                                 {"wipe_due_at", FormatTimestamp(r.instance.wipe_due_at)}});
+            }
+            return Reply{200,
+                         {{"invariants", invariants.ok() ? "ok" : invariants.ToString()},
+                          {"settlement", settlement.ok() ? "ok" : settlement.ToString()},
+                          {"nodes", Fleet(txn).node_count()},
+                          {"rentals", Fleet(txn).rental_count()},
+                          {"live_rentals", Fleet(txn).live_rental_count()},
+                          {"overdue_wipes", overdue}}};
+          }));
+}
+
+}  // namespace gpuhub::http
