@@ -19,6 +19,7 @@
 #include "http/limits.h"
 #include "http/payments_runtime.h"
 #include "http/server.h"
+#include "http/webhook_sender.h"
 #include "store/store.h"
 
 #ifdef GPUHUB_HAVE_FIT
@@ -222,10 +223,15 @@ int RunServe(const ServeOptions& options) {
   server_options.read_timeout_seconds = static_cast<int>(config.read_timeout_seconds);
   server_options.shutdown_grace_seconds = static_cast<int>(config.shutdown_grace_seconds);
   server_options.web_dir = options.web_dir;
+  WebhookSenderOptions sender_options;
+  sender_options.allow_private_addresses = config.webhooks_allow_private_addresses;
+  WebhookSender webhooks(engine, metrics, sender_options);
+  webhooks.Start();
   Server server(server_options, router, metrics);
   api.draining = [&server] { return server.draining(); };
   if (Status s = server.Listen(); !s.ok()) {
     std::cerr << "gpuhub: " << s.message() << "\n";
+    webhooks.Stop();
     engine.Stop();
     return 1;
   }
@@ -237,12 +243,14 @@ int RunServe(const ServeOptions& options) {
                btcpay.configured() ? "btcpay " + btcpay.Describe() : std::string("demo"));
   StartReconciliation(api, config.reconcile_interval_seconds);
   std::cout << "listening on http://" << host << ":" << server.port() << std::endl;
-  server.Run([&engine, &payments_runtime] {
+  server.Run([&engine, &payments_runtime, &webhooks] {
     if (payments_runtime.reconciler) payments_runtime.reconciler->Stop();
+    webhooks.Stop();
     engine.Stop();
   });
   if (payments_runtime.reconciler) payments_runtime.reconciler->Stop();
   payments_runtime.workers.Stop();
+  webhooks.Stop();
   engine.Stop();
   // Password hashes still queued (only when the shutdown grace ran out) finish now, while the
   // server's I/O objects still exist for their answers to be dropped safely.

@@ -12,6 +12,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <cctype>
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
@@ -464,17 +465,115 @@ std::string UtcTimeFromNow(std::chrono::hours ahead) {
   return buf;
 }
 
-std::string WebhookSignature(const std::string& secret, const std::string& body) {
+std::string HmacSha256Hex(const std::string& secret, const std::string& data) {
   unsigned char mac[crypto_auth_hmacsha256_BYTES];
   crypto_auth_hmacsha256_state state;
   crypto_auth_hmacsha256_init(&state, reinterpret_cast<const unsigned char*>(secret.data()),
                               secret.size());
-  crypto_auth_hmacsha256_update(&state, reinterpret_cast<const unsigned char*>(body.data()),
-                                body.size());
+  crypto_auth_hmacsha256_update(&state, reinterpret_cast<const unsigned char*>(data.data()),
+                                data.size());
   crypto_auth_hmacsha256_final(&state, mac);
   char hex[sizeof mac * 2 + 1];
   sodium_bin2hex(hex, sizeof hex, mac, sizeof mac);
-  return std::string("sha256=") + hex;
+  return hex;
+}
+
+std::string WebhookSignature(const std::string& secret, const std::string& body) {
+  return "sha256=" + HmacSha256Hex(secret, body);
+}
+
+WebhookReceiver::WebhookReceiver(std::vector<int> statuses) : statuses_(std::move(statuses)) {
+  fd_ = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  int one = 1;
+  ::setsockopt(fd_, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  addr.sin_port = 0;
+  if (::bind(fd_, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0 || ::listen(fd_, 16) != 0) {
+    throw std::runtime_error("WebhookReceiver: cannot listen");
+  }
+  socklen_t len = sizeof addr;
+  ::getsockname(fd_, reinterpret_cast<sockaddr*>(&addr), &len);
+  port_ = ntohs(addr.sin_port);
+  thread_ = std::thread([this] { Serve(); });
+}
+
+WebhookReceiver::~WebhookReceiver() {
+  stop_ = true;
+  thread_.join();
+  ::close(fd_);
+}
+
+void WebhookReceiver::Serve() {
+  while (!stop_) {
+    pollfd p{fd_, POLLIN, 0};
+    if (::poll(&p, 1, 50) <= 0) continue;
+    int conn = ::accept4(fd_, nullptr, nullptr, SOCK_CLOEXEC);
+    if (conn < 0) continue;
+    std::string data;
+    char buf[4096];
+    std::size_t header_end = std::string::npos;
+    std::size_t length = 0;
+    auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(5);
+    while (std::chrono::steady_clock::now() < deadline) {
+      pollfd c{conn, POLLIN, 0};
+      if (::poll(&c, 1, 50) <= 0) continue;
+      ssize_t n = ::recv(conn, buf, sizeof buf, 0);
+      if (n <= 0) break;
+      data.append(buf, static_cast<std::size_t>(n));
+      if (header_end == std::string::npos) {
+        header_end = data.find("\r\n\r\n");
+        if (header_end != std::string::npos) {
+          std::string lower = data.substr(0, header_end);
+          for (auto& ch : lower) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
+          std::size_t cl = lower.find("content-length:");
+          if (cl != std::string::npos) length = std::stoul(lower.substr(cl + 15));
+        }
+      }
+      if (header_end != std::string::npos && data.size() >= header_end + 4 + length) break;
+    }
+    Received r;
+    std::istringstream head(data.substr(0, header_end));
+    std::string line;
+    std::getline(head, line);
+    std::istringstream request_line(line);
+    std::string version;
+    request_line >> r.method >> r.target >> version;
+    while (std::getline(head, line)) {
+      if (!line.empty() && line.back() == '\r') line.pop_back();
+      std::size_t colon = line.find(':');
+      if (colon == std::string::npos) continue;
+      std::string name = line.substr(0, colon);
+      for (auto& ch : name) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
+      std::size_t v = line.find_first_not_of(' ', colon + 1);
+      r.headers[name] = v == std::string::npos ? "" : line.substr(v);
+    }
+    if (header_end != std::string::npos) r.body = data.substr(header_end + 4, length);
+    int status = 200;
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      if (answered_ < statuses_.size()) status = statuses_[answered_];
+      ++answered_;
+      received_.push_back(r);
+    }
+    std::string reply = "HTTP/1.1 " + std::to_string(status) +
+                        " X\r\nContent-Length: 0\r\nConnection: close\r\n\r\n";
+    ::send(conn, reply.data(), reply.size(), MSG_NOSIGNAL);
+    ::close(conn);
+  }
+}
+
+std::vector<WebhookReceiver::Received> WebhookReceiver::WaitFor(std::size_t n,
+                                                                std::chrono::milliseconds timeout) {
+  auto deadline = std::chrono::steady_clock::now() + timeout;
+  while (true) {
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      if (received_.size() >= n || std::chrono::steady_clock::now() >= deadline) return received_;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
 }
 
 std::vector<json> AllTransfers(HttpClient& client, const std::string& token) {

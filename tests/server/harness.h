@@ -5,11 +5,14 @@
 
 #include <sys/types.h>
 
+#include <atomic>
 #include <chrono>
 #include <map>
+#include <mutex>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
+#include <thread>
 #include <vector>
 
 namespace gpuhub::testing {
@@ -143,6 +146,36 @@ json AskJson(const json& machine_id, const json& price_usd_per_gpu_hour,
 std::string UtcTimeFromNow(std::chrono::hours ahead);
 // The BTCPay-Sig header value for a body.
 std::string WebhookSignature(const std::string& secret, const std::string& body);
+// Lower-case hex HMAC-SHA256 of `data` with `secret`.
+std::string HmacSha256Hex(const std::string& secret, const std::string& data);
+
+// A tiny HTTP receiver on 127.0.0.1 (port 0) for the platform's outgoing webhooks: it answers
+// each request with the next of `statuses` (200 once they run out) and records what it received.
+class WebhookReceiver {
+ public:
+  struct Received {
+    std::string method;
+    std::string target;                          // "/hook?k=1"
+    std::map<std::string, std::string> headers;  // lower-case names
+    std::string body;
+  };
+  explicit WebhookReceiver(std::vector<int> statuses = {});
+  ~WebhookReceiver();
+  int port() const { return port_; }
+  // Waits until at least `n` requests arrived or `timeout` passed; returns every one so far.
+  std::vector<Received> WaitFor(std::size_t n, std::chrono::milliseconds timeout);
+
+ private:
+  void Serve();
+  std::vector<int> statuses_;
+  int fd_ = -1;
+  int port_ = 0;
+  std::atomic<bool> stop_{false};
+  std::mutex mutex_;
+  std::size_t answered_ = 0;
+  std::vector<Received> received_;
+  std::thread thread_;
+};
 // Every transfer of the user, walking the pages.
 std::vector<json> AllTransfers(HttpClient& client, const std::string& token);
 // Micros from "12.500000".

@@ -1,0 +1,146 @@
+// Notifications to a customer's own webhook: a real server POSTs them, signed, to a real receiver
+// on loopback (allowed by [webhooks] allow_private_addresses), retries a failed delivery on the
+// engine's schedule, and refuses internal addresses when that switch is off. SQLite and PostgreSQL.
+#include <gtest/gtest.h>
+
+#include "harness.h"
+
+namespace gpuhub::testing {
+namespace {
+
+using std::chrono::seconds;
+
+class WebhooksTest : public ::testing::TestWithParam<std::string> {
+ protected:
+  void Start(bool allow_private) {
+    db_ = FreshDatabaseUrl(GetParam(), dir_);
+    if (db_.empty()) GTEST_SKIP() << "GPUHUB_TEST_PG_URL is unset: PostgreSQL case skipped";
+    options_.db = db_;
+    if (allow_private) options_.config_extra = "[webhooks]\nallow_private_addresses = true\n";
+    auto r = CreateAdmin(dir_, options_);
+    ASSERT_EQ(r.exit_code, 0) << r.output;
+    server_ = std::make_unique<ServerProcess>(dir_, options_);
+    ASSERT_TRUE(server_->Start()) << server_->Log();
+    client_ = std::make_unique<HttpClient>(server_->port());
+    admin_ = LogInAdmin(*client_);
+    ASSERT_FALSE(admin_.empty());
+    ASSERT_EQ(client_->Call("POST", "/v1/admin/nodes", {{"gpu", "A100 SXM"}, {"region", "DFW-1"}},
+                            admin_)
+                  .status,
+              201);
+    alice_ = SignUpAndLogIn(*client_, "alice");
+    ASSERT_EQ(client_
+                  ->Call("POST", "/v1/admin/credits",
+                         {{"username", "alice"}, {"amount", "1000"}, {"currency", "USD"},
+                          {"reason", "test"}},
+                         admin_)
+                  .status,
+              201);
+  }
+  json Order() {
+    auto r = client_->Call("POST", "/v1/rentals",
+                           {{"gpu", "A100 SXM"}, {"count", 1}, {"term", "week"}}, alice_);
+    EXPECT_EQ(r.status, 201) << r.body;
+    return r.Json();
+  }
+  json Deliveries() {
+    return client_->Call("GET", "/v1/accounts/me/webhook", nullptr, alice_).Json()["deliveries"];
+  }
+
+  TempDir dir_;
+  std::string db_;
+  ServerOptions options_;
+  std::unique_ptr<ServerProcess> server_;
+  std::unique_ptr<HttpClient> client_;
+  std::string admin_, alice_;
+};
+
+TEST_P(WebhooksTest, NotificationsArePostedSignedAndRetriedUntilDelivered) {
+  Start(/*allow_private=*/true);
+  if (IsSkipped()) return;
+  WebhookReceiver receiver({503});  // the first attempt fails
+  std::string url = "http://127.0.0.1:" + std::to_string(receiver.port()) + "/hooks/gpuhub?k=1";
+  auto set = client_->Call("PUT", "/v1/accounts/me/webhook", {{"url", url}}, alice_);
+  ASSERT_EQ(set.status, 200) << set.body;
+  std::string secret = set.Json()["secret"];
+  ASSERT_EQ(secret.substr(0, 6), "whsec_");
+  // Setting it again keeps the secret unless asked to rotate it.
+  auto again = client_->Call("PUT", "/v1/accounts/me/webhook", {{"url", url}}, alice_);
+  EXPECT_EQ(again.Json()["secret"], secret);
+
+  json rental = Order();
+  auto got = receiver.WaitFor(1, seconds(15));
+  ASSERT_EQ(got.size(), 1u) << server_->Log();
+  const WebhookReceiver::Received first = got[0];
+  EXPECT_EQ(first.method, "POST");
+  EXPECT_EQ(first.target, "/hooks/gpuhub?k=1");
+  EXPECT_EQ(first.headers.at("content-type"), "application/json");
+  // Gpuhub-Signature: t=<unix seconds>,v1=<hex HMAC-SHA256(secret, "<t>.<body>")>
+  std::string sig = first.headers.at("gpuhub-signature");
+  ASSERT_EQ(sig.substr(0, 2), "t=") << sig;
+  std::size_t comma = sig.find(",v1=");
+  ASSERT_NE(comma, std::string::npos) << sig;
+  std::string t = sig.substr(2, comma - 2);
+  EXPECT_EQ(sig.substr(comma + 4), HmacSha256Hex(secret, t + "." + first.body));
+  EXPECT_NE(sig.substr(comma + 4), HmacSha256Hex("whsec_wrong", t + "." + first.body));
+  json body = json::parse(first.body);
+  EXPECT_EQ(body["type"], "rental.active");
+  EXPECT_EQ(body["subject"], "rental:" + std::to_string(rental["id"].get<long long>()));
+  EXPECT_EQ(body["data"]["rental_id"], std::to_string(rental["id"].get<long long>()));
+  std::string delivery = first.headers.at("gpuhub-delivery");
+
+  // 503: retried one minute later on the engine's (manual) clock, with the same bytes.
+  auto pending = Deliveries();
+  ASSERT_EQ(pending.size(), 1u);
+  EXPECT_EQ(pending[0]["status"], "pending");
+  EXPECT_EQ(pending[0]["last_status_code"], 503);
+  EXPECT_EQ(receiver.WaitFor(2, seconds(3)).size(), 1u);  // not before the minute
+  ASSERT_EQ(client_->Call("POST", "/v1/admin/clock/advance", {{"seconds", 61}}, admin_).status, 200);
+  got = receiver.WaitFor(2, seconds(15));
+  ASSERT_EQ(got.size(), 2u);
+  EXPECT_EQ(got[1].body, first.body);
+  EXPECT_EQ(got[1].headers.at("gpuhub-delivery"), delivery);
+  for (int i = 0; i < 100 && Deliveries()[0]["status"] != "delivered"; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  auto done = Deliveries();
+  EXPECT_EQ(done[0]["status"], "delivered");
+  EXPECT_EQ(done[0]["attempts"], 2);
+
+  // Removing the webhook stops the posts; the notifications stay readable.
+  EXPECT_EQ(client_->Call("DELETE", "/v1/accounts/me/webhook", nullptr, alice_).status, 204);
+  EXPECT_EQ(client_->Call("GET", "/v1/accounts/me/webhook", nullptr, alice_).status, 404);
+  auto notes = client_->Call("GET", "/v1/notifications", nullptr, alice_).Json();
+  EXPECT_EQ(notes["notifications"][0]["type"], "rental.active");
+}
+
+TEST_P(WebhooksTest, InternalAddressesAreRefusedAndBadUrlsNameTheField) {
+  Start(/*allow_private=*/false);
+  if (IsSkipped()) return;
+  WebhookReceiver receiver;
+  std::string url = "http://127.0.0.1:" + std::to_string(receiver.port()) + "/hook";
+  for (const char* bad : {"ftp://example.com/x", "https://user:secret@example.com/hook",
+                          "https://example.com/#frag", "not a url", "https://example.com:70000/"}) {
+    auto r = client_->Call("PUT", "/v1/accounts/me/webhook", {{"url", bad}}, alice_);
+    EXPECT_EQ(r.status, 400) << bad << " " << r.body;
+    EXPECT_EQ(r.Json()["error"]["field"], "url") << bad;
+  }
+  ASSERT_EQ(client_->Call("PUT", "/v1/accounts/me/webhook", {{"url", url}}, alice_).status, 200);
+  Order();
+  json d;
+  for (int i = 0; i < 200; ++i) {
+    d = Deliveries();
+    if (!d.empty() && d[0]["status"] == "failed") break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  ASSERT_FALSE(d.empty());
+  EXPECT_EQ(d[0]["status"], "failed");
+  EXPECT_NE(d[0]["last_error"].get<std::string>().find("internal address"), std::string::npos)
+      << d.dump();
+  EXPECT_TRUE(receiver.WaitFor(1, seconds(1)).empty());
+}
+
+INSTANTIATE_TEST_SUITE_P(Backends, WebhooksTest, ::testing::Values("sqlite", "postgresql"));
+
+}  // namespace
+}  // namespace gpuhub::testing
