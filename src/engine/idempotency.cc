@@ -46,8 +46,9 @@ Result<StoredResponse> RunIdempotent(Txn& txn, const std::string& scope, const s
   auto it = idem.records.find(id);
   std::size_t mark = txn.writes.size();
   StoredResponse response = fn(txn);
-  if (response.status_code >= 400 && !response.keep_writes) txn.writes.Truncate(mark);
-  if (response.status_code >= 500 || response.body.size() > kMaxStoredResponseBytes) {
+  if (response.status_code >= 400) txn.writes.Truncate(mark);
+  if (response.status_code >= 500 || !response.replayable ||
+      response.body.size() > kMaxStoredResponseBytes) {
     return response;
   }
   if (it != idem.records.end()) {  // an expired record not yet purged: replace it

@@ -27,10 +27,10 @@ struct StoredResponse {
   int status_code = 0;
   std::string body;
   bool replayed = false;  // true when it came from the store
-  // A 4xx whose writes must still commit: the 402 of a rental order creates the top-up invoice it
-  // returns (the order itself changed nothing). Never set for a response whose command mutated
-  // state it then wants undone.
-  bool keep_writes = false;
+  // false: the response is not stored under the Idempotency-Key, so a retry with the same key runs
+  // again. For a 402 that says "not now": the order did not happen, and the same request may
+  // succeed once the wallet is topped up.
+  bool replayable = true;
 };
 
 // How a request is recognised under its key (the HTTP layer computes it: http::RequestFingerprint).
@@ -57,8 +57,8 @@ Result<std::optional<StoredResponse>> FindIdempotent(const Txn& txn, const std::
                                                      const Fingerprint& fingerprint);
 
 // Runs `fn` once per (scope, key). `fn` returns the response it wants stored; when its status is
-// >= 400 its writes are dropped (it must not have mutated state; unless keep_writes) but the
-// response is still kept.
+// >= 400 its writes are dropped (it must not have mutated state) but the response is still kept
+// (unless it is not replayable).
 Result<StoredResponse> RunIdempotent(Txn& txn, const std::string& scope, const std::string& key,
                                      const Fingerprint& fingerprint,
                                      const std::function<StoredResponse(Txn&)>& fn);

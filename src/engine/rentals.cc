@@ -99,10 +99,10 @@ Result<rentals::Rental> RecordRentalWipe(Txn& txn, rentals::RentalId id) {
                               [&](Changes& c) { return F(txn).RecordWipe(id, txn.now, &c); });
 }
 
-Result<Shortfall> TopUpForShortfall(Txn& txn, std::int64_t user_id, Currency currency,
-                                    std::int64_t needed_micros) {
-  GPUHUB_ASSIGN_OR_RETURN(auto wallet,
-                          L(txn).GetAccount(ledger::AccountKey::Wallet(user_id, currency)));
+Result<Shortfall> ComputeShortfall(const Txn& txn, std::int64_t user_id, Currency currency,
+                                   std::int64_t needed_micros) {
+  GPUHUB_ASSIGN_OR_RETURN(auto wallet, txn.state.wallets->ledger.GetAccount(
+                                           ledger::AccountKey::Wallet(user_id, currency)));
   Shortfall s;
   s.currency = currency;
   s.available_micros = wallet.available();
@@ -121,16 +121,18 @@ Result<Shortfall> TopUpForShortfall(Txn& txn, std::int64_t user_id, Currency cur
   for (const auto& inv : ListTopups(txn, user_id, kMaxOpenInvoicesPerUser)) {
     if (inv.status == InvoiceStatus::kNew && inv.currency == currency &&
         inv.amount_micros == amount) {
-      s.topup = inv;  // asking again must not pile up invoices
+      s.open_topup = inv;
+      break;
+    }
+  }
+  if (!s.open_topup) {
+    Status can_open = CheckCanOpenTopup(txn, user_id);
+    if (!can_open.ok()) {
+      s.topup_note = can_open.message();
       return s;
     }
   }
-  auto created = CreateTopup(txn, user_id, currency, amount);
-  if (created.ok()) {
-    s.topup = *created;
-  } else {
-    s.topup_note = created.status().message();
-  }
+  s.topup_micros = amount;
   return s;
 }
 

@@ -51,19 +51,22 @@ Result<rentals::Rental> ReportRentalInstance(Txn& txn, rentals::RentalId id,
                                              const rentals::InstanceReport& report);
 Result<rentals::Rental> RecordRentalWipe(Txn& txn, rentals::RentalId id);
 
-// A wallet short of `needed_micros` for an order: how much is missing, and a top-up invoice for it
-// (the existing top-up machinery: an open invoice of that amount is reused; none when the amount
-// is beyond one top-up's limits or the account has too many open, with `topup_note` saying why).
+// A wallet short of `needed_micros` for an order: how much is missing, and the top-up that covers
+// it: the shortfall rounded up to the cent and to the smallest top-up (topup_micros; 0 with
+// `topup_note` saying why when one top-up cannot carry it or the account has too many open), or
+// an open invoice of exactly that amount to reuse (asking twice must not pile up invoices).
 struct Shortfall {
   Currency currency = Currency::kUsd;
   std::int64_t available_micros = 0;
   std::int64_t needed_micros = 0;
   std::int64_t shortfall_micros = 0;  // needed - available, > 0
-  std::optional<Invoice> topup;       // amount: the shortfall rounded up to the cent (>= 1.00)
+  std::int64_t topup_micros = 0;
+  std::optional<Invoice> open_topup;
   std::string topup_note;
 };
-Result<Shortfall> TopUpForShortfall(Txn& txn, std::int64_t user_id, Currency currency,
-                                    std::int64_t needed_micros);
+// internal when the wallet is not short.
+Result<Shortfall> ComputeShortfall(const Txn& txn, std::int64_t user_id, Currency currency,
+                                   std::int64_t needed_micros);
 
 // Time-driven work up to txn.now. Never fails.
 Status AdvanceRentals(Txn& txn);

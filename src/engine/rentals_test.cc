@@ -6,6 +6,7 @@
 #include "engine/engine_test_fixture.h"
 #include "engine/limits.h"
 #include "engine/notifications.h"
+#include "engine/topups.h"
 #include "engine/wallets.h"
 
 namespace gpuhub::engine {
@@ -129,28 +130,33 @@ TEST_F(EngineRentalsTest, RentalsAndTheirLifecycleSurviveRestartsExactlyOnce) {
   CheckAll();
 }
 
-TEST_F(EngineRentalsTest, AShortWalletGetsATopUpForTheShortfallOnceAndNothingElseChanges) {
+TEST_F(EngineRentalsTest, AShortWalletSaysWhatIsMissingAndWhichTopUpCoversIt) {
   Run<rentals::Node>(
       [](Txn& txn) { return AddRentalNode(txn, {"H100 SXM", "IAD-1", 0, "", {}, {}}); });
   Credit(100 * kUsd);
   auto order = engine_->ExecuteSync<rentals::Rental>(
       [&](Txn& txn) { return OrderRental(txn, customer_, Spec(8, rentals::Term::kMonth)); });
   EXPECT_EQ(order.status().code(), StatusCode::kInsufficientFunds);
-  auto first = Run<Shortfall>([&](Txn& txn) {
-    return TopUpForShortfall(txn, customer_, Currency::kUsd, 12'168 * kUsd);
-  });
+  auto shortfall = [&](std::int64_t needed) {
+    return Run<Shortfall>(
+        [&](Txn& txn) { return ComputeShortfall(txn, customer_, Currency::kUsd, needed); });
+  };
+  Shortfall first = shortfall(12'168 * kUsd);
   EXPECT_EQ(first.shortfall_micros, 12'068 * kUsd);
-  ASSERT_TRUE(first.topup.has_value());
-  EXPECT_EQ(first.topup->amount_micros, 12'068 * kUsd);
-  auto again = Run<Shortfall>([&](Txn& txn) {
-    return TopUpForShortfall(txn, customer_, Currency::kUsd, 12'168 * kUsd);
+  EXPECT_EQ(first.topup_micros, 12'068 * kUsd);
+  EXPECT_FALSE(first.open_topup.has_value());
+  // An open invoice of that amount is reused, not a second one opened.
+  auto inv = Run<Invoice>([&](Txn& txn) {
+    return CreateTopup(txn, customer_, Currency::kUsd, first.topup_micros);
   });
-  EXPECT_EQ(again.topup->id, first.topup->id);  // the same invoice, not a second one
-  // Under a cent short: a top-up of the smallest amount.
-  auto cents = Run<Shortfall>([&](Txn& txn) {
-    return TopUpForShortfall(txn, customer_, Currency::kUsd, 100 * kUsd + 1);
-  });
-  EXPECT_EQ(cents.topup->amount_micros, 1 * kUsd);
+  Shortfall again = shortfall(12'168 * kUsd);
+  ASSERT_TRUE(again.open_topup.has_value());
+  EXPECT_EQ(again.open_topup->id, inv.id);
+  // Under a cent short: the smallest top-up; beyond one top-up's limit: none, with a note.
+  EXPECT_EQ(shortfall(100 * kUsd + 1).topup_micros, 1 * kUsd);
+  Shortfall huge = shortfall(500'000 * kUsd);
+  EXPECT_EQ(huge.topup_micros, 0);
+  EXPECT_NE(huge.topup_note.find("several"), std::string::npos);
   Open();
   EXPECT_TRUE(Records().rentals.empty());
   EXPECT_EQ(Wallet(), 100 * kUsd);

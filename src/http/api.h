@@ -85,8 +85,8 @@ struct ApiContext {
 struct Reply {
   int status = 200;
   json body;
-  // A 4xx whose writes still commit (engine::StoredResponse::keep_writes).
-  bool keep_writes = false;
+  // false: not stored under the Idempotency-Key (engine::StoredResponse::replayable).
+  bool replayable = true;
 };
 using UserAction = std::function<Result<Reply>(engine::Txn&, const engine::User&)>;
 using AnonymousAction = std::function<Result<Reply>(engine::Txn&)>;
@@ -179,6 +179,15 @@ json UserJson(const engine::User& user);
 // A top-up invoice as GET /v1/topups/{id} shows it (api_payments.cc); a demo invoice's checkout
 // URL is `checkout_base` + its id.
 json InvoiceJson(const engine::Invoice& invoice, const std::string& checkout_base);
+// Creates the invoice at BTCPay Server (BTCPay mode only; blocking: call it on a worker of
+// api.payments, never on an I/O thread or the writer). unavailable when BTCPay refuses or cannot
+// be reached (nothing is recorded then).
+Result<engine::ProcessorLink> CreateBtcpayInvoice(ApiContext& api, std::int64_t user_id,
+                                                  Currency currency, std::int64_t amount_micros);
+// Opens a top-up invoice for the user the way POST /v1/topups does (at BTCPay, then recorded; or
+// a demo invoice) and calls `done` with it or the error (from any thread).
+void OpenTopup(ApiContext& api, std::int64_t user_id, Currency currency,
+               std::int64_t amount_micros, std::function<void(Result<engine::Invoice>)> done);
 
 // Route registration, one function per domain file.
 void RegisterSystemRoutes(Router& router, ApiContext& api);

@@ -204,7 +204,7 @@ namespace {
 engine::StoredResponse ToStored(const Result<Reply>& reply) {
   if (reply.ok()) {
     return {reply->status, reply->status == 204 ? "" : Dump(reply->body), false,
-            reply->keep_writes};
+            reply->replayable};
   }
   const Status& s = reply.status();
   return {HttpStatusOf(s.code()), ErrorBody(StatusCodeName(s.code()), s.message(), s.field()),
@@ -281,7 +281,7 @@ Result<engine::StoredResponse> RunMaybeIdempotent(
   if (!key.empty()) return engine::RunIdempotent(txn, scope, key, fingerprint, run);
   std::size_t mark = txn.writes.size();
   engine::StoredResponse response = run(txn);
-  if (response.status_code >= 400 && !response.keep_writes) txn.writes.Truncate(mark);
+  if (response.status_code >= 400) txn.writes.Truncate(mark);
   return response;
 }
 

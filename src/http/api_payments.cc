@@ -156,6 +156,57 @@ Result<engine::ReportOutcome> ApplyReport(ApiContext& api, const payments::Proce
   return outcome;
 }
 
+}  // namespace
+
+Result<engine::ProcessorLink> CreateBtcpayInvoice(ApiContext& api, std::int64_t user_id,
+                                                  Currency currency, std::int64_t amount_micros) {
+  payments::CreateInvoiceRequest request;
+  request.order_id = engine::NewInvoiceId();
+  request.user_id = user_id;
+  request.amount_micros = amount_micros;
+  request.currency = currency;
+  request.expiration_minutes = api.config.invoice_expiration_minutes;
+  if (!api.config.public_url.empty()) request.redirect_url = api.config.public_url + "/account/";
+  auto created = api.payments->btcpay->CreateInvoice(request);
+  if (!created.ok()) {
+    api.payments->btcpay_errors.Add();
+    spdlog::warn("event=btcpay_create_invoice_failed user={} error=\"{}\"", user_id,
+                 created.status().message());
+    return Status::Unavailable(
+        "the payment processor (BTCPay Server) cannot create the invoice right now; nothing was "
+        "charged or recorded, retry in a minute");
+  }
+  engine::ProcessorLink link{request.order_id, created->id, created->checkout_link,
+                             created->expires_at};
+  spdlog::info("event=btcpay_invoice_created invoice={} btcpay_invoice={} amount={} currency={}",
+               link.invoice_id, link.processor_invoice_id, FormatMicros(amount_micros, 2),
+               CurrencyCode(currency));
+  return link;
+}
+
+void OpenTopup(ApiContext& api, std::int64_t user_id, Currency currency,
+               std::int64_t amount_micros, std::function<void(Result<engine::Invoice>)> done) {
+  auto record = [&api, user_id, currency, amount_micros,
+                 done](std::optional<engine::ProcessorLink> link) {
+    api.engine.Execute<engine::Invoice>(
+        [=](engine::Txn& txn) {
+          return engine::CreateTopup(txn, user_id, currency, amount_micros,
+                                     link ? &*link : nullptr);
+        },
+        done);
+  };
+  if (api.payments == nullptr || api.payments->demo()) return record(std::nullopt);
+  bool posted = api.payments->workers.Post([&api, user_id, currency, amount_micros, done,
+                                            record] {
+    auto link = CreateBtcpayInvoice(api, user_id, currency, amount_micros);
+    if (!link.ok()) return done(link.status());
+    record(*link);
+  });
+  if (!posted) done(Status::Unavailable("too many top-ups in progress; retry"));
+}
+
+namespace {
+
 void Topup(ApiContext& api, const Request& r, Responder respond) {
   auto body = ParseJsonObject(r, {"amount", "currency"});
   if (!body.ok()) return respond(Response::Error(body.status()));
@@ -213,29 +264,9 @@ void Topup(ApiContext& api, const Request& r, Responder respond) {
         auto shared = std::make_shared<Responder>(std::move(respond));
         bool posted = api.payments->workers.Post([&api, shared, record, currency, amount,
                                                   user = check->user_id]() {
-          payments::CreateInvoiceRequest request;
-          request.order_id = engine::NewInvoiceId();
-          request.user_id = user;
-          request.amount_micros = amount;
-          request.currency = currency;
-          request.expiration_minutes = api.config.invoice_expiration_minutes;
-          if (!api.config.public_url.empty()) request.redirect_url = api.config.public_url + "/account/";
-          auto created = api.payments->btcpay->CreateInvoice(request);
-          if (!created.ok()) {
-            api.payments->btcpay_errors.Add();
-            spdlog::warn("event=btcpay_create_invoice_failed user={} error=\"{}\"", user,
-                         created.status().message());
-            return (*shared)(Response::Error(
-                503, "unavailable",
-                "the payment processor (BTCPay Server) cannot create the invoice right now; "
-                "nothing was charged or recorded, retry in a minute"));
-          }
-          engine::ProcessorLink link{request.order_id, created->id, created->checkout_link,
-                                     created->expires_at};
-          spdlog::info("event=btcpay_invoice_created invoice={} btcpay_invoice={} amount={} currency={}",
-                       link.invoice_id, link.processor_invoice_id, FormatMicros(amount, 2),
-                       CurrencyCode(currency));
-          record(std::move(*shared), link);
+          auto link = CreateBtcpayInvoice(api, user, currency, amount);
+          if (!link.ok()) return (*shared)(Response::Error(link.status()));
+          record(std::move(*shared), *link);
         });
         if (!posted) {
           (*shared)(Response::Error(503, "unavailable", "too many top-ups in progress; retry"));

@@ -328,9 +328,17 @@ Result<std::size_t> ListLimit(const Request& r) {
 
 const rentals::Fleet& Fleet(Txn& txn) { return txn.state.rentals->fleet; }
 
-// POST /v1/rentals: the order, or a 402 with what is missing and a top-up invoice for it.
+// A short wallet, as the order command found it, for the top-up the HTTP side opens afterwards.
+struct ShortWallet {
+  std::int64_t user_id = 0;
+  engine::Shortfall shortfall;
+};
+
+// POST /v1/rentals on the writer: the order, or a 402 saying what is missing. The 402 is not
+// stored under the Idempotency-Key (the order did not happen: the same key may be retried once
+// the wallet is topped up), and `short_wallet` tells the caller which top-up to open.
 Result<Reply> Order(Txn& txn, const User& me, const rentals::OrderSpec& spec,
-                    const std::string& checkout_base) {
+                    std::optional<ShortWallet>* short_wallet) {
   auto rental = engine::OrderRental(txn, me.id, spec);
   if (rental.ok()) {
     json out = RentalJson(Fleet(txn), *rental);
@@ -340,21 +348,46 @@ Result<Reply> Order(Txn& txn, const User& me, const rentals::OrderSpec& spec,
   }
   if (rental.status().code() != StatusCode::kInsufficientFunds) return rental.status();
   GPUHUB_ASSIGN_OR_RETURN(auto quote, engine::QuoteRental(txn, me.id, spec));
-  auto shortfall = engine::TopUpForShortfall(txn, me.id, spec.currency, quote.charge_micros);
+  auto shortfall = engine::ComputeShortfall(txn, me.id, spec.currency, quote.charge_micros);
   if (!shortfall.ok()) return rental.status();
-  json error = {
-      {"code", "insufficient_funds"},
-      {"message", rental.status().message()},
-      {"field", "currency"},
-      {"shortfall",
-       {{"amount", FormatMicros(shortfall->shortfall_micros)},
-        {"currency", CurrencyCode(shortfall->currency)},
-        {"available", FormatMicros(shortfall->available_micros)},
-        {"needed", FormatMicros(shortfall->needed_micros)}}},
-      {"topup", shortfall->topup ? InvoiceJson(*shortfall->topup, checkout_base) : json(nullptr)}};
-  if (!shortfall->topup_note.empty()) error["topup_note"] = shortfall->topup_note;
-  // The order changed nothing; the top-up invoice it created must stay (keep_writes).
-  return Reply{402, {{"error", error}}, /*keep_writes=*/true};
+  *short_wallet = ShortWallet{me.id, *shortfall};
+  json error = {{"code", "insufficient_funds"},
+                {"message", rental.status().message()},
+                {"field", "currency"},
+                {"shortfall",
+                 {{"amount", FormatMicros(shortfall->shortfall_micros)},
+                  {"currency", CurrencyCode(shortfall->currency)},
+                  {"available", FormatMicros(shortfall->available_micros)},
+                  {"needed", FormatMicros(shortfall->needed_micros)}}},
+                {"topup", nullptr}};
+  return Reply{402, {{"error", error}}, /*replayable=*/false};
+}
+
+// Completes a 402 with the top-up for the shortfall: an open one of that amount, or a new one
+// opened the way POST /v1/topups opens it (at BTCPay Server in BTCPay mode, so outside the
+// writer), or none with a note saying why.
+void AnswerShortWallet(ApiContext& api, Response response, const ShortWallet& s,
+                       Responder respond) {
+  json body = json::parse(response.body, nullptr, false);
+  if (body.is_discarded() || !body.contains("error")) return respond(std::move(response));
+  std::string base = api.config.checkout_base_url;
+  if (s.shortfall.open_topup) {
+    body["error"]["topup"] = InvoiceJson(*s.shortfall.open_topup, base);
+    return respond(JsonResponse(402, body));
+  }
+  if (s.shortfall.topup_micros == 0) {
+    body["error"]["topup_note"] = s.shortfall.topup_note;
+    return respond(JsonResponse(402, body));
+  }
+  OpenTopup(api, s.user_id, s.shortfall.currency, s.shortfall.topup_micros,
+            [body, base, respond = std::move(respond)](Result<engine::Invoice> invoice) mutable {
+              if (invoice.ok()) {
+                body["error"]["topup"] = InvoiceJson(*invoice, base);
+              } else {
+                body["error"]["topup_note"] = invoice.status().message();
+              }
+              respond(JsonResponse(402, body));
+            });
 }
 
 }  // namespace
@@ -400,12 +433,23 @@ void RegisterRentalRoutes(Router& router, ApiContext& api) {
                      [action](Txn& txn, const User& me) { return action(txn, me.id); });
   });
 
-  router.Add("POST", "/v1/rentals",
-             Authenticated<rentals::OrderSpec>(
-                 api, kRoleCustomer, [](const Request& r) { return ParseOrder(r, true); },
-                 [&api](Txn& txn, const User& me, const rentals::OrderSpec& spec) {
-                   return Order(txn, me, spec, api.config.checkout_base_url);
-                 }));
+  router.Add("POST", "/v1/rentals", RequireBearer([&api](const Request& r, Responder respond) {
+               auto spec = ParseOrder(r, /*order=*/true);
+               if (!spec.ok()) return respond(Response::Error(spec.status()));
+               auto short_wallet = std::make_shared<std::optional<ShortWallet>>();
+               RunAuthenticated(
+                   api, r,
+                   [&api, short_wallet, respond = std::move(respond)](Response response) {
+                     if (response.status != 402 || !short_wallet->has_value()) {
+                       return respond(std::move(response));
+                     }
+                     AnswerShortWallet(api, std::move(response), **short_wallet, respond);
+                   },
+                   kRoleCustomer,
+                   [spec = *spec, short_wallet](Txn& txn, const User& me) {
+                     return Order(txn, me, spec, short_wallet.get());
+                   });
+             }));
   router.Add("GET", "/v1/rentals",
              Authenticated<std::size_t>(
                  api, kRoleCustomer, ListLimit,

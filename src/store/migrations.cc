@@ -200,6 +200,7 @@ CREATE TABLE invoice_payments (
   decision_reason TEXT NOT NULL,
   PRIMARY KEY (invoice_id, payment_id)
 );
+)sql"},
       {5, "rentals",
        R"sql(
 CREATE TABLE rental_nodes (
