@@ -89,8 +89,14 @@ TEST_P(WebhooksTest, NotificationsArePostedSignedAndRetriedUntilDelivered) {
   EXPECT_EQ(body["data"]["rental_id"], std::to_string(rental["id"].get<long long>()));
   std::string delivery = first.headers.at("gpuhub-delivery");
 
-  // 503: retried one minute later on the engine's (manual) clock, with the same bytes.
-  auto pending = Deliveries();
+  // 503: retried one minute later on the engine's (manual) clock, with the same bytes. (The
+  // receiver answered before the sender recorded the attempt: wait for the record.)
+  json pending;
+  for (int i = 0; i < 200; ++i) {
+    pending = Deliveries();
+    if (pending.size() == 1 && pending[0]["attempts"] == 1) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
   ASSERT_EQ(pending.size(), 1u);
   EXPECT_EQ(pending[0]["status"], "pending");
   EXPECT_EQ(pending[0]["last_status_code"], 503);
