@@ -217,7 +217,7 @@ TEST_P(RentalsApiTest, AShortWalletGets402WithTheShortfallAndATopUpThatPaysForIt
   std::string settled = json({{"type", "InvoiceSettled"}, {"invoiceId", invoice}}).dump();
   auto hook = client_->Send("POST", "/v1/payments/webhook", settled,
                             {{"Content-Type", "application/json"},
-                             {"BTCPay-Sig", WebhookSignature("whsec_test_secret", settled)}});
+                             {"BTCPay-Sig", WebhookSignature(ServerOptions().webhook_secret, settled)}});
   ASSERT_EQ(hook.status, 200) << hook.body;
   auto ordered = client_->Call("POST", "/v1/rentals", body, alice, "order-2");
   ASSERT_EQ(ordered.status, 201) << ordered.body;
