@@ -13,6 +13,7 @@
 #include <iostream>
 
 #include "cli/command_registry.h"
+#include "cli/rental_commands.h"
 #include "core/clock.h"
 #include "engine/accounts.h"
 #include "engine/engine.h"
@@ -119,9 +120,12 @@ void GrantRole(const AdminOptions& o) {
 }
 
 void AddAdminCommands(CLI::App& app) {
-  CLI::App* admin =
-      app.add_subcommand("admin", "Operator commands (run while the server is stopped)");
+  CLI::App* admin = app.add_subcommand(
+      "admin",
+      "Operator commands: create-user and grant-role work on the database while the server is "
+      "stopped; nodes talks to a running server");
   admin->require_subcommand(1);
+  AddAdminNodeCommands(admin);
   auto create = std::make_shared<AdminOptions>();
   CLI::App* c = admin->add_subcommand("create-user",
                                       "Create a user (password from stdin or --password-file)");

@@ -10,6 +10,7 @@
 #include "catalog/catalog.h"
 #include "cli/command_registry.h"
 #include "cli/market_fit.h"
+#include "cli/rental_commands.h"
 #include "cli/server_client.h"
 #include "core/clock.h"
 #include "core/money.h"
@@ -331,12 +332,13 @@ void RunCatalog(const Flags& f) {
     if (rate) return FailBadInput("--hourly-rate applies to the fleet table, not to --use");
     return RunUseCase(f, *fleet);
   }
-  if (f.Given("--server")) return FailBadInput("--server applies to --use (live spot prices)");
-  if (f.json) {
-    std::cout << fit::CatalogJson(*fleet, rate) << "\n";
-  } else {
-    std::cout << fit::CatalogText(*fleet, rate);
+  std::string out = f.json ? fit::CatalogJson(*fleet, rate) + "\n" : fit::CatalogText(*fleet, rate);
+  // With a server: the term fleet's live stock per region, under the tables.
+  if (const std::string server = ServerFromEnvironment(f.server); !server.empty()) {
+    Status live = AppendLiveStock(server, f.json, &out);
+    if (!live.ok()) return FailWith(live);
   }
+  std::cout << out;
   SetExitCode(kExitOk);
 }
 
@@ -446,8 +448,9 @@ void AddSizingCommands(CLI::App& app) {
       "and eight cards hold, and prices");
   catalog_flags.options["--server"] = catalog_cmd->add_option(
       "--server", catalog_flags.server,
-      "with --use: a running gpuhub serve whose book gives the live \"from $X/h\" (default "
-      "$GPUHUB_SERVER; none: the opening asks)");
+      "a running gpuhub serve (default $GPUHUB_SERVER): the term fleet's live stock per region "
+      "under the tables; with --use, its book gives the live \"from $X/h\" (none: the opening "
+      "asks)");
   AddCatalogFlag(catalog_cmd, catalog_flags);
   catalog_cmd->callback([] { RunCatalog(catalog_flags); });
 

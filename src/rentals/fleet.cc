@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <bit>
+#include <set>
 
 #include "rentals/format.h"
 
@@ -95,6 +96,15 @@ Fleet::Fleet(FleetConfig config) : config_(std::move(config)) {
   for (std::size_t i = 0; i < config_.regions.size(); ++i) {
     region_by_code_.emplace(config_.regions[i], static_cast<int>(i));
   }
+  IndexCounts();
+}
+
+void Fleet::IndexCounts() {
+  std::set<int> counts;
+  for (const auto& card : config_.cards) counts.insert(card.counts.begin(), card.counts.end());
+  all_counts_.assign(counts.begin(), counts.end());
+  if (all_counts_.empty()) all_counts_ = {1};
+  max_count_ = all_counts_.back();
 }
 
 // ----- Lookups -------------------------------------------------------------------------------
@@ -276,8 +286,9 @@ Result<Quote> Fleet::QuoteOrder(UserId customer, const OrderSpec& spec,
   if (card.counts.empty()) {
     return Status::InvalidArgument(card.name + " is no longer offered").WithField("gpu");
   }
-  if (!IsBlockSize(spec.count)) {
-    return Status::InvalidArgument("count must be 1, 2, 4, 8 or 16 cards (all on one node)")
+  if (!IsBlockSize(spec.count) || spec.count > max_count_) {
+    return Status::InvalidArgument("count must be " + CountList(all_counts_) +
+                                   " cards (all on one node)")
         .WithField("count");
   }
   int region_index = -1;

@@ -283,6 +283,7 @@ class Fleet {
     std::optional<TimestampMicros> scheduled;  // its entry in timeline_
   };
 
+  void IndexCounts();  // all_counts_, max_count_ from the configuration
   Result<int> CardIndex(std::string_view gpu, std::string_view field) const;
   Result<int> RegionIndex(std::string_view region, std::string_view field) const;
   const CardConfig& Card(int index) const { return config_.cards[static_cast<std::size_t>(index)]; }
@@ -327,6 +328,8 @@ class Fleet {
   FleetConfig config_;
   std::unordered_map<std::string, int> card_by_key_;
   std::unordered_map<std::string, int> region_by_code_;
+  std::vector<int> all_counts_;  // every count some card is rented in, ascending
+  int max_count_ = 1;
   Inventory inventory_;
   std::map<RentalId, RentalSlot> rentals_;
   std::map<std::pair<RentalId, std::int64_t>, Renewal> renewals_;

@@ -40,6 +40,7 @@ Result<Fleet> Fleet::Restore(FleetConfig config, Snapshot s) {
   for (std::size_t i = 0; i < f.config_.regions.size(); ++i) {
     f.region_by_code_.emplace(f.config_.regions[i], static_cast<int>(i));
   }
+  f.IndexCounts();
 
   std::sort(s.nodes.begin(), s.nodes.end(), [](auto& a, auto& b) { return a.id < b.id; });
   for (const auto& n : s.nodes) {

@@ -1,0 +1,151 @@
+// `gpuhub rentals ...`, `gpuhub admin nodes ...` and `gpuhub catalog --server` against a real
+// server: exit codes (0 ok, 2 bad input or any 4xx, 1 unreachable), the figures they print, the
+// 402's top-up on the error line, the release confirmation. SQLite (the CLI holds no state).
+#include <gtest/gtest.h>
+#include <stdlib.h>
+
+#include "harness.h"
+
+namespace gpuhub::testing {
+namespace {
+
+bool Has(const CommandResult& r, const std::string& text) {
+  return r.output.find(text) != std::string::npos;
+}
+
+class RentalsCliTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    options_.db = FreshDatabaseUrl("sqlite", dir_);
+    auto r = CreateAdmin(dir_, options_);
+    ASSERT_EQ(r.exit_code, 0) << r.output;
+    server_ = std::make_unique<ServerProcess>(dir_, options_);
+    ASSERT_TRUE(server_->Start()) << server_->Log();
+    client_ = std::make_unique<HttpClient>(server_->port());
+    admin_ = LogInAdmin(*client_);
+    alice_ = SignUpAndLogIn(*client_, "alice");
+    url_ = "http://127.0.0.1:" + std::to_string(server_->port());
+    ::setenv("GPUHUB_SERVER", url_.c_str(), 1);
+    ::unsetenv("GPUHUB_TOKEN");
+  }
+  void TearDown() override { ::unsetenv("GPUHUB_SERVER"); }
+  CommandResult As(const std::string& token, std::vector<std::string> args) {
+    args.push_back("--token");
+    args.push_back(token);
+    return RunGpuhub(args, "");
+  }
+
+  TempDir dir_;
+  ServerOptions options_;
+  std::unique_ptr<ServerProcess> server_;
+  std::unique_ptr<HttpClient> client_;
+  std::string admin_, alice_, url_;
+};
+
+TEST_F(RentalsCliTest, RentRenewAndReleaseFromTheCommandLine) {
+  auto node = As(admin_, {"admin", "nodes", "add", "--gpu", "H100 SXM", "--region", "IAD-1",
+                          "--hostname", "iad1-h100-1"});
+  ASSERT_EQ(node.exit_code, 0) << node.output;
+  EXPECT_TRUE(Has(node, "iad1-h100-1"));
+  auto quote = RunGpuhub({"rentals", "quote", "--gpu", "H100 SXM", "--count", "8", "--term", "month"},
+                         "");
+  ASSERT_EQ(quote.exit_code, 0) << quote.output;
+  EXPECT_TRUE(Has(quote, "12,168.00 USD")) << quote.output;
+  EXPECT_TRUE(Has(quote, "10% at 8 cards")) << quote.output;
+  EXPECT_TRUE(Has(quote, "available in IAD-1")) << quote.output;
+  auto json_quote = RunGpuhub(
+      {"rentals", "quote", "--gpu", "a100-sxm", "--count", "2", "--term", "week", "--json"}, "");
+  ASSERT_EQ(json_quote.exit_code, 0);
+  EXPECT_EQ(json::parse(json_quote.output)["amount"]["net"], "532.000000");
+
+  // No money: exit 2, and the line names the top-up that covers the shortfall.
+  auto broke = As(alice_, {"rentals", "create", "--gpu", "H100 SXM", "--count", "1", "--term",
+                           "week"});
+  EXPECT_EQ(broke.exit_code, 2) << broke.output;
+  EXPECT_TRUE(Has(broke, "402")) << broke.output;
+  EXPECT_TRUE(Has(broke, "top up 475.00 USD at")) << broke.output;
+  auto credit = client_->Call("POST", "/v1/admin/credits",
+                              {{"username", "alice"}, {"amount", "950"}, {"currency", "USD"},
+                               {"reason", "cli test"}},
+                              admin_);
+  ASSERT_EQ(credit.status, 201);
+  auto rented = As(alice_, {"rentals", "create", "--gpu", "H100 SXM", "--count", "1", "--term",
+                            "week", "--idempotency-key", "cli-1", "--json"});
+  ASSERT_EQ(rented.exit_code, 0) << rented.output;
+  std::string id = std::to_string(json::parse(rented.output)["id"].get<long long>());
+  auto again = As(alice_, {"rentals", "create", "--gpu", "H100 SXM", "--count", "1", "--term",
+                           "week", "--idempotency-key", "cli-1", "--json"});
+  EXPECT_EQ(json::parse(again.output)["id"].get<long long>(), std::stoll(id));  // not rented twice
+  auto list = As(alice_, {"rentals", "list"});
+  EXPECT_EQ(list.exit_code, 0);
+  EXPECT_TRUE(Has(list, "1x H100 SXM week")) << list.output;
+  auto renew = As(alice_, {"rentals", "renew", id});
+  ASSERT_EQ(renew.exit_code, 0) << renew.output;
+  EXPECT_TRUE(Has(renew, "term 2 paid: 475.00 USD")) << renew.output;
+  auto renew_again = As(alice_, {"rentals", "renew", id});
+  EXPECT_EQ(renew_again.exit_code, 0);
+  EXPECT_TRUE(Has(renew_again, "term 2 paid: 475.00 USD"));
+  auto wallets = client_->Call("GET", "/v1/wallets", nullptr, alice_).Json();
+  EXPECT_EQ(wallets["wallets"][0]["available"], "0.000000");  // charged once
+  auto show = As(alice_, {"rentals", "show", id});
+  EXPECT_TRUE(Has(show, "renewal_paid")) << show.output;
+  EXPECT_TRUE(Has(show, "next      renews at")) << show.output;
+
+  auto off = As(alice_, {"rentals", "auto-renew", id, "off"});
+  EXPECT_EQ(off.exit_code, 0);
+  EXPECT_TRUE(Has(off, "auto-renew off"));
+  auto unconfirmed = As(alice_, {"rentals", "release", id});
+  EXPECT_EQ(unconfirmed.exit_code, 2);
+  EXPECT_TRUE(Has(unconfirmed, "nothing of the term is refunded")) << unconfirmed.output;
+  auto released = As(alice_, {"rentals", "release", id, "--yes"});
+  ASSERT_EQ(released.exit_code, 0) << released.output;
+  EXPECT_TRUE(Has(released, "released (released_by_customer)")) << released.output;
+
+  auto stock = RunGpuhub({"catalog"}, "");
+  EXPECT_TRUE(Has(stock, "live from " + url_)) << stock.output.substr(stock.output.size() - 400);
+  auto stock_json = RunGpuhub({"catalog", "--json"}, "");
+  ASSERT_EQ(stock_json.exit_code, 0);
+  json live = json::parse(stock_json.output)["live_stock"];
+  bool found = false;
+  for (const auto& card : live["stock"]) {
+    if (card["gpu"] == "H100 SXM") found = card["regions"][1]["cards_free"] == 8;
+  }
+  EXPECT_TRUE(found) << live.dump();
+}
+
+TEST_F(RentalsCliTest, BadInputAndUnreachableServersExitWithTheRightCode) {
+  auto count = RunGpuhub({"rentals", "quote", "--gpu", "H100 SXM", "--count", "3", "--term", "week"},
+                         "");
+  EXPECT_EQ(count.exit_code, 2);
+  EXPECT_TRUE(Has(count, "(field count)")) << count.output;
+  auto term = RunGpuhub({"rentals", "quote", "--gpu", "H100 SXM", "--count", "1", "--term", "year"},
+                        "");
+  EXPECT_EQ(term.exit_code, 2);
+  EXPECT_TRUE(Has(term, "(field term)")) << term.output;
+  auto missing = RunGpuhub({"rentals", "quote", "--gpu", "H100 SXM", "--count", "1"}, "");
+  EXPECT_EQ(missing.exit_code, 2) << missing.output;
+  auto no_token = RunGpuhub({"rentals", "list"}, "");
+  EXPECT_EQ(no_token.exit_code, 2);
+  EXPECT_TRUE(Has(no_token, "--token")) << no_token.output;
+  auto not_admin = As(alice_, {"admin", "nodes", "add", "--gpu", "H100 SXM", "--region", "IAD-1"});
+  EXPECT_EQ(not_admin.exit_code, 2);
+  EXPECT_TRUE(Has(not_admin, "403")) << not_admin.output;
+  auto wrong_region = As(admin_, {"admin", "nodes", "add", "--gpu", "MI300X", "--region", "IAD-1"});
+  EXPECT_EQ(wrong_region.exit_code, 2);
+  EXPECT_TRUE(Has(wrong_region, "(field region)")) << wrong_region.output;
+  auto other = As(alice_, {"rentals", "show", "12345"});
+  EXPECT_EQ(other.exit_code, 2);
+  EXPECT_TRUE(Has(other, "404")) << other.output;
+  ::setenv("GPUHUB_SERVER", "http://127.0.0.1:1", 1);  // nothing listens there
+  auto down = RunGpuhub({"rentals", "quote", "--gpu", "H100 SXM", "--count", "1", "--term", "week"},
+                        "");
+  EXPECT_EQ(down.exit_code, 1) << down.output;
+  ::setenv("GPUHUB_SERVER", "ftp://example.com", 1);
+  auto bad_url = RunGpuhub({"rentals", "quote", "--gpu", "H100 SXM", "--count", "1", "--term",
+                            "week"},
+                           "");
+  EXPECT_EQ(bad_url.exit_code, 2) << bad_url.output;
+}
+
+}  // namespace
+}  // namespace gpuhub::testing
