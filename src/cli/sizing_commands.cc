@@ -47,7 +47,8 @@ struct Flags {
   bool offload_optimizer = false, explain = false, json = false;
   std::string optimizer, lora_targets;
   bool lora_dropout = false, pure_bf16 = false, fused_kernels = false, chunked_loss = false;
-  bool offload_activations = false, offload_params = false;
+  bool offload_activations = false, offload_params = false, old_transformers = false;
+  bool optimizer_in_backward = false;
   bool flash_attention = true, gradient_checkpointing = true, double_quant = true;
   // fit
   bool cuda_only = false, in_stock = false, why_not = false;
@@ -97,7 +98,7 @@ void AddWorkloadFlags(CLI::App* cmd, Flags& f, bool for_size) {
                 "training: keep the optimizer state in host memory");
   // Detailed profile (--profile detailed, the default for real models).
   text("--optimizer", f.optimizer, "detailed: adamw (default), adam8bit, sgd or adafactor");
-  text("--lora-targets", f.lora_targets, "detailed: qv (default), attn or all-linear");
+  text("--lora-targets", f.lora_targets, "detailed: qv (default), attn, mlp or all-linear");
   auto flag = [&](const std::string& spec, const std::string& name, bool& target,
                   const std::string& help) { f.options[name] = cmd->add_flag(spec, target, help); };
   flag("--lora-dropout", "--lora-dropout", f.lora_dropout, "detailed: adapters apply dropout");
@@ -110,7 +111,14 @@ void AddWorkloadFlags(CLI::App* cmd, Flags& f, bool for_size) {
   flag("--offload-activations", "--offload-activations", f.offload_activations,
        "detailed: saved activations stream to host memory");
   flag("--offload-params", "--offload-params", f.offload_params,
-       "detailed: ZeRO-3 parameters live in host memory (full fine-tuning)");
+       "detailed: parameters live in host memory (training with --zero 3: ZeRO-3 / FSDP CPU "
+       "offload)");
+  flag("--optimizer-in-backward", "--optimizer-in-backward", f.optimizer_in_backward,
+       "detailed: full fine-tuning steps each parameter during backward and frees its gradient "
+       "(torchtune optimizer_in_bwd)");
+  flag("--old-transformers", "--old-transformers", f.old_transformers,
+       "detailed: Hugging Face transformers before 4.45 (fp32 logits of every position, per-layer "
+       "rotary caches)");
   flag("--flash-attention,!--no-flash-attention", "--flash-attention", f.flash_attention,
        "detailed: FlashAttention/SDPA kernels (default on)");
   flag("--gradient-checkpointing,!--no-gradient-checkpointing", "--gradient-checkpointing",
@@ -159,6 +167,8 @@ Result<fit::RequestFields> ToFields(const Flags& f) {
   r.chunked_loss = given("--chunked-loss", f.chunked_loss);
   r.offload_activations = given("--offload-activations", f.offload_activations);
   r.offload_params = given("--offload-params", f.offload_params);
+  r.old_transformers = given("--old-transformers", f.old_transformers);
+  r.optimizer_in_backward = given("--optimizer-in-backward", f.optimizer_in_backward);
   r.flash_attention = given("--flash-attention", f.flash_attention);
   r.gradient_checkpointing = given("--gradient-checkpointing", f.gradient_checkpointing);
   r.double_quant = given("--double-quant", f.double_quant);

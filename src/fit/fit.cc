@@ -164,11 +164,8 @@ class Fitter {
   Result<std::shared_ptr<const sizing::MemoryEstimate>> EstimateFor(int count) {
     auto it = estimates_.find(count);
     if (it == estimates_.end()) {
-      sizing::Workload w = workload_;
-      w.gpus = count;
-      // ZeRO-3 across cards; on one card only when parameters are offloaded (ZeRO-Infinity).
-      if (w.method == Method::kFullFineTune && (count > 1 || w.offload_params)) w.zero_stage = 3;
-      GPUHUB_ASSIGN_OR_RETURN(sizing::MemoryEstimate e, sizing::EstimateMemory(model_, w));
+      GPUHUB_ASSIGN_OR_RETURN(sizing::MemoryEstimate e,
+                              sizing::EstimateMemory(model_, OnCards(workload_, count)));
       it = estimates_.emplace(count, std::make_shared<const sizing::MemoryEstimate>(std::move(e)))
                .first;
     }
@@ -354,13 +351,21 @@ class Fitter {
 
 }  // namespace
 
+sizing::Workload OnCards(sizing::Workload w, int count) {
+  w.gpus = count;
+  // ZeRO-3 across cards; on one card only when parameters are offloaded (ZeRO-Infinity, FSDP
+  // CPU offload).
+  if ((w.method == Method::kFullFineTune && count > 1) ||
+      (w.offload_params && w.method != Method::kInference)) {
+    w.zero_stage = 3;
+  }
+  return w;
+}
+
 Status ValidateFitInput(const Catalog& catalog, const sizing::Workload& workload,
                         const Filters& filters) {
   sizing::Workload as_fitted = workload;  // what Fit runs on one card
-  if (workload.method == Method::kFullFineTune && workload.offload_params &&
-      workload.zero_stage == 0) {
-    as_fitted.zero_stage = 3;
-  }
+  if (workload.offload_params && workload.zero_stage == 0) as_fitted.zero_stage = 3;
   GPUHUB_RETURN_IF_ERROR(sizing::ValidateWorkload(as_fitted));
   if (workload.gpus != 1) {
     return Status::InvalidArgument(

@@ -113,6 +113,11 @@ std::vector<std::string> ExplainCandidate(const Candidate& c);
 // Why full fine-tuning cannot shard across `count` cards of `gpu` (its sharded-training limit).
 std::string ShardedTrainingReason(const catalog::TermGpu& gpu, int count);
 
+// The workload as `count` cards run it: full fine-tuning across cards shards with ZeRO-3, and
+// parameter offload (full fine-tuning, LoRA, QLoRA) needs ZeRO-3 / FSDP on any count; otherwise
+// LoRA/QLoRA and inference split the layers.
+sizing::Workload OnCards(sizing::Workload workload, int count);
+
 // "4x A100 SXM" or "RTX A5000".
 std::string ConfigurationName(const std::string& gpu, int count);
 

@@ -67,10 +67,8 @@ class MarketFitter {
   Result<std::shared_ptr<const sizing::MemoryEstimate>> EstimateFor(int count) {
     auto it = estimates_.find(count);
     if (it == estimates_.end()) {
-      sizing::Workload w = request_.workload;
-      w.gpus = count;
-      if (w.method == Method::kFullFineTune && count > 1) w.zero_stage = 3;
-      GPUHUB_ASSIGN_OR_RETURN(sizing::MemoryEstimate e, sizing::EstimateMemory(request_.model, w));
+      GPUHUB_ASSIGN_OR_RETURN(sizing::MemoryEstimate e,
+                              sizing::EstimateMemory(request_.model, OnCards(request_.workload, count)));
       it = estimates_.emplace(count, std::make_shared<const sizing::MemoryEstimate>(std::move(e)))
                .first;
     }

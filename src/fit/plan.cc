@@ -153,11 +153,9 @@ class Planner {
   Result<std::shared_ptr<const sizing::MemoryEstimate>> EstimateFor(int count) {
     auto it = estimates_.find(count);
     if (it != estimates_.end()) return it->second;
-    sizing::Workload w = request_.fit.workload;
-    w.gpus = count;
-    if (w.method == Method::kFullFineTune && (count > 1 || w.offload_params)) w.zero_stage = 3;
-    GPUHUB_ASSIGN_OR_RETURN(sizing::MemoryEstimate e,
-                            sizing::EstimateMemory(request_.fit.model, w));
+    GPUHUB_ASSIGN_OR_RETURN(
+        sizing::MemoryEstimate e,
+        sizing::EstimateMemory(request_.fit.model, OnCards(request_.fit.workload, count)));
     auto shared = std::make_shared<const sizing::MemoryEstimate>(std::move(e));
     estimates_.emplace(count, shared);
     return shared;

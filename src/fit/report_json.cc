@@ -82,6 +82,7 @@ Json WorkloadJson(const sizing::Workload& w, const sizing::MemoryEstimate& e) {
   j["profile"] = sizing::ProfileName(e.profile);
   if (e.profile == sizing::Profile::kDetailed && w.method == Method::kInference) {
     j["prefill_chunk"] = w.prefill_chunk_tokens;  // 0: the whole prompt in one pass
+    j["old_transformers"] = w.old_transformers;
   }
   if (e.profile == sizing::Profile::kDetailed && w.method != Method::kInference) {
     j["optimizer"] = sizing::OptimizerName(w.optimizer);
@@ -96,7 +97,9 @@ Json WorkloadJson(const sizing::Workload& w, const sizing::MemoryEstimate& e) {
     j["flash_attention"] = w.flash_attention;
     j["gradient_checkpointing"] = w.gradient_checkpointing;
     j["offload_activations"] = w.offload_activations;
-    if (w.method == Method::kFullFineTune) j["offload_params"] = w.offload_params;
+    j["offload_params"] = w.offload_params;
+    j["old_transformers"] = w.old_transformers;
+    if (w.method == Method::kFullFineTune) j["optimizer_in_backward"] = w.optimizer_in_backward;
   }
   if (e.profile == sizing::Profile::kDetailed &&
       (w.method == Method::kQlora || w.precision == sizing::Precision::kNf4)) {
@@ -233,6 +236,8 @@ constexpr FieldSpec kFields[] = {
     Flag("chunked_loss", &R::chunked_loss),
     Flag("offload_activations", &R::offload_activations),
     Flag("offload_params", &R::offload_params),
+    Flag("old_transformers", &R::old_transformers),
+    Flag("optimizer_in_backward", &R::optimizer_in_backward),
     Flag("flash_attention", &R::flash_attention),
     Flag("gradient_checkpointing", &R::gradient_checkpointing),
     Flag("double_quant", &R::double_quant),

@@ -108,7 +108,11 @@ std::string DescribeJob(const sizing::ModelShape& model, const sizing::Workload&
   if (w.gpus > 1) {
     out += ", " + Plural(w.gpus, "GPU");
     if (w.method == Method::kFullFineTune) out += " (ZeRO-" + std::to_string(w.zero_stage) + ")";
+    if (w.method != Method::kFullFineTune && w.method != Method::kInference) {
+      out += w.zero_stage == 3 ? " (FSDP: base sharded)" : " (layers split)";
+    }
   }
+  if (w.offload_params) out += ", parameters offloaded to host memory";
   return out;
 }
 

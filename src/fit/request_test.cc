@@ -146,6 +146,19 @@ TEST(Request, BadSizeInputSaysWhatToFix) {
               f.profile = "detailed";
             }),
        StatusCode::kInvalidArgument, "--fused-kernels applies to training, not inference"},
+      {"optimizer in backward for lora",
+       with(Fields("7b", "lora"),
+            [](RequestFields& f) {
+              f.optimizer_in_backward = true;
+              f.profile = "detailed";
+            }),
+       StatusCode::kInvalidArgument,
+       "--optimizer-in-backward applies to full fine-tuning, not LoRA"},
+      {"old transformers on a preset",
+       with(infer, [](RequestFields& f) { f.old_transformers = true; }),
+       StatusCode::kInvalidArgument,
+       "--old-transformers is part of the detailed profile; the guide's published rules (the "
+       "default for presets) ignore it: add --profile detailed"},
       {"bad optimizer", with(Fields("7b", "full"), [](RequestFields& f) { f.optimizer = "lion"; }),
        StatusCode::kInvalidArgument,
        "unknown optimizer 'lion' (expected adamw, adam8bit, sgd or adafactor)"},
@@ -156,7 +169,7 @@ TEST(Request, BadSizeInputSaysWhatToFix) {
               f.profile = "detailed";
             }),
        StatusCode::kInvalidArgument,
-       "parameter offload needs full fine-tuning with ZeRO stage 3 (or FSDP)"},
+       "parameter offload needs training with ZeRO stage 3 / FSDP (--zero 3)"},
       {"zero 4", with(Fields("7b", "full"), [](RequestFields& f) { f.zero = 4; }),
        StatusCode::kInvalidArgument, "--zero must be between 0 and 3 (ZeRO stage), got 4"},
       {"offload for qlora",
@@ -219,6 +232,25 @@ TEST(Request, DetailedProfileSettings) {
   auto pr = ResolveSizeRequest(p, Cli());
   ASSERT_TRUE(pr.ok()) << pr.status().ToString();
   EXPECT_TRUE(pr->workload.offload_params);
+  // LoRA/QLoRA with FSDP CPU offload, the older transformers' logits, the step in backward.
+  RequestFields q = Fields("7b", "qlora");
+  q.profile = "detailed";
+  q.offload_params = true;
+  q.zero = 3;
+  q.gpus = 2;
+  q.old_transformers = true;
+  q.lora_targets = "mlp";
+  auto qr = ResolveSizeRequest(q, Cli());
+  ASSERT_TRUE(qr.ok()) << qr.status().ToString();
+  EXPECT_TRUE(qr->workload.offload_params);
+  EXPECT_TRUE(qr->workload.old_transformers);
+  EXPECT_EQ(qr->workload.lora_targets, sizing::LoraTargets::kMlp);
+  RequestFields o = Fields("7b", "full");
+  o.profile = "detailed";
+  o.optimizer_in_backward = true;
+  auto orr = ResolveSizeRequest(o, Cli());
+  ASSERT_TRUE(orr.ok()) << orr.status().ToString();
+  EXPECT_TRUE(orr->workload.optimizer_in_backward);
   RequestFields g = Fields("7b", "full");
   g.offload_optimizer = true;  // the guide models optimizer offload for full fine-tuning
   EXPECT_TRUE(ResolveSizeRequest(g, Cli()).ok());

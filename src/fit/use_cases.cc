@@ -168,10 +168,8 @@ class Builder {
  private:
   // Does `m` fit `count` cards of `card` for workload `w`? (fit's rules: ZeRO-3 for full
   // fine-tuning across cards, layers split otherwise.)
-  bool Fits(const Card& card, const sizing::ModelShape& m, sizing::Workload w, int count) {
-    w.gpus = count;
-    if (w.method == Method::kFullFineTune && count > 1) w.zero_stage = 3;
-    auto e = sizing::EstimateMemory(m, w);
+  bool Fits(const Card& card, const sizing::ModelShape& m, const sizing::Workload& w, int count) {
+    auto e = sizing::EstimateMemory(m, OnCards(w, count));
     return e.ok() && e->card_bytes() <= card.vram_gb * sizing::kBytesPerGb;
   }
 

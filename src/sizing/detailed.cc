@@ -94,6 +94,9 @@ bool Targeted(const LinearModule& l, LoraTargets targets) {
              n == "kv_b_proj";
     case LoraTargets::kAttention:
       return l.kind == LinearKind::kAttention;
+    case LoraTargets::kMlp:
+      return l.kind == LinearKind::kMlp || l.kind == LinearKind::kExpert ||
+             l.kind == LinearKind::kSharedExpert;
     case LoraTargets::kAllLinear:
       return true;
   }
@@ -267,6 +270,22 @@ double AdafactorBytes(const ModelShape& m, double lora_rank, LoraTargets targets
   return bytes;
 }
 
+// Transformers before 4.45 gave every attention layer its own rotary embedding with cos and sin
+// caches for max_position_embeddings positions, in the model's dtype (bf16): 2 x positions x
+// head_dim x 2 B per layer, on the GPU that holds the layer.
+void AddRotaryCaches(const ModelShape& m, const Workload& w, int layer_split, MemoryEstimate& e) {
+  if (!w.old_transformers || m.max_context <= 0 || m.head_dim <= 0) return;
+  const double per_layer = 2.0 * static_cast<double>(m.max_context) * m.head_dim * 2;
+  const double bytes = per_layer * m.layers / std::max(1, layer_split);
+  e.components.push_back(
+      {"rotary_caches", bytes,
+       std::to_string(m.layers) + " layers x cos + sin x " + std::to_string(m.max_context) +
+           " positions (max_position_embeddings) x head_dim " + std::to_string(m.head_dim) +
+           " x 2 B (each layer's rotary cache, transformers before 4.45)" +
+           (layer_split > 1 ? " / " + std::to_string(layer_split) + " GPUs" : "") + " = " +
+           Gb(bytes)});
+}
+
 }  // namespace
 
 ModelShape WithLlamaInventory(const ModelShape& model) { return WithInventory(model); }
@@ -426,16 +445,31 @@ Result<MemoryEstimate> DetailedEstimate(const ModelShape& model_in, const Worklo
                          static_cast<double>(w.prefill_chunk_tokens) < prompt_tokens;
     const double tokens = chunked ? static_cast<double>(w.prefill_chunk_tokens) : prompt_tokens;
     double per_token = 4 * x.h + 2 * (x.q + x.k + x.v) + 2 * x.q + 6 * x.mlp;
-    double logits = static_cast<double>(w.batch) * m.vocab * 4;
-    double prefill = tokens * per_token + logits;
-    e.components.push_back({"prefill_activations", prefill,
-                            FormatFixed(tokens, 0) +
-                                (chunked ? " prompt tokens per prefill chunk x "
-                                         : " prompt tokens in one forward pass (context x batch) x ") +
-                                FormatFixed(per_token, 0) +
-                                " B per token for one layer's working set + batch x vocab x 4 B "
-                                "logits = " +
-                                Gb(prefill)});
+    const std::string working_text =
+        FormatFixed(tokens, 0) +
+        (chunked ? " prompt tokens per prefill chunk x "
+                 : " prompt tokens in one forward pass (context x batch) x ") +
+        FormatFixed(per_token, 0) + " B per token for one layer's working set";
+    double prefill = 0;
+    std::string prefill_text;
+    if (w.old_transformers) {
+      // Transformers before 4.45: lm_head runs on every prompt position and the forward upcasts
+      // the result, so the bf16 logits and their fp32 copy are alive together once the layers'
+      // working set is gone: the prefill peaks at the larger of the two.
+      const double all_logits = tokens * m.vocab * 6;
+      prefill = std::max(tokens * per_token, all_logits);
+      prefill_text = "the larger of " + working_text + " (" + Gb(tokens * per_token) +
+                     ") and the logits of every position of the step: " + FormatFixed(tokens, 0) +
+                     " tokens x vocab " + std::to_string(m.vocab) +
+                     " x 6 B (bf16 + the fp32 upcast, transformers before 4.45) (" +
+                     Gb(all_logits) + ") = " + Gb(prefill);
+    } else {
+      double logits = static_cast<double>(w.batch) * m.vocab * 4;
+      prefill = tokens * per_token + logits;
+      prefill_text = working_text + " + batch x vocab x 4 B logits = " + Gb(prefill);
+    }
+    e.components.push_back({"prefill_activations", prefill, prefill_text});
+    AddRotaryCaches(m, w, gpus, e);
     transient += prefill;
     e.decode_weight_bytes =
         from_checkpoint ? m.checkpoint->bytes * (m.active_params / std::max(1.0, m.total_params))
@@ -452,7 +486,8 @@ Result<MemoryEstimate> DetailedEstimate(const ModelShape& model_in, const Worklo
     // LoRA/QLoRA across GPUs: layers split (stage 0: each card holds its layers and their
     // activations) or FSDP (stage 3: the frozen base sharded, every card runs its own batch).
     // Full fine-tuning: data parallel with ZeRO sharding.
-    const bool fsdp = !full && w.zero_stage == 3 && gpus > 1;
+    // FSDP on one GPU only matters with parameter offload (nothing to shard otherwise).
+    const bool fsdp = !full && w.zero_stage == 3 && (gpus > 1 || w.offload_params);
     const int split = full || fsdp ? 1 : gpus;
     const int shard = full ? 1 : gpus;
     if (full) {
@@ -483,6 +518,17 @@ Result<MemoryEstimate> DetailedEstimate(const ModelShape& model_in, const Worklo
         optimizer_host += m.total_params * 4;
         gc.formula += " -> offloaded to host memory (the optimizer steps on the CPU)";
         gc.bytes = 0;
+      } else if (w.optimizer_in_backward) {
+        // The optimizer steps each parameter as soon as its gradient is ready (a post-accumulate
+        // hook) and frees that gradient: only the largest single parameter's gradient is ever
+        // alive, the lm_head's (or the tied embedding's).
+        const double head = (m.lm_head_params > 0 ? m.lm_head_params : m.embedding_params) * wb;
+        gc.bytes = head / shard_g;
+        gc.formula = "optimizer step fused into backward: each gradient is freed once its "
+                     "parameter is stepped, so at most the largest one is alive: lm_head " +
+                     Num(head / wb) + " params x " + B(wb) +
+                     (shard_g > 1 ? " / " + std::to_string(shard_g) + " GPUs" : "") + " = " +
+                     Gb(gc.bytes);
       }
       gradients_index = e.components.size();
       e.components.push_back(gc);
@@ -574,19 +620,53 @@ Result<MemoryEstimate> DetailedEstimate(const ModelShape& model_in, const Worklo
                                        " weights + " + B(ab) + " " + adt + " grads) + " +
                                        opt.formula,
                                    shard));
+      if (w.offload_params) {
+        // FSDP CPUOffload(offload_params=True): every parameter shard, the adapters' gradients
+        // and the optimizer step live in host memory; a unit's parameters come to the GPU only
+        // while it runs (below).
+        for (Component& c : e.components) {
+          if (c.name != "base_weights" && c.name != "quantization_constants" &&
+              c.name != "frozen_unquantized" && c.name != "lora_adapters") {
+            continue;
+          }
+          e.host_bytes += c.bytes * gpus;
+          c.formula += " -> offloaded to host memory (FSDP CPU offload)";
+          c.bytes = 0;
+        }
+      }
       if (fsdp) {
-        double layer_params =
+        // FSDP all-gathers the unit about to run and prefetches the next one: two decoder layers
+        // in the middle of the passes; at the start of the backward (where the activations and
+        // the loss peak) the lm_head's unit, in use for the loss's backward, and the last layer
+        // being prefetched. Each gathered unit costs its full size beyond the shard already
+        // counted (all of it when the shards live in host memory).
+        const double layer_params =
             (m.total_params - m.embedding_params - m.lm_head_params) / std::max(1, m.layers);
-        double gathered = 2 * layer_params * (qlora ? 0.5 : WeightBytesPerParam(w.precision));
-        e.components.push_back({"fsdp_gathered_params", gathered,
-                                "2 layers (current + prefetched) x " + Num(layer_params) +
-                                    " params gathered from the shards = " + Gb(gathered)});
+        const double layer_bytes = qlora ? 0.5 : WeightBytesPerParam(w.precision);
+        const double head_params = m.lm_head_params > 0 ? m.lm_head_params : m.embedding_params;
+        const double head_bytes = qlora ? (w.pure_bf16 ? 2 : 4) : WeightBytesPerParam(w.precision);
+        const double beyond_shard = w.offload_params ? 1.0 : 1.0 - 1.0 / gpus;
+        const double two_layers = 2 * layer_params * layer_bytes;
+        const double head_and_layer =
+            head_params * head_bytes * beyond_shard + layer_params * layer_bytes;
+        const double gathered = std::max(two_layers, head_and_layer);
+        e.components.push_back(
+            {"fsdp_gathered_params", gathered,
+             "the larger of 2 decoder layers (current + prefetched: 2 x " + Num(layer_params) +
+                 " params x " + B(layer_bytes) + " = " + Gb(two_layers) +
+                 ") and, at the start of backward, the lm_head (" + Num(head_params) +
+                 " params x " + B(head_bytes) +
+                 (w.offload_params ? ", from host memory"
+                                   : " x (1 - 1/" + std::to_string(gpus) + ") beyond its shard") +
+                 ") + the last layer prefetched (" + Gb(head_and_layer) + ") = " + Gb(gathered)});
       }
       if (w.offload_optimizer) {
         e.notes.push_back(
             "optimizer offload has little to move for LoRA: adapter state stays on GPU");
       }
     }
+
+    AddRotaryCaches(m, w, split, e);
 
     // Activations (Korthikanti et al. 2022, adapted to Llama-style blocks).
     double per_layer_token = ActivationBytesPerTokenPerLayer(m, w);
@@ -640,7 +720,8 @@ Result<MemoryEstimate> DetailedEstimate(const ModelShape& model_in, const Worklo
 
     // Logits and loss: bf16 logits (fp32 for QLoRA's fp32 lm_head), the fp32 upcast and
     // log-softmax kept for backward, and their gradients at the start of backward.
-    double logit_bytes = w.method == Method::kQlora && !w.pure_bf16 ? 4 : 2;
+    // Older transformers upcast the logits inside the model's forward (old_transformers).
+    double logit_bytes = (w.method == Method::kQlora && !w.pure_bf16) || w.old_transformers ? 4 : 2;
     // Chunked: only one chunk's fp32 work at a time (fused kernels do it without the fp32 copy).
     double per = w.chunked_loss ? logit_bytes + (w.fused_kernels ? 4.0 : 12.0) / kLossChunks
                                 : logit_bytes + 12;
@@ -669,6 +750,7 @@ Result<MemoryEstimate> DetailedEstimate(const ModelShape& model_in, const Worklo
     // With gradient accumulation they stay allocated through the next micro-batches' forward and
     // backward, so they count in full.
     if (gradients_index && gpus == 1 && w.gradient_accumulation_steps == 1 &&
+        !w.optimizer_in_backward &&
         e.components[*gradients_index].bytes > 0) {
       Component& gc = e.components[*gradients_index];
       const double wb = w.precision == Precision::kFp32 ? 4 : 2;

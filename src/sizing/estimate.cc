@@ -47,9 +47,10 @@ std::string_view ProfileName(Profile profile) {
 Result<LoraTargets> ParseLoraTargets(std::string_view text) {
   if (text == "qv" || text == "q,v") return LoraTargets::kQv;
   if (text == "attn" || text == "attention") return LoraTargets::kAttention;
+  if (text == "mlp") return LoraTargets::kMlp;
   if (text == "all-linear" || text == "all_linear" || text == "all") return LoraTargets::kAllLinear;
   return Status::InvalidArgument("unknown LoRA targets '" + std::string(text.substr(0, 40)) +
-                                 "' (expected qv, attn or all-linear)");
+                                 "' (expected qv, attn, mlp or all-linear)");
 }
 
 std::string_view LoraTargetsName(LoraTargets targets) {
@@ -58,6 +59,8 @@ std::string_view LoraTargetsName(LoraTargets targets) {
       return "qv";
     case LoraTargets::kAttention:
       return "attn";
+    case LoraTargets::kMlp:
+      return "mlp";
     case LoraTargets::kAllLinear:
       return "all-linear";
   }
@@ -158,8 +161,16 @@ Status ValidateWorkload(const Workload& w) {
   if (w.offload_activations && w.method == Method::kInference) {
     return bad("activation offload applies to training only");
   }
-  if (w.offload_params && (w.method != Method::kFullFineTune || w.zero_stage != 3)) {
-    return bad("parameter offload needs full fine-tuning with ZeRO stage 3 (or FSDP)");
+  if (w.offload_params && (w.method == Method::kInference || w.zero_stage != 3)) {
+    return bad("parameter offload needs training with ZeRO stage 3 / FSDP (--zero 3)")
+        .WithField("offload_params");
+  }
+  if (w.optimizer_in_backward &&
+      (w.method != Method::kFullFineTune || w.gradient_accumulation_steps != 1 ||
+       w.offload_optimizer)) {
+    return bad("the optimizer step fused into backward needs full fine-tuning with one "
+               "micro-batch per step (--grad-accum 1) and the optimizer on the GPU")
+        .WithField("optimizer_in_backward");
   }
   if (w.method == Method::kLora &&
       (w.precision == Precision::kInt4 || w.precision == Precision::kNf4)) {

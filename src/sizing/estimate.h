@@ -38,9 +38,10 @@ std::string_view OptimizerName(Optimizer optimizer);
 // Which linear layers get LoRA adapters (detailed profile).
 //  - qv: the query and value projections (PEFT's default for Llama-style models);
 //  - attn: every attention projection (q, k, v, o; MLA's low-rank projections);
+//  - mlp: the MLP projections (gate, up, down; experts and shared experts included);
 //  - all-linear: attention and MLP projections, experts included (not the router, not lm_head).
-enum class LoraTargets { kQv, kAttention, kAllLinear };
-Result<LoraTargets> ParseLoraTargets(std::string_view text);  // "qv", "attn", "all-linear"
+enum class LoraTargets { kQv, kAttention, kMlp, kAllLinear };
+Result<LoraTargets> ParseLoraTargets(std::string_view text);  // "qv", "attn", "mlp", "all-linear"
 std::string_view LoraTargetsName(LoraTargets targets);
 
 // How the model is spread over several GPUs.
@@ -78,7 +79,20 @@ struct Workload {
   bool chunked_loss = false;           // cross-entropy in chunks (torchtune, lit-gpt, Liger):
                                        // no full fp32 copy of the logits
   bool double_quant = true;            // QLoRA: the NF4 absmax constants are quantized too
-  bool offload_params = false;         // ZeRO-3 / FSDP: parameters live in host memory
+  // ZeRO-3 / FSDP CPU offload: parameters live in host memory (full fine-tuning: ZeRO-Infinity or
+  // FSDP; LoRA/QLoRA: FSDP offloads the frozen base and the adapters, the optimizer steps on the
+  // CPU). Needs zero_stage 3.
+  bool offload_params = false;
+  // Hugging Face transformers before 4.45 (the releases of 2024 up to August): the model's
+  // forward upcasts the logits of every position to fp32 (training: 4 B kept instead of 2;
+  // inference: the prefill step's logits for every position, bf16 + the fp32 copy, 6 B each,
+  // instead of the last position's), and each attention layer keeps rotary cos/sin caches for
+  // max_position_embeddings positions.
+  bool old_transformers = false;
+  // The optimizer steps each parameter inside the backward pass as soon as its gradient is ready
+  // and frees the gradient (torchtune's optimizer_in_bwd, LOMO): only the largest gradient is
+  // alive. Full fine-tuning, one micro-batch per step, no optimizer offload.
+  bool optimizer_in_backward = false;
   // Everything in the compute dtype (torchtune, LitGPT "bf16-true"): no fp32 master weights,
   // optimizer states and adapters in bf16, QLoRA's unquantized parameters in bf16. Off: mixed
   // precision as Hugging Face/DeepSpeed run it (fp32 master copy, fp32 adapters and optimizer

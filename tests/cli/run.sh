@@ -108,6 +108,24 @@ expect_ok "size --prefill-chunk: a serving engine's chunk caps the prefill worki
   "j['workload']['prefill_chunk'] == 8192 and [c for c in j['components'] if c['name'] == 'prefill_activations'][0]['formula'].startswith('8192 prompt tokens per prefill chunk')" \
   size --model meta-llama/Llama-3.1-8B --workload infer --context 131072 --prefill-chunk 8192 --json
 
+expect_ok "size --old-transformers: Qwen2-0.5B's 30,720-token prompt upcasts every logit (x 151,936 x 6 B)" \
+  "j['workload']['old_transformers'] and [c for c in j['components'] if c['name'] == 'prefill_activations'][0]['bytes'] == 30720 * 151936 * 6 and any(c['name'] == 'rotary_caches' for c in j['components'])" \
+  size --model Qwen/Qwen2.5-0.5B --workload infer --context 32768 --prefill-chunk 30720 --old-transformers --json
+expect_ok "size QLoRA with FSDP CPU offload: the nf4 base lives in host memory" \
+  "j['workload']['offload_params'] and [c for c in j['components'] if c['name'] == 'base_weights'][0]['bytes'] == 0 and j['host_gb'] > 3" \
+  size --model meta-llama/Llama-2-7b-hf --workload qlora --gpus 2 --zero 3 --offload-params --json
+expect_ok "size --optimizer-in-backward: only the lm_head's gradient is alive (128,256 x 3,072 x 2 B)" \
+  "j['workload']['optimizer_in_backward'] and [c for c in j['components'] if c['name'] == 'gradients'][0]['bytes'] == 128256 * 3072 * 2" \
+  size --model meta-llama/Llama-3.2-3B --workload full --pure-bf16 --optimizer-in-backward --json
+expect_ok "size --lora-targets mlp: r x (in + out) on gate, up and down" \
+  "j['workload']['lora_targets'] == 'mlp'" \
+  size --model meta-llama/Llama-3.2-3B --workload lora --lora-targets mlp --json
+expect_bad "--optimizer-in-backward is for full fine-tuning" \
+  "--optimizer-in-backward applies to full fine-tuning, not LoRA" \
+  size --model meta-llama/Llama-3.2-3B --workload lora --optimizer-in-backward
+expect_bad "--offload-params needs FSDP" "parameter offload needs training with ZeRO stage 3 / FSDP (--zero 3)" \
+  size --model meta-llama/Llama-2-7b-hf --workload lora --gpus 2 --offload-params
+
 # --- fit: the worked examples of spec §6 --------------------------------------------------------
 expect_ok "fit 7b bf16 -> one RTX A5000, \$190/month" \
   "j['best']['gpu'] == 'RTX A5000' and j['best']['count'] == 1 and j['best']['monthly_usd'] == 190 and abs(j['required_gb'] - 17.07) < 0.005 and j['best']['tight'] is False" \

@@ -27,8 +27,11 @@ const ADVANCED = [
   'chunked_loss',
   'fused_kernels',
   'offload_optimizer',
+  'optimizer_in_backward',
+  'old_transformers',
 ];
-const TRAINING_SWITCHES = ADVANCED.filter((n) => n !== 'prefill_chunk' && n !== 'lora_targets');
+const TRAINING_SWITCHES = ADVANCED.filter((n) => n !== 'prefill_chunk' && n !== 'lora_targets' && n !== 'optimizer_in_backward');
+const INFERENCE_SWITCHES = ['prefill_chunk', 'old_transformers'];
 
 // The bodies of the page's POST /v1/size requests, in order.
 function recordSizeBodies(page) {
@@ -83,6 +86,7 @@ test('the calculator: detailed switches for a real model change the answer, live
     assert.equal(await page.locator('#adv-hint').isVisible(), false);
     for (const name of [...TRAINING_SWITCHES, 'lora_targets']) assert.equal(await visible(page, name), true, `${name} shown for LoRA`);
     assert.equal(await visible(page, 'prefill_chunk'), false, 'prefill_chunk is for inference');
+    assert.equal(await visible(page, 'optimizer_in_backward'), false, 'the step in backward is for full fine-tuning');
     assert.equal(await page.locator('#adv-count').innerText(), '');
     for (const name of ADVANCED) assert.doesNotMatch(page.url(), new RegExp(`[?&]${name}=`));
 
@@ -120,6 +124,7 @@ test('the calculator: detailed switches for a real model change the answer, live
     const fullBody = { model: MODEL, workload: 'full', precision: 'bf16', seq: 2048, batch: 1, explain: true };
     const full = await expectResult(page, bodies, fullBody);
     assert.equal(await visible(page, 'lora_targets'), false, 'no adapters in a full fine-tune');
+    assert.equal(await visible(page, 'optimizer_in_backward'), true);
     assert.doesNotMatch(page.url(), /gradient_checkpointing/);
     await page.fill('#grad_accum', '4');
     const accum = await expectResult(page, bodies, { ...fullBody, grad_accum: 4 });
@@ -157,10 +162,20 @@ test('the calculator: detailed switches for a real model change the answer, live
     await page.selectOption('#workload', 'infer');
     const inferBody = { model: MODEL, workload: 'infer', precision: 'bf16', kv_precision: 'fp16', context: 8192, batch: 1, explain: true };
     await expectResult(page, bodies, inferBody);
-    for (const name of ADVANCED) assert.equal(await visible(page, name), name === 'prefill_chunk', `${name} for inference`);
+    for (const name of ADVANCED) assert.equal(await visible(page, name), INFERENCE_SWITCHES.includes(name), `${name} for inference`);
     await page.fill('#prefill_chunk', '512');
     const chunked = await expectResult(page, bodies, { ...inferBody, prefill_chunk: 512 });
     assert.ok(gb(chunked, 'prefill_activations') > 0);
+    // Transformers before 4.45: every position of the 512-token step gets bf16 + fp32 logits
+    // (512 x 128,256 x 6 B) and each layer its rotary tables.
+    await page.check('#old_transformers');
+    const old = await expectResult(page, bodies, { ...inferBody, prefill_chunk: 512, old_transformers: true });
+    assert.ok(gb(old, 'prefill_activations') > gb(chunked, 'prefill_activations'));
+    assert.ok(gb(old, 'rotary_caches') > 0);
+    assert.match(page.url(), /[?&]old_transformers=1(&|$)/);
+    assert.match(await page.locator('#results').innerText(), /transformers before 4\.45/);
+    await page.uncheck('#old_transformers');
+    await expectResult(page, bodies, { ...inferBody, prefill_chunk: 512 });
     await page.fill('#prefill_chunk', '0');
     await page.waitForFunction(() => document.querySelector('#err-prefill_chunk')?.textContent.length > 0);
     const refused = await fetch(env.server.url + '/v1/size', {

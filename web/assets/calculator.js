@@ -39,6 +39,8 @@ const ADVANCED = {
   chunked_loss: { workloads: TRAINING, def: false, describe: () => 'chunked loss' },
   fused_kernels: { workloads: TRAINING, def: false, describe: () => 'fused kernels' },
   offload_optimizer: { workloads: TRAINING, def: false, describe: () => 'optimizer offloaded' },
+  optimizer_in_backward: { workloads: ['full'], def: false, describe: () => 'optimizer step in backward' },
+  old_transformers: { workloads: ['infer', ...TRAINING], def: false, describe: () => 'transformers before 4.45' },
 };
 const MAX_URL_CONFIG_CHARS = 6000;
 const TOP = 8;
