@@ -90,6 +90,7 @@ test('the plan section: a training job from the URL, more epochs, serving, a ref
     assert.match(await page.locator('#err-plan-utilisation').innerText(), /fraction of the published peak/);
     assert.equal(await page.locator('#plan-utilisation').getAttribute('aria-invalid'), 'true');
     await page.fill('#plan-utilisation', '0.3');
+    await page.locator('#plan-utilisation').press('Enter');
     const given = await expectPlan(page, bodies, (b) => assert.equal(b.utilisation, '0.3'));
     assert.equal(given.assumptions.utilisation, 0.3);
 
