@@ -15,6 +15,7 @@ const PAGES = [
   { name: 'market', path: '/market/?gpu=H100%20SXM', ready: '#depth svg', check: checkMarket },
   { name: 'account', path: '/account/', ready: '#signed-out:not([hidden])', check: checkAccount },
   { name: 'sell', path: '/sell/', ready: '#sell-signed-out:not([hidden])', check: checkSell },
+  { name: 'rent', path: '/rent/?gpu=H100%20SXM&count=8&term=month', ready: '[data-testid="quote-total"]', check: checkRent },
   { name: 'use-training', path: '/use/training/', ready: '#fit-cards .use-card', check: checkUse('training') },
   { name: 'use-fine-tuning', path: '/use/fine-tuning/', ready: '#fit-cards .use-card', check: checkUse('fine-tuning') },
   { name: 'use-inference', path: '/use/inference/', ready: '#fit-cards .use-card', check: checkUse('inference') },
@@ -43,6 +44,8 @@ async function checkCatalog(page) {
   assert.match(text, /\$475\.00/, 'weekly price');
   assert.match(text, /\$2\.35/, 'hourly price (1690 / 720)');
   assert.match(text, /from \$2\.880\/h/, 'live best offer of the exchange (the opening ask)');
+  assert.match(text, /63 free now/, 'live stock: the demo fleet starts at the published free-now figure');
+  assert.equal(await h100.locator('a.rent').getAttribute('href'), '/rent/?gpu=H100%20SXM');
   // Filters: FP8 only and 80 GB or more: MI300X, B200, H200 SXM, H100 SXM, H100 PCIe.
   await page.check('#f-fp8');
   await page.selectOption('#f-vram', '80');
@@ -89,6 +92,15 @@ async function checkMarket(page) {
 async function checkAccount(page) {
   assert.equal(await page.locator('#login-form').isVisible(), true);
   assert.equal(await page.locator('#signup-form').isVisible(), true);
+}
+
+async function checkRent(page) {
+  // The seed's figure, and what a visitor without an account is told.
+  assert.equal(await page.locator('[data-testid="quote-total"]').innerText(), '$12,168.00');
+  assert.match(await page.locator('#quote').innerText(), /10% at 8 cards/);
+  assert.equal(await page.locator('#rent-signin').isVisible(), true);
+  assert.equal(await page.locator('#rent-submit').isDisabled(), true);
+  assert.equal(await page.locator('#rent-count option').count(), 4, '1, 2, 4 or 8 cards');
 }
 
 async function checkSell(page) {

@@ -3,6 +3,7 @@
 import { api, currentSession, logIn, logOut, newIdempotencyKey, RequestKey } from './api.js';
 import { h, $, replace, table, showFormError, clearFormErrors, setBusy, errorBox, empty } from './dom.js';
 import { money, timestamp } from './format.js';
+import { startRentals } from './rentals.js';
 
 const POLL_MS = 3000;
 const OPEN_INVOICE = new Set(['new', 'processing']);
@@ -45,6 +46,7 @@ async function onLogin(e) {
   try {
     const session = await logIn(username, password);
     form.reset();
+    if (goNext()) return;
     await showAccount(session);
   } catch (err) {
     // A wrong username or password is one answer for both (the API does not say which).
@@ -69,6 +71,7 @@ async function onSignup(e) {
     await api('POST', '/v1/accounts', { username, password, roles }, { idempotencyKey: newIdempotencyKey() });
     const session = await logIn(username, password);
     form.reset();
+    if (goNext()) return;
     await showAccount(session, `Welcome, ${session.user.username}! Your account is ready: top up a wallet to rent GPUs.`);
   } catch (err) {
     showFormError(form, err);
@@ -93,7 +96,23 @@ async function showAccount(session, welcome) {
   );
   if (welcome) $('#roles').prepend(h('span', { class: 'badge badge-good' }, 'Account created'), ' ');
   document.title = `${session.user.username} — gpuhub`;
-  await Promise.all([loadWallets(), loadTopups(), loadTransfers(true)]);
+  await Promise.all([
+    loadWallets(),
+    loadTopups(),
+    loadTransfers(true),
+    startRentals(() => Promise.all([loadWallets(), loadTransfers(true)])),
+  ]);
+}
+
+// After signing in from a page that sent the visitor here (/account/?next=/rent/?gpu=...): back
+// there. Only a path of this site, never another origin.
+function goNext() {
+  const next = new URLSearchParams(location.search).get('next');
+  if (next && next.startsWith('/') && !next.startsWith('//') && !next.includes('\\')) {
+    location.assign(next);
+    return true;
+  }
+  return false;
 }
 
 async function loadWallets() {

@@ -6,12 +6,14 @@
 // code, message and, where the API names one, the request field it concerns.
 
 export class ApiError extends Error {
-  constructor(status, code, message, field) {
+  constructor(status, code, message, field, details) {
     super(message);
     this.name = 'ApiError';
     this.status = status;
     this.code = code;
     this.field = field || null;
+    // The whole error object of the answer: some errors carry more (a 402's shortfall and top-up).
+    this.details = details || {};
   }
 }
 
@@ -49,7 +51,7 @@ export async function api(method, path, body, { idempotencyKey } = {}) {
     const err = data && data.error ? data.error : {};
     const message = err.message || `The server answered ${response.status} ${response.statusText}.`;
     if (response.status === 401 && path !== '/v1/sessions') forgetSession();
-    throw new ApiError(response.status, err.code || 'http_' + response.status, message, err.field);
+    throw new ApiError(response.status, err.code || 'http_' + response.status, message, err.field, err);
   }
   return data;
 }

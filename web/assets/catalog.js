@@ -1,5 +1,6 @@
-// Home: the term fleet as cards (specs, monthly/weekly/hourly, stock, live spot offer) with
-// filters and sorting kept in the URL, and the spot-exchange cards with their live best offers.
+// Home: the term fleet as cards (specs, monthly/weekly/hourly, live stock per region, live spot
+// offer, a Rent action) with filters and sorting kept in the URL, and the spot-exchange cards with
+// their live best offers.
 import { api } from './api.js';
 import { h, replace, $, errorBox, table } from './dom.js';
 import { usd, decimal, integer } from './format.js';
@@ -9,6 +10,20 @@ const form = $('#filters');
 const list = $('#term-list');
 let catalog = null;
 let markets = new Map();
+let stock = null;  // GET /v1/stock by card name: live free cards per region; null when it failed
+
+// Free cards now: live from the fleet's nodes, else the catalog's published figure.
+function freeNow(card) {
+  const live = stock && stock.get(card.name);
+  return live ? live.regions.reduce((a, r) => a + r.cards_free, 0) : card.free_now;
+}
+
+function stockLine(card) {
+  const live = stock && stock.get(card.name);
+  if (!live) return null;
+  const parts = live.regions.filter((r) => r.nodes > 0).map((r) => `${r.region} ${integer(r.cards_free)}`);
+  return [h('dt', null, 'Free now'), h('dd', { class: 'stock', 'data-testid': 'stock-' + slug(card.name) }, parts.length ? parts.join(' · ') : 'none')];
+}
 
 function words(s) {
   return String(s || '').replace(/-/g, ' ');
@@ -64,8 +79,9 @@ function gpuCard(card) {
         h('a', { href: '/market/?gpu=' + encodeURIComponent(spotName) }, 'Market →')
       )
     : h('div', { class: 'live-offer' }, h('span', { class: 'muted' }, 'Term rental only'));
-  const stock = card.free_now > 0
-    ? h('span', { class: 'badge badge-good' }, `${integer(card.free_now)} free now`)
+  const free = freeNow(card);
+  const stockBadge = free > 0
+    ? h('span', { class: 'badge badge-good' }, `${integer(free)} free now`)
     : h('span', { class: 'badge' }, 'On request');
   return h(
     'article',
@@ -82,7 +98,7 @@ function gpuCard(card) {
           { class: 'badges' },
           h('span', { class: 'badge' }, card.stack),
           card.fp8 ? h('span', { class: 'badge badge-accent' }, 'FP8') : null,
-          stock
+          stockBadge
         )
       ),
       h('div', { class: 'vram', 'aria-label': `${decimal(card.vram_gb, 0)} GB of memory` }, decimal(card.vram_gb, 0), h('small', null, ' GB'))
@@ -102,7 +118,8 @@ function gpuCard(card) {
       h('dd', null, countsText(card.counts)),
       h('dt', null, 'Regions'),
       h('dd', null, card.regions.join(', ')),
-      card.local_nvme_tb ? [h('dt', null, 'Local NVMe'), h('dd', null, card.local_nvme_tb + ' TB per card')] : null
+      card.local_nvme_tb ? [h('dt', null, 'Local NVMe'), h('dd', null, card.local_nvme_tb + ' TB per card')] : null,
+      stockLine(card)
     ),
     h(
       'div',
@@ -116,7 +133,13 @@ function gpuCard(card) {
       ),
       h('div', null, h('span', { class: 'label' }, 'Hourly'), h('span', { class: 'value' }, usd(card.exact.hourly_usd)))
     ),
-    spotLine
+    spotLine,
+    h(
+      'div',
+      { class: 'rent-action' },
+      h('a', { class: 'btn btn-small rent', href: '/rent/?gpu=' + encodeURIComponent(card.name), 'aria-label': `Rent ${card.name} by the week or the month` }, 'Rent'),
+      h('span', { class: 'muted small' }, 'by the week or the month')
+    )
   );
 }
 
@@ -137,7 +160,7 @@ function renderTerm() {
   if (f.price) cards = cards.filter((c) => c.monthly_usd <= Number(f.price));
   if (f.region) cards = cards.filter((c) => c.regions.includes(f.region));
   if (f.fp8) cards = cards.filter((c) => c.fp8);
-  if (f.stock) cards = cards.filter((c) => c.free_now > 0);
+  if (f.stock) cards = cards.filter((c) => freeNow(c) > 0);
   cards.sort(SORTS[f.sort] || SORTS.price);
   $('#count').textContent = `${cards.length} of ${catalog.term.length} cards`;
   list.removeAttribute('aria-busy');
@@ -197,7 +220,13 @@ async function main() {
   });
   form.addEventListener('submit', (e) => e.preventDefault());
   try {
-    [catalog, markets] = await Promise.all([api('GET', '/v1/catalog'), loadMarkets()]);
+    let live;
+    [catalog, markets, live] = await Promise.all([
+      api('GET', '/v1/catalog'),
+      loadMarkets(),
+      api('GET', '/v1/stock').catch(() => null),  // the catalog still shows without it
+    ]);
+    stock = live ? new Map(live.stock.map((c) => [c.gpu, c])) : null;
   } catch (e) {
     list.removeAttribute('aria-busy');
     replace(list, errorBox('The catalog could not be loaded: ' + e.message));
@@ -209,7 +238,8 @@ async function main() {
   const d = catalog.multi_card_discounts.map((x) => `${decimal(x.percent, 0)}% at ${x.count}`).join(', ');
   $('#discounts').textContent = `a discount (${d})`;
   $('#term-notes').textContent =
-    '* Weekly price derived from the fleet\'s published weekly/monthly ratio. Free-now counts are fleet-wide across the listed regions.';
+    '* Weekly price derived from the fleet\'s published weekly/monthly ratio. ' +
+    (stock ? 'Free now: live from the fleet\'s nodes, per region.' : 'Free-now counts are the published figures, fleet-wide across the listed regions.');
   renderTerm();
   renderSpot();
 }

@@ -1,13 +1,16 @@
 // A real `gpuhub serve` for a browser test: port 0, a fresh SQLite database in a temporary folder,
 // fast password hashing, a known webhook secret, the demo catalog (opening asks on the exchange)
-// and the manual clock. Stopped (SIGTERM, then SIGKILL) by stop().
-import { spawn } from 'node:child_process';
+// and the manual clock, with an administrator (ADMIN_USERNAME) for the clock. Stopped (SIGTERM,
+// then SIGKILL) by stop().
+import { spawn, spawnSync } from 'node:child_process';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { createHmac, randomBytes } from 'node:crypto';
 
 export const REPO = resolve(new URL('../../..', import.meta.url).pathname);
+export const ADMIN_USERNAME = 'root';
+const ADMIN_PASSWORD = 'e2e admin password';
 
 export async function startServer() {
   const buildDir = process.env.GPUHUB_BUILD_DIR;
@@ -17,9 +20,16 @@ export async function startServer() {
   const secret = 'whsec_' + randomBytes(16).toString('hex');
   const config = join(dir, 'gpuhub.toml');
   writeFileSync(config, '[auth]\nargon2_ops_limit = 1\nargon2_mem_limit_bytes = 8192\n');
+  const db = `sqlite:${join(dir, 'gpuhub.db')}`;
+  // The administrator exists before the server opens the database (it holds the database while it
+  // runs).
+  const passwordFile = join(dir, 'admin-password');
+  writeFileSync(passwordFile, ADMIN_PASSWORD + '\n');
+  const created = spawnSync(bin, ['admin', 'create-user', '--username', ADMIN_USERNAME, '--role', 'admin', '--db', db, '--config', config, '--password-file', passwordFile], { encoding: 'utf8' });
+  if (created.status !== 0) throw new Error('gpuhub admin create-user failed: ' + created.stdout + created.stderr);
   const child = spawn(
     bin,
-    ['serve', '--listen', '127.0.0.1:0', '--db', `sqlite:${join(dir, 'gpuhub.db')}`, '--config', config, '--demo', '--clock', 'manual'],
+    ['serve', '--listen', '127.0.0.1:0', '--db', db, '--config', config, '--demo', '--clock', 'manual'],
     {
       env: { ...process.env, GPUHUB_WEBHOOK_SECRET: secret, GPUHUB_WEB_DIR: join(REPO, 'web'), GPUHUB_DATA_DIR: join(REPO, 'data') },
       stdio: ['ignore', 'pipe', 'pipe'],
@@ -65,6 +75,24 @@ export async function startServer() {
         body,
       });
       return { status: res.status, body: await res.json() };
+    },
+    // Moves the server's manual clock by `seconds` (the time-driven work runs at once); the new
+    // time, as the server writes it.
+    async advanceClock(seconds) {
+      const login = await fetch(url + '/v1/sessions', {
+        method: 'POST',
+        headers: { 'Content-Type': 'application/json' },
+        body: JSON.stringify({ username: ADMIN_USERNAME, password: ADMIN_PASSWORD }),
+      });
+      const { token } = await login.json();
+      const res = await fetch(url + '/v1/admin/clock/advance', {
+        method: 'POST',
+        headers: { 'Content-Type': 'application/json', Authorization: 'Bearer ' + token },
+        body: JSON.stringify({ seconds }),
+      });
+      const body = await res.json();
+      if (res.status !== 200) throw new Error('clock advance: ' + JSON.stringify(body));
+      return body.now;
     },
     async stop() {
       if (child.exitCode === null) {
