@@ -19,8 +19,11 @@ async function tokenOf(name) {
   return (await env.api.call('POST', '/v1/sessions', { username: name, password: PASSWORD })).token;
 }
 
+// Refreshes the account page's rentals and waits until the page shows the new answer.
 async function refreshRentals(page) {
+  const loads = Number(await page.locator('#rentals').getAttribute('data-loads'));
   await page.click('#refresh-rentals');
+  await page.waitForFunction((n) => Number(document.querySelector('#rentals').dataset.loads) > n, loads);
   await waitForData(page);
 }
 

@@ -20,6 +20,7 @@ const NEXT_LABEL = {
 
 let serverNow = null;  // {at: ms of the server's clock, seen: performance.now() when it was read}
 let started = false;
+let loads = 0;  // #rentals' data-loads: how many answers it has shown (tests wait for the next)
 let reload = () => {};
 
 function now() {
@@ -145,6 +146,7 @@ export async function loadRentals() {
     } else {
       replace(slot, data.rentals.map(rentalItem));
     }
+    slot.dataset.loads = String(++loads);
   } catch (err) {
     replace(slot, errorBox('Rentals could not be loaded: ' + err.message));
   }
