@@ -97,11 +97,11 @@ Result<ServiceConfig> ParseServiceConfig(std::string_view toml_text, std::string
       return Status::InvalidArgument(where(node, key.str()) + " must be a table");
   }
   if (const toml::table* s = root["server"].as_table()) {
-    GPUHUB_RETURN_IF_ERROR(
-        known(*s, "server",
-              {"listen", "io_threads", "max_connections", "max_connections_per_address",
-               "max_header_bytes", "max_body_bytes", "read_timeout_seconds",
-               "shutdown_grace_seconds"}));
+    GPUHUB_RETURN_IF_ERROR(known(
+        *s, "server",
+        {"listen", "io_threads", "max_connections", "max_connections_per_address",
+         "max_header_bytes", "max_body_bytes", "header_timeout_seconds", "read_timeout_seconds",
+         "connections_reserved_for_new_addresses", "shutdown_grace_seconds"}));
     std::string listen;
     GPUHUB_RETURN_IF_ERROR(text(*s, "server", "listen", &listen));
     if (!listen.empty()) GPUHUB_RETURN_IF_ERROR(ParseListen(listen, &config.host, &config.port));
@@ -118,7 +118,29 @@ Result<ServiceConfig> ParseServiceConfig(std::string_view toml_text, std::string
     GPUHUB_RETURN_IF_ERROR(
         integer(*s, "server", "max_body_bytes", 1024, 64 << 20, &config.max_body_bytes));
     GPUHUB_RETURN_IF_ERROR(
+        integer(*s, "server", "header_timeout_seconds", 1, 3600, &config.header_timeout_seconds));
+    GPUHUB_RETURN_IF_ERROR(
         integer(*s, "server", "read_timeout_seconds", 1, 3600, &config.read_timeout_seconds));
+    GPUHUB_RETURN_IF_ERROR(integer(*s, "server", "connections_reserved_for_new_addresses", 0,
+                                   999'999, &config.connections_reserved_for_new_addresses));
+    std::int64_t max_connections = config.max_connections > 0
+                                       ? config.max_connections
+                                       : static_cast<std::int64_t>(kMaxConnections);
+    if (config.connections_reserved_for_new_addresses >= max_connections) {
+      return Status::InvalidArgument(
+          std::string(source) +
+          ": server.connections_reserved_for_new_addresses must be below max_connections (" +
+          std::to_string(max_connections) + ")");
+    }
+    // Unset, the header deadline is the shorter of its default and the read timeout.
+    std::int64_t read =
+        config.read_timeout_seconds > 0 ? config.read_timeout_seconds : kReadTimeoutSeconds;
+    if (config.header_timeout_seconds > read) {
+      return Status::InvalidArgument(std::string(source) +
+                                     ": server.header_timeout_seconds must not exceed "
+                                     "read_timeout_seconds (" +
+                                     std::to_string(read) + ")");
+    }
     GPUHUB_RETURN_IF_ERROR(
         integer(*s, "server", "shutdown_grace_seconds", 1, 3600, &config.shutdown_grace_seconds));
   }

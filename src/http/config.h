@@ -7,9 +7,11 @@
 //   io_threads = 2
 //   max_connections = 1024
 //   max_connections_per_address = 256    # 0: no per-address cap (behind a reverse proxy)
+//   connections_reserved_for_new_addresses = 64  # default max_connections / 16 (0 behind a proxy)
 //   max_header_bytes = 16384
 //   max_body_bytes = 1048576
-//   read_timeout_seconds = 15
+//   header_timeout_seconds = 5           # request line + headers (from accept / first byte)
+//   read_timeout_seconds = 15            # the body; idle keep-alive
 //   shutdown_grace_seconds = 20
 //
 //   [auth]
@@ -78,7 +80,10 @@ struct ServiceConfig {
   std::int64_t max_connections_per_address = static_cast<std::int64_t>(kMaxConnectionsPerAddress);
   std::int64_t max_header_bytes = 0;
   std::int64_t max_body_bytes = 0;
+  std::int64_t header_timeout_seconds = 0;
   std::int64_t read_timeout_seconds = 0;
+  // -1: max_connections / kNewAddressReserveDivisor, or 0 without a per-address cap.
+  std::int64_t connections_reserved_for_new_addresses = -1;
   std::int64_t shutdown_grace_seconds = 0;
 
   engine::PasswordHashing hashing;

@@ -51,6 +51,10 @@ TEST(ConfigTest, RejectsTyposAndBadValuesWithFileAndLine) {
       {"[payments]\nwebhook_secret = \"0123456789abcdef0123456789abcde\"\n", "is 31 bytes"},
       {"[server\n", "test.toml:1:"},
       {"[server]\nlisten = \"localhost\"\n", "HOST:PORT"},
+      {"[server]\nmax_connections = 100\nconnections_reserved_for_new_addresses = 100\n",
+       "connections_reserved_for_new_addresses must be below max_connections (100)"},
+      {"[server]\nheader_timeout_seconds = 20\n",
+       "header_timeout_seconds must not exceed read_timeout_seconds (15)"},
       {"[auth]\nlogin_max_delay_seconds = 600\nlogin_username_window_seconds = 600\n",
        "login_max_delay_seconds must be shorter than auth.login_username_window_seconds"},
   };

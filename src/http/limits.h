@@ -11,12 +11,21 @@ inline constexpr std::size_t kMaxHeaderBytes = 16 * 1024;
 // Request body: beyond this, 413 Content Too Large (checked against Content-Length before the
 // body is read, and while reading a chunked body).
 inline constexpr std::size_t kMaxBodyBytes = 1024 * 1024;
-// A request must arrive completely within this time once its first byte did: 408 otherwise.
-// An idle keep-alive connection is closed after the same time.
+// The request line and headers must arrive within this time: from accept on a new connection,
+// from the first byte of the request on a kept-alive one. 408 when some arrived, a quiet close
+// when none did. Shorter than the body's deadline: a client that trickles headers (slowloris)
+// holds a connection slot for seconds, not for the whole read timeout.
+inline constexpr int kHeaderTimeoutSeconds = 5;
+// The body must arrive within this time once the headers did (408 otherwise). An idle keep-alive
+// connection is closed quietly after the same time.
 inline constexpr int kReadTimeoutSeconds = 15;
 inline constexpr int kWriteTimeoutSeconds = 30;
 // Open connections at once: beyond this new connections get 503 and are closed.
 inline constexpr std::size_t kMaxConnections = 1024;
+// The last max_connections / kNewAddressReserveDivisor connection slots (64 of 1024) are kept for
+// client addresses that hold no connection yet: an address that already has one gets 503 there,
+// so clients holding many slots from a few addresses cannot lock everyone else out.
+inline constexpr std::size_t kNewAddressReserveDivisor = 16;
 // Open connections at once from one client address (the TCP peer's IP; an IPv4-mapped IPv6 address
 // counts as its IPv4 address): beyond this that address's new connections get 503 and are closed,
 // so that one client holding idle sockets cannot take all of kMaxConnections. 0 in the config file
@@ -44,6 +53,13 @@ inline constexpr std::size_t kMaxListPageSize = 500;
 // start. A short one can be guessed offline from one signed delivery; 32 bytes is the key size of
 // HMAC-SHA256 (BTCPay Server generates longer ones).
 inline constexpr std::size_t kMinWebhookSecretBytes = 32;
+// A warning or error identical to one written less than this ago is counted, not written again
+// (http/log_sink.h); the count is written when the window ends.
+inline constexpr int kLogRepeatWindowSeconds = 10;
+// Protocol-level refusals (400 framing, 408, 413, 431, 501, connection-limit 503s) logged per
+// second at most; the rest are counted in the next line that is written (they are all counted in
+// gpuhub_http_requests_total{route="protocol"}).
+inline constexpr int kMaxProtocolRefusalLogsPerSecond = 20;
 // Longest X-Request-Id accepted from a client (longer or odd ones are replaced).
 inline constexpr std::size_t kMaxRequestIdBytes = 64;
 

@@ -17,6 +17,7 @@
 #include "engine/wallets.h"
 #include "http/api.h"
 #include "http/limits.h"
+#include "http/log_sink.h"
 #include "http/payments_runtime.h"
 #include "http/server.h"
 #include "http/webhook_sender.h"
@@ -29,14 +30,26 @@
 
 namespace gpuhub::http {
 
+namespace {
+std::shared_ptr<EventLogSink> event_log;  // the sink SetUpLogging installed
+}  // namespace
+
 void SetUpLogging() {
-  auto logger = spdlog::stderr_logger_mt("gpuhub");
+  event_log = std::make_shared<EventLogSink>(stderr, std::chrono::seconds(kLogRepeatWindowSeconds));
+  auto logger = std::make_shared<spdlog::logger>("gpuhub", event_log);
   spdlog::set_default_logger(logger);
   spdlog::set_pattern("ts=%Y-%m-%dT%H:%M:%S.%fZ level=%l %v", spdlog::pattern_time_type::utc);
   if (const char* level = std::getenv("GPUHUB_LOG_LEVEL"); level && *level) {
     spdlog::set_level(spdlog::level::from_str(level));
   }
   spdlog::flush_on(spdlog::level::info);
+  // A flush ends the repeat windows that are over: their summaries appear within a second even
+  // when nothing else is logged.
+  spdlog::flush_every(std::chrono::seconds(1));
+}
+
+void FlushLogRepeats() {
+  if (event_log) event_log->FlushRepeats();
 }
 
 int RunServe(const ServeOptions& options) {
@@ -220,7 +233,10 @@ int RunServe(const ServeOptions& options) {
       static_cast<std::size_t>(config.max_connections_per_address);
   server_options.max_header_bytes = static_cast<std::size_t>(config.max_header_bytes);
   server_options.max_body_bytes = static_cast<std::size_t>(config.max_body_bytes);
+  server_options.header_timeout_seconds = static_cast<int>(config.header_timeout_seconds);
   server_options.read_timeout_seconds = static_cast<int>(config.read_timeout_seconds);
+  server_options.connections_reserved_for_new_addresses =
+      static_cast<std::ptrdiff_t>(config.connections_reserved_for_new_addresses);
   server_options.shutdown_grace_seconds = static_cast<int>(config.shutdown_grace_seconds);
   server_options.web_dir = options.web_dir;
   WebhookSenderOptions sender_options;
@@ -256,6 +272,7 @@ int RunServe(const ServeOptions& options) {
   // server's I/O objects still exist for their answers to be dropped safely.
   api.hashers.Stop();
   spdlog::info("event=exit");
+  FlushLogRepeats();
   return 0;
 }
 

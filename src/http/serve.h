@@ -22,7 +22,10 @@ struct ServeOptions {
 // on stdout (flushed) once it accepts connections.
 int RunServe(const ServeOptions& options);
 
-// Sets up spdlog: logfmt-style lines on stderr with UTC timestamps.
+// Sets up spdlog: logfmt-style lines on stderr with UTC timestamps, one event per line, repeats of
+// a warning or error held back and counted (http/log_sink.h).
 void SetUpLogging();
+// Writes the summaries of warnings and errors still held back (at exit).
+void FlushLogRepeats();
 
 }  // namespace gpuhub::http

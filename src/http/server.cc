@@ -3,6 +3,7 @@
 #include <sodium.h>
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
 #include <atomic>
 #include <boost/asio/dispatch.hpp>
 #include <boost/asio/ip/tcp.hpp>
@@ -18,6 +19,7 @@
 #include <optional>
 #include <thread>
 #include <unordered_map>
+#include <utility>
 #include <vector>
 
 #include "http/limits.h"
@@ -136,12 +138,31 @@ struct Server::Impl {
         refused_per_address(m.Counter(
             "gpuhub_http_connections_refused_per_address_total",
             "Connections refused because their client address reached its connection limit")),
+        refused_reserved(m.Counter(
+            "gpuhub_http_connections_refused_reserved_total",
+            "Connections refused because their address already had one and only the slots kept "
+            "for new client addresses were left")),
         accept_failures(m.Counter("gpuhub_http_accept_failures_total",
                                   "accept() calls that failed (e.g. out of file descriptors)")) {
     if (!options.max_connections) options.max_connections = kMaxConnections;
     if (!options.max_header_bytes) options.max_header_bytes = kMaxHeaderBytes;
     if (!options.max_body_bytes) options.max_body_bytes = kMaxBodyBytes;
     if (!options.read_timeout_seconds) options.read_timeout_seconds = kReadTimeoutSeconds;
+    if (!options.header_timeout_seconds) {
+      options.header_timeout_seconds =
+          std::min(kHeaderTimeoutSeconds, options.read_timeout_seconds);
+    }
+    if (options.connections_reserved_for_new_addresses < 0) {
+      // Behind a reverse proxy (no per-address cap) every connection has the proxy's address:
+      // there are no new addresses to keep slots for.
+      options.connections_reserved_for_new_addresses =
+          options.max_connections_per_address == 0
+              ? 0
+              : static_cast<std::ptrdiff_t>(options.max_connections / kNewAddressReserveDivisor);
+    }
+    reserved_slots =
+        std::min(static_cast<std::size_t>(options.connections_reserved_for_new_addresses),
+                 options.max_connections - 1);
     if (!options.shutdown_grace_seconds) options.shutdown_grace_seconds = kShutdownGraceSeconds;
     if (options.io_threads < 1) options.io_threads = 1;
     m.Gauge("gpuhub_http_open_connections", "Open HTTP connections",
@@ -163,15 +184,56 @@ struct Server::Impl {
                   "Client addresses with open HTTP connections", nullptr);
   }
 
-  // Counts one more open connection from `key` (AddressKey) unless the address already holds
-  // max_connections_per_address; false then. Each true is undone by exactly one ReleaseAddress.
-  bool AcquireAddress(const std::string& key) {
+  enum class Admission { kAdmitted, kFull, kAddressFull, kReservedForNewAddresses };
+  // Whether one more connection (already in `connections`) from `key` (AddressKey) may stay: at
+  // most max_connections in all and max_connections_per_address (when set) from one address, and
+  // the last reserved_slots only for an address that holds none. kAdmitted counts it against the
+  // address; each is undone by exactly one ReleaseAddress.
+  Admission Admit(const std::string& key) {
+    std::size_t open = connections.load();
+    if (open > options.max_connections) return Admission::kFull;
     std::lock_guard lock(address_mutex);
-    // A new entry starts at 0, below the cap (callers only come here when there is one).
-    std::size_t& count = address_connections[key];
-    if (count >= options.max_connections_per_address) return false;
-    ++count;
-    return true;
+    auto it = address_connections.find(key);
+    std::size_t held = it == address_connections.end() ? 0 : it->second;
+    if (options.max_connections_per_address != 0 && held >= options.max_connections_per_address) {
+      return Admission::kAddressFull;
+    }
+    if (held > 0 && open > options.max_connections - reserved_slots) {
+      return Admission::kReservedForNewAddresses;
+    }
+    ++address_connections[key];
+    return Admission::kAdmitted;
+  }
+
+  // A refusal before routing (framing, limits, timeouts, connection limits): counted with
+  // route="protocol", and logged at most kMaxProtocolRefusalLogsPerSecond times a second, the
+  // next logged line saying how many were left out.
+  void CountProtocolRefusal(const std::string& method, int status, const std::string& remote,
+                            const std::string& message) {
+    metrics
+        .Counter("gpuhub_http_requests_total", "HTTP requests by route and status",
+                 {{"method", method}, {"route", "protocol"}, {"status", std::to_string(status)}})
+        .Add();
+    std::size_t left_out = 0;
+    {
+      std::lock_guard lock(refusal_log_mutex);
+      auto second = std::chrono::duration_cast<std::chrono::seconds>(
+                        std::chrono::steady_clock::now().time_since_epoch())
+                        .count();
+      if (second != refusal_log_second) {
+        refusal_log_second = second;
+        refusals_logged_this_second = 0;
+      }
+      if (refusals_logged_this_second >= kMaxProtocolRefusalLogsPerSecond) {
+        ++refusals_left_out;
+        return;
+      }
+      ++refusals_logged_this_second;
+      left_out = std::exchange(refusals_left_out, 0);
+    }
+    spdlog::info("event=protocol_refused remote={} status={} method={} reason=\"{}\"{}", remote,
+                 status, method, LogSafe(message),
+                 left_out ? " refusals_not_logged_before=" + std::to_string(left_out) : "");
   }
   void ReleaseAddress(const std::string& key) {
     std::lock_guard lock(address_mutex);
@@ -192,9 +254,8 @@ struct Server::Impl {
   // decrement these.
   std::atomic<std::size_t> connections{0};
   std::atomic<std::size_t> in_flight{0};
-  // Open connections per client address (only when max_connections_per_address is set): touched
-  // when a connection is accepted and when it is destroyed. Addresses at 0 are erased, so the map
-  // holds at most one entry per open connection.
+  // Open connections per client address: touched when a connection is accepted and when it is
+  // destroyed. Addresses at 0 are erased, so the map holds at most one entry per open connection.
   std::mutex address_mutex;
   std::unordered_map<std::string, std::size_t> address_connections;
   std::atomic<bool> draining{false};
@@ -209,7 +270,13 @@ struct Server::Impl {
   std::function<void()> before_stop;
   engine::CounterSeries& refused;
   engine::CounterSeries& refused_per_address;
+  engine::CounterSeries& refused_reserved;
   engine::CounterSeries& accept_failures;
+  std::size_t reserved_slots = 0;  // of max_connections, for addresses without a connection
+  std::mutex refusal_log_mutex;
+  std::int64_t refusal_log_second = 0;
+  int refusals_logged_this_second = 0;
+  std::size_t refusals_left_out = 0;
   bool accept_failing = false;  // only touched by the accept chain (one handler at a time)
   int bound_port = 0;
 };
@@ -232,17 +299,22 @@ class Connection : public std::enable_shared_from_this<Connection> {
     --server_.connections;
   }
 
-  // Counts this connection against its client address (max_connections_per_address); false when
-  // the address already holds that many. Called once, by the accept handler before Start or Refuse.
-  bool CountAgainstAddress() {
-    if (server_.options.max_connections_per_address == 0) return true;
+  // Whether this connection may stay (the connection limits); counts it against its client
+  // address when it may. Called once, by the accept handler before Start or Refuse.
+  Server::Impl::Admission Admit() {
     beast::error_code ec;
     auto endpoint = stream_.socket().remote_endpoint(ec);
-    // The peer is gone already (reset before accept returned): the first read fails and closes it.
-    if (ec) return true;
+    if (ec) {
+      // The peer is gone already (reset before accept returned): the first read fails and closes.
+      return server_.connections.load() > server_.options.max_connections
+                 ? Server::Impl::Admission::kFull
+                 : Server::Impl::Admission::kAdmitted;
+    }
+    remote_ = endpoint.address().to_string();
     address_key_ = AddressKey(endpoint.address());
-    address_counted_ = server_.AcquireAddress(address_key_);
-    return address_counted_;
+    auto admission = server_.Admit(address_key_);
+    address_counted_ = admission == Server::Impl::Admission::kAdmitted;
+    return admission;
   }
 
   void Start() {
@@ -254,31 +326,61 @@ class Connection : public std::enable_shared_from_this<Connection> {
   void Refuse(std::string message) {
     auto self = shared_from_this();
     net::dispatch(stream_.get_executor(), [self, message = std::move(message)] {
-      self->WriteProtocolError(Response::Error(503, "unavailable", message));
+      self->RefuseRequest(503, "unavailable", message);
     });
   }
 
  private:
-  void ReadHeader() {
-    parser_.emplace();
-    parser_->header_limit(static_cast<std::uint32_t>(server_.options.max_header_bytes));
-    parser_->body_limit(server_.options.max_body_bytes);
+  // Starts the deadline of the current phase: when it passes, the pending read is cancelled and
+  // OnReadError (or the idle wait) sees timed_out_. A newer Arm or Disarm makes an older expiry
+  // that is already queued a no-op.
+  void Arm(int seconds) {
     timed_out_ = false;
-    stream_.expires_never();
-    timer_.expires_after(std::chrono::seconds(server_.options.read_timeout_seconds));
+    std::uint64_t generation = ++timer_generation_;
+    timer_.expires_after(std::chrono::seconds(seconds));
     auto self = shared_from_this();
-    timer_.async_wait([self](beast::error_code ec) {
-      if (ec) return;  // cancelled: the request arrived
+    timer_.async_wait([self, generation](beast::error_code ec) {
+      if (ec || generation != self->timer_generation_) return;  // cancelled or superseded
       self->timed_out_ = true;
       beast::error_code ignored;
       self->stream_.socket().cancel(ignored);
     });
+  }
+  void Disarm() {
+    ++timer_generation_;
+    timer_.cancel();
+  }
+
+  // The next request: a new connection has the header deadline from accept on; a kept-alive one
+  // may stay idle for the read timeout, and has the header deadline from the first byte on.
+  void ReadHeader() {
+    parser_.emplace();
+    parser_->header_limit(static_cast<std::uint32_t>(server_.options.max_header_bytes));
+    parser_->body_limit(server_.options.max_body_bytes);
+    stream_.expires_never();
+    reading_body_ = false;
+    if (fresh_ || buffer_.size() > 0) return ReadHeaderNow();
+    Arm(server_.options.read_timeout_seconds);
+    auto self = shared_from_this();
+    stream_.socket().async_wait(tcp::socket::wait_read, [self](beast::error_code ec) {
+      if (ec || self->timed_out_) return self->Close();  // idle for the read timeout, or gone
+      self->ReadHeaderNow();
+    });
+  }
+
+  void ReadHeaderNow() {
+    fresh_ = false;
+    Arm(server_.options.header_timeout_seconds);
     bhttp::async_read_header(stream_, buffer_, *parser_,
-                             beast::bind_front_handler(&Connection::OnHeader, self));
+                             beast::bind_front_handler(&Connection::OnHeader, shared_from_this()));
   }
 
   void OnHeader(beast::error_code ec, std::size_t) {
     if (ec) return OnReadError(ec);
+    // The headers are in: the body has the (longer) read timeout.
+    Disarm();
+    reading_body_ = true;
+    Arm(server_.options.read_timeout_seconds);
     // Beast frames a request by Content-Length when Transfer-Encoding does not end in "chunked"
     // (or reads no body at all), where a proxy in front may frame it otherwise: the bytes it
     // sees as this body would be our next request (smuggling). RFC 9112 6.3: 400 and close.
@@ -287,10 +389,9 @@ class Connection : public std::enable_shared_from_this<Connection> {
     if (header.count(bhttp::field::transfer_encoding) != 0 && header.version() < 11) {
       // RFC 9112 6.1: Transfer-Encoding in an HTTP/1.0 message is faulty framing, whatever
       // Content-Length says (a 1.0 proxy in front would not have framed it by chunks).
-      timer_.cancel();
-      return WriteProtocolError(
-          Response::Error(400, "invalid_argument",
-                          "malformed HTTP request: Transfer-Encoding is not allowed in HTTP/1.0"));
+      Disarm();
+      return RefuseRequest(400, "invalid_argument",
+                           "malformed HTTP request: Transfer-Encoding is not allowed in HTTP/1.0");
     }
     if (header.count(bhttp::field::transfer_encoding) != 0) {
       std::string codings;
@@ -302,24 +403,22 @@ class Connection : public std::enable_shared_from_this<Connection> {
       for (auto coding : bhttp::token_list(codings)) list.emplace_back(coding);
       bool chunked_last = !list.empty() && beast::iequals(list.back(), "chunked");
       if (!chunked_last || !parser_->chunked()) {
-        timer_.cancel();
-        return WriteProtocolError(
-            Response::Error(400, "invalid_argument",
-                            "malformed HTTP request: Transfer-Encoding must end with chunked"));
+        Disarm();
+        return RefuseRequest(400, "invalid_argument",
+                             "malformed HTTP request: Transfer-Encoding must end with chunked");
       }
       if (list.size() != 1) {
-        timer_.cancel();
-        return WriteProtocolError(Response::Error(
-            501, "invalid_argument", "only Transfer-Encoding: chunked is supported"));
+        Disarm();
+        return RefuseRequest(501, "invalid_argument",
+                             "only Transfer-Encoding: chunked is supported");
       }
     }
     auto length = parser_->content_length();
     if (length && *length > server_.options.max_body_bytes) {
-      timer_.cancel();
-      return WriteProtocolError(Response::Error(413, "payload_too_large",
-                                                "request body is larger than " +
-                                                    std::to_string(server_.options.max_body_bytes) +
-                                                    " bytes"));
+      Disarm();
+      return RefuseRequest(413, "payload_too_large",
+                           "request body is larger than " +
+                               std::to_string(server_.options.max_body_bytes) + " bytes");
     }
     auto& req = parser_->get();
     auto expect = req[bhttp::field::expect];
@@ -343,20 +442,24 @@ class Connection : public std::enable_shared_from_this<Connection> {
 
   void OnBody(beast::error_code ec, std::size_t) {
     if (ec) return OnReadError(ec);
-    timer_.cancel();
+    Disarm();
     Handle();
   }
 
   void OnReadError(beast::error_code ec) {
-    timer_.cancel();
+    Disarm();
     if (timed_out_) {
-      if (parser_->got_some()) {
-        return WriteProtocolError(
-            Response::Error(408, "invalid_argument",
-                            "the request did not arrive within " +
-                                std::to_string(server_.options.read_timeout_seconds) + " s"));
+      if (reading_body_) {
+        return RefuseRequest(408, "invalid_argument",
+                             "the request body did not arrive within " +
+                                 std::to_string(server_.options.read_timeout_seconds) + " s");
       }
-      return Close();  // an idle keep-alive connection
+      if (parser_->got_some()) {
+        return RefuseRequest(408, "invalid_argument",
+                             "the request headers did not arrive within " +
+                                 std::to_string(server_.options.header_timeout_seconds) + " s");
+      }
+      return Close();  // a new connection that sent nothing
     }
     if (ec == bhttp::error::end_of_stream || ec == net::error::eof ||
         ec == net::error::connection_reset || ec == net::error::operation_aborted ||
@@ -364,32 +467,27 @@ class Connection : public std::enable_shared_from_this<Connection> {
       return Close();
     }
     if (ec == bhttp::error::header_limit) {
-      return WriteProtocolError(
-          Response::Error(431, "payload_too_large",
-                          "request headers are larger than " +
-                              std::to_string(server_.options.max_header_bytes) + " bytes"));
+      return RefuseRequest(431, "payload_too_large",
+                           "request headers are larger than " +
+                               std::to_string(server_.options.max_header_bytes) + " bytes");
     }
     if (ec == bhttp::error::buffer_overflow) {
       // A header line, chunk-size line (extensions) or trailer longer than the read buffer.
       if (!parser_->is_header_done()) {
-        return WriteProtocolError(
-            Response::Error(431, "payload_too_large",
-                            "request headers are larger than " +
-                                std::to_string(server_.options.max_header_bytes) + " bytes"));
+        return RefuseRequest(431, "payload_too_large",
+                             "request headers are larger than " +
+                                 std::to_string(server_.options.max_header_bytes) + " bytes");
       }
-      return WriteProtocolError(Response::Error(
-          413, "payload_too_large",
-          "a chunk-size line or the trailer of the chunked body is longer than " +
-              std::to_string(kMaxReadBufferSlackBytes) + " bytes"));
+      return RefuseRequest(413, "payload_too_large",
+                           "a chunk-size line or the trailer of the chunked body is longer than " +
+                               std::to_string(kMaxReadBufferSlackBytes) + " bytes");
     }
     if (ec == bhttp::error::body_limit) {
-      return WriteProtocolError(Response::Error(413, "payload_too_large",
-                                                "request body is larger than " +
-                                                    std::to_string(server_.options.max_body_bytes) +
-                                                    " bytes"));
+      return RefuseRequest(413, "payload_too_large",
+                           "request body is larger than " +
+                               std::to_string(server_.options.max_body_bytes) + " bytes");
     }
-    WriteProtocolError(
-        Response::Error(400, "invalid_argument", "malformed HTTP request: " + ec.message()));
+    RefuseRequest(400, "invalid_argument", "malformed HTTP request: " + ec.message());
   }
 
   void Handle() {
@@ -430,12 +528,8 @@ class Connection : public std::enable_shared_from_this<Connection> {
         bad = query.status();
       }
     }
-    if (!bad.ok()) return WriteProtocolError(Response::Error(bad));
-    if (server_.draining) {
-      Response r = Response::Error(503, "unavailable", "the server is shutting down");
-      r.close = true;
-      return WriteProtocolError(std::move(r));
-    }
+    if (!bad.ok()) return RefuseRequest(bad);
+    if (server_.draining) return RefuseRequest(503, "unavailable", "the server is shutting down");
     ++server_.in_flight;
     counted_ = true;
     auto self = shared_from_this();
@@ -446,7 +540,19 @@ class Connection : public std::enable_shared_from_this<Connection> {
     });
   }
 
-  void WriteProtocolError(Response response) {
+  // Answers a request (or a connection) the server refuses before any route sees it, and closes:
+  // counted in gpuhub_http_requests_total{route="protocol"} and logged (rate-limited).
+  void RefuseRequest(int status, std::string_view code, const std::string& message) {
+    RefuseRequest(status, Response::Error(status, code, message), message);
+  }
+  void RefuseRequest(const Status& bad) {
+    RefuseRequest(HttpStatusOf(bad.code()), Response::Error(bad), bad.message());
+  }
+  void RefuseRequest(int status, Response response, const std::string& message) {
+    bool header_done = parser_ && parser_->is_header_done();
+    std::string method =
+        header_done ? MethodLabel(std::string(parser_->get().method_string())) : "unknown";
+    server_.CountProtocolRefusal(method, status, remote_, message);
     response.close = true;
     keep_alive_ = false;
     if (!version_) version_ = 11;
@@ -485,7 +591,7 @@ class Connection : public std::enable_shared_from_this<Connection> {
   }
 
   void Close() {
-    timer_.cancel();
+    Disarm();
     beast::error_code ec;
     stream_.socket().shutdown(tcp::socket::shutdown_send, ec);
     stream_.socket().close(ec);
@@ -499,9 +605,13 @@ class Connection : public std::enable_shared_from_this<Connection> {
   bool keep_alive_ = false;
   bool head_ = false;
   bool timed_out_ = false;
+  std::uint64_t timer_generation_ = 0;  // Arm: which expiry is the current one
+  bool fresh_ = true;                   // no request read yet: the header deadline runs from accept
+  bool reading_body_ = false;           // which deadline a timeout is: the header's or the body's
   bool counted_ = false;
   unsigned version_ = 0;
-  std::string address_key_;       // set by CountAgainstAddress
+  std::string remote_ = "unknown";  // the peer's address, for the log (set by Admit)
+  std::string address_key_;         // set by Admit
   bool address_counted_ = false;  // whether the destructor gives the address's slot back
 };
 
@@ -529,14 +639,23 @@ void Server::Impl::Accept() {
     }
     {
       auto connection = std::make_shared<Connection>(std::move(socket), *this);
-      if (connections.load() > options.max_connections || draining) {
-        refused.Add();
-        connection->Refuse("too many open connections; retry shortly");
-      } else if (!connection->CountAgainstAddress()) {
-        refused_per_address.Add();
-        connection->Refuse("too many open connections from this address; retry shortly");
-      } else {
-        connection->Start();
+      switch (draining ? Admission::kFull : connection->Admit()) {
+        case Admission::kAdmitted:
+          connection->Start();
+          break;
+        case Admission::kFull:
+          refused.Add();
+          connection->Refuse("too many open connections; retry shortly");
+          break;
+        case Admission::kAddressFull:
+          refused_per_address.Add();
+          connection->Refuse("too many open connections from this address; retry shortly");
+          break;
+        case Admission::kReservedForNewAddresses:
+          refused_reserved.Add();
+          connection->Refuse(
+              "too many open connections; the last ones are kept for new clients; retry shortly");
+          break;
       }
     }
     if (!draining) Accept();

@@ -1,10 +1,15 @@
 // The HTTP/1.1 server (Boost.Beast inside server.cc only).
 //
 // - Keep-alive; every named limit of http/limits.h answered with its status: 431 (headers), 413
-//   (body, checked on Content-Length before reading it), 408 (a request that started but did not
-//   finish within the read timeout), 400 (malformed HTTP), 503 (too many connections in all or
-//   from one client address, shutting down). An idle keep-alive connection is closed quietly after
-//   the read timeout.
+//   (body, checked on Content-Length before reading it), 408 (headers not complete within the
+//   header timeout, or a body not within the read timeout), 400 (malformed HTTP), 503 (too many
+//   connections in all, from one client address, or from an address that already has one while
+//   only the slots reserved for new addresses are left; shutting down). An idle keep-alive
+//   connection is closed quietly after the read timeout, a new one that sent nothing after the
+//   header timeout.
+// - Those protocol-level answers are counted in gpuhub_http_requests_total with route="protocol"
+//   and logged as event=protocol_refused (at most kMaxProtocolRefusalLogsPerSecond lines a second;
+//   the next line says how many were left out).
 // - `Expect: 100-continue` is answered before the body is read.
 // - Transfer-Encoding: only "chunked" alone, and never in HTTP/1.0 (400, RFC 9112 6.1).
 // - An answer to a request with credentials (Authorization or Cookie) carries `Cache-Control:
@@ -38,8 +43,12 @@ struct ServerOptions {
   std::size_t max_connections = 0;  // 0: kMaxConnections
   // Open connections from one client address; 0: no per-address cap (behind a reverse proxy).
   std::size_t max_connections_per_address = kMaxConnectionsPerAddress;
+  // Slots of max_connections only addresses without a connection may take; -1: max_connections /
+  // kNewAddressReserveDivisor.
+  std::ptrdiff_t connections_reserved_for_new_addresses = -1;
   std::size_t max_header_bytes = 0;  // 0: kMaxHeaderBytes
   std::size_t max_body_bytes = 0;    // 0: kMaxBodyBytes
+  int header_timeout_seconds = 0;    // 0: kHeaderTimeoutSeconds, or the read timeout if shorter
   int read_timeout_seconds = 0;      // 0: kReadTimeoutSeconds
   int shutdown_grace_seconds = 0;    // 0: kShutdownGraceSeconds
   int io_threads = 2;

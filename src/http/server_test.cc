@@ -88,6 +88,10 @@ class ServerTest : public ::testing::Test {
     options.handle_signals = false;
     options.shutdown_grace_seconds = shutdown_grace_seconds;
     options.max_connections_per_address = max_connections_per_address_;
+    options.max_connections = max_connections_;
+    options.connections_reserved_for_new_addresses = reserved_for_new_addresses_;
+    options.header_timeout_seconds = header_timeout_seconds_;
+    options.read_timeout_seconds = read_timeout_seconds_;
     server_ = std::make_unique<Server>(options, router_, metrics_);
     ASSERT_TRUE(server_->Listen().ok());
     thread_ = std::thread([this] { server_->Run(nullptr); });
@@ -110,6 +114,10 @@ class ServerTest : public ::testing::Test {
   Router router_;
   engine::MetricsRegistry metrics_;
   std::size_t max_connections_per_address_ = kMaxConnectionsPerAddress;
+  std::size_t max_connections_ = 0;  // 0: kMaxConnections
+  std::ptrdiff_t reserved_for_new_addresses_ = -1;
+  int header_timeout_seconds_ = 0;
+  int read_timeout_seconds_ = 0;
   std::unique_ptr<Server> server_;
   std::thread thread_;
 };
@@ -546,7 +554,105 @@ TEST_F(ServerTest, NoPerAddressCapWhenItIsZero) {
   }
   std::string text = metrics_.Render();
   EXPECT_EQ(CounterValue(text, "gpuhub_http_connections_refused_per_address_total"), 0) << text;
-  EXPECT_EQ(CounterValue(text, "gpuhub_http_connection_addresses"), 0) << "nothing is tracked";
+  // Still counted per address (the gauge), only not capped.
+  EXPECT_EQ(CounterValue(text, "gpuhub_http_connection_addresses"), 1) << text;
+  for (int fd : held) ::close(fd);
+}
+
+// Seconds since `start`.
+double Since(std::chrono::steady_clock::time_point start) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+}
+
+// A client that trickles its headers (slowloris) used to hold its slot for the whole 15 s read
+// timeout: the headers now have their own, shorter deadline (408 with what arrived, a quiet close
+// for a new connection that sent nothing), the body the read timeout, and a kept-alive
+// connection may still idle for the read timeout between requests.
+TEST_F(ServerTest, HeadersHaveAShorterDeadlineThanTheBodyAndIdleKeepAlive) {
+  router_.Add("POST", "/ok",
+              [](const Request&, Responder respond) { respond(Response::Json(200, "{}")); });
+  router_.Add("GET", "/ok", Ok());
+  header_timeout_seconds_ = 1;
+  read_timeout_seconds_ = 4;
+  Start();
+  const int port = server_->port();
+  auto started = std::chrono::steady_clock::now();
+  std::string slow = RoundTrip(port, "GET /ok HTTP/1.1\r\nHost: x\r\nX-Slow: ", 8000);
+  double header_wait = Since(started);
+  EXPECT_EQ(slow.rfind("HTTP/1.1 408", 0), 0u) << slow;
+  EXPECT_NE(slow.find("headers did not arrive within 1 s"), std::string::npos) << slow;
+  EXPECT_LT(header_wait, 3.0);
+  started = std::chrono::steady_clock::now();
+  EXPECT_EQ(RoundTrip(port, "", 8000), "");  // nothing sent: closed without an answer
+  EXPECT_LT(Since(started), 3.0);
+  // The body has the read timeout: 4 s, not 1.
+  started = std::chrono::steady_clock::now();
+  std::string body =
+      RoundTrip(port, "POST /ok HTTP/1.1\r\nHost: x\r\nContent-Length: 10\r\n\r\n12345", 10000);
+  EXPECT_EQ(body.rfind("HTTP/1.1 408", 0), 0u) << body;
+  EXPECT_NE(body.find("body did not arrive within 4 s"), std::string::npos) << body;
+  EXPECT_GT(Since(started), 3.5);
+  // Idle between two requests for longer than the header deadline: still served.
+  int fd = ConnectFrom(port, "127.0.0.1");
+  ASSERT_GE(fd, 0);
+  EXPECT_EQ(Exchange(fd, kKeepAliveGet).rfind("HTTP/1.1 200", 0), 0u);
+  std::this_thread::sleep_for(std::chrono::milliseconds(2000));
+  EXPECT_EQ(Exchange(fd, kKeepAliveGet).rfind("HTTP/1.1 200", 0), 0u);
+  ::close(fd);
+  std::string text = metrics_.Render();
+  EXPECT_EQ(CounterValue(text,
+                         "gpuhub_http_requests_total{method=\"unknown\",route=\"protocol\","
+                         "status=\"408\"}"),
+            1)
+      << text;
+  EXPECT_EQ(CounterValue(text,
+                         "gpuhub_http_requests_total{method=\"POST\",route=\"protocol\","
+                         "status=\"408\"}"),
+            1)
+      << text;
+}
+
+// 1,100 half-sent requests from five addresses (each under its own cap) filled max_connections
+// and every other client got 503 until they timed out. The last slots are kept for addresses
+// that hold no connection: the attackers' addresses get 503 there, a new client gets in.
+TEST_F(ServerTest, TheLastConnectionSlotsAreKeptForNewAddresses) {
+  router_.Add("GET", "/ok", Ok());
+  max_connections_ = 10;
+  reserved_for_new_addresses_ = 3;
+  Start();
+  const int port = server_->port();
+  std::vector<int> held;
+  for (const char* attacker : {"127.0.0.2", "127.0.0.3"}) {
+    for (int i = 0; i < 4 && held.size() < 7; ++i) {
+      int fd = ConnectFrom(port, attacker);
+      ASSERT_GE(fd, 0);
+      ASSERT_TRUE(SendAll(fd, "GET /ok HTTP/1.1\r\nHost: x\r\n"));  // half-sent, held
+      held.push_back(fd);
+    }
+  }
+  ASSERT_TRUE(WaitForGauge(metrics_, "gpuhub_http_open_connections", 7));
+  // 7 of 10 open: an attacker's address gets 503 from the reserve...
+  std::string more = RoundTripOn(SocketFrom("127.0.0.2"), port, kKeepAliveGet, 5000);
+  EXPECT_EQ(more.rfind("HTTP/1.1 503", 0), 0u) << more;
+  EXPECT_NE(more.find("kept for new clients"), std::string::npos) << more;
+  // ...while three new addresses are served.
+  for (const char* fresh : {"127.0.0.4", "127.0.0.5", "127.0.0.6"}) {
+    int fd = ConnectFrom(port, fresh);
+    ASSERT_GE(fd, 0);
+    EXPECT_EQ(Exchange(fd, kKeepAliveGet).rfind("HTTP/1.1 200", 0), 0u) << fresh;
+    held.push_back(fd);
+  }
+  // Full: even a new address waits now.
+  std::string full = RoundTripOn(SocketFrom("127.0.0.7"), port, kKeepAliveGet, 5000);
+  EXPECT_EQ(full.rfind("HTTP/1.1 503", 0), 0u) << full;
+  std::string text = metrics_.Render();
+  EXPECT_EQ(CounterValue(text, "gpuhub_http_connections_refused_reserved_total"), 1) << text;
+  EXPECT_EQ(CounterValue(text, "gpuhub_http_connections_refused_total"), 1) << text;
+  EXPECT_EQ(CounterValue(text,
+                         "gpuhub_http_requests_total{method=\"unknown\",route=\"protocol\","
+                         "status=\"503\"}"),
+            2)
+      << text;
   for (int fd : held) ::close(fd);
 }
 

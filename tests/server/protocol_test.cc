@@ -1,8 +1,14 @@
 // What `gpuhub serve` does with requests a browser, a proxy or an attacker may send besides the
 // well-formed ones: media types, bytes after the JSON value, HTTP/1.0 framing, caching of private
 // answers, what the answers reveal about the server. A real server process, real HTTP.
+#include <arpa/inet.h>
 #include <gtest/gtest.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <sys/socket.h>
+#include <unistd.h>
 
+#include <chrono>
 #include <string>
 #include <vector>
 
@@ -153,6 +159,79 @@ TEST_F(ProtocolTest, AnswersNameTheirSourcesWithoutTheServersPaths) {
     EXPECT_EQ(r->body.find("/data/"), std::string::npos) << r->body.substr(0, 300);
     EXPECT_EQ(r->body.find(".json\""), std::string::npos) << r->body.substr(0, 300);
   }
+}
+
+// A connection from `source` (a 127/8 address) that sent `bytes`; -1 on failure.
+int HalfSent(int port, const char* source, const std::string& bytes) {
+  int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  sockaddr_in local{}, remote{};
+  local.sin_family = remote.sin_family = AF_INET;
+  remote.sin_port = htons(static_cast<std::uint16_t>(port));
+  remote.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  if (fd < 0 || ::inet_pton(AF_INET, source, &local.sin_addr) != 1 ||
+      ::bind(fd, reinterpret_cast<sockaddr*>(&local), sizeof local) != 0 ||
+      ::connect(fd, reinterpret_cast<sockaddr*>(&remote), sizeof remote) != 0 ||
+      ::send(fd, bytes.data(), bytes.size(), MSG_NOSIGNAL) != static_cast<ssize_t>(bytes.size())) {
+    if (fd >= 0) ::close(fd);
+    return -1;
+  }
+  return fd;
+}
+
+// What arrives on `fd` until the server closes it or `timeout_ms` passes.
+std::string ReadUntilClosed(int fd, int timeout_ms) {
+  std::string out;
+  auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms);
+  while (std::chrono::steady_clock::now() < deadline) {
+    pollfd p{fd, POLLIN, 0};
+    if (::poll(&p, 1, 50) <= 0) continue;
+    char buf[4096];
+    ssize_t n = ::recv(fd, buf, sizeof buf, 0);
+    if (n <= 0) break;
+    out.append(buf, static_cast<std::size_t>(n));
+  }
+  return out;
+}
+
+// 1,100 half-sent requests from five addresses (each under its per-address cap) filled
+// max_connections, and a sixth client got 503 until the 15 s read timeout, again and again as the
+// attacker reconnected. Now the last max_connections / 16 slots are kept for addresses without a
+// connection, and headers have a 5 s deadline of their own.
+TEST_F(ProtocolTest, HalfSentRequestsFromAFewAddressesNeitherLockOutANewClientNorLast) {
+  ServerOptions options;
+  options.server_extra = "max_connections = 48\n";  // 3 slots kept for new addresses
+  StartServer(options);
+  const int port = server_->port();
+  auto started = std::chrono::steady_clock::now();
+  std::vector<int> held;
+  int refused = 0;
+  for (const char* attacker : {"127.0.0.2", "127.0.0.3", "127.0.0.4", "127.0.0.5", "127.0.0.6"}) {
+    for (int i = 0; i < 10; ++i) {
+      int fd = HalfSent(port, attacker, "POST /v1/accounts HTTP/1.1\r\nHost: x\r\nX-Slow: 1");
+      ASSERT_GE(fd, 0);
+      held.push_back(fd);
+    }
+  }
+  // 50 attempts for 48 slots: the attackers got at most 45, the rest were answered 503 at once.
+  for (int fd : held) {
+    pollfd p{fd, POLLIN, 0};
+    if (::poll(&p, 1, 20) > 0) {
+      std::string answer = ReadUntilClosed(fd, 1000);
+      refused += answer.rfind("HTTP/1.1 503", 0) == 0;
+    }
+  }
+  EXPECT_GE(refused, 5);
+  // A sixth address is served.
+  HttpClient newcomer(port, "127.0.0.7");
+  auto health = newcomer.Send("GET", "/healthz");
+  EXPECT_EQ(health.status, 200) << health.body;
+  // The half-sent requests end with 408 after the header deadline (5 s), not the 15 s read
+  // timeout.
+  std::string answer = ReadUntilClosed(held.front(), 12'000);
+  double waited = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+  EXPECT_EQ(answer.rfind("HTTP/1.1 408", 0), 0u) << answer;
+  EXPECT_LT(waited, 9.0);
+  for (int fd : held) ::close(fd);
 }
 
 }  // namespace

@@ -1,6 +1,7 @@
 #include "store/postgres/postgres_store.h"
 
 #include <libpq-fe.h>
+#include <spdlog/spdlog.h>
 
 #include <chrono>
 #include <cstdlib>
@@ -26,6 +27,13 @@ std::string Trimmed(const char* text) {
   std::string s = text ? text : "";
   while (!s.empty() && (s.back() == '\n' || s.back() == ' ')) s.pop_back();
   return s;
+}
+
+// libpq's default prints the server's notices and warnings ("WARNING: terminating connection due
+// to immediate shutdown command") raw on stderr, between the log's events: into the log instead,
+// as one event (the log sink escapes their line breaks).
+void LogNotice(void*, const char* message) {
+  spdlog::warn("event=postgres_notice message=\"{}\"", Trimmed(message));
 }
 
 }  // namespace
@@ -61,6 +69,7 @@ Result<std::unique_ptr<PostgresStore>> PostgresStore::Open(const std::string& ur
     PQfinish(conn);
     return Status::Unavailable("cannot connect to " + description + ": " + message);
   }
+  PQsetNoticeProcessor(conn, LogNotice, nullptr);  // kept across PQreset
   std::unique_ptr<PostgresStore> store(new PostgresStore(with_timeout, description, conn));
   // Quiet NOTICEs ("relation already exists, skipping") from going to stderr.
   GPUHUB_RETURN_IF_ERROR(store->Exec("SET client_min_messages = warning"));
