@@ -362,6 +362,13 @@ sizing::Workload OnCards(sizing::Workload w, int count) {
   return w;
 }
 
+sizing::Workload WorkloadFor(Method method) {
+  sizing::Workload w;
+  w.method = method;
+  w.precision = method == Method::kQlora ? Precision::kNf4 : Precision::kBf16;
+  return w;
+}
+
 Status ValidateFitInput(const Catalog& catalog, const sizing::Workload& workload,
                         const Filters& filters) {
   sizing::Workload as_fitted = workload;  // what Fit runs on one card
@@ -373,9 +380,7 @@ Status ValidateFitInput(const Catalog& catalog, const sizing::Workload& workload
         "gpuhub size --gpus N to size a fixed set)");
   }
   if (workload.zero_stage != 0) {
-    return Status::InvalidArgument(
-        "fit picks how a set shares the job (ZeRO-3 for full fine-tuning, layers split "
-        "otherwise); drop --zero");
+    return Status::InvalidArgument(kZeroIsFitsChoice);
   }
   if (filters.region && catalog.FindRegion(*filters.region) == nullptr) {
     return Status::InvalidArgument("unknown region '" + filters.region->substr(0, 40) +

@@ -117,6 +117,14 @@ std::string ShardedTrainingReason(const catalog::TermGpu& gpu, int count);
 // parameter offload (full fine-tuning, LoRA, QLoRA) needs ZeRO-3 / FSDP on any count; otherwise
 // LoRA/QLoRA and inference split the layers.
 sizing::Workload OnCards(sizing::Workload workload, int count);
+// What fit says to a --zero it was given (OnCards chooses the stage).
+inline constexpr const char* kZeroIsFitsChoice =
+    "fit picks how a set shares the job (ZeRO-3 for full fine-tuning and for offloaded "
+    "parameters, layers split otherwise); drop --zero";
+
+// A workload of `method` at its natural precision (nf4 for QLoRA, bf16 otherwise), every other
+// field at its default: the reference jobs of the guide and the use-case views.
+sizing::Workload WorkloadFor(sizing::Method method);
 
 // "4x A100 SXM" or "RTX A5000".
 std::string ConfigurationName(const std::string& gpu, int count);

@@ -311,8 +311,8 @@ TEST(Fit, InputErrors) {
       {"zero",
        zero,
        {},
-       "fit picks how a set shares the job (ZeRO-3 for full fine-tuning, layers split "
-       "otherwise); drop --zero"},
+       "fit picks how a set shares the job (ZeRO-3 for full fine-tuning and for offloaded "
+       "parameters, layers split otherwise); drop --zero"},
       {"unknown gpu", Job(Method::kInference), bad_gpu,
        "unknown GPU 'H100' (term fleet: MI300X, B200, H200 SXM, H100 SXM, H100 PCIe, A100 SXM, "
        "L40S, RTX 6000 Ada, RTX A6000, A40, RTX 5090, RTX 4090, L4, RTX 3090, RTX A5000)"},

@@ -28,20 +28,14 @@ sizing::Workload Inference(Precision p) {
   return w;
 }
 
-sizing::Workload Training(Method m) {
-  sizing::Workload w;
-  w.method = m;
-  w.precision = m == Method::kQlora ? Precision::kNf4 : Precision::kBf16;
-  return w;
-}
 
 sizing::Workload CheapestWorkload(const std::string& column) {
   if (column == "bf16") return Inference(Precision::kBf16);
   if (column == "fp8") return Inference(Precision::kFp8);
   if (column == "int4") return Inference(Precision::kInt4);
-  if (column == "qlora") return Training(Method::kQlora);
-  if (column == "lora") return Training(Method::kLora);
-  return Training(Method::kFullFineTune);
+  if (column == "qlora") return WorkloadFor(Method::kQlora);
+  if (column == "lora") return WorkloadFor(Method::kLora);
+  return WorkloadFor(Method::kFullFineTune);
 }
 
 double ActivationBytes(const sizing::MemoryEstimate& e) {
@@ -61,13 +55,13 @@ Result<std::optional<GuidePublishedFigure>> Compare(const sizing::ModelShape& mo
   sizing::ModelShape llama3 = model;
   llama3.vocab = kLlama3Vocab;
   GPUHUB_ASSIGN_OR_RETURN(sizing::MemoryEstimate alt,
-                          sizing::EstimateMemory(llama3, Training(method)));
+                          sizing::EstimateMemory(llama3, WorkloadFor(method)));
   GuidePublishedFigure f;
   f.published_gb = published_gb;
   f.engine_bytes = engine.per_gpu_bytes;
   f.engine_llama3_vocab_bytes = alt.per_gpu_bytes;
-  const double logits_now = sizing::GuideAdapterActivations(model, Training(method)).logits_bytes;
-  const double logits_alt = sizing::GuideAdapterActivations(llama3, Training(method)).logits_bytes;
+  const double logits_now = sizing::GuideAdapterActivations(model, WorkloadFor(method)).logits_bytes;
+  const double logits_alt = sizing::GuideAdapterActivations(llama3, WorkloadFor(method)).logits_bytes;
   const bool alt_matches =
       std::abs(alt.per_gpu_bytes / 1e9 - published_gb) <= kGuidePublishedRoundingGb;
   f.reason = "published " + FormatFixed(published_gb, 0) + " GB; this arithmetic gives " +
@@ -118,16 +112,16 @@ Result<Guide> BuildGuide(const catalog::Catalog& catalog) {
     GuideTrainingRow training;
     training.preset = name;
     GPUHUB_ASSIGN_OR_RETURN(sizing::MemoryEstimate full,
-                            sizing::EstimateMemory(model, Training(Method::kFullFineTune)));
+                            sizing::EstimateMemory(model, WorkloadFor(Method::kFullFineTune)));
     training.full_with_allowance_bytes = full.per_gpu_bytes;
     training.full_bytes = full.per_gpu_bytes;
     for (const auto& c : full.components) {
       if (c.name == "activation_allowance") training.full_bytes -= c.bytes;
     }
     GPUHUB_ASSIGN_OR_RETURN(sizing::MemoryEstimate lora,
-                            sizing::EstimateMemory(model, Training(Method::kLora)));
+                            sizing::EstimateMemory(model, WorkloadFor(Method::kLora)));
     GPUHUB_ASSIGN_OR_RETURN(sizing::MemoryEstimate qlora,
-                            sizing::EstimateMemory(model, Training(Method::kQlora)));
+                            sizing::EstimateMemory(model, WorkloadFor(Method::kQlora)));
     training.lora_bytes = lora.per_gpu_bytes;
     training.qlora_bytes = qlora.per_gpu_bytes;
     training.lora_activation_bytes = ActivationBytes(lora);

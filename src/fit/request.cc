@@ -318,10 +318,7 @@ Result<FitRequest> ResolveFitRequest(const RequestFields& f, const RequestContex
         "gpus");
   }
   if (f.zero) {
-    return BadField(
-        "fit picks how a set shares the job (ZeRO-3 for full fine-tuning, layers split "
-        "otherwise); drop --zero",
-        "zero");
+    return BadField(kZeroIsFitsChoice, "zero");
   }
   FitRequest r;
   GPUHUB_ASSIGN_OR_RETURN(r.model, ResolveModelFields(f, context));

@@ -45,17 +45,6 @@ constexpr const char* kReferenceModel = "meta-llama/Llama-3.1-8B";
 std::string Params(double p) { return FormatFixed(p / 1e9, p >= 10e9 ? 0 : 1) + "B"; }
 std::string Rate(double v) { return FormatFixed(v, 0); }
 
-sizing::Workload Training() {
-  sizing::Workload w;
-  w.method = Method::kFullFineTune;
-  return w;
-}
-sizing::Workload Adapters(Method m) {
-  sizing::Workload w;
-  w.method = m;
-  w.precision = m == Method::kQlora ? Precision::kNf4 : Precision::kBf16;
-  return w;
-}
 sizing::Workload Serving(Precision p) {
   sizing::Workload w;
   w.precision = p;
@@ -277,16 +266,16 @@ class Builder {
     const sizing::ModelShape& ref = *reference_;
     switch (use_) {
       case UseCase::kTraining: {
-        c.largest.push_back(LargestFor(card, "full fine-tuning", Training(), /*sharded=*/true));
-        const bool one = card.AllowsOne() && Fits(card, ref, Training(), 1);
+        c.largest.push_back(LargestFor(card, "full fine-tuning", WorkloadFor(Method::kFullFineTune), /*sharded=*/true));
+        const bool one = card.AllowsOne() && Fits(card, ref, WorkloadFor(Method::kFullFineTune), 1);
         // On 8 cards: ZeRO-3 where the card shards (fit's rule), as the largest model is sized.
         std::optional<Parallelism> eight;
-        if (card.AllowsEight() && !WhyNoSharding(card) && Fits(card, ref, Training(), 8)) {
+        if (card.AllowsEight() && !WhyNoSharding(card) && Fits(card, ref, WorkloadFor(Method::kFullFineTune), 8)) {
           eight = Parallelism::kSharded;
         }
         const int count = eight ? 8 : 1;
         if (eight || one) {
-          auto rate = TrainingRateOn(ref, Training(), card.rates, count,
+          auto rate = TrainingRateOn(ref, WorkloadFor(Method::kFullFineTune), card.rates, count,
                                      eight ? *eight : Parallelism::kSingle, {});
           if (rate.ok()) {
             SetRate(c, rate->tokens_per_second, kTrainingHeldOutP90Error,
@@ -317,8 +306,8 @@ class Builder {
         break;
       }
       case UseCase::kFineTuning: {
-        c.largest.push_back(LargestFor(card, "LoRA", Adapters(Method::kLora), false));
-        c.largest.push_back(LargestFor(card, "QLoRA", Adapters(Method::kQlora), false));
+        c.largest.push_back(LargestFor(card, "LoRA", WorkloadFor(Method::kLora), false));
+        c.largest.push_back(LargestFor(card, "QLoRA", WorkloadFor(Method::kQlora), false));
         // The reference run: LoRA at batch 4 where it fits one card, else QLoRA (batch 4, 1).
         struct Try {
           Method method;
@@ -327,7 +316,7 @@ class Builder {
         };
         for (Try t : {Try{Method::kLora, 4, "LoRA, batch 4"}, Try{Method::kQlora, 4, "QLoRA, batch 4"},
                       Try{Method::kQlora, 1, "QLoRA, batch 1"}}) {
-          sizing::Workload w = Adapters(t.method);
+          sizing::Workload w = WorkloadFor(t.method);
           w.batch = t.batch;
           if (!card.AllowsOne() || !Fits(card, ref, w, 1)) continue;
           auto rate = TrainingRateOn(ref, w, card.rates, 1, Parallelism::kSingle, {});

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "sizing/detailed.h"
+#include "sizing/estimate_test_util.h"
 #include "sizing/loader.h"
 
 namespace gpuhub::sizing {
@@ -19,22 +20,6 @@ namespace {
 
 const std::string kDataDir = std::string(GPUHUB_SOURCE_DIR) + "/data";
 constexpr double kGiB = 1024.0 * 1024 * 1024;
-
-double Component(const MemoryEstimate& e, const std::string& name) {
-  for (const auto& c : e.components) {
-    if (c.name == name) return c.bytes;
-  }
-  return -1;
-}
-
-Workload Lora(int rank, std::int64_t seq, std::int64_t batch) {
-  Workload w;
-  w.method = Method::kLora;
-  w.lora_rank = rank;
-  w.sequence_tokens = seq;
-  w.batch = batch;
-  return w;
-}
 
 // What a source measured. PyTorch's caching allocator reports two peaks: allocated (the live
 // tensors: torch.cuda.max_memory_allocated, torchtune's "active") and reserved (the segments it

@@ -274,13 +274,15 @@ double AdafactorBytes(const ModelShape& m, double lora_rank, LoraTargets targets
 // caches for max_position_embeddings positions, in the model's dtype (bf16): 2 x positions x
 // head_dim x 2 B per layer, on the GPU that holds the layer.
 void AddRotaryCaches(const ModelShape& m, const Workload& w, int layer_split, MemoryEstimate& e) {
-  if (!w.old_transformers || m.max_context <= 0 || m.head_dim <= 0) return;
-  const double per_layer = 2.0 * static_cast<double>(m.max_context) * m.head_dim * 2;
+  // MLA (DeepSeek) rotates only the rope part of each head.
+  const int rotary_dim = m.qk_rope_head_dim > 0 ? m.qk_rope_head_dim : m.head_dim;
+  if (!w.old_transformers || m.max_context <= 0 || rotary_dim <= 0) return;
+  const double per_layer = 2.0 * static_cast<double>(m.max_context) * rotary_dim * 2;
   const double bytes = per_layer * m.layers / std::max(1, layer_split);
   e.components.push_back(
       {"rotary_caches", bytes,
        std::to_string(m.layers) + " layers x cos + sin x " + std::to_string(m.max_context) +
-           " positions (max_position_embeddings) x head_dim " + std::to_string(m.head_dim) +
+           " positions (max_position_embeddings) x rotary dim " + std::to_string(rotary_dim) +
            " x 2 B (each layer's rotary cache, transformers before 4.45)" +
            (layer_split > 1 ? " / " + std::to_string(layer_split) + " GPUs" : "") + " = " +
            Gb(bytes)});

@@ -6,6 +6,7 @@
 #include <cmath>
 #include <cstdio>
 
+#include "sizing/estimate_test_util.h"
 #include "sizing/loader.h"
 
 namespace gpuhub::sizing {
@@ -23,22 +24,6 @@ MemoryEstimate Estimate(const ModelShape& m, Workload w) {
   auto e = EstimateMemory(m, w);
   EXPECT_TRUE(e.ok()) << e.status().ToString();
   return e.ok() ? *e : MemoryEstimate{};
-}
-
-double Component(const MemoryEstimate& e, const std::string& name) {
-  for (const auto& c : e.components) {
-    if (c.name == name) return c.bytes;
-  }
-  return -1;
-}
-
-Workload Lora(int rank, std::int64_t seq, std::int64_t batch) {
-  Workload w;
-  w.method = Method::kLora;
-  w.lora_rank = rank;
-  w.sequence_tokens = seq;
-  w.batch = batch;
-  return w;
 }
 
 // --- Formulas ---------------------------------------------------------------------------------
