@@ -392,6 +392,12 @@ TEST(Detailed, OldTransformersUpcastEveryLogitAndCacheRotaryTables) {
   EXPECT_DOUBLE_EQ(Component(old, "prefill_activations"), 30720.0 * 151936 * 6);
   EXPECT_DOUBLE_EQ(Component(old, "rotary_caches"), 24 * 2.0 * 32768 * 64 * 2);
   EXPECT_LT(Component(now, "rotary_caches"), 0);  // absent
+  // MLA rotates only the rope part of a head (DeepSeek-V3: 64 of 192).
+  ModelShape mla = Model("deepseek-ai/DeepSeek-V3");
+  Workload mw;
+  mw.precision = Precision::kFp8;
+  mw.old_transformers = true;
+  EXPECT_DOUBLE_EQ(Component(Estimate(mla, mw), "rotary_caches"), 61 * 2.0 * 163840 * 64 * 2);
   EXPECT_GT(old.per_gpu_bytes, 10 * now.per_gpu_bytes);
   // A short prompt: the working set of the step is the larger part again.
   w.prefill_chunk_tokens = 1;
