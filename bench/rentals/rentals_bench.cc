@@ -24,6 +24,7 @@
 #include "ledger/ledger.h"
 #include "rentals/fleet.h"
 #include "store/store.h"
+#include "../null_store.h"
 
 namespace gpuhub {
 namespace {
@@ -42,21 +43,7 @@ rentals::FleetConfig Config() {
   return c;
 }
 
-class NullStore final : public store::Store {
- public:
-  std::string Describe() const override { return "null"; }
-  Status AcquireWriterLock() override { return Status::Ok(); }
-  Result<int> SchemaVersion() override { return 0; }
-  Status Apply(const store::WriteBatch&) override { return Status::Ok(); }
-  Status Scan(std::string_view, const std::vector<std::string>&, std::string_view,
-              const std::function<Status(const store::Row&)>&) override {
-    return Status::Ok();
-  }
-
- protected:
-  Status ApplyMigration(const store::Migration&) override { return Status::Ok(); }
-  Status EnsureMigrationsTable() override { return Status::Ok(); }
-};
+using bench::NullStore;
 
 std::unique_ptr<store::Store> OpenBenchStore(const std::string& backend) {
   if (backend == "memory") return std::make_unique<NullStore>();

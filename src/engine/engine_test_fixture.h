@@ -16,6 +16,7 @@
 #include "core/clock.h"
 #include "engine/engine.h"
 #include "engine/metrics.h"
+#include "engine/wallets.h"
 #include "store/store.h"
 
 namespace gpuhub::engine {
@@ -63,6 +64,23 @@ class EngineOnSqliteTest : public ::testing::Test {
     engine_ = std::make_unique<Engine>(std::move(store).value(), clock_, *metrics_, options);
     if (add_tick_hooks) add_tick_hooks(*engine_);
     ASSERT_TRUE(engine_->Start().ok());
+  }
+
+  // What the admin clock endpoint does: move the clock, then run the tick hooks in one command.
+  void Advance(std::int64_t micros) {
+    Run<int>([&](Txn& txn) -> Result<int> {
+      clock_.Advance(micros);
+      txn.now = clock_.NowMicros();
+      GPUHUB_RETURN_IF_ERROR(engine_->RunTickHooks(txn));
+      return 0;
+    });
+  }
+
+  // What `user` can spend from their USD wallet now.
+  std::int64_t UsdAvailable(std::int64_t user) {
+    return Run<std::int64_t>([&](Txn& txn) -> Result<std::int64_t> {
+      return txn.state.wallets->ledger.Wallets(user)->front().available();
+    });
   }
 
   // Runs `fn` as one command; a failed command is a test failure and returns T{}.

@@ -32,24 +32,11 @@ class EngineMarketTest : public EngineOnSqliteTest {
     options.domains.market.regions = {"DFW-1", "IAD-1"};
     OpenEngine(options, AddMarketTickHooks);
   }
-  // What the admin clock endpoint does: move the clock, then run the tick hooks in one command.
-  void Advance(std::int64_t micros) {
-    Run<int>([&](Txn& txn) -> Result<int> {
-      clock_.Advance(micros);
-      txn.now = clock_.NowMicros();
-      GPUHUB_RETURN_IF_ERROR(engine_->RunTickHooks(txn));
-      return 0;
-    });
-  }
   market::Snapshot Records() {
     return Run<market::Snapshot>(
         [](Txn& txn) -> Result<market::Snapshot> { return txn.state.market->exchange.Records(); });
   }
-  std::int64_t Wallet() {
-    return Run<std::int64_t>([&](Txn& txn) -> Result<std::int64_t> {
-      return txn.state.wallets->ledger.Wallets(customer_)->front().available();
-    });
-  }
+  std::int64_t Wallet() { return UsdAvailable(customer_); }
   void CheckAll() {
     Run<int>([](Txn& txn) -> Result<int> {
       const auto& ledger = txn.state.wallets->ledger;

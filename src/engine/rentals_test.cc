@@ -42,14 +42,6 @@ class EngineRentalsTest : public EngineOnSqliteTest {
     options.domains.rentals = Fleet();
     OpenEngine(options, AddRentalsTickHooks);
   }
-  void Advance(std::int64_t micros) {
-    Run<int>([&](Txn& txn) -> Result<int> {
-      clock_.Advance(micros);
-      txn.now = clock_.NowMicros();
-      GPUHUB_RETURN_IF_ERROR(engine_->RunTickHooks(txn));
-      return 0;
-    });
-  }
   void Credit(std::int64_t micros) {
     Run<int>([&](Txn& txn) -> Result<int> {
       GPUHUB_RETURN_IF_ERROR(
@@ -61,11 +53,7 @@ class EngineRentalsTest : public EngineOnSqliteTest {
     return Run<rentals::Snapshot>(
         [](Txn& txn) -> Result<rentals::Snapshot> { return txn.state.rentals->fleet.Records(); });
   }
-  std::int64_t Wallet() {
-    return Run<std::int64_t>([&](Txn& txn) -> Result<std::int64_t> {
-      return txn.state.wallets->ledger.Wallets(customer_)->front().available();
-    });
-  }
+  std::int64_t Wallet() { return UsdAvailable(customer_); }
   void CheckAll() {
     Run<int>([](Txn& txn) -> Result<int> {
       const auto& ledger = txn.state.wallets->ledger;

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include "ledger/ledger.h"
+#include "ledger/test_deposit.h"
 
 namespace gpuhub::market {
 namespace {
@@ -40,14 +41,7 @@ class ExchangeTest : public ::testing::Test {
   }
 
   void Fund(UserId user, std::int64_t micros, Currency c = Currency::kUsd) {
-    ledger::TransferRequest t;
-    t.id = "topup:" + std::to_string(++topups_);
-    t.debit = AccountKey::System(AccountKind::kDeposits, c);
-    t.credit = AccountKey::Wallet(user, c);
-    t.amount_micros = micros;
-    t.code = "topup";
-    t.timestamp = kStart;
-    ASSERT_TRUE(ledger_.Apply(t).ok());
+    ASSERT_TRUE(ledger::Deposit(ledger_, user, micros, c, "topup:" + std::to_string(++topups_), kStart).ok());
   }
 
   std::int64_t Available(const AccountKey& key) { return ledger_.GetAccount(key)->available(); }

@@ -3,32 +3,11 @@
 #include <array>
 #include <utility>
 
+#include "core/names.h"
 #include "market/limits.h"
 
 namespace gpuhub::market {
 namespace {
-
-// One table per enum: the name of each value, in enum order.
-template <typename E, std::size_t N>
-std::string_view NameOf(const std::array<std::string_view, N>& names, E value) {
-  auto i = static_cast<std::size_t>(value);
-  return i < N ? names[i] : std::string_view("?");
-}
-
-template <typename E, std::size_t N>
-Result<E> Parse(const std::array<std::string_view, N>& names, std::string_view name,
-                std::string_view what) {
-  for (std::size_t i = 0; i < N; ++i) {
-    if (names[i] == name) return static_cast<E>(i);
-  }
-  std::string list;
-  for (auto n : names) {
-    if (n.empty()) continue;
-    list += (list.empty() ? "" : ", ") + std::string(n);
-  }
-  return Status::InvalidArgument(std::string(what) + " must be one of " + list + ", got '" +
-                                 std::string(name.substr(0, 32)) + "'");
-}
 
 constexpr std::array<std::string_view, 2> kTimeInForce = {"ioc", "gtc"};
 constexpr std::array<std::string_view, 3> kAskStatus = {"open", "cancelled", "expired"};
@@ -44,36 +23,36 @@ constexpr std::array<std::string_view, 2> kSide = {"ask", "bid"};
 
 }  // namespace
 
-std::string_view TimeInForceName(TimeInForce v) { return NameOf(kTimeInForce, v); }
+std::string_view TimeInForceName(TimeInForce v) { return EnumName(kTimeInForce, v); }
 Result<TimeInForce> ParseTimeInForce(std::string_view n) {
-  return Parse<TimeInForce>(kTimeInForce, n, "time_in_force");
+  return ParseEnumName<TimeInForce>(kTimeInForce, n, "time_in_force");
 }
-std::string_view AskStatusName(AskStatus v) { return NameOf(kAskStatus, v); }
+std::string_view AskStatusName(AskStatus v) { return EnumName(kAskStatus, v); }
 Result<AskStatus> ParseAskStatus(std::string_view n) {
-  return Parse<AskStatus>(kAskStatus, n, "ask status");
+  return ParseEnumName<AskStatus>(kAskStatus, n, "ask status");
 }
-std::string_view BidStatusName(BidStatus v) { return NameOf(kBidStatus, v); }
+std::string_view BidStatusName(BidStatus v) { return EnumName(kBidStatus, v); }
 Result<BidStatus> ParseBidStatus(std::string_view n) {
-  return Parse<BidStatus>(kBidStatus, n, "bid status");
+  return ParseEnumName<BidStatus>(kBidStatus, n, "bid status");
 }
-std::string_view BidCloseReasonName(BidCloseReason v) { return NameOf(kBidCloseReason, v); }
+std::string_view BidCloseReasonName(BidCloseReason v) { return EnumName(kBidCloseReason, v); }
 Result<BidCloseReason> ParseBidCloseReason(std::string_view n) {
-  return Parse<BidCloseReason>(kBidCloseReason, n, "bid close reason");
+  return ParseEnumName<BidCloseReason>(kBidCloseReason, n, "bid close reason");
 }
-std::string_view LeaseStatusName(LeaseStatus v) { return NameOf(kLeaseStatus, v); }
+std::string_view LeaseStatusName(LeaseStatus v) { return EnumName(kLeaseStatus, v); }
 Result<LeaseStatus> ParseLeaseStatus(std::string_view n) {
-  return Parse<LeaseStatus>(kLeaseStatus, n, "lease status");
+  return ParseEnumName<LeaseStatus>(kLeaseStatus, n, "lease status");
 }
-std::string_view LeaseEndReasonName(LeaseEndReason v) { return NameOf(kLeaseEndReason, v); }
+std::string_view LeaseEndReasonName(LeaseEndReason v) { return EnumName(kLeaseEndReason, v); }
 Result<LeaseEndReason> ParseLeaseEndReason(std::string_view n) {
-  return Parse<LeaseEndReason>(kLeaseEndReason, n, "lease end reason");
+  return ParseEnumName<LeaseEndReason>(kLeaseEndReason, n, "lease end reason");
 }
-std::string_view PayoutStatusName(PayoutStatus v) { return NameOf(kPayoutStatus, v); }
+std::string_view PayoutStatusName(PayoutStatus v) { return EnumName(kPayoutStatus, v); }
 Result<PayoutStatus> ParsePayoutStatus(std::string_view n) {
-  return Parse<PayoutStatus>(kPayoutStatus, n, "payout status");
+  return ParseEnumName<PayoutStatus>(kPayoutStatus, n, "payout status");
 }
-std::string_view SideName(Side v) { return NameOf(kSide, v); }
-Result<Side> ParseSide(std::string_view n) { return Parse<Side>(kSide, n, "side"); }
+std::string_view SideName(Side v) { return EnumName(kSide, v); }
+Result<Side> ParseSide(std::string_view n) { return ParseEnumName<Side>(kSide, n, "side"); }
 
 Status ValidatePriceMicros(std::int64_t price, std::string_view field) {
   if (price <= 0 || price > kMaxPriceMicrosPerGpuHour) {
@@ -106,38 +85,10 @@ std::string FormatPrice(std::int64_t price_micros) {
                       price_micros % kPriceTickMicros == 0 ? kPriceFractionDigits : 6);
 }
 
-std::string GpuKey(std::string_view name) {
-  std::string key;
-  key.reserve(name.size());
-  for (char c : name) {
-    if (c == ' ' || c == '-' || c == '_' || c == '.') continue;
-    key.push_back(c >= 'A' && c <= 'Z' ? static_cast<char>(c - 'A' + 'a') : c);
-  }
-  return key;
-}
+std::string GpuKey(std::string_view name) { return NameKey(name); }
 
 Result<std::string> CanonicalRegion(std::string_view code) {
-  if (code.empty() || code.size() > kMaxRegionBytes) {
-    return Status::InvalidArgument("region must be 1.." + std::to_string(kMaxRegionBytes) +
-                                   " characters such as \"IAD-1\"");
-  }
-  std::string out;
-  out.reserve(code.size());
-  for (char c : code) {
-    if (c >= 'a' && c <= 'z') c = static_cast<char>(c - 'a' + 'A');
-    bool ok = (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '-';
-    if (!ok) {
-      return Status::InvalidArgument(
-          "region must be letters, digits and '-' such as \"IAD-1\", "
-          "got '" +
-          std::string(code.substr(0, 32)) + "'");
-    }
-    out.push_back(c);
-  }
-  if (!(out[0] >= 'A' && out[0] <= 'Z')) {
-    return Status::InvalidArgument("region must start with a letter, such as \"IAD-1\"");
-  }
-  return out;
+  return CanonicalRegionCode(code, kMaxRegionBytes);
 }
 
 std::string BidHoldTransferId(OrderId bid) { return "bid:" + std::to_string(bid) + ":hold"; }

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include "ledger/ledger.h"
+#include "ledger/test_deposit.h"
 
 namespace gpuhub::rentals {
 namespace {
@@ -49,14 +50,7 @@ class FleetTest : public ::testing::Test {
   }
 
   void Fund(UserId user, std::int64_t micros, Currency c = Currency::kUsd) {
-    ledger::TransferRequest t;
-    t.id = "topup:" + std::to_string(++topups_);
-    t.debit = AccountKey::System(AccountKind::kDeposits, c);
-    t.credit = AccountKey::Wallet(user, c);
-    t.amount_micros = micros;
-    t.code = "topup";
-    t.timestamp = now_;
-    ASSERT_TRUE(ledger_.Apply(t).ok());
+    ASSERT_TRUE(ledger::Deposit(ledger_, user, micros, c, "topup:" + std::to_string(++topups_), now_).ok());
   }
   std::int64_t Wallet(UserId u, Currency c = Currency::kUsd) {
     return ledger_.GetAccount(AccountKey::Wallet(u, c))->available();

@@ -18,6 +18,19 @@ using ledger::AccountKind;
 using ledger::TransferKind;
 using ledger::TransferRequest;
 
+// The paid next term starts where the current one ends (at a roll-over, or a payment during the
+// hold: the new term is counted from T either way); its renewal starts from scratch.
+void StartNextTerm(Rental& r) {
+  const TimestampMicros t = r.term_end;
+  r.period += 1;
+  r.term_start = t;
+  r.term_end = t + TermMicros(r.term);
+  r.next_paid = false;
+  r.renewal_invoiced_at = 0;
+  r.auto_renew_attempted_at = 0;
+  r.auto_renew_failures = 0;
+}
+
 std::string RentalName(const Rental& r) {
   return "rental " + std::to_string(r.id) + " (" + std::to_string(r.count) + "x " + r.gpu + ", " +
          r.region + ")";
@@ -357,13 +370,7 @@ void Fleet::MarkRenewalPaid(RentalSlot& slot, const Charge& charge, bool by_auto
     const TimestampMicros t = r.term_end;
     r.state = RentalState::kActive;
     r.instance.state = InstanceState::kRunning;
-    r.period += 1;
-    r.term_start = t;
-    r.term_end = t + TermMicros(r.term);
-    r.next_paid = false;
-    r.renewal_invoiced_at = 0;
-    r.auto_renew_attempted_at = 0;
-    r.auto_renew_failures = 0;
+    StartNextTerm(r);
     Record(slot, EventKind::kResumed, at,
            "running again; term " + std::to_string(r.period) + " counted from " +
                FormatTimestamp(t) + " until " + FormatTimestamp(r.term_end),
@@ -453,13 +460,7 @@ void Fleet::EndTerm(RentalSlot& slot, TimestampMicros at, Changes* changes) {
   Rental& r = slot.rental;
   const TimestampMicros t = r.term_end;
   if (r.next_paid) {
-    r.period += 1;
-    r.term_start = t;
-    r.term_end = t + TermMicros(r.term);
-    r.next_paid = false;
-    r.renewal_invoiced_at = 0;
-    r.auto_renew_attempted_at = 0;
-    r.auto_renew_failures = 0;
+    StartNextTerm(r);
     Record(slot, EventKind::kExtended, at,
            "term " + std::to_string(r.period) + " until " + FormatTimestamp(r.term_end), changes);
     return;

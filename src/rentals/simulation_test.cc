@@ -16,6 +16,7 @@
 #include <random>
 
 #include "ledger/ledger.h"
+#include "ledger/test_deposit.h"
 #include "rentals/fleet.h"
 
 namespace gpuhub::rentals {
@@ -102,14 +103,7 @@ class Simulation {
   UserId Customer() { return 100 + Pick(12); }
 
   void Fund(UserId user, std::int64_t micros, Currency c) {
-    ledger::TransferRequest t;
-    t.id = "topup:" + std::to_string(++topups_);
-    t.debit = AccountKey::System(AccountKind::kDeposits, c);
-    t.credit = AccountKey::Wallet(user, c);
-    t.amount_micros = micros;
-    t.code = "topup";
-    t.timestamp = now_;
-    ASSERT_TRUE(ledger_.Apply(t).ok());
+    ASSERT_TRUE(ledger::Deposit(ledger_, user, micros, c, "topup:" + std::to_string(++topups_), now_).ok());
   }
 
   RentalId AnyRental() {

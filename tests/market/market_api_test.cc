@@ -6,6 +6,7 @@
 #include <thread>
 
 #include "harness.h"
+#include "server_fixture.h"
 
 namespace gpuhub::testing {
 namespace {
@@ -15,46 +16,13 @@ constexpr const char* kPassword = "correct horse battery staple";
 // `days` from now; far enough in a manual clock's future too (it starts at the real time).
 std::string Later(int days) { return UtcTimeFromNow(std::chrono::hours(24 * days)); }
 
-class MarketApiTest : public ::testing::TestWithParam<std::string> {
+class MarketApiTest : public ServerFixture {
  protected:
-  void SetUp() override {
-    db_ = FreshDatabaseUrl(GetParam(), dir_);
-    if (db_.empty()) GTEST_SKIP() << "GPUHUB_TEST_PG_URL is unset: PostgreSQL case skipped";
-    ServerOptions options;
-    options.db = db_;
-    auto r = CreateAdmin(dir_, options);
-    ASSERT_EQ(r.exit_code, 0) << r.output;
-    Start();
-    admin_ = LogInAdmin(*client_);
-    ASSERT_FALSE(admin_.empty());
-  }
-  void Start() {
-    ServerOptions options;
-    options.db = db_;
-    server_ = std::make_unique<ServerProcess>(dir_, options);
-    ASSERT_TRUE(server_->Start()) << server_->Log();
-    client_ = std::make_unique<HttpClient>(server_->port());
-  }
-  void Restart() {
-    ASSERT_EQ(server_->Terminate(), 0) << server_->Log();
-    Start();
-  }
   std::string User(const std::string& name, const std::vector<std::string>& roles) {
     auto r = client_->Call("POST", "/v1/accounts",
                            {{"username", name}, {"password", kPassword}, {"roles", roles}});
     EXPECT_EQ(r.status, 201) << r.body;
     return LogIn(*client_, name, kPassword);
-  }
-  void Credit(const std::string& user, const std::string& amount, const char* currency = "USD") {
-    auto r = client_->Call(
-        "POST", "/v1/admin/credits",
-        {{"username", user}, {"amount", amount}, {"currency", currency}, {"reason", "test funds"}},
-        admin_);
-    ASSERT_EQ(r.status, 201) << r.body;
-  }
-  void Advance(long long seconds) {
-    auto r = client_->Call("POST", "/v1/admin/clock/advance", {{"seconds", seconds}}, admin_);
-    ASSERT_EQ(r.status, 200) << r.body;
   }
   json Get(const std::string& path, const std::string& token = "") {
     auto r = client_->Call("GET", path, nullptr, token);
@@ -76,12 +44,6 @@ class MarketApiTest : public ::testing::TestWithParam<std::string> {
     EXPECT_EQ(market["invariants"], "ok") << market.dump();
     EXPECT_EQ(market["settlement"], "ok") << market.dump();
   }
-
-  TempDir dir_;
-  std::string db_;
-  std::unique_ptr<ServerProcess> server_;
-  std::unique_ptr<HttpClient> client_;
-  std::string admin_;
 };
 
 // The story: a provider lists a machine and an ask; a customer with a funded wallet buys

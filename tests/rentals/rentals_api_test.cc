@@ -4,47 +4,15 @@
 #include <gtest/gtest.h>
 
 #include "harness.h"
+#include "server_fixture.h"
 
 namespace gpuhub::testing {
 namespace {
 
 constexpr long long kDay = 24 * 3600;
 
-class RentalsApiTest : public ::testing::TestWithParam<std::string> {
+class RentalsApiTest : public ServerFixture {
  protected:
-  void SetUp() override {
-    db_ = FreshDatabaseUrl(GetParam(), dir_);
-    if (db_.empty()) GTEST_SKIP() << "GPUHUB_TEST_PG_URL is unset: PostgreSQL case skipped";
-    ServerOptions options;
-    options.db = db_;
-    auto r = CreateAdmin(dir_, options);
-    ASSERT_EQ(r.exit_code, 0) << r.output;
-    Start();
-    admin_ = LogInAdmin(*client_);
-    ASSERT_FALSE(admin_.empty());
-  }
-  void Start() {
-    ServerOptions options;
-    options.db = db_;
-    server_ = std::make_unique<ServerProcess>(dir_, options);
-    ASSERT_TRUE(server_->Start()) << server_->Log();
-    client_ = std::make_unique<HttpClient>(server_->port());
-  }
-  void Restart() {
-    ASSERT_EQ(server_->Terminate(), 0) << server_->Log();
-    Start();
-  }
-  void Credit(const std::string& user, const std::string& amount) {
-    auto r = client_->Call(
-        "POST", "/v1/admin/credits",
-        {{"username", user}, {"amount", amount}, {"currency", "USD"}, {"reason", "test funds"}},
-        admin_);
-    ASSERT_EQ(r.status, 201) << r.body;
-  }
-  void Advance(long long seconds) {
-    auto r = client_->Call("POST", "/v1/admin/clock/advance", {{"seconds", seconds}}, admin_);
-    ASSERT_EQ(r.status, 200) << r.body;
-  }
   json Node(const std::string& gpu, const std::string& region, int cards = 0) {
     json body = {{"gpu", gpu}, {"region", region}};
     if (cards > 0) body["cards"] = cards;
@@ -70,12 +38,6 @@ class RentalsApiTest : public ::testing::TestWithParam<std::string> {
     ASSERT_TRUE(j["error"].contains("field")) << r.body;
     EXPECT_EQ(j["error"]["field"], field) << r.body;
   }
-
-  TempDir dir_;
-  std::string db_;
-  std::unique_ptr<ServerProcess> server_;
-  std::unique_ptr<HttpClient> client_;
-  std::string admin_;
 };
 
 TEST_P(RentalsApiTest, TheSeedFiguresComeOutExactlyAndQuotesNeedNoAccount) {

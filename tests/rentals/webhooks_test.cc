@@ -4,38 +4,28 @@
 #include <gtest/gtest.h>
 
 #include "harness.h"
+#include "server_fixture.h"
 
 namespace gpuhub::testing {
 namespace {
 
 using std::chrono::seconds;
 
-class WebhooksTest : public ::testing::TestWithParam<std::string> {
+class WebhooksTest : public ServerFixture {
  protected:
-  void Start(bool allow_private) {
-    db_ = FreshDatabaseUrl(GetParam(), dir_);
-    if (db_.empty()) GTEST_SKIP() << "GPUHUB_TEST_PG_URL is unset: PostgreSQL case skipped";
-    options_.db = db_;
-    if (allow_private) options_.config_extra = "[webhooks]\nallow_private_addresses = true\n";
-    auto r = CreateAdmin(dir_, options_);
-    ASSERT_EQ(r.exit_code, 0) << r.output;
-    server_ = std::make_unique<ServerProcess>(dir_, options_);
-    ASSERT_TRUE(server_->Start()) << server_->Log();
-    client_ = std::make_unique<HttpClient>(server_->port());
-    admin_ = LogInAdmin(*client_);
-    ASSERT_FALSE(admin_.empty());
+  void Configure(ServerOptions& options) override {
+    if (AllowPrivate()) options.config_extra = "[webhooks]\nallow_private_addresses = true\n";
+  }
+  virtual bool AllowPrivate() const { return true; }
+  void SetUp() override {
+    ServerFixture::SetUp();
+    if (IsSkipped() || HasFatalFailure()) return;
     ASSERT_EQ(client_->Call("POST", "/v1/admin/nodes", {{"gpu", "A100 SXM"}, {"region", "DFW-1"}},
                             admin_)
                   .status,
               201);
     alice_ = SignUpAndLogIn(*client_, "alice");
-    ASSERT_EQ(client_
-                  ->Call("POST", "/v1/admin/credits",
-                         {{"username", "alice"}, {"amount", "1000"}, {"currency", "USD"},
-                          {"reason", "test"}},
-                         admin_)
-                  .status,
-              201);
+    Credit("alice", "1000");
   }
   json Order() {
     auto r = client_->Call("POST", "/v1/rentals",
@@ -47,17 +37,16 @@ class WebhooksTest : public ::testing::TestWithParam<std::string> {
     return client_->Call("GET", "/v1/accounts/me/webhook", nullptr, alice_).Json()["deliveries"];
   }
 
-  TempDir dir_;
-  std::string db_;
-  ServerOptions options_;
-  std::unique_ptr<ServerProcess> server_;
-  std::unique_ptr<HttpClient> client_;
-  std::string admin_, alice_;
+  std::string alice_;
+};
+
+// The same with the production default: internal addresses refused.
+class WebhooksToInternalAddressesTest : public WebhooksTest {
+ protected:
+  bool AllowPrivate() const override { return false; }
 };
 
 TEST_P(WebhooksTest, NotificationsArePostedSignedAndRetriedUntilDelivered) {
-  Start(/*allow_private=*/true);
-  if (IsSkipped()) return;
   WebhookReceiver receiver({503});  // the first attempt fails
   std::string url = "http://127.0.0.1:" + std::to_string(receiver.port()) + "/hooks/gpuhub?k=1";
   auto set = client_->Call("PUT", "/v1/accounts/me/webhook", {{"url", url}}, alice_);
@@ -120,9 +109,7 @@ TEST_P(WebhooksTest, NotificationsArePostedSignedAndRetriedUntilDelivered) {
   EXPECT_EQ(notes["notifications"][0]["type"], "rental.active");
 }
 
-TEST_P(WebhooksTest, InternalAddressesAreRefusedAndBadUrlsNameTheField) {
-  Start(/*allow_private=*/false);
-  if (IsSkipped()) return;
+TEST_P(WebhooksToInternalAddressesTest, AreRefusedAndBadUrlsNameTheField) {
   WebhookReceiver receiver;
   std::string url = "http://127.0.0.1:" + std::to_string(receiver.port()) + "/hook";
   for (const char* bad : {"ftp://example.com/x", "https://user:secret@example.com/hook",
@@ -147,6 +134,8 @@ TEST_P(WebhooksTest, InternalAddressesAreRefusedAndBadUrlsNameTheField) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Backends, WebhooksTest, ::testing::Values("sqlite", "postgresql"));
+INSTANTIATE_TEST_SUITE_P(Backends, WebhooksToInternalAddressesTest,
+                         ::testing::Values("sqlite", "postgresql"));
 
 }  // namespace
 }  // namespace gpuhub::testing

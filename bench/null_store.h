@@ -1,0 +1,30 @@
+// A store that writes nothing and reads back nothing: the engine benchmarks measure the writer
+// without the database with it (bench/engine, bench/rentals).
+#pragma once
+
+#include <functional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "store/store.h"
+
+namespace gpuhub::bench {
+
+class NullStore final : public store::Store {
+ public:
+  std::string Describe() const override { return "null"; }
+  Status AcquireWriterLock() override { return Status::Ok(); }
+  Result<int> SchemaVersion() override { return 0; }
+  Status Apply(const store::WriteBatch&) override { return Status::Ok(); }
+  Status Scan(std::string_view, const std::vector<std::string>&, std::string_view,
+              const std::function<Status(const store::Row&)>&) override {
+    return Status::Ok();
+  }
+
+ protected:
+  Status ApplyMigration(const store::Migration&) override { return Status::Ok(); }
+  Status EnsureMigrationsTable() override { return Status::Ok(); }
+};
+
+}  // namespace gpuhub::bench
