@@ -427,17 +427,26 @@ void AddAdminNodeCommands(CLI::App* admin) {
   AddConnection(l, list->c, true);
   l->callback([list, print_nodes] {
     std::string query;
-    if (!list->gpu.empty()) query += "gpu=" + list->gpu;
-    if (!list->region.empty()) query += (query.empty() ? "" : "&") + ("region=" + list->region);
+    if (!list->gpu.empty()) query += "&gpu=" + list->gpu;
+    if (!list->region.empty()) query += "&region=" + list->region;
     for (auto& ch : query) {
       if (ch == ' ') ch = '+';
     }
-    auto answer = Call(list->c,
-                       {"GET", "/v1/admin/nodes" + (query.empty() ? "" : "?" + query), "", "", ""},
-                       true);
-    if (!answer) return;
-    list->c.json_output ? void(std::cout << answer->dump(2) << "\n")
-                        : print_nodes((*answer)["nodes"]);
+    // Every page (500 nodes each).
+    json all = json::array();
+    long long after = 0;
+    while (true) {
+      auto answer = Call(list->c,
+                         {"GET", "/v1/admin/nodes?after=" + std::to_string(after) + query, "", "",
+                          ""},
+                         true);
+      if (!answer) return;
+      for (auto& n : (*answer)["nodes"]) all.push_back(n);
+      if ((*answer)["next_after"].is_null()) break;
+      after = (*answer)["next_after"].get<long long>();
+    }
+    list->c.json_output ? void(std::cout << json({{"nodes", all}}).dump(2) << "\n")
+                        : print_nodes(all);
     SetExitCode(kExitOk);
   });
 

@@ -298,8 +298,11 @@ std::vector<DeliveryJob> ClaimDeliveries(Txn& txn, std::size_t limit) {
     std::int64_t id = s.due.begin()->second;
     s.due.erase(s.due.begin());
     WebhookDelivery& d = s.deliveries.at(id);
+    // The account's URL and secret as they are now: a changed URL gets the pending deliveries
+    // too (the sender refuses a job without a secret: the webhook was removed).
     auto hook = s.webhooks.find(d.user_id);
     std::string secret = hook == s.webhooks.end() ? "" : hook->second.secret;
+    if (hook != s.webhooks.end()) d.url = hook->second.url;
     d.next_attempt_at = txn.now + kWebhookClaimMicros;
     d.updated_at = txn.now;
     s.due.insert({d.next_attempt_at, id});

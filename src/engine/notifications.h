@@ -56,7 +56,7 @@ struct WebhookDelivery {
   std::int64_t id = 0;
   std::int64_t user_id = 0;
   std::int64_t notification_id = 0;
-  std::string url;   // the account's URL when the notification was made
+  std::string url;   // where it was (or will be) POSTed: the account's URL when last claimed
   std::string body;  // the exact bytes POSTed (and signed)
   DeliveryStatus status = DeliveryStatus::kPending;
   std::int64_t attempts = 0;
@@ -124,7 +124,8 @@ struct DeliveryJob {
   std::string secret;
   std::int64_t attempt = 0;  // 1 for the first
 };
-// Up to `limit` deliveries due at txn.now, each leased for kWebhookClaimMicros.
+// Up to `limit` deliveries due at txn.now, each leased for kWebhookClaimMicros, to the account's
+// current URL.
 std::vector<DeliveryJob> ClaimDeliveries(Txn& txn, std::size_t limit);
 // The outcome of one attempt: delivered (a 2xx answer), or failed with the status (0: no answer)
 // and why; `permanent` failures (a URL the sender refuses) are not retried. not_found for an

@@ -198,6 +198,17 @@ TEST_F(EngineRentalsTest, WebhookDeliveriesAreQueuedClaimedRetriedAndCapped) {
   EXPECT_EQ(deliveries[0].status, DeliveryStatus::kDelivered);
   EXPECT_EQ(deliveries[0].attempts, 2);
 
+  // A changed URL: the pending deliveries go to the new one.
+  Run<rentals::Rental>([&](Txn& txn) { return ReleaseRental(txn, customer_, 1); });
+  Run<AccountWebhook>([&](Txn& txn) {
+    return SetWebhook(txn, customer_, "https://new.example.com/hook", false);
+  });
+  auto moved = Run<std::vector<DeliveryJob>>(
+      [](Txn& txn) -> Result<std::vector<DeliveryJob>> { return ClaimDeliveries(txn, 10); });
+  ASSERT_EQ(moved.size(), 1u);
+  EXPECT_EQ(moved[0].url, "https://new.example.com/hook");
+  EXPECT_NE(moved[0].body.find("rental.released"), std::string::npos);
+
   // URLs: http(s) only, no credentials, no fragment, a valid port.
   for (const char* bad : {"ftp://x.example", "https://user:pw@x.example/", "https://x.example/#f",
                           "https://x.example:0/", "https://x.example:99999/", "https:///path",

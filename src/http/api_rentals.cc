@@ -16,13 +16,14 @@
 // Admins:
 //   POST /v1/admin/nodes {"gpu", "region", "cards"?, "hostname"?, "nvme_included_gb_per_card"?,
 //                         "nvme_extra_capacity_gb"?}  -> 201 node
-//   GET  /v1/admin/nodes[?gpu=&region=], POST /v1/admin/nodes/{id}/drain | /undrain,
+//   GET  /v1/admin/nodes[?gpu=&region=&limit=&after=], POST /v1/admin/nodes/{id}/drain | /undrain,
 //   DELETE /v1/admin/nodes/{id} (only without live rentals or pending wipes)
 //   POST /v1/admin/rentals/{id}/instance {"state": "running"|"failed", "connection"?, "error"?}
 //   POST /v1/admin/rentals/{id}/wipe     the local NVMe of a released rental was wiped
 //   GET  /v1/admin/rentals               the fleet's invariants and settlement against the ledger
 #include "engine/rentals.h"
 #include "http/api.h"
+#include "core/strings.h"
 #include "http/web_session.h"
 #include "http/limits.h"
 #include "rentals/limits.h"
@@ -535,24 +536,35 @@ void RegisterRentalRoutes(Router& router, ApiContext& api) {
                    GPUHUB_ASSIGN_OR_RETURN(auto node, engine::AddRentalNode(txn, spec));
                    return Reply{201, NodeJson(Fleet(txn), node)};
                  }));
+  struct NodeQuery {
+    std::string gpu, region;
+    std::int64_t after = 0;
+    std::size_t limit = rentals::kMaxPageSize;
+  };
   router.Add("GET", "/v1/admin/nodes",
-             Authenticated<std::pair<std::string, std::string>>(
+             Authenticated<NodeQuery>(
                  api, kRoleAdmin,
-                 [](const Request& r) -> Result<std::pair<std::string, std::string>> {
-                   std::pair<std::string, std::string> filter;
-                   if (auto it = r.query.find("gpu"); it != r.query.end()) filter.first = it->second;
-                   if (auto it = r.query.find("region"); it != r.query.end()) {
-                     filter.second = it->second;
+                 [](const Request& r) -> Result<NodeQuery> {
+                   NodeQuery q;
+                   if (auto it = r.query.find("gpu"); it != r.query.end()) q.gpu = it->second;
+                   if (auto it = r.query.find("region"); it != r.query.end()) q.region = it->second;
+                   GPUHUB_ASSIGN_OR_RETURN(q.limit, LimitQuery(r, "limit", rentals::kMaxPageSize,
+                                                               rentals::kMaxPageSize));
+                   if (auto it = r.query.find("after"); it != r.query.end()) {
+                     auto v = ParseInt64(it->second, "after");
+                     if (!v.ok() || *v < 0) {
+                       return Status::InvalidArgument("after must be a node id (next_after)");
+                     }
+                     q.after = *v;
                    }
-                   return filter;
+                   return q;
                  },
-                 [](Txn& txn, const User&,
-                    const std::pair<std::string, std::string>& filter) -> Result<Reply> {
+                 [](Txn& txn, const User&, const NodeQuery& q) -> Result<Reply> {
                    json list = json::array();
-                   for (const auto& n : Fleet(txn).ListNodes(filter.first, filter.second)) {
-                     list.push_back(NodeJson(Fleet(txn), n));
-                   }
-                   return Reply{200, {{"nodes", list}}};
+                   auto nodes = Fleet(txn).ListNodes(q.gpu, q.region, q.after, q.limit);
+                   for (const auto& n : nodes) list.push_back(NodeJson(Fleet(txn), n));
+                   json next = nodes.size() == q.limit ? json(nodes.back().id) : json(nullptr);
+                   return Reply{200, {{"nodes", list}, {"next_after", next}}};
                  }));
   for (auto [path, state] :
        {std::pair{"/v1/admin/nodes/{id}/drain", rentals::NodeState::kDraining},

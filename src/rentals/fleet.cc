@@ -502,6 +502,17 @@ Result<Rental> Fleet::SetAutoRenew(UserId customer, RentalId id, bool on, Timest
   }
   if (slot.rental.auto_renew == on) return slot.rental;
   Rental& r = slot.rental;
+  const TimestampMicros term_began = r.term_start > 0 ? r.term_start : r.created_at;
+  std::size_t changes_this_term = 0;
+  for (const Event& e : slot.history) {
+    changes_this_term += e.kind == EventKind::kAutoRenewChanged && e.at >= term_began;
+  }
+  if (changes_this_term >= kMaxAutoRenewChangesPerTerm) {
+    return Status::ResourceExhausted("auto-renew was switched " +
+                                     std::to_string(kMaxAutoRenewChangesPerTerm) +
+                                     " times this term; it can be switched again next term")
+        .WithField("enabled");
+  }
   r.auto_renew = on;
   if (on && r.state == RentalState::kActive && !r.next_paid && r.renewal_invoiced_at == 0) {
     // Switched on after its first attempt was due (T - 72 h): the next attempt is now, not in the
@@ -590,7 +601,8 @@ std::vector<Rental> Fleet::ListRentals(UserId customer, std::size_t limit) const
   return out;
 }
 
-std::vector<Node> Fleet::ListNodes(std::string_view gpu, std::string_view region) const {
+std::vector<Node> Fleet::ListNodes(std::string_view gpu, std::string_view region, NodeId after,
+                                   std::size_t limit) const {
   std::vector<Node> out;
   std::string key = CardKey(gpu);
   std::string code;
@@ -598,7 +610,9 @@ std::vector<Node> Fleet::ListNodes(std::string_view gpu, std::string_view region
     auto canonical = CanonicalRegion(region);
     code = canonical.ok() ? *canonical : "?";  // a malformed region matches no node
   }
-  for (const auto& [id, node] : inventory_.nodes()) {
+  for (auto it = inventory_.nodes().upper_bound(after);
+       it != inventory_.nodes().end() && out.size() < limit; ++it) {
+    const Node& node = it->second;
     if (!gpu.empty() && CardKey(node.gpu) != key) continue;
     if (!code.empty() && node.region != code) continue;
     out.push_back(node);

@@ -227,8 +227,9 @@ class Fleet {
   const Renewal* FindRenewal(RentalId id, std::int64_t period) const;
   // Newest first, at most `limit`.
   std::vector<Rental> ListRentals(UserId customer, std::size_t limit) const;
-  // Every node (optionally only one card / region), by id.
-  std::vector<Node> ListNodes(std::string_view gpu, std::string_view region) const;
+  // Nodes (optionally only one card / region) with id > `after`, by id, at most `limit`.
+  std::vector<Node> ListNodes(std::string_view gpu, std::string_view region, NodeId after = 0,
+                              std::size_t limit = SIZE_MAX) const;
   std::vector<Rental> LiveRentalsOnNode(NodeId id) const;
   std::uint32_t RentedCards(NodeId id) const { return inventory_.Used(id); }
   // Oldest first, the newest kMaxEventsKeptPerRental.

@@ -467,6 +467,25 @@ TEST_F(FleetTest, RestoreRebuildsTheSameFleetThatGoesOnTheSameWay) {
   EXPECT_EQ(Fleet::Restore(Config(), bad).status().code(), StatusCode::kInternal);
 }
 
+TEST_F(FleetTest, AutoRenewSwitchesAreLimitedPerTermAndCountAgainNextTerm) {
+  AddNode("A100 SXM", "DFW-1");
+  Fund(kAlice, Usd(600));
+  auto r = Order(kAlice, Spec("A100 SXM", 1, Term::kWeek));
+  ASSERT_TRUE(r.ok());
+  for (std::size_t i = 0; i < kMaxAutoRenewChangesPerTerm; ++i) {
+    ASSERT_TRUE(fleet_.SetAutoRenew(kAlice, r->id, i % 2 == 1, now_, &changes_).ok()) << i;
+  }
+  auto refused = fleet_.SetAutoRenew(kAlice, r->id, false, now_, &changes_);
+  EXPECT_EQ(refused.status().code(), StatusCode::kResourceExhausted);
+  EXPECT_EQ(refused.status().field(), "enabled");
+  EXPECT_TRUE(fleet_.FindRental(r->id)->auto_renew);
+  // Setting what it already is changes nothing and is always fine.
+  EXPECT_TRUE(fleet_.SetAutoRenew(kAlice, r->id, true, now_, &changes_).ok());
+  ASSERT_TRUE(fleet_.PayRenewal(kAlice, r->id, std::nullopt, ledger_, Untaxed, now_, &changes_).ok());
+  AdvanceTo(r->term_end);  // term 2: a new allowance
+  EXPECT_TRUE(fleet_.SetAutoRenew(kAlice, r->id, false, now_, &changes_).ok());
+}
+
 class AgentFleetTest : public FleetTest {
  protected:
   AgentFleetTest() : FleetTest(Provisioning::kAgent) {}

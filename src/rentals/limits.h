@@ -44,6 +44,10 @@ inline constexpr std::size_t kMaxHostnameBytes = 63;
 inline constexpr std::size_t kMaxLiveRentalsPerCustomer = 1'000;
 // History events kept in memory per rental (all of them stay in the store); the API shows these.
 inline constexpr std::size_t kMaxEventsKeptPerRental = 256;
+// Auto-renew switches per term: each is a history event and a row, so a script flipping it must not
+// grow them without bound. A term's other events are at most ~55 (48 hourly auto-renew attempts),
+// so the term's switches are always among the events kept in memory.
+inline constexpr std::size_t kMaxAutoRenewChangesPerTerm = 10;
 // Connection details an agent may fill in (host, ssh_port, ssh_user, ...).
 inline constexpr std::size_t kMaxConnectionFields = 16;
 inline constexpr std::size_t kMaxConnectionKeyBytes = 32;

@@ -135,6 +135,16 @@ TEST_P(RentalsApiTest, BadInputIsA4xxNamingTheFieldAndChangesNothing) {
       client_->Call("POST", "/v1/rentals/" + id + "/renew", {{"currency", "XYZ"}}, alice), 400,
       "currency");
   EXPECT_EQ(client_->Call("GET", "/v1/rentals/" + id, nullptr, alice).Json()["state"], "active");
+  // A script flipping auto-renew is stopped after 10 switches a term (429 naming the field).
+  for (int i = 0; i < 10; ++i) {
+    ASSERT_EQ(client_->Call("POST", "/v1/rentals/" + id + "/auto-renew", {{"enabled", i % 2 == 1}},
+                            alice)
+                  .status,
+              200);
+  }
+  ExpectRefused(
+      client_->Call("POST", "/v1/rentals/" + id + "/auto-renew", {{"enabled", false}}, alice), 429,
+      "enabled");
   // Anonymous and wrong roles.
   EXPECT_EQ(client_->Call("POST", "/v1/rentals", ok).status, 401);
   EXPECT_EQ(client_->Call("POST", "/v1/admin/nodes", {{"gpu", "H100 SXM"}, {"region", "IAD-1"}},
@@ -294,6 +304,19 @@ TEST_P(RentalsApiTest, AdminsDrainUndrainAndRemoveNodesOnlyWhenNothingIsOnThem) 
   EXPECT_EQ(removed.Json()["state"], "removed");
   auto nodes = client_->Call("GET", "/v1/admin/nodes?gpu=a100-sxm", nullptr, admin_).Json();
   EXPECT_EQ(nodes["nodes"].size(), 1u);
+  // Pages of nodes.
+  Node("H100 SXM", "DFW-1");
+  Node("H100 SXM", "IAD-1");
+  auto page1 = client_->Call("GET", "/v1/admin/nodes?limit=2", nullptr, admin_).Json();
+  ASSERT_EQ(page1["nodes"].size(), 2u);
+  ASSERT_FALSE(page1["next_after"].is_null());
+  auto page2 = client_->Call("GET", "/v1/admin/nodes?limit=2&after=" +
+                                        std::to_string(page1["next_after"].get<long long>()),
+                             nullptr, admin_)
+                   .Json();
+  ASSERT_EQ(page2["nodes"].size(), 1u);
+  EXPECT_TRUE(page2["next_after"].is_null());
+  ExpectRefused(client_->Call("GET", "/v1/admin/nodes?limit=0", nullptr, admin_), 400, "");
 }
 
 INSTANTIATE_TEST_SUITE_P(Backends, RentalsApiTest, ::testing::Values("sqlite", "postgresql"));
