@@ -132,7 +132,9 @@ TEST_P(RentalsCrashTest, NothingAcknowledgedIsLostAndNothingHappensTwice) {
                 ack.rentals[id].state = j["rental"]["state"];
                 ++ack.operations;
               }
-            } else if (op < 8) {
+            } else if (op < 8 && rng() % 4 == 0) {
+              // Rare: customers who release at once would leave the clock no rental to carry to
+              // its invoice, stop and hold (the transitions the kills must fall between).
               r = client.Call("POST", path + "/release", {{"confirm", true}}, token);
               if (r.status == 200) {
                 std::lock_guard<std::mutex> lock(ack.mutex);
@@ -167,7 +169,7 @@ TEST_P(RentalsCrashTest, NothingAcknowledgedIsLostAndNothingHappensTwice) {
           ack.clock = r.Json()["now"];  // RFC 3339 UTC with a fixed shape: compares as text
           ++ack.operations;
         }
-        std::this_thread::sleep_for(std::chrono::milliseconds(20));
+        std::this_thread::sleep_for(std::chrono::milliseconds(5));
       }
     });
     for (int i = 0; i < 100; ++i) {
