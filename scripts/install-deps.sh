@@ -9,7 +9,8 @@ build_packages=(
   libsqlite3-dev libpq-dev libsodium-dev libspdlog-dev libfmt-dev
   libgtest-dev libgmock-dev googletest libbenchmark-dev libssl-dev openssl ca-certificates
 )
-test_packages=(postgresql-15 postgresql-client-15 curl wrk chromium)
+# wrk and valgrind: bench/http/side_by_side.sh, load.sh and profile.sh.
+test_packages=(postgresql-15 postgresql-client-15 curl wrk valgrind chromium)
 
 want=("${build_packages[@]}")
 if [ "${1:-}" = "--with-test-tools" ]; then want+=("${test_packages[@]}"); fi
