@@ -10,6 +10,8 @@
 # Each endpoint is measured ROUNDS times (default 3), baseline and gpuhub alternating, and the
 # median of each is kept. Figures mean something only on a quiet machine: the script prints the
 # load average before it starts (wrk and both servers share the machine's cores).
+# BEFORE_BIN=path/to/an/older/gpuhub adds that binary as a third server in the same rounds (its
+# ratios, and after/before), so a change is measured before and after in one run.
 # Needs wrk (scripts/install-deps.sh --with-test-tools).
 set -euo pipefail
 build_dir=${1:-build}
@@ -19,7 +21,8 @@ rounds=${4:-3}
 top=$(cd "$(dirname "$0")/../.." && pwd)
 bin="$build_dir/gpuhub"
 baseline="$build_dir/bench/http/baseline_server"
-for b in "$bin" "$baseline"; do
+before_bin=${BEFORE_BIN:-}
+for b in "$bin" "$baseline" $before_bin; do
   [ -x "$b" ] || { echo "side_by_side.sh: $b not built (cmake --build $build_dir)" >&2; exit 1; }
 done
 command -v wrk >/dev/null || { echo "side_by_side.sh: wrk is not installed" >&2; exit 1; }
@@ -50,6 +53,13 @@ CONF
   >"$work/gpuhub.out" 2>"$work/gpuhub.log" &
 pids+=($!)
 gpuhub=$(wait_url "$work/gpuhub.out")
+before=""
+if [ -n "$before_bin" ]; then
+  "$before_bin" serve --demo --listen 127.0.0.1:0 --db "sqlite:$work/before.db" \
+    --config "$work/config.toml" >"$work/before.out" 2>"$work/before.log" &
+  pids+=($!)
+  before=$(wait_url "$work/before.out")
+fi
 
 # name | method | path | body
 endpoints=(
@@ -100,14 +110,20 @@ printf '%-16s %7s | %10s %8s | %10s %8s | %7s %7s\n' endpoint bytes base_rps bas
 for e in "${endpoints[@]}"; do
   IFS='|' read -r name method path body <<<"$e"
   size=$(printf '%s\n' "${body_args[@]}" | grep "^$path=" | cut -d= -f2)
-  : >"$work/b" ; : >"$work/g"
+  : >"$work/b" ; : >"$work/g"; : >"$work/o"
   for _ in $(seq 1 "$rounds"); do
     run_wrk "$base$path" "$method" "$body" >>"$work/b"
     run_wrk "$gpuhub$path" "$method" "$body" >>"$work/g"
+    if [ -n "$before" ]; then run_wrk "$before$path" "$method" "$body" >>"$work/o"; fi
   done
   b_rps=$(cut -d' ' -f1 "$work/b" | median); b_p99=$(cut -d' ' -f2 "$work/b" | median)
   g_rps=$(cut -d' ' -f1 "$work/g" | median); g_p99=$(cut -d' ' -f2 "$work/g" | median)
   awk -v n="$name" -v s="$size" -v br="$b_rps" -v bp="$b_p99" -v gr="$g_rps" -v gp="$g_p99" \
     'BEGIN { printf "%-16s %7s | %10s %8s | %10s %8s | %6.2fx %6.2fx\n", n, s, br, bp, gr, gp, gr / br, gp / bp }'
+  if [ -n "$before" ]; then
+    o_rps=$(cut -d' ' -f1 "$work/o" | median); o_p99=$(cut -d' ' -f2 "$work/o" | median)
+    awk -v n="  before" -v br="$b_rps" -v bp="$b_p99" -v gr="$o_rps" -v gp="$o_p99" -v ar="$g_rps" \
+      'BEGIN { printf "%-16s %7s | %10s %8s | %10s %8s | %6.2fx %6.2fx | after/before req/s %.2fx\n", n, "", "", "", gr, gp, gr / br, gp / bp, ar / gr }'
+  fi
 done
 echo "load average after: $(cut -d' ' -f1-3 /proc/loadavg)"

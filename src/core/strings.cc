@@ -61,9 +61,18 @@ std::vector<std::string> Split(std::string_view text, char separator) {
 }
 
 std::string FormatFixed(double value, int decimals) {
+  // std::to_chars rounds exactly as printf's "%.*f" does (both are correctly rounded), at a tenth
+  // of the cost (a fit answer formats a dozen numbers). printf for what it cannot do here.
   char buf[64];
-  std::snprintf(buf, sizeof buf, "%.*f", decimals, value);
-  return buf;
+  if (std::isfinite(value) && decimals >= 0) {
+    auto [end, ec] =
+        std::to_chars(buf, buf + sizeof buf, value, std::chars_format::fixed, decimals);
+    if (ec == std::errc()) return std::string(buf, end);
+  }
+  int n = std::snprintf(nullptr, 0, "%.*f", decimals, value);
+  std::string out(static_cast<std::size_t>(n), '\0');
+  std::snprintf(out.data(), out.size() + 1, "%.*f", decimals, value);
+  return out;
 }
 
 bool JsonNestingWithin(std::string_view text, int max_depth) {

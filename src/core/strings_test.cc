@@ -2,6 +2,12 @@
 
 #include <gtest/gtest.h>
 
+#include <cmath>
+#include <cstdio>
+#include <limits>
+#include <random>
+#include <vector>
+
 namespace gpuhub {
 namespace {
 
@@ -27,6 +33,29 @@ TEST(Strings, Helpers) {
   EXPECT_EQ(Trim("  a b \n"), "a b");
   EXPECT_EQ(Split("a,b,,c", ','), (std::vector<std::string>{"a", "b", "", "c"}));
   EXPECT_EQ(FormatFixed(74.684, 2), "74.68");
+}
+
+// FormatFixed is printf's "%.*f" (it used to call it): the same text for any value and precision,
+// halfway cases, huge values beyond its buffer, infinities and NaN included.
+TEST(Strings, FormatFixedIsPrintfFixed) {
+  auto printf_fixed = [](double v, int d) {
+    std::vector<char> buf(512);
+    std::snprintf(buf.data(), buf.size(), "%.*f", d, v);
+    return std::string(buf.data());
+  };
+  std::mt19937_64 rng(7);
+  std::vector<double> values = {
+      0.0,         -0.0,       0.5,   1.5,   2.5,
+      0.125,       1e15 + 0.5, 1e22,  1e300, -1e-300,
+      5e-324,      74.685,     0.045, 1.005, std::numeric_limits<double>::infinity(),
+      std::nan("")};
+  for (int i = 0; i < 20000; ++i) {
+    values.push_back(static_cast<double>(rng() % 100000000) / std::pow(10.0, rng() % 9));
+  }
+  for (double v : values) {
+    for (int d : {0, 1, 2, 3, 6, 9})
+      ASSERT_EQ(FormatFixed(v, d), printf_fixed(v, d)) << v << " " << d;
+  }
 }
 
 TEST(JsonNestingWithin, CountsBracketsOutsideStrings) {

@@ -70,6 +70,30 @@ std::size_t Engine::queued() const {
   return queue_.size();
 }
 
+namespace {
+std::int64_t SteadyNanos() {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(
+             std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
+}  // namespace
+
+bool Engine::Serving(std::chrono::steady_clock::duration max_batch) const {
+  bool waiting;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (!started_ || stopping_) return false;
+    waiting = !queue_.empty();
+  }
+  if (!state_valid_.load()) return false;
+  std::int64_t now = SteadyNanos();
+  std::int64_t limit = std::chrono::duration_cast<std::chrono::nanoseconds>(max_batch).count();
+  std::int64_t started = batch_started_ns_.load();
+  if (started != 0 && now - started > limit) return false;
+  if (waiting && now - last_taken_ns_.load() > limit) return false;
+  return true;
+}
+
 Status Engine::Submit(Command command) {
   {
     std::lock_guard<std::mutex> lock(mutex_);
@@ -114,6 +138,7 @@ void Engine::WriterLoop() {
         wake_.wait(lock, [&] { return stopping_ || !queue_.empty(); });
       }
       if (queue_.empty() && stopping_) break;
+      last_taken_ns_.store(SteadyNanos());
       std::size_t n = std::min(queue_.size(), options_.max_commands_per_batch);
       for (std::size_t i = 0; i < n; ++i) {
         batch.push_back(std::move(queue_.front()));
@@ -131,7 +156,11 @@ void Engine::WriterLoop() {
       tick.done = [](const Status&) {};
       batch.push_back(std::move(tick));
     }
-    if (!batch.empty()) ApplyBatch(batch);
+    if (!batch.empty()) {
+      batch_started_ns_.store(SteadyNanos());
+      ApplyBatch(batch);
+      batch_started_ns_.store(0);
+    }
     batch.clear();
   }
 }

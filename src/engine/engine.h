@@ -26,7 +26,10 @@
 // (and by the caller of Start before the writer runs).
 #pragma once
 
+#include <atomic>
+#include <chrono>
 #include <condition_variable>
+#include <cstdint>
 #include <deque>
 #include <functional>
 #include <memory>
@@ -108,6 +111,12 @@ class Engine {
   const Clock& clock() const { return clock_; }
   std::size_t queued() const;
 
+  // Whether the writer is serving, known without a round trip through the queue (GET /healthz's
+  // fast path): started and not stopping, its state loaded from the store, not inside one batch
+  // for longer than `max_batch`, and no command waiting while the writer has not taken any for
+  // that long. false means "not known to be serving": ask the writer (a no-op command) instead.
+  bool Serving(std::chrono::steady_clock::duration max_batch) const;
+
  private:
   void WriterLoop();
   void ApplyBatch(std::deque<Command>& batch);
@@ -118,7 +127,11 @@ class Engine {
   MetricsRegistry& metrics_;
   EngineOptions options_;
   std::unique_ptr<State> state_;
-  bool state_valid_ = false;
+  std::atomic<bool> state_valid_{false};
+  // For Serving: steady_clock nanoseconds when the current batch started (0: between batches)
+  // and when the writer last took commands from the queue.
+  std::atomic<std::int64_t> batch_started_ns_{0};
+  std::atomic<std::int64_t> last_taken_ns_{0};
   std::vector<TickHook> tick_hooks_;
 
   mutable std::mutex mutex_;

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <chrono>
 #include <thread>
 
 #include "engine/accounts.h"
@@ -28,9 +29,11 @@ class FlakyStore final : public store::Store {
   Status Scan(std::string_view table, const std::vector<std::string>& columns,
               std::string_view order_by,
               const std::function<Status(const store::Row&)>& fn) override {
+    if (fail_reads) return Status::Unavailable("disk still on fire");
     return inner_->Scan(table, columns, order_by, fn);
   }
   std::atomic<bool> fail{false};
+  std::atomic<bool> fail_reads{false};
 
  protected:
   Status ApplyMigration(const store::Migration&) override { return Status::Ok(); }
@@ -107,6 +110,51 @@ TEST(EngineTest, AFailedCommitFailsTheBatchAndRebuildsStateFromTheStore) {
   store->fail = false;
   // Memory forgot "lost" with the database: the name is free and ids continue from the store.
   EXPECT_EQ(AddUser(engine, "lost").value(), 2);
+}
+
+// GET /healthz answers from Serving without a round trip through the queue: it must say false
+// whenever the writer is not known to be serving (not started, stuck in a batch, state not loaded
+// after a failed commit, stopped).
+TEST(EngineTest, ServingIsFalseUnlessTheWriterIsKnownToServe) {
+  using std::chrono::milliseconds;
+  ManualClock clock(1'000'000);
+  MetricsRegistry metrics;
+  auto flaky = std::make_unique<FlakyStore>(OpenMigrated(TempDb()));
+  FlakyStore* store = flaky.get();
+  Engine engine(std::move(flaky), clock, metrics);
+  EXPECT_FALSE(engine.Serving(milliseconds(10))) << "not started";
+  ASSERT_TRUE(engine.Start().ok());
+  EXPECT_TRUE(engine.Serving(milliseconds(10)));
+
+  // A batch that takes longer than the limit: not serving while it runs, serving once it is done.
+  std::atomic<bool> release{false};
+  std::atomic<bool> done{false};
+  engine.Execute<int>(
+      [&](Txn&) -> Result<int> {
+        while (!release) std::this_thread::sleep_for(milliseconds(1));
+        return 0;
+      },
+      [&](Result<int>) { done = true; });
+  std::this_thread::sleep_for(milliseconds(60));
+  EXPECT_FALSE(engine.Serving(milliseconds(20))) << "inside one batch for 60 ms";
+  EXPECT_TRUE(engine.Serving(milliseconds(10'000)));
+  release = true;
+  while (!done) std::this_thread::sleep_for(milliseconds(1));
+  std::this_thread::sleep_for(milliseconds(5));
+  EXPECT_TRUE(engine.Serving(milliseconds(20)));
+
+  // A failed commit whose reload fails too: the state is not loaded.
+  store->fail = true;
+  store->fail_reads = true;
+  EXPECT_EQ(AddUser(engine, "lost").status().code(), StatusCode::kUnavailable);
+  EXPECT_FALSE(engine.Serving(milliseconds(10'000))) << "state not loaded";
+  store->fail = false;
+  store->fail_reads = false;
+  EXPECT_TRUE(AddUser(engine, "back").ok());  // the next batch reloads
+  EXPECT_TRUE(engine.Serving(milliseconds(10'000)));
+
+  engine.Stop();
+  EXPECT_FALSE(engine.Serving(milliseconds(10'000))) << "stopped";
 }
 
 TEST(EngineTest, AFailedCommandsWritesAreDropped) {

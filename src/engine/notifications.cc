@@ -3,6 +3,7 @@
 #include <cctype>
 #include <nlohmann/json.hpp>
 
+#include "core/json_writer.h"
 #include "engine/accounts.h"
 #include "engine/limits.h"
 
@@ -20,7 +21,7 @@ Result<DeliveryStatus> ParseDeliveryStatus(std::string_view name) {
   return Status::Internal("unknown delivery status '" + std::string(name) + "'");
 }
 
-std::string Dump(const json& j) { return j.dump(-1, ' ', false, json::error_handler_t::replace); }
+std::string Dump(const json& j) { return DumpJson(j); }
 
 void WriteNotification(Txn& txn, const Notification& n) {
   txn.writes.Upsert("notifications", {{"id", n.id},

@@ -2,6 +2,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "core/json_writer.h"
 #include "core/strings.h"
 #include "engine/wallets.h"
 
@@ -12,7 +13,7 @@ using json = nlohmann::ordered_json;
 using namespace rentals;
 
 std::string Code(Currency c) { return std::string(CurrencyCode(c)); }
-std::string Dump(const json& j) { return j.dump(-1, ' ', false, json::error_handler_t::replace); }
+std::string Dump(const json& j) { return DumpJson(j); }
 
 std::string TaxLinesJson(const std::vector<TaxLine>& lines) {
   json out = json::array();

@@ -5,6 +5,7 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
+#include "core/json_writer.h"
 #include "core/money.h"
 #include "core/strings.h"
 #include "fit/report_json.h"
@@ -326,7 +327,7 @@ std::string MarketFitReportJson(const FitRequest& request, const MarketFitResult
       "live prices from the spot exchange's book: USD per GPU-hour, billed hourly in advance; all "
       "GPUs of a lease are on one machine");
   j["notes"] = notes;
-  return j.dump(2);
+  return DumpJson(j, 2);
 }
 
 std::string MarketFitReportText(const FitRequest& request, const MarketFitResult& result) {

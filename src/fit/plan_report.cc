@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "core/json_writer.h"
 #include "core/money.h"
 #include "core/strings.h"
 #include "fit/json_parts.h"
@@ -178,7 +179,7 @@ std::string PlanReportJson(const PlanRequest& request, const PlanResult& result)
       "term prices: the cheapest months (720 h) and weeks (168 h) of the set that cover the "
       "hours, multi-card discount included");
   j["notes"] = std::move(notes);
-  return j.dump(2);
+  return DumpJson(j, 2);
 }
 
 std::string PlanReportText(const PlanRequest& request, const PlanResult& result) {

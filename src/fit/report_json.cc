@@ -3,6 +3,7 @@
 #include <cmath>
 #include <nlohmann/json.hpp>
 
+#include "core/json_writer.h"
 #include "core/money.h"
 #include "fit/json_parts.h"
 #include "fit/limits.h"
@@ -412,7 +413,7 @@ std::string SizeReportJson(const SizeRequest& request, const sizing::MemoryEstim
     j["decode_weight_bytes_per_token"] = e.decode_weight_bytes;
   }
   j["notes"] = NotesJson(request.model, request.notes, e);
-  return j.dump(2);
+  return DumpJson(j, 2);
 }
 
 std::string FitReportJson(const FitRequest& request, const FitResult& result) {
@@ -457,7 +458,7 @@ std::string FitReportJson(const FitRequest& request, const FitResult& result) {
     j["excluded"] = std::move(excluded);
   }
   j["notes"] = NotesJson(request.model, request.notes, result.required);
-  return j.dump(2);
+  return DumpJson(j, 2);
 }
 
 std::string GuideJson(const Guide& guide) {
@@ -539,7 +540,7 @@ std::string GuideJson(const Guide& guide) {
       {"cheapest", "fit's best configuration with no filters"},
       {"cost", "USD; hourly = monthly / 720; break_even_hours = monthly / spot opening ask"},
   };
-  return j.dump(2);
+  return DumpJson(j, 2);
 }
 
 std::string CatalogJson(const catalog::Catalog& c, std::optional<std::int64_t> hourly_rate_micros) {
@@ -629,7 +630,7 @@ std::string CatalogJson(const catalog::Catalog& c, std::optional<std::int64_t> h
     spot.push_back(std::move(r));
   }
   j["spot"] = std::move(spot);
-  return j.dump(2);
+  return DumpJson(j, 2);
 }
 
 namespace {
@@ -665,7 +666,7 @@ std::string ModelsJson(const std::vector<sizing::BundledModel>& bundled) {
   Json models = Json::array();
   for (const auto& b : bundled) models.push_back(ShapeSummaryJson(b.id, b.shape));
   j["bundled"] = std::move(models);
-  return j.dump(2);
+  return DumpJson(j, 2);
 }
 
 Result<std::string> HandleSizeJson(std::string_view body, const std::string& data_dir) {

@@ -1,6 +1,7 @@
 // UseCaseJson and UseCaseText (use_cases.h).
 #include "core/money.h"
 #include "core/strings.h"
+#include "core/json_writer.h"
 #include "fit/json_parts.h"
 #include "fit/report_text.h"
 #include "fit/use_cases.h"
@@ -87,7 +88,7 @@ std::string UseCaseJson(const UseCaseView& v) {
   }
   j["cards"] = std::move(cards);
   j["notes"] = Strings(v.notes);
-  return j.dump(2);
+  return DumpJson(j, 2);
 }
 
 std::string UseCaseText(const UseCaseView& v) {

@@ -87,6 +87,9 @@ struct Reply {
   json body;
   // false: not stored under the Idempotency-Key (engine::StoredResponse::replayable).
   bool replayable = true;
+  // When not empty: the body, written already (core/json_writer.h's JsonWriter for hot answers);
+  // `body` is then not used.
+  std::string serialized;
 };
 using UserAction = std::function<Result<Reply>(engine::Txn&, const engine::User&)>;
 using AnonymousAction = std::function<Result<Reply>(engine::Txn&)>;

@@ -1,6 +1,7 @@
 #include "http/api.h"
 
 #include "core/clock.h"
+#include "core/json_writer.h"
 #include "core/strings.h"
 #include "http/limits.h"
 #include "http/web_session.h"
@@ -19,9 +20,7 @@ void InFlightKeys::Erase(const std::string& key) {
   keys_.erase(key);
 }
 
-std::string Dump(const json& body) {
-  return body.dump(-1, ' ', false, json::error_handler_t::replace);
-}
+std::string Dump(const json& body) { return DumpJson(body); }
 
 Response JsonResponse(int status, const json& body) { return Response::Json(status, Dump(body)); }
 
@@ -203,8 +202,10 @@ namespace {
 
 engine::StoredResponse ToStored(const Result<Reply>& reply) {
   if (reply.ok()) {
-    return {reply->status, reply->status == 204 ? "" : Dump(reply->body), false,
-            reply->replayable};
+    std::string body;
+    if (reply->status != 204)
+      body = reply->serialized.empty() ? Dump(reply->body) : reply->serialized;
+    return {reply->status, std::move(body), false, reply->replayable};
   }
   const Status& s = reply.status();
   return {HttpStatusOf(s.code()), ErrorBody(StatusCodeName(s.code()), s.message(), s.field()),

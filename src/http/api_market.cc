@@ -25,6 +25,7 @@
 //   GET    /v1/offers[?gpu=NAME]  the asks that can be taken now, cheapest first (what a fit on
 //          live prices ranks: `gpuhub fit --prices market --server URL` reads it)
 //   POST   /v1/fit {..., "prices": "market"}  (api_read.cc hands it to FitOnMarketPrices)
+#include "core/json_writer.h"
 #include "core/strings.h"
 #include "engine/market.h"
 #include "engine/wallets.h"
@@ -43,9 +44,6 @@ namespace {
 using market::FormatPrice;
 
 json Time(TimestampMicros t) { return t == 0 ? json(nullptr) : json(FormatTimestamp(t)); }
-json OptionalPrice(const std::optional<std::int64_t>& p) {
-  return p ? json(FormatPrice(*p)) : json(nullptr);
-}
 
 json MachineJson(const market::Machine& m, int leased, market::OrderId open_ask) {
   return {{"id", m.id},
@@ -131,13 +129,24 @@ json LeaseJson(const market::Lease& l, bool as_provider) {
   return out;
 }
 
-json TradeJson(const market::Trade& t) {
-  return {{"id", t.id},
-          {"gpu", t.gpu},
-          {"price_usd_per_gpu_hour", FormatPrice(t.price_micros)},
-          {"gpus", t.gpus},
-          {"maker", market::SideName(t.maker)},
-          {"at", FormatTimestamp(t.created_at)}};
+// Market data is written with JsonWriter, not built as a tree: these are the hottest public
+// reads, and they run on the writer thread.
+void WriteTrade(JsonWriter& w, const market::Trade& t) {
+  w.BeginObject()
+      .Key("id").Int(t.id)
+      .Key("gpu").String(t.gpu)
+      .Key("price_usd_per_gpu_hour").String(FormatPrice(t.price_micros))
+      .Key("gpus").Int(t.gpus)
+      .Key("maker").String(market::SideName(t.maker))
+      .Key("at").String(FormatTimestamp(t.created_at))
+      .EndObject();
+}
+void WriteOptionalPrice(JsonWriter& w, const std::optional<std::int64_t>& p) {
+  if (p) {
+    w.String(FormatPrice(*p));
+  } else {
+    w.Null();
+  }
 }
 
 json PayoutJson(const market::Payout& p) {
@@ -519,19 +528,26 @@ void RegisterMarketRoutes(Router& router, ApiContext& api) {
   // ----- Market data (public) ----------------------------------------------------------------
   router.Add("GET", "/v1/markets", [&api](const Request& r, Responder respond) {
     RunAnonymous(api, r, std::move(respond), false, [](Txn& txn) -> Result<Reply> {
-      json list = json::array();
+      Reply reply;
+      JsonWriter w(reply.serialized);
+      w.BeginObject().Key("markets").BeginArray();
       for (const auto& m : X(txn).Markets()) {
-        list.push_back({{"gpu", m.gpu},
-                        {"best_ask_usd_per_gpu_hour", OptionalPrice(m.best_ask_micros)},
-                        {"best_bid_usd_per_gpu_hour", OptionalPrice(m.best_bid_micros)},
-                        {"gpus_on_offer", m.gpus_on_offer},
-                        {"gpus_bid", m.gpus_bid},
-                        {"asks", m.asks},
-                        {"bids", m.bids},
-                        {"last_trade", m.last_trade ? TradeJson(*m.last_trade) : json(nullptr)},
-                        {"listed", m.listed}});
+        w.BeginObject().Key("gpu").String(m.gpu);
+        WriteOptionalPrice(w.Key("best_ask_usd_per_gpu_hour"), m.best_ask_micros);
+        WriteOptionalPrice(w.Key("best_bid_usd_per_gpu_hour"), m.best_bid_micros);
+        w.Key("gpus_on_offer").Int(m.gpus_on_offer).Key("gpus_bid").Int(m.gpus_bid);
+        w.Key("asks").Int(static_cast<std::int64_t>(m.asks));
+        w.Key("bids").Int(static_cast<std::int64_t>(m.bids));
+        w.Key("last_trade");
+        if (m.last_trade) {
+          WriteTrade(w, *m.last_trade);
+        } else {
+          w.Null();
+        }
+        w.Key("listed").Bool(m.listed).EndObject();
       }
-      return Reply{200, {{"markets", list}, {"as_of", FormatTimestamp(txn.now)}}};
+      w.EndArray().Key("as_of").String(FormatTimestamp(txn.now)).EndObject();
+      return reply;
     });
   });
   router.Add("GET", "/v1/markets/{gpu}/book", [&api](const Request& r, Responder respond) {
@@ -540,20 +556,26 @@ void RegisterMarketRoutes(Router& router, ApiContext& api) {
     std::string gpu = r.path_params.at("gpu");
     RunAnonymous(api, r, std::move(respond), false, [gpu, n = *levels](Txn& txn) -> Result<Reply> {
       GPUHUB_ASSIGN_OR_RETURN(auto depth, X(txn).Book(gpu, n));
-      auto side = [](const std::vector<market::BookLevel>& levels) {
-        json out = json::array();
+      Reply reply;
+      JsonWriter w(reply.serialized);
+      auto side = [&w](const std::vector<market::BookLevel>& levels) {
+        w.BeginArray();
         for (const auto& l : levels) {
-          out.push_back({{"price_usd_per_gpu_hour", FormatPrice(l.price)},
-                         {"gpus", l.gpus},
-                         {"orders", l.orders}});
+          w.BeginObject()
+              .Key("price_usd_per_gpu_hour").String(FormatPrice(l.price))
+              .Key("gpus").Int(l.gpus)
+              .Key("orders").Int(l.orders)
+              .EndObject();
         }
-        return out;
+        w.EndArray();
       };
-      return Reply{200,
-                   {{"gpu", depth.gpu},
-                    {"asks", side(depth.asks)},
-                    {"bids", side(depth.bids)},
-                    {"as_of", FormatTimestamp(txn.now)}}};
+      w.BeginObject().Key("gpu").String(depth.gpu);
+      w.Key("asks");
+      side(depth.asks);
+      w.Key("bids");
+      side(depth.bids);
+      w.Key("as_of").String(FormatTimestamp(txn.now)).EndObject();
+      return reply;
     });
   });
   router.Add("GET", "/v1/markets/{gpu}/trades", [&api](const Request& r, Responder respond) {
@@ -563,9 +585,12 @@ void RegisterMarketRoutes(Router& router, ApiContext& api) {
     RunAnonymous(api, r, std::move(respond), false, [gpu, n = *limit](Txn& txn) -> Result<Reply> {
       GPUHUB_ASSIGN_OR_RETURN(auto trades, X(txn).Trades(gpu, n));
       GPUHUB_ASSIGN_OR_RETURN(std::string name, X(txn).MarketName(gpu));
-      json list = json::array();
-      for (const auto& t : trades) list.push_back(TradeJson(t));
-      return Reply{200, {{"gpu", name}, {"trades", list}}};
+      Reply reply;
+      JsonWriter w(reply.serialized);
+      w.BeginObject().Key("gpu").String(name).Key("trades").BeginArray();
+      for (const auto& t : trades) WriteTrade(w, t);
+      w.EndArray().EndObject();
+      return reply;
     });
   });
   router.Add("GET", "/v1/offers", [&api](const Request& r, Responder respond) {

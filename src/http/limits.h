@@ -62,5 +62,9 @@ inline constexpr int kLogRepeatWindowSeconds = 10;
 inline constexpr int kMaxProtocolRefusalLogsPerSecond = 20;
 // Longest X-Request-Id accepted from a client (longer or odd ones are replaced).
 inline constexpr std::size_t kMaxRequestIdBytes = 64;
+// GET /healthz answers at once while the engine's writer is known to be serving (Engine::Serving:
+// no batch and no queued command waiting longer than this); otherwise it asks the writer with a
+// no-op command, as it always did, and answers what the writer says.
+inline constexpr int kHealthzMaxBatchMilliseconds = 2000;
 
 }  // namespace gpuhub::http

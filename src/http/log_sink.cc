@@ -35,12 +35,24 @@ EventLogSink::EventLogSink(std::FILE* out, std::chrono::seconds repeat_window,
   if (!now_) now_ = [] { return Clock::now(); };
 }
 
+EventLogSink::~EventLogSink() {
+  std::lock_guard<std::mutex> lock(mutex_);
+  WriteBuffered();
+  std::fflush(out_);
+}
+
 void EventLogSink::Write(const spdlog::details::log_msg& msg, std::string_view payload) {
   spdlog::details::log_msg copy = msg;
   copy.payload = spdlog::string_view_t(payload.data(), payload.size());
-  spdlog::memory_buf_t formatted;
-  formatter_->format(copy, formatted);
-  std::fwrite(formatted.data(), 1, formatted.size(), out_);
+  formatter_->format(copy, buffered_);
+  bool request_line = msg.level < spdlog::level::warn && payload.rfind(kBatchedPrefix, 0) == 0;
+  if (!request_line || buffered_.size() >= kMaxBufferedBytes) WriteBuffered();
+}
+
+void EventLogSink::WriteBuffered() {
+  if (buffered_.size() == 0) return;
+  std::fwrite(buffered_.data(), 1, buffered_.size(), out_);
+  buffered_.clear();
 }
 
 void EventLogSink::EndWindow(const std::string& text) {
@@ -94,12 +106,14 @@ void EventLogSink::sink_it_(const spdlog::details::log_msg& msg) {
 
 void EventLogSink::flush_() {
   EndWindows(now_(), /*all=*/false);
+  WriteBuffered();
   std::fflush(out_);
 }
 
 void EventLogSink::FlushRepeats() {
   std::lock_guard<std::mutex> lock(mutex_);
   EndWindows(now_(), /*all=*/true);
+  WriteBuffered();
   std::fflush(out_);
 }
 

@@ -134,5 +134,39 @@ TEST_F(EventLogSinkTest, OneOffWarningsNeverPushOutAnErrorThatKeepsRepeating) {
   EXPECT_EQ(summaries, 1u);
 }
 
+// Request lines are written together (one write per second, not one per request); any other
+// line (a warning, an info event such as a credited payment) is written at once with the request
+// lines before it, in order; the buffer never holds more than its bound.
+TEST_F(EventLogSinkTest, RequestLinesAreBufferedUntilAFlushAnotherEventOrAFullBuffer) {
+  auto written = [this] {
+    std::fflush(out_);
+    return static_cast<long>(std::ftell(out_));
+  };
+  logger_->info("event=request n=1");
+  logger_->info("event=request n=2");
+  EXPECT_EQ(written(), 0) << "info lines are held until a flush";
+  logger_->warn("event=slow n=3");
+  long after_warning = written();
+  EXPECT_GT(after_warning, 0);
+  logger_->info("event=request n=4");
+  EXPECT_EQ(written(), after_warning);
+  logger_->info("event=payment_credited n=5");
+  long after_event = written();
+  EXPECT_GT(after_event, after_warning) << "other info events are written at once";
+  after_warning = after_event;
+  // More than the bound in info lines: written without a flush, never all held.
+  std::string filler(200, 'x');
+  std::size_t lines_in_bound = EventLogSink::kMaxBufferedBytes / filler.size() + 2;
+  for (std::size_t i = 0; i < lines_in_bound; ++i) logger_->info("event=request f={}", filler);
+  EXPECT_GT(written(), after_warning + static_cast<long>(EventLogSink::kMaxBufferedBytes) / 2);
+  auto lines = Lines();
+  ASSERT_EQ(lines.size(), 5 + lines_in_bound);
+  EXPECT_EQ(lines[0], "level=info event=request n=1");
+  EXPECT_EQ(lines[1], "level=info event=request n=2");
+  EXPECT_EQ(lines[2], "level=warning event=slow n=3");
+  EXPECT_EQ(lines[3], "level=info event=request n=4");
+  EXPECT_EQ(lines[4], "level=info event=payment_credited n=5");
+}
+
 }  // namespace
 }  // namespace gpuhub::http

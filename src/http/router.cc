@@ -2,6 +2,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "core/json_writer.h"
 #include "core/strings.h"
 
 namespace gpuhub::http {
@@ -72,7 +73,7 @@ std::string ErrorBody(std::string_view code, std::string_view message, std::stri
   nlohmann::json body = {{"error", {{"code", code}, {"message", message}}}};
   if (!field.empty()) body["error"]["field"] = field;
   // Messages may quote user input: never let invalid UTF-8 break the JSON.
-  return body.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+  return DumpJson(body);
 }
 
 Response Response::Json(int status, std::string body) {

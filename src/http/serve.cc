@@ -42,9 +42,10 @@ void SetUpLogging() {
   if (const char* level = std::getenv("GPUHUB_LOG_LEVEL"); level && *level) {
     spdlog::set_level(spdlog::level::from_str(level));
   }
-  spdlog::flush_on(spdlog::level::info);
-  // A flush ends the repeat windows that are over: their summaries appear within a second even
-  // when nothing else is logged.
+  // Warnings and errors are written at once (the sink writes them itself); request lines within a
+  // second: a flush writes the sink's buffer and ends the repeat windows that are over (their
+  // summaries appear within a second even when nothing else is logged).
+  spdlog::flush_on(spdlog::level::warn);
   spdlog::flush_every(std::chrono::seconds(1));
 }
 

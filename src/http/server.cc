@@ -33,11 +33,17 @@ namespace bhttp = boost::beast::http;
 namespace net = boost::asio;
 using tcp = net::ip::tcp;
 
+// 16 hex digits: a random 32-bit prefix drawn once per process, then a counter. Unique within the
+// process and (with overwhelming likelihood) across restarts; nothing relies on ids being
+// unguessable. Drawing 8 random bytes per request was a getrandom(2) call per request.
 std::string NewRequestId() {
-  unsigned char bytes[8];
-  randombytes_buf(bytes, sizeof bytes);
-  char hex[sizeof bytes * 2 + 1];
-  sodium_bin2hex(hex, sizeof hex, bytes, sizeof bytes);
+  static const std::uint32_t prefix = randombytes_random();
+  static std::atomic<std::uint32_t> counter{randombytes_random()};
+  std::uint64_t id = (static_cast<std::uint64_t>(prefix) << 32) |
+                     counter.fetch_add(1, std::memory_order_relaxed);
+  static constexpr char kHex[] = "0123456789abcdef";
+  std::string hex(16, '0');
+  for (int i = 15; i >= 0; --i, id >>= 4) hex[static_cast<std::size_t>(i)] = kHex[id & 0xf];
   return hex;
 }
 
@@ -235,6 +241,41 @@ struct Server::Impl {
                  status, method, LogSafe(message),
                  left_out ? " refusals_not_logged_before=" + std::to_string(left_out) : "");
   }
+  // One answered request in gpuhub_http_requests_total and the route's latency histogram. The
+  // series are looked up in the registry once per route, method and status (a registry lookup
+  // renders the labels and walks its maps under its lock) and kept here: routes are the router's
+  // patterns plus "unmatched" and "static", methods the known ones plus "other", statuses the
+  // ones handlers answer, so this stays small.
+  void CountRequest(const std::string& method, const std::string& route, int status,
+                    double seconds) {
+    engine::HistogramSeries* duration = nullptr;
+    engine::CounterSeries* counter = nullptr;
+    {
+      std::lock_guard lock(route_series_mutex);
+      RouteSeries& series = route_series[route];
+      duration = series.duration;
+      for (const auto& c : series.counters) {
+        if (c.status == status && c.method == method) counter = c.series;
+      }
+    }
+    if (!duration) {
+      duration = &metrics.Histogram("gpuhub_http_request_duration_seconds",
+                                    "HTTP request latency by route",
+                                    engine::MetricsRegistry::LatencyBounds(), {{"route", route}});
+      std::lock_guard lock(route_series_mutex);
+      route_series[route].duration = duration;
+    }
+    if (!counter) {
+      counter = &metrics.Counter(
+          "gpuhub_http_requests_total", "HTTP requests by route and status",
+          {{"method", method}, {"route", route}, {"status", std::to_string(status)}});
+      std::lock_guard lock(route_series_mutex);
+      route_series[route].counters.push_back({method, status, counter});
+    }
+    counter->Add();
+    duration->Observe(seconds);
+  }
+
   void ReleaseAddress(const std::string& key) {
     std::lock_guard lock(address_mutex);
     auto it = address_connections.find(key);
@@ -273,6 +314,17 @@ struct Server::Impl {
   engine::CounterSeries& refused_reserved;
   engine::CounterSeries& accept_failures;
   std::size_t reserved_slots = 0;  // of max_connections, for addresses without a connection
+  struct RouteSeries {
+    struct Count {
+      std::string method;
+      int status;
+      engine::CounterSeries* series;
+    };
+    engine::HistogramSeries* duration = nullptr;
+    std::vector<Count> counters;
+  };
+  std::mutex route_series_mutex;
+  std::unordered_map<std::string, RouteSeries> route_series;  // by route (CountRequest)
   std::mutex refusal_log_mutex;
   std::int64_t refusal_log_second = 0;
   int refusals_logged_this_second = 0;
@@ -498,9 +550,7 @@ class Connection : public std::enable_shared_from_this<Connection> {
     request.method = std::string(req.method_string());
     request.target = std::string(req.target());
     head_ = request.method == "HEAD";
-    beast::error_code ec;
-    auto endpoint = stream_.socket().remote_endpoint(ec);
-    request.remote_address = ec ? "unknown" : endpoint.address().to_string();
+    request.remote_address = remote_;  // read once by Admit (a getpeername(2) per request was)
     for (const auto& field : req) {
       std::string name(field.name_string());
       for (char& c : name) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
@@ -688,17 +738,7 @@ void Server::Impl::Dispatch(Request request, std::function<void(Response)> send)
     }
     double seconds =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
-    metrics
-        .Counter(
-            "gpuhub_http_requests_total", "HTTP requests by route and status",
-            {{"method", MethodLabel(method)},
-             {"route", route},
-             {"status", std::to_string(response.status)}})
-        .Add();
-    metrics
-        .Histogram("gpuhub_http_request_duration_seconds", "HTTP request latency by route",
-                   engine::MetricsRegistry::LatencyBounds(), {{"route", route}})
-        .Observe(seconds);
+    CountRequest(MethodLabel(method), route, response.status, seconds);
     auto level = response.status >= 500 ? spdlog::level::warn : spdlog::level::info;
     spdlog::log(level,
                 "event=request request_id={} remote={} method={} path=\"{}\" route=\"{}\" "

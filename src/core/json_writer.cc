@@ -1,0 +1,334 @@
+#include "core/json_writer.h"
+
+#include <array>
+#include <charconv>
+#include <cmath>
+#include <nlohmann/json.hpp>
+#include <string_view>
+
+namespace gpuhub {
+namespace {
+
+// Whether `s` is well-formed UTF-8 (Unicode 3.9 table D3-7: no overlong forms, no surrogates,
+// nothing above U+10FFFF), the sequences nlohmann's decoder accepts.
+bool ValidUtf8(std::string_view s) {
+  const auto* p = reinterpret_cast<const unsigned char*>(s.data());
+  const auto* end = p + s.size();
+  auto cont = [](unsigned char c) { return c >= 0x80 && c <= 0xbf; };
+  while (p < end) {
+    unsigned char c = *p;
+    if (c < 0x80) {
+      ++p;
+      continue;
+    }
+    std::size_t left = static_cast<std::size_t>(end - p);
+    if (c >= 0xc2 && c <= 0xdf) {
+      if (left < 2 || !cont(p[1])) return false;
+      p += 2;
+    } else if (c >= 0xe0 && c <= 0xef) {
+      if (left < 3 || !cont(p[2])) return false;
+      unsigned char lo = c == 0xe0 ? 0xa0 : 0x80;
+      unsigned char hi = c == 0xed ? 0x9f : 0xbf;
+      if (p[1] < lo || p[1] > hi) return false;
+      p += 3;
+    } else if (c >= 0xf0 && c <= 0xf4) {
+      if (left < 4 || !cont(p[2]) || !cont(p[3])) return false;
+      unsigned char lo = c == 0xf0 ? 0x90 : 0x80;
+      unsigned char hi = c == 0xf4 ? 0x8f : 0xbf;
+      if (p[1] < lo || p[1] > hi) return false;
+      p += 4;
+    } else {
+      return false;
+    }
+  }
+  return true;
+}
+
+// The escape of byte `c` in a JSON string, or nullptr when it is written as is. nlohmann writes
+// the short escapes where JSON has them and \u00XX (lower-case hex) for the other control bytes;
+// DEL and everything above are written as they are (ensure_ascii=false).
+struct EscapeTable {
+  std::array<std::array<char, 7>, 32> control{};  // "\u00XX" or a short escape, NUL-terminated
+  EscapeTable() {
+    static constexpr char kHex[] = "0123456789abcdef";
+    for (int c = 0; c < 32; ++c) {
+      auto& e = control[static_cast<std::size_t>(c)];
+      switch (c) {
+        case '\b':
+          e = {'\\', 'b'};
+          break;
+        case '\t':
+          e = {'\\', 't'};
+          break;
+        case '\n':
+          e = {'\\', 'n'};
+          break;
+        case '\f':
+          e = {'\\', 'f'};
+          break;
+        case '\r':
+          e = {'\\', 'r'};
+          break;
+        default:
+          e = {'\\', 'u', '0', '0', kHex[c >> 4], kHex[c & 0xf]};
+      }
+    }
+  }
+};
+const EscapeTable& Escapes() {
+  static const EscapeTable table;
+  return table;
+}
+
+// Per byte: 0 copied as is, 1 escaped, 2 not ASCII (the string needs a UTF-8 check).
+struct ByteClasses {
+  std::array<unsigned char, 256> of{};
+  ByteClasses() {
+    for (int c = 0; c < 256; ++c)
+      of[static_cast<std::size_t>(c)] = c < 0x20 ? 1 : c >= 0x80 ? 2 : 0;
+    of['"'] = 1;
+    of['\\'] = 1;
+  }
+};
+const ByteClasses& Classes() {
+  static const ByteClasses classes;
+  return classes;
+}
+
+void AppendString(std::string& out, std::string_view s) {
+  const auto& of = Classes().of;
+  const auto* bytes = reinterpret_cast<const unsigned char*>(s.data());
+  std::size_t n = s.size();
+  // Most strings need nothing: one pass to find the first byte that does.
+  std::size_t i = 0;
+  while (i < n && of[bytes[i]] == 0) ++i;
+  out += '"';
+  out.append(s.data(), i);
+  if (i == n) {
+    out += '"';
+    return;
+  }
+  std::size_t mark = out.size() - i - 1;  // where this string starts in `out`
+  const EscapeTable& table = Escapes();
+  bool checked = false;
+  std::size_t run = i;  // start of the bytes not yet copied
+  for (; i < n; ++i) {
+    unsigned char kind = of[bytes[i]];
+    if (kind == 0) continue;
+    if (kind == 2) {
+      if (!checked && !ValidUtf8(s.substr(i))) {
+        // nlohmann's replacement of invalid sequences (U+FFFD), exactly as before.
+        out.resize(mark);
+        out += nlohmann::json(std::string(s))
+                   .dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+        return;
+      }
+      checked = true;
+      continue;
+    }
+    out.append(s.data() + run, i - run);
+    run = i + 1;
+    unsigned char c = bytes[i];
+    if (c == '"') {
+      out += "\\\"";
+    } else if (c == '\\') {
+      out += "\\\\";
+    } else {
+      out += table.control[c].data();
+    }
+  }
+  out.append(s.data() + run, n - run);
+  out += '"';
+}
+
+template <typename Int>
+void AppendInteger(std::string& out, Int v) {
+  char buffer[24];
+  auto [end, ec] = std::to_chars(buffer, buffer + sizeof buffer, v);
+  (void)ec;
+  out.append(buffer, end);
+}
+
+void AppendDouble(std::string& out, double v) {
+  if (!std::isfinite(v)) {
+    out += "null";
+    return;
+  }
+  std::array<char, 64> buffer;
+  char* end = nlohmann::detail::to_chars(buffer.data(), buffer.data() + buffer.size(), v);
+  out.append(buffer.data(), end);
+}
+
+void Indent(std::string& out, int spaces) { out.append(static_cast<std::size_t>(spaces), ' '); }
+
+template <typename Json>
+void Append(std::string& out, const Json& v, int indent, int level) {
+  using nlohmann::detail::value_t;
+  switch (v.type()) {
+    case value_t::null:
+      out += "null";
+      return;
+    case value_t::boolean:
+      out += v.template get<bool>() ? "true" : "false";
+      return;
+    case value_t::number_integer:
+      AppendInteger(out, v.template get<std::int64_t>());
+      return;
+    case value_t::number_unsigned:
+      AppendInteger(out, v.template get<std::uint64_t>());
+      return;
+    case value_t::number_float:
+      AppendDouble(out, v.template get<double>());
+      return;
+    case value_t::string:
+      AppendString(out, v.template get_ref<const typename Json::string_t&>());
+      return;
+    case value_t::object: {
+      const auto& object = v.template get_ref<const typename Json::object_t&>();
+      if (object.empty()) {
+        out += "{}";
+        return;
+      }
+      out += indent >= 0 ? "{\n" : "{";
+      bool first = true;
+      for (const auto& [key, member] : object) {
+        if (!first) out += indent >= 0 ? ",\n" : ",";
+        first = false;
+        if (indent >= 0) Indent(out, indent * (level + 1));
+        AppendString(out, key);
+        out += indent >= 0 ? ": " : ":";
+        Append(out, member, indent, level + 1);
+      }
+      if (indent >= 0) {
+        out += '\n';
+        Indent(out, indent * level);
+      }
+      out += '}';
+      return;
+    }
+    case value_t::array: {
+      const auto& array = v.template get_ref<const typename Json::array_t&>();
+      if (array.empty()) {
+        out += "[]";
+        return;
+      }
+      out += indent >= 0 ? "[\n" : "[";
+      bool first = true;
+      for (const auto& element : array) {
+        if (!first) out += indent >= 0 ? ",\n" : ",";
+        first = false;
+        if (indent >= 0) Indent(out, indent * (level + 1));
+        Append(out, element, indent, level + 1);
+      }
+      if (indent >= 0) {
+        out += '\n';
+        Indent(out, indent * level);
+      }
+      out += ']';
+      return;
+    }
+    case value_t::binary:
+    case value_t::discarded:
+    default:
+      // Never built by this project; nlohmann knows how it prints them.
+      out += v.dump(indent, ' ', false, Json::error_handler_t::replace);
+      return;
+  }
+}
+
+}  // namespace
+
+void AppendJson(std::string& out, const nlohmann::ordered_json& value, int indent) {
+  Append(out, value, indent, 0);
+}
+void AppendJson(std::string& out, const nlohmann::json& value, int indent) {
+  Append(out, value, indent, 0);
+}
+
+std::string DumpJson(const nlohmann::ordered_json& value, int indent) {
+  std::string out;
+  out.reserve(1024);
+  Append(out, value, indent, 0);
+  return out;
+}
+std::string DumpJson(const nlohmann::json& value, int indent) {
+  std::string out;
+  out.reserve(1024);
+  Append(out, value, indent, 0);
+  return out;
+}
+
+void JsonWriter::Separate() {
+  if (after_key_) {
+    after_key_ = false;
+    return;
+  }
+  if (empty_.empty()) return;
+  if (empty_.back()) {
+    empty_.back() = false;
+  } else {
+    out_ += ',';
+  }
+}
+
+JsonWriter& JsonWriter::BeginObject() {
+  Separate();
+  out_ += '{';
+  empty_.push_back(true);
+  return *this;
+}
+JsonWriter& JsonWriter::EndObject() {
+  out_ += '}';
+  empty_.pop_back();
+  return *this;
+}
+JsonWriter& JsonWriter::BeginArray() {
+  Separate();
+  out_ += '[';
+  empty_.push_back(true);
+  return *this;
+}
+JsonWriter& JsonWriter::EndArray() {
+  out_ += ']';
+  empty_.pop_back();
+  return *this;
+}
+JsonWriter& JsonWriter::Key(std::string_view key) {
+  Separate();
+  AppendString(out_, key);
+  out_ += ':';
+  after_key_ = true;
+  return *this;
+}
+JsonWriter& JsonWriter::String(std::string_view value) {
+  Separate();
+  AppendString(out_, value);
+  return *this;
+}
+JsonWriter& JsonWriter::Int(std::int64_t value) {
+  Separate();
+  AppendInteger(out_, value);
+  return *this;
+}
+JsonWriter& JsonWriter::Double(double value) {
+  Separate();
+  AppendDouble(out_, value);
+  return *this;
+}
+JsonWriter& JsonWriter::Bool(bool value) {
+  Separate();
+  out_ += value ? "true" : "false";
+  return *this;
+}
+JsonWriter& JsonWriter::Null() {
+  Separate();
+  out_ += "null";
+  return *this;
+}
+JsonWriter& JsonWriter::Value(const nlohmann::ordered_json& value) {
+  Separate();
+  Append(out_, value, -1, 0);
+  return *this;
+}
+
+}  // namespace gpuhub

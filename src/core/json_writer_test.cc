@@ -1,0 +1,144 @@
+#include "core/json_writer.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+#include <limits>
+#include <nlohmann/json.hpp>
+#include <random>
+
+namespace gpuhub {
+namespace {
+
+using OrderedJson = nlohmann::ordered_json;
+
+std::string Nlohmann(const OrderedJson& j, int indent) {
+  return j.dump(indent, ' ', false, nlohmann::json::error_handler_t::replace);
+}
+
+TEST(JsonWriterTest, KnownDocumentsCompactAndIndented) {
+  OrderedJson j = {{"b", 1},   {"a", -2.5},    {"list", {1, 2.0, "x", nullptr, true}},
+                   {"o", {}},  {"e", OrderedJson::array()},
+                   {"s", "quote\" back\\ nl\n tab\t ctl\x01 del\x7f é €"}};
+  EXPECT_EQ(DumpJson(j),
+            "{\"b\":1,\"a\":-2.5,\"list\":[1,2.0,\"x\",null,true],\"o\":null,\"e\":[],"
+            "\"s\":\"quote\\\" back\\\\ nl\\n tab\\t ctl\\u0001 del\x7f é €\"}");
+  EXPECT_EQ(DumpJson(OrderedJson{{"a", {1, 2}}, {"b", OrderedJson::object()}}, 2),
+            "{\n  \"a\": [\n    1,\n    2\n  ],\n  \"b\": {}\n}");
+  EXPECT_EQ(DumpJson(OrderedJson(1e-5)), "1e-05");
+  EXPECT_EQ(DumpJson(OrderedJson(1e21)), "1e+21");
+  EXPECT_EQ(DumpJson(OrderedJson(std::nan(""))), "null");
+  EXPECT_EQ(DumpJson(OrderedJson(-std::numeric_limits<double>::infinity())), "null");
+  EXPECT_EQ(DumpJson(OrderedJson(std::numeric_limits<std::int64_t>::min())),
+            "-9223372036854775808");
+  EXPECT_EQ(DumpJson(OrderedJson(std::numeric_limits<std::uint64_t>::max())),
+            "18446744073709551615");
+  // Invalid UTF-8 (a lone continuation byte, an overlong '/', a surrogate, a cut sequence) is
+  // replaced with U+FFFD exactly as nlohmann does it.
+  for (const char* bad : {"a\x80z", "\xc0\xaf", "\xed\xa0\x80", "ok\xe2\x82"}) {
+    OrderedJson s = std::string(bad);
+    EXPECT_EQ(DumpJson(s), Nlohmann(s, -1)) << bad;
+    EXPECT_NE(DumpJson(s).find("\xef\xbf\xbd"), std::string::npos) << bad;
+  }
+}
+
+// Random documents: strings of any bytes (valid and invalid UTF-8, every control byte), doubles
+// of every magnitude (random bit patterns: subnormals, NaN, infinities, integral values), integers
+// at their limits, nesting with empty containers. Byte-for-byte what nlohmann writes, for the
+// compact form and three indents, in both object flavours.
+class RandomJson {
+ public:
+  explicit RandomJson(std::uint64_t seed) : rng_(seed) {}
+
+  OrderedJson Value(int depth) {
+    int kind = Pick(depth > 4 ? 6 : 8);
+    switch (kind) {
+      case 0: return nullptr;
+      case 1: return Pick(2) == 1;
+      case 2: return static_cast<std::int64_t>(rng_());
+      case 3: return static_cast<std::uint64_t>(rng_());
+      case 4: return Double();
+      case 5: return String();
+      case 6: {
+        OrderedJson a = OrderedJson::array();
+        for (int n = Pick(5); n > 0; --n) a.push_back(Value(depth + 1));
+        return a;
+      }
+      default: {
+        OrderedJson o = OrderedJson::object();
+        for (int n = Pick(5); n > 0; --n) o[String()] = Value(depth + 1);
+        return o;
+      }
+    }
+  }
+
+ private:
+  int Pick(int n) { return static_cast<int>(rng_() % static_cast<std::uint64_t>(n)); }
+  double Double() {
+    switch (Pick(4)) {
+      case 0: {
+        std::uint64_t bits = rng_();
+        double d;
+        std::memcpy(&d, &bits, sizeof d);
+        return d;
+      }
+      case 1: return static_cast<double>(static_cast<std::int32_t>(rng_()));
+      case 2: return static_cast<double>(rng_() % 1000000) / 1000.0;
+      default: return std::ldexp(static_cast<double>(rng_() % 1000), Pick(200) - 100);
+    }
+  }
+  std::string String() {
+    static const char* kPieces[] = {"a", "Z", " ", "\"", "\\", "\n", "\x01", "\x1f", "\x7f",
+                                    "é", "€", "😀", "\x80", "\xc3", "\xe2\x82", "\xf0\x9f\x98",
+                                    "\xed\xa0\x80", "\xf4\x90\x80\x80", "/", "\t"};
+    std::string s;
+    for (int n = Pick(8); n > 0; --n) s += kPieces[Pick(sizeof kPieces / sizeof *kPieces)];
+    return s;
+  }
+  std::mt19937_64 rng_;
+};
+
+TEST(JsonWriterTest, RandomDocumentsMatchNlohmannByteForByte) {
+  RandomJson random(20261201);
+  for (int i = 0; i < 3000; ++i) {
+    OrderedJson doc = random.Value(0);
+    nlohmann::json sorted = doc;  // the std::map flavour too
+    for (int indent : {-1, 0, 2, 4}) {
+      ASSERT_EQ(DumpJson(doc, indent), Nlohmann(doc, indent)) << "document " << i;
+      ASSERT_EQ(DumpJson(sorted, indent),
+                sorted.dump(indent, ' ', false, nlohmann::json::error_handler_t::replace))
+          << "document " << i;
+    }
+  }
+}
+
+// The streaming writer writes what DumpJson writes for the tree of the same values.
+TEST(JsonWriterTest, StreamingWriterMatchesTheTree) {
+  OrderedJson tree = {{"markets",
+                       {{{"gpu", "H100 \"SXM\""}, {"ask", nullptr}, {"n", -3}, {"ok", true},
+                         {"x", 0.1}, {"last", {{"id", 7}}}, {"empty", OrderedJson::array()}},
+                        {{"gpu", "é"}, {"ask", "2.500000"}, {"n", 0}, {"ok", false},
+                         {"x", 1e300}, {"last", nullptr}, {"empty", OrderedJson::object()}}}},
+                      {"as_of", "2026-12-01T00:00:00Z"}};
+  std::string out;
+  JsonWriter w(out);
+  w.BeginObject().Key("markets").BeginArray();
+  w.BeginObject().Key("gpu").String("H100 \"SXM\"").Key("ask").Null().Key("n").Int(-3);
+  w.Key("ok").Bool(true).Key("x").Double(0.1).Key("last").Value(OrderedJson{{"id", 7}});
+  w.Key("empty").BeginArray().EndArray().EndObject();
+  w.BeginObject().Key("gpu").String("é").Key("ask").String("2.500000").Key("n").Int(0);
+  w.Key("ok").Bool(false).Key("x").Double(1e300).Key("last").Null();
+  w.Key("empty").BeginObject().EndObject().EndObject();
+  w.EndArray().Key("as_of").String("2026-12-01T00:00:00Z").EndObject();
+  EXPECT_EQ(out, DumpJson(tree));
+}
+
+TEST(JsonWriterTest, AppendJsonAppends) {
+  std::string out = "x=";
+  AppendJson(out, OrderedJson{{"k", "v"}});
+  EXPECT_EQ(out, "x={\"k\":\"v\"}");
+}
+
+}  // namespace
+}  // namespace gpuhub
