@@ -52,6 +52,8 @@ class JsonWriter {
 
  private:
   void Separate();  // a comma before every element or member but the first of its container
+  JsonWriter& Open(char bracket);
+  JsonWriter& Close(char bracket);
   std::string& out_;
   std::vector<bool> empty_;  // per open container: nothing written in it yet
   bool after_key_ = false;
