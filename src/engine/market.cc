@@ -31,7 +31,10 @@ void Write(Txn& txn, Changes& changes) {
                                           {"vcpus", m.vcpus},
                                           {"ram_gb", m.ram_gb},
                                           {"disk_gb", m.disk_gb},
-                                          {"created_at_us", m.created_at}});
+                                          {"created_at_us", m.created_at},
+                                          {"offline_since_us", m.offline_since},
+                                          {"blocked_mask", std::int64_t{m.blocked_mask}},
+                                          {"hold_reason", m.hold_reason}});
   }
   for (auto id : changes.asks) {
     const market::Ask& a = *x.FindAsk(id);
@@ -86,7 +89,11 @@ void Write(Txn& txn, Changes& changes) {
                        {"hours_paid", l.hours_paid},
                        {"status", std::string(market::LeaseStatusName(l.status))},
                        {"ended_at_us", l.ended_at},
-                       {"end_reason", std::string(market::LeaseEndReasonName(l.end_reason))}});
+                       {"end_reason", std::string(market::LeaseEndReasonName(l.end_reason))},
+                       {"paused_at_us", l.paused_at},
+                       {"shift_us", l.shift_micros},
+                       {"credited_micros", l.credited_micros},
+                       {"credited_provider_micros", l.credited_provider_micros}});
   }
   for (const auto& t : changes.trades) {
     txn.writes.Insert("market_trades", {{"id", t.id},
@@ -147,6 +154,13 @@ Result<market::BidResult> PlaceBid(Txn& txn, std::int64_t customer, const market
 Result<market::Bid> CancelBid(Txn& txn, std::int64_t customer, market::OrderId bid) {
   return Run<market::Bid>(
       txn, [&](Changes& c) { return X(txn).CancelBid(customer, bid, L(txn), txn.now, &c); });
+}
+
+Result<market::Machine> SetMachineCondition(Txn& txn, market::MachineId machine,
+                                            const market::MachineCondition& condition) {
+  return Run<market::Machine>(txn, [&](Changes& c) {
+    return X(txn).SetMachineCondition(machine, condition, L(txn), txn.now, &c);
+  });
 }
 
 Result<market::Lease> StopLease(Txn& txn, std::int64_t customer, market::LeaseId lease) {
@@ -227,7 +241,8 @@ Status LoadMarket(store::Store& store, const market::ExchangeConfig& config,
   market::Snapshot s;
   GPUHUB_RETURN_IF_ERROR(store.Scan(
       "market_machines",
-      {"id", "provider_id", "gpu", "gpus", "region", "vcpus", "ram_gb", "disk_gb", "created_at_us"},
+      {"id", "provider_id", "gpu", "gpus", "region", "vcpus", "ram_gb", "disk_gb", "created_at_us",
+       "offline_since_us", "blocked_mask", "hold_reason"},
       "id", [&](const store::Row& row) -> Status {
         market::Machine m;
         GPUHUB_ASSIGN_OR_RETURN(m.id, row.Int(0));
@@ -239,6 +254,9 @@ Status LoadMarket(store::Store& store, const market::ExchangeConfig& config,
         GPUHUB_ASSIGN_OR_RETURN(m.ram_gb, row.Int(6));
         GPUHUB_ASSIGN_OR_RETURN(m.disk_gb, row.Int(7));
         GPUHUB_ASSIGN_OR_RETURN(m.created_at, row.Int(8));
+        GPUHUB_ASSIGN_OR_RETURN(m.offline_since, row.Int(9));
+        GPUHUB_ASSIGN_OR_RETURN(m.blocked_mask, row.IntAs<std::uint32_t>(10));
+        GPUHUB_ASSIGN_OR_RETURN(m.hold_reason, row.Text(11));
         s.machines.push_back(std::move(m));
         return Status::Ok();
       }));
@@ -293,7 +311,8 @@ Status LoadMarket(store::Store& store, const market::ExchangeConfig& config,
       store.Scan("market_leases",
                  {"id", "bid_id", "ask_id", "machine_id", "provider_id", "customer_id", "gpu",
                   "gpus", "gpu_mask", "price_micros", "fee_ppm", "currency", "started_at_us",
-                  "window_until_us", "hours_paid", "status", "ended_at_us", "end_reason"},
+                  "window_until_us", "hours_paid", "status", "ended_at_us", "end_reason",
+                  "paused_at_us", "shift_us", "credited_micros", "credited_provider_micros"},
                  "id", [&](const store::Row& row) -> Status {
                    market::Lease l;
                    GPUHUB_ASSIGN_OR_RETURN(l.id, row.Int(0));
@@ -315,6 +334,10 @@ Status LoadMarket(store::Store& store, const market::ExchangeConfig& config,
                    GPUHUB_ASSIGN_OR_RETURN(l.ended_at, row.Int(16));
                    GPUHUB_ASSIGN_OR_RETURN(l.end_reason,
                                            row.Parsed(17, market::ParseLeaseEndReason));
+                   GPUHUB_ASSIGN_OR_RETURN(l.paused_at, row.Int(18));
+                   GPUHUB_ASSIGN_OR_RETURN(l.shift_micros, row.Int(19));
+                   GPUHUB_ASSIGN_OR_RETURN(l.credited_micros, row.Int(20));
+                   GPUHUB_ASSIGN_OR_RETURN(l.credited_provider_micros, row.Int(21));
                    s.leases.push_back(std::move(l));
                    return Status::Ok();
                  }));

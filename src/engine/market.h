@@ -34,6 +34,9 @@ Result<market::Ask> CancelAsk(Txn& txn, std::int64_t provider, market::OrderId a
 Result<market::BidResult> PlaceBid(Txn& txn, std::int64_t customer, const market::BidSpec& spec);
 Result<market::Bid> CancelBid(Txn& txn, std::int64_t customer, market::OrderId bid);
 Result<market::Lease> StopLease(Txn& txn, std::int64_t customer, market::LeaseId lease);
+// The host agent's view of a machine (engine/agents.cc): offline, held, blocked GPUs.
+Result<market::Machine> SetMachineCondition(Txn& txn, market::MachineId machine,
+                                            const market::MachineCondition& condition);
 Result<market::Payout> RequestPayout(Txn& txn, std::int64_t provider, std::int64_t amount_micros);
 Result<market::Payout> ResolvePayout(Txn& txn, std::int64_t admin, market::PayoutId payout,
                                      bool paid);

@@ -108,7 +108,10 @@ bool Changes::empty() const {
          payouts.empty() && trades.empty();
 }
 
-int Exchange::MachineState::Free() const { return machine.gpus - std::popcount(leased_mask); }
+int Exchange::MachineState::Free() const {
+  if (machine.offline_since != 0 || !machine.hold_reason.empty()) return 0;
+  return machine.gpus - std::popcount(Unavailable());
+}
 
 Exchange::Exchange(ExchangeConfig config) : config_(std::move(config)) {
   Status valid = ValidateExchangeConfig(config_);
@@ -550,7 +553,7 @@ Result<Lease> Exchange::OpenLease(const FillPlan& plan, ledger::Ledger& ledger, 
   lease.customer_id = plan.customer;
   lease.gpu = machine.machine.gpu;
   lease.gpus = plan.gpus;
-  lease.gpu_mask = LowestFree(machine.leased_mask, machine.machine.gpus, plan.gpus);
+  lease.gpu_mask = LowestFree(machine.Unavailable(), machine.machine.gpus, plan.gpus);
   lease.price_micros = plan.price_micros;
   lease.fee_ppm = config_.fee_ppm;
   lease.currency = plan.currency;
@@ -577,6 +580,7 @@ Result<Lease> Exchange::OpenLease(const FillPlan& plan, ledger::Ledger& ledger, 
   // The money moved: from here on nothing can fail.
   ++next_lease_id_;
   machine.leased_mask |= lease.gpu_mask;
+  machine.active_leases.insert(lease.id);
   SyncAsk(machine);
   MarketState& market = markets_[static_cast<std::size_t>(machine.market)];
   ++market.active_leases;
@@ -846,13 +850,15 @@ Result<Bid> Exchange::CancelBid(UserId customer, OrderId bid_id, ledger::Ledger&
 void Exchange::EndLease(Lease& lease, LeaseEndReason reason, ledger::Ledger& ledger,
                         TimestampMicros at, Changes* changes) {
   GPUHUB_CHECK(lease.status == LeaseStatus::kActive);
-  timeline_.erase({lease.PaidUntil(), kLeaseHour, lease.id});
+  if (lease.paused_at == 0) timeline_.erase({lease.PaidUntil(), kLeaseHour, lease.id});
   lease.status = LeaseStatus::kEnded;
   lease.ended_at = at;
   lease.end_reason = reason;
+  lease.paused_at = 0;
   MachineState& machine = machines_.at(lease.machine_id);
   GPUHUB_CHECK((machine.leased_mask & lease.gpu_mask) == lease.gpu_mask);
   machine.leased_mask &= ~lease.gpu_mask;
+  machine.active_leases.erase(lease.id);
   --markets_[static_cast<std::size_t>(machine.market)].active_leases;
   --active_leases_;
   --active_leases_by_customer_[lease.customer_id];
@@ -1154,6 +1160,8 @@ Earnings Exchange::ProviderEarnings(UserId provider, const ledger::Ledger& ledge
     e.active_leases = t.active_leases;
     e.pending_payout_micros = t.pending_payout_micros;
     e.paid_out_micros = t.paid_out_micros;
+    e.credited_micros = t.credited_micros;
+    e.net_micros -= t.credited_micros;
   }
   auto payable = ledger.GetAccount(AccountKey::Payable(provider, Currency::kUsd));
   if (payable.ok()) e.available_micros = payable->available();
@@ -1179,7 +1187,9 @@ Result<Exchange> Exchange::Restore(ExchangeConfig config, Snapshot snapshot) {
   std::sort(snapshot.machines.begin(), snapshot.machines.end(),
             [](const Machine& a, const Machine& b) { return a.id < b.id; });
   for (auto& m : snapshot.machines) {
-    if (m.id <= 0 || m.provider_id <= 0 || m.gpus < 1 || m.gpus > kMaxGpusPerMachine) {
+    if (m.id <= 0 || m.provider_id <= 0 || m.gpus < 1 || m.gpus > kMaxGpusPerMachine ||
+        (m.blocked_mask >> m.gpus) != 0 || m.offline_since < 0 ||
+        m.hold_reason.size() > kMaxHoldReasonBytes) {
       return bad("machine " + std::to_string(m.id));
     }
     GPUHUB_ASSIGN_OR_RETURN(int market, market_of(m.gpu));
@@ -1203,7 +1213,11 @@ Result<Exchange> Exchange::Restore(ExchangeConfig config, Snapshot snapshot) {
     MachineState& machine = mit->second;
     if (l.provider_id != machine.machine.provider_id || l.gpus < 1 ||
         std::popcount(l.gpu_mask) != l.gpus || (l.gpu_mask >> machine.machine.gpus) != 0 ||
-        l.hours_paid < 1 || l.price_micros <= 0 || l.fee_ppm < 0 || l.fee_ppm > kMaxFeePpm) {
+        l.hours_paid < 1 || l.price_micros <= 0 || l.fee_ppm < 0 || l.fee_ppm > kMaxFeePpm ||
+        l.credited_micros < 0 || l.credited_provider_micros < 0 ||
+        l.credited_provider_micros > l.credited_micros ||
+        (l.paused_at != 0 && (l.status != LeaseStatus::kActive ||
+                              machine.machine.offline_since == 0))) {
       return bad("lease " + std::to_string(l.id));
     }
     l.gpu = machine.machine.gpu;
@@ -1212,12 +1226,16 @@ Result<Exchange> Exchange::Restore(ExchangeConfig config, Snapshot snapshot) {
         return bad("a GPU of machine " + std::to_string(machine.machine.id) +
                    " is in two active leases");
       }
+      if (machine.machine.offline_since != 0 && l.paused_at == 0) {
+        return bad("lease " + std::to_string(l.id) + " is billed on an offline machine");
+      }
       machine.leased_mask |= l.gpu_mask;
+      machine.active_leases.insert(l.id);
       ++x.markets_[static_cast<std::size_t>(machine.market)].active_leases;
       ++x.active_leases_;
       ++x.active_leases_by_customer_[l.customer_id];
       ++x.totals_[l.provider_id].active_leases;
-      x.timeline_.insert({l.PaidUntil(), kLeaseHour, l.id});
+      if (l.paused_at == 0) x.timeline_.insert({l.PaidUntil(), kLeaseHour, l.id});
     }
     ProviderTotals& totals = x.totals_[l.provider_id];
     std::int64_t fee = MulDivHalfEven(l.HourMicros(), l.fee_ppm, kPpm).value();
@@ -1225,6 +1243,7 @@ Result<Exchange> Exchange::Restore(ExchangeConfig config, Snapshot snapshot) {
     totals.fee_micros += fee * l.hours_paid;
     totals.gpu_hours += static_cast<std::int64_t>(l.gpus) * l.hours_paid;
     totals.lease_hours += l.hours_paid;
+    totals.credited_micros += l.credited_provider_micros;
     x.leases_by_customer_[l.customer_id].push_back(l.id);
     x.leases_by_provider_[l.provider_id].push_back(l.id);
     x.next_lease_id_ = std::max(x.next_lease_id_, l.id + 1);
@@ -1336,19 +1355,35 @@ Status Exchange::CheckInvariants(const ledger::Ledger& ledger) const {
   // GPUs: each machine's leased mask is exactly the disjoint union of its active leases.
   std::map<MachineId, std::uint32_t> leased;
   std::unordered_map<UserId, std::size_t> active_by_customer;
-  std::size_t active = 0;
+  std::size_t active = 0, billed = 0;
+  std::map<MachineId, std::size_t> active_per_machine;
   for (const auto& [id, l] : leases_) {
-    if (l.status != LeaseStatus::kActive) continue;
+    if (l.status != LeaseStatus::kActive) {
+      if (l.paused_at != 0) return fail("ended lease " + std::to_string(id) + " is paused");
+      continue;
+    }
     ++active;
     ++active_by_customer[l.customer_id];
     std::uint32_t& mask = leased[l.machine_id];
     if ((mask & l.gpu_mask) != 0)
       return fail("a GPU is in two leases (lease " + std::to_string(id) + ")");
     mask |= l.gpu_mask;
-    if (!timeline_.count({l.PaidUntil(), kLeaseHour, id})) {
-      return fail("active lease " + std::to_string(id) + " has no billing event");
+    ++active_per_machine[l.machine_id];
+    const MachineState& machine = machines_.at(l.machine_id);
+    if (!machine.active_leases.count(id)) return fail("lease " + std::to_string(id) + " index");
+    if ((l.paused_at != 0) != (machine.machine.offline_since != 0)) {
+      return fail("lease " + std::to_string(id) + " is paused exactly while its machine is offline");
+    }
+    if (l.paused_at == 0) {
+      ++billed;
+      if (!timeline_.count({l.PaidUntil(), kLeaseHour, id})) {
+        return fail("active lease " + std::to_string(id) + " has no billing event");
+      }
     }
     if (l.hours_paid < 1) return fail("active lease without a paid hour");
+    if (l.credited_micros > l.HourMicros() * l.hours_paid) {
+      return fail("lease " + std::to_string(id) + " credited more than it paid");
+    }
   }
   if (active != active_leases_) return fail("active lease count");
   for (const auto& [id, m] : machines_) {
@@ -1356,6 +1391,10 @@ Status Exchange::CheckInvariants(const ledger::Ledger& ledger) const {
     std::uint32_t mask = it == leased.end() ? 0 : it->second;
     if (mask != m.leased_mask) return fail("machine " + std::to_string(id) + " leased mask");
     if ((mask >> m.machine.gpus) != 0) return fail("leased GPU beyond the machine");
+    if ((m.machine.blocked_mask >> m.machine.gpus) != 0) return fail("blocked GPU beyond it");
+    if (m.active_leases.size() != active_per_machine[id]) {
+      return fail("machine " + std::to_string(id) + " active lease index");
+    }
     const MarketState& market = markets_[static_cast<std::size_t>(m.market)];
     if (m.open_ask != 0) {
       auto a = asks_.find(m.open_ask);
@@ -1426,7 +1465,7 @@ Status Exchange::CheckInvariants(const ledger::Ledger& ledger) const {
   for (const auto& [id, state] : bids_) {
     expiring_bids += state.bid.status == BidStatus::kResting && state.bid.expires_at != 0;
   }
-  if (timeline_.size() != active + open_asks + expiring_bids) return fail("stray timeline events");
+  if (timeline_.size() != billed + open_asks + expiring_bids) return fail("stray timeline events");
   // Payouts: each pending payout is a pending transfer.
   for (PayoutId id : pending_payouts_) {
     auto t = ledger.FindTransfer(PayoutTransferId(id));
@@ -1479,7 +1518,39 @@ Status Exchange::CheckSettlement(const ledger::Ledger& ledger) const {
     if (ledger.FindTransfer(LeaseHourTransferId(id, l.hours_paid + 1, "provider")).ok()) {
       return fail("lease " + std::to_string(id) + " was charged for an hour it does not count");
     }
+    // Downtime credits: back to the customer's wallet (or the FX account that paid for it), never
+    // more than the hour cost, adding up to what the lease says.
+    std::int64_t credited = 0, credited_provider = 0;
+    const AccountKey back_to = l.currency == Currency::kUsd
+                                   ? AccountKey::Wallet(l.customer_id, Currency::kUsd)
+                                   : AccountKey::System(AccountKind::kFxConversion, Currency::kUsd);
+    for (std::int64_t hour = 1; l.credited_micros > 0 && hour <= l.hours_paid; ++hour) {
+      std::int64_t in_hour = 0;
+      for (const char* leg : {"provider", "fee", "advance"}) {
+        auto t = ledger.FindTransfer(LeaseCreditTransferId(id, hour, leg));
+        if (!t.ok()) continue;
+        const AccountKey from = std::string_view(leg) == "provider"
+                                    ? AccountKey::Payable(l.provider_id, Currency::kUsd)
+                                    : AccountKey::System(AccountKind::kPlatformRevenue,
+                                                         Currency::kUsd);
+        if (t->debit != from || t->credit != back_to) {
+          return fail("lease " + std::to_string(id) + " hour " + std::to_string(hour) +
+                      ": downtime credit legs are wrong");
+        }
+        in_hour += t->amount_micros;
+        if (std::string_view(leg) == "provider") credited_provider += t->amount_micros;
+      }
+      if (in_hour > total) {
+        return fail("lease " + std::to_string(id) + " hour " + std::to_string(hour) +
+                    " was credited more than it cost");
+      }
+      credited += in_hour;
+    }
+    if (credited != l.credited_micros || credited_provider != l.credited_provider_micros) {
+      return fail("lease " + std::to_string(id) + " downtime credits disagree with the ledger");
+    }
     ProviderTotals& s = sums[l.provider_id];
+    s.credited_micros += credited_provider;
     s.gross_micros += total * l.hours_paid;
     s.fee_micros += fee * l.hours_paid;
     s.lease_hours += l.hours_paid;
@@ -1496,7 +1567,8 @@ Status Exchange::CheckSettlement(const ledger::Ledger& ledger) const {
   for (const auto& [provider, t] : totals_) {
     const ProviderTotals& s = sums[provider];
     if (s.gross_micros != t.gross_micros || s.fee_micros != t.fee_micros ||
-        s.lease_hours != t.lease_hours || s.gpu_hours != t.gpu_hours) {
+        s.lease_hours != t.lease_hours || s.gpu_hours != t.gpu_hours ||
+        s.credited_micros != t.credited_micros) {
       return fail("earnings totals of provider " + std::to_string(provider));
     }
   }

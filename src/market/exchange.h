@@ -91,6 +91,15 @@ struct AskSpec {
   TimestampMicros available_until = 0;
 };
 
+// What a machine's host agent shows the control plane (engine/agents.h), applied with
+// Exchange::SetMachineCondition. The defaults are a machine that trades as listed.
+struct MachineCondition {
+  TimestampMicros offline_since = 0;  // > 0: offline, its agent last seen at that time
+  std::uint32_t blocked_mask = 0;     // GPUs not sold to new leases (bit i = GPU i)
+  std::string hold_reason;            // not empty: none of the machine's GPUs is sold
+  friend bool operator==(const MachineCondition&, const MachineCondition&) = default;
+};
+
 struct BidSpec {
   std::string gpu;
   int gpus = 0;
@@ -176,6 +185,9 @@ struct Earnings {
   std::int64_t available_micros = 0;       // payable that can be paid out now
   std::int64_t pending_payout_micros = 0;  // requested, not yet paid
   std::int64_t paid_out_micros = 0;
+  // Downtime credits taken back from the provider's payable (the machine was offline while
+  // leased); net_micros already excludes them.
+  std::int64_t credited_micros = 0;
 };
 
 // Everything the exchange persists; Restore rebuilds an identical exchange from it.
@@ -207,6 +219,26 @@ class Exchange {
   // An admin marks a pending payout paid (posts it) or rejected (voids it).
   Result<Payout> ResolvePayout(UserId admin, PayoutId payout_id, bool paid, ledger::Ledger& ledger,
                                TimestampMicros now, Changes* changes);
+
+  // ----- Machine condition (the host agent's view; machine_condition.cc) -----------------------
+  // Sets what the machine's agent shows. No provider check: the control plane decides. First runs
+  // every time-driven event up to `now` (AdvanceTo), then:
+  // - Going offline pauses each active lease of the machine: it is no longer billed, and the
+  //   unused part of its paid hour, from max(offline_since, the hour's start) to its end, is
+  //   credited back to the customer pro rata (half-even): the provider's share out of the
+  //   provider's payable (what the payable cannot cover, because it was paid out, the platform
+  //   advances from its revenue), the fee out of platform revenue; a non-USD wallet gets back the
+  //   same fraction of what it paid for that hour, in its own currency (no new FX quote).
+  // - Back online, each paused lease is billed a new whole hour from `now` (or ends as at any hour
+  //   boundary: unpaid, window_ended, no_fx_rate).
+  // - Offline or held machines offer nothing; blocked GPUs are never sold to a new lease. Running
+  //   leases are left alone (their GPUs stay theirs). Freed capacity matches resting bids at once.
+  // Errors (nothing changes): not_found for an unknown machine; invalid_argument for
+  // offline_since after `now`, a blocked GPU beyond the machine's GPUs, or a hold_reason longer
+  // than kMaxHoldReasonBytes.
+  Result<Machine> SetMachineCondition(MachineId id, const MachineCondition& condition,
+                                      ledger::Ledger& ledger, TimestampMicros now,
+                                      Changes* changes);
 
   // ----- Customers ---------------------------------------------------------------------------
   Result<BidResult> PlaceBid(UserId customer, const BidSpec& spec, ledger::Ledger& ledger,
@@ -302,7 +334,12 @@ class Exchange {
     RegionIndex region = kAnyRegion;
     std::uint32_t leased_mask = 0;
     OrderId open_ask = 0;
+    std::set<LeaseId> active_leases;
+    // GPUs a new lease may take now: none while offline or held, else those neither leased nor
+    // blocked.
     int Free() const;
+    // The GPUs new leases must not take.
+    std::uint32_t Unavailable() const { return leased_mask | machine.blocked_mask; }
   };
   struct BidState {
     Bid bid;
@@ -317,6 +354,7 @@ class Exchange {
     std::int64_t active_leases = 0;
     std::int64_t pending_payout_micros = 0;
     std::int64_t paid_out_micros = 0;
+    std::int64_t credited_micros = 0;  // downtime credits out of the payable
   };
   enum EventKind : std::uint8_t { kLeaseHour = 0, kBidExpiry = 1, kAskExpiry = 2 };
   struct Event {
@@ -366,6 +404,15 @@ class Exchange {
                 Changes* changes);
   void CloseAsk(Ask& ask, AskStatus status, TimestampMicros at, Changes* changes);
   void ChargeNextHour(LeaseId id, ledger::Ledger& ledger, TimestampMicros at, Changes* changes);
+  // Downtime (machine_condition.cc).
+  void PauseLease(Lease& lease, TimestampMicros since, ledger::Ledger& ledger, TimestampMicros at,
+                  Changes* changes);
+  void ResumeLease(Lease& lease, ledger::Ledger& ledger, TimestampMicros at, Changes* changes);
+  Result<std::vector<ledger::TransferRequest>> CreditLegs(const Lease& lease,
+                                                          std::int64_t unused_micros,
+                                                          const ledger::Ledger& ledger,
+                                                          TimestampMicros at,
+                                                          std::int64_t* from_payable) const;
   void RecordTrade(int market, const Trade& trade);
   TimestampMicros Now(TimestampMicros now) const { return now > now_ ? now : now_; }
 

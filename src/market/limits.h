@@ -54,6 +54,9 @@ inline constexpr std::size_t kDefaultPageSize = 50;
 inline constexpr std::size_t kMaxPageSize = 500;
 inline constexpr std::size_t kMaxBookLevels = 500;
 
+// Why a machine's GPUs are held off the book (set by the control plane from its agent's reports).
+inline constexpr std::size_t kMaxHoldReasonBytes = 512;
+
 // Identifiers: GPU model names and region codes.
 inline constexpr std::size_t kMaxGpuNameBytes = 64;
 inline constexpr std::size_t kMaxRegionBytes = 32;

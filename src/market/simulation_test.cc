@@ -19,6 +19,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <bit>
 #include <cstdlib>
 #include <map>
 #include <random>
@@ -193,6 +194,8 @@ class Simulation {
       SetRate(1'000'000'000 + Pick(0, 200) * 1'000'000, Pick(0, 100));
     } else if (op <= 85) {
       TryRemoveRate();
+    } else if (op <= 88 && !machines_.empty()) {
+      ChangeMachineCondition(&changes);
     } else {
       std::int64_t delta =
           Chance(5) ? Pick(1, 3) * kMicrosPerDay : Pick(1, 300) * 60 * kMicrosPerSecond;
@@ -202,6 +205,34 @@ class Simulation {
       ASSERT_GT(x_.NextEventAt(), now_);
     }
     total_transfers_ += changes.transfers.size();
+  }
+
+  // What an agent would report: offline (last seen up to an hour ago) and back, GPUs blocked and
+  // unblocked, the machine held and released.
+  void ChangeMachineCondition(Changes* changes) {
+    MachineId id = PickOf(machines_);
+    const Machine& m = *x_.FindMachine(id);
+    MachineCondition c{m.offline_since, m.blocked_mask, m.hold_reason};
+    int what = Pick(1, 10);
+    if (what <= 5) {
+      c.offline_since =
+          m.offline_since != 0 ? 0 : std::max<TimestampMicros>(1, now_ - Pick(0, 3600) * kMicrosPerSecond);
+      (c.offline_since != 0 ? offline_ : online_)++;
+    } else if (what <= 8) {
+      c.blocked_mask = Chance(40) ? 0 : static_cast<std::uint32_t>(Pick(0, (1 << m.gpus) - 1));
+    } else {
+      c.hold_reason = m.hold_reason.empty() ? "the host reports fewer GPUs than listed" : "";
+    }
+    auto r = x_.SetMachineCondition(id, c, ledger_, now_, changes);
+    ASSERT_TRUE(r.ok()) << r.status().ToString();
+    ASSERT_EQ(r->offline_since, c.offline_since);
+    // Nothing of an offline or held machine is on offer, nor a blocked GPU.
+    const std::vector<Offer> offers = x_.Offers("", now_).value();
+    for (const auto& o : offers) {
+      if (o.machine_id != id) continue;
+      ASSERT_TRUE(c.offline_since == 0 && c.hold_reason.empty()) << "step " << step_;
+      ASSERT_LE(o.free_gpus, m.gpus - std::popcount(c.blocked_mask));
+    }
   }
 
   void TryRemoveRate() {
@@ -331,15 +362,24 @@ class Simulation {
       ASSERT_NE(l.end_reason, LeaseEndReason::kNoFxRate) << "lease " << l.id;
       ASSERT_NE(l.customer_id, machine_provider[l.machine_id]) << "lease " << l.id << " self-trade";
       if (l.status != LeaseStatus::kActive) continue;
-      ASSERT_GT(l.PaidUntil(), now_) << "active lease " << l.id << " has an unpaid hour";
+      if (l.paused_at == 0) {
+        ASSERT_GT(l.PaidUntil(), now_) << "active lease " << l.id << " has an unpaid hour";
+      }
       ASSERT_EQ(used[l.machine_id] & l.gpu_mask, 0u) << "lease " << l.id << " shares a GPU";
       used[l.machine_id] |= l.gpu_mask;
       ASSERT_EQ(l.gpu_mask >> machine_gpus[l.machine_id], 0u);
     }
     // Every lease-hour charged exactly once, and nothing else charged.
     std::map<std::pair<LeaseId, std::int64_t>, std::int64_t> provider_legs, fee_legs;
-    std::int64_t revenue_from_fees = 0, payable_from_hours = 0;
+    std::int64_t revenue_from_fees = 0, payable_from_hours = 0, credited_from_revenue = 0,
+                 credited_from_payables = 0;
     for (const auto& t : ledger_.Transfers()) {
+      if (t.code == "downtime_credit" && t.debit.currency == Currency::kUsd) {
+        (t.debit.kind == AccountKind::kPlatformRevenue ? credited_from_revenue
+                                                        : credited_from_payables) +=
+            t.amount_micros;
+        credits_ = std::max<std::int64_t>(credits_, 1);
+      }
       if (t.code != "lease_hour" && t.code != "platform_fee") continue;
       long long lease = 0, hour = 0;
       char leg[16] = {};
@@ -349,8 +389,12 @@ class Simulation {
           << "twice: " << t.id;
       (t.code == "lease_hour" ? payable_from_hours : revenue_from_fees) += t.amount_micros;
     }
-    std::int64_t hours = 0, expected_fees = 0, expected_net = 0;
+    std::int64_t hours = 0, expected_fees = 0, expected_net = 0, lease_credits = 0,
+                 lease_provider_credits = 0;
     for (const auto& l : records.leases) {
+      lease_credits += l.credited_micros;
+      lease_provider_credits += l.credited_provider_micros;
+      ASSERT_LE(l.credited_micros, l.price_micros * l.gpus * l.hours_paid) << "lease " << l.id;
       std::int64_t total = l.price_micros * l.gpus;
       std::int64_t fee = MulDivHalfEven(total, l.fee_ppm, kPpm).value();
       for (std::int64_t h = 1; h <= l.hours_paid; ++h) {
@@ -371,7 +415,9 @@ class Simulation {
     ASSERT_EQ(payable_from_hours, expected_net);
     auto revenue =
         ledger_.GetAccount(AccountKey::System(AccountKind::kPlatformRevenue, Currency::kUsd));
-    ASSERT_EQ(revenue->posted(), expected_fees);
+    ASSERT_EQ(revenue->posted(), expected_fees - credited_from_revenue);
+    ASSERT_EQ(credited_from_revenue + credited_from_payables, lease_credits);
+    ASSERT_EQ(credited_from_payables, lease_provider_credits);
     for (const auto& b : records.bids) {
       ASSERT_NE(b.close_reason, BidCloseReason::kNoFxRate) << "bid " << b.id;
     }
@@ -438,6 +484,10 @@ class Simulation {
     std::int64_t filled_from_book = 0;
     for (const auto& t : x_.Records().trades) filled_from_book += t.maker == Side::kBid;
     EXPECT_GT(filled_from_book, 10) << "resting bids were never filled by a new ask or freed GPUs";
+    std::printf("simulation: machines offline %lld times, back %lld times\n",
+                static_cast<long long>(offline_), static_cast<long long>(online_));
+    EXPECT_GT(offline_, 10);
+    EXPECT_GT(credits_, 0) << "no lease was ever credited for downtime";
     std::printf("simulation: EUR/USD rate removed %lld times, refused %lld times\n",
                 static_cast<long long>(rate_removals_),
                 static_cast<long long>(rate_removals_refused_));
@@ -460,7 +510,8 @@ class Simulation {
   std::vector<MachineId> machines_;
   std::int64_t step_ = 0, topups_ = 0, asks_placed_ = 0, fills_ = 0, rests_ = 0, no_match_ = 0,
                refused_ = 0, cancels_ = 0, stops_ = 0, rate_removals_ = 0,
-               rate_removals_refused_ = 0, own_offers_passed_ = 0;
+               rate_removals_refused_ = 0, own_offers_passed_ = 0, offline_ = 0, online_ = 0,
+               credits_ = 0;
   std::size_t total_transfers_ = 0;
 };
 

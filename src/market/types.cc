@@ -96,6 +96,9 @@ std::string BidVoidTransferId(OrderId bid) { return "bid:" + std::to_string(bid)
 std::string LeaseHourTransferId(LeaseId lease, std::int64_t hour, std::string_view leg) {
   return "lease:" + std::to_string(lease) + ":h" + std::to_string(hour) + ":" + std::string(leg);
 }
+std::string LeaseCreditTransferId(LeaseId lease, std::int64_t hour, std::string_view leg) {
+  return LeaseHourTransferId(lease, hour, "credit:" + std::string(leg));
+}
 std::string PayoutTransferId(PayoutId payout) { return "payout:" + std::to_string(payout); }
 
 }  // namespace gpuhub::market

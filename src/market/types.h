@@ -98,6 +98,12 @@ struct Machine {
   std::int64_t ram_gb = 0;
   std::int64_t disk_gb = 0;
   TimestampMicros created_at = 0;
+  // What the machine's host agent last showed (engine/agents.h; SetMachineCondition). A machine
+  // that never had an agent keeps the defaults and trades as listed.
+  TimestampMicros offline_since = 0;  // > 0: offline, its agent last seen then (asks held, leases
+                                      // paused)
+  std::uint32_t blocked_mask = 0;     // GPUs not sold to new leases (unhealthy, not found)
+  std::string hold_reason;            // not empty: none of its GPUs is sold, and this says why
   friend bool operator==(const Machine&, const Machine&) = default;
 };
 
@@ -154,11 +160,20 @@ struct Lease {
   LeaseStatus status = LeaseStatus::kActive;
   TimestampMicros ended_at = 0;
   LeaseEndReason end_reason = LeaseEndReason::kNone;
+  // Downtime (the machine went offline): billing stops, the unused part of the paid hour is
+  // credited back from `paused_at` (when the machine was last seen), and billing resumes with a
+  // new whole hour when it is back: the hour grid moves by `shift_micros`.
+  TimestampMicros paused_at = 0;     // > 0 while paused
+  std::int64_t shift_micros = 0;     // added to started_at by every resume
+  std::int64_t credited_micros = 0;  // USD credited back for downtime, all pauses together
+  std::int64_t credited_provider_micros = 0;  // the part taken back from the provider's payable
 
   // Price of one lease-hour (all its GPUs) in micro-USD.
   std::int64_t HourMicros() const { return price_micros * gpus; }
   // End of the last paid hour.
-  TimestampMicros PaidUntil() const { return started_at + hours_paid * kMicrosPerHour; }
+  TimestampMicros PaidUntil() const {
+    return started_at + shift_micros + hours_paid * kMicrosPerHour;
+  }
   friend bool operator==(const Lease&, const Lease&) = default;
 };
 
@@ -209,6 +224,9 @@ Result<std::string> CanonicalRegion(std::string_view code);
 std::string BidHoldTransferId(OrderId bid);
 std::string BidVoidTransferId(OrderId bid);
 std::string LeaseHourTransferId(LeaseId lease, std::int64_t hour, std::string_view leg);
+// The downtime credit of a lease's hour: "lease:3:h12:credit:provider" / ":fee" / ":advance" /
+// ":fx" (at most one pause per paid hour: a resume starts a new hour).
+std::string LeaseCreditTransferId(LeaseId lease, std::int64_t hour, std::string_view leg);
 std::string PayoutTransferId(PayoutId payout);
 
 }  // namespace gpuhub::market

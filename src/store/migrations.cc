@@ -335,6 +335,16 @@ CREATE TABLE webhook_deliveries (
 );
 CREATE INDEX webhook_deliveries_by_user ON webhook_deliveries (user_id);
 )sql"},
+      {7, "market_machine_condition",
+       R"sql(
+ALTER TABLE market_machines ADD COLUMN offline_since_us BIGINT NOT NULL DEFAULT 0;
+ALTER TABLE market_machines ADD COLUMN blocked_mask BIGINT NOT NULL DEFAULT 0;
+ALTER TABLE market_machines ADD COLUMN hold_reason TEXT NOT NULL DEFAULT '';
+ALTER TABLE market_leases ADD COLUMN paused_at_us BIGINT NOT NULL DEFAULT 0;
+ALTER TABLE market_leases ADD COLUMN shift_us BIGINT NOT NULL DEFAULT 0;
+ALTER TABLE market_leases ADD COLUMN credited_micros BIGINT NOT NULL DEFAULT 0;
+ALTER TABLE market_leases ADD COLUMN credited_provider_micros BIGINT NOT NULL DEFAULT 0;
+)sql"},
   };
   return migrations;
 }
