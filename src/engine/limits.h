@@ -105,3 +105,45 @@ inline constexpr std::size_t kMaxDeliveriesPerClaim = 32;
 inline constexpr std::size_t kMaxDeliveryErrorBytes = 256;
 
 }  // namespace gpuhub::engine
+
+namespace gpuhub::engine {
+
+// SSH public keys on an account (engine/ssh_keys.h): what the host agent writes into a rented
+// machine's authorized_keys.
+inline constexpr std::size_t kMaxSshKeysPerUser = 20;
+inline constexpr std::size_t kMaxSshKeyLineBytes = 8 * 1024;  // a 16384-bit RSA key is ~2.8 KB
+inline constexpr std::size_t kMaxSshKeyNameBytes = 64;
+inline constexpr std::size_t kMaxSshKeyCommentBytes = 256;
+inline constexpr int kMinRsaKeyBits = 2048;
+inline constexpr int kMaxRsaKeyBits = 16384;
+
+}  // namespace gpuhub::engine
+
+namespace gpuhub::engine {
+
+// Host agents (engine/agents.h). An agent reports every 15 s; three missed heartbeats (45 s) and
+// its machine is offline. It sends usage samples every minute.
+inline constexpr std::int64_t kAgentHeartbeatIntervalSeconds = 15;
+inline constexpr std::int64_t kAgentUsageIntervalSeconds = 60;
+inline constexpr std::int64_t kAgentOfflineAfterMicros = 3 * kAgentHeartbeatIntervalSeconds *
+                                                         kMicrosPerSecond;
+// Enrolment tokens are one-time and live a day; an agent whose answer was lost may present its
+// token again, with the same nonce, for 10 minutes.
+inline constexpr std::int64_t kEnrolmentTokenLifetimeMicros = 24 * kMicrosPerHour;
+inline constexpr std::int64_t kEnrolmentRetryMicros = 10 * 60 * kMicrosPerSecond;
+inline constexpr std::size_t kMaxOpenEnrolmentTokensPerTarget = 10;
+inline constexpr std::size_t kMaxAgentHosts = 100'000;
+// What one heartbeat may carry (a 16-GPU machine reports 16; more is a broken or hostile agent).
+inline constexpr std::size_t kMaxReportedGpus = 64;
+inline constexpr std::size_t kMaxHealthReasonsPerGpu = 8;
+inline constexpr std::size_t kMaxReportedWorkloads = 256;
+inline constexpr std::size_t kMaxUsageSamplesPerRequest = 1'000;
+// Free text from an agent (names, versions, details) is cut to this many bytes.
+inline constexpr std::size_t kMaxAgentTextBytes = 256;
+inline constexpr std::size_t kMaxPublicHostBytes = 253;
+inline constexpr std::size_t kMaxImageRefBytes = 255;
+// A usage sample may be at most this old or this far ahead of the server's clock.
+inline constexpr std::int64_t kMaxUsageSampleAgeMicros = 24 * kMicrosPerHour;
+inline constexpr std::int64_t kMaxUsageSampleAheadMicros = 5 * 60 * kMicrosPerSecond;
+
+}  // namespace gpuhub::engine

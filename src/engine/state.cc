@@ -1,19 +1,34 @@
 #include "engine/state.h"
 
+#include "engine/agents.h"
 #include "engine/market.h"
 #include "engine/notifications.h"
 #include "engine/rentals.h"
+#include "engine/ssh_keys.h"
 #include "engine/topups.h"
 #include "engine/wallets.h"
 
 namespace gpuhub::engine {
+
+DomainConfig::DomainConfig() : agents(std::make_unique<AgentsConfig>()) {}
+DomainConfig::~DomainConfig() = default;
+DomainConfig::DomainConfig(const DomainConfig& o)
+    : market(o.market), rentals(o.rentals), agents(std::make_unique<AgentsConfig>(*o.agents)) {}
+DomainConfig& DomainConfig::operator=(const DomainConfig& o) {
+  market = o.market;
+  rentals = o.rentals;
+  agents = std::make_unique<AgentsConfig>(*o.agents);
+  return *this;
+}
 
 State::State()
     : wallets(std::make_unique<WalletsState>()),
       topups(std::make_unique<TopupsState>()),
       market(std::make_unique<MarketState>(market::ExchangeConfig{})),
       rentals(std::make_unique<RentalsState>(rentals::FleetConfig{})),
-      notifications(std::make_unique<NotificationsState>()) {}
+      notifications(std::make_unique<NotificationsState>()),
+      ssh_keys(std::make_unique<SshKeysState>()),
+      agents(std::make_unique<AgentsState>()) {}
 State::~State() = default;
 
 Result<std::unique_ptr<State>> LoadState(store::Store& store, const DomainConfig& config) {
@@ -38,6 +53,9 @@ Result<std::unique_ptr<State>> LoadState(store::Store& store, const DomainConfig
           .WithContext("loading term rentals"));
   GPUHUB_RETURN_IF_ERROR(
       LoadNotifications(store, *state->notifications).WithContext("loading notifications"));
+  GPUHUB_RETURN_IF_ERROR(LoadSshKeys(store, *state->ssh_keys).WithContext("loading SSH keys"));
+  state->agents->config = *config.agents;
+  GPUHUB_RETURN_IF_ERROR(LoadAgents(store, *state->agents).WithContext("loading host agents"));
   return state;
 }
 

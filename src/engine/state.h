@@ -73,11 +73,19 @@ struct TopupsState;         // engine/topups.h (top-up invoices and their paymen
 struct MarketState;         // engine/market.h (the spot exchange)
 struct RentalsState;        // engine/rentals.h (term rentals)
 struct NotificationsState;  // engine/notifications.h (notifications, webhooks, outbox)
+struct SshKeysState;        // engine/ssh_keys.h (customers' SSH public keys)
+struct AgentsState;         // engine/agents.h (host agents, their reports and desired workloads)
+struct AgentsConfig;
 
 // How the domains are configured; fixed for the life of an engine (a reload keeps it).
 struct DomainConfig {
+  DomainConfig();
+  ~DomainConfig();
+  DomainConfig(const DomainConfig&);
+  DomainConfig& operator=(const DomainConfig&);
   market::ExchangeConfig market;
   rentals::FleetConfig rentals;
+  std::unique_ptr<AgentsConfig> agents;  // never null
 };
 
 struct State {
@@ -90,6 +98,8 @@ struct State {
   std::unique_ptr<MarketState> market;
   std::unique_ptr<RentalsState> rentals;
   std::unique_ptr<NotificationsState> notifications;
+  std::unique_ptr<SshKeysState> ssh_keys;
+  std::unique_ptr<AgentsState> agents;
   // Engine-wide values that must survive a restart (the manual clock's time).
   std::map<std::string, std::int64_t> meta;
 };
@@ -102,5 +112,8 @@ Status LoadAccounts(store::Store& store, AccountsState& state);
 Status LoadIdempotency(store::Store& store, IdempotencyState& state);
 Status LoadWallets(store::Store& store, WalletsState& state);
 Status LoadTopups(store::Store& store, TopupsState& state);
+// engine/ssh_keys.cc and engine/agents.cc.
+Status LoadSshKeys(store::Store& store, SshKeysState& state);
+Status LoadAgents(store::Store& store, AgentsState& state);
 
 }  // namespace gpuhub::engine

@@ -1008,6 +1008,14 @@ int Exchange::FreeGpus(MachineId id) const {
   return it == machines_.end() ? 0 : it->second.Free();
 }
 
+std::vector<Lease> Exchange::ActiveLeasesOn(MachineId id) const {
+  std::vector<Lease> out;
+  auto it = machines_.find(id);
+  if (it == machines_.end()) return out;
+  for (LeaseId lease : it->second.active_leases) out.push_back(leases_.at(lease));
+  return out;
+}
+
 std::vector<MachineView> Exchange::ListMachines(UserId provider, std::size_t limit) const {
   std::vector<MachineView> out;
   auto it = machines_by_provider_.find(provider);

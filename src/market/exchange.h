@@ -274,6 +274,8 @@ class Exchange {
   const Lease* FindLease(LeaseId id) const;
   const Payout* FindPayout(PayoutId id) const;
   int FreeGpus(MachineId id) const;  // 0 for an unknown machine
+  // The machine's active leases (paused ones too), by id.
+  std::vector<Lease> ActiveLeasesOn(MachineId id) const;
 
   // Newest first, at most `limit`.
   std::vector<MachineView> ListMachines(UserId provider, std::size_t limit) const;

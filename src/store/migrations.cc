@@ -345,6 +345,88 @@ ALTER TABLE market_leases ADD COLUMN shift_us BIGINT NOT NULL DEFAULT 0;
 ALTER TABLE market_leases ADD COLUMN credited_micros BIGINT NOT NULL DEFAULT 0;
 ALTER TABLE market_leases ADD COLUMN credited_provider_micros BIGINT NOT NULL DEFAULT 0;
 )sql"},
+      {6, "agents",
+       R"sql(
+CREATE TABLE ssh_keys (
+  id BIGINT PRIMARY KEY,
+  user_id BIGINT NOT NULL REFERENCES users (id),
+  name TEXT NOT NULL,
+  key_type TEXT NOT NULL,
+  key_blob TEXT NOT NULL,
+  key_comment TEXT NOT NULL,
+  created_at_us BIGINT NOT NULL
+);
+CREATE INDEX ssh_keys_by_user ON ssh_keys (user_id);
+CREATE TABLE agent_hosts (
+  id BIGINT PRIMARY KEY,
+  kind TEXT NOT NULL,
+  owner_id BIGINT NOT NULL,
+  machine_id BIGINT NOT NULL,
+  node_id BIGINT NOT NULL,
+  credential_hash TEXT NOT NULL,
+  enrolled_at_us BIGINT NOT NULL,
+  revoked_at_us BIGINT NOT NULL,
+  last_seen_us BIGINT NOT NULL,
+  hostname TEXT NOT NULL,
+  public_host TEXT NOT NULL,
+  agent_version TEXT NOT NULL,
+  inventory_source TEXT NOT NULL,
+  inventory_error TEXT NOT NULL,
+  driver_version TEXT NOT NULL,
+  cuda_version TEXT NOT NULL,
+  ram_mib BIGINT NOT NULL,
+  vcpus BIGINT NOT NULL,
+  nvme_free_gb BIGINT NOT NULL
+);
+CREATE TABLE agent_gpus (
+  host_id BIGINT NOT NULL REFERENCES agent_hosts (id),
+  gpu_index BIGINT NOT NULL,
+  uuid TEXT NOT NULL,
+  name TEXT NOT NULL,
+  memory_mib BIGINT NOT NULL,
+  pcie_gen BIGINT NOT NULL,
+  pcie_width BIGINT NOT NULL,
+  healthy BIGINT NOT NULL,
+  health TEXT NOT NULL,
+  PRIMARY KEY (host_id, gpu_index)
+);
+CREATE TABLE agent_enrolment_tokens (
+  token_hash TEXT PRIMARY KEY,
+  kind TEXT NOT NULL,
+  machine_id BIGINT NOT NULL,
+  node_id BIGINT NOT NULL,
+  created_by BIGINT NOT NULL REFERENCES users (id),
+  created_at_us BIGINT NOT NULL,
+  expires_at_us BIGINT NOT NULL,
+  used_at_us BIGINT NOT NULL,
+  host_id BIGINT NOT NULL,
+  nonce_hash TEXT NOT NULL
+);
+CREATE TABLE agent_workloads (
+  id TEXT PRIMARY KEY,
+  host_id BIGINT NOT NULL REFERENCES agent_hosts (id),
+  state TEXT NOT NULL,
+  ssh_port BIGINT NOT NULL,
+  detail TEXT NOT NULL,
+  updated_at_us BIGINT NOT NULL,
+  egress_bytes BIGINT NOT NULL,
+  tx_counter_bytes BIGINT NOT NULL,
+  last_sample_at_us BIGINT NOT NULL
+);
+CREATE TABLE agent_usage_hours (
+  workload_id TEXT NOT NULL,
+  hour_us BIGINT NOT NULL,
+  egress_bytes BIGINT NOT NULL,
+  gpu_utilization_sum BIGINT NOT NULL,
+  samples BIGINT NOT NULL,
+  PRIMARY KEY (workload_id, hour_us)
+);
+CREATE TABLE launch_specs (
+  bid_id BIGINT PRIMARY KEY,
+  image TEXT NOT NULL,
+  created_at_us BIGINT NOT NULL
+);
+)sql"},
   };
   return migrations;
 }

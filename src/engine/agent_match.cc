@@ -1,0 +1,188 @@
+// The pure side of engine/agents.h: what a host's measured inventory means for its listing, and
+// the checks of what agents and customers send.
+#include <algorithm>
+#include <map>
+
+#include "core/strings.h"
+#include "engine/agents.h"
+#include "engine/limits.h"
+
+namespace gpuhub::engine {
+namespace {
+
+// Lower-case tokens split on spaces, dashes, underscores and slashes ("A100-SXM4-80GB" -> a100,
+// sxm4, 80gb); "sxm4"/"sxm5"/"sxm6" read as "sxm".
+std::vector<std::string> Tokens(std::string_view name) {
+  std::vector<std::string> out;
+  std::string current;
+  auto flush = [&] {
+    if (current.empty()) return;
+    if (current.size() == 4 && current.rfind("sxm", 0) == 0 && current[3] >= '0' &&
+        current[3] <= '9') {
+      current = "sxm";
+    }
+    out.push_back(current);
+    current.clear();
+  };
+  for (char c : name) {
+    if (c == ' ' || c == '-' || c == '_' || c == '/') {
+      flush();
+    } else {
+      current.push_back(static_cast<char>(c >= 'A' && c <= 'Z' ? c - 'A' + 'a' : c));
+    }
+  }
+  flush();
+  return out;
+}
+
+bool Has(const std::vector<std::string>& tokens, std::string_view t) {
+  return std::find(tokens.begin(), tokens.end(), t) != tokens.end();
+}
+
+bool IsFormFactor(std::string_view t) { return t == "sxm" || t == "pcie" || t == "nvl"; }
+
+std::string Plural(std::size_t n, const char* one, const char* many) {
+  return std::to_string(n) + " " + (n == 1 ? one : many);
+}
+
+}  // namespace
+
+std::string_view HostKindName(HostKind kind) {
+  return kind == HostKind::kMachine ? "machine" : "node";
+}
+
+Result<HostKind> ParseHostKind(std::string_view name) {
+  if (name == "machine") return HostKind::kMachine;
+  if (name == "node") return HostKind::kNode;
+  return Status::InvalidArgument("unknown host kind '" + std::string(name.substr(0, 16)) + "'");
+}
+
+bool GpuNameMatchesMarket(std::string_view measured, std::string_view market) {
+  std::vector<std::string> have = Tokens(measured);
+  const std::vector<std::string> want = Tokens(market);
+  if (want.empty()) return false;
+  // NVIDIA names its SXM parts by memory: "NVIDIA H100 80GB HBM3", "NVIDIA H200", "NVIDIA B200".
+  // A data-centre part named without a form factor is the SXM one.
+  const bool named_form = std::any_of(have.begin(), have.end(), IsFormFactor);
+  if (!named_form) {
+    for (const char* sxm_only : {"h100", "h200", "b200", "b300", "h800", "h20"}) {
+      if (Has(have, sxm_only)) {
+        have.push_back("sxm");
+        break;
+      }
+    }
+  }
+  for (const auto& t : want) {
+    if (!Has(have, t)) return false;
+  }
+  for (const auto& t : have) {
+    if (IsFormFactor(t) && !Has(want, t)) {
+      // "H200" as a market name means the SXM part: a measured sxm fits a market that names no
+      // form factor, a PCIe or NVL card does not.
+      if (t == "sxm" && !std::any_of(want.begin(), want.end(), IsFormFactor)) continue;
+      return false;
+    }
+  }
+  return true;
+}
+
+std::vector<const GpuInventory*> ListingGpus(const market::Machine& listing,
+                                             const HostInventory& inventory) {
+  std::vector<const GpuInventory*> sorted;
+  for (const auto& g : inventory.gpus) sorted.push_back(&g);
+  std::sort(sorted.begin(), sorted.end(),
+            [](const GpuInventory* a, const GpuInventory* b) { return a->index < b->index; });
+  std::vector<const GpuInventory*> out;
+  for (const GpuInventory* g : sorted) {
+    if (static_cast<int>(out.size()) == listing.gpus) break;
+    if (GpuNameMatchesMarket(g->name, listing.gpu)) out.push_back(g);
+  }
+  return out;
+}
+
+market::MachineCondition MachineConditionFor(const market::Machine& listing,
+                                             const HostInventory& inventory,
+                                             TimestampMicros offline_since) {
+  market::MachineCondition c;
+  c.offline_since = offline_since;
+  const std::vector<const GpuInventory*> gpus = ListingGpus(listing, inventory);
+  const std::string listed =
+      "the listing says " + std::to_string(listing.gpus) + " x " + listing.gpu;
+  if (inventory.gpus.empty()) {
+    c.hold_reason = "the host's agent found no NVIDIA GPU" +
+                    (inventory.error.empty() ? std::string()
+                                             : " (" + inventory.error.substr(0, 200) + ")") +
+                    " but " + listed;
+  } else if (static_cast<int>(gpus.size()) < listing.gpus) {
+    // Say what is there, grouped by model: "4 x NVIDIA H100 80GB HBM3".
+    std::map<std::string, int> models;
+    for (const auto& g : inventory.gpus) ++models[g.name.substr(0, 64)];
+    std::string measured;
+    for (const auto& [name, n] : models) {
+      measured += (measured.empty() ? "" : ", ") + std::to_string(n) + " x " + name;
+    }
+    c.hold_reason = "the host reports " + Plural(inventory.gpus.size(), "GPU", "GPUs") + " (" +
+                    measured + "), " + std::to_string(gpus.size()) + " of them " + listing.gpu +
+                    ", but " + listed + ": its asks are off the book until the host reports " +
+                    "them or the listing is corrected";
+  }
+  if (c.hold_reason.size() > market::kMaxHoldReasonBytes) {
+    c.hold_reason.resize(market::kMaxHoldReasonBytes);
+  }
+  for (std::size_t i = 0; i < gpus.size(); ++i) {
+    if (!gpus[i]->healthy) c.blocked_mask |= 1u << i;
+  }
+  return c;
+}
+
+std::string LeaseWorkloadId(std::int64_t lease_id) { return "lease-" + std::to_string(lease_id); }
+
+std::int64_t LeaseOfWorkload(std::string_view workload_id) {
+  if (workload_id.rfind("lease-", 0) != 0) return 0;
+  auto id = ParseInt64(workload_id.substr(6), "lease");
+  return id.ok() && *id > 0 && std::to_string(*id) == workload_id.substr(6) ? *id : 0;
+}
+
+Status ValidateImageRef(std::string_view image) {
+  auto bad = [] {
+    return Status::InvalidArgument(
+               "image must be a Docker image reference such as "
+               "\"nvidia/cuda:12.4.1-base-ubuntu22.04\" (1.." +
+               std::to_string(kMaxImageRefBytes) + " of letters, digits and ._/:@-)")
+        .WithField("image");
+  };
+  if (image.empty() || image.size() > kMaxImageRefBytes) return bad();
+  auto alnum = [](char c) {
+    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9');
+  };
+  if (!alnum(image.front())) return bad();
+  for (char c : image) {
+    if (!alnum(c) && c != '.' && c != '_' && c != '/' && c != ':' && c != '@' && c != '-') {
+      return bad();
+    }
+  }
+  return Status::Ok();
+}
+
+Status ValidatePublicHost(std::string_view host) {
+  bool ok = !host.empty() && host.size() <= kMaxPublicHostBytes && host.front() != '-';
+  for (char c : host) {
+    ok = ok && ((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+                c == '.' || c == ':' || c == '-');
+  }
+  if (!ok) {
+    return Status::InvalidArgument("public_host must be a host name or an IP address (1.." +
+                                   std::to_string(kMaxPublicHostBytes) +
+                                   " of letters, digits, '.', ':' and '-')")
+        .WithField("public_host");
+  }
+  return Status::Ok();
+}
+
+std::string ConnectionLine(const AgentHost& host, const WorkloadRecord& workload) {
+  if (workload.state != "running" || workload.ssh_port <= 0 || host.public_host.empty()) return "";
+  // An IPv6 address is written as it is: ssh takes it without brackets with -p.
+  return "ssh -p " + std::to_string(workload.ssh_port) + " root@" + host.public_host;
+}
+
+}  // namespace gpuhub::engine

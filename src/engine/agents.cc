@@ -1,0 +1,651 @@
+#include "engine/agents.h"
+
+#include <sodium.h>
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
+
+#include "core/strings.h"
+#include "engine/accounts.h"
+#include "engine/limits.h"
+#include "engine/market.h"
+#include "engine/ssh_keys.h"
+
+namespace gpuhub::engine {
+namespace {
+
+AgentsState& A(Txn& txn) { return *txn.state.agents; }
+const market::Exchange& X(const State& state) { return state.market->exchange; }
+
+std::int64_t OfflineAfter(const AgentsState& a) {
+  return a.config.offline_after_micros > 0 ? a.config.offline_after_micros
+                                           : kAgentOfflineAfterMicros;
+}
+
+std::string RandomSecret(const char* prefix) {
+  unsigned char bytes[32];
+  randombytes_buf(bytes, sizeof bytes);
+  char hex[sizeof bytes * 2 + 1];
+  sodium_bin2hex(hex, sizeof hex, bytes, sizeof bytes);
+  return std::string(prefix) + hex;
+}
+
+// Agent text is trusted only as far as it is printable and short.
+std::string Clean(std::string_view text) {
+  std::string out;
+  for (char c : text.substr(0, kMaxAgentTextBytes)) {
+    out.push_back(c >= 0x20 && c < 0x7f ? c : '?');
+  }
+  return out;
+}
+
+std::string JoinHealth(const std::vector<std::string>& reasons) {
+  std::string out;
+  for (const auto& r : reasons) out += (out.empty() ? "" : "\n") + r;
+  return out;
+}
+
+void WriteHost(Txn& txn, const AgentHost& h) {
+  txn.writes.Upsert("agent_hosts", {{"id", h.id},
+                                    {"kind", std::string(HostKindName(h.kind))},
+                                    {"owner_id", h.owner_id},
+                                    {"machine_id", h.machine_id},
+                                    {"node_id", h.node_id},
+                                    {"credential_hash", h.credential_hash},
+                                    {"enrolled_at_us", h.enrolled_at},
+                                    {"revoked_at_us", h.revoked_at},
+                                    {"last_seen_us", h.last_seen},
+                                    {"hostname", h.hostname},
+                                    {"public_host", h.public_host},
+                                    {"agent_version", h.agent_version},
+                                    {"inventory_source", h.inventory.source},
+                                    {"inventory_error", h.inventory.error},
+                                    {"driver_version", h.inventory.driver_version},
+                                    {"cuda_version", h.inventory.cuda_version},
+                                    {"ram_mib", h.inventory.ram_mib},
+                                    {"vcpus", h.inventory.vcpus},
+                                    {"nvme_free_gb", h.inventory.nvme_free_gb}});
+}
+
+void WriteGpu(Txn& txn, std::int64_t host_id, const GpuInventory& g) {
+  txn.writes.Upsert("agent_gpus",
+                    {{"host_id", host_id},
+                     {"gpu_index", std::int64_t{g.index}},
+                     {"uuid", g.uuid},
+                     {"name", g.name},
+                     {"memory_mib", g.memory_mib},
+                     {"pcie_gen", std::int64_t{g.pcie_gen}},
+                     {"pcie_width", std::int64_t{g.pcie_width}},
+                     {"healthy", std::int64_t{g.healthy ? 1 : 0}},
+                     {"health", JoinHealth(g.health)}},
+                    /*key_columns=*/2);
+}
+
+void WriteToken(Txn& txn, const EnrolmentToken& t) {
+  txn.writes.Upsert("agent_enrolment_tokens", {{"token_hash", t.token_hash},
+                                               {"kind", std::string(HostKindName(t.kind))},
+                                               {"machine_id", t.machine_id},
+                                               {"node_id", t.node_id},
+                                               {"created_by", t.created_by},
+                                               {"created_at_us", t.created_at},
+                                               {"expires_at_us", t.expires_at},
+                                               {"used_at_us", t.used_at},
+                                               {"host_id", t.host_id},
+                                               {"nonce_hash", t.nonce_hash}});
+}
+
+void WriteWorkload(Txn& txn, const WorkloadRecord& w) {
+  txn.writes.Upsert("agent_workloads", {{"id", w.id},
+                                        {"host_id", w.host_id},
+                                        {"state", w.state},
+                                        {"ssh_port", std::int64_t{w.ssh_port}},
+                                        {"detail", w.detail},
+                                        {"updated_at_us", w.updated_at},
+                                        {"egress_bytes", w.egress_bytes},
+                                        {"tx_counter_bytes", w.tx_counter_bytes},
+                                        {"last_sample_at_us", w.last_sample_at}});
+}
+
+void SetCredential(AgentsState& a, AgentHost& host, const std::string& hash) {
+  if (!host.credential_hash.empty()) a.host_by_credential.erase(host.credential_hash);
+  host.credential_hash = hash;
+  if (!hash.empty()) a.host_by_credential[hash] = host.id;
+}
+
+// Whether the workload belongs to the host: a lease on the host's machine (any state, so that the
+// last reports of a lease that just ended are still taken).
+bool WorkloadOfHost(const State& state, const AgentHost& host, std::string_view workload_id) {
+  std::int64_t lease_id = LeaseOfWorkload(workload_id);
+  if (lease_id == 0 || host.kind != HostKind::kMachine) return false;
+  const market::Lease* lease = X(state).FindLease(lease_id);
+  return lease != nullptr && lease->machine_id == host.machine_id;
+}
+
+std::vector<DesiredWorkload> DesiredFor(const State& state, const AgentHost& host) {
+  std::vector<DesiredWorkload> out;
+  if (host.kind != HostKind::kMachine) return out;
+  const market::Machine* machine = X(state).FindMachine(host.machine_id);
+  if (machine == nullptr) return out;
+  const std::vector<const GpuInventory*> gpus = ListingGpus(*machine, host.inventory);
+  for (const market::Lease& lease : X(state).ActiveLeasesOn(host.machine_id)) {
+    if (lease.paused_at != 0) continue;
+    DesiredWorkload w;
+    w.id = LeaseWorkloadId(lease.id);
+    bool placed = true;
+    for (int i = 0; i < market::kMaxGpusPerMachine; ++i) {
+      if ((lease.gpu_mask & (1u << i)) == 0) continue;
+      if (i >= static_cast<int>(gpus.size())) {
+        placed = false;  // the host does not report the GPU: nothing to start it on
+        break;
+      }
+      w.gpu_uuids.push_back(gpus[static_cast<std::size_t>(i)]->uuid);
+    }
+    if (!placed) continue;
+    w.image = LeaseImage(state, lease);
+    for (const auto& key : ListSshKeys(state, lease.customer_id)) {
+      w.ssh_authorized_keys.push_back(key.key.Line());
+    }
+    w.not_after = lease.PaidUntil();
+    // The lease's share of the listing's CPUs and RAM, by GPUs (at least one CPU).
+    w.cpus = std::max<std::int64_t>(1, machine->vcpus * lease.gpus / machine->gpus);
+    w.memory_gb = std::max<std::int64_t>(1, machine->ram_gb * lease.gpus / machine->gpus);
+    out.push_back(std::move(w));
+  }
+  return out;
+}
+
+Status ValidateInventory(const HostInventory& inv) {
+  if (inv.gpus.size() > kMaxReportedGpus) {
+    return Status::InvalidArgument("inventory.gpus: at most " + std::to_string(kMaxReportedGpus) +
+                                   " GPUs")
+        .WithField("inventory.gpus");
+  }
+  std::set<int> indices;
+  std::set<std::string> uuids;
+  for (const auto& g : inv.gpus) {
+    if (g.index < 0 || g.index >= static_cast<int>(kMaxReportedGpus) || !indices.insert(g.index).second) {
+      return Status::InvalidArgument("inventory.gpus: indices must be distinct, 0.." +
+                                     std::to_string(kMaxReportedGpus - 1))
+          .WithField("inventory.gpus");
+    }
+    if (g.uuid.empty() || !uuids.insert(g.uuid).second) {
+      return Status::InvalidArgument("inventory.gpus: every GPU needs its own uuid")
+          .WithField("inventory.gpus");
+    }
+    if (g.health.size() > kMaxHealthReasonsPerGpu) {
+      return Status::InvalidArgument("inventory.gpus: at most " +
+                                     std::to_string(kMaxHealthReasonsPerGpu) +
+                                     " health reasons per GPU")
+          .WithField("inventory.gpus");
+    }
+  }
+  return Status::Ok();
+}
+
+}  // namespace
+
+std::string NewEnrolmentToken() { return RandomSecret("ghe_"); }
+std::string NewAgentCredential() { return RandomSecret("gha_"); }
+
+Result<EnrolmentToken> CreateMachineEnrolmentToken(Txn& txn, std::int64_t user_id,
+                                                   std::int64_t machine_id,
+                                                   const std::string& token_hash) {
+  const market::Machine* machine = X(txn.state).FindMachine(machine_id);
+  if (machine == nullptr || machine->provider_id != user_id) {
+    return Status::NotFound("no machine " + std::to_string(machine_id) + " of yours");
+  }
+  AgentsState& a = A(txn);
+  // Drop the oldest unused tokens of this machine beyond the limit (and any expired ones).
+  std::vector<std::pair<TimestampMicros, std::string>> open;
+  for (const auto& [hash, t] : a.tokens) {
+    if (t.kind == HostKind::kMachine && t.machine_id == machine_id && t.used_at == 0) {
+      open.push_back({t.created_at, hash});
+    }
+  }
+  std::sort(open.begin(), open.end());
+  for (std::size_t i = 0; i < open.size(); ++i) {
+    const EnrolmentToken& t = a.tokens.at(open[i].second);
+    if (t.expires_at <= txn.now || open.size() - i >= kMaxOpenEnrolmentTokensPerTarget) {
+      txn.writes.Delete("agent_enrolment_tokens", {{"token_hash", open[i].second}});
+      a.tokens.erase(open[i].second);
+    }
+  }
+  EnrolmentToken t;
+  t.token_hash = token_hash;
+  t.kind = HostKind::kMachine;
+  t.machine_id = machine_id;
+  t.created_by = user_id;
+  t.created_at = txn.now;
+  t.expires_at = txn.now + kEnrolmentTokenLifetimeMicros;
+  if (!a.tokens.emplace(token_hash, t).second) return Status::Internal("token collision");
+  WriteToken(txn, t);
+  return t;
+}
+
+Result<AgentHost> Enrol(Txn& txn, const EnrolRequest& request) {
+  AgentsState& a = A(txn);
+  const Status refused = Status::Unauthenticated(
+      "this enrolment token is not valid: it is unknown, already used or expired (a token "
+      "enrols one host once and lives 24 hours; create a new one)");
+  auto it = a.tokens.find(request.token_hash);
+  if (it == a.tokens.end() || it->second.expires_at <= txn.now) return refused;
+  EnrolmentToken& token = it->second;
+  if (request.credential_hash.size() != 64) return Status::Internal("bad credential hash");
+  if (token.used_at != 0) {
+    // Only the agent that used it, retrying a lost answer, with the same nonce and soon.
+    if (request.nonce_hash.empty() || request.nonce_hash != token.nonce_hash ||
+        txn.now - token.used_at > kEnrolmentRetryMicros) {
+      return refused;
+    }
+    AgentHost& host = a.hosts.at(token.host_id);
+    SetCredential(a, host, request.credential_hash);
+    WriteHost(txn, host);
+    return host;
+  }
+  if (token.kind == HostKind::kMachine && X(txn.state).FindMachine(token.machine_id) == nullptr) {
+    return refused;
+  }
+  AgentHost* host = nullptr;
+  auto existing = token.kind == HostKind::kMachine ? a.host_by_machine.find(token.machine_id)
+                                                   : a.host_by_node.find(token.node_id);
+  auto& index = token.kind == HostKind::kMachine ? a.host_by_machine : a.host_by_node;
+  if (existing != index.end()) {
+    host = &a.hosts.at(existing->second);  // enrolled again: the old credential stops now
+  } else {
+    if (a.hosts.size() >= kMaxAgentHosts) return Status::ResourceExhausted("too many hosts");
+    AgentHost fresh;
+    fresh.id = a.next_host_id++;
+    fresh.kind = token.kind;
+    fresh.machine_id = token.machine_id;
+    fresh.node_id = token.node_id;
+    host = &a.hosts.emplace(fresh.id, fresh).first->second;
+    index[token.kind == HostKind::kMachine ? token.machine_id : token.node_id] = host->id;
+  }
+  host->owner_id = token.created_by;
+  SetCredential(a, *host, request.credential_hash);
+  host->enrolled_at = txn.now;
+  host->revoked_at = 0;
+  host->last_seen = txn.now;
+  host->hostname = Clean(request.hostname);
+  host->agent_version = Clean(request.agent_version);
+  token.used_at = txn.now;
+  token.host_id = host->id;
+  token.nonce_hash = request.nonce_hash;
+  WriteToken(txn, token);
+  WriteHost(txn, *host);
+  return *host;
+}
+
+Result<AgentHost> AuthenticateHost(const Txn& txn, const std::string& credential_hash) {
+  const AgentsState& a = *txn.state.agents;
+  auto it = a.host_by_credential.find(credential_hash);
+  if (credential_hash.empty() || it == a.host_by_credential.end()) {
+    return Status::Unauthenticated(
+        "this endpoint needs a host agent's credential (gpuhub agent enroll); this one is unknown "
+        "or revoked");
+  }
+  return a.hosts.at(it->second);
+}
+
+Result<HeartbeatReply> RecordHeartbeat(Txn& txn, std::int64_t host_id, const Heartbeat& heartbeat) {
+  AgentsState& a = A(txn);
+  auto hit = a.hosts.find(host_id);
+  if (hit == a.hosts.end() || hit->second.credential_hash.empty()) {
+    return Status::Unauthenticated("this host's credential was revoked");
+  }
+  GPUHUB_RETURN_IF_ERROR(ValidateInventory(heartbeat.inventory));
+  if (heartbeat.workloads.size() > kMaxReportedWorkloads) {
+    return Status::InvalidArgument("at most " + std::to_string(kMaxReportedWorkloads) +
+                                   " workloads per heartbeat")
+        .WithField("workloads");
+  }
+  if (!heartbeat.public_host.empty()) {
+    GPUHUB_RETURN_IF_ERROR(ValidatePublicHost(heartbeat.public_host));
+  }
+  AgentHost& host = hit->second;
+  HostInventory inventory = heartbeat.inventory;
+  for (auto& g : inventory.gpus) {
+    g.name = Clean(g.name);
+    g.uuid = Clean(g.uuid);
+    for (auto& r : g.health) r = Clean(r);
+  }
+  inventory.error = Clean(inventory.error);
+  inventory.driver_version = Clean(inventory.driver_version);
+  inventory.cuda_version = Clean(inventory.cuda_version);
+  // GPU rows: written when what is stored changed, removed when a GPU is gone.
+  const auto& before = host.inventory.gpus;
+  for (const auto& g : inventory.gpus) {
+    auto same = std::find_if(before.begin(), before.end(),
+                             [&](const GpuInventory& o) { return o.SameStored(g); });
+    if (same == before.end()) WriteGpu(txn, host.id, g);
+  }
+  for (const auto& old : before) {
+    bool kept = std::any_of(inventory.gpus.begin(), inventory.gpus.end(),
+                            [&](const GpuInventory& g) { return g.index == old.index; });
+    if (!kept) {
+      txn.writes.Delete("agent_gpus",
+                        {{"host_id", host.id}, {"gpu_index", std::int64_t{old.index}}});
+    }
+  }
+  host.inventory = std::move(inventory);
+  host.hostname = Clean(heartbeat.hostname);
+  host.public_host = heartbeat.public_host;
+  host.agent_version = Clean(heartbeat.agent_version);
+  host.last_seen = txn.now;
+  WriteHost(txn, host);
+
+  HeartbeatReply reply;
+  if (host.kind == HostKind::kMachine) {
+    const market::Machine* machine = X(txn.state).FindMachine(host.machine_id);
+    if (machine == nullptr) return Status::Internal("the host's machine is gone");
+    market::MachineCondition now_condition = MachineConditionFor(*machine, host.inventory, 0);
+    market::MachineCondition current{machine->offline_since, machine->blocked_mask,
+                                     machine->hold_reason};
+    if (now_condition != current) {
+      GPUHUB_ASSIGN_OR_RETURN(market::Machine updated,
+                              SetMachineCondition(txn, host.machine_id, now_condition));
+      (void)updated;
+      spdlog::info("event=machine_condition machine={} offline_since={} blocked={} held=\"{}\"",
+                   host.machine_id, now_condition.offline_since, now_condition.blocked_mask,
+                   now_condition.hold_reason);
+    } else {
+      // Hours due are billed (or leases ended) before not_after is computed.
+      GPUHUB_RETURN_IF_ERROR(AdvanceMarket(txn));
+    }
+    reply.condition = now_condition;
+  }
+  for (const auto& report : heartbeat.workloads) {
+    if (!WorkloadOfHost(txn.state, host, report.id)) {
+      reply.unknown_workloads.push_back(Clean(report.id));
+      continue;
+    }
+    WorkloadRecord& w = a.workloads[report.id];
+    std::string state = Clean(report.state), detail = Clean(report.detail);
+    int port = report.ssh_port >= 0 && report.ssh_port <= 65535 ? report.ssh_port : 0;
+    if (w.id == report.id && w.host_id == host.id && w.state == state && w.ssh_port == port &&
+        w.detail == detail) {
+      continue;
+    }
+    w.id = report.id;
+    w.host_id = host.id;
+    w.state = state;
+    w.ssh_port = port;
+    w.detail = detail;
+    w.updated_at = txn.now;
+    WriteWorkload(txn, w);
+  }
+  reply.workloads = DesiredFor(txn.state, host);
+  return reply;
+}
+
+Result<std::int64_t> RecordUsage(Txn& txn, std::int64_t host_id,
+                                 const std::vector<UsageSample>& samples) {
+  AgentsState& a = A(txn);
+  auto hit = a.hosts.find(host_id);
+  if (hit == a.hosts.end() || hit->second.credential_hash.empty()) {
+    return Status::Unauthenticated("this host's credential was revoked");
+  }
+  if (samples.size() > kMaxUsageSamplesPerRequest) {
+    return Status::InvalidArgument("at most " + std::to_string(kMaxUsageSamplesPerRequest) +
+                                   " samples per request")
+        .WithField("samples");
+  }
+  // Validate everything first: a refused request records nothing.
+  for (std::size_t i = 0; i < samples.size(); ++i) {
+    const UsageSample& s = samples[i];
+    const std::string field = "samples[" + std::to_string(i) + "]";
+    if (!WorkloadOfHost(txn.state, hit->second, s.workload_id)) {
+      return Status::InvalidArgument(field + ".workload_id: no workload '" +
+                                     Clean(s.workload_id).substr(0, 40) + "' on this host")
+          .WithField(field + ".workload_id");
+    }
+    if (s.at < txn.now - kMaxUsageSampleAgeMicros || s.at > txn.now + kMaxUsageSampleAheadMicros) {
+      return Status::InvalidArgument(field + ".at must be within the last 24 hours")
+          .WithField(field + ".at");
+    }
+    if (s.gpu_utilization_pct < 0 || s.gpu_utilization_pct > 100 || s.net_tx_bytes < 0) {
+      return Status::InvalidArgument(field + ": gpu_utilization_pct 0..100, net_tx_bytes >= 0")
+          .WithField(field);
+    }
+  }
+  std::int64_t recorded = 0;
+  std::vector<UsageSample> sorted = samples;
+  std::stable_sort(sorted.begin(), sorted.end(),
+                   [](const UsageSample& x, const UsageSample& y) { return x.at < y.at; });
+  for (const UsageSample& s : sorted) {
+    WorkloadRecord& w = a.workloads[s.workload_id];
+    if (w.id.empty()) {
+      w.id = s.workload_id;
+      w.host_id = host_id;
+      w.state = "running";
+      w.updated_at = txn.now;
+    }
+    if (s.at <= w.last_sample_at) continue;  // a resend
+    // The counter is cumulative per container: a smaller value means the container restarted.
+    const std::int64_t delta =
+        s.net_tx_bytes >= w.tx_counter_bytes ? s.net_tx_bytes - w.tx_counter_bytes : s.net_tx_bytes;
+    w.egress_bytes += delta;
+    w.tx_counter_bytes = s.net_tx_bytes;
+    w.last_sample_at = s.at;
+    WriteWorkload(txn, w);
+    const TimestampMicros hour = s.at - s.at % kMicrosPerHour;
+    UsageHour& u = a.usage[{s.workload_id, hour}];
+    u.egress_bytes += delta;
+    u.gpu_utilization_sum += s.gpu_utilization_pct;
+    ++u.samples;
+    txn.writes.Upsert("agent_usage_hours",
+                      {{"workload_id", s.workload_id},
+                       {"hour_us", hour},
+                       {"egress_bytes", u.egress_bytes},
+                       {"gpu_utilization_sum", u.gpu_utilization_sum},
+                       {"samples", u.samples}},
+                      /*key_columns=*/2);
+    ++recorded;
+  }
+  return recorded;
+}
+
+Result<AgentHost> RevokeHost(Txn& txn, std::int64_t host_id) {
+  AgentsState& a = A(txn);
+  auto it = a.hosts.find(host_id);
+  if (it == a.hosts.end()) return Status::NotFound("no host " + std::to_string(host_id));
+  AgentHost& host = it->second;
+  if (host.credential_hash.empty()) {
+    return Status::FailedPrecondition("host " + std::to_string(host_id) + " is already revoked");
+  }
+  SetCredential(a, host, "");
+  host.revoked_at = txn.now;
+  WriteHost(txn, host);
+  if (host.kind == HostKind::kMachine) {
+    const market::Machine* machine = X(txn.state).FindMachine(host.machine_id);
+    if (machine != nullptr && machine->offline_since == 0) {
+      market::MachineCondition c{txn.now, machine->blocked_mask, machine->hold_reason};
+      GPUHUB_RETURN_IF_ERROR(SetMachineCondition(txn, host.machine_id, c).status());
+    }
+  }
+  return host;
+}
+
+Status RecordLaunchSpec(Txn& txn, market::OrderId bid_id, const std::string& image) {
+  GPUHUB_RETURN_IF_ERROR(ValidateImageRef(image));
+  A(txn).image_by_bid[bid_id] = image;
+  txn.writes.Upsert("launch_specs",
+                    {{"bid_id", bid_id}, {"image", image}, {"created_at_us", txn.now}});
+  return Status::Ok();
+}
+
+const AgentHost* FindHost(const State& state, std::int64_t host_id) {
+  auto it = state.agents->hosts.find(host_id);
+  return it == state.agents->hosts.end() ? nullptr : &it->second;
+}
+
+const AgentHost* FindHostOfMachine(const State& state, std::int64_t machine_id) {
+  auto it = state.agents->host_by_machine.find(machine_id);
+  return it == state.agents->host_by_machine.end() ? nullptr : FindHost(state, it->second);
+}
+
+const WorkloadRecord* FindWorkload(const State& state, const std::string& workload_id) {
+  auto it = state.agents->workloads.find(workload_id);
+  return it == state.agents->workloads.end() ? nullptr : &it->second;
+}
+
+std::string HostStatus(const State& state, const AgentHost& host, TimestampMicros now) {
+  if (host.credential_hash.empty()) return "revoked";
+  return now - host.last_seen > OfflineAfter(*state.agents) ? "offline" : "online";
+}
+
+std::string LeaseImage(const State& state, const market::Lease& lease) {
+  auto it = state.agents->image_by_bid.find(lease.bid_id);
+  return it != state.agents->image_by_bid.end() ? it->second : state.agents->config.default_image;
+}
+
+std::vector<std::pair<TimestampMicros, UsageHour>> WorkloadUsage(const State& state,
+                                                                 const std::string& workload_id) {
+  std::vector<std::pair<TimestampMicros, UsageHour>> out;
+  const auto& usage = state.agents->usage;
+  for (auto it = usage.lower_bound({workload_id, 0});
+       it != usage.end() && it->first.first == workload_id; ++it) {
+    out.push_back({it->first.second, it->second});
+  }
+  return out;
+}
+
+Status CheckAgentsOffline(Txn& txn, TimestampMicros watch_from) {
+  AgentsState& a = A(txn);
+  const std::int64_t limit = OfflineAfter(a);
+  for (const auto& [machine_id, host_id] : a.host_by_machine) {
+    const AgentHost& host = a.hosts.at(host_id);
+    if (host.credential_hash.empty()) continue;  // revoked: offline since the revocation
+    if (txn.now - std::max(host.last_seen, watch_from) <= limit) continue;
+    const market::Machine* machine = X(txn.state).FindMachine(machine_id);
+    if (machine == nullptr || machine->offline_since != 0) continue;
+    market::MachineCondition c{host.last_seen, machine->blocked_mask, machine->hold_reason};
+    GPUHUB_RETURN_IF_ERROR(SetMachineCondition(txn, machine_id, c).status());
+    spdlog::warn("event=host_offline host={} machine={} last_seen={}", host.id, machine_id,
+                 FormatTimestamp(host.last_seen));
+  }
+  return Status::Ok();
+}
+
+void AddAgentTickHooks(Engine& engine) {
+  const TimestampMicros started = engine.clock().NowMicros();
+  engine.AddTickHook([started](Txn& txn) { return CheckAgentsOffline(txn, started); });
+}
+
+Status LoadAgents(store::Store& store, AgentsState& a) {
+  GPUHUB_RETURN_IF_ERROR(store.Scan(
+      "agent_hosts",
+      {"id", "kind", "owner_id", "machine_id", "node_id", "credential_hash", "enrolled_at_us",
+       "revoked_at_us", "last_seen_us", "hostname", "public_host", "agent_version",
+       "inventory_source", "inventory_error", "driver_version", "cuda_version", "ram_mib", "vcpus",
+       "nvme_free_gb"},
+      "id", [&](const store::Row& row) -> Status {
+        AgentHost h;
+        GPUHUB_ASSIGN_OR_RETURN(h.id, row.Int(0));
+        GPUHUB_ASSIGN_OR_RETURN(h.kind, row.Parsed(1, ParseHostKind));
+        GPUHUB_ASSIGN_OR_RETURN(h.owner_id, row.Int(2));
+        GPUHUB_ASSIGN_OR_RETURN(h.machine_id, row.Int(3));
+        GPUHUB_ASSIGN_OR_RETURN(h.node_id, row.Int(4));
+        GPUHUB_ASSIGN_OR_RETURN(h.credential_hash, row.Text(5));
+        GPUHUB_ASSIGN_OR_RETURN(h.enrolled_at, row.Int(6));
+        GPUHUB_ASSIGN_OR_RETURN(h.revoked_at, row.Int(7));
+        GPUHUB_ASSIGN_OR_RETURN(h.last_seen, row.Int(8));
+        GPUHUB_ASSIGN_OR_RETURN(h.hostname, row.Text(9));
+        GPUHUB_ASSIGN_OR_RETURN(h.public_host, row.Text(10));
+        GPUHUB_ASSIGN_OR_RETURN(h.agent_version, row.Text(11));
+        GPUHUB_ASSIGN_OR_RETURN(h.inventory.source, row.Text(12));
+        GPUHUB_ASSIGN_OR_RETURN(h.inventory.error, row.Text(13));
+        GPUHUB_ASSIGN_OR_RETURN(h.inventory.driver_version, row.Text(14));
+        GPUHUB_ASSIGN_OR_RETURN(h.inventory.cuda_version, row.Text(15));
+        GPUHUB_ASSIGN_OR_RETURN(h.inventory.ram_mib, row.Int(16));
+        GPUHUB_ASSIGN_OR_RETURN(h.inventory.vcpus, row.Int(17));
+        GPUHUB_ASSIGN_OR_RETURN(h.inventory.nvme_free_gb, row.Int(18));
+        if (!h.credential_hash.empty()) a.host_by_credential[h.credential_hash] = h.id;
+        if (h.kind == HostKind::kMachine) a.host_by_machine[h.machine_id] = h.id;
+        if (h.kind == HostKind::kNode) a.host_by_node[h.node_id] = h.id;
+        a.next_host_id = std::max(a.next_host_id, h.id + 1);
+        a.hosts.emplace(h.id, std::move(h));
+        return Status::Ok();
+      }));
+  GPUHUB_RETURN_IF_ERROR(store.Scan(
+      "agent_gpus",
+      {"host_id", "gpu_index", "uuid", "name", "memory_mib", "pcie_gen", "pcie_width", "healthy",
+       "health"},
+      "host_id, gpu_index", [&](const store::Row& row) -> Status {
+        GpuInventory g;
+        GPUHUB_ASSIGN_OR_RETURN(std::int64_t host_id, row.Int(0));
+        GPUHUB_ASSIGN_OR_RETURN(g.index, row.IntAs<int>(1));
+        GPUHUB_ASSIGN_OR_RETURN(g.uuid, row.Text(2));
+        GPUHUB_ASSIGN_OR_RETURN(g.name, row.Text(3));
+        GPUHUB_ASSIGN_OR_RETURN(g.memory_mib, row.Int(4));
+        GPUHUB_ASSIGN_OR_RETURN(g.pcie_gen, row.IntAs<int>(5));
+        GPUHUB_ASSIGN_OR_RETURN(g.pcie_width, row.IntAs<int>(6));
+        GPUHUB_ASSIGN_OR_RETURN(g.healthy, row.IntAs<bool>(7));
+        GPUHUB_ASSIGN_OR_RETURN(std::string health, row.Text(8));
+        for (const auto& r : Split(health, '\n')) {
+          if (!r.empty()) g.health.push_back(r);
+        }
+        auto it = a.hosts.find(host_id);
+        if (it == a.hosts.end()) return Status::Internal("a GPU of unknown host " + std::to_string(host_id));
+        it->second.inventory.gpus.push_back(std::move(g));
+        return Status::Ok();
+      }));
+  GPUHUB_RETURN_IF_ERROR(store.Scan(
+      "agent_enrolment_tokens",
+      {"token_hash", "kind", "machine_id", "node_id", "created_by", "created_at_us",
+       "expires_at_us", "used_at_us", "host_id", "nonce_hash"},
+      "token_hash", [&](const store::Row& row) -> Status {
+        EnrolmentToken t;
+        GPUHUB_ASSIGN_OR_RETURN(t.token_hash, row.Text(0));
+        GPUHUB_ASSIGN_OR_RETURN(t.kind, row.Parsed(1, ParseHostKind));
+        GPUHUB_ASSIGN_OR_RETURN(t.machine_id, row.Int(2));
+        GPUHUB_ASSIGN_OR_RETURN(t.node_id, row.Int(3));
+        GPUHUB_ASSIGN_OR_RETURN(t.created_by, row.Int(4));
+        GPUHUB_ASSIGN_OR_RETURN(t.created_at, row.Int(5));
+        GPUHUB_ASSIGN_OR_RETURN(t.expires_at, row.Int(6));
+        GPUHUB_ASSIGN_OR_RETURN(t.used_at, row.Int(7));
+        GPUHUB_ASSIGN_OR_RETURN(t.host_id, row.Int(8));
+        GPUHUB_ASSIGN_OR_RETURN(t.nonce_hash, row.Text(9));
+        a.tokens.emplace(t.token_hash, std::move(t));
+        return Status::Ok();
+      }));
+  GPUHUB_RETURN_IF_ERROR(store.Scan(
+      "agent_workloads",
+      {"id", "host_id", "state", "ssh_port", "detail", "updated_at_us", "egress_bytes",
+       "tx_counter_bytes", "last_sample_at_us"},
+      "id", [&](const store::Row& row) -> Status {
+        WorkloadRecord w;
+        GPUHUB_ASSIGN_OR_RETURN(w.id, row.Text(0));
+        GPUHUB_ASSIGN_OR_RETURN(w.host_id, row.Int(1));
+        GPUHUB_ASSIGN_OR_RETURN(w.state, row.Text(2));
+        GPUHUB_ASSIGN_OR_RETURN(w.ssh_port, row.IntAs<int>(3));
+        GPUHUB_ASSIGN_OR_RETURN(w.detail, row.Text(4));
+        GPUHUB_ASSIGN_OR_RETURN(w.updated_at, row.Int(5));
+        GPUHUB_ASSIGN_OR_RETURN(w.egress_bytes, row.Int(6));
+        GPUHUB_ASSIGN_OR_RETURN(w.tx_counter_bytes, row.Int(7));
+        GPUHUB_ASSIGN_OR_RETURN(w.last_sample_at, row.Int(8));
+        a.workloads.emplace(w.id, std::move(w));
+        return Status::Ok();
+      }));
+  GPUHUB_RETURN_IF_ERROR(store.Scan(
+      "agent_usage_hours",
+      {"workload_id", "hour_us", "egress_bytes", "gpu_utilization_sum", "samples"},
+      "workload_id, hour_us", [&](const store::Row& row) -> Status {
+        GPUHUB_ASSIGN_OR_RETURN(std::string id, row.Text(0));
+        GPUHUB_ASSIGN_OR_RETURN(TimestampMicros hour, row.Int(1));
+        UsageHour u;
+        GPUHUB_ASSIGN_OR_RETURN(u.egress_bytes, row.Int(2));
+        GPUHUB_ASSIGN_OR_RETURN(u.gpu_utilization_sum, row.Int(3));
+        GPUHUB_ASSIGN_OR_RETURN(u.samples, row.Int(4));
+        a.usage[{id, hour}] = u;
+        return Status::Ok();
+      }));
+  return store.Scan("launch_specs", {"bid_id", "image"}, "bid_id",
+                    [&](const store::Row& row) -> Status {
+                      GPUHUB_ASSIGN_OR_RETURN(std::int64_t bid, row.Int(0));
+                      GPUHUB_ASSIGN_OR_RETURN(a.image_by_bid[bid], row.Text(1));
+                      return Status::Ok();
+                    });
+}
+
+}  // namespace gpuhub::engine

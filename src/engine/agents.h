@@ -1,0 +1,287 @@
+// The control plane of the host agents (`gpuhub agent`, src/agent): enrolment, per-host
+// credentials, heartbeats with the measured inventory and health, the desired workloads each host
+// must run, what it reports running, usage samples, and offline detection.
+//
+// Trust: a provider (for a listed machine) or an admin (for a term-fleet node) creates a one-time
+// enrolment token; the agent exchanges it for a per-host credential. Only SHA-256 hashes of both
+// are stored. A credential sees only its own host: its desired workloads, its workload reports,
+// its usage. Revoking it cuts the host off at once (the machine goes offline: asks held, leases
+// paused and credited; market::Exchange::SetMachineCondition).
+//
+// Measured, never claimed: a listed machine's condition comes from its host's last heartbeat
+// (MachineConditionFor): fewer GPUs of the listed model than listed, or another model, holds its
+// asks off the book with the reason in words; an unhealthy GPU is blocked for new leases; a host
+// silent for kAgentOfflineAfterMicros is offline from its last heartbeat (the tick hook,
+// AddAgentTickHooks). Back in contact, the next heartbeat brings the machine back online.
+//
+// Desired workloads: one per active, unpaused lease on the host's machine ("lease-<id>"), with
+// exactly the lease's GPUs by UUID (listing GPU i = the i-th GPU of the listed model the host
+// reports, by index), the customer's SSH keys, the image of the bid (or the configured default)
+// and not_after = the end of the paid hour: the agent stops a workload itself when that passes and
+// the server cannot be reached.
+//
+// All functions taking a Txn run on the writer thread.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <set>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <utility>
+#include <vector>
+
+#include "core/status.h"
+#include "engine/engine.h"
+#include "engine/state.h"
+#include "market/exchange.h"
+
+namespace gpuhub::engine {
+
+enum class HostKind : std::uint8_t { kMachine, kNode };
+std::string_view HostKindName(HostKind kind);  // "machine" (spot exchange), "node" (term fleet)
+Result<HostKind> ParseHostKind(std::string_view name);
+
+// One GPU as the host's agent measured it (NVML, or nvidia-smi).
+struct GpuInventory {
+  int index = 0;
+  std::string uuid;  // "GPU-8f6c2a3e-..."
+  std::string name;  // "NVIDIA H100 80GB HBM3"
+  std::int64_t memory_mib = 0;
+  int pcie_gen = 0;    // the link's maximum generation
+  int pcie_width = 0;  // and width
+  bool healthy = true;
+  std::vector<std::string> health;  // why not, in words ("XID 79 ...", "uncorrected ECC ...")
+  // Volatile: kept in memory from the last heartbeat, not stored.
+  int temperature_c = 0;
+  int utilization_pct = 0;
+
+  // The fields that are stored (a heartbeat writes the GPU rows only when these change).
+  bool SameStored(const GpuInventory& o) const {
+    return index == o.index && uuid == o.uuid && name == o.name && memory_mib == o.memory_mib &&
+           pcie_gen == o.pcie_gen && pcie_width == o.pcie_width && healthy == o.healthy &&
+           health == o.health;
+  }
+};
+
+struct HostInventory {
+  std::string source;  // "nvml", "nvidia-smi", or "" when neither answered
+  std::string error;   // why no GPU could be read, when source is ""
+  std::string driver_version;
+  std::string cuda_version;
+  std::int64_t ram_mib = 0;
+  std::int64_t vcpus = 0;
+  std::int64_t nvme_free_gb = 0;
+  std::vector<GpuInventory> gpus;  // by index
+};
+
+struct AgentHost {
+  std::int64_t id = 0;
+  HostKind kind = HostKind::kMachine;
+  std::int64_t owner_id = 0;    // the provider (machine) or the admin who enrolled it (node)
+  std::int64_t machine_id = 0;  // the spot exchange's machine; 0 for a node
+  std::int64_t node_id = 0;     // the term fleet's node; 0 for a machine
+  std::string credential_hash;  // SHA-256 hex of the credential; "" once revoked
+  TimestampMicros enrolled_at = 0;
+  TimestampMicros revoked_at = 0;  // 0 while the credential is valid
+  TimestampMicros last_seen = 0;   // the last heartbeat (the enrolment before the first)
+  std::string hostname;
+  std::string public_host;  // where customers connect (the connection line's HOST)
+  std::string agent_version;
+  HostInventory inventory;
+};
+
+// Desired state of one workload, as the heartbeat's reply carries it.
+struct DesiredWorkload {
+  std::string id;  // "lease-17"
+  std::string image;
+  std::vector<std::string> gpu_uuids;
+  std::vector<std::string> ssh_authorized_keys;  // authorized_keys lines
+  TimestampMicros not_after = 0;
+  std::int64_t cpus = 0;       // the lease's share of the listing's vCPUs
+  std::int64_t memory_gb = 0;  // and of its RAM
+};
+
+// What the agent says about a workload it runs.
+struct WorkloadReport {
+  std::string id;
+  std::string state;  // "pulling", "starting", "running", "failed", "stopped"
+  int ssh_port = 0;
+  std::string detail;  // an error or progress message, "" when none
+};
+
+struct WorkloadRecord {
+  std::string id;
+  std::int64_t host_id = 0;
+  std::string state;
+  int ssh_port = 0;
+  std::string detail;
+  TimestampMicros updated_at = 0;
+  // Usage (POST /v1/agent/usage): egress from the container's cumulative transmit counter.
+  std::int64_t egress_bytes = 0;
+  std::int64_t tx_counter_bytes = 0;
+  TimestampMicros last_sample_at = 0;
+};
+
+struct UsageSample {
+  std::string workload_id;
+  TimestampMicros at = 0;
+  int gpu_utilization_pct = 0;
+  std::int64_t net_tx_bytes = 0;  // cumulative since the container started
+};
+
+struct UsageHour {
+  std::int64_t egress_bytes = 0;
+  std::int64_t gpu_utilization_sum = 0;  // over samples: the average is sum / samples
+  std::int64_t samples = 0;
+};
+
+struct EnrolmentToken {
+  std::string token_hash;
+  HostKind kind = HostKind::kMachine;
+  std::int64_t machine_id = 0;
+  std::int64_t node_id = 0;
+  std::int64_t created_by = 0;
+  TimestampMicros created_at = 0;
+  TimestampMicros expires_at = 0;
+  TimestampMicros used_at = 0;  // 0 while unused
+  std::int64_t host_id = 0;     // the host it enrolled
+  std::string nonce_hash;       // of the agent's enrolment nonce (a retry of a lost answer)
+};
+
+struct AgentsConfig {
+  std::string default_image = "nvidia/cuda:12.4.1-base-ubuntu22.04";
+  std::int64_t offline_after_micros = 0;  // 0: kAgentOfflineAfterMicros
+};
+
+struct AgentsState {
+  AgentsConfig config;
+  std::map<std::int64_t, AgentHost> hosts;
+  std::unordered_map<std::string, std::int64_t> host_by_credential;
+  std::map<std::int64_t, std::int64_t> host_by_machine;
+  std::map<std::int64_t, std::int64_t> host_by_node;
+  std::map<std::string, EnrolmentToken> tokens;  // by hash
+  std::map<std::string, WorkloadRecord> workloads;
+  std::map<std::pair<std::string, TimestampMicros>, UsageHour> usage;  // (workload, hour start)
+  std::map<std::int64_t, std::string> image_by_bid;  // launch specs of bids
+  std::int64_t next_host_id = 1;
+};
+
+// ----- Pure helpers --------------------------------------------------------------------------
+
+// Whether a GPU the host reports ("NVIDIA H100 80GB HBM3") is a card of `market` ("H100 SXM").
+// Compares the names' tokens: every token of the market name must be in the measured name, and a
+// form-factor token of the measured name (sxm, pcie, nvl) must be in the market name; NVIDIA's
+// names for SXM parts that do not say so ("H100 80GB HBM3", "H200") count as sxm.
+bool GpuNameMatchesMarket(std::string_view measured, std::string_view market);
+
+// The listing's GPU i -> the index of the host's GPU that backs it: the i-th reported GPU of the
+// listed model, by index. Shorter than listing.gpus when the host has fewer.
+std::vector<const GpuInventory*> ListingGpus(const market::Machine& listing,
+                                             const HostInventory& inventory);
+
+// The condition of a listed machine from its host's last report; `offline_since` is 0 while the
+// host reports. Holds the machine (hold_reason, in words for the provider) when the host reports
+// no GPU, or fewer GPUs of the listed model than listed; blocks the listing GPUs whose GPU is
+// unhealthy.
+market::MachineCondition MachineConditionFor(const market::Machine& listing,
+                                             const HostInventory& inventory,
+                                             TimestampMicros offline_since);
+
+// "lease-17" <-> 17. 0 when the id is not a lease's.
+std::string LeaseWorkloadId(std::int64_t lease_id);
+std::int64_t LeaseOfWorkload(std::string_view workload_id);
+
+// A Docker image reference the agent may pull: 1..kMaxImageRefBytes of [A-Za-z0-9._/:@-],
+// starting with a letter or digit. invalid_argument (field "image") otherwise.
+Status ValidateImageRef(std::string_view image);
+// A host name or address for the connection line: 1..253 of [A-Za-z0-9.:-] (so the line can be
+// pasted into a shell as it is). invalid_argument (field "public_host") otherwise.
+Status ValidatePublicHost(std::string_view host);
+
+// "ssh -p 40001 root@203.0.113.7" for a running workload on a host with a public address; ""
+// otherwise.
+std::string ConnectionLine(const AgentHost& host, const WorkloadRecord& workload);
+
+// New random secrets ("ghe_" / "gha_" + 64 hex digits); store only HashToken() of them.
+std::string NewEnrolmentToken();
+std::string NewAgentCredential();
+
+// ----- Commands ------------------------------------------------------------------------------
+
+// A one-time enrolment token for the provider's machine (not_found unless `user_id` owns it).
+// At most kMaxOpenEnrolmentTokensPerTarget unused tokens per machine: the oldest is dropped.
+Result<EnrolmentToken> CreateMachineEnrolmentToken(Txn& txn, std::int64_t user_id,
+                                                   std::int64_t machine_id,
+                                                   const std::string& token_hash);
+
+struct EnrolRequest {
+  std::string token_hash;
+  std::string nonce_hash;  // of the agent's random enrolment nonce ("" when none)
+  std::string credential_hash;
+  std::string hostname;
+  std::string agent_version;
+};
+// Exchanges an unused, unexpired token for a host credential. One host per machine: enrolling a
+// machine again replaces the previous credential (revoked at once). A token already used answers
+// again only to the same nonce within kEnrolmentRetryMicros (the agent retrying a lost answer): the
+// credential is replaced by the new one. Anything else is unauthenticated.
+Result<AgentHost> Enrol(Txn& txn, const EnrolRequest& request);
+
+// unauthenticated unless the hash is a valid host credential.
+Result<AgentHost> AuthenticateHost(const Txn& txn, const std::string& credential_hash);
+
+struct Heartbeat {
+  std::string hostname;
+  std::string public_host;
+  std::string agent_version;
+  HostInventory inventory;
+  std::vector<WorkloadReport> workloads;
+};
+struct HeartbeatReply {
+  std::vector<DesiredWorkload> workloads;
+  std::vector<std::string> unknown_workloads;  // reported ids that are not this host's
+  market::MachineCondition condition;          // the machine's, after this heartbeat
+};
+// Records the host's report, brings its machine's condition up to date (back online, held,
+// blocked) and answers the workloads it must run. invalid_argument for malformed reports.
+Result<HeartbeatReply> RecordHeartbeat(Txn& txn, std::int64_t host_id, const Heartbeat& heartbeat);
+
+// Adds usage samples of the host's workloads. invalid_argument (nothing recorded) when a sample
+// names a workload that is not this host's, or is out of range; samples at or before the last one
+// accepted for their workload are ignored (a resend). Returns how many were recorded.
+Result<std::int64_t> RecordUsage(Txn& txn, std::int64_t host_id,
+                                 const std::vector<UsageSample>& samples);
+
+// Revokes the host's credential now; its machine goes offline at once.
+Result<AgentHost> RevokeHost(Txn& txn, std::int64_t host_id);
+
+// The image a bid's leases run (POST /v1/bids "image").
+Status RecordLaunchSpec(Txn& txn, market::OrderId bid_id, const std::string& image);
+
+// ----- Queries -------------------------------------------------------------------------------
+
+const AgentHost* FindHost(const State& state, std::int64_t host_id);
+const AgentHost* FindHostOfMachine(const State& state, std::int64_t machine_id);
+const WorkloadRecord* FindWorkload(const State& state, const std::string& workload_id);
+// "online", "offline" (silent past the limit, as of `now`) or "revoked".
+std::string HostStatus(const State& state, const AgentHost& host, TimestampMicros now);
+// The image a lease runs (its bid's launch spec, or the default).
+std::string LeaseImage(const State& state, const market::Lease& lease);
+// Usage of a workload, hour by hour (oldest first).
+std::vector<std::pair<TimestampMicros, UsageHour>> WorkloadUsage(const State& state,
+                                                                 const std::string& workload_id);
+
+// ----- Time and loading ----------------------------------------------------------------------
+
+// Tick hook: hosts silent for longer than the limit take their machines offline (from their last
+// heartbeat). A grace of the same length after the engine starts keeps a server restart from
+// taking every machine offline.
+void AddAgentTickHooks(Engine& engine);
+Status CheckAgentsOffline(Txn& txn, TimestampMicros watch_from);
+
+Status LoadAgents(store::Store& store, AgentsState& state);
+
+}  // namespace gpuhub::engine

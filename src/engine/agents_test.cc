@@ -1,0 +1,400 @@
+#include "engine/agents.h"
+
+#include <gtest/gtest.h>
+
+#include "engine/accounts.h"
+#include "engine/engine_test_fixture.h"
+#include "engine/market.h"
+#include "engine/ssh_keys.h"
+#include "engine/wallets.h"
+
+namespace gpuhub::engine {
+namespace {
+
+constexpr std::int64_t kUsd = 1'000'000;
+constexpr TimestampMicros kStart = 1'800'000'000'000'000;
+const char* kEd25519 =
+    "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIG16T587uU+epMBs4vmoyyGuBG9yQ3QtlzA/ukPD/zmj carl@laptop";
+
+TEST(GpuNameMatchTest, MeasuredNamesAgainstMarkets) {
+  struct Case {
+    const char* measured;
+    const char* market;
+    bool match;
+  };
+  const Case cases[] = {
+      {"NVIDIA H100 80GB HBM3", "H100 SXM", true},
+      {"NVIDIA H100 SXM5 80GB", "H100 SXM", true},
+      {"NVIDIA H100 PCIe", "H100 SXM", false},
+      {"NVIDIA H100 NVL", "H100 SXM", false},
+      {"NVIDIA H100 NVL", "H100 NVL", true},
+      {"NVIDIA H100 80GB HBM3", "H100 NVL", false},
+      {"NVIDIA H200", "H200", true},
+      {"NVIDIA H200 NVL", "H200", false},
+      {"NVIDIA A100-SXM4-80GB", "A100 SXM", true},
+      {"NVIDIA A100-SXM4-40GB", "A100 PCIe", false},
+      {"NVIDIA A100 80GB PCIe", "A100 PCIe", true},
+      {"NVIDIA A100-PCIE-40GB", "A100 PCIe", true},
+      {"NVIDIA B200", "B200", true},
+      {"NVIDIA GeForce RTX 4090", "RTX 4090", true},
+      {"NVIDIA GeForce RTX 4090", "RTX 5090", false},
+      {"NVIDIA L40S", "L40S", true},
+      {"NVIDIA L40S", "L40", false},
+      {"NVIDIA H100 80GB HBM3", "MI300X", false},
+  };
+  for (const auto& c : cases) {
+    EXPECT_EQ(GpuNameMatchesMarket(c.measured, c.market), c.match)
+        << c.measured << " vs " << c.market;
+  }
+}
+
+HostInventory Gpus(int n, const char* name = "NVIDIA H100 80GB HBM3") {
+  HostInventory inv;
+  inv.source = "nvidia-smi";
+  for (int i = 0; i < n; ++i) {
+    GpuInventory g;
+    g.index = i;
+    g.uuid = "GPU-0000000" + std::to_string(i);
+    g.name = name;
+    g.memory_mib = 81559;
+    inv.gpus.push_back(g);
+  }
+  return inv;
+}
+
+TEST(MachineConditionForTest, FewerOrOtherGpusHoldUnhealthyOnesBlock) {
+  market::Machine listing;
+  listing.gpu = "H100 SXM";
+  listing.gpus = 8;
+  auto held = MachineConditionFor(listing, Gpus(4), 0);
+  EXPECT_EQ(held.hold_reason,
+            "the host reports 4 GPUs (4 x NVIDIA H100 80GB HBM3), 4 of them H100 SXM, but the "
+            "listing says 8 x H100 SXM: its asks are off the book until the host reports them or "
+            "the listing is corrected");
+  auto other = MachineConditionFor(listing, Gpus(8, "NVIDIA A100-SXM4-80GB"), 0);
+  EXPECT_NE(other.hold_reason.find("0 of them H100 SXM"), std::string::npos) << other.hold_reason;
+  HostInventory none;
+  none.error = "nvidia-smi: not found";
+  EXPECT_EQ(MachineConditionFor(listing, none, 0).hold_reason,
+            "the host's agent found no NVIDIA GPU (nvidia-smi: not found) but the listing says 8 "
+            "x H100 SXM");
+  HostInventory sick = Gpus(8);
+  sick.gpus[2].healthy = false;
+  sick.gpus[7].healthy = false;
+  auto c = MachineConditionFor(listing, sick, 0);
+  EXPECT_EQ(c.hold_reason, "");
+  EXPECT_EQ(c.blocked_mask, 0b1000'0100u);
+  // Listing GPU i is the i-th GPU of the listed model: a mixed host maps around the others.
+  listing.gpus = 2;
+  HostInventory mixed = Gpus(3);
+  mixed.gpus[0].name = "NVIDIA GeForce RTX 4090";
+  auto mapped = ListingGpus(listing, mixed);
+  ASSERT_EQ(mapped.size(), 2u);
+  EXPECT_EQ(mapped[0]->index, 1);
+  EXPECT_EQ(mapped[1]->index, 2);
+}
+
+TEST(AgentChecksTest, ImagesHostsAndWorkloadIds) {
+  EXPECT_TRUE(ValidateImageRef("nvidia/cuda:12.4.1-base-ubuntu22.04").ok());
+  EXPECT_TRUE(ValidateImageRef("ghcr.io/org/img@sha256:abc123").ok());
+  for (const char* bad : {"", "-rm", "img; rm -rf /", "img name", "img\n", "$(x)"}) {
+    EXPECT_EQ(ValidateImageRef(bad).field(), "image") << bad;
+  }
+  EXPECT_TRUE(ValidatePublicHost("203.0.113.7").ok());
+  EXPECT_TRUE(ValidatePublicHost("gpu-7.example.com").ok());
+  EXPECT_TRUE(ValidatePublicHost("2001:db8::7").ok());
+  for (const char* bad : {"", "-oProxyCommand=x", "a b", "host;reboot", "h\n"}) {
+    EXPECT_EQ(ValidatePublicHost(bad).field(), "public_host") << bad;
+  }
+  EXPECT_EQ(LeaseOfWorkload("lease-17"), 17);
+  for (const char* bad : {"lease-", "lease-0", "lease-017", "lease-1x", "rental-3", "lease--1"}) {
+    EXPECT_EQ(LeaseOfWorkload(bad), 0) << bad;
+  }
+}
+
+class AgentsEngineTest : public EngineOnSqliteTest {
+ protected:
+  AgentsEngineTest() : EngineOnSqliteTest(kStart, "gpuhub_agents") {}
+  void SetUp() override {
+    Open();
+    auto ids = Run<std::vector<std::int64_t>>([](Txn& txn) -> Result<std::vector<std::int64_t>> {
+      GPUHUB_ASSIGN_OR_RETURN(User p, CreateUser(txn, "paula", "h", kRoleProvider));
+      GPUHUB_ASSIGN_OR_RETURN(User c, CreateUser(txn, "carl", "h", kRoleCustomer));
+      GPUHUB_ASSIGN_OR_RETURN(User a, CreateUser(txn, "admin", "h", kRoleAdmin));
+      GPUHUB_RETURN_IF_ERROR(ManualCredit(txn, a.id, c.id, Currency::kUsd, 100 * kUsd, "t").status());
+      GPUHUB_ASSIGN_OR_RETURN(auto m, AddMachine(txn, p.id, {"H100 SXM", 8, "IAD-1", 64, 512, 2000}));
+      GPUHUB_RETURN_IF_ERROR(
+          PlaceAsk(txn, p.id, {m.id, 2'000'000, 1, txn.now + 7 * kMicrosPerDay}).status());
+      GPUHUB_RETURN_IF_ERROR(
+          AddSshKey(txn, c.id, "", ParseSshPublicKey(kEd25519).value()).status());
+      return std::vector<std::int64_t>{p.id, c.id, a.id, m.id};
+    });
+    provider_ = ids[0];
+    customer_ = ids[1];
+    machine_ = ids[3];
+  }
+  void Open() {
+    EngineOptions options;
+    options.domains.market.gpus = {"H100 SXM", "A100 SXM"};
+    OpenEngine(options, [](Engine& e) {
+      AddMarketTickHooks(e);
+      AddAgentTickHooks(e);
+    });
+  }
+  void Advance(std::int64_t micros) {
+    Run<int>([&](Txn& txn) -> Result<int> {
+      clock_.Advance(micros);
+      txn.now = clock_.NowMicros();
+      GPUHUB_RETURN_IF_ERROR(engine_->RunTickHooks(txn));
+      return 0;
+    });
+  }
+  // Enrols the machine's host; returns its id.
+  std::int64_t EnrolHost(const std::string& credential = "gha_cred") {
+    std::string token = NewEnrolmentToken();
+    Run<EnrolmentToken>([&](Txn& txn) {
+      return CreateMachineEnrolmentToken(txn, provider_, machine_, HashToken(token));
+    });
+    return Run<AgentHost>([&](Txn& txn) {
+             return Enrol(txn, {HashToken(token), "", HashToken(credential), "gpu-7", "0.1.0"});
+           })
+        .id;
+  }
+  Result<HeartbeatReply> Beat(std::int64_t host, HostInventory inv,
+                              std::vector<WorkloadReport> workloads = {}) {
+    Heartbeat hb;
+    hb.hostname = "gpu-7";
+    hb.public_host = "203.0.113.7";
+    hb.agent_version = "0.1.0";
+    hb.inventory = std::move(inv);
+    hb.workloads = std::move(workloads);
+    return engine_->ExecuteSync<HeartbeatReply>(
+        [&](Txn& txn) { return RecordHeartbeat(txn, host, hb); });
+  }
+  market::BidResult BuyAtMarket(int gpus, const std::string& image = "") {
+    return Run<market::BidResult>([&](Txn& txn) -> Result<market::BidResult> {
+      market::BidSpec spec;
+      spec.gpu = "H100 SXM";
+      spec.gpus = gpus;
+      spec.is_market = true;
+      GPUHUB_ASSIGN_OR_RETURN(auto r, PlaceBid(txn, customer_, spec));
+      if (!image.empty()) GPUHUB_RETURN_IF_ERROR(RecordLaunchSpec(txn, r.bid.id, image));
+      return r;
+    });
+  }
+  market::Machine Machine() {
+    return Run<market::Machine>([&](Txn& txn) -> Result<market::Machine> {
+      return *txn.state.market->exchange.FindMachine(machine_);
+    });
+  }
+  std::int64_t Wallet() {
+    return Run<std::int64_t>([&](Txn& txn) -> Result<std::int64_t> {
+      return txn.state.wallets->ledger.Wallets(customer_)->front().available();
+    });
+  }
+
+  std::int64_t provider_ = 0, customer_ = 0, machine_ = 0;
+};
+
+TEST_F(AgentsEngineTest, AHeartbeatAnswersTheLeasesGpusByUuidWithTheCustomersKeys) {
+  std::int64_t host = EnrolHost();
+  auto hb = Beat(host, Gpus(8));
+  ASSERT_TRUE(hb.ok()) << hb.status().ToString();
+  EXPECT_TRUE(hb->workloads.empty());
+  auto bid = BuyAtMarket(2, "pytorch/pytorch:2.4.0-cuda12.4-cudnn9-runtime");
+  ASSERT_TRUE(bid.lease.has_value());
+  hb = Beat(host, Gpus(8));
+  ASSERT_TRUE(hb.ok());
+  ASSERT_EQ(hb->workloads.size(), 1u);
+  const DesiredWorkload w = hb->workloads[0];  // a copy: hb is reassigned below
+  EXPECT_EQ(w.id, "lease-" + std::to_string(bid.lease->id));
+  EXPECT_EQ(w.gpu_uuids, (std::vector<std::string>{"GPU-00000000", "GPU-00000001"}));
+  EXPECT_EQ(w.ssh_authorized_keys, std::vector<std::string>{kEd25519});
+  EXPECT_EQ(w.image, "pytorch/pytorch:2.4.0-cuda12.4-cudnn9-runtime");
+  EXPECT_EQ(w.not_after, bid.lease->PaidUntil());
+  EXPECT_EQ(w.cpus, 16);       // 64 vCPUs x 2/8
+  EXPECT_EQ(w.memory_gb, 128);  // 512 GB x 2/8
+  // The agent reports it running; the connection line follows.
+  hb = Beat(host, Gpus(8), {{w.id, "running", 40001, ""}});
+  ASSERT_TRUE(hb.ok());
+  auto line = Run<std::string>([&](Txn& txn) -> Result<std::string> {
+    return ConnectionLine(*FindHost(txn.state, host), *FindWorkload(txn.state, w.id));
+  });
+  EXPECT_EQ(line, "ssh -p 40001 root@203.0.113.7");
+  // Stopped: gone from the desired set.
+  Run<market::Lease>([&](Txn& txn) { return StopLease(txn, customer_, bid.lease->id); });
+  hb = Beat(host, Gpus(8));
+  ASSERT_TRUE(hb.ok());
+  EXPECT_TRUE(hb->workloads.empty());
+}
+
+TEST_F(AgentsEngineTest, MeasuredInventoryHoldsAndBlocksTheListing) {
+  std::int64_t host = EnrolHost();
+  auto hb = Beat(host, Gpus(4));
+  ASSERT_TRUE(hb.ok());
+  EXPECT_NE(Machine().hold_reason.find("the host reports 4 GPUs"), std::string::npos);
+  EXPECT_NE(hb->condition.hold_reason, "");
+  auto none = Run<market::BidResult>([&](Txn& txn) {
+    market::BidSpec spec;
+    spec.gpu = "H100 SXM";
+    spec.gpus = 1;
+    spec.is_market = true;
+    return PlaceBid(txn, customer_, spec);
+  });
+  EXPECT_EQ(none.bid.close_reason, market::BidCloseReason::kNoMatch) << "held: nothing to buy";
+  HostInventory sick = Gpus(8);
+  sick.gpus[0].healthy = false;
+  sick.gpus[0].health = {"XID 79: GPU has fallen off the bus"};
+  ASSERT_TRUE(Beat(host, sick).ok());
+  EXPECT_EQ(Machine().hold_reason, "");
+  EXPECT_EQ(Machine().blocked_mask, 1u);
+  auto bid = BuyAtMarket(2);
+  EXPECT_EQ(bid.lease->gpu_mask, 0b110u) << "GPU 0 is unhealthy: never sold";
+  // A restart keeps the stored inventory (health included).
+  Open();
+  auto reasons = Run<std::vector<std::string>>([&](Txn& txn) -> Result<std::vector<std::string>> {
+    return FindHost(txn.state, host)->inventory.gpus[0].health;
+  });
+  EXPECT_EQ(reasons, std::vector<std::string>{"XID 79: GPU has fallen off the bus"});
+}
+
+TEST_F(AgentsEngineTest, ASilentHostGoesOfflineItsLeasesArePausedAndCreditedThenResume) {
+  std::int64_t host = EnrolHost();
+  ASSERT_TRUE(Beat(host, Gpus(8)).ok());
+  auto bid = BuyAtMarket(1);  // 2.00/h
+  EXPECT_EQ(Wallet(), 98 * kUsd);
+  Advance(10 * kMicrosPerSecond);
+  ASSERT_TRUE(Beat(host, Gpus(8)).ok());  // last seen at +10 s
+  Advance(45 * kMicrosPerSecond);          // +55 s: 45 s since, not more
+  EXPECT_EQ(Machine().offline_since, 0);
+  Advance(1 * kMicrosPerSecond);  // +56 s: silent for 46 s
+  EXPECT_EQ(Machine().offline_since, kStart + 10 * kMicrosPerSecond);
+  // Credited from the last heartbeat: 3590 of 3600 s of 2.00 = 1.994444 (half-even).
+  EXPECT_EQ(Wallet(), 98 * kUsd + 1'994'444);
+  Advance(2 * kMicrosPerHour);
+  EXPECT_EQ(Wallet(), 98 * kUsd + 1'994'444) << "nothing billed while offline";
+  auto hb = Beat(host, Gpus(8));  // back: a new hour is billed, the workload is desired again
+  ASSERT_TRUE(hb.ok());
+  EXPECT_EQ(Machine().offline_since, 0);
+  EXPECT_EQ(Wallet(), 96 * kUsd + 1'994'444);
+  ASSERT_EQ(hb->workloads.size(), 1u);
+  EXPECT_EQ(hb->workloads[0].not_after, clock_.NowMicros() + kMicrosPerHour);
+  (void)bid;
+}
+
+TEST_F(AgentsEngineTest, AServerRestartGivesHostsAGraceInsteadOfTakingThemOffline) {
+  std::int64_t host = EnrolHost();
+  ASSERT_TRUE(Beat(host, Gpus(8)).ok());
+  clock_.Advance(10 * 60 * kMicrosPerSecond);  // the server was down ten minutes
+  Open();
+  Advance(30 * kMicrosPerSecond);
+  EXPECT_EQ(Machine().offline_since, 0) << "within the grace after the start";
+  Advance(16 * kMicrosPerSecond);
+  EXPECT_EQ(Machine().offline_since, kStart) << "still silent: offline from its last heartbeat";
+}
+
+TEST_F(AgentsEngineTest, CredentialsEnrolmentAndRevocation) {
+  std::string token = NewEnrolmentToken();
+  EXPECT_EQ(token.rfind("ghe_", 0), 0u);
+  EXPECT_EQ(token.size(), 68u);
+  // Only the machine's provider can make a token for it.
+  auto stranger = engine_->ExecuteSync<EnrolmentToken>([&](Txn& txn) {
+    return CreateMachineEnrolmentToken(txn, customer_, machine_, HashToken(token));
+  });
+  EXPECT_EQ(stranger.status().code(), StatusCode::kNotFound);
+  Run<EnrolmentToken>([&](Txn& txn) {
+    return CreateMachineEnrolmentToken(txn, provider_, machine_, HashToken(token));
+  });
+  auto enrol = [&](const std::string& nonce, const std::string& cred) {
+    return engine_->ExecuteSync<AgentHost>([&](Txn& txn) {
+      return Enrol(txn, {HashToken(token), nonce.empty() ? "" : HashToken(nonce), HashToken(cred),
+                         "h", "v"});
+    });
+  };
+  ASSERT_TRUE(enrol("n1", "gha_one").ok());
+  // One-time: a second use fails, unless it is the same agent retrying within 10 minutes.
+  EXPECT_EQ(enrol("n2", "gha_two").status().code(), StatusCode::kUnauthenticated);
+  EXPECT_EQ(enrol("", "gha_two").status().code(), StatusCode::kUnauthenticated);
+  ASSERT_TRUE(enrol("n1", "gha_three").ok());
+  auto auth = [&](const std::string& cred) {
+    return engine_->ExecuteSync<AgentHost>(
+        [&](Txn& txn) { return AuthenticateHost(txn, HashToken(cred)); });
+  };
+  EXPECT_EQ(auth("gha_one").status().code(), StatusCode::kUnauthenticated) << "replaced";
+  ASSERT_TRUE(auth("gha_three").ok());
+  clock_.Advance(11 * 60 * kMicrosPerSecond);
+  EXPECT_EQ(enrol("n1", "gha_four").status().code(), StatusCode::kUnauthenticated);
+  // A session token is no host credential.
+  EXPECT_EQ(auth(NewSessionToken()).status().code(), StatusCode::kUnauthenticated);
+  // Revoked: refused at once, the machine offline at once.
+  std::int64_t host = auth("gha_three")->id;
+  Run<AgentHost>([&](Txn& txn) { return RevokeHost(txn, host); });
+  EXPECT_EQ(auth("gha_three").status().code(), StatusCode::kUnauthenticated);
+  EXPECT_EQ(Machine().offline_since, clock_.NowMicros());
+  EXPECT_EQ(Beat(host, Gpus(8)).status().code(), StatusCode::kUnauthenticated);
+  // Enrolled again with a new token: the same host, a new credential, back online on its beat.
+  EXPECT_EQ(EnrolHost("gha_five"), host);
+  ASSERT_TRUE(Beat(host, Gpus(8)).ok());
+  EXPECT_EQ(Machine().offline_since, 0);
+}
+
+TEST_F(AgentsEngineTest, ReportsAndUsageAreTakenOnlyForTheHostsOwnWorkloads) {
+  std::int64_t host = EnrolHost();
+  ASSERT_TRUE(Beat(host, Gpus(8)).ok());
+  auto bid = BuyAtMarket(1);
+  const std::string mine = "lease-" + std::to_string(bid.lease->id);
+  // Another provider's machine and lease.
+  auto other_lease = Run<std::int64_t>([&](Txn& txn) -> Result<std::int64_t> {
+    GPUHUB_ASSIGN_OR_RETURN(User q, CreateUser(txn, "quinn", "h", kRoleProvider));
+    GPUHUB_ASSIGN_OR_RETURN(auto m, AddMachine(txn, q.id, {"A100 SXM", 1, "IAD-1", 8, 64, 100}));
+    GPUHUB_RETURN_IF_ERROR(PlaceAsk(txn, q.id, {m.id, 1'000'000, 1, txn.now + kMicrosPerDay}).status());
+    market::BidSpec spec;
+    spec.gpu = "A100 SXM";
+    spec.gpus = 1;
+    spec.is_market = true;
+    GPUHUB_ASSIGN_OR_RETURN(auto r, PlaceBid(txn, customer_, spec));
+    return r.lease->id;
+  });
+  const std::string theirs = "lease-" + std::to_string(other_lease);
+  auto hb = Beat(host, Gpus(8), {{theirs, "running", 40002, ""}, {"lease-999", "running", 1, ""}});
+  ASSERT_TRUE(hb.ok());
+  EXPECT_EQ(hb->unknown_workloads, (std::vector<std::string>{theirs, "lease-999"}));
+  EXPECT_EQ(Run<int>([&](Txn& txn) -> Result<int> {
+              return FindWorkload(txn.state, theirs) == nullptr ? 1 : 0;
+            }),
+            1)
+      << "nothing recorded for another host's workload";
+  const TimestampMicros t = clock_.NowMicros();
+  auto usage = [&](std::vector<UsageSample> samples) {
+    return engine_->ExecuteSync<std::int64_t>(
+        [&](Txn& txn) { return RecordUsage(txn, host, samples); });
+  };
+  auto refused = usage({{mine, t, 50, 1000}, {theirs, t, 50, 1000}});
+  EXPECT_EQ(refused.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(refused.status().field(), "samples[1].workload_id");
+  // Cumulative counters: 1000, 5000, then a resend of 5000 (ignored), then 700 after a restart of
+  // the container: 1000 + 4000 + 700 bytes.
+  EXPECT_EQ(*usage({{mine, t - 120 * kMicrosPerSecond, 40, 1000}, {mine, t - 60 * kMicrosPerSecond, 60, 5000}}), 2);
+  EXPECT_EQ(*usage({{mine, t - 60 * kMicrosPerSecond, 60, 5000}}), 0);
+  EXPECT_EQ(*usage({{mine, t, 80, 700}}), 1);
+  auto egress = Run<std::int64_t>([&](Txn& txn) -> Result<std::int64_t> {
+    return FindWorkload(txn.state, mine)->egress_bytes;
+  });
+  EXPECT_EQ(egress, 5700);
+  Open();  // survives a restart
+  auto hours = Run<std::vector<std::pair<TimestampMicros, UsageHour>>>([&](Txn& txn) {
+    return Result<std::vector<std::pair<TimestampMicros, UsageHour>>>(WorkloadUsage(txn.state, mine));
+  });
+  std::int64_t total = 0, samples = 0, util = 0;
+  for (const auto& [hour, u] : hours) {
+    total += u.egress_bytes;
+    samples += u.samples;
+    util += u.gpu_utilization_sum;
+  }
+  EXPECT_EQ(total, 5700);
+  EXPECT_EQ(samples, 3);
+  EXPECT_EQ(util, 180);
+}
+
+}  // namespace
+}  // namespace gpuhub::engine
