@@ -207,6 +207,16 @@ void RegisterMarketRoutes(Router& router, ApiContext& api);
 void RegisterRentalRoutes(Router& router, ApiContext& api);
 // Notifications and the account's webhook (api_notifications.cc).
 void RegisterNotificationRoutes(Router& router, ApiContext& api);
+// Host agents (api_agent.cc): enrolment, heartbeats, usage, and the provider's and admin's views.
+void RegisterAgentRoutes(Router& router, ApiContext& api);
+// SSH public keys on the account (api_ssh_keys.cc).
+void RegisterSshKeyRoutes(Router& router, ApiContext& api);
+// What the agent knows of a listed machine (api_agent.cc), for the provider's machine JSON:
+// {"status": "none" | "online" | "offline" | "revoked", "host_id", "last_seen", ...}.
+json MachineAgentJson(const engine::State& state, std::int64_t machine_id, TimestampMicros now);
+// How the customer reaches a lease's machine (api_agent.cc): {"state", "ssh", "host", "port",
+// "user", "detail", "updated_at"}; state "waiting" before the agent reported anything.
+json LeaseConnectionJson(const engine::State& state, std::int64_t lease_id);
 // POST /v1/fit's "prices": "list" (default: the term fleet's list prices) or "market" (the spot
 // exchange's book). Takes the field out of `body` (a JSON object); true for "market".
 Result<bool> TakePricesField(std::string* body);

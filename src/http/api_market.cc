@@ -27,6 +27,7 @@
 //   POST   /v1/fit {..., "prices": "market"}  (api_read.cc hands it to FitOnMarketPrices)
 #include "core/json_writer.h"
 #include "core/strings.h"
+#include "engine/agents.h"
 #include "engine/market.h"
 #include "engine/wallets.h"
 #include "http/api.h"
@@ -45,7 +46,16 @@ using market::FormatPrice;
 
 json Time(TimestampMicros t) { return t == 0 ? json(nullptr) : json(FormatTimestamp(t)); }
 
-json MachineJson(const market::Machine& m, int leased, market::OrderId open_ask) {
+// A machine as its provider sees it, with what its host agent reported (`agent`) and what that
+// means for sales: offline_since (its agent silent: asks off the book, leases paused),
+// hold_reason (why nothing is sold: the host reports fewer or other GPUs) and blocked_gpus
+// (unhealthy: not sold to new leases).
+json MachineJson(const engine::State& state, TimestampMicros now, const market::Machine& m,
+                 int leased, market::OrderId open_ask) {
+  json blocked = json::array();
+  for (int i = 0; i < m.gpus; ++i) {
+    if (m.blocked_mask & (1u << i)) blocked.push_back(i);
+  }
   return {{"id", m.id},
           {"gpu", m.gpu},
           {"gpus", m.gpus},
@@ -56,7 +66,11 @@ json MachineJson(const market::Machine& m, int leased, market::OrderId open_ask)
           {"ram_gb", m.ram_gb},
           {"disk_gb", m.disk_gb},
           {"open_ask_id", open_ask == 0 ? json(nullptr) : json(open_ask)},
-          {"created_at", FormatTimestamp(m.created_at)}};
+          {"created_at", FormatTimestamp(m.created_at)},
+          {"offline_since", Time(m.offline_since)},
+          {"hold_reason", m.hold_reason.empty() ? json(nullptr) : json(m.hold_reason)},
+          {"blocked_gpus", blocked},
+          {"agent", MachineAgentJson(state, m.id, now)}};
 }
 
 json AskJson(const market::Ask& a, int gpus_offered) {
@@ -72,7 +86,8 @@ json AskJson(const market::Ask& a, int gpus_offered) {
           {"closed_at", Time(a.closed_at)}};
 }
 
-json BidJson(const market::Bid& b) {
+json BidJson(const engine::State& state, const market::Bid& b) {
+  auto image = state.agents->image_by_bid.find(b.id);
   return {
       {"id", b.id},
       {"gpu", b.gpu},
@@ -91,10 +106,14 @@ json BidJson(const market::Bid& b) {
       {"hold",
        b.status == market::BidStatus::kResting ? json(FormatMicros(b.hold_micros)) : json(nullptr)},
       {"created_at", FormatTimestamp(b.created_at)},
-      {"closed_at", Time(b.closed_at)}};
+      {"closed_at", Time(b.closed_at)},
+      {"image", image == state.agents->image_by_bid.end() ? state.agents->config.default_image
+                                                          : image->second}};
 }
 
-json LeaseJson(const market::Lease& l, bool as_provider) {
+// A lease; `connection` says how the customer reaches the machine (the agent's report), `billing`
+// whether hours are billed ("running") or not while the machine is offline ("paused").
+json LeaseJson(const engine::State& state, const market::Lease& l, bool as_provider) {
   json indices = json::array();
   for (int i = 0; i < market::kMaxGpusPerMachine; ++i) {
     if (l.gpu_mask & (1u << i)) indices.push_back(i);
@@ -120,11 +139,19 @@ json LeaseJson(const market::Lease& l, bool as_provider) {
                                  ? json(nullptr)
                                  : json(market::LeaseEndReasonName(l.end_reason))},
               {"bid_id", l.bid_id},
-              {"ask_id", l.ask_id}};
+              {"ask_id", l.ask_id},
+              {"billing", l.status != market::LeaseStatus::kActive ? "ended"
+                          : l.paused_at != 0                     ? "paused"
+                                                                 : "running"},
+              {"paused_at", Time(l.paused_at)},
+              {"downtime_credit_usd", FormatMicros(l.credited_micros)},
+              {"image", engine::LeaseImage(state, l)},
+              {"connection", LeaseConnectionJson(state, l.id)}};
   if (as_provider) {
     out["fee_usd_per_hour"] = FormatMicros(fee);
     out["net_usd_per_hour"] = FormatMicros(hour - fee);
-    out["earned_usd"] = FormatMicros((hour - fee) * l.hours_paid);
+    // Net of the downtime credits taken back from the payable.
+    out["earned_usd"] = FormatMicros((hour - fee) * l.hours_paid - l.credited_provider_micros);
   }
   return out;
 }
@@ -238,11 +265,23 @@ Result<market::AskSpec> ParseAsk(const Request& r) {
   return spec;
 }
 
-Result<market::BidSpec> ParseBid(const Request& r) {
+// A bid and the image its leases run ("" = the configured default).
+struct BidRequest {
+  market::BidSpec spec;
+  std::string image;
+};
+
+Result<BidRequest> ParseBid(const Request& r) {
   GPUHUB_ASSIGN_OR_RETURN(
       json body, ParseJsonObject(r, {"gpu", "gpus", "region", "limit_usd_per_gpu_hour", "market",
-                                     "time_in_force", "expires_at", "currency"}));
-  market::BidSpec spec;
+                                     "time_in_force", "expires_at", "currency", "image"}));
+  BidRequest request;
+  market::BidSpec& spec = request.spec;
+  GPUHUB_ASSIGN_OR_RETURN(auto image, OptionalString(body, "image"));
+  if (image) {
+    GPUHUB_RETURN_IF_ERROR(engine::ValidateImageRef(*image));
+    request.image = *image;
+  }
   GPUHUB_ASSIGN_OR_RETURN(spec.gpu, RequiredString(body, "gpu"));
   GPUHUB_ASSIGN_OR_RETURN(std::int64_t gpus,
                           RequiredInteger(body, "gpus", 1, market::kMaxGpusPerMachine));
@@ -291,7 +330,7 @@ Result<market::BidSpec> ParseBid(const Request& r) {
     }
     spec.currency = *c;
   }
-  return spec;
+  return request;
 }
 
 Result<std::int64_t> ParsePayoutAmount(const Request& r) {
@@ -339,7 +378,7 @@ void RegisterMarketRoutes(Router& router, ApiContext& api) {
                  api, kRoleProvider, ParseMachine,
                  [](Txn& txn, const User& me, const market::MachineSpec& spec) -> Result<Reply> {
                    GPUHUB_ASSIGN_OR_RETURN(auto m, engine::AddMachine(txn, me.id, spec));
-                   return Reply{201, MachineJson(m, 0, 0)};
+                   return Reply{201, MachineJson(txn.state, txn.now, m, 0, 0)};
                  }));
   router.Add(
       "GET", "/v1/machines",
@@ -348,7 +387,8 @@ void RegisterMarketRoutes(Router& router, ApiContext& api) {
           [](Txn& txn, const User& me, const std::size_t& limit) -> Result<Reply> {
             json list = json::array();
             for (const auto& v : X(txn).ListMachines(me.id, limit)) {
-              list.push_back(MachineJson(v.machine, v.leased_gpus, v.open_ask));
+              list.push_back(
+                  MachineJson(txn.state, txn.now, v.machine, v.leased_gpus, v.open_ask));
             }
             return Reply{200, {{"machines", list}}};
           }));
@@ -400,7 +440,8 @@ void RegisterMarketRoutes(Router& router, ApiContext& api) {
                           {"active_leases", e.active_leases},
                           {"available", FormatMicros(e.available_micros)},
                           {"pending_payouts", FormatMicros(e.pending_payout_micros)},
-                          {"paid_out", FormatMicros(e.paid_out_micros)}}};
+                          {"paid_out", FormatMicros(e.paid_out_micros)},
+                          {"downtime_credits", FormatMicros(e.credited_micros)}}};
           }));
   router.Add("POST", "/v1/payouts",
              Authenticated<std::int64_t>(
@@ -422,12 +463,16 @@ void RegisterMarketRoutes(Router& router, ApiContext& api) {
 
   // ----- Customers ---------------------------------------------------------------------------
   router.Add("POST", "/v1/bids",
-             Authenticated<market::BidSpec>(
+             Authenticated<BidRequest>(
                  api, kRoleCustomer, ParseBid,
-                 [](Txn& txn, const User& me, const market::BidSpec& spec) -> Result<Reply> {
-                   GPUHUB_ASSIGN_OR_RETURN(auto r, engine::PlaceBid(txn, me.id, spec));
-                   json out = BidJson(r.bid);
-                   out["lease"] = r.lease ? LeaseJson(*r.lease, false) : json(nullptr);
+                 [](Txn& txn, const User& me, const BidRequest& request) -> Result<Reply> {
+                   GPUHUB_ASSIGN_OR_RETURN(auto r, engine::PlaceBid(txn, me.id, request.spec));
+                   if (!request.image.empty()) {
+                     GPUHUB_RETURN_IF_ERROR(engine::RecordLaunchSpec(txn, r.bid.id, request.image));
+                   }
+                   json out = BidJson(txn.state, r.bid);
+                   out["lease"] =
+                       r.lease ? LeaseJson(txn.state, *r.lease, false) : json(nullptr);
                    return Reply{201, out};
                  }));
   router.Add(
@@ -436,7 +481,7 @@ void RegisterMarketRoutes(Router& router, ApiContext& api) {
                                  [](Txn& txn, const User& me, const std::size_t& limit) -> Result<Reply> {
                              json list = json::array();
                              for (const auto& b : X(txn).ListBids(me.id, limit)) {
-                               list.push_back(BidJson(b));
+                               list.push_back(BidJson(txn.state, b));
                              }
                              return Reply{200, {{"bids", list}}};
                            }));
@@ -445,7 +490,7 @@ void RegisterMarketRoutes(Router& router, ApiContext& api) {
                  api, kRoleCustomer, [](const Request& r) { return IdOnly(r, "bid"); },
                  [](Txn& txn, const User& me, const std::int64_t& id) -> Result<Reply> {
                    GPUHUB_ASSIGN_OR_RETURN(auto bid, engine::CancelBid(txn, me.id, id));
-                   return Reply{200, BidJson(bid)};
+                   return Reply{200, BidJson(txn.state, bid)};
                  }));
   router.Add("GET", "/v1/leases",
              Authenticated<std::pair<bool, std::size_t>>(
@@ -463,7 +508,9 @@ void RegisterMarketRoutes(Router& router, ApiContext& api) {
                    json list = json::array();
                    auto leases = as_provider ? X(txn).ListProviderLeases(me.id, limit)
                                              : X(txn).ListCustomerLeases(me.id, limit);
-                   for (const auto& l : leases) list.push_back(LeaseJson(l, as_provider));
+                   for (const auto& l : leases) {
+                     list.push_back(LeaseJson(txn.state, l, as_provider));
+                   }
                    return Reply{200, {{"leases", list}}};
                  }));
   router.Add("GET", "/v1/leases/{id}",
@@ -474,14 +521,14 @@ void RegisterMarketRoutes(Router& router, ApiContext& api) {
                    if (l == nullptr || (l->customer_id != me.id && l->provider_id != me.id)) {
                      return Status::NotFound("no lease " + std::to_string(id) + " of yours");
                    }
-                   return Reply{200, LeaseJson(*l, l->provider_id == me.id)};
+                   return Reply{200, LeaseJson(txn.state, *l, l->provider_id == me.id)};
                  }));
   router.Add("POST", "/v1/leases/{id}/stop",
              Authenticated<std::int64_t>(
                  api, kRoleCustomer, [](const Request& r) { return IdOnly(r, "lease"); },
                  [](Txn& txn, const User& me, const std::int64_t& id) -> Result<Reply> {
                    GPUHUB_ASSIGN_OR_RETURN(auto lease, engine::StopLease(txn, me.id, id));
-                   return Reply{200, LeaseJson(lease, false)};
+                   return Reply{200, LeaseJson(txn.state, lease, false)};
                  }));
 
   // ----- Admins ------------------------------------------------------------------------------

@@ -5,6 +5,7 @@
 #include "core/file.h"
 #include "core/money.h"
 #include "core/strings.h"
+#include "engine/agents.h"
 
 namespace gpuhub::http {
 
@@ -88,10 +89,11 @@ Result<ServiceConfig> ParseServiceConfig(std::string_view toml_text, std::string
   };
   for (const auto& [key, node] : root) {
     if (key.str() != "server" && key.str() != "auth" && key.str() != "payments" &&
-        key.str() != "market" && key.str() != "rentals" && key.str() != "webhooks") {
+        key.str() != "market" && key.str() != "rentals" && key.str() != "webhooks" &&
+        key.str() != "agents") {
       return Status::InvalidArgument(where(node, key.str()) +
                                      " is not a known section ([server], [auth], [payments], "
-                                     "[market], [rentals], [webhooks])");
+                                     "[market], [rentals], [webhooks], [agents])");
     }
     if (!node.is_table())
       return Status::InvalidArgument(where(node, key.str()) + " must be a table");
@@ -198,6 +200,16 @@ Result<ServiceConfig> ParseServiceConfig(std::string_view toml_text, std::string
       }
       config.market_fee_ppm = *ppm / 100;
     }
+  }
+  if (const toml::table* a = root["agents"].as_table()) {
+    GPUHUB_RETURN_IF_ERROR(known(*a, "agents", {"default_image", "offline_after_seconds"}));
+    GPUHUB_RETURN_IF_ERROR(text(*a, "agents", "default_image", &config.agents_default_image));
+    if (Status image = engine::ValidateImageRef(config.agents_default_image); !image.ok()) {
+      return Status::InvalidArgument(where(*a->get("default_image"), "agents.default_image") +
+                                     ": " + image.message());
+    }
+    GPUHUB_RETURN_IF_ERROR(integer(*a, "agents", "offline_after_seconds", 30, 3600,
+                                   &config.agents_offline_after_seconds));
   }
   if (const toml::table* p = root["payments"].as_table()) {
     GPUHUB_RETURN_IF_ERROR(known(*p, "payments",

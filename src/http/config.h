@@ -47,6 +47,11 @@
 //   [webhooks]                           # customers' own webhook endpoints (notifications)
 //   allow_private_addresses = false      # true only where receivers on loopback/private
 //                                        # networks are wanted (tests, a demo on one machine)
+//
+//   [agents]
+//   default_image = "nvidia/cuda:12.4.1-base-ubuntu22.04"   # what a lease runs unless its bid
+//                                                          # names an image
+//   offline_after_seconds = 45           # a host silent this long is offline (3 heartbeats)
 #pragma once
 
 #include <cstdint>
@@ -110,6 +115,9 @@ struct ServiceConfig {
   // Outbound webhook POSTs to loopback, private, link-local or otherwise internal addresses are
   // refused unless this is set (a customer's URL must not reach the platform's own network).
   bool webhooks_allow_private_addresses = false;
+
+  std::string agents_default_image = "nvidia/cuda:12.4.1-base-ubuntu22.04";
+  std::int64_t agents_offline_after_seconds = 45;
 };
 
 // Parses the TOML text of a config file; errors name the file, line and key.

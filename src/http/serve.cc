@@ -10,6 +10,7 @@
 #include <iostream>
 
 #include "engine/accounts.h"
+#include "engine/agents.h"
 #include "engine/engine.h"
 #include "engine/idempotency.h"
 #include "engine/market.h"
@@ -148,6 +149,9 @@ int RunServe(const ServeOptions& options) {
   std::vector<engine::DemoOffer> demo_offers;
   std::vector<engine::DemoFleetCard> demo_fleet;
   engine_options.domains.market.fee_ppm = config.market_fee_ppm;
+  engine_options.domains.agents->default_image = config.agents_default_image;
+  engine_options.domains.agents->offline_after_micros =
+      config.agents_offline_after_seconds * kMicrosPerSecond;
 #ifdef GPUHUB_HAVE_FIT
   if (auto fleet = catalog::LoadCatalog(options.data_dir + "/catalog.toml"); fleet.ok()) {
     for (const auto& card : fleet->spot) {
@@ -174,6 +178,7 @@ int RunServe(const ServeOptions& options) {
   engine::AddTopupTickHooks(engine);
   engine::AddMarketTickHooks(engine);
   engine::AddRentalsTickHooks(engine);
+  engine::AddAgentTickHooks(engine);
   if (Status s = engine.Start(); !s.ok()) {
     std::cerr << "gpuhub: cannot load the state from " << description << ": " << s.message()
               << "\n";
@@ -204,6 +209,8 @@ int RunServe(const ServeOptions& options) {
   RegisterMarketRoutes(router, api);
   RegisterRentalRoutes(router, api);
   RegisterNotificationRoutes(router, api);
+  RegisterAgentRoutes(router, api);
+  RegisterSshKeyRoutes(router, api);
   RegisterReadRoutes(router, api, options.data_dir);
 
   // Each connection is a file descriptor: with the common soft limit of 1024, accept() would run

@@ -1,0 +1,577 @@
+#include "agent/agent.h"
+
+#include <sodium.h>
+#include <spdlog/spdlog.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <condition_variable>
+#include <map>
+#include <mutex>
+#include <set>
+#include <thread>
+
+#include "agent/docker.h"
+#include "agent/limits.h"
+#include "agent/protocol.h"
+#include "agent/reconcile.h"
+#include "core/file.h"
+#include "core/strings.h"
+#include "net/http_client.h"
+
+namespace gpuhub::agent {
+namespace {
+
+using Steady = std::chrono::steady_clock;
+
+TimestampMicros WallNow() { return RealClock().NowMicros(); }
+
+std::string HostName(const AgentConfig& config) {
+  if (!config.hostname.empty()) return config.hostname;
+  char name[256] = {};
+  if (::gethostname(name, sizeof name - 1) != 0) return "unknown";
+  return name;
+}
+
+std::string DesiredCachePath(const std::string& state_dir) { return state_dir + "/desired.json"; }
+
+std::string KeysDir(const std::string& state_dir, const std::string& workload) {
+  return state_dir + "/workloads/" + workload + "/ssh";
+}
+
+Status MakeDirs(const std::string& path, unsigned mode) {
+  std::string partial;
+  for (const auto& part : Split(path, '/')) {
+    if (part.empty()) continue;
+    partial += "/" + part;
+    if (::mkdir(partial.c_str(), mode) != 0 && errno != EEXIST) {
+      return Status::Unavailable(partial + ": " + std::strerror(errno));
+    }
+  }
+  return Status::Ok();
+}
+
+// Writes the workload's authorized_keys when it differs from what is there (the directory is
+// mounted read-only in the container; a new key of the customer reaches a running container).
+Status WriteKeys(const std::string& state_dir, const WorkloadSpec& w) {
+  const std::string dir = KeysDir(state_dir, w.id);
+  GPUHUB_RETURN_IF_ERROR(MakeDirs(dir, 0755));
+  std::string content;
+  for (const auto& k : w.ssh_keys) content += k + "\n";
+  const std::string path = dir + "/authorized_keys";
+  auto current = ReadFile(path, 1 << 20);
+  if (current.ok() && *current == content) return Status::Ok();
+  return WriteFileAtomically(path, content, 0644);
+}
+
+void RemoveKeys(const std::string& state_dir, const std::string& workload) {
+  const std::string dir = KeysDir(state_dir, workload);
+  ::unlink((dir + "/authorized_keys").c_str());
+  ::rmdir(dir.c_str());
+  ::rmdir((state_dir + "/workloads/" + workload).c_str());
+}
+
+bool PortInUse(const Status& s) {
+  const std::string m = ToLower(s.message());
+  return m.find("port is already allocated") != std::string::npos ||
+         m.find("address already in use") != std::string::npos;
+}
+
+}  // namespace
+
+struct Agent::State {
+  std::mutex mu;
+  std::condition_variable cv;
+  // From the reporter.
+  std::vector<WorkloadSpec> desired;
+  bool desired_known = false;
+  TimestampMicros offset = 0;  // server clock - host clock
+  std::uint64_t attempts = 0;  // heartbeats finished
+  bool last_ok = false;
+  bool force = false;
+  std::chrono::milliseconds heartbeat_interval = kDefaultHeartbeatInterval;
+  std::chrono::milliseconds usage_interval = kDefaultUsageInterval;
+  Inventory inventory;
+  // From the reconciler.
+  std::map<std::string, WorkloadStatus> status;
+  std::vector<ActualContainer> actual;
+  std::map<std::string, std::string> gpus_of;  // container id -> GPU UUIDs label
+  // Reconciler only.
+  std::unique_ptr<DockerClient> docker;
+  Steady::time_point docker_retry{};
+  std::map<std::string, std::uint64_t> expired_asked;  // workload -> attempts when asked
+  struct Pull {
+    bool done = false;
+    Status result;
+  };
+  std::map<std::string, std::shared_ptr<Pull>> pulls;  // by image; `done`/`result` under mu
+  struct Retry {
+    Steady::time_point next{};
+    std::chrono::milliseconds delay{0};
+  };
+  std::map<std::string, Retry> retries;
+  std::set<int> bad_ports;
+};
+
+Agent::Agent(AgentOptions options)
+    : options_(std::move(options)),
+      state_(std::make_shared<State>()),
+      probe_(ProbeOptions{options_.config.nvml_library, options_.config.nvidia_smi,
+                          options_.config.disk_path}) {}
+
+Agent::~Agent() = default;
+
+Status Agent::Run(const std::atomic<bool>& stop) {
+  const AgentConfig& c = options_.config;
+  GPUHUB_RETURN_IF_ERROR(MakeDirs(c.state_dir, 0700));
+  if (options_.credential.server.empty()) {
+    return Status::InvalidArgument("no server: set server in the config or enrol again");
+  }
+  GPUHUB_RETURN_IF_ERROR(net::ParseUrl(options_.credential.server).status());
+  if (c.public_host.empty()) {
+    spdlog::warn("event=agent_no_public_host message=\"public_host is not set: customers get no "
+                 "connection line\"");
+  }
+  // The last desired state, when the server cannot be reached at start.
+  if (auto text = ReadFile(DesiredCachePath(c.state_dir), 16 << 20); text.ok()) {
+    auto cache = ParseDesiredCache(*text);
+    if (cache.ok()) {
+      std::lock_guard<std::mutex> lock(state_->mu);
+      state_->desired = cache->workloads;
+      state_->desired_known = true;
+      state_->offset = cache->server_time - cache->local_time;
+    } else {
+      spdlog::warn("event=agent_cache_unreadable error=\"{}\"", cache.status().message());
+    }
+  }
+  if (c.heartbeat_interval_ms > 0) {
+    state_->heartbeat_interval = std::chrono::milliseconds(c.heartbeat_interval_ms);
+  }
+  if (c.usage_interval_ms > 0) state_->usage_interval = std::chrono::milliseconds(c.usage_interval_ms);
+  spdlog::info("event=agent_start version={} server={} host_id={} state_dir={}", kAgentVersion,
+               options_.credential.server, options_.credential.host_id, c.state_dir);
+  std::thread reporter([&] { ReporterLoop(stop); });
+  ReconcilerLoop(stop);
+  {
+    std::lock_guard<std::mutex> lock(state_->mu);
+    state_->cv.notify_all();
+  }
+  reporter.join();
+  spdlog::info("event=agent_stop");
+  return Status::Ok();
+}
+
+// ----- Reporter ---------------------------------------------------------------------------------
+
+void Agent::ReporterLoop(const std::atomic<bool>& stop) {
+  const AgentConfig& c = options_.config;
+  State& s = *state_;
+  net::ClientOptions options;
+  options.timeout = kServerTimeout;
+  options.ca_file = c.ca_file;
+  options.user_agent = std::string("gpuhub-agent/") + kAgentVersion;
+  auto client = net::Client::Open(options_.credential.server, options);
+  if (!client.ok()) {
+    spdlog::error("event=agent_server_url error=\"{}\"", client.status().message());
+    return;
+  }
+  const std::string hostname = HostName(c);
+  auto next_heartbeat = Steady::now();
+  auto next_usage = Steady::now() + s.usage_interval;
+  bool was_ok = true;
+  while (!stop) {
+    {
+      std::unique_lock<std::mutex> lock(s.mu);
+      s.cv.wait_until(lock, std::min(next_heartbeat, next_usage),
+                      [&] { return stop || s.force; });
+      if (stop) break;
+      if (!s.force && Steady::now() < next_heartbeat && Steady::now() < next_usage) continue;
+    }
+    bool beat = false;
+    {
+      std::lock_guard<std::mutex> lock(s.mu);
+      beat = s.force || Steady::now() >= next_heartbeat;
+      s.force = false;
+    }
+    if (beat) {
+      Inventory inventory = probe_.Probe();
+      std::vector<WorkloadStatus> statuses;
+      {
+        std::lock_guard<std::mutex> lock(s.mu);
+        for (const auto& [id, st] : s.status) statuses.push_back(st);
+      }
+      net::Request request = net::Request::Json(
+          "POST", "/v1/agent/heartbeat",
+          HeartbeatBody(hostname, c.public_host, kAgentVersion, inventory, statuses));
+      request.With("Authorization", "Bearer " + options_.credential.credential);
+      auto r = (*client)->Send(request);
+      const TimestampMicros local = WallNow();
+      Result<HeartbeatAnswer> answer = Status::Unavailable("no answer");
+      if (!r.ok()) {
+        answer = r.status();
+      } else if (r->status != 200) {
+        answer = Status::Unavailable("the server answered " + std::to_string(r->status) + ": " +
+                                     ServerMessage(r->body));
+      } else {
+        answer = ParseHeartbeatAnswer(r->body);
+      }
+      DesiredCache cache;
+      {
+        std::lock_guard<std::mutex> lock(s.mu);
+        ++s.attempts;
+        s.last_ok = answer.ok();
+        if (answer.ok()) {
+          s.desired = answer->workloads;
+          s.desired_known = true;
+          s.offset = answer->server_time - local;
+          if (c.heartbeat_interval_ms <= 0 && answer->heartbeat_interval.count() > 0) {
+            s.heartbeat_interval = answer->heartbeat_interval;
+          }
+          if (c.usage_interval_ms <= 0 && answer->usage_interval.count() > 0) {
+            s.usage_interval = answer->usage_interval;
+          }
+          s.inventory = inventory;
+          // A "stopped" report, once delivered, is done.
+          for (const auto& st : statuses) {
+            auto it = s.status.find(st.id);
+            if (it != s.status.end() && it->second.state == "stopped") s.status.erase(it);
+          }
+          cache = {answer->workloads, answer->server_time, local};
+        }
+        s.cv.notify_all();
+      }
+      if (answer.ok()) {
+        if (!was_ok) spdlog::info("event=agent_server_reachable");
+        Status saved = WriteFileAtomically(DesiredCachePath(c.state_dir), DesiredCacheJson(cache),
+                                           0600);
+        if (!saved.ok()) spdlog::warn("event=agent_cache_write error=\"{}\"", saved.message());
+        if (!answer->hold_reason.empty()) {
+          spdlog::warn("event=machine_held reason=\"{}\"", answer->hold_reason);
+        }
+      } else if (was_ok) {
+        spdlog::warn("event=agent_server_unreachable error=\"{}\"", answer.status().message());
+      }
+      was_ok = answer.ok();
+      std::lock_guard<std::mutex> lock(s.mu);
+      next_heartbeat = Steady::now() + s.heartbeat_interval;
+    }
+    if (Steady::now() >= next_usage) {
+      SendUsage();
+      std::lock_guard<std::mutex> lock(s.mu);
+      next_usage = Steady::now() + s.usage_interval;
+    }
+  }
+}
+
+void Agent::SendUsage() {
+  State& s = *state_;
+  std::vector<ActualContainer> running;
+  std::map<std::string, std::string> gpus_of;
+  Inventory inventory;
+  TimestampMicros offset = 0;
+  std::set<std::string> desired;
+  {
+    std::lock_guard<std::mutex> lock(s.mu);
+    for (const auto& a : s.actual) {
+      if (a.state == "running" && !a.workload.empty()) running.push_back(a);
+    }
+    gpus_of = s.gpus_of;
+    inventory = s.inventory;
+    offset = s.offset;
+  }
+  if (running.empty()) return;
+  auto docker = DockerClient::Connect(options_.config.docker);
+  if (!docker.ok()) return;
+  std::vector<UsageSample> samples;
+  for (const auto& a : running) {
+    auto tx = (*docker)->NetworkTxBytes(a.id);
+    if (!tx.ok()) continue;
+    int sum = 0, n = 0;
+    for (const auto& uuid : Split(gpus_of[a.id], ',')) {
+      for (const auto& g : inventory.gpus) {
+        if (g.uuid == uuid) {
+          sum += g.utilization_pct;
+          ++n;
+        }
+      }
+    }
+    samples.push_back({a.workload, WallNow() + offset, n > 0 ? sum / n : 0, *tx});
+  }
+  if (samples.empty()) return;
+  net::ClientOptions options;
+  options.timeout = kServerTimeout;
+  options.ca_file = options_.config.ca_file;
+  auto r = net::Fetch(options_.credential.server,
+                      net::Request::Json("POST", "/v1/agent/usage", UsageBody(samples))
+                          .With("Authorization", "Bearer " + options_.credential.credential),
+                      options);
+  if (!r.ok() || r->status != 200) {
+    spdlog::warn("event=agent_usage_refused error=\"{}\"",
+                 r.ok() ? ServerMessage(r->body) : r.status().message());
+  }
+}
+
+// ----- Reconciler -------------------------------------------------------------------------------
+
+void Agent::ReconcilerLoop(const std::atomic<bool>& stop) {
+  const auto interval = std::chrono::milliseconds(options_.config.reconcile_interval_ms);
+  std::uint64_t seen = 0;
+  while (!stop) {
+    ReconcileOnce();
+    std::unique_lock<std::mutex> lock(state_->mu);
+    seen = state_->attempts;
+    // A heartbeat's answer is acted on at once.
+    state_->cv.wait_for(lock, interval, [&] { return stop || state_->attempts != seen; });
+  }
+}
+
+void Agent::ReconcileOnce() {
+  const AgentConfig& c = options_.config;
+  State& s = *state_;
+  if (!s.docker) {
+    if (Steady::now() < s.docker_retry) return;
+    auto docker = DockerClient::Connect(c.docker);
+    if (!docker.ok()) {
+      spdlog::warn("event=agent_docker_unavailable error=\"{}\"", docker.status().message());
+      s.docker_retry = Steady::now() + std::chrono::seconds(5);
+      return;
+    }
+    s.docker = std::move(docker).value();
+    spdlog::info("event=agent_docker api={}", s.docker->api_version());
+  }
+  auto listed = s.docker->ListByLabel(kLabelManaged, "true");
+  if (!listed.ok()) {
+    spdlog::warn("event=agent_docker_list error=\"{}\"", listed.status().message());
+    s.docker.reset();
+    return;
+  }
+  std::vector<ActualContainer> actual = FromSummaries(*listed);
+  std::map<std::string, std::string> gpus_of;
+  for (const auto& summary : *listed) {
+    auto it = summary.labels.find(kLabelGpus);
+    if (it != summary.labels.end()) gpus_of[summary.id] = it->second;
+  }
+
+  ReconcileInput input;
+  {
+    std::lock_guard<std::mutex> lock(s.mu);
+    input.desired = s.desired;
+    input.desired_known = s.desired_known;
+    input.now = WallNow() + s.offset;
+    // Past not_after: ask the server first; remove once an attempt made since has failed.
+    std::set<std::string> expired;
+    for (const auto& w : s.desired) {
+      if (w.not_after > input.now) continue;
+      expired.insert(w.id);
+      auto it = s.expired_asked.find(w.id);
+      if (it == s.expired_asked.end()) {
+        s.expired_asked[w.id] = s.attempts;
+        s.force = true;
+      } else if (s.attempts > it->second) {
+        if (!s.last_ok) {
+          input.expired_confirmed.insert(w.id);
+        } else {
+          it->second = s.attempts;  // the server still lists it: ask again
+          s.force = true;
+        }
+      }
+    }
+    for (auto it = s.expired_asked.begin(); it != s.expired_asked.end();) {
+      it = expired.count(it->first) ? std::next(it) : s.expired_asked.erase(it);
+    }
+    if (s.force) s.cv.notify_all();
+  }
+  Plan plan = PlanReconcile(input, actual);
+
+  std::set<std::string> desired_ids;
+  for (const auto& w : input.desired) desired_ids.insert(w.id);
+  std::map<std::string, WorkloadStatus> updates;
+  std::set<std::string> stopped;
+  for (const auto& a : plan.remove) {
+    if (a.state == "running") (void)s.docker->Stop(a.id, kStopGraceSeconds);
+    Status removed = s.docker->Remove(a.id);
+    spdlog::info("event=container_removed workload={} container={} why={} ok={}", a.workload,
+                 a.id.substr(0, 12),
+                 input.expired_confirmed.count(a.workload) ? "not_after_passed_server_unreachable"
+                 : desired_ids.count(a.workload)           ? "duplicate"
+                                                           : "not_desired",
+                 removed.ok());
+    if (!removed.ok()) continue;
+    if (!a.workload.empty() &&
+        (!desired_ids.count(a.workload) || input.expired_confirmed.count(a.workload))) {
+      RemoveKeys(c.state_dir, a.workload);
+      stopped.insert(a.workload);
+    }
+  }
+  std::set<int> used;
+  for (const auto& a : actual) {
+    if (a.ssh_port > 0) used.insert(a.ssh_port);
+  }
+  used.insert(s.bad_ports.begin(), s.bad_ports.end());
+  for (const auto& a : plan.start) {
+    Status started = s.docker->Start(a.id);
+    updates[a.workload] = {a.workload, started.ok() ? "running" : "failed", a.ssh_port,
+                           started.ok() ? "" : started.message()};
+  }
+  for (const auto& a : actual) {
+    if (a.workload.empty() || !desired_ids.count(a.workload) || a.state != "running") continue;
+    bool removing = false;
+    for (const auto& r : plan.remove) removing = removing || r.id == a.id;
+    if (removing) continue;
+    updates[a.workload] = {a.workload, "running", a.ssh_port, ""};
+    for (const auto& w : input.desired) {
+      if (w.id == a.workload) {
+        Status keys = WriteKeys(c.state_dir, w);
+        if (!keys.ok()) spdlog::warn("event=agent_keys error=\"{}\"", keys.message());
+      }
+    }
+  }
+  for (const auto& w : plan.create) {
+    auto& retry = s.retries[w.id];
+    if (Steady::now() < retry.next) continue;
+    auto fail = [&](const std::string& why) {
+      retry.delay = retry.delay.count() == 0 ? kRetryFirst : std::min(retry.delay * 2, kRetryMax);
+      retry.next = Steady::now() + retry.delay;
+      updates[w.id] = {w.id, "failed", 0, why.substr(0, 250)};
+      spdlog::warn("event=workload_failed workload={} error=\"{}\" retry_in_s={}", w.id, why,
+                   retry.delay.count() / 1000);
+    };
+    if (w.gpu_uuids.empty()) {
+      fail("no GPU to run on");
+      continue;
+    }
+    auto present = s.docker->ImagePresent(w.image);
+    if (!present.ok()) {
+      fail(present.status().message());
+      continue;
+    }
+    if (!*present) {
+      std::shared_ptr<State::Pull> pull;
+      bool done = false;
+      Status result;
+      {
+        std::lock_guard<std::mutex> lock(s.mu);
+        auto it = s.pulls.find(w.image);
+        if (it != s.pulls.end()) {
+          pull = it->second;
+          done = pull->done;
+          result = pull->result;
+        }
+      }
+      if (!pull) {
+        if (s.pulls.size() >= kMaxConcurrentPulls) {
+          updates[w.id] = {w.id, "pulling", 0, "waiting for another image to finish pulling"};
+          continue;
+        }
+        pull = std::make_shared<State::Pull>();
+        {
+          std::lock_guard<std::mutex> lock(s.mu);
+          s.pulls[w.image] = pull;
+        }
+        spdlog::info("event=image_pull image={} workload={}", w.image, w.id);
+        std::thread([pull, image = w.image, url = c.docker, shared = state_] {
+          auto docker = DockerClient::Connect(url);
+          Status result = docker.ok() ? (*docker)->PullImage(image) : docker.status();
+          std::lock_guard<std::mutex> lock(shared->mu);
+          pull->done = true;
+          pull->result = result;
+          shared->cv.notify_all();
+        }).detach();
+        updates[w.id] = {w.id, "pulling", 0, "pulling " + w.image};
+        continue;
+      }
+      if (!done) {
+        updates[w.id] = {w.id, "pulling", 0, "pulling " + w.image};
+        continue;
+      }
+      {
+        std::lock_guard<std::mutex> lock(s.mu);
+        s.pulls.erase(w.image);
+      }
+      if (!result.ok()) {
+        fail(result.message());
+        continue;
+      }
+    }
+    Status keys = WriteKeys(c.state_dir, w);
+    if (!keys.ok()) {
+      fail(keys.message());
+      continue;
+    }
+    int port = PickPort(c.ssh_port_first, c.ssh_port_last, used);
+    if (port == 0) {
+      fail("no free SSH port in " + std::to_string(c.ssh_port_first) + "-" +
+           std::to_string(c.ssh_port_last));
+      continue;
+    }
+    const std::string body = CreateBody(w, {port, KeysDir(c.state_dir, w.id)});
+    auto id = s.docker->Create(ContainerName(w.id), body);
+    if (!id.ok()) {
+      if (id.status().code() == StatusCode::kConflict) continue;  // listed on the next pass
+      fail(id.status().message());
+      continue;
+    }
+    Status started = s.docker->Start(*id);
+    if (!started.ok()) {
+      (void)s.docker->Remove(*id);
+      if (PortInUse(started)) s.bad_ports.insert(port);
+      fail(started.message());
+      continue;
+    }
+    used.insert(port);
+    s.retries.erase(w.id);
+    updates[w.id] = {w.id, "running", port, ""};
+    spdlog::info("event=container_started workload={} container={} port={} gpus={}", w.id,
+                 id->substr(0, 12), port, w.gpu_uuids.size());
+  }
+  {
+    std::lock_guard<std::mutex> lock(s.mu);
+    for (auto& [id, st] : updates) s.status[id] = st;
+    for (const auto& id : stopped) s.status[id] = {id, "stopped", 0, ""};
+    // What is neither desired nor stopped just now is no longer reported.
+    for (auto it = s.status.begin(); it != s.status.end();) {
+      bool keep = desired_ids.count(it->first) || it->second.state == "stopped";
+      it = keep ? std::next(it) : s.status.erase(it);
+    }
+    s.actual = actual;
+    s.gpus_of = gpus_of;
+  }
+  for (auto it = s.retries.begin(); it != s.retries.end();) {
+    it = desired_ids.count(it->first) ? std::next(it) : s.retries.erase(it);
+  }
+}
+
+// ----- Enrolment ----------------------------------------------------------------------------------
+
+Result<CredentialFile> Enrol(const AgentConfig& config, const std::string& server,
+                             const std::string& token) {
+  GPUHUB_RETURN_IF_ERROR(net::ParseUrl(server).status());
+  unsigned char bytes[16];
+  randombytes_buf(bytes, sizeof bytes);
+  char nonce[sizeof bytes * 2 + 1];
+  sodium_bin2hex(nonce, sizeof nonce, bytes, sizeof bytes);
+  net::ClientOptions options;
+  options.timeout = kServerTimeout;
+  options.ca_file = config.ca_file;
+  options.user_agent = std::string("gpuhub-agent/") + kAgentVersion;
+  const std::string body = EnrolBody(token, nonce, HostName(config), kAgentVersion);
+  Result<net::Response> r = Status::Unavailable("not sent");
+  for (int attempt = 0; attempt < 3; ++attempt) {
+    // The same nonce each time: the server gives a lost answer again instead of refusing.
+    r = net::Fetch(server, net::Request::Json("POST", "/v1/agent/enroll", body), options);
+    if (r.ok()) break;
+    std::this_thread::sleep_for(std::chrono::seconds(1 << attempt));
+  }
+  if (!r.ok()) return Status::Unavailable("cannot reach " + server + ": " + r.status().message());
+  if (r->status != 201) {
+    return Status(r->status == 401 ? StatusCode::kUnauthenticated : StatusCode::kInvalidArgument,
+                  "the server refused the enrolment (" + std::to_string(r->status) +
+                      "): " + ServerMessage(r->body));
+  }
+  GPUHUB_ASSIGN_OR_RETURN(EnrolAnswer answer, ParseEnrolAnswer(r->body));
+  CredentialFile file{server, answer.credential, answer.host_id, answer.kind, answer.machine_id};
+  GPUHUB_RETURN_IF_ERROR(WriteCredential(config.state_dir, file));
+  return file;
+}
+
+}  // namespace gpuhub::agent

@@ -1,0 +1,65 @@
+// What a customer's workload runs as: the Docker create body of its container, built from the
+// server's desired workload. Pure (no I/O), so the security-relevant choices are unit-tested:
+// - never privileged; every capability dropped but the few sshd and a root shell need (CapAdd:
+//   CHOWN, DAC_OVERRIDE, FOWNER, SETUID, SETGID, SYS_CHROOT, KILL, AUDIT_WRITE,
+//   NET_BIND_SERVICE); no-new-privileges; a PID limit;
+// - GPUs only by UUID through a DeviceRequest {Driver "nvidia", DeviceIDs [UUIDs],
+//   Capabilities [["gpu"]]}, and NVIDIA_VISIBLE_DEVICES set to exactly those UUIDs in the
+//   container's own environment (it overrides an image's ENV); any NVIDIA_VISIBLE_DEVICES,
+//   NVIDIA_DRIVER_CAPABILITIES or CUDA_VISIBLE_DEVICES a customer passes is stripped;
+// - the customer's keys in a read-only bind mount that sshd reads as AuthorizedKeysFile;
+// - sshd published on the host port chosen from the configured range;
+// - the lease's share of CPUs and memory; restart unless stopped;
+// - labels from which the agent rebuilds its state after a restart (kLabel*).
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "core/clock.h"
+#include "core/status.h"
+
+namespace gpuhub::agent {
+
+// The desired state of one workload (the heartbeat's answer).
+struct WorkloadSpec {
+  std::string id;  // "lease-17"
+  std::string image;
+  std::vector<std::string> gpu_uuids;
+  std::vector<std::string> ssh_keys;  // authorized_keys lines
+  TimestampMicros not_after = 0;
+  std::int64_t cpus = 0;
+  std::int64_t memory_gb = 0;
+  std::vector<std::string> env;  // "KEY=value"; stripped of the GPU-selecting keys
+};
+
+// Where the container is placed on this host.
+struct Placement {
+  int ssh_port = 0;
+  std::string ssh_dir;  // host directory holding authorized_keys (mounted read-only)
+};
+
+inline constexpr const char* kLabelManaged = "io.gpuhub.managed";    // "true"
+inline constexpr const char* kLabelWorkload = "io.gpuhub.workload";  // "lease-17"
+inline constexpr const char* kLabelNotAfter = "io.gpuhub.not_after";  // RFC 3339, at creation
+inline constexpr const char* kLabelSshPort = "io.gpuhub.ssh_port";
+inline constexpr const char* kLabelGpus = "io.gpuhub.gpus";  // UUIDs, comma-separated
+// Where the keys are mounted inside the container.
+inline constexpr const char* kContainerSshDir = "/etc/gpuhub/ssh";
+
+// "gpuhub-lease-17": one name per workload, so Docker itself refuses a second container for it.
+std::string ContainerName(const std::string& workload_id);
+// A workload id from the server is used in names, labels and paths: [a-z0-9-], 1..64.
+Status ValidateWorkloadId(const std::string& id);
+// The environment without NVIDIA_VISIBLE_DEVICES / NVIDIA_DRIVER_CAPABILITIES /
+// CUDA_VISIBLE_DEVICES and without malformed entries.
+std::vector<std::string> SanitizedEnv(const std::vector<std::string>& env);
+// The shell script the container runs: installs openssh-server when the image lacks it (apt, dnf,
+// yum or apk), creates host keys, keeps the image's environment for SSH sessions, runs sshd in
+// the foreground with keys only.
+const std::string& BootScript();
+// The body of POST /containers/create.
+std::string CreateBody(const WorkloadSpec& spec, const Placement& placement);
+
+}  // namespace gpuhub::agent

@@ -1,0 +1,85 @@
+#include "agent/container.h"
+
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+
+namespace gpuhub::agent {
+namespace {
+
+using json = nlohmann::json;
+
+WorkloadSpec Spec() {
+  WorkloadSpec w;
+  w.id = "lease-17";
+  w.image = "nvidia/cuda:12.4.1-base-ubuntu22.04";
+  w.gpu_uuids = {"GPU-aaaa", "GPU-bbbb"};
+  w.ssh_keys = {"ssh-ed25519 AAAA carl@laptop"};
+  w.not_after = 1'800'000'000'000'000;
+  w.cpus = 16;
+  w.memory_gb = 128;
+  w.env = {"NVIDIA_VISIBLE_DEVICES=all", "CUDA_VISIBLE_DEVICES=0,1,2,3", "HF_HOME=/data/hf",
+           "nvidia_visible_devices=x", "=bad", "NOEQUALS"};
+  return w;
+}
+
+TEST(ContainerTest, TheCreateBodyIsLockedDown) {
+  json body = json::parse(CreateBody(Spec(), {40001, "/var/lib/gpuhub-agent/workloads/lease-17/ssh"}));
+  const json& host = body["HostConfig"];
+  EXPECT_EQ(host["Privileged"], false);
+  EXPECT_EQ(host["CapDrop"], json({"ALL"}));
+  EXPECT_EQ(host["CapAdd"], json({"CHOWN", "DAC_OVERRIDE", "FOWNER", "SETUID", "SETGID",
+                                  "SYS_CHROOT", "KILL", "AUDIT_WRITE", "NET_BIND_SERVICE"}));
+  EXPECT_EQ(host["SecurityOpt"], json({"no-new-privileges:true"}));
+  EXPECT_EQ(host["PidsLimit"], 16384);
+  // GPUs by UUID only, through the nvidia driver's device request.
+  ASSERT_EQ(host["DeviceRequests"].size(), 1u);
+  EXPECT_EQ(host["DeviceRequests"][0],
+            json({{"Driver", "nvidia"},
+                  {"Count", 0},
+                  {"DeviceIDs", {"GPU-aaaa", "GPU-bbbb"}},
+                  {"Capabilities", {{"gpu"}}}}));
+  EXPECT_EQ(host["PortBindings"], json({{"22/tcp", {{{"HostIp", ""}, {"HostPort", "40001"}}}}}));
+  EXPECT_EQ(body["ExposedPorts"], json({{"22/tcp", json::object()}}));
+  EXPECT_EQ(host["Binds"],
+            json({"/var/lib/gpuhub-agent/workloads/lease-17/ssh:/etc/gpuhub/ssh:ro"}));
+  EXPECT_EQ(host["NanoCpus"], 16'000'000'000LL);
+  EXPECT_EQ(host["Memory"], 128'000'000'000LL);
+  EXPECT_EQ(host["RestartPolicy"]["Name"], "unless-stopped");
+  EXPECT_EQ(body["Image"], "nvidia/cuda:12.4.1-base-ubuntu22.04");
+  EXPECT_EQ(body["User"], "0");
+  // The customer's GPU-selecting variables are gone; ours name exactly the leased GPUs.
+  EXPECT_EQ(body["Env"], json({"HF_HOME=/data/hf", "nvidia_visible_devices=x",
+                               "NVIDIA_VISIBLE_DEVICES=GPU-aaaa,GPU-bbbb",
+                               "NVIDIA_DRIVER_CAPABILITIES=compute,utility",
+                               "GPUHUB_WORKLOAD=lease-17"}));
+  EXPECT_EQ(body["Labels"]["io.gpuhub.managed"], "true");
+  EXPECT_EQ(body["Labels"]["io.gpuhub.workload"], "lease-17");
+  EXPECT_EQ(body["Labels"]["io.gpuhub.not_after"], "2027-01-15T08:00:00Z");
+  EXPECT_EQ(body["Labels"]["io.gpuhub.ssh_port"], "40001");
+  EXPECT_EQ(body["Labels"]["io.gpuhub.gpus"], "GPU-aaaa,GPU-bbbb");
+  EXPECT_EQ(body["Entrypoint"], json({"/bin/sh", "-c"}));
+  EXPECT_EQ(body["Cmd"][0], BootScript());
+}
+
+TEST(ContainerTest, SshdRunsWithKeysOnly) {
+  const std::string& s = BootScript();
+  for (const char* must : {"-o PermitRootLogin=prohibit-password", "-o PasswordAuthentication=no",
+                           "-o AuthorizedKeysFile=/etc/gpuhub/ssh/authorized_keys", "exec ",
+                           "apt-get install", "dnf install", "apk add", "ssh-keygen -A"}) {
+    EXPECT_NE(s.find(must), std::string::npos) << must;
+  }
+  EXPECT_EQ(ContainerName("lease-17"), "gpuhub-lease-17");
+}
+
+TEST(ContainerTest, WorkloadIdsAreSafeForNamesAndPaths) {
+  EXPECT_TRUE(ValidateWorkloadId("lease-17").ok());
+  EXPECT_TRUE(ValidateWorkloadId("rental-3").ok());
+  for (const char* bad : {"", "../etc", "lease/1", "Lease-1", "-x", "lease 1",
+                          "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"}) {
+    EXPECT_FALSE(ValidateWorkloadId(bad).ok()) << bad;
+  }
+}
+
+}  // namespace
+}  // namespace gpuhub::agent

@@ -1,0 +1,71 @@
+// The Docker Engine API over its unix socket (net::Client, "unix:/var/run/docker.sock"): the few
+// calls the agent needs. Requests are versioned ("/v1.43/..."): the daemon's API version from
+// GET /_ping, at most kMaxDockerApiMinor, at least kMinDockerApiMinor (DeviceRequests).
+//
+// Errors: unavailable when the daemon cannot be reached or answers 5xx; not_found for 404;
+// conflict for 409 (a container name in use); invalid_argument for 400; the daemon's message is
+// kept. Thread-safety: one DockerClient per thread.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "core/status.h"
+#include "net/http_client.h"
+
+namespace gpuhub::agent {
+
+struct ContainerSummary {
+  std::string id;
+  std::string name;   // without the leading '/'
+  std::string state;  // "created", "running", "restarting", "exited", "paused", "dead"
+  std::map<std::string, std::string> labels;
+};
+
+class DockerClient {
+ public:
+  // Connects and negotiates the API version.
+  static Result<std::unique_ptr<DockerClient>> Connect(const std::string& url);
+
+  const std::string& api_version() const { return version_; }  // "1.43"
+
+  // Every container (running or not) carrying `label`=`value`.
+  Result<std::vector<ContainerSummary>> ListByLabel(const std::string& label,
+                                                    const std::string& value);
+  Result<bool> ImagePresent(const std::string& image);
+  // Pulls the image (POST /images/create): blocks until done, up to kImagePullTimeout, on its own
+  // connection. An error reported inside the progress stream is an error.
+  Status PullImage(const std::string& image);
+  // Creates a container named `name` from the JSON body; its id. conflict when the name is taken.
+  Result<std::string> Create(const std::string& name, const std::string& body);
+  Status Start(const std::string& id);
+  Status Stop(const std::string& id, int grace_seconds);
+  // Removes it (forced, with its anonymous volumes). A missing container is not an error.
+  Status Remove(const std::string& id);
+  // Bytes the container sent over all its networks since it started (GET .../stats, one shot).
+  Result<std::int64_t> NetworkTxBytes(const std::string& id);
+
+ private:
+  DockerClient(std::unique_ptr<net::Client> client, std::string url, std::string version);
+  Result<net::Response> Call(const std::string& method, const std::string& target,
+                             const std::string& body = "");
+
+  std::unique_ptr<net::Client> client_;
+  std::string url_;
+  std::string version_;
+};
+
+// "repo[:tag]" / "repo@sha256:..." -> the fromImage and tag query of a pull ("latest" when no tag
+// and no digest).
+struct ImageRef {
+  std::string from_image;
+  std::string tag;
+};
+ImageRef SplitImageRef(const std::string& image);
+// Percent-encodes a query value (RFC 3986 unreserved characters stay).
+std::string QueryEscape(const std::string& value);
+
+}  // namespace gpuhub::agent

@@ -1,0 +1,45 @@
+// Named limits of the host agent (`gpuhub agent`, src/agent).
+#pragma once
+
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+
+namespace gpuhub::agent {
+
+// A helper program (nvidia-smi, cryptsetup, rbd, blkdiscard) gets this long, and this much of its
+// output is kept; more is an error (a tool that floods its output is not answering our question).
+inline constexpr std::chrono::milliseconds kToolTimeout{30'000};
+inline constexpr std::chrono::milliseconds kEraseTimeout{10 * 60'000};  // blkdiscard of a disk
+inline constexpr std::size_t kMaxToolOutputBytes = 1 << 20;
+// Calls to the server (heartbeat, usage, enrolment) and to the Docker Engine API.
+inline constexpr std::chrono::milliseconds kServerTimeout{10'000};
+inline constexpr std::chrono::milliseconds kDockerTimeout{60'000};
+// Pulling an image can take long (a CUDA image is gigabytes); it runs beside the loop.
+inline constexpr std::chrono::milliseconds kImagePullTimeout{60 * 60'000};
+inline constexpr std::size_t kMaxConcurrentPulls = 2;
+// Docker's answer to a list or stats call.
+inline constexpr std::size_t kMaxDockerResponseBytes = 8 << 20;
+// The agent's own loop: how often it reconciles the containers with the desired state.
+inline constexpr std::chrono::milliseconds kReconcileInterval{1'000};
+// Defaults until the server says otherwise (it answers both intervals in each heartbeat).
+inline constexpr std::chrono::milliseconds kDefaultHeartbeatInterval{15'000};
+inline constexpr std::chrono::milliseconds kDefaultUsageInterval{60'000};
+// A container that fails to start is retried after 30 s, doubling up to 10 minutes.
+inline constexpr std::chrono::milliseconds kRetryFirst{30'000};
+inline constexpr std::chrono::milliseconds kRetryMax{10 * 60'000};
+// Workloads one host runs at once (one per lease; a 16-GPU machine has at most 16).
+inline constexpr std::size_t kMaxWorkloads = 64;
+// The SSH ports published for containers come from a configured range of at most this many.
+inline constexpr int kMaxSshPorts = 10'000;
+// A stopping container gets this long (seconds) between SIGTERM and SIGKILL.
+inline constexpr int kStopGraceSeconds = 5;
+// Docker Engine API versions: DeviceRequests need 1.40; requests use the daemon's version up to
+// the newest one this agent was written against.
+inline constexpr int kMinDockerApiMinor = 41;
+inline constexpr int kMaxDockerApiMinor = 47;
+// XIDs NVIDIA lists as caused by the application, not the GPU (the Kubernetes device plugin's
+// list): they do not make a GPU unhealthy.
+inline constexpr int kApplicationXids[] = {13, 31, 43, 45, 68, 109};
+
+}  // namespace gpuhub::agent

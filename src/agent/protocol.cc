@@ -1,0 +1,186 @@
+#include "agent/protocol.h"
+
+#include <nlohmann/json.hpp>
+
+#include "agent/limits.h"
+
+namespace gpuhub::agent {
+namespace {
+
+using json = nlohmann::json;
+
+Status Bad(const std::string& what) {
+  return Status::InvalidArgument("the server's answer is not understood: " + what);
+}
+
+json SpecJson(const WorkloadSpec& w) {
+  return {{"id", w.id},
+          {"image", w.image},
+          {"gpu_uuids", w.gpu_uuids},
+          {"ssh_authorized_keys", w.ssh_keys},
+          {"not_after", FormatTimestamp(w.not_after)},
+          {"cpus", w.cpus},
+          {"memory_gb", w.memory_gb}};
+}
+
+Result<WorkloadSpec> SpecFrom(const json& j) {
+  if (!j.is_object()) return Bad("a workload is not an object");
+  WorkloadSpec w;
+  try {
+    w.id = j.at("id").get<std::string>();
+    w.image = j.at("image").get<std::string>();
+    w.gpu_uuids = j.at("gpu_uuids").get<std::vector<std::string>>();
+    w.ssh_keys = j.value("ssh_authorized_keys", std::vector<std::string>{});
+    w.cpus = j.value("cpus", std::int64_t{0});
+    w.memory_gb = j.value("memory_gb", std::int64_t{0});
+    auto t = ParseTimestamp(j.at("not_after").get<std::string>());
+    if (!t.ok()) return Bad("not_after of " + w.id);
+    w.not_after = *t;
+  } catch (const json::exception& e) {
+    return Bad(e.what());
+  }
+  GPUHUB_RETURN_IF_ERROR(ValidateWorkloadId(w.id));
+  for (const auto& k : w.ssh_keys) {
+    if (k.find_first_of("\r\n") != std::string::npos) return Bad("an SSH key spans lines");
+  }
+  return w;
+}
+
+}  // namespace
+
+std::string EnrolBody(const std::string& token, const std::string& nonce,
+                      const std::string& hostname, const std::string& version) {
+  return json{{"token", token}, {"nonce", nonce}, {"hostname", hostname}, {"agent_version", version}}
+      .dump();
+}
+
+Result<EnrolAnswer> ParseEnrolAnswer(std::string_view body) {
+  json j = json::parse(body, nullptr, false);
+  if (!j.is_object()) return Bad("not a JSON object");
+  EnrolAnswer a;
+  try {
+    a.host_id = j.at("host_id").get<std::int64_t>();
+    a.credential = j.at("credential").get<std::string>();
+    a.kind = j.value("kind", "machine");
+    if (j.contains("machine_id") && j["machine_id"].is_number_integer()) {
+      a.machine_id = j["machine_id"].get<std::int64_t>();
+    }
+  } catch (const json::exception& e) {
+    return Bad(e.what());
+  }
+  if (a.credential.rfind("gha_", 0) != 0) return Bad("no credential");
+  return a;
+}
+
+std::string HeartbeatBody(const std::string& hostname, const std::string& public_host,
+                          const std::string& version, const Inventory& inventory,
+                          const std::vector<WorkloadStatus>& workloads) {
+  json gpus = json::array();
+  for (const auto& g : inventory.gpus) {
+    gpus.push_back({{"index", g.index},
+                    {"uuid", g.uuid},
+                    {"name", g.name},
+                    {"memory_mib", g.memory_mib},
+                    {"pcie_gen", g.pcie_gen},
+                    {"pcie_width", g.pcie_width},
+                    {"temperature_c", g.temperature_c},
+                    {"utilization_pct", g.utilization_pct},
+                    {"healthy", g.health.empty()},
+                    {"health", g.health}});
+  }
+  json list = json::array();
+  for (const auto& w : workloads) {
+    list.push_back(
+        {{"id", w.id}, {"state", w.state}, {"ssh_port", w.ssh_port}, {"detail", w.detail}});
+  }
+  json body = {{"hostname", hostname},
+               {"agent_version", version},
+               {"inventory",
+                {{"source", inventory.source},
+                 {"error", inventory.error},
+                 {"driver_version", inventory.driver_version},
+                 {"cuda_version", inventory.cuda_version},
+                 {"ram_mib", inventory.ram_mib},
+                 {"vcpus", inventory.vcpus},
+                 {"nvme_free_gb", inventory.disk_free_gb},
+                 {"gpus", gpus}}},
+               {"workloads", list}};
+  if (!public_host.empty()) body["public_host"] = public_host;
+  return body.dump(-1, ' ', false, json::error_handler_t::replace);
+}
+
+Result<HeartbeatAnswer> ParseHeartbeatAnswer(std::string_view body) {
+  json j = json::parse(body, nullptr, false);
+  if (!j.is_object()) return Bad("not a JSON object");
+  HeartbeatAnswer a;
+  try {
+    a.host_id = j.at("host_id").get<std::int64_t>();
+    auto t = ParseTimestamp(j.at("server_time").get<std::string>());
+    if (!t.ok()) return Bad("server_time");
+    a.server_time = *t;
+    a.heartbeat_interval =
+        std::chrono::seconds(j.value("heartbeat_interval_seconds", std::int64_t{15}));
+    a.usage_interval = std::chrono::seconds(j.value("usage_interval_seconds", std::int64_t{60}));
+    const json& list = j.at("workloads");
+    if (!list.is_array() || list.size() > kMaxWorkloads) return Bad("workloads");
+    for (const auto& w : list) {
+      GPUHUB_ASSIGN_OR_RETURN(WorkloadSpec spec, SpecFrom(w));
+      a.workloads.push_back(std::move(spec));
+    }
+    if (j.contains("machine") && j["machine"].is_object() &&
+        j["machine"].contains("hold_reason") && j["machine"]["hold_reason"].is_string()) {
+      a.hold_reason = j["machine"]["hold_reason"].get<std::string>();
+    }
+  } catch (const json::exception& e) {
+    return Bad(e.what());
+  }
+  return a;
+}
+
+std::string UsageBody(const std::vector<UsageSample>& samples) {
+  json list = json::array();
+  for (const auto& s : samples) {
+    list.push_back({{"workload_id", s.workload_id},
+                    {"at", FormatTimestamp(s.at)},
+                    {"gpu_utilization_pct", s.gpu_utilization_pct},
+                    {"net_tx_bytes", s.net_tx_bytes}});
+  }
+  return json{{"samples", list}}.dump();
+}
+
+std::string ServerMessage(std::string_view body) {
+  json j = json::parse(body, nullptr, false);
+  if (j.is_object() && j.contains("error") && j["error"].is_object() &&
+      j["error"].contains("message") && j["error"]["message"].is_string()) {
+    return j["error"]["message"].get<std::string>();
+  }
+  return std::string(body.substr(0, 200));
+}
+
+std::string DesiredCacheJson(const DesiredCache& cache) {
+  json list = json::array();
+  for (const auto& w : cache.workloads) list.push_back(SpecJson(w));
+  return json{{"server_time_us", cache.server_time},
+              {"local_time_us", cache.local_time},
+              {"workloads", list}}
+      .dump();
+}
+
+Result<DesiredCache> ParseDesiredCache(std::string_view text) {
+  json j = json::parse(text, nullptr, false);
+  if (!j.is_object()) return Bad("cache is not a JSON object");
+  DesiredCache c;
+  try {
+    c.server_time = j.at("server_time_us").get<std::int64_t>();
+    c.local_time = j.at("local_time_us").get<std::int64_t>();
+    for (const auto& w : j.at("workloads")) {
+      GPUHUB_ASSIGN_OR_RETURN(WorkloadSpec spec, SpecFrom(w));
+      c.workloads.push_back(std::move(spec));
+    }
+  } catch (const json::exception& e) {
+    return Bad(e.what());
+  }
+  return c;
+}
+
+}  // namespace gpuhub::agent

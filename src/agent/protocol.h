@@ -1,0 +1,73 @@
+// The agent's side of the wire protocol with `gpuhub serve` (src/http/api_agent.cc; docs/agent.md):
+// the JSON of enrolment, heartbeats and usage samples.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "agent/container.h"
+#include "agent/inventory.h"
+#include "core/clock.h"
+#include "core/status.h"
+
+namespace gpuhub::agent {
+
+struct EnrolAnswer {
+  std::int64_t host_id = 0;
+  std::string credential;
+  std::string kind;  // "machine" or "node"
+  std::int64_t machine_id = 0;
+};
+std::string EnrolBody(const std::string& token, const std::string& nonce,
+                      const std::string& hostname, const std::string& version);
+Result<EnrolAnswer> ParseEnrolAnswer(std::string_view body);
+
+// What the agent says about one workload.
+struct WorkloadStatus {
+  std::string id;
+  std::string state;  // "pulling", "starting", "running", "failed", "stopped"
+  int ssh_port = 0;
+  std::string detail;
+};
+
+std::string HeartbeatBody(const std::string& hostname, const std::string& public_host,
+                          const std::string& version, const Inventory& inventory,
+                          const std::vector<WorkloadStatus>& workloads);
+
+struct HeartbeatAnswer {
+  std::int64_t host_id = 0;
+  TimestampMicros server_time = 0;
+  std::chrono::milliseconds heartbeat_interval{0};
+  std::chrono::milliseconds usage_interval{0};
+  std::vector<WorkloadSpec> workloads;
+  std::string hold_reason;
+};
+// invalid_argument when the answer is not what the server sends (a workload id unfit for names
+// and paths, a time that does not parse, more than kMaxWorkloads workloads).
+Result<HeartbeatAnswer> ParseHeartbeatAnswer(std::string_view body);
+
+struct UsageSample {
+  std::string workload_id;
+  TimestampMicros at = 0;
+  int gpu_utilization_pct = 0;
+  std::int64_t net_tx_bytes = 0;
+};
+std::string UsageBody(const std::vector<UsageSample>& samples);
+
+// The server's error message ({"error": {"message"}}), or the start of the body.
+std::string ServerMessage(std::string_view body);
+
+// The last desired state, kept in the state directory so that an agent restarted while the server
+// is unreachable still stops what it must: the workloads and the server's clock when they came.
+struct DesiredCache {
+  std::vector<WorkloadSpec> workloads;
+  TimestampMicros server_time = 0;
+  TimestampMicros local_time = 0;  // the host's wall clock when the answer came
+};
+std::string DesiredCacheJson(const DesiredCache& cache);
+Result<DesiredCache> ParseDesiredCache(std::string_view text);
+
+}  // namespace gpuhub::agent

@@ -1,0 +1,88 @@
+#include "agent/protocol.h"
+
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+
+namespace gpuhub::agent {
+namespace {
+
+using json = nlohmann::json;
+
+TEST(ProtocolTest, HeartbeatCarriesInventoryHealthAndStates) {
+  Inventory inv;
+  inv.source = "nvidia-smi";
+  inv.driver_version = "550.54.15";
+  inv.ram_mib = 1'000'000;
+  GpuInfo g;
+  g.index = 0;
+  g.uuid = "GPU-aaaa";
+  g.name = "NVIDIA H100 80GB HBM3";
+  g.health = {"row remapping pending: the GPU needs a reset"};
+  inv.gpus.push_back(g);
+  json body = json::parse(HeartbeatBody("gpu-7", "203.0.113.7", "0.1.0", inv,
+                                        {{"lease-17", "running", 40001, ""}}));
+  EXPECT_EQ(body["public_host"], "203.0.113.7");
+  EXPECT_EQ(body["inventory"]["source"], "nvidia-smi");
+  EXPECT_EQ(body["inventory"]["gpus"][0]["healthy"], false);
+  EXPECT_EQ(body["inventory"]["gpus"][0]["health"][0],
+            "row remapping pending: the GPU needs a reset");
+  EXPECT_EQ(body["workloads"][0], json({{"id", "lease-17"}, {"state", "running"},
+                                        {"ssh_port", 40001}, {"detail", ""}}));
+  EXPECT_FALSE(json::parse(HeartbeatBody("h", "", "v", inv, {})).contains("public_host"));
+}
+
+TEST(ProtocolTest, ReadsTheServersAnswerAndRefusesWhatItCannotUse) {
+  const char* answer = R"({"host_id":3,"server_time":"2027-01-15T08:00:00Z",
+    "heartbeat_interval_seconds":15,"usage_interval_seconds":60,
+    "workloads":[{"id":"lease-17","image":"nvidia/cuda:12.4.1-base-ubuntu22.04",
+      "gpu_uuids":["GPU-aaaa"],"ssh_authorized_keys":["ssh-ed25519 AAAA c"],
+      "not_after":"2027-01-15T09:00:00Z","cpus":8,"memory_gb":64}],
+    "unknown_workloads":[],"machine":{"hold_reason":null,"blocked_gpus":[]}})";
+  auto a = ParseHeartbeatAnswer(answer);
+  ASSERT_TRUE(a.ok()) << a.status().ToString();
+  EXPECT_EQ(a->host_id, 3);
+  EXPECT_EQ(a->server_time, 1'800'000'000'000'000);
+  EXPECT_EQ(a->heartbeat_interval, std::chrono::seconds(15));
+  ASSERT_EQ(a->workloads.size(), 1u);
+  EXPECT_EQ(a->workloads[0].not_after, 1'800'003'600'000'000);
+  EXPECT_EQ(a->workloads[0].cpus, 8);
+  EXPECT_EQ(a->hold_reason, "");
+  json bad = json::parse(answer);
+  bad["workloads"][0]["id"] = "../../etc";
+  EXPECT_EQ(ParseHeartbeatAnswer(bad.dump()).status().code(), StatusCode::kInvalidArgument);
+  bad = json::parse(answer);
+  bad["workloads"][0]["ssh_authorized_keys"][0] = "ssh-ed25519 AAAA\ncommand=\"x\" ssh-rsa B";
+  EXPECT_EQ(ParseHeartbeatAnswer(bad.dump()).status().code(), StatusCode::kInvalidArgument);
+  EXPECT_FALSE(ParseHeartbeatAnswer("<html>").ok());
+  EXPECT_FALSE(ParseHeartbeatAnswer(R"({"host_id":3})").ok());
+}
+
+TEST(ProtocolTest, CacheRoundTripsAndErrorsAreRead) {
+  DesiredCache c;
+  c.server_time = 10;
+  c.local_time = 4;
+  WorkloadSpec w;
+  w.id = "lease-1";
+  w.image = "img";
+  w.gpu_uuids = {"GPU-a"};
+  w.not_after = 99;
+  c.workloads = {w};
+  auto back = ParseDesiredCache(DesiredCacheJson(c));
+  ASSERT_TRUE(back.ok());
+  EXPECT_EQ(back->server_time, 10);
+  EXPECT_EQ(back->local_time, 4);
+  EXPECT_EQ(back->workloads[0].not_after, 99);
+  EXPECT_EQ(ServerMessage(R"({"error":{"code":"unauthenticated","message":"revoked"}})"), "revoked");
+  EXPECT_EQ(ServerMessage("plain"), "plain");
+  auto e = ParseEnrolAnswer(R"({"host_id":1,"credential":"gha_x","kind":"machine","machine_id":4})");
+  ASSERT_TRUE(e.ok());
+  EXPECT_EQ(e->machine_id, 4);
+  EXPECT_FALSE(ParseEnrolAnswer(R"({"host_id":1,"credential":"nope"})").ok());
+  json usage = json::parse(UsageBody({{"lease-1", 1'800'000'000'000'000, 50, 1234}}));
+  EXPECT_EQ(usage["samples"][0]["at"], "2027-01-15T08:00:00Z");
+  EXPECT_EQ(usage["samples"][0]["net_tx_bytes"], 1234);
+}
+
+}  // namespace
+}  // namespace gpuhub::agent

@@ -1,0 +1,87 @@
+#include "agent/reconcile.h"
+
+#include <map>
+
+#include "core/strings.h"
+
+namespace gpuhub::agent {
+
+std::vector<ActualContainer> FromSummaries(const std::vector<ContainerSummary>& containers) {
+  std::vector<ActualContainer> out;
+  for (const auto& c : containers) {
+    ActualContainer a;
+    a.id = c.id;
+    a.state = c.state;
+    auto label = [&](const char* key) {
+      auto it = c.labels.find(key);
+      return it == c.labels.end() ? std::string() : it->second;
+    };
+    a.workload = label(kLabelWorkload);
+    if (!ValidateWorkloadId(a.workload).ok() || c.name != ContainerName(a.workload)) {
+      a.workload.clear();  // not a container this agent made as it makes them
+    }
+    auto port = ParseInt64(label(kLabelSshPort), "port");
+    a.ssh_port = port.ok() && *port > 0 && *port < 65536 ? static_cast<int>(*port) : 0;
+    auto not_after = ParseTimestamp(label(kLabelNotAfter));
+    a.label_not_after = not_after.ok() ? *not_after : 0;
+    out.push_back(std::move(a));
+  }
+  return out;
+}
+
+Plan PlanReconcile(const ReconcileInput& input, const std::vector<ActualContainer>& actual) {
+  Plan plan;
+  // One container per workload: prefer a running one.
+  std::map<std::string, const ActualContainer*> kept;
+  for (const auto& c : actual) {
+    if (c.workload.empty()) {
+      plan.remove.push_back(c);
+      continue;
+    }
+    auto [it, fresh] = kept.emplace(c.workload, &c);
+    if (fresh) continue;
+    if (c.state == "running" && it->second->state != "running") {
+      plan.remove.push_back(*it->second);
+      it->second = &c;
+    } else {
+      plan.remove.push_back(c);
+    }
+  }
+  if (!input.desired_known) {
+    for (const auto& [workload, c] : kept) {
+      if (c->label_not_after != 0 && c->label_not_after <= input.now) plan.remove.push_back(*c);
+    }
+    return plan;
+  }
+  std::map<std::string, const WorkloadSpec*> desired;
+  for (const auto& w : input.desired) desired.emplace(w.id, &w);
+  for (const auto& [workload, c] : kept) {
+    if (!desired.count(workload)) plan.remove.push_back(*c);
+  }
+  for (const auto& [id, w] : desired) {
+    auto it = kept.find(id);
+    if (w->not_after <= input.now) {
+      if (input.expired_confirmed.count(id)) {
+        if (it != kept.end()) plan.remove.push_back(*it->second);
+      } else {
+        plan.awaiting.push_back(id);
+      }
+      continue;
+    }
+    if (it == kept.end()) {
+      plan.create.push_back(*w);
+    } else if (it->second->state != "running" && it->second->state != "restarting") {
+      plan.start.push_back(*it->second);
+    }
+  }
+  return plan;
+}
+
+int PickPort(int first, int last, const std::set<int>& used) {
+  for (int p = first; p <= last; ++p) {
+    if (!used.count(p)) return p;
+  }
+  return 0;
+}
+
+}  // namespace gpuhub::agent

@@ -1,0 +1,53 @@
+// The reconcile plan: what to create, start and remove so that the containers on the host match
+// the desired workloads. Pure (no I/O, time given), so each rule is unit-tested:
+// - one container per workload (named after it: Docker refuses a second one); extra containers of
+//   one workload and containers of workloads not desired are removed;
+// - a desired workload whose not_after has passed is removed only once the server could not be
+//   asked again (`expired_confirmed`): until then it is `awaiting` (the agent asks at once); a
+//   heartbeat that succeeds brings the truth (a paid next hour moves not_after);
+// - without any desired state (never reached the server, no cache), containers are kept until the
+//   not_after they were created with (their label), then removed.
+#pragma once
+
+#include <set>
+#include <string>
+#include <vector>
+
+#include "agent/container.h"
+#include "agent/docker.h"
+#include "core/clock.h"
+
+namespace gpuhub::agent {
+
+struct ActualContainer {
+  std::string id;
+  std::string workload;
+  std::string state;  // Docker's
+  int ssh_port = 0;
+  TimestampMicros label_not_after = 0;
+};
+
+// The agent's containers (those labelled kLabelManaged) as ActualContainers; containers whose
+// labels are unusable are kept with an empty workload (and so removed).
+std::vector<ActualContainer> FromSummaries(const std::vector<ContainerSummary>& containers);
+
+struct ReconcileInput {
+  std::vector<WorkloadSpec> desired;
+  bool desired_known = false;
+  std::set<std::string> expired_confirmed;
+  TimestampMicros now = 0;  // the server's clock, as estimated on the host
+};
+
+struct Plan {
+  std::vector<WorkloadSpec> create;
+  std::vector<ActualContainer> start;   // created or exited: (re)start
+  std::vector<ActualContainer> remove;  // not desired, duplicated, or past not_after
+  std::vector<std::string> awaiting;    // past not_after: ask the server before removing
+};
+
+Plan PlanReconcile(const ReconcileInput& input, const std::vector<ActualContainer>& actual);
+
+// The lowest port of [first, last] not in `used`; 0 when none is free.
+int PickPort(int first, int last, const std::set<int>& used);
+
+}  // namespace gpuhub::agent

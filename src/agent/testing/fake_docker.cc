@@ -1,0 +1,336 @@
+#include "agent/testing/fake_docker.h"
+
+#include <poll.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include <cstring>
+
+namespace gpuhub::agent::testing {
+namespace {
+
+using json = nlohmann::json;
+
+std::string Decode(const std::string& s) {
+  std::string out;
+  for (std::size_t i = 0; i < s.size(); ++i) {
+    if (s[i] == '%' && i + 2 < s.size()) {
+      out.push_back(static_cast<char>(std::stoi(s.substr(i + 1, 2), nullptr, 16)));
+      i += 2;
+    } else if (s[i] == '+') {
+      out.push_back(' ');
+    } else {
+      out.push_back(s[i]);
+    }
+  }
+  return out;
+}
+
+std::map<std::string, std::string> Query(const std::string& q) {
+  std::map<std::string, std::string> out;
+  std::size_t start = 0;
+  while (start <= q.size() && !q.empty()) {
+    std::size_t end = q.find('&', start);
+    std::string part = q.substr(start, end == std::string::npos ? std::string::npos : end - start);
+    std::size_t eq = part.find('=');
+    if (!part.empty()) out[Decode(part.substr(0, eq))] = eq == std::string::npos ? "" : Decode(part.substr(eq + 1));
+    if (end == std::string::npos) break;
+    start = end + 1;
+  }
+  return out;
+}
+
+struct Reply {
+  int status = 200;
+  std::string body;
+};
+
+std::string Reason(int status) {
+  switch (status) {
+    case 200: return "OK";
+    case 201: return "Created";
+    case 204: return "No Content";
+    case 304: return "Not Modified";
+    case 400: return "Bad Request";
+    case 404: return "Not Found";
+    case 409: return "Conflict";
+    default: return "Internal Server Error";
+  }
+}
+
+std::string Message(const std::string& m) { return json{{"message", m}}.dump(); }
+
+}  // namespace
+
+FakeDocker::FakeDocker(std::string socket_path) : socket_path_(std::move(socket_path)) {}
+
+FakeDocker::~FakeDocker() { Stop(); }
+
+bool FakeDocker::Start() {
+  ::unlink(socket_path_.c_str());
+  int fd = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  sockaddr_un addr{};
+  addr.sun_family = AF_UNIX;
+  std::strncpy(addr.sun_path, socket_path_.c_str(), sizeof addr.sun_path - 1);
+  if (::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0 || ::listen(fd, 64) != 0) {
+    ::close(fd);
+    return false;
+  }
+  listen_fd_ = fd;
+  running_ = true;
+  acceptor_ = std::thread([this] { AcceptLoop(); });
+  return true;
+}
+
+void FakeDocker::Stop() {
+  if (!running_.exchange(false)) return;
+  int fd = listen_fd_.exchange(-1);
+  ::shutdown(fd, SHUT_RDWR);
+  ::close(fd);
+  if (acceptor_.joinable()) acceptor_.join();
+  std::vector<std::thread> workers;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    for (int c : connections_) ::shutdown(c, SHUT_RDWR);
+    workers.swap(workers_);
+  }
+  for (auto& t : workers) t.join();
+  ::unlink(socket_path_.c_str());
+}
+
+void FakeDocker::AcceptLoop() {
+  while (running_) {
+    pollfd p{listen_fd_.load(), POLLIN, 0};
+    if (::poll(&p, 1, 100) <= 0) continue;
+    int c = ::accept4(listen_fd_.load(), nullptr, nullptr, SOCK_CLOEXEC);
+    if (c < 0) continue;
+    std::lock_guard<std::mutex> lock(mutex_);
+    connections_.insert(c);
+    workers_.emplace_back([this, c] { Serve(c); });
+  }
+}
+
+void FakeDocker::Serve(int fd) {
+  std::string buffer;
+  char chunk[16384];
+  while (running_) {
+    std::size_t head_end = buffer.find("\r\n\r\n");
+    if (head_end == std::string::npos) {
+      ssize_t n = ::read(fd, chunk, sizeof chunk);
+      if (n <= 0) break;
+      buffer.append(chunk, static_cast<std::size_t>(n));
+      continue;
+    }
+    std::string head = buffer.substr(0, head_end);
+    std::size_t length = 0;
+    {
+      std::string lower;
+      for (char ch : head) lower.push_back(static_cast<char>(std::tolower(static_cast<unsigned char>(ch))));
+      std::size_t cl = lower.find("content-length:");
+      if (cl != std::string::npos) length = std::stoul(head.substr(cl + 15));
+    }
+    while (buffer.size() < head_end + 4 + length) {
+      ssize_t n = ::read(fd, chunk, sizeof chunk);
+      if (n <= 0) break;
+      buffer.append(chunk, static_cast<std::size_t>(n));
+    }
+    if (buffer.size() < head_end + 4 + length) break;
+    std::string body = buffer.substr(head_end + 4, length);
+    buffer.erase(0, head_end + 4 + length);
+    std::string line = head.substr(0, head.find("\r\n"));
+    std::size_t sp1 = line.find(' '), sp2 = line.rfind(' ');
+    std::string method = line.substr(0, sp1);
+    std::string target = line.substr(sp1 + 1, sp2 - sp1 - 1);
+    std::string response = Handle(method, target, body);
+    std::size_t off = 0;
+    while (off < response.size()) {
+      ssize_t n = ::write(fd, response.data() + off, response.size() - off);
+      if (n <= 0) break;
+      off += static_cast<std::size_t>(n);
+    }
+  }
+  ::close(fd);
+  std::lock_guard<std::mutex> lock(mutex_);
+  connections_.erase(fd);
+}
+
+std::string FakeDocker::Handle(const std::string& method, const std::string& target,
+                               const std::string& body) {
+  std::string path = target.substr(0, target.find('?'));
+  std::string query = target.find('?') == std::string::npos ? "" : target.substr(target.find('?') + 1);
+  if (path.rfind("/v1.", 0) == 0) path = path.substr(path.find('/', 1));
+  auto q = Query(query);
+  Reply reply;
+  std::string extra_headers;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    calls_.push_back({method, path, query, body});
+    auto container = [&](const std::string& rest) -> Container* {
+      std::string id = rest.substr(0, rest.find('/'));
+      auto it = containers_.find(id);
+      if (it != containers_.end()) return &it->second;
+      for (auto& [cid, c] : containers_) {
+        if (c.name == id || cid.rfind(id, 0) == 0) return &c;
+      }
+      return nullptr;
+    };
+    if (method == "GET" && path == "/_ping") {
+      reply = {200, "OK"};
+      extra_headers = "Api-Version: 1.43\r\n";
+    } else if (method == "GET" && path == "/containers/json") {
+      json filters = json::parse(q["filters"].empty() ? "{}" : q["filters"], nullptr, false);
+      json list = json::array();
+      for (const auto& [id, c] : containers_) {
+        json labels = c.create_body.value("Labels", json::object());
+        bool match = true;
+        if (filters.is_object() && filters.contains("label")) {
+          for (const auto& want : filters["label"]) {
+            std::string s = want.get<std::string>();
+            std::string k = s.substr(0, s.find('=')), v = s.substr(s.find('=') + 1);
+            match = match && labels.contains(k) && labels[k] == v;
+          }
+        }
+        if (!match) continue;
+        if (q["all"] != "1" && q["all"] != "true" && c.state != "running") continue;
+        list.push_back({{"Id", id},
+                        {"Names", {"/" + c.name}},
+                        {"Image", c.create_body.value("Image", "")},
+                        {"State", c.state},
+                        {"Labels", labels}});
+      }
+      reply = {200, list.dump()};
+    } else if (method == "GET" && path.rfind("/images/", 0) == 0 && path.size() > 13 &&
+               path.substr(path.size() - 5) == "/json") {
+      std::string name = path.substr(8, path.size() - 8 - 5);
+      reply = images_.count(name) ? Reply{200, json{{"Id", "sha256:" + name}}.dump()}
+                                  : Reply{404, Message("No such image: " + name)};
+    } else if (method == "POST" && path == "/images/create") {
+      std::string ref = q["fromImage"] + (q["tag"].empty() ? "" : ":" + q["tag"]);
+      auto failing = failing_pulls_.find(ref);
+      if (failing != failing_pulls_.end()) {
+        reply = {200, "{\"status\":\"Pulling from " + q["fromImage"] + "\"}\n" +
+                          json{{"errorDetail", {{"message", failing->second}}},
+                               {"error", failing->second}}
+                              .dump() +
+                          "\n"};
+      } else {
+        images_.insert(ref);
+        reply = {200, "{\"status\":\"Pulling from " + q["fromImage"] +
+                          "\"}\n{\"status\":\"Status: Downloaded newer image for " + ref +
+                          "\"}\n"};
+      }
+    } else if (method == "POST" && path == "/containers/create") {
+      json b = json::parse(body, nullptr, false);
+      std::string name = q["name"];
+      bool taken = false;
+      for (const auto& [id, c] : containers_) taken = taken || c.name == name;
+      if (!b.is_object()) {
+        reply = {400, Message("invalid JSON")};
+      } else if (taken) {
+        reply = {409, Message("Conflict. The container name \"/" + name +
+                              "\" is already in use by container")};
+      } else if (!images_.count(b.value("Image", ""))) {
+        reply = {404, Message("No such image: " + b.value("Image", ""))};
+      } else {
+        char id[65];
+        std::snprintf(id, sizeof id, "%064llx", static_cast<unsigned long long>(next_id_++ * 7919));
+        containers_[id] = {id, name, "created", b, 0};
+        reply = {201, json{{"Id", id}, {"Warnings", json::array()}}.dump()};
+      }
+    } else if (path.rfind("/containers/", 0) == 0) {
+      std::string rest = path.substr(12);
+      Container* c = container(rest);
+      if (c == nullptr) {
+        reply = {404, Message("No such container: " + rest.substr(0, rest.find('/')))};
+      } else if (method == "POST" && rest.find("/start") != std::string::npos) {
+        if (failing_starts_ > 0) {
+          --failing_starts_;
+          reply = {500, Message("driver failed programming external connectivity: Bind for "
+                                "0.0.0.0:40000 failed: port is already allocated")};
+        } else if (c->state == "running") {
+          reply = {304, ""};
+        } else {
+          c->state = "running";
+          reply = {204, ""};
+        }
+      } else if (method == "POST" && rest.find("/stop") != std::string::npos) {
+        reply = c->state == "running" ? Reply{204, ""} : Reply{304, ""};
+        c->state = "exited";
+      } else if (method == "DELETE") {
+        containers_.erase(c->id);
+        reply = {204, ""};
+      } else if (method == "GET" && rest.find("/stats") != std::string::npos) {
+        reply = {200, json{{"read", "2026-01-01T00:00:00Z"},
+                           {"networks", {{"eth0", {{"rx_bytes", 10}, {"tx_bytes", c->tx_bytes}}}}}}
+                          .dump()};
+      } else {
+        reply = {404, Message("page not found")};
+      }
+    } else {
+      reply = {404, Message("page not found")};
+    }
+  }
+  std::string out = "HTTP/1.1 " + std::to_string(reply.status) + " " + Reason(reply.status) +
+                    "\r\nServer: Docker/24.0.7 (linux)\r\n" + extra_headers;
+  if (reply.status != 204 && reply.status != 304) {
+    out += "Content-Type: application/json\r\nContent-Length: " +
+           std::to_string(reply.body.size()) + "\r\n\r\n" + reply.body;
+  } else {
+    out += "\r\n";
+  }
+  return out;
+}
+
+std::vector<FakeDocker::Call> FakeDocker::Calls() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return calls_;
+}
+
+std::vector<FakeDocker::Call> FakeDocker::CallsTo(const std::string& method,
+                                                  const std::string& path_prefix) const {
+  std::vector<Call> out;
+  for (auto& c : Calls()) {
+    if (c.method == method && c.path.rfind(path_prefix, 0) == 0) out.push_back(c);
+  }
+  return out;
+}
+
+std::vector<FakeDocker::Container> FakeDocker::Containers() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  std::vector<Container> out;
+  for (const auto& [id, c] : containers_) out.push_back(c);
+  return out;
+}
+
+void FakeDocker::AddImage(const std::string& reference) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  images_.insert(reference);
+}
+
+void FakeDocker::FailPulls(const std::string& reference, const std::string& error) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  failing_pulls_[reference] = error;
+}
+
+void FakeDocker::SetTxBytes(const std::string& container_id, std::int64_t bytes) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  auto it = containers_.find(container_id);
+  if (it != containers_.end()) it->second.tx_bytes = bytes;
+}
+
+void FakeDocker::FailStarts(int n) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  failing_starts_ = n;
+}
+
+std::string FakeDocker::AddContainer(const std::string& name, const nlohmann::json& create_body,
+                                     const std::string& state) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  char id[65];
+  std::snprintf(id, sizeof id, "%064llx", static_cast<unsigned long long>(next_id_++ * 7919));
+  containers_[id] = {id, name, state, create_body, 0};
+  return id;
+}
+
+}  // namespace gpuhub::agent::testing
