@@ -1,0 +1,377 @@
+// The host agent end to end, as the issue asks: a real `gpuhub serve` on port 0 (manual clock)
+// on SQLite and PostgreSQL, the real `gpuhub agent` binary, a fake Docker Engine API on a unix
+// socket that records every call, and a fake nvidia-smi (a script whose CSV the test rewrites).
+#include <gtest/gtest.h>
+#include <sys/stat.h>
+
+#include <fstream>
+#include <thread>
+
+#include "agent/testing/fake_docker.h"
+#include "agent_process.h"
+#include "harness.h"
+
+namespace gpuhub::testing {
+namespace {
+
+using agent::testing::FakeDocker;
+
+constexpr const char* kPassword = "correct horse battery staple";
+constexpr const char* kKey =
+    "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIG16T587uU+epMBs4vmoyyGuBG9yQ3QtlzA/ukPD/zmj carl@laptop";
+constexpr const char* kImage = "nvidia/cuda:12.4.1-base-ubuntu22.04";
+
+std::string Uuid(int i) { return "GPU-0000000" + std::to_string(i) + "-aaaa-bbbb-cccc-dddddddddddd"; }
+
+class AgentE2eTest : public ::testing::TestWithParam<std::string> {
+ protected:
+  void SetUp() override {
+    db_ = FreshDatabaseUrl(GetParam(), dir_);
+    if (db_.empty()) GTEST_SKIP() << "GPUHUB_TEST_PG_URL is unset: PostgreSQL case skipped";
+    ServerOptions options = Options();
+    auto r = CreateAdmin(dir_, options);
+    ASSERT_EQ(r.exit_code, 0) << r.output;
+    StartServer();
+    admin_ = LogInAdmin(*client_);
+    ASSERT_FALSE(admin_.empty());
+    docker_ = std::make_unique<FakeDocker>(dir_.path() + "/docker.sock");
+    ASSERT_TRUE(docker_->Start());
+    smi_csv_ = dir_.path() + "/gpus.csv";
+    SetGpus(2);
+    smi_ = dir_.path() + "/nvidia-smi";
+    std::ofstream(smi_) << "#!/bin/sh\ncase \"$1\" in\n  --query-gpu=*) cat " << smi_csv_
+                        << " ;;\n  --query-remapped-rows=*) ;;\n  *) echo '| NVIDIA-SMI 550.54.15 "
+                           "Driver Version: 550.54.15 CUDA Version: 12.4 |' ;;\nesac\n";
+    ::chmod(smi_.c_str(), 0755);
+  }
+  void TearDown() override {
+    if (agent_) agent_->Kill();
+    if (docker_) docker_->Stop();
+  }
+  ServerOptions Options() {
+    ServerOptions options;
+    options.db = db_;
+    options.config_extra = agents_config_;
+    return options;
+  }
+  void StartServer() {
+    server_ = std::make_unique<ServerProcess>(dir_, Options());
+    ASSERT_TRUE(server_->Start()) << server_->Log();
+    client_ = std::make_unique<HttpClient>(server_->port());
+  }
+  void SetGpus(int n, int unhealthy_index = -1) {
+    std::ofstream out(smi_csv_ + ".tmp");
+    for (int i = 0; i < n; ++i) out << SmiLine(i, Uuid(i), "NVIDIA H100 80GB HBM3", i == unhealthy_index ? 2 : 0);
+    out.close();
+    std::rename((smi_csv_ + ".tmp").c_str(), smi_csv_.c_str());
+  }
+  std::string User(const std::string& name, const std::vector<std::string>& roles) {
+    auto r = client_->Call("POST", "/v1/accounts",
+                           {{"username", name}, {"password", kPassword}, {"roles", roles}});
+    EXPECT_EQ(r.status, 201) << r.body;
+    return LogIn(*client_, name, kPassword);
+  }
+  json Get(const std::string& path, const std::string& token) {
+    auto r = client_->Call("GET", path, nullptr, token);
+    EXPECT_EQ(r.status, 200) << path << ": " << r.body;
+    return r.Json();
+  }
+  void Advance(long long seconds) {
+    auto r = client_->Call("POST", "/v1/admin/clock/advance", {{"seconds", seconds}}, admin_);
+    ASSERT_EQ(r.status, 200) << r.body;
+  }
+  // A provider with a listed machine and an ask, a customer with funds and an SSH key, and the
+  // machine's agent enrolled with the real binary.
+  void ListMachineAndEnrol(int listed_gpus) {
+    provider_ = User("paula", {"provider"});
+    customer_ = User("carl", {"customer"});
+    auto credit = client_->Call("POST", "/v1/admin/credits",
+                                {{"username", "carl"}, {"amount", "100"}, {"currency", "USD"},
+                                 {"reason", "test funds"}},
+                                admin_);
+    ASSERT_EQ(credit.status, 201) << credit.body;
+    auto key = client_->Call("POST", "/v1/ssh-keys", {{"public_key", kKey}}, customer_);
+    ASSERT_EQ(key.status, 201) << key.body;
+    auto m = client_->Call("POST", "/v1/machines",
+                           {{"gpu", "H100 SXM"}, {"gpus", listed_gpus}, {"region", "IAD-1"},
+                            {"vcpus", 32}, {"ram_gb", 256}, {"disk_gb", 2000}},
+                           provider_);
+    ASSERT_EQ(m.status, 201) << m.body;
+    machine_ = m.Json()["id"].get<long long>();
+    auto ask = client_->Call("POST", "/v1/asks",
+                             AskJson(machine_, "2.000", UtcTimeFromNow(std::chrono::hours(24 * 30))),
+                             provider_);
+    ASSERT_EQ(ask.status, 201) << ask.body;
+    auto token = client_->Call("POST", "/v1/machines/" + std::to_string(machine_) + "/enrolment-tokens",
+                               nullptr, provider_);
+    ASSERT_EQ(token.status, 201) << token.body;
+    config_ = dir_.path() + "/agent.toml";
+    std::ofstream(config_) << "state_dir = \"" << dir_.path() << "/agent-state\"\n"
+                           << "public_host = \"203.0.113.7\"\n"
+                           << "ssh_ports = \"40000-40009\"\n"
+                           << "docker = \"" << docker_->url() << "\"\n"
+                           << "nvml_library = \"" << dir_.path() << "/no/libnvidia-ml.so.1\"\n"
+                           << "nvidia_smi = \"" << smi_ << "\"\n"
+                           << "disk_path = \"" << dir_.path() << "\"\n"
+                           << "heartbeat_interval_ms = 200\n"
+                           << "usage_interval_ms = 300\n"
+                           << "reconcile_interval_ms = 100\n";
+    const std::string url = "http://127.0.0.1:" + std::to_string(server_->port());
+    auto enrolled = RunGpuhub({"agent", "enroll", "--server", url, "--token",
+                               token.Json()["token"].get<std::string>(), "--config", config_},
+                              "");
+    ASSERT_EQ(enrolled.exit_code, 0) << enrolled.output;
+    EXPECT_NE(enrolled.output.find("enrolled as host"), std::string::npos) << enrolled.output;
+    struct stat st {};
+    ASSERT_EQ(::stat((dir_.path() + "/agent-state/credential").c_str(), &st), 0);
+    EXPECT_EQ(st.st_mode & 0777, 0600u);
+    // The token was one-time.
+    auto again = RunGpuhub({"agent", "enroll", "--server", url, "--token",
+                            token.Json()["token"].get<std::string>(), "--state-dir",
+                            dir_.path() + "/other-state"},
+                           "");
+    EXPECT_EQ(again.exit_code, 2) << again.output;
+    EXPECT_NE(again.output.find("not valid"), std::string::npos) << again.output;
+  }
+  void StartAgent() {
+    agent_ = std::make_unique<AgentProcess>(config_, dir_.path() + "/agent.log");
+    ASSERT_TRUE(agent_->Start());
+  }
+  json Machine() {
+    json list = Get("/v1/machines", provider_);
+    for (const auto& m : list["machines"]) {
+      if (m["id"] == machine_) return m;
+    }
+    return nullptr;
+  }
+  bool Online(std::size_t gpus) {
+    json m = Machine();
+    return m.is_object() && m["agent"]["status"] == "online" &&
+           m["agent"]["inventory"]["gpus"].size() == gpus;
+  }
+  json Lease(long long id) { return Get("/v1/leases/" + std::to_string(id), customer_); }
+  long long Buy(int gpus, const std::string& image = "") {
+    json body = {{"gpu", "H100 SXM"}, {"gpus", gpus}, {"market", true}};
+    if (!image.empty()) body["image"] = image;
+    auto bid = client_->Call("POST", "/v1/bids", body, customer_);
+    EXPECT_EQ(bid.status, 201) << bid.body;
+    EXPECT_EQ(bid.Json()["status"], "filled") << bid.body;
+    return bid.Json()["lease_id"].is_number() ? bid.Json()["lease_id"].get<long long>() : 0;
+  }
+  std::vector<FakeDocker::Container> Running(const std::string& name) {
+    std::vector<FakeDocker::Container> out;
+    for (const auto& c : docker_->Containers()) {
+      if (c.name == name && c.state == "running") out.push_back(c);
+    }
+    return out;
+  }
+  std::string Wallet() {
+    json wallets = Get("/v1/wallets", customer_);  // kept alive: the loop walks into it
+    for (const auto& w : wallets["wallets"]) {
+      if (w["currency"] == "USD") return w["available"];
+    }
+    return "";
+  }
+  void ExpectBooksBalance() {
+    json market = Get("/v1/admin/market", admin_);
+    EXPECT_EQ(market["invariants"], "ok") << market.dump();
+    EXPECT_EQ(market["settlement"], "ok") << market.dump();
+    EXPECT_EQ(market["ledger"], "ok") << market.dump();
+  }
+  std::string Context() { return "\nagent log:\n" + (agent_ ? agent_->Log() : "") + "\nserver log:\n" + server_->Log(); }
+
+  TempDir dir_;
+  std::string db_;
+  std::string agents_config_;
+  std::unique_ptr<ServerProcess> server_;
+  std::unique_ptr<HttpClient> client_;
+  std::unique_ptr<FakeDocker> docker_;
+  std::unique_ptr<AgentProcess> agent_;
+  std::string admin_, provider_, customer_, config_, smi_, smi_csv_;
+  long long machine_ = 0;
+};
+
+// enrol -> heartbeat with the measured inventory -> a market buy -> the container is created with
+// exactly the leased GPU's UUID and the customer's key, sshd published -> the connection line on
+// the lease -> egress from the stats API -> stop -> the container is removed.
+TEST_P(AgentE2eTest, AMarketBuyBecomesAContainerTheCustomerCanReachAndStopRemovesIt) {
+  ListMachineAndEnrol(2);
+  StartAgent();
+  ASSERT_TRUE(WaitFor([&] { return Online(2); })) << Machine().dump() << Context();
+  json m = Machine();
+  EXPECT_EQ(m["agent"]["inventory"]["source"], "nvidia-smi");
+  EXPECT_EQ(m["agent"]["inventory"]["cuda_version"], "12.4");
+  EXPECT_EQ(m["agent"]["inventory"]["gpus"][1]["uuid"], Uuid(1));
+  EXPECT_EQ(m["agent"]["public_host"], "203.0.113.7");
+  EXPECT_TRUE(m["hold_reason"].is_null());
+
+  long long lease = Buy(1, kImage);
+  ASSERT_GT(lease, 0);
+  const std::string name = "gpuhub-lease-" + std::to_string(lease);
+  ASSERT_TRUE(WaitFor([&] { return Running(name).size() == 1; })) << Context();
+  // The image was pulled first (the fake daemon did not have it).
+  auto pulls = docker_->CallsTo("POST", "/images/create");
+  ASSERT_EQ(pulls.size(), 1u);
+  EXPECT_EQ(pulls[0].query, "fromImage=nvidia%2Fcuda&tag=12.4.1-base-ubuntu22.04");
+  auto creates = docker_->CallsTo("POST", "/containers/create");
+  ASSERT_EQ(creates.size(), 1u);
+  EXPECT_EQ(creates[0].query, "name=" + name);
+  json body = json::parse(creates[0].body);
+  const json& host = body["HostConfig"];
+  EXPECT_EQ(host["DeviceRequests"][0]["DeviceIDs"], json({Uuid(0)})) << "exactly the leased GPU";
+  EXPECT_EQ(host["DeviceRequests"][0]["Driver"], "nvidia");
+  EXPECT_EQ(host["Privileged"], false);
+  EXPECT_EQ(host["CapDrop"], json({"ALL"}));
+  EXPECT_EQ(host["PortBindings"]["22/tcp"][0]["HostPort"], "40000");
+  EXPECT_EQ(host["NanoCpus"], 16'000'000'000LL) << "half the listing's 32 vCPUs";
+  EXPECT_EQ(body["Image"], kImage);
+  EXPECT_NE(std::find(body["Env"].begin(), body["Env"].end(), "NVIDIA_VISIBLE_DEVICES=" + Uuid(0)),
+            body["Env"].end());
+  // The customer's key, in the directory mounted read-only as the container's authorized_keys.
+  std::string bind = host["Binds"][0];
+  std::string keys_dir = bind.substr(0, bind.find(':'));
+  std::ifstream keys(keys_dir + "/authorized_keys");
+  std::string line;
+  std::getline(keys, line);
+  EXPECT_EQ(line, kKey);
+  EXPECT_EQ(bind.substr(bind.find(':')), ":/etc/gpuhub/ssh:ro");
+
+  ASSERT_TRUE(WaitFor([&] { return Lease(lease)["connection"]["ssh"] == "ssh -p 40000 root@203.0.113.7"; }))
+      << Lease(lease).dump() << Context();
+  json l = Lease(lease);
+  EXPECT_EQ(l["connection"]["state"], "running");
+  EXPECT_EQ(l["image"], kImage);
+  EXPECT_EQ(l["billing"], "running");
+
+  // Egress from the container's cumulative transmit counter (Docker's stats).
+  docker_->SetTxBytes(Running(name)[0].id, 5'000'000);
+  ASSERT_TRUE(WaitFor([&] { return Lease(lease)["connection"]["egress_bytes"] == 5'000'000; }))
+      << Lease(lease).dump() << Context();
+
+  auto stop = client_->Call("POST", "/v1/leases/" + std::to_string(lease) + "/stop", nullptr, customer_);
+  ASSERT_EQ(stop.status, 200) << stop.body;
+  ASSERT_TRUE(WaitFor([&] { return docker_->Containers().empty(); })) << Context();
+  EXPECT_EQ(docker_->CallsTo("DELETE", "/containers/").size(), 1u);
+  ASSERT_TRUE(WaitFor([&] { return Lease(lease)["connection"]["state"] == "stopped"; }))
+      << Lease(lease).dump();
+  ExpectBooksBalance();
+  EXPECT_EQ(agent_->Terminate(), 0) << Context();
+}
+
+// Listing says 8 GPUs, the host reports 4: the ask leaves the book with the reason shown to the
+// provider; once the host reports 8 the ask is back. An unhealthy GPU is never sold.
+TEST_P(AgentE2eTest, MeasuredGpusDecideWhatIsSold) {
+  SetGpus(4);
+  ListMachineAndEnrol(8);
+  StartAgent();
+  ASSERT_TRUE(WaitFor([&] { return Online(4); })) << Context();
+  ASSERT_TRUE(WaitFor([&] { return Machine()["hold_reason"].is_string(); })) << Machine().dump();
+  EXPECT_EQ(Machine()["hold_reason"],
+            "the host reports 4 GPUs (4 x NVIDIA H100 80GB HBM3), 4 of them H100 SXM, but the "
+            "listing says 8 x H100 SXM: its asks are off the book until the host reports them or "
+            "the listing is corrected");
+  EXPECT_TRUE(Get("/v1/offers?gpu=H100%20SXM", "")["offers"].empty());
+  auto none = client_->Call("POST", "/v1/bids", {{"gpu", "H100 SXM"}, {"gpus", 1}, {"market", true}}, customer_);
+  EXPECT_EQ(none.Json()["close_reason"], "no_match") << none.body;
+  json asks = Get("/v1/asks", provider_);
+  EXPECT_EQ(asks["asks"][0]["status"], "open");
+  EXPECT_EQ(asks["asks"][0]["gpus_offered"], 0);
+
+  SetGpus(8, /*unhealthy_index=*/0);
+  ASSERT_TRUE(WaitFor([&] { return Machine()["hold_reason"].is_null(); })) << Machine().dump();
+  EXPECT_EQ(Machine()["blocked_gpus"], json({0}));
+  EXPECT_EQ(Get("/v1/offers?gpu=H100%20SXM", "")["offers"][0]["gpus_free"], 7);
+  long long lease = Buy(1);
+  EXPECT_EQ(Lease(lease)["gpu_indices"], json({1})) << "GPU 0 has uncorrected ECC errors";
+  ASSERT_TRUE(WaitFor([&] { return Running("gpuhub-lease-" + std::to_string(lease)).size() == 1; }))
+      << Context();
+  json body = json::parse(docker_->CallsTo("POST", "/containers/create")[0].body);
+  EXPECT_EQ(body["HostConfig"]["DeviceRequests"][0]["DeviceIDs"], json({Uuid(1)}));
+  json unhealthy = Machine()["agent"]["inventory"]["gpus"][0];
+  EXPECT_EQ(unhealthy["healthy"], false);
+  EXPECT_EQ(unhealthy["health"][0], "2 uncorrected ECC errors since the driver loaded");
+}
+
+// The agent dies (SIGKILL) and misses three heartbeats: the machine is offline, its ask leaves the
+// book, the lease stops billing and the unused part of the hour is credited back. The agent comes
+// back: billing resumes with a new hour, and the restarted agent adopts the running container
+// instead of starting a second one.
+TEST_P(AgentE2eTest, MissedHeartbeatsPauseAndCreditTheLeaseARestartedAgentAdoptsItsContainer) {
+  ListMachineAndEnrol(2);
+  docker_->AddImage(kImage);
+  StartAgent();
+  ASSERT_TRUE(WaitFor([&] { return Online(2); })) << Context();
+  long long lease = Buy(1);
+  const std::string name = "gpuhub-lease-" + std::to_string(lease);
+  ASSERT_TRUE(WaitFor([&] { return Running(name).size() == 1; })) << Context();
+  EXPECT_EQ(Wallet(), "98.000000");
+  // 400 s of the hour pass with the agent reporting (steps shorter than the 45 s limit).
+  for (int i = 0; i < 10; ++i) {
+    Advance(40);
+    std::string now = Get("/v1/markets", "")["as_of"];
+    ASSERT_TRUE(WaitFor([&] { return Machine()["agent"]["last_seen"] == now; })) << Context();
+  }
+  agent_->Kill();
+  Advance(46);
+  json m = Machine();
+  EXPECT_EQ(m["agent"]["status"], "offline");
+  EXPECT_EQ(m["offline_since"], m["agent"]["last_seen"]);
+  EXPECT_TRUE(Get("/v1/offers?gpu=H100%20SXM", "")["offers"].empty()) << "asks leave the book";
+  json l = Lease(lease);
+  EXPECT_EQ(l["billing"], "paused");
+  // Credited from the last heartbeat, 400 s into the hour: 2.000 x 3200/3600 = 1.777778.
+  EXPECT_EQ(l["downtime_credit_usd"], "1.777778");
+  EXPECT_EQ(Wallet(), "99.777778");
+  Advance(3 * 3600);
+  EXPECT_EQ(Wallet(), "99.777778") << "nothing billed while offline";
+  ExpectBooksBalance();
+
+  const auto creates_before = docker_->CallsTo("POST", "/containers/create").size();
+  StartAgent();
+  ASSERT_TRUE(WaitFor([&] { return Lease(lease)["billing"] == "running"; })) << Context();
+  EXPECT_EQ(Wallet(), "97.777778") << "a new whole hour from the moment it is back";
+  EXPECT_FALSE(Get("/v1/offers?gpu=H100%20SXM", "")["offers"].empty()) << "the ask is back";
+  // Let the restarted agent run a while: still exactly one container, never created again.
+  const auto lists = docker_->CallsTo("GET", "/containers/json").size();
+  ASSERT_TRUE(WaitFor([&] { return docker_->CallsTo("GET", "/containers/json").size() > lists + 10; }));
+  EXPECT_EQ(Running(name).size(), 1u);
+  EXPECT_EQ(docker_->Containers().size(), 1u);
+  EXPECT_EQ(docker_->CallsTo("POST", "/containers/create").size(), creates_before);
+  ExpectBooksBalance();
+}
+
+class AgentServerDownTest : public AgentE2eTest {
+ protected:
+  void SetUp() override {
+    // An hour passes in one step of the manual clock; the agent must not go offline meanwhile.
+    agents_config_ = "[agents]\noffline_after_seconds = 3600\n";
+    AgentE2eTest::SetUp();
+  }
+};
+
+// The server goes away (SIGKILL) a few seconds before the paid hour ends: the agent asks it once
+// more at not_after, gets no answer, and stops the workload alone.
+TEST_P(AgentServerDownTest, TheAgentStopsAWorkloadAloneWhenItsPaidHourEnds) {
+  ListMachineAndEnrol(2);
+  docker_->AddImage(kImage);
+  StartAgent();
+  ASSERT_TRUE(WaitFor([&] { return Online(2); })) << Context();
+  long long lease = Buy(1);
+  const std::string name = "gpuhub-lease-" + std::to_string(lease);
+  ASSERT_TRUE(WaitFor([&] { return Running(name).size() == 1; })) << Context();
+  Advance(3600 - 4);
+  std::string now = Get("/v1/markets", "")["as_of"];
+  ASSERT_TRUE(WaitFor([&] { return Machine()["agent"]["last_seen"] == now; })) << Context();
+  ASSERT_EQ(Running(name).size(), 1u) << "still paid: running";
+  server_->Kill();
+  ASSERT_TRUE(WaitFor([&] { return docker_->Containers().empty(); }, std::chrono::seconds(30)))
+      << Context();
+  EXPECT_NE(agent_->Log().find("why=not_after_passed_server_unreachable"), std::string::npos)
+      << agent_->Log();
+}
+
+INSTANTIATE_TEST_SUITE_P(Backends, AgentE2eTest, ::testing::Values("sqlite", "postgresql"));
+INSTANTIATE_TEST_SUITE_P(Backends, AgentServerDownTest, ::testing::Values("sqlite", "postgresql"));
+
+}  // namespace
+}  // namespace gpuhub::testing
