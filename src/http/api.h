@@ -101,8 +101,10 @@ Handler RequireBearer(Handler handler);
 // Authenticates the bearer token on the writer thread, checks that the user has one of
 // `any_of_roles` (0: any signed-in user), then runs `action`. For POST with an Idempotency-Key the
 // response is stored and replayed per Stripe's rules.
+// `idempotent` false: the Idempotency-Key header is ignored, for answers that carry a secret that
+// must never be stored for replay (an enrolment token).
 void RunAuthenticated(ApiContext& api, const Request& request, Responder respond,
-                      std::uint32_t any_of_roles, UserAction action);
+                      std::uint32_t any_of_roles, UserAction action, bool idempotent = true);
 // The same without a user (scope "anonymous"); `idempotent` honours Idempotency-Key.
 // `key_reserved`: the caller already put InFlightId(request, key) in api.in_flight (because it did
 // slow work first, such as hashing a password); it is released when the response is ready.
@@ -165,16 +167,18 @@ inline Result<Empty> NoInput(const Request&) { return Empty{}; }
 template <typename Spec>
 Handler Authenticated(
     ApiContext& api, std::uint32_t roles, std::function<Result<Spec>(const Request&)> parse,
-    std::function<Result<Reply>(engine::Txn&, const engine::User&, const Spec&)> action) {
-  return RequireBearer([&api, roles, parse = std::move(parse), action = std::move(action)](
-                           const Request& r, Responder respond) {
+    std::function<Result<Reply>(engine::Txn&, const engine::User&, const Spec&)> action,
+    bool idempotent = true) {
+  return RequireBearer([&api, roles, parse = std::move(parse), action = std::move(action),
+                        idempotent](const Request& r, Responder respond) {
     auto spec = parse(r);
     if (!spec.ok()) return respond(Response::Error(spec.status()));
     RunAuthenticated(
         api, r, std::move(respond), roles,
         [spec = std::move(spec).value(), action](engine::Txn& txn, const engine::User& me) {
           return action(txn, me, spec);
-        });
+        },
+        idempotent);
   });
 }
 

@@ -11,6 +11,7 @@
 //                             "net_tx_bytes"}]} -> 200 {"recorded"}
 // Providers (role provider, their own machines):
 //   POST   /v1/machines/{id}/enrolment-tokens -> 201 {"token", "expires_at", "command"}
+//          (Idempotency-Key is ignored: the answer is a secret and is not stored for replay)
 //   GET    /v1/machines/{id}/agent            -> 200 {"machine_id", "agent"}
 //   DELETE /v1/machines/{id}/agent            -> 200 {"machine_id", "agent"} (revoked)
 // Admins:
@@ -435,7 +436,10 @@ void RegisterAgentRoutes(Router& router, ApiContext& api) {
                                  {"expires_at", FormatTimestamp(t.expires_at)},
                                  {"command", "gpuhub agent enroll --server <this server's URL> "
                                              "--token " + token}}};
-                 }));
+                 },
+                 // The answer holds the token: never stored for an Idempotency-Key replay (a
+                 // retry makes another token; unused ones are capped per machine).
+                 /*idempotent=*/false));
   auto own_machine = [](Txn& txn, const User& me, std::int64_t machine) -> Status {
     const market::Machine* m = txn.state.market->exchange.FindMachine(machine);
     if (m == nullptr || m->provider_id != me.id) {

@@ -308,12 +308,12 @@ Handler RequireBearer(Handler handler) {
 }
 
 void RunAuthenticated(ApiContext& api, const Request& request, Responder respond,
-                      std::uint32_t any_of_roles, UserAction action) {
+                      std::uint32_t any_of_roles, UserAction action, bool idempotent) {
   Credentials credentials = CredentialsOf(request);
   if (credentials.token.empty()) return respond(MissingToken());
   if (!CsrfAllows(request, credentials)) return respond(CsrfRefused());
   std::string token_hash = engine::HashToken(credentials.token);
-  Run(api, request, std::move(respond), /*idempotent=*/true, /*reserved=*/false,
+  Run(api, request, std::move(respond), idempotent, /*reserved=*/false,
       [token_hash, any_of_roles, action = std::move(action)](
           engine::Txn& txn, const std::string& key, const engine::Fingerprint& fingerprint,
           KeyMode mode) -> Result<engine::StoredResponse> {

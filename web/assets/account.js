@@ -4,6 +4,7 @@ import { api, currentSession, logIn, logOut, newIdempotencyKey, RequestKey } fro
 import { h, $, replace, table, showFormError, clearFormErrors, setBusy, errorBox, empty } from './dom.js';
 import { money, timestamp } from './format.js';
 import { startRentals } from './rentals.js';
+import { initSshKeys, loadSshKeys } from './ssh_keys.js';
 
 const POLL_MS = 3000;
 const OPEN_INVOICE = new Set(['new', 'processing']);
@@ -101,6 +102,7 @@ async function showAccount(session, welcome) {
     loadTopups(),
     loadTransfers(true),
     startRentals(() => Promise.all([loadWallets(), loadTransfers(true)])),
+    loadSshKeys(),
   ]);
 }
 
@@ -325,6 +327,7 @@ async function main() {
   $('#signup-form').addEventListener('submit', onSignup);
   $('#topup-form').addEventListener('submit', onTopup);
   $('#logout').addEventListener('click', onLogout);
+  initSshKeys();
   $('#refresh-wallets').addEventListener('click', () => Promise.all([loadWallets(), loadTopups(), loadTransfers(true)]));
   $('#more-transfers').addEventListener('click', () => loadTransfers(false));
   document.addEventListener('gpuhub:session', (e) => {

@@ -263,6 +263,7 @@ function bidBody() {
     }
   }
   if (f.currency.value !== 'USD') body.currency = f.currency.value;
+  if (f.image.value.trim()) body.image = f.image.value.trim();
   return body;
 }
 
@@ -362,9 +363,44 @@ async function cancelBid(bid, button) {
 // ---------- leases ----------
 
 function leaseStatus(l) {
+  if (l.status === 'active' && l.billing === 'paused') {
+    return h('span', { class: 'badge badge-warn', title: 'The machine went offline: nothing is billed until it is back' }, 'paused: machine offline');
+  }
   if (l.status === 'active') return h('span', { class: 'badge badge-good' }, 'running');
   const reason = { stopped: 'stopped', unpaid: 'ended: unpaid', no_fx_rate: 'ended: no exchange rate', window_ended: 'ended: offer window closed' }[l.end_reason] || l.status;
   return h('span', { class: 'badge' }, reason);
+}
+
+// How to reach the lease's machine: the connection line once the host's agent runs it, else
+// where it stands (waiting, pulling the image, failed with the agent's words).
+function connection(l) {
+  const c = l.connection || {};
+  if (l.status !== 'active') return c.state === 'stopped' ? h('span', { class: 'muted' }, 'removed') : '';
+  if (c.ssh) {
+    const code = h('code', { class: 'connection-line' }, c.ssh);
+    const copy = h('button', {
+      type: 'button',
+      class: 'btn btn-small btn-secondary',
+      'aria-label': `Copy the SSH command of lease #${l.id}`,
+      onclick: async (e) => {
+        try {
+          await navigator.clipboard.writeText(c.ssh);
+          e.currentTarget.textContent = 'Copied';
+        } catch {
+          e.currentTarget.textContent = 'Select and copy';
+        }
+      },
+    }, 'Copy');
+    return h('span', { class: 'connection' }, code, ' ', copy);
+  }
+  const words = {
+    no_agent: 'no agent on this machine yet',
+    waiting: 'starting…',
+    pulling: 'pulling the image…',
+    starting: 'starting…',
+    failed: 'failed to start',
+  }[c.state] || (c.state || 'starting…');
+  return h('span', { class: c.state === 'failed' ? 'field-error' : 'muted' }, words + (c.detail ? `: ${c.detail}` : ''));
 }
 
 function stopButton(lease) {
@@ -412,10 +448,17 @@ async function loadLeases() {
           { label: 'Price / GPU-h', num: true, cell: (l) => priceText(l.price_usd_per_gpu_hour) },
           { label: 'Per hour', num: true, cell: (l) => money(l.hourly_usd, 'USD') },
           { label: 'Status', cell: leaseStatus },
-          { label: 'Started', cls: 'nowrap', cell: (l) => timestamp(l.started_at) },
+          { label: 'Connect', cell: connection },
           { label: 'Paid until', cls: 'nowrap', cell: (l) => (l.status === 'active' ? timestamp(l.paid_until) : timestamp(l.ended_at)) },
           { label: 'Hours', num: true, cell: (l) => integer(l.hours_paid) },
-          { label: 'Charged', num: true, cell: (l) => money(l.charged_usd, 'USD') },
+          {
+            label: 'Charged',
+            num: true,
+            cell: (l) =>
+              Number(l.downtime_credit_usd) > 0
+                ? h('span', null, money(l.charged_usd, 'USD'), h('div', { class: 'hint' }, `${money(l.downtime_credit_usd, 'USD')} credited back`))
+                : money(l.charged_usd, 'USD'),
+          },
           { label: '', cell: stopButton },
         ],
         data.leases,

@@ -141,7 +141,11 @@ function syncPriceHelp() {
 }
 
 function offerButton(m) {
-  if (m.open_ask_id != null) return h('span', { class: 'nowrap' }, badge('on the book', 'badge-good'), ` ask #${m.open_ask_id}`);
+  if (m.open_ask_id != null) {
+    // An open ask of a machine that is offline or held offers nothing until that clears.
+    const held = m.offline_since || m.hold_reason;
+    return h('span', { class: 'nowrap' }, held ? badge('held off the book', 'badge-warn') : badge('on the book', 'badge-good'), ` ask #${m.open_ask_id}`);
+  }
   return h(
     'button',
     {
@@ -176,6 +180,8 @@ async function loadMachines(preferred) {
           { label: 'RAM', num: true, cell: (m) => integer(m.ram_gb) + ' GB' },
           { label: 'Disk', num: true, cell: (m) => integer(m.disk_gb) + ' GB' },
           { label: 'Leased', num: true, cell: (m) => `${integer(m.gpus_leased)} of ${integer(m.gpus)}` },
+          { label: 'Agent', cell: agentCell },
+          { label: 'Selling', cell: sellingCell },
           { label: 'Ask', cell: offerButton },
         ],
         machines,
@@ -184,6 +190,88 @@ async function loadMachines(preferred) {
     );
   } catch (err) {
     replace(slot, errorBox('Machines could not be loaded: ' + err.message));
+  }
+}
+
+// ---------- the host agent of each machine ----------
+
+const AGENT_BADGE = { online: 'badge-good', offline: 'badge-bad', revoked: 'badge-bad' };
+
+// What the machine's agent measured, and the enrol / revoke actions.
+function agentCell(m) {
+  const a = m.agent || { status: 'none' };
+  if (a.status === 'none') {
+    return h('button', { type: 'button', class: 'btn btn-small btn-secondary', 'aria-label': `Enrol an agent on machine #${m.id}`, onclick: (e) => enrolToken(m, e.currentTarget) }, 'Enrol an agent');
+  }
+  const gpus = (a.inventory && a.inventory.gpus) || [];
+  const models = {};
+  for (const g of gpus) models[g.name] = (models[g.name] || 0) + 1;
+  const measured = Object.entries(models).map(([name, n]) => `${integer(n)} × ${name}`).join(', ') || 'no GPU';
+  const parts = [
+    badge(`agent ${a.status}`, AGENT_BADGE[a.status]),
+    h('span', { class: 'hint' }, ` ${a.hostname || ''} · measured: ${measured}` + (a.last_seen ? ` · last seen ${timestamp(a.last_seen)}` : '')),
+  ];
+  for (const g of gpus) {
+    if (!g.healthy) parts.push(h('div', { class: 'field-error' }, `GPU ${g.index} unhealthy: ${(g.health || []).join('; ')}`));
+  }
+  const actions = h('span', { class: 'form-actions' });
+  if (a.status !== 'revoked') {
+    const revoke = h('button', {
+      type: 'button',
+      class: 'btn btn-small btn-danger',
+      'aria-label': `Revoke the agent of machine #${m.id}`,
+      onclick: () => {
+        replace(
+          actions,
+          h('button', { type: 'button', class: 'btn btn-small btn-danger', 'aria-label': `Confirm: revoke the agent of machine #${m.id}`, onclick: (e) => revokeAgent(m, e.currentTarget, actions) }, 'Confirm revoke'),
+          h('button', { type: 'button', class: 'btn btn-small btn-secondary', onclick: () => replace(actions, revoke) }, 'Keep')
+        );
+      },
+    }, 'Revoke');
+    actions.appendChild(revoke);
+  } else {
+    actions.appendChild(h('button', { type: 'button', class: 'btn btn-small btn-secondary', onclick: (e) => enrolToken(m, e.currentTarget) }, 'Enrol again'));
+  }
+  return h('div', null, ...parts, actions);
+}
+
+// Why GPUs of the machine are not sold: offline, held (the host reports fewer or other GPUs than
+// listed), or blocked (unhealthy).
+function sellingCell(m) {
+  if (m.offline_since) return h('span', { class: 'field-error' }, `offline since ${timestamp(m.offline_since)}: its ask is off the book and its leases are not billed`);
+  if (m.hold_reason) return h('span', { class: 'field-error', role: 'note' }, m.hold_reason);
+  if (m.blocked_gpus && m.blocked_gpus.length) return h('span', { class: 'hint' }, `GPU ${m.blocked_gpus.join(', ')} not sold (unhealthy)`);
+  return h('span', { class: 'hint' }, m.agent && m.agent.status === 'online' ? 'as listed' : '—');
+}
+
+async function enrolToken(m, button) {
+  setBusy(button, true);
+  try {
+    // No Idempotency-Key: the answer is a secret the server does not keep; a retry makes another.
+    const t = await api('POST', `/v1/machines/${m.id}/enrolment-tokens`, {});
+    const command = `gpuhub agent enroll --server ${location.origin} --token ${t.token}`;
+    replace(
+      $('#machine-result'),
+      h('div', { class: 'alert alert-info', role: 'status' },
+        h('strong', null, `Enrol machine #${m.id}: `),
+        'run this once on the machine (the token works once and until ', timestamp(t.expires_at), '), then start ', h('code', null, 'gpuhub agent run'), ':',
+        h('pre', { class: 'connection-line', tabindex: '0' }, command))
+    );
+    $('#machine-result').scrollIntoView({ block: 'nearest' });
+  } catch (err) {
+    replace($('#machine-result'), errorBox(err.message));
+  } finally {
+    setBusy(button, false);
+  }
+}
+
+async function revokeAgent(m, button, cell) {
+  setBusy(button, true);
+  try {
+    await api('DELETE', `/v1/machines/${m.id}/agent`);
+    await loadMachines();
+  } catch (err) {
+    replace(cell, h('span', { class: 'field-error', role: 'alert' }, err.message));
   }
 }
 
@@ -449,7 +537,7 @@ async function loadChoices() {
 function scheduleRefresh() {
   clearTimeout(refreshTimer);
   refreshTimer = setTimeout(async () => {
-    if (!document.hidden && !$('#sell-provider').hidden) await Promise.all([loadEarnings(), loadLeases()]);
+    if (!document.hidden && !$('#sell-provider').hidden) await Promise.all([loadEarnings(), loadLeases(), loadMachines()]);
     scheduleRefresh();
   }, REFRESH_MS);
 }

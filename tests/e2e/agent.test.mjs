@@ -1,0 +1,162 @@
+// The host agent as the pages show it, in a real browser against a real server. A host agent is
+// scripted over its HTTP API here (enrol, heartbeats): the real agent binary is driven end to end
+// in tests/agent. Covered: SSH keys on the account page (a DSA key refused beside its field, an
+// ed25519 key listed with ssh-keygen's fingerprint, removed); the provider's sell page showing the
+// agent online and why its ask is off the book (the host reports 4 of 8 GPUs), then back; a market
+// buy with a container image through the market page, and the SSH connection line on the lease
+// once the agent runs it. Screenshots on desktop and phone.
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { newPage, screenshot } from './lib/browser.mjs';
+import { username, waitForData, unexpected, signUp, useServerAndBrowser, PASSWORD } from './lib/helpers.mjs';
+
+const env = useServerAndBrowser();
+
+const KEY = 'ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIG16T587uU+epMBs4vmoyyGuBG9yQ3QtlzA/ukPD/zmj grace@laptop';
+const FINGERPRINT = 'SHA256:xkh9ZCNYIFG9N7w9WVXvCkhBxKOYRyDU24Im6DZ8cqw';
+
+async function logIn(page, name) {
+  await page.goto('/account/');
+  await page.waitForSelector('#login-form');
+  await page.fill('#login-username', name);
+  await page.fill('#login-password', PASSWORD);
+  await page.click('#login-form button[type="submit"]');
+  await page.waitForSelector('#signed-in:not([hidden])');
+  await waitForData(page);
+}
+
+// A host agent, scripted: what `gpuhub agent` sends.
+function scriptedAgent(credential) {
+  const gpus = (n) => Array.from({ length: n }, (_, i) => ({ index: i, uuid: `GPU-e2e-${i}`, name: 'NVIDIA H100 80GB HBM3', memory_mib: 81559, healthy: true, health: [] }));
+  return {
+    beat: (n, workloads = []) =>
+      env.api.call('POST', '/v1/agent/heartbeat', { hostname: 'gpu-e2e', public_host: '198.51.100.7', agent_version: '0.1.0', inventory: { source: 'nvidia-smi', gpus: gpus(n) }, workloads }, credential),
+  };
+}
+
+test('SSH keys on the account page: refused with the reason beside the field, listed, removed', async () => {
+  const { context, page, problems } = await newPage(env.chrome.browser, 'desktop', env.server.url);
+  try {
+    await signUp(page, username('kim'));
+    assert.match(await page.locator('#ssh-key-list').innerText(), /No keys yet/);
+    await page.fill('#ssh-key-public', 'ssh-dss AAAAB3NzaC1kc3MAAACBAP');
+    await page.click('#ssh-key-submit');
+    await page.waitForFunction(() => document.querySelector('#err-ssh-key-public')?.textContent.length > 0);
+    assert.match(await page.locator('#err-ssh-key-public').innerText(), /DSA is not accepted/);
+    assert.equal(await page.locator('#ssh-key-public').getAttribute('aria-invalid'), 'true');
+    await page.fill('#ssh-key-public', KEY);
+    await page.click('#ssh-key-submit');
+    await page.locator('#ssh-key-list table').waitFor();
+    const row = await page.locator('#ssh-key-list tbody tr').first().innerText();
+    assert.match(row, /grace@laptop/);
+    assert.match(row, /ssh-ed25519 \(256 bits\)/);
+    assert.ok(row.includes(FINGERPRINT), row);
+    // The same key twice: a conflict, said beside the field.
+    await page.fill('#ssh-key-public', KEY);
+    await page.click('#ssh-key-submit');
+    await page.waitForFunction(() => document.querySelector('#err-ssh-key-public')?.textContent.length > 0);
+    assert.match(await page.locator('#err-ssh-key-public').innerText(), /already on your account/);
+    await page.locator('#ssh-keys').scrollIntoViewIfNeeded();
+    await screenshot(page, 'account-ssh-keys-desktop');
+    await page.click('#ssh-key-list button:has-text("Remove")');
+    await page.waitForFunction(() => /No keys yet/.test(document.querySelector('#ssh-key-list')?.textContent || ''));
+    assert.deepEqual(unexpected(problems, ['/v1/ssh-keys', 'status of 400', 'status of 409']), []);
+  } finally {
+    await context.close();
+  }
+});
+
+test('the sell page shows the agent and why the ask is off the book; a lease shows its SSH line', async () => {
+  // The provider's machine and ask, by API; its host enrolled by a scripted agent that first
+  // reports 4 of the 8 listed GPUs.
+  const providerName = username('pat');
+  const provider = await env.api.user(providerName, ['provider']);
+  const until = new Date(Date.now() + 30 * 86400e3).toISOString().replace(/\.\d+Z$/, 'Z');
+  const m = await env.api.call('POST', '/v1/machines', { gpu: 'H100 SXM', gpus: 8, region: 'IAD-1', vcpus: 64, ram_gb: 512, disk_gb: 4000 }, provider);
+  await env.api.call('POST', '/v1/asks', { machine_id: m.id, price_usd_per_gpu_hour: '1.000', min_gpus: 1, available_until: until }, provider);
+  const token = await env.api.call('POST', `/v1/machines/${m.id}/enrolment-tokens`, {}, provider);
+  const enrolled = await env.api.call('POST', '/v1/agent/enroll', { token: token.token, hostname: 'gpu-e2e' });
+  const agent = scriptedAgent(enrolled.credential);
+  await agent.beat(4);
+
+  const seller = await newPage(env.chrome.browser, 'desktop', env.server.url);
+  try {
+    await logIn(seller.page, providerName);
+    await seller.page.goto('/sell/');
+    await seller.page.waitForSelector('#sell-provider:not([hidden])');
+    await waitForData(seller.page);
+    const row = seller.page.locator('#machines tbody tr').first();
+    assert.match(await row.innerText(), /agent online/);
+    assert.match(await row.innerText(), /measured: 4 × NVIDIA H100 80GB HBM3/);
+    assert.match(await row.innerText(), /the host reports 4 GPUs .* but the listing says 8 x H100 SXM/);
+    assert.match(await row.innerText(), /held off the book/);
+    await screenshot(seller.page, 'sell-agent-held-desktop');
+    await seller.page.setViewportSize({ width: 390, height: 844 });
+    await screenshot(seller.page, 'sell-agent-held-phone');
+    await seller.page.setViewportSize({ width: 1366, height: 900 });
+    // All 8 GPUs reported: the ask is back on the book.
+    await agent.beat(8);
+    await seller.page.reload();
+    await waitForData(seller.page);
+    assert.match(await seller.page.locator('#machines tbody tr').first().innerText(), /as listed/);
+    // Enrolling another host shows the command to run, with this server's address.
+    await seller.page.click('#machines button:has-text("Revoke")');
+    await seller.page.click('#machines button:has-text("Confirm revoke")');
+    await seller.page.waitForFunction(() => /agent revoked/.test(document.querySelector('#machines tbody tr')?.textContent || ''));
+    await seller.page.click('#machines button:has-text("Enrol again")');
+    await seller.page.locator('#machine-result pre').waitFor();
+    assert.match(await seller.page.locator('#machine-result pre').innerText(), new RegExp(`^gpuhub agent enroll --server ${env.server.url} --token ghe_[0-9a-f]{64}$`));
+    assert.deepEqual(unexpected(seller.problems), []);
+  } finally {
+    await seller.context.close();
+  }
+  // The revoked host enrols again and reports all its GPUs.
+  const again = await env.api.call('POST', `/v1/machines/${m.id}/enrolment-tokens`, {}, provider);
+  const host = scriptedAgent((await env.api.call('POST', '/v1/agent/enroll', { token: again.token })).credential);
+  await host.beat(8);
+
+  // A customer buys a GPU through the market page, naming a container image.
+  const customerName = username('gus');
+  const customer = await env.api.user(customerName, ['customer']);
+  await env.api.fund(customer, '50.00');
+  await env.api.call('POST', '/v1/ssh-keys', { public_key: KEY }, customer);
+  const { context, page, problems } = await newPage(env.chrome.browser, 'desktop', env.server.url);
+  try {
+    await logIn(page, customerName);
+    await page.goto('/market/');
+    await page.waitForSelector('#bid-form:not([hidden])');
+    await page.click('[role="tab"][data-gpu="H100 SXM"]');
+    await waitForData(page);
+    await page.check('input[name="order"][value="market"]');
+    await page.fill('#bid-gpus', '1');
+    await page.fill('#bid-image', 'pytorch/pytorch:2.4.0-cuda12.4-cudnn9-runtime');
+    await page.click('#bid-submit');
+    await page.locator('#bid-result .alert-ok').waitFor();
+    const filled = await page.locator('#bid-result').innerText();
+    const lease = /Filled: lease #(\d+)/.exec(filled)?.[1];
+    assert.ok(lease, filled);
+    assert.match(filled, /1 × H100 SXM at \$1\.000\/GPU-h/);
+    await page.locator('#leases table').waitFor();
+    assert.match(await page.locator('#leases tbody tr').first().innerText(), /starting/);
+
+    // The host's agent is told to run it (the image, the GPU by UUID, the key), and reports it up.
+    const desired = await host.beat(8);
+    const w = desired.workloads.find((x) => x.id === `lease-${lease}`);
+    assert.ok(w, JSON.stringify(desired));
+    assert.equal(w.image, 'pytorch/pytorch:2.4.0-cuda12.4-cudnn9-runtime');
+    assert.deepEqual(w.gpu_uuids, ['GPU-e2e-0']);
+    assert.deepEqual(w.ssh_authorized_keys, [KEY]);
+    await host.beat(8, [{ id: w.id, state: 'running', ssh_port: 40001 }]);
+    await page.reload();
+    await page.locator('#leases table').waitFor();
+    const row = await page.locator('#leases tbody tr').first().innerText();
+    assert.ok(row.includes('ssh -p 40001 root@198.51.100.7'), row);
+    await page.locator('#leases-card').scrollIntoViewIfNeeded();
+    await screenshot(page, 'market-lease-connection-desktop');
+    await page.setViewportSize({ width: 390, height: 844 });
+    await screenshot(page, 'market-lease-connection-phone');
+    assert.deepEqual(unexpected(problems), []);
+  } finally {
+    await context.close();
+  }
+});
