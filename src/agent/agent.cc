@@ -562,7 +562,7 @@ Result<CredentialFile> Enrol(const AgentConfig& config, const std::string& serve
     if (r.ok()) break;
     std::this_thread::sleep_for(std::chrono::seconds(1 << attempt));
   }
-  if (!r.ok()) return Status::Unavailable("cannot reach " + server + ": " + r.status().message());
+  if (!r.ok()) return r.status();  // net says which server and why
   if (r->status != 201) {
     return Status(r->status == 401 ? StatusCode::kUnauthenticated : StatusCode::kInvalidArgument,
                   "the server refused the enrolment (" + std::to_string(r->status) +

@@ -344,7 +344,8 @@ json LeaseConnectionJson(const engine::State& state, std::int64_t lease_id) {
             {"user", nullptr},
             {"detail", host == nullptr ? "the provider has not enrolled an agent on this machine"
                                        : "waiting for the host's agent to start it"},
-            {"updated_at", nullptr}};
+            {"updated_at", nullptr},
+            {"egress_bytes", 0}};
   }
   std::string line = host != nullptr ? engine::ConnectionLine(*host, *w) : "";
   return {{"state", w->state},
