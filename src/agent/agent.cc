@@ -5,6 +5,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <condition_variable>
 #include <map>
 #include <mutex>
@@ -178,20 +179,24 @@ void Agent::ReporterLoop(const std::atomic<bool>& stop) {
   const std::string hostname = HostName(c);
   auto next_heartbeat = Steady::now();
   auto next_usage = Steady::now() + s.usage_interval;
+  Steady::time_point limited_until{};
   bool was_ok = true;
   while (!stop) {
     {
       std::unique_lock<std::mutex> lock(s.mu);
+      // A forced heartbeat (the reconciler asks at a not_after) waits out a 429's Retry-After.
+      auto forced = [&] { return s.force && Steady::now() >= limited_until; };
       s.cv.wait_until(lock, std::min(next_heartbeat, next_usage),
-                      [&] { return stop || s.force; });
+                      [&] { return stop || forced(); });
       if (stop) break;
-      if (!s.force && Steady::now() < next_heartbeat && Steady::now() < next_usage) continue;
+      if (!forced() && Steady::now() < next_heartbeat && Steady::now() < next_usage) continue;
     }
-    bool beat = false;
+    bool beat = false, forced_this_time = false;
     {
       std::lock_guard<std::mutex> lock(s.mu);
-      beat = s.force || Steady::now() >= next_heartbeat;
-      s.force = false;
+      forced_this_time = s.force && Steady::now() >= limited_until;
+      beat = forced_this_time || Steady::now() >= next_heartbeat;
+      if (beat) s.force = false;
     }
     if (beat) {
       Inventory inventory = probe_.Probe();
@@ -214,6 +219,17 @@ void Agent::ReporterLoop(const std::atomic<bool>& stop) {
                                      ServerMessage(r->body));
       } else {
         answer = ParseHeartbeatAnswer(r->body);
+      }
+      if (r.ok() && r->status == 429) {
+        // Slowed down, not refused: this answer says nothing about the server being reachable,
+        // so it must not count as a failed attempt (that would stop paid workloads).
+        auto after = ParseInt64(r->HeaderValue("Retry-After").value_or("1"), "Retry-After");
+        std::lock_guard<std::mutex> lock(s.mu);
+        limited_until = Steady::now() + std::chrono::seconds(
+                                            after.ok() ? std::clamp<std::int64_t>(*after, 1, 60) : 1);
+        next_heartbeat = limited_until;
+        s.force = s.force || forced_this_time;
+        continue;
       }
       DesiredCache cache;
       {
@@ -336,8 +352,14 @@ void Agent::ReconcileOnce() {
       s.docker_retry = Steady::now() + std::chrono::seconds(5);
       return;
     }
+    Status network = (*docker)->EnsureIsolatedNetwork(kNetworkName);
+    if (!network.ok()) {
+      spdlog::warn("event=agent_docker_network error=\"{}\"", network.message());
+      s.docker_retry = Steady::now() + std::chrono::seconds(5);
+      return;
+    }
     s.docker = std::move(docker).value();
-    spdlog::info("event=agent_docker api={}", s.docker->api_version());
+    spdlog::info("event=agent_docker api={} network={}", s.docker->api_version(), kNetworkName);
   }
   auto listed = s.docker->ListByLabel(kLabelManaged, "true");
   if (!listed.ok()) {

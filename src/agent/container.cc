@@ -28,6 +28,19 @@ Status ValidateWorkloadId(const std::string& id) {
   return ok ? Status::Ok() : Status::InvalidArgument("bad workload id '" + id.substr(0, 64) + "'");
 }
 
+Status ValidateImage(const std::string& image) {
+  auto alnum = [](char c) {
+    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9');
+  };
+  bool ok = !image.empty() && image.size() <= 255 && alnum(image.front()) && alnum(image.back()) &&
+            image.find("..") == std::string::npos && image.find("//") == std::string::npos &&
+            image.find("/.") == std::string::npos;
+  for (char c : image) {
+    ok = ok && (alnum(c) || c == '.' || c == '_' || c == '/' || c == ':' || c == '@' || c == '-');
+  }
+  return ok ? Status::Ok() : Status::InvalidArgument("bad image '" + image.substr(0, 80) + "'");
+}
+
 std::vector<std::string> SanitizedEnv(const std::vector<std::string>& env) {
   std::vector<std::string> out;
   for (const auto& e : env) {
@@ -104,6 +117,7 @@ std::string CreateBody(const WorkloadSpec& spec, const Placement& placement) {
            {"Capabilities", {{"gpu"}}}}}},
         {"PortBindings", {{"22/tcp", {{{"HostIp", ""}, {"HostPort", port}}}}}},
         {"Binds", {placement.ssh_dir + ":" + kContainerSshDir + ":ro"}},
+        {"NetworkMode", kNetworkName},
         {"RestartPolicy", {{"Name", "unless-stopped"}}}}}};
   return body.dump();
 }

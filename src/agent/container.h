@@ -52,6 +52,14 @@ inline constexpr const char* kContainerSshDir = "/etc/gpuhub/ssh";
 std::string ContainerName(const std::string& workload_id);
 // A workload id from the server is used in names, labels and paths: [a-z0-9-], 1..64.
 Status ValidateWorkloadId(const std::string& id);
+// An image reference from the server goes into Docker API paths and queries: letters, digits and
+// ._/:@-, 1..255, starting and ending with a letter or digit, no empty or dot segments. (The server
+// checks the same; the agent does not rely on it.)
+Status ValidateImage(const std::string& image);
+// The user-defined bridge network the containers join: inter-container traffic disabled
+// (com.docker.network.bridge.enable_icc=false), so two customers' containers on one host cannot
+// reach each other; published ports work as on the default bridge.
+inline constexpr const char* kNetworkName = "gpuhub";
 // The environment without NVIDIA_VISIBLE_DEVICES / NVIDIA_DRIVER_CAPABILITIES /
 // CUDA_VISIBLE_DEVICES and without malformed entries.
 std::vector<std::string> SanitizedEnv(const std::vector<std::string>& env);

@@ -46,6 +46,7 @@ TEST(ContainerTest, TheCreateBodyIsLockedDown) {
   EXPECT_EQ(host["NanoCpus"], 16'000'000'000LL);
   EXPECT_EQ(host["Memory"], 128'000'000'000LL);
   EXPECT_EQ(host["RestartPolicy"]["Name"], "unless-stopped");
+  EXPECT_EQ(host["NetworkMode"], "gpuhub") << "the bridge without inter-container traffic";
   EXPECT_EQ(body["Image"], "nvidia/cuda:12.4.1-base-ubuntu22.04");
   EXPECT_EQ(body["User"], "0");
   // The customer's GPU-selecting variables are gone; ours name exactly the leased GPUs.
@@ -70,6 +71,15 @@ TEST(ContainerTest, SshdRunsWithKeysOnly) {
     EXPECT_NE(s.find(must), std::string::npos) << must;
   }
   EXPECT_EQ(ContainerName("lease-17"), "gpuhub-lease-17");
+}
+
+TEST(ContainerTest, ImagesAreSafeForApiPaths) {
+  EXPECT_TRUE(ValidateImage("nvidia/cuda:12.4.1-base-ubuntu22.04").ok());
+  EXPECT_TRUE(ValidateImage("registry.example.com:5000/team/img@sha256:0123abcd").ok());
+  for (const char* bad : {"", "../containers/json", "a/../b", "a//b", "a/.b", "img:", "-x",
+                          "a b", "a?b", "a#b"}) {
+    EXPECT_FALSE(ValidateImage(bad).ok()) << bad;
+  }
 }
 
 TEST(ContainerTest, WorkloadIdsAreSafeForNamesAndPaths) {

@@ -159,6 +159,20 @@ Result<bool> DockerClient::ImagePresent(const std::string& image) {
   return FromResponse("inspect image " + image, r);
 }
 
+Status DockerClient::EnsureIsolatedNetwork(const std::string& name) {
+  GPUHUB_ASSIGN_OR_RETURN(net::Response r, Call("GET", "/networks/" + QueryEscape(name)));
+  if (r.status == 200) return Status::Ok();
+  if (r.status != 404) return FromResponse("inspect network " + name, r);
+  json body = {{"Name", name},
+               {"Driver", "bridge"},
+               {"CheckDuplicate", true},
+               {"Options", {{"com.docker.network.bridge.enable_icc", "false"}}},
+               {"Labels", {{"io.gpuhub.managed", "true"}}}};
+  GPUHUB_ASSIGN_OR_RETURN(r, Call("POST", "/networks/create", body.dump()));
+  if (r.status == 201 || r.status == 409) return Status::Ok();  // 409: made meanwhile
+  return FromResponse("create network " + name, r);
+}
+
 Status DockerClient::PullImage(const std::string& image) {
   net::ClientOptions options;
   options.timeout = kImagePullTimeout;

@@ -36,6 +36,8 @@ class DockerClient {
   Result<std::vector<ContainerSummary>> ListByLabel(const std::string& label,
                                                     const std::string& value);
   Result<bool> ImagePresent(const std::string& image);
+  // Creates the bridge network `name` with inter-container communication off, unless it exists.
+  Status EnsureIsolatedNetwork(const std::string& name);
   // Pulls the image (POST /images/create): blocks until done, up to kImagePullTimeout, on its own
   // connection. An error reported inside the progress stream is an error.
   Status PullImage(const std::string& image);

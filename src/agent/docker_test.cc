@@ -25,6 +25,11 @@ TEST(DockerClientTest, SpeaksTheEngineApiOverItsUnixSocket) {
   Status denied = (*docker)->PullImage("private/img");
   EXPECT_NE(denied.message().find("pull access denied"), std::string::npos) << denied.ToString();
 
+  ASSERT_TRUE((*docker)->EnsureIsolatedNetwork("gpuhub").ok());
+  ASSERT_TRUE((*docker)->EnsureIsolatedNetwork("gpuhub").ok()) << "there already: left alone";
+  EXPECT_EQ(fake.CallsTo("POST", "/networks/create").size(), 1u);
+  EXPECT_EQ(fake.Network("gpuhub")["Options"]["com.docker.network.bridge.enable_icc"], "false");
+
   nlohmann::json body = {{"Image", "nvidia/cuda:12.4.1-base-ubuntu22.04"},
                          {"Labels", {{"io.gpuhub.managed", "true"}, {"io.gpuhub.workload", "lease-1"}}}};
   auto id = (*docker)->Create("gpuhub-lease-1", body.dump());

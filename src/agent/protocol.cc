@@ -40,6 +40,7 @@ Result<WorkloadSpec> SpecFrom(const json& j) {
     return Bad(e.what());
   }
   GPUHUB_RETURN_IF_ERROR(ValidateWorkloadId(w.id));
+  GPUHUB_RETURN_IF_ERROR(ValidateImage(w.image));
   for (const auto& k : w.ssh_keys) {
     if (k.find_first_of("\r\n") != std::string::npos) return Bad("an SSH key spans lines");
   }

@@ -100,20 +100,44 @@ std::vector<const GpuInventory*> ListingGpus(const market::Machine& listing,
   return out;
 }
 
+std::vector<std::string> BindListing(const market::Machine& listing,
+                                     const HostInventory& inventory,
+                                     const std::vector<std::string>& bound, bool leased) {
+  if (leased && static_cast<int>(bound.size()) == listing.gpus) return bound;
+  std::vector<std::string> out;
+  for (const GpuInventory* g : ListingGpus(listing, inventory)) out.push_back(g->uuid);
+  return out;
+}
+
 market::MachineCondition MachineConditionFor(const market::Machine& listing,
                                              const HostInventory& inventory,
+                                             const std::vector<std::string>& bound,
                                              TimestampMicros offline_since) {
   market::MachineCondition c;
   c.offline_since = offline_since;
-  const std::vector<const GpuInventory*> gpus = ListingGpus(listing, inventory);
   const std::string listed =
       "the listing says " + std::to_string(listing.gpus) + " x " + listing.gpu;
+  std::vector<int> gone;
+  for (int i = 0; i < listing.gpus; ++i) {
+    const GpuInventory* g = nullptr;
+    if (i < static_cast<int>(bound.size())) {
+      for (const auto& candidate : inventory.gpus) {
+        if (candidate.uuid == bound[static_cast<std::size_t>(i)]) g = &candidate;
+      }
+    }
+    if (g == nullptr) {
+      gone.push_back(i);
+      c.blocked_mask |= 1u << i;
+    } else if (!g->healthy) {
+      c.blocked_mask |= 1u << i;
+    }
+  }
   if (inventory.gpus.empty()) {
     c.hold_reason = "the host's agent found no NVIDIA GPU" +
                     (inventory.error.empty() ? std::string()
                                              : " (" + inventory.error.substr(0, 200) + ")") +
                     " but " + listed;
-  } else if (static_cast<int>(gpus.size()) < listing.gpus) {
+  } else if (static_cast<int>(bound.size()) < listing.gpus) {
     // Say what is there, grouped by model: "4 x NVIDIA H100 80GB HBM3".
     std::map<std::string, int> models;
     for (const auto& g : inventory.gpus) ++models[g.name.substr(0, 64)];
@@ -122,15 +146,21 @@ market::MachineCondition MachineConditionFor(const market::Machine& listing,
       measured += (measured.empty() ? "" : ", ") + std::to_string(n) + " x " + name;
     }
     c.hold_reason = "the host reports " + Plural(inventory.gpus.size(), "GPU", "GPUs") + " (" +
-                    measured + "), " + std::to_string(gpus.size()) + " of them " + listing.gpu +
-                    ", but " + listed + ": its asks are off the book until the host reports " +
-                    "them or the listing is corrected";
+                    measured + "), " + std::to_string(ListingGpus(listing, inventory).size()) +
+                    " of them " + listing.gpu + ", but " + listed +
+                    ": its asks are off the book until the host reports them or the listing is "
+                    "corrected";
+  } else if (!gone.empty()) {
+    std::string which;
+    for (int i : gone) {
+      which += (which.empty() ? "" : ", ") + std::to_string(i) + " (" +
+               bound[static_cast<std::size_t>(i)].substr(0, 64) + ")";
+    }
+    c.hold_reason = "the host no longer reports the listing's GPU " + which +
+                    ", which running leases use: its asks are off the book until it is back";
   }
   if (c.hold_reason.size() > market::kMaxHoldReasonBytes) {
     c.hold_reason.resize(market::kMaxHoldReasonBytes);
-  }
-  for (std::size_t i = 0; i < gpus.size(); ++i) {
-    if (!gpus[i]->healthy) c.blocked_mask |= 1u << i;
   }
   return c;
 }
@@ -155,11 +185,16 @@ Status ValidateImageRef(std::string_view image) {
   auto alnum = [](char c) {
     return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9');
   };
-  if (!alnum(image.front())) return bad();
+  if (!alnum(image.front()) || !alnum(image.back())) return bad();
   for (char c : image) {
     if (!alnum(c) && c != '.' && c != '_' && c != '/' && c != ':' && c != '@' && c != '-') {
       return bad();
     }
+  }
+  // It also travels in a Docker API path (GET /images/{name}/json): no empty or dot segments.
+  if (image.find("..") != std::string_view::npos || image.find("//") != std::string_view::npos ||
+      image.find("/.") != std::string_view::npos) {
+    return bad();
   }
   return Status::Ok();
 }

@@ -39,9 +39,9 @@ std::string Clean(std::string_view text) {
   return out;
 }
 
-std::string JoinHealth(const std::vector<std::string>& reasons) {
+std::string JoinWith(const std::vector<std::string>& parts, const char* separator) {
   std::string out;
-  for (const auto& r : reasons) out += (out.empty() ? "" : "\n") + r;
+  for (const auto& r : parts) out += (out.empty() ? "" : separator) + r;
   return out;
 }
 
@@ -64,7 +64,8 @@ void WriteHost(Txn& txn, const AgentHost& h) {
                                     {"cuda_version", h.inventory.cuda_version},
                                     {"ram_mib", h.inventory.ram_mib},
                                     {"vcpus", h.inventory.vcpus},
-                                    {"nvme_free_gb", h.inventory.nvme_free_gb}});
+                                    {"nvme_free_gb", h.inventory.nvme_free_gb},
+                                    {"bound_uuids", JoinWith(h.bound_uuids, ",")}});
 }
 
 void WriteGpu(Txn& txn, std::int64_t host_id, const GpuInventory& g) {
@@ -77,7 +78,7 @@ void WriteGpu(Txn& txn, std::int64_t host_id, const GpuInventory& g) {
                      {"pcie_gen", std::int64_t{g.pcie_gen}},
                      {"pcie_width", std::int64_t{g.pcie_width}},
                      {"healthy", std::int64_t{g.healthy ? 1 : 0}},
-                     {"health", JoinHealth(g.health)}},
+                     {"health", JoinWith(g.health, "\n")}},
                     /*key_columns=*/2);
 }
 
@@ -126,7 +127,10 @@ std::vector<DesiredWorkload> DesiredFor(const State& state, const AgentHost& hos
   if (host.kind != HostKind::kMachine) return out;
   const market::Machine* machine = X(state).FindMachine(host.machine_id);
   if (machine == nullptr) return out;
-  const std::vector<const GpuInventory*> gpus = ListingGpus(*machine, host.inventory);
+  auto reported = [&](const std::string& uuid) {
+    return std::any_of(host.inventory.gpus.begin(), host.inventory.gpus.end(),
+                       [&](const GpuInventory& g) { return g.uuid == uuid; });
+  };
   for (const market::Lease& lease : X(state).ActiveLeasesOn(host.machine_id)) {
     if (lease.paused_at != 0) continue;
     DesiredWorkload w;
@@ -134,11 +138,12 @@ std::vector<DesiredWorkload> DesiredFor(const State& state, const AgentHost& hos
     bool placed = true;
     for (int i = 0; i < market::kMaxGpusPerMachine; ++i) {
       if ((lease.gpu_mask & (1u << i)) == 0) continue;
-      if (i >= static_cast<int>(gpus.size())) {
+      if (i >= static_cast<int>(host.bound_uuids.size()) ||
+          !reported(host.bound_uuids[static_cast<std::size_t>(i)])) {
         placed = false;  // the host does not report the GPU: nothing to start it on
         break;
       }
-      w.gpu_uuids.push_back(gpus[static_cast<std::size_t>(i)]->uuid);
+      w.gpu_uuids.push_back(host.bound_uuids[static_cast<std::size_t>(i)]);
     }
     if (!placed) continue;
     w.image = LeaseImage(state, lease);
@@ -168,8 +173,14 @@ Status ValidateInventory(const HostInventory& inv) {
                                      std::to_string(kMaxReportedGpus - 1))
           .WithField("inventory.gpus");
     }
-    if (g.uuid.empty() || !uuids.insert(g.uuid).second) {
-      return Status::InvalidArgument("inventory.gpus: every GPU needs its own uuid")
+    bool plain = !g.uuid.empty() && g.uuid.size() <= 96;
+    for (char c : g.uuid) {
+      plain = plain && ((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+                        c == '-');
+    }
+    if (!plain || !uuids.insert(g.uuid).second) {
+      return Status::InvalidArgument(
+                 "inventory.gpus: every GPU needs its own uuid (letters, digits and '-')")
           .WithField("inventory.gpus");
     }
     if (g.health.size() > kMaxHealthReasonsPerGpu) {
@@ -262,6 +273,7 @@ Result<AgentHost> Enrol(Txn& txn, const EnrolRequest& request) {
     index[token.kind == HostKind::kMachine ? token.machine_id : token.node_id] = host->id;
   }
   host->owner_id = token.created_by;
+  host->bound_uuids.clear();  // possibly other hardware: bound again from its first report
   SetCredential(a, *host, request.credential_hash);
   host->enrolled_at = txn.now;
   host->revoked_at = 0;
@@ -332,13 +344,15 @@ Result<HeartbeatReply> RecordHeartbeat(Txn& txn, std::int64_t host_id, const Hea
   host.public_host = heartbeat.public_host;
   host.agent_version = Clean(heartbeat.agent_version);
   host.last_seen = txn.now;
-  WriteHost(txn, host);
 
   HeartbeatReply reply;
   if (host.kind == HostKind::kMachine) {
     const market::Machine* machine = X(txn.state).FindMachine(host.machine_id);
     if (machine == nullptr) return Status::Internal("the host's machine is gone");
-    market::MachineCondition now_condition = MachineConditionFor(*machine, host.inventory, 0);
+    const bool leased = !X(txn.state).ActiveLeasesOn(host.machine_id).empty();
+    host.bound_uuids = BindListing(*machine, host.inventory, host.bound_uuids, leased);
+    market::MachineCondition now_condition =
+        MachineConditionFor(*machine, host.inventory, host.bound_uuids, 0);
     market::MachineCondition current{machine->offline_since, machine->blocked_mask,
                                      machine->hold_reason};
     if (now_condition != current) {
@@ -374,6 +388,7 @@ Result<HeartbeatReply> RecordHeartbeat(Txn& txn, std::int64_t host_id, const Hea
     w.updated_at = txn.now;
     WriteWorkload(txn, w);
   }
+  WriteHost(txn, host);  // with the binding as it is now (the same key: the row is replaced)
   reply.workloads = DesiredFor(txn.state, host);
   return reply;
 }
@@ -538,7 +553,7 @@ Status LoadAgents(store::Store& store, AgentsState& a) {
       {"id", "kind", "owner_id", "machine_id", "node_id", "credential_hash", "enrolled_at_us",
        "revoked_at_us", "last_seen_us", "hostname", "public_host", "agent_version",
        "inventory_source", "inventory_error", "driver_version", "cuda_version", "ram_mib", "vcpus",
-       "nvme_free_gb"},
+       "nvme_free_gb", "bound_uuids"},
       "id", [&](const store::Row& row) -> Status {
         AgentHost h;
         GPUHUB_ASSIGN_OR_RETURN(h.id, row.Int(0));
@@ -560,6 +575,10 @@ Status LoadAgents(store::Store& store, AgentsState& a) {
         GPUHUB_ASSIGN_OR_RETURN(h.inventory.ram_mib, row.Int(16));
         GPUHUB_ASSIGN_OR_RETURN(h.inventory.vcpus, row.Int(17));
         GPUHUB_ASSIGN_OR_RETURN(h.inventory.nvme_free_gb, row.Int(18));
+        GPUHUB_ASSIGN_OR_RETURN(std::string bound, row.Text(19));
+        for (const auto& u : Split(bound, ',')) {
+          if (!u.empty()) h.bound_uuids.push_back(u);
+        }
         if (!h.credential_hash.empty()) a.host_by_credential[h.credential_hash] = h.id;
         if (h.kind == HostKind::kMachine) a.host_by_machine[h.machine_id] = h.id;
         if (h.kind == HostKind::kNode) a.host_by_node[h.node_id] = h.id;

@@ -91,6 +91,8 @@ struct AgentHost {
   std::string public_host;  // where customers connect (the connection line's HOST)
   std::string agent_version;
   HostInventory inventory;
+  // The listing's GPU i is the host's GPU bound_uuids[i] (BindListing).
+  std::vector<std::string> bound_uuids;
 };
 
 // Desired state of one workload, as the heartbeat's reply carries it.
@@ -177,17 +179,25 @@ struct AgentsState {
 // names for SXM parts that do not say so ("H100 80GB HBM3", "H200") count as sxm.
 bool GpuNameMatchesMarket(std::string_view measured, std::string_view market);
 
-// The listing's GPU i -> the index of the host's GPU that backs it: the i-th reported GPU of the
-// listed model, by index. Shorter than listing.gpus when the host has fewer.
+// The reported GPUs of the listed model, by index, at most listing.gpus of them.
 std::vector<const GpuInventory*> ListingGpus(const market::Machine& listing,
                                              const HostInventory& inventory);
 
-// The condition of a listed machine from its host's last report; `offline_since` is 0 while the
-// host reports. Holds the machine (hold_reason, in words for the provider) when the host reports
-// no GPU, or fewer GPUs of the listed model than listed; blocks the listing GPUs whose GPU is
-// unhealthy.
+// Which host GPU (by UUID) is the listing's GPU i. While the machine has no active lease the
+// binding follows the report (the i-th reported GPU of the listed model, by index); once it is
+// leased the binding is kept, so a lease's GPUs never move to another physical GPU when one drops
+// out of the report (a GPU fallen off the bus shifts the indices of the others).
+std::vector<std::string> BindListing(const market::Machine& listing,
+                                     const HostInventory& inventory,
+                                     const std::vector<std::string>& bound, bool leased);
+
+// The condition of a listed machine from its host's last report and binding; `offline_since` is
+// 0 while the host reports. Holds the machine (hold_reason, in words for the provider) when the
+// host reports no GPU, fewer GPUs of the listed model than listed, or no longer reports a bound
+// GPU; blocks the listing GPUs whose GPU is unhealthy or gone.
 market::MachineCondition MachineConditionFor(const market::Machine& listing,
                                              const HostInventory& inventory,
+                                             const std::vector<std::string>& bound,
                                              TimestampMicros offline_since);
 
 // "lease-17" <-> 17. 0 when the id is not a lease's.

@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include <map>
+
 #include "engine/accounts.h"
 #include "engine/engine_test_fixture.h"
 #include "engine/market.h"
@@ -62,26 +64,30 @@ HostInventory Gpus(int n, const char* name = "NVIDIA H100 80GB HBM3") {
   return inv;
 }
 
+market::MachineCondition Condition(const market::Machine& listing, const HostInventory& inv) {
+  return MachineConditionFor(listing, inv, BindListing(listing, inv, {}, false), 0);
+}
+
 TEST(MachineConditionForTest, FewerOrOtherGpusHoldUnhealthyOnesBlock) {
   market::Machine listing;
   listing.gpu = "H100 SXM";
   listing.gpus = 8;
-  auto held = MachineConditionFor(listing, Gpus(4), 0);
+  auto held = Condition(listing, Gpus(4));
   EXPECT_EQ(held.hold_reason,
             "the host reports 4 GPUs (4 x NVIDIA H100 80GB HBM3), 4 of them H100 SXM, but the "
             "listing says 8 x H100 SXM: its asks are off the book until the host reports them or "
             "the listing is corrected");
-  auto other = MachineConditionFor(listing, Gpus(8, "NVIDIA A100-SXM4-80GB"), 0);
+  auto other = Condition(listing, Gpus(8, "NVIDIA A100-SXM4-80GB"));
   EXPECT_NE(other.hold_reason.find("0 of them H100 SXM"), std::string::npos) << other.hold_reason;
   HostInventory none;
   none.error = "nvidia-smi: not found";
-  EXPECT_EQ(MachineConditionFor(listing, none, 0).hold_reason,
+  EXPECT_EQ(Condition(listing, none).hold_reason,
             "the host's agent found no NVIDIA GPU (nvidia-smi: not found) but the listing says 8 "
             "x H100 SXM");
   HostInventory sick = Gpus(8);
   sick.gpus[2].healthy = false;
   sick.gpus[7].healthy = false;
-  auto c = MachineConditionFor(listing, sick, 0);
+  auto c = Condition(listing, sick);
   EXPECT_EQ(c.hold_reason, "");
   EXPECT_EQ(c.blocked_mask, 0b1000'0100u);
   // Listing GPU i is the i-th GPU of the listed model: a mixed host maps around the others.
@@ -94,10 +100,33 @@ TEST(MachineConditionForTest, FewerOrOtherGpusHoldUnhealthyOnesBlock) {
   EXPECT_EQ(mapped[1]->index, 2);
 }
 
+// A GPU drops out of the report while the machine is leased: the others keep their listing
+// index (no lease moves to another physical GPU), the gone one is blocked and the machine held.
+TEST(MachineConditionForTest, ALeasedMachineKeepsItsBindingWhenAGpuDisappears) {
+  market::Machine listing;
+  listing.gpu = "H100 SXM";
+  listing.gpus = 4;
+  std::vector<std::string> bound = BindListing(listing, Gpus(4), {}, false);
+  ASSERT_EQ(bound, (std::vector<std::string>{"GPU-00000000", "GPU-00000001", "GPU-00000002",
+                                             "GPU-00000003"}));
+  HostInventory three = Gpus(4);
+  three.gpus.erase(three.gpus.begin() + 1);  // GPU 1 fell off the bus
+  for (int i = 0; i < 3; ++i) three.gpus[static_cast<std::size_t>(i)].index = i;  // re-enumerated
+  EXPECT_EQ(BindListing(listing, three, bound, /*leased=*/true), bound);
+  auto c = MachineConditionFor(listing, three, bound, 0);
+  EXPECT_EQ(c.blocked_mask, 0b0010u);
+  EXPECT_EQ(c.hold_reason,
+            "the host no longer reports the listing's GPU 1 (GPU-00000001), which running leases "
+            "use: its asks are off the book until it is back");
+  // Not leased: the binding follows the report (and is short: held as fewer GPUs).
+  EXPECT_EQ(BindListing(listing, three, bound, /*leased=*/false).size(), 3u);
+}
+
 TEST(AgentChecksTest, ImagesHostsAndWorkloadIds) {
   EXPECT_TRUE(ValidateImageRef("nvidia/cuda:12.4.1-base-ubuntu22.04").ok());
   EXPECT_TRUE(ValidateImageRef("ghcr.io/org/img@sha256:abc123").ok());
-  for (const char* bad : {"", "-rm", "img; rm -rf /", "img name", "img\n", "$(x)"}) {
+  for (const char* bad : {"", "-rm", "img; rm -rf /", "img name", "img\n", "$(x)",
+                          "a/../../containers/json", "a//b", "a/.hidden", "img:", "img/"}) {
     EXPECT_EQ(ValidateImageRef(bad).field(), "image") << bad;
   }
   EXPECT_TRUE(ValidatePublicHost("203.0.113.7").ok());
@@ -256,6 +285,34 @@ TEST_F(AgentsEngineTest, MeasuredInventoryHoldsAndBlocksTheListing) {
     return FindHost(txn.state, host)->inventory.gpus[0].health;
   });
   EXPECT_EQ(reasons, std::vector<std::string>{"XID 79: GPU has fallen off the bus"});
+}
+
+// Three leases take GPUs 0, 1 and 2; GPU 1 falls off the bus and the others are re-enumerated:
+// the lease on GPU 2 still gets GPU 2's UUID (never GPU 3's, which no lease has), GPU 1's lease is
+// not started anywhere else, and the machine is held.
+TEST_F(AgentsEngineTest, LeasesKeepTheirPhysicalGpusWhenOneDisappears) {
+  std::int64_t host = EnrolHost();
+  ASSERT_TRUE(Beat(host, Gpus(8)).ok());
+  std::vector<std::int64_t> leases;
+  for (int i = 0; i < 3; ++i) leases.push_back(BuyAtMarket(1).lease->id);
+  HostInventory seven = Gpus(8);
+  seven.gpus.erase(seven.gpus.begin() + 1);
+  for (int i = 0; i < 7; ++i) seven.gpus[static_cast<std::size_t>(i)].index = i;
+  auto hb = Beat(host, seven);
+  ASSERT_TRUE(hb.ok());
+  std::map<std::string, std::vector<std::string>> uuids;
+  for (const auto& w : hb->workloads) uuids[w.id] = w.gpu_uuids;
+  EXPECT_EQ(uuids.size(), 2u) << "the lease on the gone GPU is not placed elsewhere";
+  EXPECT_EQ(uuids["lease-" + std::to_string(leases[0])], std::vector<std::string>{"GPU-00000000"});
+  EXPECT_EQ(uuids["lease-" + std::to_string(leases[2])], std::vector<std::string>{"GPU-00000002"});
+  EXPECT_NE(Machine().hold_reason.find("no longer reports the listing's GPU 1"), std::string::npos);
+  EXPECT_EQ(Machine().blocked_mask, 0b10u);
+  // The binding survives a restart.
+  Open();
+  hb = Beat(host, seven);
+  ASSERT_TRUE(hb.ok());
+  EXPECT_EQ(hb->workloads.size(), 2u);
+  EXPECT_EQ(hb->workloads.back().gpu_uuids, std::vector<std::string>{"GPU-00000002"});
 }
 
 TEST_F(AgentsEngineTest, ASilentHostGoesOfflineItsLeasesArePausedAndCreditedThenResume) {

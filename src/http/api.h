@@ -27,6 +27,7 @@
 #include "engine/topups.h"
 #include "engine/metrics.h"
 #include "http/config.h"
+#include "http/limits.h"
 #include "http/login_throttle.h"
 #include "http/rate_limit.h"
 #include "http/router.h"
@@ -75,6 +76,8 @@ struct ApiContext {
   LoginThrottle logins;
   RateLimiter login_attempts_by_address;
   RateLimiter signups_by_address;
+  RateLimiter agent_requests_by_host{RateLimit{kMaxAgentRequestsPerSecond, 1}};
+  RateLimiter enrolments_by_address{RateLimit{kMaxEnrolmentsPerAddressPerMinute, 60}};
   InFlightKeys in_flight;
   ManualClock* manual_clock = nullptr;  // set with --clock manual
   std::function<bool()> draining;       // the server is shutting down

@@ -286,9 +286,12 @@ Handler AgentEndpoint(ApiContext& api, std::function<Result<Input>(const Request
     // Bearer only: a browser's session cookie never reaches these endpoints.
     std::string credential = r.BearerToken();
     if (credential.empty()) return respond(MissingCredential());
+    std::string hash = engine::HashToken(credential);
+    if (std::int64_t wait = api.agent_requests_by_host.Acquire(hash); wait > 0) {
+      return respond(TooManyRequests(wait, "this host makes too many requests"));
+    }
     auto input = parse(r);
     if (!input.ok()) return respond(Response::Error(input.status()));
-    std::string hash = engine::HashToken(credential);
     api.engine.Execute<Reply>(
         [hash, input = std::move(input).value(), action](engine::Txn& txn) -> Result<Reply> {
           GPUHUB_ASSIGN_OR_RETURN(AgentHost host, engine::AuthenticateHost(txn, hash));
@@ -366,6 +369,9 @@ void RegisterAgentRoutes(Router& router, ApiContext& api) {
 
   // ----- Agents -------------------------------------------------------------------------------
   router.Add("POST", "/v1/agent/enroll", [&api](const Request& r, Responder respond) {
+    if (std::int64_t wait = api.enrolments_by_address.Acquire(r.remote_address); wait > 0) {
+      return respond(TooManyRequests(wait, "too many enrolment attempts from this address"));
+    }
     auto in = ParseEnrol(r);
     if (!in.ok()) return respond(Response::Error(in.status()));
     // The credential is made here and handed out once; only its hash goes to the engine.

@@ -67,4 +67,10 @@ inline constexpr std::size_t kMaxRequestIdBytes = 64;
 // no-op command, as it always did, and answers what the writer says.
 inline constexpr int kHealthzMaxBatchMilliseconds = 2000;
 
+// Host agents (api_agent.cc): requests per second one host credential may make (an agent makes
+// one heartbeat every 15 s and one usage report a minute; a host beyond this is broken or hostile
+// and must not starve the writer), and enrolment attempts per client address per minute.
+inline constexpr std::int64_t kMaxAgentRequestsPerSecond = 20;
+inline constexpr std::int64_t kMaxEnrolmentsPerAddressPerMinute = 30;
+
 }  // namespace gpuhub::http

@@ -376,7 +376,8 @@ CREATE TABLE agent_hosts (
   cuda_version TEXT NOT NULL,
   ram_mib BIGINT NOT NULL,
   vcpus BIGINT NOT NULL,
-  nvme_free_gb BIGINT NOT NULL
+  nvme_free_gb BIGINT NOT NULL,
+  bound_uuids TEXT NOT NULL
 );
 CREATE TABLE agent_gpus (
   host_id BIGINT NOT NULL REFERENCES agent_hosts (id),

@@ -224,6 +224,9 @@ TEST_P(AgentE2eTest, AMarketBuyBecomesAContainerTheCustomerCanReachAndStopRemove
   EXPECT_EQ(host["CapDrop"], json({"ALL"}));
   EXPECT_EQ(host["PortBindings"]["22/tcp"][0]["HostPort"], "40000");
   EXPECT_EQ(host["NanoCpus"], 16'000'000'000LL) << "half the listing's 32 vCPUs";
+  EXPECT_EQ(host["NetworkMode"], "gpuhub");
+  EXPECT_EQ(docker_->Network("gpuhub")["Options"]["com.docker.network.bridge.enable_icc"], "false")
+      << "two customers' containers on one host cannot reach each other";
   EXPECT_EQ(body["Image"], kImage);
   EXPECT_NE(std::find(body["Env"].begin(), body["Env"].end(), "NVIDIA_VISIBLE_DEVICES=" + Uuid(0)),
             body["Env"].end());

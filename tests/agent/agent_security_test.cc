@@ -208,6 +208,29 @@ TEST_P(AgentSecurityTest, BadReportsAreRefusedNamingTheField) {
   }
 }
 
+// A broken or hostile host cannot starve the writer: past 20 requests a second it gets 429 with
+// Retry-After; other hosts are unaffected.
+TEST_P(AgentSecurityTest, AHostThatFloodsIsSlowedDownAlone) {
+  std::string paula = User("paula", {"provider"});
+  std::string flood = Enrol(Token(paula, MachineOf(paula)));
+  std::string calm = Enrol(Token(paula, MachineOf(paula)));
+  int ok = 0, limited = 0;
+  std::string retry_after;
+  for (int i = 0; i < 60; ++i) {
+    auto r = Beat(flood);
+    if (r.status == 200) ++ok;
+    if (r.status == 429) {
+      ++limited;
+      retry_after = r.Header("retry-after");
+    }
+  }
+  EXPECT_GE(ok, 20);
+  EXPECT_GT(limited, 0);
+  EXPECT_EQ(ok + limited, 60);
+  EXPECT_FALSE(retry_after.empty());
+  EXPECT_EQ(Beat(calm, json::array(), "GPU-b").status, 200);
+}
+
 INSTANTIATE_TEST_SUITE_P(Backends, AgentSecurityTest, ::testing::Values("sqlite", "postgresql"));
 
 }  // namespace

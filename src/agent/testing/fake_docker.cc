@@ -220,6 +220,21 @@ std::string FakeDocker::Handle(const std::string& method, const std::string& tar
                           "\"}\n{\"status\":\"Status: Downloaded newer image for " + ref +
                           "\"}\n"};
       }
+    } else if (method == "GET" && path.rfind("/networks/", 0) == 0) {
+      std::string name = path.substr(10);
+      reply = networks_.count(name) ? Reply{200, networks_[name].dump()}
+                                    : Reply{404, Message("network " + name + " not found")};
+    } else if (method == "POST" && path == "/networks/create") {
+      json b = json::parse(body, nullptr, false);
+      std::string name = b.is_object() ? b.value("Name", "") : "";
+      if (name.empty()) {
+        reply = {400, Message("no name")};
+      } else if (networks_.count(name)) {
+        reply = {409, Message("network with name " + name + " already exists")};
+      } else {
+        networks_[name] = b;
+        reply = {201, json{{"Id", "net-" + name}, {"Warning", ""}}.dump()};
+      }
     } else if (method == "POST" && path == "/containers/create") {
       json b = json::parse(body, nullptr, false);
       std::string name = q["name"];
@@ -230,6 +245,10 @@ std::string FakeDocker::Handle(const std::string& method, const std::string& tar
       } else if (taken) {
         reply = {409, Message("Conflict. The container name \"/" + name +
                               "\" is already in use by container")};
+      } else if (b.contains("HostConfig") && b["HostConfig"].contains("NetworkMode") &&
+                 !networks_.count(b["HostConfig"]["NetworkMode"].get<std::string>())) {
+        reply = {404, Message("network " + b["HostConfig"]["NetworkMode"].get<std::string>() +
+                              " not found")};
       } else if (!images_.count(b.value("Image", ""))) {
         reply = {404, Message("No such image: " + b.value("Image", ""))};
       } else {
@@ -294,6 +313,12 @@ std::vector<FakeDocker::Call> FakeDocker::CallsTo(const std::string& method,
     if (c.method == method && c.path.rfind(path_prefix, 0) == 0) out.push_back(c);
   }
   return out;
+}
+
+nlohmann::json FakeDocker::Network(const std::string& name) const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  auto it = networks_.find(name);
+  return it == networks_.end() ? nlohmann::json(nullptr) : it->second;
 }
 
 std::vector<FakeDocker::Container> FakeDocker::Containers() const {

@@ -8,6 +8,7 @@
 //   POST /vX/containers/{id}/start (204 | 304 | 500 "port is already allocated" when told)
 //   POST /vX/containers/{id}/stop?t= (204 | 304)   DELETE /vX/containers/{id}?force=1 (204 | 404)
 //   GET  /vX/containers/{id}/stats?stream=0&one-shot=1 ({"networks": {"eth0": {"tx_bytes"}}})
+//   GET  /vX/networks/{name} (200 | 404)      POST /vX/networks/create (201 | 409)
 //
 // Thread-safe. Start() binds; Stop() closes the socket and every connection (a daemon that went
 // away); Start() again serves the same containers (a daemon that came back).
@@ -50,6 +51,8 @@ class FakeDocker {
   std::vector<Call> Calls() const;
   std::vector<Call> CallsTo(const std::string& method, const std::string& path_prefix) const;
   std::vector<Container> Containers() const;
+  // The create body of a network made through the API (null when there is none).
+  nlohmann::json Network(const std::string& name) const;
   void AddImage(const std::string& reference);
   // Pulls of this image fail inside the stream, as the daemon reports a missing repository.
   void FailPulls(const std::string& reference, const std::string& error);
@@ -76,6 +79,7 @@ class FakeDocker {
   std::vector<Call> calls_;
   std::map<std::string, Container> containers_;  // by id
   std::set<std::string> images_;
+  std::map<std::string, nlohmann::json> networks_;
   std::map<std::string, std::string> failing_pulls_;
   int failing_starts_ = 0;
   std::uint64_t next_id_ = 1;
