@@ -213,8 +213,14 @@ class Simulation {
     MachineId id = PickOf(machines_);
     const Machine& m = *x_.FindMachine(id);
     MachineCondition c{m.offline_since, m.blocked_mask, m.hold_reason};
-    int what = Pick(1, 10);
-    if (what <= 5) {
+    // Mostly back to normal: a fleet where most machines are offline or held would leave little
+    // to trade and starve the rest of the simulation.
+    const bool troubled = m.offline_since != 0 || m.blocked_mask != 0 || !m.hold_reason.empty();
+    int what = troubled && Chance(70) ? 0 : Pick(1, 10);
+    if (what == 0) {
+      if (c.offline_since != 0) ++online_;
+      c = {};
+    } else if (what <= 5) {
       c.offline_since =
           m.offline_since != 0 ? 0 : std::max<TimestampMicros>(1, now_ - Pick(0, 3600) * kMicrosPerSecond);
       (c.offline_since != 0 ? offline_ : online_)++;
