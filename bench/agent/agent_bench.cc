@@ -21,6 +21,7 @@
 #include "engine/market.h"
 #include "engine/wallets.h"
 #include "store/store.h"
+#include "../null_store.h"
 
 namespace gpuhub {
 namespace {
@@ -30,21 +31,7 @@ using engine::Txn;
 constexpr int kHosts = 1000;
 constexpr std::int64_t kHeartbeatsPerIteration = 2000;
 
-class NullStore final : public store::Store {
- public:
-  std::string Describe() const override { return "null"; }
-  Status AcquireWriterLock() override { return Status::Ok(); }
-  Result<int> SchemaVersion() override { return 0; }
-  Status Apply(const store::WriteBatch&) override { return Status::Ok(); }
-  Status Scan(std::string_view, const std::vector<std::string>&, std::string_view,
-              const std::function<Status(const store::Row&)>&) override {
-    return Status::Ok();
-  }
-
- protected:
-  Status ApplyMigration(const store::Migration&) override { return Status::Ok(); }
-  Status EnsureMigrationsTable() override { return Status::Ok(); }
-};
+using bench::NullStore;
 
 engine::HostInventory Gpus(int host) {
   engine::HostInventory inv;

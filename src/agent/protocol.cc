@@ -73,9 +73,7 @@ Result<EnrolAnswer> ParseEnrolAnswer(std::string_view body) {
   return a;
 }
 
-std::string HeartbeatBody(const std::string& hostname, const std::string& public_host,
-                          const std::string& version, const Inventory& inventory,
-                          const std::vector<WorkloadStatus>& workloads) {
+json InventoryObject(const Inventory& inventory) {
   json gpus = json::array();
   for (const auto& g : inventory.gpus) {
     gpus.push_back({{"index", g.index},
@@ -89,6 +87,23 @@ std::string HeartbeatBody(const std::string& hostname, const std::string& public
                     {"healthy", g.health.empty()},
                     {"health", g.health}});
   }
+  return {{"source", inventory.source},
+          {"error", inventory.error},
+          {"driver_version", inventory.driver_version},
+          {"cuda_version", inventory.cuda_version},
+          {"ram_mib", inventory.ram_mib},
+          {"vcpus", inventory.vcpus},
+          {"nvme_free_gb", inventory.disk_free_gb},
+          {"gpus", gpus}};
+}
+
+std::string InventoryJson(const Inventory& inventory, int indent) {
+  return InventoryObject(inventory).dump(indent, ' ', false, json::error_handler_t::replace);
+}
+
+std::string HeartbeatBody(const std::string& hostname, const std::string& public_host,
+                          const std::string& version, const Inventory& inventory,
+                          const std::vector<WorkloadStatus>& workloads) {
   json list = json::array();
   for (const auto& w : workloads) {
     list.push_back(
@@ -96,15 +111,7 @@ std::string HeartbeatBody(const std::string& hostname, const std::string& public
   }
   json body = {{"hostname", hostname},
                {"agent_version", version},
-               {"inventory",
-                {{"source", inventory.source},
-                 {"error", inventory.error},
-                 {"driver_version", inventory.driver_version},
-                 {"cuda_version", inventory.cuda_version},
-                 {"ram_mib", inventory.ram_mib},
-                 {"vcpus", inventory.vcpus},
-                 {"nvme_free_gb", inventory.disk_free_gb},
-                 {"gpus", gpus}}},
+               {"inventory", InventoryObject(inventory)},
                {"workloads", list}};
   if (!public_host.empty()) body["public_host"] = public_host;
   return body.dump(-1, ' ', false, json::error_handler_t::replace);

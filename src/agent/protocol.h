@@ -33,6 +33,10 @@ struct WorkloadStatus {
   std::string detail;
 };
 
+// The inventory as JSON, as the heartbeat carries it (`gpuhub agent inventory --json` prints the
+// same); `indent` < 0: one line.
+std::string InventoryJson(const Inventory& inventory, int indent = -1);
+
 std::string HeartbeatBody(const std::string& hostname, const std::string& public_host,
                           const std::string& version, const Inventory& inventory,
                           const std::vector<WorkloadStatus>& workloads);

@@ -9,11 +9,11 @@
 #include <atomic>
 #include <csignal>
 #include <iostream>
-#include <nlohmann/json.hpp>
 
 #include "agent/agent.h"
 #include "agent/config.h"
 #include "agent/inventory.h"
+#include "agent/protocol.h"
 #include "cli/command_registry.h"
 #include "http/serve.h"
 
@@ -84,29 +84,7 @@ void RunInventory(const AgentFlags& flags) {
   agent::HostProbe probe({config->nvml_library, config->nvidia_smi, config->disk_path});
   agent::Inventory inv = probe.Probe();
   if (flags.json) {
-    nlohmann::json gpus = nlohmann::json::array();
-    for (const auto& g : inv.gpus) {
-      gpus.push_back({{"index", g.index},
-                      {"uuid", g.uuid},
-                      {"name", g.name},
-                      {"memory_mib", g.memory_mib},
-                      {"pcie_gen", g.pcie_gen},
-                      {"pcie_width", g.pcie_width},
-                      {"temperature_c", g.temperature_c},
-                      {"utilization_pct", g.utilization_pct},
-                      {"healthy", g.health.empty()},
-                      {"health", g.health}});
-    }
-    std::cout << nlohmann::json{{"source", inv.source},
-                                {"error", inv.error},
-                                {"driver_version", inv.driver_version},
-                                {"cuda_version", inv.cuda_version},
-                                {"ram_mib", inv.ram_mib},
-                                {"vcpus", inv.vcpus},
-                                {"disk_free_gb", inv.disk_free_gb},
-                                {"gpus", gpus}}
-                     .dump(2)
-              << "\n";
+    std::cout << agent::InventoryJson(inv, 2) << "\n";
   } else {
     std::cout << "source: " << (inv.source.empty() ? "none (" + inv.error + ")" : inv.source)
               << "\ndriver " << inv.driver_version << ", CUDA " << inv.cuda_version << ", "

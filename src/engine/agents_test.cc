@@ -170,14 +170,6 @@ class AgentsEngineTest : public EngineOnSqliteTest {
       AddAgentTickHooks(e);
     });
   }
-  void Advance(std::int64_t micros) {
-    Run<int>([&](Txn& txn) -> Result<int> {
-      clock_.Advance(micros);
-      txn.now = clock_.NowMicros();
-      GPUHUB_RETURN_IF_ERROR(engine_->RunTickHooks(txn));
-      return 0;
-    });
-  }
   // Enrols the machine's host; returns its id.
   std::int64_t EnrolHost(const std::string& credential = "gha_cred") {
     std::string token = NewEnrolmentToken();

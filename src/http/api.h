@@ -100,6 +100,8 @@ using AnonymousAction = std::function<Result<Reply>(engine::Txn&)>;
 // Wraps a handler of an authenticated endpoint: a request without any bearer token is answered
 // 401 before its body is even looked at (a forged token is caught by RunAuthenticated).
 Handler RequireBearer(Handler handler);
+// 401 unauthenticated with `message` and WWW-Authenticate: Bearer.
+Response BearerChallenge(std::string_view message);
 
 // Authenticates the bearer token on the writer thread, checks that the user has one of
 // `any_of_roles` (0: any signed-in user), then runs `action`. For POST with an Idempotency-Key the

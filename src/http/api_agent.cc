@@ -269,11 +269,9 @@ json DesiredJson(const engine::DesiredWorkload& w) {
 }
 
 Response MissingCredential() {
-  Response r = Response::Error(401, "unauthenticated",
-                               "this endpoint needs 'Authorization: Bearer <host credential>' "
-                               "(gpuhub agent enroll stores it on the host)");
-  r.headers.emplace_back("WWW-Authenticate", "Bearer");
-  return r;
+  return BearerChallenge(
+      "this endpoint needs 'Authorization: Bearer <host credential>' (gpuhub agent enroll stores "
+      "it on the host)");
 }
 
 // Runs `action` for the host whose credential the request carries (on the writer thread).

@@ -288,13 +288,17 @@ Result<engine::StoredResponse> RunMaybeIdempotent(
 
 }  // namespace
 
-namespace {
-Response MissingToken() {
-  Response r = Response::Error(401, "unauthenticated",
-                               "this endpoint needs 'Authorization: Bearer <token>' (POST "
-                               "/v1/sessions to get one) or a signed-in session cookie");
+Response BearerChallenge(std::string_view message) {
+  Response r = Response::Error(401, "unauthenticated", message);
   r.headers.emplace_back("WWW-Authenticate", "Bearer");
   return r;
+}
+
+namespace {
+Response MissingToken() {
+  return BearerChallenge(
+      "this endpoint needs 'Authorization: Bearer <token>' (POST /v1/sessions to get one) or a "
+      "signed-in session cookie");
 }
 }  // namespace
 

@@ -66,10 +66,7 @@ class AgentE2eTest : public ::testing::TestWithParam<std::string> {
     std::rename((smi_csv_ + ".tmp").c_str(), smi_csv_.c_str());
   }
   std::string User(const std::string& name, const std::vector<std::string>& roles) {
-    auto r = client_->Call("POST", "/v1/accounts",
-                           {{"username", name}, {"password", kPassword}, {"roles", roles}});
-    EXPECT_EQ(r.status, 201) << r.body;
-    return LogIn(*client_, name, kPassword);
+    return SignUpAndLogIn(*client_, name, kPassword, roles);
   }
   json Get(const std::string& path, const std::string& token) {
     auto r = client_->Call("GET", path, nullptr, token);
@@ -79,6 +76,12 @@ class AgentE2eTest : public ::testing::TestWithParam<std::string> {
   void Advance(long long seconds) {
     auto r = client_->Call("POST", "/v1/admin/clock/advance", {{"seconds", seconds}}, admin_);
     ASSERT_EQ(r.status, 200) << r.body;
+  }
+  // Moves the server's clock, then waits for the agent's next heartbeat at the new time.
+  void AdvanceAndWaitForHeartbeat(long long seconds) {
+    Advance(seconds);
+    std::string now = Get("/v1/markets", "")["as_of"];
+    ASSERT_TRUE(WaitFor([&] { return Machine()["agent"]["last_seen"] == now; })) << Context();
   }
   // A provider with a listed machine and an ask, a customer with funds and an SSH key, and the
   // machine's agent enrolled with the real binary.
@@ -309,11 +312,7 @@ TEST_P(AgentE2eTest, MissedHeartbeatsPauseAndCreditTheLeaseARestartedAgentAdopts
   ASSERT_TRUE(WaitFor([&] { return Running(name).size() == 1; })) << Context();
   EXPECT_EQ(Wallet(), "98.000000");
   // 400 s of the hour pass with the agent reporting (steps shorter than the 45 s limit).
-  for (int i = 0; i < 10; ++i) {
-    Advance(40);
-    std::string now = Get("/v1/markets", "")["as_of"];
-    ASSERT_TRUE(WaitFor([&] { return Machine()["agent"]["last_seen"] == now; })) << Context();
-  }
+  for (int i = 0; i < 10; ++i) AdvanceAndWaitForHeartbeat(40);
   agent_->Kill();
   Advance(46);
   json m = Machine();
@@ -362,9 +361,7 @@ TEST_P(AgentServerDownTest, TheAgentStopsAWorkloadAloneWhenItsPaidHourEnds) {
   long long lease = Buy(1);
   const std::string name = "gpuhub-lease-" + std::to_string(lease);
   ASSERT_TRUE(WaitFor([&] { return Running(name).size() == 1; })) << Context();
-  Advance(3600 - 4);
-  std::string now = Get("/v1/markets", "")["as_of"];
-  ASSERT_TRUE(WaitFor([&] { return Machine()["agent"]["last_seen"] == now; })) << Context();
+  AdvanceAndWaitForHeartbeat(3600 - 4);
   ASSERT_EQ(Running(name).size(), 1u) << "still paid: running";
   server_->Kill();
   ASSERT_TRUE(WaitFor([&] { return docker_->Containers().empty(); }, std::chrono::seconds(30)))

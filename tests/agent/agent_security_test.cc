@@ -25,10 +25,7 @@ class AgentSecurityTest : public ::testing::TestWithParam<std::string> {
     admin_ = LogInAdmin(*client_);
   }
   std::string User(const std::string& name, const std::vector<std::string>& roles) {
-    auto r = client_->Call("POST", "/v1/accounts",
-                           {{"username", name}, {"password", kPassword}, {"roles", roles}});
-    EXPECT_EQ(r.status, 201) << r.body;
-    return LogIn(*client_, name, kPassword);
+    return SignUpAndLogIn(*client_, name, kPassword, roles);
   }
   long long MachineOf(const std::string& provider) {
     auto m = client_->Call("POST", "/v1/machines", MachineJson("H100 SXM", 1), provider);
