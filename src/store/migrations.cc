@@ -345,7 +345,7 @@ ALTER TABLE market_leases ADD COLUMN shift_us BIGINT NOT NULL DEFAULT 0;
 ALTER TABLE market_leases ADD COLUMN credited_micros BIGINT NOT NULL DEFAULT 0;
 ALTER TABLE market_leases ADD COLUMN credited_provider_micros BIGINT NOT NULL DEFAULT 0;
 )sql"},
-      {6, "agents",
+      {8, "agents",
        R"sql(
 CREATE TABLE ssh_keys (
   id BIGINT PRIMARY KEY,
