@@ -101,7 +101,7 @@ async function showAccount(session, welcome) {
     loadWallets(),
     loadTopups(),
     loadTransfers(true),
-    startRentals(() => Promise.all([loadWallets(), loadTransfers(true)])),
+    startRentals(() => Promise.all([loadWallets(), loadTransfers(true)]), roles.includes('customer')),
     loadSshKeys(),
   ]);
 }

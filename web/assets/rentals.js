@@ -20,6 +20,7 @@ const NEXT_LABEL = {
 
 let serverNow = null;  // {at: ms of the server's clock, seen: performance.now() when it was read}
 let started = false;
+let customer = true;  // the signed-in account has the customer role
 let loads = 0;  // #rentals' data-loads: how many answers it has shown (tests wait for the next)
 let reload = () => {};
 
@@ -138,6 +139,12 @@ function rentalItem(r) {
 
 export async function loadRentals() {
   const slot = $('#rentals');
+  if (!customer) {
+    // Rentals are a customer's: a provider-only account would get a 403 here.
+    replace(slot, empty('Term rentals need the customer role.'));
+    slot.dataset.loads = String(++loads);
+    return;
+  }
   try {
     const data = await api('GET', '/v1/rentals?limit=50');
     serverNow = { at: Date.parse(data.as_of), seen: performance.now() };
@@ -173,7 +180,9 @@ export async function loadNotifications() {
 }
 
 // Loads both and keeps them current while the page is open; `refresh` also reloads the wallets.
-export function startRentals(refresh) {
+// `isCustomer`: the signed-in account may rent (only a customer's rentals are asked for).
+export function startRentals(refresh, isCustomer = true) {
+  customer = isCustomer;
   reload = async () => {
     await Promise.all([loadRentals(), loadNotifications(), refresh()]);
   };
