@@ -12,6 +12,7 @@
 #include <set>
 #include <thread>
 
+#include "agent/disks.h"
 #include "agent/docker.h"
 #include "agent/limits.h"
 #include "agent/protocol.h"
@@ -86,6 +87,8 @@ struct Agent::State {
   // From the reporter.
   std::vector<WorkloadSpec> desired;
   bool desired_known = false;
+  // Asked in the last answer only (never cached: a disk is erased on the server's word of now).
+  std::vector<DiskAction> disk_actions;
   TimestampMicros offset = 0;  // server clock - host clock
   std::uint64_t attempts = 0;  // heartbeats finished
   bool last_ok = false;
@@ -95,6 +98,8 @@ struct Agent::State {
   Inventory inventory;
   // From the reconciler.
   std::map<std::string, WorkloadStatus> status;
+  // Disk actions done (or failed), reported as the workload's state while the server asks.
+  std::map<std::string, WorkloadStatus> disk_status;
   std::vector<ActualContainer> actual;
   std::map<std::string, std::string> gpus_of;  // container id -> GPU UUIDs label
   // Reconciler only.
@@ -112,6 +117,8 @@ struct Agent::State {
   };
   std::map<std::string, Retry> retries;
   std::set<int> bad_ports;
+  std::unique_ptr<LuksVolumes> luks;
+  std::unique_ptr<InstanceDisks> disks;
 };
 
 Agent::Agent(AgentOptions options)
@@ -145,6 +152,9 @@ Status Agent::Run(const std::atomic<bool>& stop) {
       spdlog::warn("event=agent_cache_unreadable error=\"{}\"", cache.status().message());
     }
   }
+  state_->luks = std::make_unique<LuksVolumes>(c.storage, c.state_dir + "/keys");
+  state_->disks = std::make_unique<InstanceDisks>(state_->luks.get(), c.nvme_devices,
+                                                  c.state_dir + "/devices");
   if (c.heartbeat_interval_ms > 0) {
     state_->heartbeat_interval = std::chrono::milliseconds(c.heartbeat_interval_ms);
   }
@@ -203,7 +213,10 @@ void Agent::ReporterLoop(const std::atomic<bool>& stop) {
       std::vector<WorkloadStatus> statuses;
       {
         std::lock_guard<std::mutex> lock(s.mu);
-        for (const auto& [id, st] : s.status) statuses.push_back(st);
+        for (const auto& [id, st] : s.status) {
+          if (!s.disk_status.count(id)) statuses.push_back(st);
+        }
+        for (const auto& [id, st] : s.disk_status) statuses.push_back(st);
       }
       net::Request request = net::Request::Json(
           "POST", "/v1/agent/heartbeat",
@@ -239,6 +252,13 @@ void Agent::ReporterLoop(const std::atomic<bool>& stop) {
         if (answer.ok()) {
           s.desired = answer->workloads;
           s.desired_known = true;
+          s.disk_actions = answer->disk_actions;
+          // A disk report the server no longer asks about was taken.
+          for (auto it = s.disk_status.begin(); it != s.disk_status.end();) {
+            bool asked = std::any_of(answer->disk_actions.begin(), answer->disk_actions.end(),
+                                     [&](const DiskAction& d) { return d.id == it->first; });
+            it = asked ? std::next(it) : s.disk_status.erase(it);
+          }
           s.offset = answer->server_time - local;
           if (c.heartbeat_interval_ms <= 0 && answer->heartbeat_interval.count() > 0) {
             s.heartbeat_interval = answer->heartbeat_interval;
@@ -425,6 +445,7 @@ void Agent::ReconcileOnce() {
       stopped.insert(a.workload);
     }
   }
+  RunDiskActions(desired_ids);
   std::set<int> used;
   for (const auto& a : actual) {
     if (a.ssh_port > 0) used.insert(a.ssh_port);
@@ -526,7 +547,17 @@ void Agent::ReconcileOnce() {
            std::to_string(c.ssh_port_last));
       continue;
     }
-    const std::string body = CreateBody(w, {port, KeysDir(c.state_dir, w.id)});
+    Placement placement{port, KeysDir(c.state_dir, w.id), {}};
+    if (!w.volumes.empty()) {
+      // A term rental's encrypted local NVMe: formatted the first time, opened after that.
+      auto mounts = s.disks->Prepare(w.volumes);
+      if (!mounts.ok()) {
+        fail(mounts.status().message());
+        continue;
+      }
+      placement.mounts = std::move(mounts).value();
+    }
+    const std::string body = CreateBody(w, placement);
     auto id = s.docker->Create(ContainerName(w.id), body);
     if (!id.ok()) {
       if (id.status().code() == StatusCode::kConflict) continue;  // listed on the next pass
@@ -558,8 +589,48 @@ void Agent::ReconcileOnce() {
     s.actual = actual;
     s.gpus_of = gpus_of;
   }
+  std::set<std::string> keep_retry = desired_ids;
+  {
+    std::lock_guard<std::mutex> lock(s.mu);
+    for (const auto& d : s.disk_actions) keep_retry.insert("disk:" + d.id);
+  }
   for (auto it = s.retries.begin(); it != s.retries.end();) {
-    it = desired_ids.count(it->first) ? std::next(it) : s.retries.erase(it);
+    it = keep_retry.count(it->first) ? std::next(it) : s.retries.erase(it);
+  }
+}
+
+void Agent::RunDiskActions(const std::set<std::string>& desired_ids) {
+  State& s = *state_;
+  std::vector<DiskAction> actions;
+  std::map<std::string, WorkloadStatus> done;
+  {
+    std::lock_guard<std::mutex> lock(s.mu);
+    actions = s.disk_actions;
+    done = s.disk_status;
+  }
+  for (const DiskAction& d : actions) {
+    const std::string state = d.action == "erase" ? "erased" : "wiped";
+    auto it = done.find(d.id);
+    if (it != done.end() && it->second.state == state) continue;
+    // Never under a running container: it must be gone (not desired) first.
+    if (desired_ids.count(d.id)) continue;
+    auto& retry = s.retries["disk:" + d.id];
+    if (Steady::now() < retry.next) continue;
+    Status result = d.action == "erase" ? s.disks->Erase(d.volumes) : s.disks->Wipe(d.volumes);
+    WorkloadStatus st{d.id, state, 0, ""};
+    if (result.ok()) {
+      s.retries.erase("disk:" + d.id);
+      spdlog::info("event=disk_{} workload={} volumes={}", state, d.id, d.volumes.size());
+    } else {
+      retry.delay = retry.delay.count() == 0 ? kRetryFirst : std::min(retry.delay * 2, kRetryMax);
+      retry.next = Steady::now() + retry.delay;
+      st.state = d.action + "_failed";
+      st.detail = result.message().substr(0, 250);
+      spdlog::warn("event=disk_{}_failed workload={} error=\"{}\"", d.action, d.id,
+                   result.message());
+    }
+    std::lock_guard<std::mutex> lock(s.mu);
+    s.disk_status[d.id] = st;
   }
 }
 

@@ -23,6 +23,7 @@
 #include <atomic>
 #include <chrono>
 #include <memory>
+#include <set>
 #include <string>
 
 #include "agent/config.h"
@@ -55,6 +56,8 @@ class Agent {
   void ReporterLoop(const std::atomic<bool>& stop);
   void ReconcilerLoop(const std::atomic<bool>& stop);
   void ReconcileOnce();
+  // A released term rental's disk: the erase, then the wipe, the server asks for (disks.h).
+  void RunDiskActions(const std::set<std::string>& desired_ids);
   void SendUsage();
 
   AgentOptions options_;

@@ -4,12 +4,14 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <nlohmann/json.hpp>
 #include <toml++/toml.h>
 
 #include "agent/limits.h"
+#include "agent/storage.h"
 #include "core/file.h"
 #include "core/strings.h"
 
@@ -51,7 +53,7 @@ Result<AgentConfig> ParseAgentConfig(std::string_view toml_text, std::string_vie
       "server",       "ca_file",    "state_dir",  "hostname",
       "public_host",  "ssh_ports",  "docker",     "nvml_library",
       "nvidia_smi",   "disk_path",  "heartbeat_interval_ms",
-      "usage_interval_ms", "reconcile_interval_ms", "storage"};
+      "usage_interval_ms", "reconcile_interval_ms", "storage", "nvme_devices"};
   for (const auto& [key, node] : root) {
     bool known = false;
     for (auto k : top) known = known || key.str() == k;
@@ -66,6 +68,22 @@ Result<AgentConfig> ParseAgentConfig(std::string_view toml_text, std::string_vie
   GPUHUB_RETURN_IF_ERROR(text(root, "nvml_library", &c.nvml_library));
   GPUHUB_RETURN_IF_ERROR(text(root, "nvidia_smi", &c.nvidia_smi));
   GPUHUB_RETURN_IF_ERROR(text(root, "disk_path", &c.disk_path));
+  if (const toml::node* n = root.get("nvme_devices")) {
+    const toml::array* list = n->as_array();
+    const std::string bad = where(*n, "nvme_devices") +
+                            " must be a list of at most " + std::to_string(kMaxVolumesPerWorkload) +
+                            " distinct device paths under /dev/, one per card slot";
+    if (!list || list->size() > kMaxVolumesPerWorkload) return Status::InvalidArgument(bad);
+    for (const auto& item : *list) {
+      auto device = item.value<std::string>();
+      if (!device || !ValidateDevicePath(*device).ok() ||
+          std::find(c.nvme_devices.begin(), c.nvme_devices.end(), *device) !=
+              c.nvme_devices.end()) {
+        return Status::InvalidArgument(bad);
+      }
+      c.nvme_devices.push_back(*device);
+    }
+  }
   GPUHUB_RETURN_IF_ERROR(integer(root, "heartbeat_interval_ms", 0, 600'000, &c.heartbeat_interval_ms));
   GPUHUB_RETURN_IF_ERROR(integer(root, "usage_interval_ms", 0, 3'600'000, &c.usage_interval_ms));
   GPUHUB_RETURN_IF_ERROR(integer(root, "reconcile_interval_ms", 50, 60'000, &c.reconcile_interval_ms));

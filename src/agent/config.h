@@ -12,6 +12,7 @@
 //   nvml_library = "libnvidia-ml.so.1"      # "" = nvidia-smi only
 //   nvidia_smi = "nvidia-smi"
 //   disk_path = "/var/lib/docker"           # whose free space is reported
+//   nvme_devices = ["/dev/nvme0n1", ...]    # term-fleet nodes: card slot i's local NVMe (disks.h)
 //   heartbeat_interval_ms = 0               # 0: what the server says (15 s)
 //   usage_interval_ms = 0                   # 0: what the server says (60 s)
 //   reconcile_interval_ms = 1000
@@ -31,6 +32,7 @@
 #include <chrono>
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "core/status.h"
 
@@ -59,6 +61,7 @@ struct AgentConfig {
   std::string nvml_library = "libnvidia-ml.so.1";
   std::string nvidia_smi = "nvidia-smi";
   std::string disk_path = "/var/lib/docker";
+  std::vector<std::string> nvme_devices;  // by card slot; empty on a spot machine
   std::int64_t heartbeat_interval_ms = 0;
   std::int64_t usage_interval_ms = 0;
   std::int64_t reconcile_interval_ms = 1000;

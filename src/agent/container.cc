@@ -83,6 +83,16 @@ std::string CreateBody(const WorkloadSpec& spec, const Placement& placement) {
   env.push_back("NVIDIA_DRIVER_CAPABILITIES=compute,utility");
   env.push_back("GPUHUB_WORKLOAD=" + spec.id);
   const std::string port = std::to_string(placement.ssh_port);
+  json mounts = json::array();
+  for (const auto& m : placement.mounts) {
+    mounts.push_back({{"Type", "volume"},
+                      {"Source", "gpuhub-" + m.name},
+                      {"Target", m.target},
+                      {"VolumeOptions",
+                       {{"DriverConfig",
+                         {{"Name", "local"},
+                          {"Options", {{"type", "ext4"}, {"device", m.device}}}}}}}});
+  }
   json body = {
       {"Image", spec.image},
       {"Hostname", ContainerName(spec.id)},
@@ -117,6 +127,7 @@ std::string CreateBody(const WorkloadSpec& spec, const Placement& placement) {
            {"Capabilities", {{"gpu"}}}}}},
         {"PortBindings", {{"22/tcp", {{{"HostIp", ""}, {"HostPort", port}}}}}},
         {"Binds", {placement.ssh_dir + ":" + kContainerSshDir + ":ro"}},
+        {"Mounts", mounts},
         {"NetworkMode", kNetworkName},
         {"RestartPolicy", {{"Name", "unless-stopped"}}}}}};
   return body.dump();

@@ -10,6 +10,7 @@
 // - the customer's keys in a read-only bind mount that sshd reads as AuthorizedKeysFile;
 // - sshd published on the host port chosen from the configured range;
 // - the lease's share of CPUs and memory; restart unless stopped;
+// - a term rental's opened LUKS2 volumes at /data/nvme<k>;
 // - labels from which the agent rebuilds its state after a restart (kLabel*).
 #pragma once
 
@@ -22,6 +23,21 @@
 
 namespace gpuhub::agent {
 
+// A LUKS2 volume on the local NVMe of a term-fleet node's card slot (disks.h): "rental-7-0".
+struct VolumeSpec {
+  std::string name;
+  int slot = 0;
+  friend bool operator==(const VolumeSpec&, const VolumeSpec&) = default;
+};
+
+// An opened volume mounted in the container: the mapper device, formatted ext4, through Docker's
+// local volume driver (a named volume "gpuhub-<name>" with type=ext4 and device=<device>).
+struct VolumeMount {
+  std::string name;
+  std::string device;  // "/dev/mapper/rental-7-0"
+  std::string target;  // "/data/nvme0"
+};
+
 // The desired state of one workload (the heartbeat's answer).
 struct WorkloadSpec {
   std::string id;  // "lease-17"
@@ -32,12 +48,14 @@ struct WorkloadSpec {
   std::int64_t cpus = 0;
   std::int64_t memory_gb = 0;
   std::vector<std::string> env;  // "KEY=value"; stripped of the GPU-selecting keys
+  std::vector<VolumeSpec> volumes;  // term rentals: its encrypted local NVMe, one per card slot
 };
 
 // Where the container is placed on this host.
 struct Placement {
   int ssh_port = 0;
   std::string ssh_dir;  // host directory holding authorized_keys (mounted read-only)
+  std::vector<VolumeMount> mounts;
 };
 
 inline constexpr const char* kLabelManaged = "io.gpuhub.managed";    // "true"

@@ -3,6 +3,7 @@
 #include <nlohmann/json.hpp>
 
 #include "agent/limits.h"
+#include "agent/storage.h"
 
 namespace gpuhub::agent {
 namespace {
@@ -13,6 +14,28 @@ Status Bad(const std::string& what) {
   return Status::InvalidArgument("the server's answer is not understood: " + what);
 }
 
+json VolumesJson(const std::vector<VolumeSpec>& volumes) {
+  json list = json::array();
+  for (const auto& v : volumes) list.push_back({{"name", v.name}, {"slot", v.slot}});
+  return list;
+}
+
+Result<std::vector<VolumeSpec>> VolumesFrom(const json& j, const std::string& what) {
+  std::vector<VolumeSpec> out;
+  if (j.is_null()) return out;
+  if (!j.is_array() || j.size() > kMaxVolumesPerWorkload) return Bad("volumes of " + what);
+  for (const auto& v : j) {
+    if (!v.is_object()) return Bad("volumes of " + what);
+    VolumeSpec spec{v.at("name").get<std::string>(), v.at("slot").get<int>()};
+    GPUHUB_RETURN_IF_ERROR(ValidateVolumeName(spec.name));
+    if (spec.slot < 0 || spec.slot >= static_cast<int>(kMaxVolumesPerWorkload)) {
+      return Bad("volume slot of " + what);
+    }
+    out.push_back(std::move(spec));
+  }
+  return out;
+}
+
 json SpecJson(const WorkloadSpec& w) {
   return {{"id", w.id},
           {"image", w.image},
@@ -20,7 +43,8 @@ json SpecJson(const WorkloadSpec& w) {
           {"ssh_authorized_keys", w.ssh_keys},
           {"not_after", FormatTimestamp(w.not_after)},
           {"cpus", w.cpus},
-          {"memory_gb", w.memory_gb}};
+          {"memory_gb", w.memory_gb},
+          {"volumes", VolumesJson(w.volumes)}};
 }
 
 Result<WorkloadSpec> SpecFrom(const json& j) {
@@ -36,6 +60,7 @@ Result<WorkloadSpec> SpecFrom(const json& j) {
     auto t = ParseTimestamp(j.at("not_after").get<std::string>());
     if (!t.ok()) return Bad("not_after of " + w.id);
     w.not_after = *t;
+    GPUHUB_ASSIGN_OR_RETURN(w.volumes, VolumesFrom(j.value("volumes", json()), w.id));
   } catch (const json::exception& e) {
     return Bad(e.what());
   }
@@ -134,6 +159,19 @@ Result<HeartbeatAnswer> ParseHeartbeatAnswer(std::string_view body) {
     for (const auto& w : list) {
       GPUHUB_ASSIGN_OR_RETURN(WorkloadSpec spec, SpecFrom(w));
       a.workloads.push_back(std::move(spec));
+    }
+    if (j.contains("disk_actions") && !j["disk_actions"].is_null()) {
+      const json& actions = j["disk_actions"];
+      if (!actions.is_array() || actions.size() > kMaxWorkloads) return Bad("disk_actions");
+      for (const auto& d : actions) {
+        DiskAction action;
+        action.id = d.at("id").get<std::string>();
+        action.action = d.at("action").get<std::string>();
+        GPUHUB_RETURN_IF_ERROR(ValidateWorkloadId(action.id));
+        if (action.action != "erase" && action.action != "wipe") return Bad("disk action");
+        GPUHUB_ASSIGN_OR_RETURN(action.volumes, VolumesFrom(d.at("volumes"), action.id));
+        a.disk_actions.push_back(std::move(action));
+      }
     }
     if (j.contains("machine") && j["machine"].is_object() &&
         j["machine"].contains("hold_reason") && j["machine"]["hold_reason"].is_string()) {

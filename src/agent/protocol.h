@@ -41,12 +41,22 @@ std::string HeartbeatBody(const std::string& hostname, const std::string& public
                           const std::string& version, const Inventory& inventory,
                           const std::vector<WorkloadStatus>& workloads);
 
+// What the server asks of a released term rental's local NVMe: "erase" (cryptsetup luksErase of
+// its volumes, the crypto-erase) then "wipe" (blkdiscard of their devices). The agent reports each
+// done as the workload's state "erased" / "wiped" until the server stops asking.
+struct DiskAction {
+  std::string id;  // "rental-7"
+  std::string action;
+  std::vector<VolumeSpec> volumes;
+};
+
 struct HeartbeatAnswer {
   std::int64_t host_id = 0;
   TimestampMicros server_time = 0;
   std::chrono::milliseconds heartbeat_interval{0};
   std::chrono::milliseconds usage_interval{0};
   std::vector<WorkloadSpec> workloads;
+  std::vector<DiskAction> disk_actions;
   std::string hold_reason;
 };
 // invalid_argument when the answer is not what the server sends (a workload id unfit for names

@@ -109,12 +109,17 @@ Status LuksVolumes::Close(const std::string& name) {
   return Run({config_.cryptsetup, "close", name}, kToolTimeout);
 }
 
+bool LuksVolumes::IsOpen(const std::string& name) {
+  if (!ValidateVolumeName(name).ok()) return false;
+  auto status = RunProcess({config_.cryptsetup, "status", name}, kToolTimeout);
+  return status.ok() && status->exit_code == 0;
+}
+
 Status LuksVolumes::Erase(const std::string& name, const std::string& device) {
   GPUHUB_RETURN_IF_ERROR(ValidateVolumeName(name));
   GPUHUB_RETURN_IF_ERROR(ValidateDevicePath(device));
   // A volume that is not open is fine to erase; any other close failure stops here.
-  auto closed = RunProcess({config_.cryptsetup, "status", name}, kToolTimeout);
-  if (closed.ok() && closed->exit_code == 0) GPUHUB_RETURN_IF_ERROR(Close(name));
+  if (IsOpen(name)) GPUHUB_RETURN_IF_ERROR(Close(name));
   GPUHUB_RETURN_IF_ERROR(
       Run({config_.cryptsetup, "luksErase", "--batch-mode", device}, kToolTimeout));
   const std::string key = KeyPath(name);

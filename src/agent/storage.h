@@ -31,6 +31,8 @@ class LuksVolumes {
   // Opens an existing volume with its key (after a reboot); the mapper path.
   Result<std::string> Open(const std::string& name, const std::string& device);
   Status Close(const std::string& name);
+  // Whether /dev/mapper/<name> is open (cryptsetup status).
+  bool IsOpen(const std::string& name);
   // Crypto-erase: closes the volume, destroys every key slot (cryptsetup luksErase: the data can
   // no longer be decrypted by anyone) and deletes the key file. Done is done: erasing a volume
   // whose key is already gone only runs luksErase again.

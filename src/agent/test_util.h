@@ -9,6 +9,10 @@
 #include <fstream>
 #include <random>
 #include <string>
+#include <vector>
+
+#include "agent/config.h"
+#include "core/strings.h"
 
 namespace gpuhub::agent::testing {
 
@@ -42,5 +46,37 @@ class TempDir {
  private:
   std::string path_;
 };
+
+// Fake tools: each appends its argv (one line) to calls.log and answers like the real one.
+inline StorageConfig FakeTools(const TempDir& dir) {
+  const std::string log = dir.File("calls.log");
+  StorageConfig c;
+  c.cryptsetup = dir.Script("cryptsetup",
+                            "echo \"cryptsetup $*\" >> " + log + "\n"
+                            "if [ \"$1\" = status ] && [ ! -e " + dir.File("open") + " ]; then exit 4; fi\n"
+                            "if [ \"$1\" = open ]; then touch " + dir.File("open") + "; fi\n"
+                            "if [ \"$1\" = close ]; then rm -f " + dir.File("open") + "; fi\n");
+  c.blkdiscard = dir.Script("blkdiscard", "echo \"blkdiscard $*\" >> " + log + "\n");
+  c.mkfs = dir.Script("mkfs", "echo \"mkfs $*\" >> " + log + "\n");
+  c.rbd = dir.Script("rbd",
+                     "echo \"rbd $*\" >> " + log + "\n"
+                     "case \"$*\" in\n"
+                     "  *missing*) echo 'rbd: error opening image missing: (2) No such file or directory' >&2; exit 2 ;;\n"
+                     "  *' map '*) echo /dev/rbd3 ;;\n"
+                     "  *'snap protect'*) echo 'rbd: protecting snap failed: (16) Device or resource busy: snapshot already protected' >&2; exit 16 ;;\n"
+                     "esac\n");
+  c.ceph_conf = "/etc/ceph/ceph.conf";
+  c.rbd_pool = "gpuhub";
+  c.rbd_user = "agent";
+  return c;
+}
+
+inline std::vector<std::string> Lines(const std::string& text) {
+  std::vector<std::string> out;
+  for (auto& l : Split(text, '\n')) {
+    if (!l.empty()) out.push_back(l);
+  }
+  return out;
+}
 
 }  // namespace gpuhub::agent::testing

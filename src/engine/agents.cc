@@ -7,12 +7,42 @@
 
 #include "core/strings.h"
 #include "engine/accounts.h"
+#include "engine/agents_internal.h"
 #include "engine/limits.h"
 #include "engine/market.h"
+#include "engine/rentals.h"
 #include "engine/ssh_keys.h"
 
 namespace gpuhub::engine {
+
+namespace agents_internal {
+
+std::string Clean(std::string_view text) {
+  std::string out;
+  for (char c : text.substr(0, kMaxAgentTextBytes)) {
+    out.push_back(c >= 0x20 && c < 0x7f ? c : '?');
+  }
+  return out;
+}
+
+void WriteWorkload(Txn& txn, const WorkloadRecord& w) {
+  txn.writes.Upsert("agent_workloads", {{"id", w.id},
+                                        {"host_id", w.host_id},
+                                        {"state", w.state},
+                                        {"ssh_port", std::int64_t{w.ssh_port}},
+                                        {"detail", w.detail},
+                                        {"updated_at_us", w.updated_at},
+                                        {"egress_bytes", w.egress_bytes},
+                                        {"tx_counter_bytes", w.tx_counter_bytes},
+                                        {"last_sample_at_us", w.last_sample_at}});
+}
+
+}  // namespace agents_internal
+
 namespace {
+
+using agents_internal::Clean;
+using agents_internal::WriteWorkload;
 
 AgentsState& A(Txn& txn) { return *txn.state.agents; }
 const market::Exchange& X(const State& state) { return state.market->exchange; }
@@ -28,15 +58,6 @@ std::string RandomSecret(const char* prefix) {
   char hex[sizeof bytes * 2 + 1];
   sodium_bin2hex(hex, sizeof hex, bytes, sizeof bytes);
   return std::string(prefix) + hex;
-}
-
-// Agent text is trusted only as far as it is printable and short.
-std::string Clean(std::string_view text) {
-  std::string out;
-  for (char c : text.substr(0, kMaxAgentTextBytes)) {
-    out.push_back(c >= 0x20 && c < 0x7f ? c : '?');
-  }
-  return out;
 }
 
 std::string JoinWith(const std::vector<std::string>& parts, const char* separator) {
@@ -95,18 +116,6 @@ void WriteToken(Txn& txn, const EnrolmentToken& t) {
                                                {"nonce_hash", t.nonce_hash}});
 }
 
-void WriteWorkload(Txn& txn, const WorkloadRecord& w) {
-  txn.writes.Upsert("agent_workloads", {{"id", w.id},
-                                        {"host_id", w.host_id},
-                                        {"state", w.state},
-                                        {"ssh_port", std::int64_t{w.ssh_port}},
-                                        {"detail", w.detail},
-                                        {"updated_at_us", w.updated_at},
-                                        {"egress_bytes", w.egress_bytes},
-                                        {"tx_counter_bytes", w.tx_counter_bytes},
-                                        {"last_sample_at_us", w.last_sample_at}});
-}
-
 void SetCredential(AgentsState& a, AgentHost& host, const std::string& hash) {
   if (!host.credential_hash.empty()) a.host_by_credential.erase(host.credential_hash);
   host.credential_hash = hash;
@@ -116,6 +125,9 @@ void SetCredential(AgentsState& a, AgentHost& host, const std::string& hash) {
 // Whether the workload belongs to the host: a lease on the host's machine (any state, so that the
 // last reports of a lease that just ended are still taken).
 bool WorkloadOfHost(const State& state, const AgentHost& host, std::string_view workload_id) {
+  if (host.kind == HostKind::kNode) {
+    return agents_internal::NodeWorkloadOfHost(state, host, workload_id);
+  }
   std::int64_t lease_id = LeaseOfWorkload(workload_id);
   if (lease_id == 0 || host.kind != HostKind::kMachine) return false;
   const market::Lease* lease = X(state).FindLease(lease_id);
@@ -123,8 +135,8 @@ bool WorkloadOfHost(const State& state, const AgentHost& host, std::string_view 
 }
 
 std::vector<DesiredWorkload> DesiredFor(const State& state, const AgentHost& host) {
+  if (host.kind == HostKind::kNode) return agents_internal::DesiredForNode(state, host);
   std::vector<DesiredWorkload> out;
-  if (host.kind != HostKind::kMachine) return out;
   const market::Machine* machine = X(state).FindMachine(host.machine_id);
   if (machine == nullptr) return out;
   auto reported = [&](const std::string& uuid) {
@@ -198,18 +210,19 @@ Status ValidateInventory(const HostInventory& inv) {
 std::string NewEnrolmentToken() { return RandomSecret("ghe_"); }
 std::string NewAgentCredential() { return RandomSecret("gha_"); }
 
-Result<EnrolmentToken> CreateMachineEnrolmentToken(Txn& txn, std::int64_t user_id,
-                                                   std::int64_t machine_id,
-                                                   const std::string& token_hash) {
-  const market::Machine* machine = X(txn.state).FindMachine(machine_id);
-  if (machine == nullptr || machine->provider_id != user_id) {
-    return Status::NotFound("no machine " + std::to_string(machine_id) + " of yours");
-  }
+namespace {
+
+// A new token for the machine or node `target`; the oldest unused tokens of that target beyond
+// the limit (and any expired ones) are dropped.
+Result<EnrolmentToken> IssueToken(Txn& txn, HostKind kind, std::int64_t target,
+                                  std::int64_t user_id, const std::string& token_hash) {
   AgentsState& a = A(txn);
-  // Drop the oldest unused tokens of this machine beyond the limit (and any expired ones).
+  auto target_of = [](const EnrolmentToken& t) {
+    return t.kind == HostKind::kMachine ? t.machine_id : t.node_id;
+  };
   std::vector<std::pair<TimestampMicros, std::string>> open;
   for (const auto& [hash, t] : a.tokens) {
-    if (t.kind == HostKind::kMachine && t.machine_id == machine_id && t.used_at == 0) {
+    if (t.kind == kind && target_of(t) == target && t.used_at == 0) {
       open.push_back({t.created_at, hash});
     }
   }
@@ -223,14 +236,40 @@ Result<EnrolmentToken> CreateMachineEnrolmentToken(Txn& txn, std::int64_t user_i
   }
   EnrolmentToken t;
   t.token_hash = token_hash;
-  t.kind = HostKind::kMachine;
-  t.machine_id = machine_id;
+  t.kind = kind;
+  (kind == HostKind::kMachine ? t.machine_id : t.node_id) = target;
   t.created_by = user_id;
   t.created_at = txn.now;
   t.expires_at = txn.now + kEnrolmentTokenLifetimeMicros;
   if (!a.tokens.emplace(token_hash, t).second) return Status::Internal("token collision");
   WriteToken(txn, t);
   return t;
+}
+
+bool NodeExists(const State& state, std::int64_t node_id) {
+  const rentals::Node* node = state.rentals->fleet.FindNode(node_id);
+  return node != nullptr && node->state != rentals::NodeState::kRemoved;
+}
+
+}  // namespace
+
+Result<EnrolmentToken> CreateMachineEnrolmentToken(Txn& txn, std::int64_t user_id,
+                                                   std::int64_t machine_id,
+                                                   const std::string& token_hash) {
+  const market::Machine* machine = X(txn.state).FindMachine(machine_id);
+  if (machine == nullptr || machine->provider_id != user_id) {
+    return Status::NotFound("no machine " + std::to_string(machine_id) + " of yours");
+  }
+  return IssueToken(txn, HostKind::kMachine, machine_id, user_id, token_hash);
+}
+
+Result<EnrolmentToken> CreateNodeEnrolmentToken(Txn& txn, std::int64_t admin_id,
+                                                std::int64_t node_id,
+                                                const std::string& token_hash) {
+  if (!NodeExists(txn.state, node_id)) {
+    return Status::NotFound("no node " + std::to_string(node_id) + " in the fleet");
+  }
+  return IssueToken(txn, HostKind::kNode, node_id, admin_id, token_hash);
 }
 
 Result<AgentHost> Enrol(Txn& txn, const EnrolRequest& request) {
@@ -256,6 +295,7 @@ Result<AgentHost> Enrol(Txn& txn, const EnrolRequest& request) {
   if (token.kind == HostKind::kMachine && X(txn.state).FindMachine(token.machine_id) == nullptr) {
     return refused;
   }
+  if (token.kind == HostKind::kNode && !NodeExists(txn.state, token.node_id)) return refused;
   AgentHost* host = nullptr;
   auto existing = token.kind == HostKind::kMachine ? a.host_by_machine.find(token.machine_id)
                                                    : a.host_by_node.find(token.node_id);
@@ -340,6 +380,13 @@ Result<HeartbeatReply> RecordHeartbeat(Txn& txn, std::int64_t host_id, const Hea
     }
   }
   host.inventory = std::move(inventory);
+  if (host.kind == HostKind::kNode) {
+    // Back after a silence longer than the limit: the node's rentals get their downtime credit.
+    const TimestampMicros silent_from = std::max(host.last_seen, a.watch_from);
+    if (txn.now - silent_from > OfflineAfter(a)) {
+      GPUHUB_RETURN_IF_ERROR(agents_internal::CreditNodeDowntime(txn, host, silent_from, txn.now));
+    }
+  }
   host.hostname = Clean(heartbeat.hostname);
   host.public_host = heartbeat.public_host;
   host.agent_version = Clean(heartbeat.agent_version);
@@ -367,6 +414,8 @@ Result<HeartbeatReply> RecordHeartbeat(Txn& txn, std::int64_t host_id, const Hea
       GPUHUB_RETURN_IF_ERROR(AdvanceMarket(txn));
     }
     reply.condition = now_condition;
+  } else {
+    host.bound_uuids = agents_internal::BindNode(txn.state, host);
   }
   for (const auto& report : heartbeat.workloads) {
     if (!WorkloadOfHost(txn.state, host, report.id)) {
@@ -376,20 +425,23 @@ Result<HeartbeatReply> RecordHeartbeat(Txn& txn, std::int64_t host_id, const Hea
     WorkloadRecord& w = a.workloads[report.id];
     std::string state = Clean(report.state), detail = Clean(report.detail);
     int port = report.ssh_port >= 0 && report.ssh_port <= 65535 ? report.ssh_port : 0;
-    if (w.id == report.id && w.host_id == host.id && w.state == state && w.ssh_port == port &&
-        w.detail == detail) {
-      continue;
+    if (w.id != report.id || w.host_id != host.id || w.state != state || w.ssh_port != port ||
+        w.detail != detail) {
+      w.id = report.id;
+      w.host_id = host.id;
+      w.state = state;
+      w.ssh_port = port;
+      w.detail = detail;
+      w.updated_at = txn.now;
+      WriteWorkload(txn, w);
     }
-    w.id = report.id;
-    w.host_id = host.id;
-    w.state = state;
-    w.ssh_port = port;
-    w.detail = detail;
-    w.updated_at = txn.now;
-    WriteWorkload(txn, w);
+    // Every time (it acts only on a difference): a report taken before the host had a public
+    // address still starts the term once it has one.
+    if (host.kind == HostKind::kNode) agents_internal::ApplyNodeReport(txn, host, w);
   }
   WriteHost(txn, host);  // with the binding as it is now (the same key: the row is replaced)
   reply.workloads = DesiredFor(txn.state, host);
+  reply.disk_actions = agents_internal::DiskActionsForNode(txn.state, host, txn.now);
   return reply;
 }
 
@@ -527,6 +579,7 @@ std::vector<std::pair<TimestampMicros, UsageHour>> WorkloadUsage(const State& st
 
 Status CheckAgentsOffline(Txn& txn, TimestampMicros watch_from) {
   AgentsState& a = A(txn);
+  a.watch_from = watch_from;
   const std::int64_t limit = OfflineAfter(a);
   for (const auto& [machine_id, host_id] : a.host_by_machine) {
     const AgentHost& host = a.hosts.at(host_id);
@@ -657,6 +710,27 @@ Status LoadAgents(store::Store& store, AgentsState& a) {
         GPUHUB_ASSIGN_OR_RETURN(u.gpu_utilization_sum, row.Int(3));
         GPUHUB_ASSIGN_OR_RETURN(u.samples, row.Int(4));
         a.usage[{id, hour}] = u;
+        return Status::Ok();
+      }));
+  GPUHUB_RETURN_IF_ERROR(store.Scan(
+      "rental_downtime_credits",
+      {"id", "rental_id", "host_id", "customer_id", "from_us", "to_us", "multiplier_ppm",
+       "usd_micros", "currency", "amount_micros", "created_at_us"},
+      "id", [&](const store::Row& row) -> Status {
+        RentalDowntimeCredit c;
+        GPUHUB_ASSIGN_OR_RETURN(c.id, row.Int(0));
+        GPUHUB_ASSIGN_OR_RETURN(c.rental_id, row.Int(1));
+        GPUHUB_ASSIGN_OR_RETURN(c.host_id, row.Int(2));
+        GPUHUB_ASSIGN_OR_RETURN(c.customer_id, row.Int(3));
+        GPUHUB_ASSIGN_OR_RETURN(c.from, row.Int(4));
+        GPUHUB_ASSIGN_OR_RETURN(c.to, row.Int(5));
+        GPUHUB_ASSIGN_OR_RETURN(c.multiplier_ppm, row.Int(6));
+        GPUHUB_ASSIGN_OR_RETURN(c.usd_micros, row.Int(7));
+        GPUHUB_ASSIGN_OR_RETURN(c.currency, row.Parsed(8, ParseCurrency));
+        GPUHUB_ASSIGN_OR_RETURN(c.amount_micros, row.Int(9));
+        GPUHUB_ASSIGN_OR_RETURN(c.created_at, row.Int(10));
+        a.next_downtime_credit_id = std::max(a.next_downtime_credit_id, c.id + 1);
+        a.downtime_by_rental.emplace(c.rental_id, c);
         return Status::Ok();
       }));
   return store.Scan("launch_specs", {"bid_id", "image"}, "bid_id",

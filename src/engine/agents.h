@@ -14,6 +14,13 @@
 // silent for kAgentOfflineAfterMicros is offline from its last heartbeat (the tick hook,
 // AddAgentTickHooks). Back in contact, the next heartbeat brings the machine back online.
 //
+// Term-fleet nodes (agent_rentals.cc): one workload per provisioning or active rental on the node
+// ("rental-<id>"): the node's cards by UUID (bound as a listing's are), one LUKS2 volume per card
+// slot, the customer's keys, the default image, not_after = the provisioning deadline, then the
+// paid term's end. The agent's "running" report (with the SSH line) starts the term
+// (rentals::Fleet::ReportInstance), "failed" while provisioning refunds it; after a release the
+// reply asks for the erase, then the wipe, of its volumes until each is reported done.
+//
 // Desired workloads: one per active, unpaused lease on the host's machine ("lease-<id>"), with
 // exactly the lease's GPUs by UUID (listing GPU i = the i-th GPU of the listed model the host
 // reports, by index), the customer's SSH keys, the image of the bid (or the configured default)
@@ -95,6 +102,12 @@ struct AgentHost {
   std::vector<std::string> bound_uuids;
 };
 
+// A term rental's LUKS2 volume on the local NVMe of its node's card `slot` ("rental-7-0").
+struct DesiredVolume {
+  std::string name;
+  int slot = 0;
+};
+
 // Desired state of one workload, as the heartbeat's reply carries it.
 struct DesiredWorkload {
   std::string id;  // "lease-17"
@@ -104,6 +117,16 @@ struct DesiredWorkload {
   TimestampMicros not_after = 0;
   std::int64_t cpus = 0;       // the lease's share of the listing's vCPUs
   std::int64_t memory_gb = 0;  // and of its RAM
+  std::vector<DesiredVolume> volumes;  // term rentals: one per card slot
+};
+
+// What a released term rental's local NVMe needs: "erase" (the crypto-erase: luksErase of its
+// volumes) until the agent reports the workload "erased", then "wipe" (blkdiscard) once it is due
+// or a slot is rented again, until it reports "wiped".
+struct DiskAction {
+  std::string id;  // "rental-7"
+  std::string action;
+  std::vector<DesiredVolume> volumes;
 };
 
 // What the agent says about a workload it runs.
@@ -156,6 +179,24 @@ struct EnrolmentToken {
 struct AgentsConfig {
   std::string default_image = "nvidia/cuda:12.4.1-base-ubuntu22.04";
   std::int64_t offline_after_micros = 0;  // 0: kAgentOfflineAfterMicros
+  // A term rental's downtime credit per hour its node was offline: the term's hourly rate (the
+  // term's price / its hours: monthly / 720, weekly / 168) x this, in ppm (1'000'000 = x1).
+  std::int64_t rental_downtime_multiplier_ppm = 1'000'000;
+};
+
+// Money back to a term rental's customer for a span its node's agent was silent.
+struct RentalDowntimeCredit {
+  std::int64_t id = 0;
+  std::int64_t rental_id = 0;
+  std::int64_t host_id = 0;
+  std::int64_t customer_id = 0;
+  TimestampMicros from = 0;  // the node's last heartbeat (or the rental's start, if later)
+  TimestampMicros to = 0;    // back (or the rental's stop or release, if earlier)
+  std::int64_t multiplier_ppm = 0;
+  std::int64_t usd_micros = 0;  // DowntimeCreditMicros of the rental's price
+  Currency currency = Currency::kUsd;  // the wallet credited (the rental's)
+  std::int64_t amount_micros = 0;      // in that currency: the same fraction of what it paid
+  TimestampMicros created_at = 0;
 };
 
 struct AgentsState {
@@ -168,7 +209,12 @@ struct AgentsState {
   std::map<std::string, WorkloadRecord> workloads;
   std::map<std::pair<std::string, TimestampMicros>, UsageHour> usage;  // (workload, hour start)
   std::map<std::int64_t, std::string> image_by_bid;  // launch specs of bids
+  std::multimap<std::int64_t, RentalDowntimeCredit> downtime_by_rental;
   std::int64_t next_host_id = 1;
+  std::int64_t next_downtime_credit_id = 1;
+  // Silence before this moment (the engine's start) is not the host's: a server restart must not
+  // count as every node's downtime.
+  TimestampMicros watch_from = 0;
 };
 
 // ----- Pure helpers --------------------------------------------------------------------------
@@ -203,6 +249,9 @@ market::MachineCondition MachineConditionFor(const market::Machine& listing,
 // "lease-17" <-> 17. 0 when the id is not a lease's.
 std::string LeaseWorkloadId(std::int64_t lease_id);
 std::int64_t LeaseOfWorkload(std::string_view workload_id);
+// "rental-7" <-> 7 (a term rental's instance on a node). 0 when the id is not a rental's.
+std::string RentalWorkloadId(std::int64_t rental_id);
+std::int64_t RentalOfWorkload(std::string_view workload_id);
 
 // A Docker image reference the agent may pull: 1..kMaxImageRefBytes of [A-Za-z0-9._/:@-],
 // starting with a letter or digit. invalid_argument (field "image") otherwise.
@@ -210,6 +259,11 @@ Status ValidateImageRef(std::string_view image);
 // A host name or address for the connection line: 1..253 of [A-Za-z0-9.:-] (so the line can be
 // pasted into a shell as it is). invalid_argument (field "public_host") otherwise.
 Status ValidatePublicHost(std::string_view host);
+
+// A term rental's downtime credit: price_micros x down_micros x multiplier_ppm / (term_micros x
+// 1e6), rounded half-even once (price 12,168 USD a 30-day month, 2 h down, x1: 33.800000 USD).
+std::int64_t DowntimeCreditMicros(std::int64_t price_micros, std::int64_t term_micros,
+                                  std::int64_t down_micros, std::int64_t multiplier_ppm);
 
 // "ssh -p 40001 root@203.0.113.7" for a running workload on a host with a public address; ""
 // otherwise.
@@ -226,6 +280,12 @@ std::string NewAgentCredential();
 Result<EnrolmentToken> CreateMachineEnrolmentToken(Txn& txn, std::int64_t user_id,
                                                    std::int64_t machine_id,
                                                    const std::string& token_hash);
+
+// A one-time enrolment token for a node of the term fleet (admins; not_found for a node that does
+// not exist or was removed). The same limit of unused tokens per node.
+Result<EnrolmentToken> CreateNodeEnrolmentToken(Txn& txn, std::int64_t admin_id,
+                                                std::int64_t node_id,
+                                                const std::string& token_hash);
 
 struct EnrolRequest {
   std::string token_hash;
@@ -252,6 +312,7 @@ struct Heartbeat {
 };
 struct HeartbeatReply {
   std::vector<DesiredWorkload> workloads;
+  std::vector<DiskAction> disk_actions;        // nodes of the term fleet
   std::vector<std::string> unknown_workloads;  // reported ids that are not this host's
   market::MachineCondition condition;          // the machine's, after this heartbeat
 };
@@ -275,11 +336,14 @@ Status RecordLaunchSpec(Txn& txn, market::OrderId bid_id, const std::string& ima
 
 const AgentHost* FindHost(const State& state, std::int64_t host_id);
 const AgentHost* FindHostOfMachine(const State& state, std::int64_t machine_id);
+const AgentHost* FindHostOfNode(const State& state, std::int64_t node_id);
 const WorkloadRecord* FindWorkload(const State& state, const std::string& workload_id);
 // "online", "offline" (silent past the limit, as of `now`) or "revoked".
 std::string HostStatus(const State& state, const AgentHost& host, TimestampMicros now);
 // The image a lease runs (its bid's launch spec, or the default).
 std::string LeaseImage(const State& state, const market::Lease& lease);
+// A term rental's downtime credits, oldest first.
+std::vector<RentalDowntimeCredit> RentalDowntimeCredits(const State& state, std::int64_t rental_id);
 // Usage of a workload, hour by hour (oldest first).
 std::vector<std::pair<TimestampMicros, UsageHour>> WorkloadUsage(const State& state,
                                                                  const std::string& workload_id);

@@ -226,6 +226,9 @@ json MachineAgentJson(const engine::State& state, std::int64_t machine_id, Times
 // How the customer reaches a lease's machine (api_agent.cc): {"state", "ssh", "host", "port",
 // "user", "detail", "updated_at"}; state "waiting" before the agent reported anything.
 json LeaseConnectionJson(const engine::State& state, std::int64_t lease_id);
+// A term rental's downtime credits (its node's agent silent): {"total_usd", "credits": [{"from",
+// "to", "hours", "multiplier", "usd", "amount", "currency", "formula"}]}.
+json RentalDowntimeJson(const engine::State& state, std::int64_t rental_id);
 // POST /v1/fit's "prices": "list" (default: the term fleet's list prices) or "market" (the spot
 // exchange's book). Takes the field out of `body` (a JSON object); true for "market".
 Result<bool> TakePricesField(std::string* body);

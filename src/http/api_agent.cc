@@ -17,10 +17,14 @@
 // Admins:
 //   GET    /v1/admin/hosts?limit=N            -> 200 {"hosts"}
 //   POST   /v1/admin/hosts/{id}/revoke        -> 200 host
+//   POST   /v1/admin/nodes/{id}/enrolment-tokens -> 201 {"token", "expires_at", "command"} (a node
+//          of the term fleet; its agent provisions the node's rentals)
+//   GET    /v1/admin/nodes/{id}/agent         -> 200 {"node_id", "agent"}
 #include "engine/accounts.h"
 #include "engine/agents.h"
 #include "engine/limits.h"
 #include "engine/market.h"
+#include "engine/rentals.h"
 #include "http/api.h"
 #include "http/limits.h"
 #include "market/limits.h"
@@ -258,8 +262,15 @@ Result<std::vector<engine::UsageSample>> ParseUsage(const Request& r) {
   return out;
 }
 
+json VolumesJson(const std::vector<engine::DesiredVolume>& volumes) {
+  json list = json::array();
+  for (const auto& v : volumes) list.push_back({{"name", v.name}, {"slot", v.slot}});
+  return list;
+}
+
 json DesiredJson(const engine::DesiredWorkload& w) {
   return {{"id", w.id},
+          {"volumes", VolumesJson(w.volumes)},
           {"image", w.image},
           {"gpu_uuids", w.gpu_uuids},
           {"ssh_authorized_keys", w.ssh_authorized_keys},
@@ -359,6 +370,30 @@ json LeaseConnectionJson(const engine::State& state, std::int64_t lease_id) {
           {"egress_bytes", w->egress_bytes}};
 }
 
+json RentalDowntimeJson(const engine::State& state, std::int64_t rental_id) {
+  json list = json::array();
+  std::int64_t total = 0;
+  const rentals::Rental* r = state.rentals->fleet.FindRental(rental_id);
+  for (const auto& c : engine::RentalDowntimeCredits(state, rental_id)) {
+    total += c.usd_micros;
+    const std::string hours = FormatMicros((c.to - c.from) / kMicrosPerSecond * 1'000'000 / 3600);
+    const std::string price = r != nullptr ? FormatMicros(r->price_micros) : "?";
+    const std::string term_hours =
+        r != nullptr ? std::to_string(rentals::TermMicros(r->term) / kMicrosPerHour) : "?";
+    list.push_back({{"from", FormatTimestamp(c.from)},
+                    {"to", FormatTimestamp(c.to)},
+                    {"hours", hours},
+                    {"multiplier", FormatMicros(c.multiplier_ppm)},
+                    {"usd", FormatMicros(c.usd_micros)},
+                    {"amount", FormatMicros(c.amount_micros)},
+                    {"currency", CurrencyCode(c.currency)},
+                    {"formula", price + " USD / " + term_hours + " h x " + hours + " h x " +
+                                    FormatMicros(c.multiplier_ppm) + " = " +
+                                    FormatMicros(c.usd_micros) + " USD"}});
+  }
+  return {{"total_usd", FormatMicros(total)}, {"credits", list}};
+}
+
 void RegisterAgentRoutes(Router& router, ApiContext& api) {
   using engine::kRoleAdmin;
   using engine::kRoleProvider;
@@ -398,6 +433,12 @@ void RegisterAgentRoutes(Router& router, ApiContext& api) {
                    GPUHUB_ASSIGN_OR_RETURN(auto reply, engine::RecordHeartbeat(txn, host.id, hb));
                    json desired = json::array();
                    for (const auto& w : reply.workloads) desired.push_back(DesiredJson(w));
+                   json disks = json::array();
+                   for (const auto& d : reply.disk_actions) {
+                     disks.push_back({{"id", d.id},
+                                      {"action", d.action},
+                                      {"volumes", VolumesJson(d.volumes)}});
+                   }
                    json blocked = json::array();
                    for (int i = 0; i < market::kMaxGpusPerMachine; ++i) {
                      if (reply.condition.blocked_mask & (1u << i)) blocked.push_back(i);
@@ -409,6 +450,7 @@ void RegisterAgentRoutes(Router& router, ApiContext& api) {
                         {"heartbeat_interval_seconds", engine::kAgentHeartbeatIntervalSeconds},
                         {"usage_interval_seconds", engine::kAgentUsageIntervalSeconds},
                         {"workloads", desired},
+                        {"disk_actions", disks},
                         {"unknown_workloads", reply.unknown_workloads},
                         {"machine",
                          {{"hold_reason", reply.condition.hold_reason.empty()
@@ -493,6 +535,30 @@ void RegisterAgentRoutes(Router& router, ApiContext& api) {
                      list.push_back(HostJson(txn.state, it->second, txn.now));
                    }
                    return Reply{200, {{"hosts", list}}};
+                 }));
+  router.Add("POST", "/v1/admin/nodes/{id}/enrolment-tokens",
+             Authenticated<std::int64_t>(
+                 api, kRoleAdmin, [](const Request& r) { return IdOnly(r, "node"); },
+                 [](Txn& txn, const User& me, const std::int64_t& node) -> Result<Reply> {
+                   std::string token = engine::NewEnrolmentToken();
+                   GPUHUB_ASSIGN_OR_RETURN(auto t, engine::CreateNodeEnrolmentToken(
+                                                       txn, me.id, node, engine::HashToken(token)));
+                   return Reply{201,
+                                {{"token", token},
+                                 {"node_id", node},
+                                 {"expires_at", FormatTimestamp(t.expires_at)},
+                                 {"command", "gpuhub agent enroll --server <this server's URL> "
+                                             "--token " + token}}};
+                 },
+                 /*idempotent=*/false));
+  router.Add("GET", "/v1/admin/nodes/{id}/agent",
+             Authenticated<std::int64_t>(
+                 api, kRoleAdmin, [](const Request& r) { return IdParam(r, "node"); },
+                 [](Txn& txn, const User&, const std::int64_t& node) -> Result<Reply> {
+                   const AgentHost* host = engine::FindHostOfNode(txn.state, node);
+                   return Reply{200, {{"node_id", node},
+                                      {"agent", host == nullptr ? json{{"status", "none"}}
+                                                                : HostJson(txn.state, *host, txn.now)}}};
                  }));
   router.Add("POST", "/v1/admin/hosts/{id}/revoke",
              Authenticated<std::int64_t>(

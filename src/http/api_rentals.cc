@@ -457,7 +457,9 @@ void RegisterRentalRoutes(Router& router, ApiContext& api) {
                  [](Txn& txn, const User& me, const std::size_t& limit) -> Result<Reply> {
                    json list = json::array();
                    for (const auto& rental : Fleet(txn).ListRentals(me.id, limit)) {
-                     list.push_back(RentalJson(Fleet(txn), rental));
+                     json one = RentalJson(Fleet(txn), rental);
+                     one["downtime_credit"] = RentalDowntimeJson(txn.state, rental.id);
+                     list.push_back(std::move(one));
                    }
                    return Reply{200, {{"rentals", list}, {"as_of", FormatTimestamp(txn.now)}}};
                  }));
@@ -470,6 +472,7 @@ void RegisterRentalRoutes(Router& router, ApiContext& api) {
                      return Status::NotFound("no rental " + std::to_string(id) + " of yours");
                    }
                    json out = RentalDetailJson(Fleet(txn), *rental);
+                   out["downtime_credit"] = RentalDowntimeJson(txn.state, id);
                    out["as_of"] = FormatTimestamp(txn.now);
                    return Reply{200, out};
                  }));

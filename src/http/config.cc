@@ -202,7 +202,8 @@ Result<ServiceConfig> ParseServiceConfig(std::string_view toml_text, std::string
     }
   }
   if (const toml::table* a = root["agents"].as_table()) {
-    GPUHUB_RETURN_IF_ERROR(known(*a, "agents", {"default_image", "offline_after_seconds"}));
+    GPUHUB_RETURN_IF_ERROR(known(*a, "agents", {"default_image", "offline_after_seconds",
+                                                "rental_downtime_multiplier"}));
     GPUHUB_RETURN_IF_ERROR(text(*a, "agents", "default_image", &config.agents_default_image));
     if (Status image = engine::ValidateImageRef(config.agents_default_image); !image.ok()) {
       return Status::InvalidArgument(where(*a->get("default_image"), "agents.default_image") +
@@ -210,6 +211,18 @@ Result<ServiceConfig> ParseServiceConfig(std::string_view toml_text, std::string
     }
     GPUHUB_RETURN_IF_ERROR(integer(*a, "agents", "offline_after_seconds", 30, 3600,
                                    &config.agents_offline_after_seconds));
+    if (const toml::node* m = a->get("rental_downtime_multiplier")) {
+      // A decimal with up to 6 places ("1", "1.5"), as a string or a whole number.
+      std::string value = m->is_integer() ? std::to_string(*m->value<std::int64_t>())
+                          : m->is_string() ? *m->value<std::string>()
+                                           : std::string("?");
+      auto ppm = ParseDecimalMicros(value, 6);
+      if (!ppm.ok() || *ppm < 0 || *ppm > 10 * 1'000'000) {
+        return Status::InvalidArgument(where(*m, "agents.rental_downtime_multiplier") +
+                                       " must be a number from 0 to 10 such as \"1\" or \"1.5\"");
+      }
+      config.agents_rental_downtime_multiplier_ppm = *ppm;
+    }
   }
   if (const toml::table* p = root["payments"].as_table()) {
     GPUHUB_RETURN_IF_ERROR(known(*p, "payments",

@@ -118,6 +118,9 @@ struct ServiceConfig {
 
   std::string agents_default_image = "nvidia/cuda:12.4.1-base-ubuntu22.04";
   std::int64_t agents_offline_after_seconds = 45;
+  // [agents] rental_downtime_multiplier: a term rental's downtime credit per offline hour is its
+  // hourly rate (monthly / 720, weekly / 168) x this (ppm; default x1).
+  std::int64_t agents_rental_downtime_multiplier_ppm = 1'000'000;
 };
 
 // Parses the TOML text of a config file; errors name the file, line and key.

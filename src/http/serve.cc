@@ -152,6 +152,8 @@ int RunServe(const ServeOptions& options) {
   engine_options.domains.agents->default_image = config.agents_default_image;
   engine_options.domains.agents->offline_after_micros =
       config.agents_offline_after_seconds * kMicrosPerSecond;
+  engine_options.domains.agents->rental_downtime_multiplier_ppm =
+      config.agents_rental_downtime_multiplier_ppm;
 #ifdef GPUHUB_HAVE_FIT
   if (auto fleet = catalog::LoadCatalog(options.data_dir + "/catalog.toml"); fleet.ok()) {
     for (const auto& card : fleet->spot) {

@@ -631,6 +631,19 @@ std::vector<Rental> Fleet::LiveRentalsOnNode(NodeId id) const {
   return out;
 }
 
+std::vector<Rental> Fleet::UnwipedOnNode(NodeId id) const {
+  std::vector<Rental> out;
+  auto it = rentals_by_node_.find(id);
+  if (it == rentals_by_node_.end()) return out;
+  for (RentalId r : it->second) {
+    const Rental& rental = rentals_.at(r).rental;
+    if (rental.state == RentalState::kReleased && rental.instance.wiped_at == 0) {
+      out.push_back(rental);
+    }
+  }
+  return out;
+}
+
 std::vector<Event> Fleet::History(RentalId id) const {
   auto it = rentals_.find(id);
   return it == rentals_.end() ? std::vector<Event>{} : it->second.history;

@@ -231,6 +231,9 @@ class Fleet {
   std::vector<Node> ListNodes(std::string_view gpu, std::string_view region, NodeId after = 0,
                               std::size_t limit = SIZE_MAX) const;
   std::vector<Rental> LiveRentalsOnNode(NodeId id) const;
+  // Released rentals of the node whose local NVMe is not wiped yet, oldest first (the host agent
+  // erases and wipes them).
+  std::vector<Rental> UnwipedOnNode(NodeId id) const;
   std::uint32_t RentedCards(NodeId id) const { return inventory_.Used(id); }
   // Oldest first, the newest kMaxEventsKeptPerRental.
   std::vector<Event> History(RentalId id) const;

@@ -428,6 +428,23 @@ CREATE TABLE launch_specs (
   created_at_us BIGINT NOT NULL
 );
 )sql"},
+      {9, "rental_downtime_credits",
+       R"sql(
+CREATE TABLE rental_downtime_credits (
+  id BIGINT PRIMARY KEY,
+  rental_id BIGINT NOT NULL,
+  host_id BIGINT NOT NULL,
+  customer_id BIGINT NOT NULL REFERENCES users (id),
+  from_us BIGINT NOT NULL,
+  to_us BIGINT NOT NULL,
+  multiplier_ppm BIGINT NOT NULL,
+  usd_micros BIGINT NOT NULL,
+  currency TEXT NOT NULL,
+  amount_micros BIGINT NOT NULL,
+  created_at_us BIGINT NOT NULL
+);
+CREATE INDEX rental_downtime_credits_by_rental ON rental_downtime_credits (rental_id);
+)sql"},
   };
   return migrations;
 }

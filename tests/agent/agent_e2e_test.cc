@@ -108,6 +108,12 @@ class AgentE2eTest : public ::testing::TestWithParam<std::string> {
     auto token = client_->Call("POST", "/v1/machines/" + std::to_string(machine_) + "/enrolment-tokens",
                                nullptr, provider_);
     ASSERT_EQ(token.status, 201) << token.body;
+    WriteAgentConfig("");
+    EnrolWith(token.Json()["token"]);
+  }
+  // The agent's config: the fake Docker, nvidia-smi and the state directory under the test's
+  // directory; `extra` is appended.
+  void WriteAgentConfig(const std::string& extra) {
     config_ = dir_.path() + "/agent.toml";
     std::ofstream(config_) << "state_dir = \"" << dir_.path() << "/agent-state\"\n"
                            << "public_host = \"203.0.113.7\"\n"
@@ -118,10 +124,15 @@ class AgentE2eTest : public ::testing::TestWithParam<std::string> {
                            << "disk_path = \"" << dir_.path() << "\"\n"
                            << "heartbeat_interval_ms = 200\n"
                            << "usage_interval_ms = 300\n"
-                           << "reconcile_interval_ms = 100\n";
+                           << "reconcile_interval_ms = 100\n"
+                           << extra;
+  }
+  // `gpuhub agent enroll` with the one-time token; checks the credential file and that the token
+  // cannot be used twice.
+  void EnrolWith(const std::string& token) {
     const std::string url = "http://127.0.0.1:" + std::to_string(server_->port());
-    auto enrolled = RunGpuhub({"agent", "enroll", "--server", url, "--token",
-                               token.Json()["token"].get<std::string>(), "--config", config_},
+    auto enrolled = RunGpuhub({"agent", "enroll", "--server", url, "--token", token, "--config",
+                               config_},
                               "");
     ASSERT_EQ(enrolled.exit_code, 0) << enrolled.output;
     EXPECT_NE(enrolled.output.find("enrolled as host"), std::string::npos) << enrolled.output;
@@ -129,8 +140,7 @@ class AgentE2eTest : public ::testing::TestWithParam<std::string> {
     ASSERT_EQ(::stat((dir_.path() + "/agent-state/credential").c_str(), &st), 0);
     EXPECT_EQ(st.st_mode & 0777, 0600u);
     // The token was one-time.
-    auto again = RunGpuhub({"agent", "enroll", "--server", url, "--token",
-                            token.Json()["token"].get<std::string>(), "--state-dir",
+    auto again = RunGpuhub({"agent", "enroll", "--server", url, "--token", token, "--state-dir",
                             dir_.path() + "/other-state"},
                            "");
     EXPECT_EQ(again.exit_code, 2) << again.output;
@@ -370,8 +380,161 @@ TEST_P(AgentServerDownTest, TheAgentStopsAWorkloadAloneWhenItsPaidHourEnds) {
       << agent_->Log();
 }
 
+class AgentRentalE2eTest : public AgentE2eTest {
+ protected:
+  void SetUp() override {
+    agents_config_ = "[rentals]\nprovisioning = \"agent\"\n";
+    AgentE2eTest::SetUp();
+  }
+  // A fleet node of 2 H100 SXM cards whose agent the admin enrols, with an NVMe device per card
+  // slot and fake cryptsetup, mkfs and blkdiscard that append their arguments to tools.log.
+  void AddNodeAndEnrol() {
+    customer_ = User("carl", {"customer"});
+    auto credit = client_->Call("POST", "/v1/admin/credits",
+                                {{"username", "carl"}, {"amount", "2000"}, {"currency", "USD"},
+                                 {"reason", "test funds"}},
+                                admin_);
+    ASSERT_EQ(credit.status, 201) << credit.body;
+    ASSERT_EQ(client_->Call("POST", "/v1/ssh-keys", {{"public_key", kKey}}, customer_).status, 201);
+    auto node = client_->Call("POST", "/v1/admin/nodes",
+                              {{"gpu", "H100 SXM"}, {"region", "IAD-1"}, {"cards", 2}}, admin_);
+    ASSERT_EQ(node.status, 201) << node.body;
+    node_ = node.Json()["id"].get<long long>();
+    const std::string tokens = "/v1/admin/nodes/" + std::to_string(node_) + "/enrolment-tokens";
+    EXPECT_EQ(client_->Call("POST", tokens, nullptr, customer_).status, 403) << "admins only";
+    auto token = client_->Call("POST", tokens, nullptr, admin_);
+    ASSERT_EQ(token.status, 201) << token.body;
+    tools_log_ = dir_.path() + "/tools.log";
+    std::string tools;
+    for (const char* tool : {"cryptsetup", "mkfs", "blkdiscard"}) {
+      const std::string path = dir_.path() + "/" + tool;
+      // `cryptsetup status` says "not open" (4), as after a reboot.
+      std::ofstream(path) << "#!/bin/sh\necho \"" << tool << " $*\" >> " << tools_log_
+                          << "\n[ \"$1\" = status ] && exit 4\nexit 0\n";
+      ::chmod(path.c_str(), 0755);
+      tools += std::string(tool) + " = \"" + path + "\"\n";
+    }
+    WriteAgentConfig("nvme_devices = [\"/dev/nvme0n1\", \"/dev/nvme1n1\"]\n[storage]\n" + tools);
+    EnrolWith(token.Json()["token"]);
+  }
+  json NodeAgent() {
+    return Get("/v1/admin/nodes/" + std::to_string(node_) + "/agent", admin_)["agent"];
+  }
+  json Rental(long long id) { return Get("/v1/rentals/" + std::to_string(id), customer_); }
+  std::string Tools() {
+    std::ifstream in(tools_log_);
+    return std::string(std::istreambuf_iterator<char>(in), {});
+  }
+
+  long long node_ = 0;
+  std::string tools_log_;
+};
+
+// A term rental on a node with an agent: provisioning -> the agent formats the card slot's NVMe as
+// LUKS2 with a key made on the host, starts the container with the card's GPU and the disk ->
+// the term starts with the SSH line on the rental; the agent SIGKILLed and restarted adopts it
+// (no second container, no second format); release -> container removed -> luksErase -> 7 days
+// later blkdiscard -> the rental says wiped.
+TEST_P(AgentRentalE2eTest, ARentalRunsOnItsNodeWithAnEncryptedDiskReleaseErasesThenWipesIt) {
+  AddNodeAndEnrol();
+  docker_->AddImage(kImage);
+  StartAgent();
+  ASSERT_TRUE(WaitFor([&] {
+    json a = NodeAgent();
+    return a["status"] == "online" && a["inventory"]["gpus"].size() == 2;
+  })) << Context();
+  auto order = client_->Call("POST", "/v1/rentals",
+                             {{"gpu", "H100 SXM"}, {"count", 1}, {"term", "week"}, {"region", "IAD-1"}},
+                             customer_);
+  ASSERT_EQ(order.status, 201) << order.body;
+  EXPECT_EQ(order.Json()["state"], "provisioning");
+  const long long id = order.Json()["id"].get<long long>();
+  const std::string workload = "rental-" + std::to_string(id);
+  ASSERT_TRUE(WaitFor([&] { return Rental(id)["state"] == "active"; })) << Rental(id).dump() << Context();
+  json r = Rental(id);
+  EXPECT_EQ(r["instance"]["state"], "running");
+  EXPECT_EQ(r["instance"]["connection"]["ssh"], "ssh -p 40000 root@203.0.113.7") << r.dump();
+  auto creates = docker_->CallsTo("POST", "/containers/create");
+  ASSERT_EQ(creates.size(), 1u);
+  EXPECT_EQ(creates[0].query, "name=gpuhub-" + workload);
+  json host = json::parse(creates[0].body)["HostConfig"];
+  EXPECT_EQ(host["DeviceRequests"][0]["DeviceIDs"], json({Uuid(0)})) << "card 0 of the node";
+  EXPECT_EQ(host["Privileged"], false);
+  json mount = host["Mounts"][0];
+  EXPECT_EQ(mount["Target"], "/data/nvme0");
+  EXPECT_EQ(mount["VolumeOptions"]["DriverConfig"]["Options"]["device"],
+            "/dev/mapper/" + workload + "-0");
+  const std::string key = dir_.path() + "/agent-state/keys/" + workload + "-0.key";
+  EXPECT_NE(Tools().find("cryptsetup luksFormat --type luks2 --batch-mode --key-file " + key +
+                         " /dev/nvme0n1"),
+            std::string::npos)
+      << Tools();
+  struct stat st {};
+  ASSERT_EQ(::stat(key.c_str(), &st), 0) << "the key stays on the host";
+  EXPECT_EQ(st.st_mode & 0777, 0600u);
+  EXPECT_EQ(st.st_size, 64);
+
+  // The agent is SIGKILLed and the node stays silent for 2 h: back, the rental is credited 2 h at
+  // the term's hourly rate (475.00 / 168 h x 2 h x 1), and the restarted agent adopts the
+  // container.
+  EXPECT_EQ(Wallet(), "1525.000000");
+  agent_->Kill();
+  Advance(2 * 3600);
+  StartAgent();
+  ASSERT_TRUE(WaitFor([&] { return Rental(id)["downtime_credit"]["total_usd"] == "5.654762"; }))
+      << Rental(id).dump() << Context();
+  EXPECT_EQ(Wallet(), "1530.654762");
+  EXPECT_EQ(Rental(id)["downtime_credit"]["credits"][0]["formula"],
+            "475.000000 USD / 168 h x 2.000000 h x 1.000000 = 5.654762 USD");
+  const auto lists = docker_->CallsTo("GET", "/containers/json").size();
+  ASSERT_TRUE(WaitFor([&] { return docker_->CallsTo("GET", "/containers/json").size() > lists + 10; }));
+  EXPECT_EQ(docker_->CallsTo("POST", "/containers/create").size(), 1u) << "adopted, not created again";
+  EXPECT_EQ(Running("gpuhub-" + workload).size(), 1u);
+
+  auto release = client_->Call("POST", "/v1/rentals/" + std::to_string(id) + "/release",
+                               {{"confirm", true}}, customer_);
+  ASSERT_EQ(release.status, 200) << release.body;
+  ASSERT_TRUE(WaitFor([&] { return docker_->Containers().empty(); })) << Context();
+  ASSERT_TRUE(WaitFor([&] {
+    return Tools().find("cryptsetup luksErase --batch-mode /dev/nvme0n1") != std::string::npos;
+  })) << Tools() << Context();
+  EXPECT_NE(::stat(key.c_str(), &st), 0) << "the key file is gone";
+  EXPECT_EQ(Tools().find("blkdiscard"), std::string::npos) << "the wipe is due in 7 days";
+  EXPECT_TRUE(Rental(id)["instance"]["wiped_at"].is_null());
+  Advance(7 * 24 * 3600);
+  ASSERT_TRUE(WaitFor([&] { return Rental(id)["instance"]["wiped_at"].is_string(); }))
+      << Rental(id).dump() << Context();
+  const std::string tools = Tools();
+  EXPECT_LT(tools.find("luksErase"), tools.find("blkdiscard -f /dev/nvme0n1")) << tools;
+  EXPECT_EQ(Tools().find("luksFormat", Tools().find("luksFormat") + 1), std::string::npos)
+      << "formatted once";
+}
+
+// Nothing can start the instance (no NVMe device for its card slot): the agent reports the
+// failure and the rental is refunded in full at once.
+TEST_P(AgentRentalE2eTest, AnInstanceTheAgentCannotProvisionIsRefunded) {
+  AddNodeAndEnrol();
+  WriteAgentConfig("nvme_devices = []\n");
+  docker_->AddImage(kImage);
+  StartAgent();
+  ASSERT_TRUE(WaitFor([&] { return NodeAgent()["status"] == "online"; })) << Context();
+  auto order = client_->Call("POST", "/v1/rentals",
+                             {{"gpu", "H100 SXM"}, {"count", 1}, {"term", "week"}, {"region", "IAD-1"}},
+                             customer_);
+  ASSERT_EQ(order.status, 201) << order.body;
+  const long long id = order.Json()["id"].get<long long>();
+  ASSERT_TRUE(WaitFor([&] { return Rental(id)["state"] == "released"; })) << Rental(id).dump() << Context();
+  json r = Rental(id);
+  EXPECT_EQ(r["release_reason"], "provisioning_failed");
+  EXPECT_NE(r["instance"]["error"].get<std::string>().find("card slot 0 has no NVMe device"),
+            std::string::npos) << r.dump();
+  EXPECT_EQ(Wallet(), "2000.000000") << "refunded in full";
+  EXPECT_TRUE(docker_->Containers().empty());
+}
+
 INSTANTIATE_TEST_SUITE_P(Backends, AgentE2eTest, ::testing::Values("sqlite", "postgresql"));
 INSTANTIATE_TEST_SUITE_P(Backends, AgentServerDownTest, ::testing::Values("sqlite", "postgresql"));
+INSTANTIATE_TEST_SUITE_P(Backends, AgentRentalE2eTest, ::testing::Values("sqlite", "postgresql"));
 
 }  // namespace
 }  // namespace gpuhub::testing

@@ -160,3 +160,38 @@ test('the sell page shows the agent and why the ask is off the book; a lease sho
     await context.close();
   }
 });
+
+test('a term rental shows the SSH line its node agent reports and the downtime credit', async () => {
+  const customerName = username('rita');
+  const customer = await env.api.user(customerName, ['customer']);
+  await env.api.fund(customer, '700.00');
+  await env.api.call('POST', '/v1/ssh-keys', { public_key: KEY }, customer);
+  const rental = await env.api.call('POST', '/v1/rentals', { gpu: 'H100 SXM', count: 1, term: 'week' }, customer);
+  // The admin enrols the agent of the rental's node (a demo node of 8 H100 SXM).
+  const admin = await env.server.adminToken();
+  const token = await env.api.call('POST', `/v1/admin/nodes/${rental.node_id}/enrolment-tokens`, {}, admin);
+  const node = scriptedAgent((await env.api.call('POST', '/v1/agent/enroll', { token: token.token, hostname: 'node-e2e' })).credential);
+  const desired = await node.beat(8);
+  const w = desired.workloads.find((x) => x.id === `rental-${rental.id}`);
+  assert.ok(w, JSON.stringify(desired));
+  assert.deepEqual(w.ssh_authorized_keys, [KEY]);
+  assert.deepEqual(w.volumes, [{ name: `rental-${rental.id}-${rental.cards[0]}`, slot: rental.cards[0] }]);
+  await node.beat(8, [{ id: w.id, state: 'running', ssh_port: 40002 }]);
+  // The node is silent for 2 h, then back: 475.00 / 168 h x 2 h is credited.
+  await env.server.advanceClock(7200);
+  await node.beat(8, [{ id: w.id, state: 'running', ssh_port: 40002 }]);
+
+  const { context, page, problems } = await newPage(env.chrome.browser, 'desktop', env.server.url);
+  try {
+    await logIn(page, customerName);
+    const item = page.locator(`#rental-${rental.id}`);
+    await item.locator('.connect').waitFor();
+    assert.ok((await item.locator('.connect').innerText()).includes('ssh -p 40002 root@198.51.100.7'));
+    assert.match(await item.locator('.downtime').innerText(), /\$5\.65 credited: the node was offline 2\.00 h/);
+    await item.scrollIntoViewIfNeeded();
+    await screenshot(page, 'account-rental-connection-desktop');
+    assert.deepEqual(unexpected(problems), []);
+  } finally {
+    await context.close();
+  }
+});

@@ -124,6 +124,26 @@ export function clearFormErrors(form) {
 }
 
 // One figure of a summary row: a small label over a large value.
+// A command to paste into a terminal (an SSH line) with a Copy button; `label` names it for screen
+// readers ("the SSH command of lease #7").
+export function copyableCommand(text, label) {
+  const code = h('code', { class: 'connection-line' }, text);
+  const copy = h('button', {
+    type: 'button',
+    class: 'btn btn-small btn-secondary',
+    'aria-label': `Copy ${label}`,
+    onclick: async (e) => {
+      try {
+        await navigator.clipboard.writeText(text);
+        e.currentTarget.textContent = 'Copied';
+      } catch {
+        e.currentTarget.textContent = 'Select and copy';
+      }
+    },
+  }, 'Copy');
+  return h('span', { class: 'connection' }, code, ' ', copy);
+}
+
 export function stat(label, value, cls) {
   return h('div', { class: 'stat' }, h('div', { class: 'label' }, label), h('div', { class: 'value ' + (cls || '') }, value));
 }

@@ -2,7 +2,7 @@
 // a signed-in customer the bid form, their open bids and their leases with a stop button. The
 // figures are the API's; the page only scales bars to draw them.
 import { api, currentSession, newIdempotencyKey, RequestKey } from './api.js';
-import { h, $, replace, table, showFormError, clearFormErrors, setBusy, errorBox, empty, stat } from './dom.js';
+import { h, $, replace, table, showFormError, clearFormErrors, setBusy, errorBox, empty, stat, copyableCommand } from './dom.js';
 import { usd, money, integer, timestamp } from './format.js';
 import { loadMarkets, bestAsk, bestBid } from './markets.js';
 
@@ -376,23 +376,7 @@ function leaseStatus(l) {
 function connection(l) {
   const c = l.connection || {};
   if (l.status !== 'active') return c.state === 'stopped' ? h('span', { class: 'muted' }, 'removed') : '';
-  if (c.ssh) {
-    const code = h('code', { class: 'connection-line' }, c.ssh);
-    const copy = h('button', {
-      type: 'button',
-      class: 'btn btn-small btn-secondary',
-      'aria-label': `Copy the SSH command of lease #${l.id}`,
-      onclick: async (e) => {
-        try {
-          await navigator.clipboard.writeText(c.ssh);
-          e.currentTarget.textContent = 'Copied';
-        } catch {
-          e.currentTarget.textContent = 'Select and copy';
-        }
-      },
-    }, 'Copy');
-    return h('span', { class: 'connection' }, code, ' ', copy);
-  }
+  if (c.ssh) return copyableCommand(c.ssh, `the SSH command of lease #${l.id}`);
   const words = {
     no_agent: 'no agent on this machine yet',
     waiting: 'starting…',

@@ -3,7 +3,7 @@
 // renewal invoice with a pay button, the auto-renew switch, and release behind a confirmation that
 // says no refund is made and the data is destroyed. Notifications are the account's newest.
 import { api } from './api.js';
-import { h, $, replace, errorBox, empty, setBusy } from './dom.js';
+import { h, $, replace, errorBox, empty, setBusy, copyableCommand } from './dom.js';
 import { money, timestamp } from './format.js';
 
 const REFRESH_MS = 10000;
@@ -93,6 +93,15 @@ function releaseControls(r) {
   return [open, confirm];
 }
 
+// How to reach the instance: its SSH line once the node's agent runs it.
+function connectFact(r) {
+  const ssh = r.instance.connection && r.instance.connection.ssh;
+  if (r.state === 'released') return null;
+  if (ssh && r.state === 'active') return [h('dt', null, 'Connect'), h('dd', { class: 'connect' }, copyableCommand(ssh, `the SSH command of rental #${r.id}`))];
+  if (r.state === 'provisioning') return [h('dt', null, 'Connect'), h('dd', { class: 'connect muted' }, r.instance.error ? `failed: ${r.instance.error}` : 'starting on its node…')];
+  return null;
+}
+
 function rentalItem(r) {
   const next = r.next_transition;
   const held = r.state === 'stopped';
@@ -113,6 +122,10 @@ function rentalItem(r) {
       next ? [h('dt', null, 'Next'), h('dd', { class: 'next' }, `${NEXT_LABEL[next.what] || next.what} in `, h('strong', { dataset: { countdown: next.at } }, countdown(next.at)), h('span', { class: 'muted small' }, ` (${timestamp(next.at)})`))] : null,
       h('dt', null, 'Machine'),
       h('dd', null, `node ${r.node_id}, cards ${r.cards.join(', ')}, ${r.instance.nvme_gb} GB NVMe, ${r.instance.state}`),
+      connectFact(r),
+      r.downtime_credit && Number(r.downtime_credit.total_usd) > 0
+        ? [h('dt', null, 'Downtime'), h('dd', { class: 'downtime' }, `${money(r.downtime_credit.total_usd, 'USD')} credited: the node was offline ${r.downtime_credit.credits.map((c) => `${Number(c.hours).toFixed(2)} h`).join(' + ')}`, h('div', { class: 'hint' }, r.downtime_credit.credits.map((c) => c.formula).join('; ')))]
+        : null,
       r.state === 'released' ? [h('dt', null, 'Released'), h('dd', null, `${timestamp(r.released_at)} (${String(r.release_reason).replace(/_/g, ' ')}); data destroyed`)] : null
     ),
     held ? h('p', { class: 'alert alert-error hold' }, `On hold: the renewal was not paid. Pay it before ${timestamp(r.hold_until)} to run again (the new term counts from the old end); after that the disk's data is destroyed.`) : null,

@@ -78,13 +78,17 @@ export async function startServer() {
     },
     // Moves the server's manual clock by `seconds` (the time-driven work runs at once); the new
     // time, as the server writes it.
-    async advanceClock(seconds) {
+    // A session token of the administrator.
+    async adminToken() {
       const login = await fetch(url + '/v1/sessions', {
         method: 'POST',
         headers: { 'Content-Type': 'application/json' },
         body: JSON.stringify({ username: ADMIN_USERNAME, password: ADMIN_PASSWORD }),
       });
-      const { token } = await login.json();
+      return (await login.json()).token;
+    },
+    async advanceClock(seconds) {
+      const token = await this.adminToken();
       const res = await fetch(url + '/v1/admin/clock/advance', {
         method: 'POST',
         headers: { 'Content-Type': 'application/json', Authorization: 'Bearer ' + token },
