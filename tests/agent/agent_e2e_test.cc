@@ -10,6 +10,7 @@
 #include "agent/testing/fake_docker.h"
 #include "agent_process.h"
 #include "harness.h"
+#include "server_fixture.h"
 
 namespace gpuhub::testing {
 namespace {
@@ -23,17 +24,12 @@ constexpr const char* kImage = "nvidia/cuda:12.4.1-base-ubuntu22.04";
 
 std::string Uuid(int i) { return "GPU-0000000" + std::to_string(i) + "-aaaa-bbbb-cccc-dddddddddddd"; }
 
-class AgentE2eTest : public ::testing::TestWithParam<std::string> {
+class AgentE2eTest : public ServerFixture {
  protected:
+  void Configure(ServerOptions& options) override { options.config_extra = agents_config_; }
   void SetUp() override {
-    db_ = FreshDatabaseUrl(GetParam(), dir_);
-    if (db_.empty()) GTEST_SKIP() << "GPUHUB_TEST_PG_URL is unset: PostgreSQL case skipped";
-    ServerOptions options = Options();
-    auto r = CreateAdmin(dir_, options);
-    ASSERT_EQ(r.exit_code, 0) << r.output;
-    StartServer();
-    admin_ = LogInAdmin(*client_);
-    ASSERT_FALSE(admin_.empty());
+    ServerFixture::SetUp();
+    if (IsSkipped() || HasFatalFailure()) return;
     docker_ = std::make_unique<FakeDocker>(dir_.path() + "/docker.sock");
     ASSERT_TRUE(docker_->Start());
     smi_csv_ = dir_.path() + "/gpus.csv";
@@ -47,17 +43,6 @@ class AgentE2eTest : public ::testing::TestWithParam<std::string> {
   void TearDown() override {
     if (agent_) agent_->Kill();
     if (docker_) docker_->Stop();
-  }
-  ServerOptions Options() {
-    ServerOptions options;
-    options.db = db_;
-    options.config_extra = agents_config_;
-    return options;
-  }
-  void StartServer() {
-    server_ = std::make_unique<ServerProcess>(dir_, Options());
-    ASSERT_TRUE(server_->Start()) << server_->Log();
-    client_ = std::make_unique<HttpClient>(server_->port());
   }
   void SetGpus(int n, int unhealthy_index = -1) {
     std::ofstream out(smi_csv_ + ".tmp");
@@ -73,10 +58,6 @@ class AgentE2eTest : public ::testing::TestWithParam<std::string> {
     EXPECT_EQ(r.status, 200) << path << ": " << r.body;
     return r.Json();
   }
-  void Advance(long long seconds) {
-    auto r = client_->Call("POST", "/v1/admin/clock/advance", {{"seconds", seconds}}, admin_);
-    ASSERT_EQ(r.status, 200) << r.body;
-  }
   // Moves the server's clock, then waits for the agent's next heartbeat at the new time.
   void AdvanceAndWaitForHeartbeat(long long seconds) {
     Advance(seconds);
@@ -88,11 +69,7 @@ class AgentE2eTest : public ::testing::TestWithParam<std::string> {
   void ListMachineAndEnrol(int listed_gpus) {
     provider_ = User("paula", {"provider"});
     customer_ = User("carl", {"customer"});
-    auto credit = client_->Call("POST", "/v1/admin/credits",
-                                {{"username", "carl"}, {"amount", "100"}, {"currency", "USD"},
-                                 {"reason", "test funds"}},
-                                admin_);
-    ASSERT_EQ(credit.status, 201) << credit.body;
+    Credit("carl", "100");
     auto key = client_->Call("POST", "/v1/ssh-keys", {{"public_key", kKey}}, customer_);
     ASSERT_EQ(key.status, 201) << key.body;
     auto m = client_->Call("POST", "/v1/machines",
@@ -191,16 +168,23 @@ class AgentE2eTest : public ::testing::TestWithParam<std::string> {
     EXPECT_EQ(market["settlement"], "ok") << market.dump();
     EXPECT_EQ(market["ledger"], "ok") << market.dump();
   }
+  // A 2-GPU machine with its agent running and one 1-GPU lease whose container runs; its name.
+  std::string OneRunningLease(long long* lease) {
+    ListMachineAndEnrol(2);
+    docker_->AddImage(kImage);
+    StartAgent();
+    EXPECT_TRUE(WaitFor([&] { return Online(2); })) << Context();
+    *lease = Buy(1);
+    const std::string name = "gpuhub-lease-" + std::to_string(*lease);
+    EXPECT_TRUE(WaitFor([&] { return Running(name).size() == 1; })) << Context();
+    return name;
+  }
   std::string Context() { return "\nagent log:\n" + (agent_ ? agent_->Log() : "") + "\nserver log:\n" + server_->Log(); }
 
-  TempDir dir_;
-  std::string db_;
   std::string agents_config_;
-  std::unique_ptr<ServerProcess> server_;
-  std::unique_ptr<HttpClient> client_;
   std::unique_ptr<FakeDocker> docker_;
   std::unique_ptr<AgentProcess> agent_;
-  std::string admin_, provider_, customer_, config_, smi_, smi_csv_;
+  std::string provider_, customer_, config_, smi_, smi_csv_;
   long long machine_ = 0;
 };
 
@@ -313,13 +297,9 @@ TEST_P(AgentE2eTest, MeasuredGpusDecideWhatIsSold) {
 // back: billing resumes with a new hour, and the restarted agent adopts the running container
 // instead of starting a second one.
 TEST_P(AgentE2eTest, MissedHeartbeatsPauseAndCreditTheLeaseARestartedAgentAdoptsItsContainer) {
-  ListMachineAndEnrol(2);
-  docker_->AddImage(kImage);
-  StartAgent();
-  ASSERT_TRUE(WaitFor([&] { return Online(2); })) << Context();
-  long long lease = Buy(1);
-  const std::string name = "gpuhub-lease-" + std::to_string(lease);
-  ASSERT_TRUE(WaitFor([&] { return Running(name).size() == 1; })) << Context();
+  long long lease = 0;
+  const std::string name = OneRunningLease(&lease);
+  ASSERT_FALSE(HasFailure());
   EXPECT_EQ(Wallet(), "98.000000");
   // 400 s of the hour pass with the agent reporting (steps shorter than the 45 s limit).
   for (int i = 0; i < 10; ++i) AdvanceAndWaitForHeartbeat(40);
@@ -364,13 +344,9 @@ class AgentServerDownTest : public AgentE2eTest {
 // The server goes away (SIGKILL) a few seconds before the paid hour ends: the agent asks it once
 // more at not_after, gets no answer, and stops the workload alone.
 TEST_P(AgentServerDownTest, TheAgentStopsAWorkloadAloneWhenItsPaidHourEnds) {
-  ListMachineAndEnrol(2);
-  docker_->AddImage(kImage);
-  StartAgent();
-  ASSERT_TRUE(WaitFor([&] { return Online(2); })) << Context();
-  long long lease = Buy(1);
-  const std::string name = "gpuhub-lease-" + std::to_string(lease);
-  ASSERT_TRUE(WaitFor([&] { return Running(name).size() == 1; })) << Context();
+  long long lease = 0;
+  const std::string name = OneRunningLease(&lease);
+  ASSERT_FALSE(HasFailure());
   AdvanceAndWaitForHeartbeat(3600 - 4);
   ASSERT_EQ(Running(name).size(), 1u) << "still paid: running";
   server_->Kill();
@@ -390,11 +366,7 @@ class AgentRentalE2eTest : public AgentE2eTest {
   // slot and fake cryptsetup, mkfs and blkdiscard that append their arguments to tools.log.
   void AddNodeAndEnrol() {
     customer_ = User("carl", {"customer"});
-    auto credit = client_->Call("POST", "/v1/admin/credits",
-                                {{"username", "carl"}, {"amount", "2000"}, {"currency", "USD"},
-                                 {"reason", "test funds"}},
-                                admin_);
-    ASSERT_EQ(credit.status, 201) << credit.body;
+    Credit("carl", "2000");
     ASSERT_EQ(client_->Call("POST", "/v1/ssh-keys", {{"public_key", kKey}}, customer_).status, 201);
     auto node = client_->Call("POST", "/v1/admin/nodes",
                               {{"gpu", "H100 SXM"}, {"region", "IAD-1"}, {"cards", 2}}, admin_);

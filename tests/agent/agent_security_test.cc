@@ -5,25 +5,15 @@
 #include <gtest/gtest.h>
 
 #include "harness.h"
+#include "server_fixture.h"
 
 namespace gpuhub::testing {
 namespace {
 
 constexpr const char* kPassword = "correct horse battery staple";
 
-class AgentSecurityTest : public ::testing::TestWithParam<std::string> {
+class AgentSecurityTest : public ServerFixture {
  protected:
-  void SetUp() override {
-    db_ = FreshDatabaseUrl(GetParam(), dir_);
-    if (db_.empty()) GTEST_SKIP() << "GPUHUB_TEST_PG_URL is unset: PostgreSQL case skipped";
-    ServerOptions options;
-    options.db = db_;
-    ASSERT_EQ(CreateAdmin(dir_, options).exit_code, 0);
-    server_ = std::make_unique<ServerProcess>(dir_, options);
-    ASSERT_TRUE(server_->Start()) << server_->Log();
-    client_ = std::make_unique<HttpClient>(server_->port());
-    admin_ = LogInAdmin(*client_);
-  }
   std::string User(const std::string& name, const std::vector<std::string>& roles) {
     return SignUpAndLogIn(*client_, name, kPassword, roles);
   }
@@ -57,23 +47,13 @@ class AgentSecurityTest : public ::testing::TestWithParam<std::string> {
                  {"workloads", workloads}};
     return client_->Call("POST", "/v1/agent/heartbeat", body, credential);
   }
-
-  TempDir dir_;
-  std::string db_;
-  std::unique_ptr<ServerProcess> server_;
-  std::unique_ptr<HttpClient> client_;
-  std::string admin_;
 };
 
 TEST_P(AgentSecurityTest, EachCredentialSeesOnlyItsOwnHost) {
   std::string paula = User("paula", {"provider"});
   std::string quinn = User("quinn", {"provider"});
   std::string carl = User("carl", {"customer"});
-  auto credit = client_->Call("POST", "/v1/admin/credits",
-                              {{"username", "carl"}, {"amount", "50"}, {"currency", "USD"},
-                               {"reason", "t"}},
-                              admin_);
-  ASSERT_EQ(credit.status, 201);
+  Credit("carl", "50");
   long long a = MachineOf(paula);
   long long b = MachineOf(quinn);
   // A provider cannot enrol, see or revoke another provider's machine.
