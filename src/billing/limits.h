@@ -16,5 +16,16 @@ inline constexpr std::size_t kMaxRatePeriodsPerCountry = 200;
 // Billing profile fields.
 inline constexpr std::size_t kMaxBusinessNameBytes = 200;
 inline constexpr std::size_t kMaxVatIdBytes = 20;
+inline constexpr std::size_t kMaxAddressBytes = 300;
+inline constexpr std::size_t kMaxAddressLines = 6;
+// Tax documents (invoices, credit notes): lines per document (a monthly spot statement has one
+// line per lease and rate: kMaxStatementLines leases is far more than any account runs in a
+// month), the text of a line, and the numbers of one series in one year ("2026-000001": six
+// digits; a seventh would still sort and parse, but no year of gpuhub comes near a million).
+inline constexpr std::size_t kMaxLinesPerDocument = 5000;
+inline constexpr std::size_t kMaxLineDescriptionBytes = 300;
+inline constexpr std::int64_t kMaxDocumentsPerSeriesYear = 999'999;
+// A credit note's reason (kept with it and printed on it).
+inline constexpr std::size_t kMaxCreditReasonBytes = 500;
 
 }  // namespace gpuhub::billing

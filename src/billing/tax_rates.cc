@@ -119,6 +119,31 @@ Result<RatePeriod> TaxRateTable::Set(std::string_view country, std::int64_t rate
   return period;
 }
 
+Result<RatePeriod> TaxRateTable::Close(std::string_view country, TimestampMicros until) {
+  auto it = by_country_.find(country);
+  auto covering = Find(country, until);
+  if (it == by_country_.end() || !covering) {
+    return Status::NotFound("no tax rate of " + std::string(country.substr(0, 8)) +
+                            " is in force at that time");
+  }
+  auto& list = it->second;
+  list.erase(std::remove_if(list.begin(), list.end(),
+                            [&](const RatePeriod& p) { return p.valid_from > until; }),
+             list.end());
+  RatePeriod closed;
+  for (auto& p : list) {
+    if (p.valid_from == covering->valid_from) {
+      p.valid_until = until;
+      closed = p;
+    }
+  }
+  // A period that would start and end at the same moment never was.
+  list.erase(std::remove_if(list.begin(), list.end(),
+                            [](const RatePeriod& p) { return p.valid_until != 0 && p.valid_until <= p.valid_from; }),
+             list.end());
+  return closed;
+}
+
 std::vector<RatePeriod> TaxRateTable::All() const {
   std::vector<RatePeriod> out;
   for (const auto& [c, list] : by_country_) out.insert(out.end(), list.begin(), list.end());

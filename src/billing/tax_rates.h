@@ -47,6 +47,10 @@ class TaxRateTable {
   // replaced (cut). invalid_argument for an unknown country code or a rate outside 0..100%.
   Result<RatePeriod> Set(std::string_view country, std::int64_t rate_ppm, TimestampMicros from,
                          std::string note);
+  // Ends the period of `country` in force at `until` there, cutting the periods that start later:
+  // from `until` on the country has no rate (0) until another is set. not_found when no period
+  // is in force at `until`.
+  Result<RatePeriod> Close(std::string_view country, TimestampMicros until);
   // Every period, by country then start.
   std::vector<RatePeriod> All() const;
   // The periods in force at `at`, by country.

@@ -132,4 +132,20 @@ Result<TimestampMicros> ParseTimestamp(std::string_view s) {
   return seconds * kMicrosPerSecond + frac_micros;
 }
 
+CivilDate CivilDateOf(TimestampMicros t) {
+  std::int64_t days = t / kMicrosPerDay;
+  if (t % kMicrosPerDay < 0) --days;
+  CivilDate date;
+  CivilFromDays(days, &date.year, &date.month, &date.day);
+  return date;
+}
+
+TimestampMicros TimestampOfDate(std::int64_t year, unsigned month, unsigned day) {
+  if (month > 12) {
+    year += (month - 1) / 12;
+    month = (month - 1) % 12 + 1;
+  }
+  return DaysFromCivil(year, month, day) * kMicrosPerDay;
+}
+
 }  // namespace gpuhub

@@ -49,4 +49,15 @@ std::string FormatTimestamp(TimestampMicros t);
 // Accepts "YYYY-MM-DDTHH:MM:SS[.ffffff](Z|+HH:MM|-HH:MM)". Anything else is invalid_argument.
 Result<TimestampMicros> ParseTimestamp(std::string_view text);
 
+// The UTC calendar date of a timestamp (proleptic Gregorian).
+struct CivilDate {
+  std::int64_t year = 1970;
+  unsigned month = 1;  // 1..12
+  unsigned day = 1;    // 1..31
+};
+CivilDate CivilDateOf(TimestampMicros t);
+// Midnight UTC at the start of a date; month 13 is January of the next year (so that
+// TimestampOfDate(y, m + 1, 1) is the end of month m).
+TimestampMicros TimestampOfDate(std::int64_t year, unsigned month, unsigned day);
+
 }  // namespace gpuhub

@@ -38,3 +38,21 @@ TEST(ManualClock, MovesOnlyWhenTold) {
 
 }  // namespace
 }  // namespace gpuhub
+
+namespace gpuhub {
+namespace {
+
+TEST(CivilDate, RoundTripsMonthStartsAcrossYearsAndLeapDays) {
+  TimestampMicros t = ParseTimestamp("2028-02-29T23:59:59Z").value();
+  CivilDate d = CivilDateOf(t);
+  EXPECT_EQ(d.year, 2028);
+  EXPECT_EQ(d.month, 2u);
+  EXPECT_EQ(d.day, 29u);
+  EXPECT_EQ(TimestampOfDate(2028, 3, 1), ParseTimestamp("2028-03-01T00:00:00Z").value());
+  EXPECT_EQ(TimestampOfDate(2026, 13, 1), ParseTimestamp("2027-01-01T00:00:00Z").value());
+  EXPECT_EQ(CivilDateOf(TimestampOfDate(2026, 12, 1) - 1).month, 11u);
+  EXPECT_EQ(CivilDateOf(-1).year, 1969);
+}
+
+}  // namespace
+}  // namespace gpuhub
