@@ -87,6 +87,7 @@ Status ValidateExchangeConfig(const ExchangeConfig& config) {
 
 void Changes::Clear() {
   transfers.clear();
+  hours.clear();
   machines.clear();
   asks.clear();
   bids.clear();
@@ -104,7 +105,7 @@ void Changes::Normalize() {
 }
 
 bool Changes::empty() const {
-  return transfers.empty() && machines.empty() && asks.empty() && bids.empty() && leases.empty() &&
+  return transfers.empty() && hours.empty() && machines.empty() && asks.empty() && bids.empty() && leases.empty() &&
          payouts.empty() && trades.empty();
 }
 
@@ -206,22 +207,41 @@ TimestampMicros Exchange::AskUntil(const Ask& ask) {
 
 // ----- Money ------------------------------------------------------------------------------------
 
-Result<std::vector<TransferRequest>> Exchange::HourLegs(const Lease& lease, std::int64_t hour,
-                                                        const ledger::Ledger& ledger,
-                                                        TimestampMicros at) const {
+std::int64_t Exchange::TaxRatePpm(UserId customer, TimestampMicros at) const {
+  if (!tax_rate_) return 0;
+  std::int64_t rate = tax_rate_(customer, at);
+  GPUHUB_CHECK_MSG(rate >= 0 && rate <= kPpm, "a tax rate is 0..100%");
+  return rate;
+}
+
+Result<Exchange::HourBill> Exchange::HourLegs(const Lease& lease, std::int64_t hour,
+                                              const ledger::Ledger& ledger,
+                                              TimestampMicros at) const {
   const std::int64_t total = lease.HourMicros();
   GPUHUB_ASSIGN_OR_RETURN(std::int64_t fee, MulDivHalfEven(total, lease.fee_ppm, kPpm));
   const std::int64_t provider = total - fee;
   GPUHUB_CHECK(provider > 0 && fee >= 0);
+  HourBill bill;
+  HourCharge& c = bill.charge;
+  c.lease_id = lease.id;
+  c.customer_id = lease.customer_id;
+  c.hour = hour;
+  c.at = at;
+  c.gpu = lease.gpu;
+  c.gpus = lease.gpus;
+  c.price_micros = lease.price_micros;
+  c.net_micros = total;
+  c.rate_ppm = TaxRatePpm(lease.customer_id, at);
+  GPUHUB_ASSIGN_OR_RETURN(c.tax_micros, MulDivHalfEven(total, c.rate_ppm, kPpm));
   std::string memo = "lease " + std::to_string(lease.id) + " hour " + std::to_string(hour) + ": " +
                      std::to_string(lease.gpus) + " x " + lease.gpu + " at " +
                      FormatPrice(lease.price_micros) + " USD/GPU-hour";
-  std::vector<TransferRequest> legs;
-  legs.reserve(3);
+  std::vector<TransferRequest>& legs = bill.legs;
+  legs.reserve(4);
   AccountKey source = AccountKey::Wallet(lease.customer_id, Currency::kUsd);
   if (lease.currency != Currency::kUsd) {
-    GPUHUB_ASSIGN_OR_RETURN(ledger::FxQuote quote,
-                            ledger.Fx().ConvertTo(lease.currency, Currency::kUsd, total));
+    GPUHUB_ASSIGN_OR_RETURN(ledger::FxQuote quote, ledger.Fx().ConvertTo(lease.currency, Currency::kUsd,
+                                                                         total + c.tax_micros));
     TransferRequest fx;
     fx.id = LeaseHourTransferId(lease.id, hour, "fx");
     fx.kind = TransferKind::kSinglePhase;
@@ -253,7 +273,16 @@ Result<std::vector<TransferRequest>> Exchange::HourLegs(const Lease& lease, std:
     f.code = "platform_fee";
     legs.push_back(std::move(f));
   }
-  return legs;
+  if (c.tax_micros > 0) {
+    TransferRequest t = pay;
+    t.id = LeaseHourTransferId(lease.id, hour, "tax");
+    t.credit = AccountKey::System(AccountKind::kTaxPayable, Currency::kUsd);
+    t.amount_micros = c.tax_micros;
+    t.code = "lease_tax";
+    t.memo = memo + " (tax " + FormatMicros(c.rate_ppm * 100, 4) + "%)";
+    legs.push_back(std::move(t));
+  }
+  return bill;
 }
 
 Result<std::int64_t> Exchange::HoldMicros(Currency currency, std::int64_t usd_micros,
@@ -573,9 +602,10 @@ Result<Lease> Exchange::OpenLease(const FillPlan& plan, ledger::Ledger& ledger, 
     release.timestamp = at;
     legs.push_back(std::move(release));
   }
-  GPUHUB_ASSIGN_OR_RETURN(auto hour, HourLegs(lease, 1, ledger, at));
-  for (auto& leg : hour) legs.push_back(std::move(leg));
+  GPUHUB_ASSIGN_OR_RETURN(HourBill hour, HourLegs(lease, 1, ledger, at));
+  for (auto& leg : hour.legs) legs.push_back(std::move(leg));
   GPUHUB_RETURN_IF_ERROR(ApplyLegs(ledger, legs, changes));
+  changes->hours.push_back(std::move(hour.charge));
 
   // The money moved: from here on nothing can fail.
   ++next_lease_id_;
@@ -793,8 +823,13 @@ Result<BidResult> Exchange::PlaceBid(UserId customer, const BidSpec& spec, ledge
     result.lease = lease;
     result.trade = trade;
   } else if (spec.time_in_force == TimeInForce::kGtc) {
+    // One hour at the limit, tax included: a fill can always pay its first hour (unless the
+    // rate or FX moves before it fills; then the fill cancels the bid, see OpenLease's callers).
+    const std::int64_t hour_micros = spec.limit_micros * spec.gpus;
+    GPUHUB_ASSIGN_OR_RETURN(std::int64_t hour_tax,
+                            MulDivHalfEven(hour_micros, TaxRatePpm(customer, now), kPpm));
     GPUHUB_ASSIGN_OR_RETURN(std::int64_t hold_micros,
-                            HoldMicros(spec.currency, spec.limit_micros * spec.gpus, ledger));
+                            HoldMicros(spec.currency, hour_micros + hour_tax, ledger));
     TransferRequest hold;
     hold.id = BidHoldTransferId(bid.id);
     hold.kind = TransferKind::kPending;
@@ -933,8 +968,8 @@ void Exchange::ChargeNextHour(LeaseId id, ledger::Ledger& ledger, TimestampMicro
     return;
   }
   const std::int64_t hour = lease.hours_paid + 1;
-  auto legs = HourLegs(lease, hour, ledger, at);
-  Status paid = legs.ok() ? ApplyLegs(ledger, *legs, changes) : legs.status();
+  auto bill = HourLegs(lease, hour, ledger, at);
+  Status paid = bill.ok() ? ApplyLegs(ledger, bill->legs, changes) : bill.status();
   if (!paid.ok()) {
     // RemoveFxRate keeps the rate while this lease runs; a missing one (stored before that rule)
     // is not the customer's unpaid hour, and the end reason says so.
@@ -945,6 +980,7 @@ void Exchange::ChargeNextHour(LeaseId id, ledger::Ledger& ledger, TimestampMicro
     return;
   }
   lease.hours_paid = hour;
+  changes->hours.push_back(std::move(bill->charge));
   ProviderTotals& totals = totals_[lease.provider_id];
   totals.gross_micros += lease.HourMicros();
   totals.fee_micros += MulDivHalfEven(lease.HourMicros(), lease.fee_ppm, kPpm).value();
@@ -1512,6 +1548,13 @@ Status Exchange::CheckSettlement(const ledger::Ledger& ledger) const {
       // Customer paid = provider credited + fee, in USD.
       if (fee_paid != fee || pay->amount_micros + fee_paid != total) {
         return fail(where + ": provider + fee != price");
+      }
+      // Tax on top, when there was any (its rate is billing's: only its shape is checked here).
+      auto tax = ledger.FindTransfer(LeaseHourTransferId(id, hour, "tax"));
+      if (tax.ok() && (tax->credit != AccountKey::System(AccountKind::kTaxPayable, Currency::kUsd) ||
+                       tax->debit != pay->debit || tax->amount_micros > total ||
+                       tax->state != ledger::TransferState::kPosted)) {
+        return fail(where + ": tax leg is wrong");
       }
       auto fx = ledger.FindTransfer(LeaseHourTransferId(id, hour, "fx"));
       if (l.currency == Currency::kUsd) {

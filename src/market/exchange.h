@@ -31,8 +31,11 @@
 //   An ioc bid that finds nothing is recorded as cancelled, which is not an error.
 // - Leases are billed per hour in advance: hour 1 at the trade, hour k+1 at started_at + k hours.
 //   Each hour: customer wallet -> provider payable (price - fee) and -> platform revenue (fee), fee
-//   = round_half_even(price x fee_ppm / 1e6); a non-USD wallet pays through the FX accounts, the
-//   price converted at that moment (ledger.h). Transfer ids name the lease and the hour, so an hour
+//   = round_half_even(price x fee_ppm / 1e6), and -> tax payable (tax = round_half_even(price x
+//   the customer's tax rate at that hour), SetTaxRate; no leg when 0); a non-USD wallet pays
+//   through the FX accounts, price + tax converted at that moment (ledger.h). Each charged hour is
+//   reported in Changes::hours (billing's monthly statement). A resting bid's hold is one hour of
+//   its limit plus the tax at its placement. Transfer ids name the lease and the hour, so an hour
 //   can never be charged twice. A lease whose next hour cannot be paid ends at that boundary; a
 //   lease never sells an hour past its ask's available_until (it ends at the last boundary that
 //   leaves no room for another whole hour). Stopping ends a lease now; the paid hour is kept.
@@ -52,6 +55,7 @@
 
 #include <cstdint>
 #include <deque>
+#include <functional>
 #include <map>
 #include <optional>
 #include <set>
@@ -114,10 +118,26 @@ struct BidSpec {
 // ----- Outputs
 // ------------------------------------------------------------------------------------
 
+// One lease-hour charged to a customer (the domain event billing adds to the monthly statement).
+struct HourCharge {
+  LeaseId lease_id = 0;
+  UserId customer_id = 0;
+  std::int64_t hour = 0;  // 1, 2, ... of the lease
+  TimestampMicros at = 0;  // the start of the hour
+  std::string gpu;
+  int gpus = 0;
+  std::int64_t price_micros = 0;  // USD per GPU-hour
+  std::int64_t net_micros = 0;    // USD: gpus x price
+  std::int64_t rate_ppm = 0;      // the tax rate charged with it
+  std::int64_t tax_micros = 0;    // USD: round_half_even(net x rate)
+};
+
 // What a command changed. Id lists are deduplicated by Normalize (the engine upserts each record
-// once); trades are new records; transfers are the ledger records applied, in order.
+// once); trades are new records; transfers are the ledger records applied, in order; hours are
+// the lease-hours charged, in order.
 struct Changes {
   std::vector<ledger::Transfer> transfers;
+  std::vector<HourCharge> hours;
   std::vector<MachineId> machines;
   std::vector<OrderId> asks;
   std::vector<OrderId> bids;
@@ -204,6 +224,14 @@ class Exchange {
  public:
   // `config` must be valid (ValidateExchangeConfig): a programmer error otherwise.
   explicit Exchange(ExchangeConfig config = {});
+
+  // ----- Tax -----------------------------------------------------------------------------------
+  // Prices are net. The tax rate (parts per million) a customer pays on a lease-hour bought at
+  // `at`: billing decides it (the buyer's country, reverse charge); it must be deterministic and
+  // within 0..kPpm. Without one (the default) no tax is charged.
+  using TaxRateFn = std::function<std::int64_t(UserId customer, TimestampMicros at)>;
+  void SetTaxRate(TaxRateFn fn) { tax_rate_ = std::move(fn); }
+  std::int64_t TaxRatePpm(UserId customer, TimestampMicros at) const;
 
   // ----- Providers ---------------------------------------------------------------------------
   Result<Machine> AddMachine(UserId provider, const MachineSpec& spec, TimestampMicros now,
@@ -388,9 +416,12 @@ class Exchange {
   Result<std::string> CheckRegion(std::string_view code) const;
   static TimestampMicros AskUntil(const Ask& ask);
 
-  Result<std::vector<ledger::TransferRequest>> HourLegs(const Lease& lease, std::int64_t hour,
-                                                        const ledger::Ledger& ledger,
-                                                        TimestampMicros at) const;
+  struct HourBill {
+    std::vector<ledger::TransferRequest> legs;
+    HourCharge charge;
+  };
+  Result<HourBill> HourLegs(const Lease& lease, std::int64_t hour, const ledger::Ledger& ledger,
+                            TimestampMicros at) const;
   Result<std::int64_t> HoldMicros(Currency currency, std::int64_t usd_micros,
                                   const ledger::Ledger& ledger) const;
   Status ApplyLegs(ledger::Ledger& ledger, const std::vector<ledger::TransferRequest>& legs,
@@ -419,6 +450,7 @@ class Exchange {
   TimestampMicros Now(TimestampMicros now) const { return now > now_ ? now : now_; }
 
   ExchangeConfig config_;
+  TaxRateFn tax_rate_;
   std::vector<MarketState> markets_;
   std::unordered_map<std::string, int> market_by_key_;
   std::vector<std::string> regions_;  // index 0 = any

@@ -517,6 +517,69 @@ TEST_F(ExchangeTest, NonUsdWalletsPayThroughFxAtSettlement) {
   EXPECT_EQ(Held(kAlice, Currency::kEur), Usd(1.0));
 }
 
+// Prices are net: each hour also moves the customer's tax (the rate billing says for that hour)
+// to tax payable, a resting bid holds its hour with tax, and every charged hour is reported.
+TEST_F(ExchangeTest, EachHourCarriesTheTaxOfItsMomentOnTopOfTheNetPrice) {
+  std::int64_t rate = 190'000;
+  x_.SetTaxRate([&](UserId customer, TimestampMicros) { return customer == kAlice ? rate : 0; });
+  auto taxes = [&] {
+    return ledger_.GetAccount(AccountKey::System(AccountKind::kTaxPayable, Currency::kUsd))
+        ->posted();
+  };
+  Fund(kAlice, Usd(30));
+  Fund(kBob, Usd(30));
+  // A resting bid holds 2 x 2.00 + 19% = 4.76.
+  auto resting = Buy(kAlice, 2, Usd(2.0), TimeInForce::kGtc);
+  ASSERT_TRUE(resting.ok());
+  EXPECT_EQ(resting->bid.hold_micros, Usd(4.76));
+  EXPECT_EQ(Held(kAlice), Usd(4.76));
+  changes_.Clear();
+  MachineId m = NewMachine(kProvider, 8);
+  AskOn(m, Usd(2.0));  // fills the bid at 2.00: 4.00 net + 0.76 tax
+  EXPECT_EQ(Wallet(kAlice), Usd(30 - 4.76));
+  EXPECT_EQ(Held(kAlice), 0);
+  EXPECT_EQ(Payable(kProvider), Usd(3.6));
+  EXPECT_EQ(Revenue(), Usd(0.4));
+  EXPECT_EQ(taxes(), Usd(0.76));
+  ASSERT_EQ(changes_.hours.size(), 1u);
+  EXPECT_EQ(changes_.hours[0].customer_id, kAlice);
+  EXPECT_EQ(changes_.hours[0].hour, 1);
+  EXPECT_EQ(changes_.hours[0].net_micros, Usd(4.0));
+  EXPECT_EQ(changes_.hours[0].rate_ppm, 190'000);
+  EXPECT_EQ(changes_.hours[0].tax_micros, Usd(0.76));
+  EXPECT_EQ(changes_.hours[0].at, now_);
+  // Bob pays no tax (the function says 0): no tax leg at all.
+  ASSERT_TRUE(Buy(kBob, 1, std::nullopt).ok());
+  EXPECT_EQ(Wallet(kBob), Usd(28));
+  EXPECT_EQ(taxes(), Usd(0.76));
+  // The rate changes; the next hour is taxed at the new one, each hour reported.
+  rate = 210'000;
+  changes_.Clear();
+  Advance(kHour);
+  EXPECT_EQ(Wallet(kAlice), Usd(30 - 4.76 - 4.84));
+  EXPECT_EQ(taxes(), Usd(0.76 + 0.84));
+  ASSERT_EQ(changes_.hours.size(), 2u);
+  EXPECT_EQ(changes_.hours[0].tax_micros + changes_.hours[1].tax_micros, Usd(0.84));
+  // Alice has 20.40 left: four more hours at 4.84, not a fifth.
+  Advance(10 * kHour);
+  EXPECT_EQ(x_.FindLease(1)->hours_paid, 6);
+  EXPECT_EQ(x_.FindLease(1)->end_reason, LeaseEndReason::kUnpaid);
+  EXPECT_EQ(Wallet(kAlice), Usd(30 - 4.76 - 5 * 4.84));
+}
+
+TEST_F(ExchangeTest, ANonUsdWalletConvertsPriceAndTaxTogether) {
+  x_.SetTaxRate([](UserId, TimestampMicros) { return std::int64_t{200'000}; });
+  ASSERT_TRUE(ledger_.SetFxRate(Currency::kEur, Currency::kUsd, 1'000'000'000, 0, kStart).ok());
+  Fund(kAlice, Usd(20), Currency::kEur);
+  AskOn(NewMachine(kProvider, 8), Usd(2.5));
+  auto r = Buy(kAlice, 2, std::nullopt, TimeInForce::kIoc, "", 0, Currency::kEur);
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_EQ(Wallet(kAlice, Currency::kEur), Usd(20 - 6.0));  // 5.00 + 20% at 1:1
+  EXPECT_EQ(ledger_.GetAccount(AccountKey::System(AccountKind::kTaxPayable, Currency::kUsd))
+                ->posted(),
+            Usd(1.0));
+}
+
 // Settlement converts at each hour's rate (spec: "converted at settlement"), so the rate a running
 // lease or a resting bid will convert through cannot be removed; replacing it is fine.
 TEST_F(ExchangeTest, AnFxRateThatOpenOrdersConvertThroughCannotBeRemoved) {

@@ -50,7 +50,20 @@ std::int64_t EnvOr(const char* name, std::int64_t fallback) {
 
 class Simulation {
  public:
-  explicit Simulation(std::uint64_t seed) : rng_(seed), x_(Config()) {}
+  explicit Simulation(std::uint64_t seed) : rng_(seed), x_(Config()) { x_.SetTaxRate(TaxRate); }
+
+  // Customers pay tax by who they are and by the day (a rate that changes every other day), so
+  // holds, fills and hours are taxed at several rates and some customers pay none.
+  static std::int64_t TaxRate(UserId customer, TimestampMicros at) {
+    switch (customer % 3) {
+      case 0:
+        return 0;
+      case 1:
+        return 190'000;
+      default:
+        return (at / kMicrosPerDay) % 2 == 0 ? 255'000 : 81'000;
+    }
+  }
 
   static ExchangeConfig Config() {
     ExchangeConfig c;
@@ -205,6 +218,7 @@ class Simulation {
       ASSERT_GT(x_.NextEventAt(), now_);
     }
     total_transfers_ += changes.transfers.size();
+    for (const auto& h : changes.hours) hour_charges_tax_ += h.tax_micros;
   }
 
   // What an agent would report: offline (last seen up to an hour ago) and back, GPUs blocked and
@@ -319,6 +333,7 @@ class Simulation {
       ASSERT_EQ(r.status().code(), StatusCode::kInsufficientFunds) << r.status().ToString();
       // It really could not pay: the hour (or the hold) is more than the wallet has.
       std::int64_t usd = (expected ? expected->price_micros : spec.limit_micros) * spec.gpus;
+      usd += MulDivHalfEven(usd, TaxRate(customer, now_), kPpm).value();
       std::int64_t needed = usd;
       if (spec.currency != Currency::kUsd) {
         needed = ledger_.Fx().ConvertTo(spec.currency, Currency::kUsd, usd)->from_micros;
@@ -376,9 +391,9 @@ class Simulation {
       ASSERT_EQ(l.gpu_mask >> machine_gpus[l.machine_id], 0u);
     }
     // Every lease-hour charged exactly once, and nothing else charged.
-    std::map<std::pair<LeaseId, std::int64_t>, std::int64_t> provider_legs, fee_legs;
-    std::int64_t revenue_from_fees = 0, payable_from_hours = 0, credited_from_revenue = 0,
-                 credited_from_payables = 0;
+    std::map<std::pair<LeaseId, std::int64_t>, std::int64_t> provider_legs, fee_legs, tax_legs;
+    std::int64_t revenue_from_fees = 0, payable_from_hours = 0, taxes_from_hours = 0,
+                 credited_from_revenue = 0, credited_from_payables = 0;
     for (const auto& t : ledger_.Transfers()) {
       if (t.code == "downtime_credit" && t.debit.currency == Currency::kUsd) {
         (t.debit.kind == AccountKind::kPlatformRevenue ? credited_from_revenue
@@ -386,10 +401,15 @@ class Simulation {
             t.amount_micros;
         credits_ = std::max<std::int64_t>(credits_, 1);
       }
-      if (t.code != "lease_hour" && t.code != "platform_fee") continue;
+      if (t.code != "lease_hour" && t.code != "platform_fee" && t.code != "lease_tax") continue;
       long long lease = 0, hour = 0;
       char leg[16] = {};
       ASSERT_EQ(std::sscanf(t.id.c_str(), "lease:%lld:h%lld:%15s", &lease, &hour, leg), 3) << t.id;
+      if (t.code == "lease_tax") {
+        ASSERT_TRUE(tax_legs.emplace(std::pair{lease, hour}, t.amount_micros).second) << t.id;
+        taxes_from_hours += t.amount_micros;
+        continue;
+      }
       auto& legs = t.code == "lease_hour" ? provider_legs : fee_legs;
       ASSERT_TRUE(legs.emplace(std::pair{lease, hour}, t.amount_micros).second)
           << "twice: " << t.id;
@@ -417,6 +437,19 @@ class Simulation {
       expected_net += (total - fee) * l.hours_paid;
     }
     ASSERT_EQ(static_cast<std::int64_t>(provider_legs.size()), hours) << "hours charged twice";
+    // Each hour's tax is its net at the customer's rate of that hour, and nothing else is tax.
+    for (const auto& [key, tax] : tax_legs) {
+      const Lease* l = x_.FindLease(key.first);
+      ASSERT_NE(l, nullptr);
+      ASSERT_LE(key.second, l->hours_paid);
+      TimestampMicros at = l->started_at + (key.second - 1) * kMicrosPerHour;
+      ASSERT_EQ(tax, MulDivHalfEven(l->HourMicros(), TaxRate(l->customer_id, at), kPpm).value())
+          << "lease " << key.first << " hour " << key.second;
+    }
+    ASSERT_EQ(ledger_.GetAccount(AccountKey::System(AccountKind::kTaxPayable, Currency::kUsd))
+                  ->posted(),
+              taxes_from_hours);
+    ASSERT_EQ(taxes_from_hours, hour_charges_tax_);
     ASSERT_EQ(revenue_from_fees, expected_fees);
     ASSERT_EQ(payable_from_hours, expected_net);
     auto revenue =
@@ -443,6 +476,7 @@ class Simulation {
     auto restored = Exchange::Restore(Config(), x_.Records());
     ASSERT_TRUE(restored.ok()) << restored.status().ToString();
     Exchange& y = *restored;
+    y.SetTaxRate(TaxRate);
     ASSERT_TRUE(y.CheckInvariants(ledger_).ok());
     Snapshot a = x_.Records(), b = y.Records();
     ASSERT_EQ(a.machines, b.machines);
@@ -519,6 +553,7 @@ class Simulation {
                rate_removals_refused_ = 0, own_offers_passed_ = 0, offline_ = 0, online_ = 0,
                credits_ = 0;
   std::size_t total_transfers_ = 0;
+  std::int64_t hour_charges_tax_ = 0;  // the tax of every reported HourCharge
 };
 
 TEST(MarketSimulationTest, RandomTradingKeepsEveryInvariant) {
