@@ -103,6 +103,13 @@ inline constexpr std::size_t kMaxFinishedDeliveriesPerAccount = 50;
 // Deliveries handed to the sender at once.
 inline constexpr std::size_t kMaxDeliveriesPerClaim = 32;
 inline constexpr std::size_t kMaxDeliveryErrorBytes = 256;
+// Billing: monthly statements issued per tick (the rest wait for the next tick, a second later
+// with the real clock), admin tax rate changes kept in the log, and the note of one change.
+inline constexpr std::size_t kMaxStatementsPerTick = 500;
+inline constexpr std::size_t kMaxTaxRateChanges = 100'000;
+inline constexpr std::size_t kMaxTaxRateNoteBytes = 200;
+// Billing profiles kept (one per account at most, so the account limit bounds it too).
+inline constexpr std::size_t kMaxBillingProfiles = kMaxUsers;
 
 }  // namespace gpuhub::engine
 

@@ -3,6 +3,7 @@
 #include <spdlog/spdlog.h>
 
 #include "engine/accounts.h"
+#include "engine/billing.h"
 #include "engine/wallets.h"
 
 namespace gpuhub::engine {
@@ -21,6 +22,7 @@ void Write(Txn& txn, Changes& changes) {
   changes.Normalize();
   const market::Exchange& x = X(txn);
   WriteTransfers(txn, changes.transfers);
+  RecordSpotHours(txn, changes.hours);
   for (auto id : changes.machines) {
     const market::Machine& m = *x.FindMachine(id);
     txn.writes.Upsert("market_machines", {{"id", m.id},
@@ -147,6 +149,7 @@ Result<market::Ask> CancelAsk(Txn& txn, std::int64_t provider, market::OrderId a
 }
 
 Result<market::BidResult> PlaceBid(Txn& txn, std::int64_t customer, const market::BidSpec& spec) {
+  GPUHUB_RETURN_IF_ERROR(CheckCanPurchase(txn.state, customer));
   return Run<market::BidResult>(
       txn, [&](Changes& c) { return X(txn).PlaceBid(customer, spec, L(txn), txn.now, &c); });
 }

@@ -31,6 +31,7 @@ Result<market::Machine> AddMachine(Txn& txn, std::int64_t provider,
                                    const market::MachineSpec& spec);
 Result<market::Ask> PlaceAsk(Txn& txn, std::int64_t provider, const market::AskSpec& spec);
 Result<market::Ask> CancelAsk(Txn& txn, std::int64_t provider, market::OrderId ask);
+// Needs a billing country and a wallet that is not on hold (engine/billing.h CheckCanPurchase).
 Result<market::BidResult> PlaceBid(Txn& txn, std::int64_t customer, const market::BidSpec& spec);
 Result<market::Bid> CancelBid(Txn& txn, std::int64_t customer, market::OrderId bid);
 Result<market::Lease> StopLease(Txn& txn, std::int64_t customer, market::LeaseId lease);

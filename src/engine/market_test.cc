@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include "engine/accounts.h"
+#include "engine/billing.h"
 #include "engine/engine_test_fixture.h"
 #include "engine/wallets.h"
 
@@ -20,6 +21,8 @@ class EngineMarketTest : public EngineOnSqliteTest {
       GPUHUB_ASSIGN_OR_RETURN(User p, CreateUser(txn, "paula", "h", kRoleProvider));
       GPUHUB_ASSIGN_OR_RETURN(User c, CreateUser(txn, "carl", "h", kRoleCustomer));
       GPUHUB_ASSIGN_OR_RETURN(User a, CreateUser(txn, "admin", "h", kRoleAdmin));
+      // No tax in this file's figures (a country without a rate); billing_test covers tax.
+      GPUHUB_RETURN_IF_ERROR(SetBillingProfile(txn, c.id, {"US", "", "", ""}).status());
       return std::vector<std::int64_t>{p.id, c.id, a.id};
     });
     provider_ = ids[0];

@@ -1,6 +1,7 @@
 #include "engine/state.h"
 
 #include "engine/agents.h"
+#include "engine/billing.h"
 #include "engine/market.h"
 #include "engine/notifications.h"
 #include "engine/rentals.h"
@@ -13,10 +14,14 @@ namespace gpuhub::engine {
 DomainConfig::DomainConfig() : agents(std::make_unique<AgentsConfig>()) {}
 DomainConfig::~DomainConfig() = default;
 DomainConfig::DomainConfig(const DomainConfig& o)
-    : market(o.market), rentals(o.rentals), agents(std::make_unique<AgentsConfig>(*o.agents)) {}
+    : market(o.market),
+      rentals(o.rentals),
+      seller(o.seller),
+      agents(std::make_unique<AgentsConfig>(*o.agents)) {}
 DomainConfig& DomainConfig::operator=(const DomainConfig& o) {
   market = o.market;
   rentals = o.rentals;
+  seller = o.seller;
   agents = std::make_unique<AgentsConfig>(*o.agents);
   return *this;
 }
@@ -28,7 +33,10 @@ State::State()
       rentals(std::make_unique<RentalsState>(rentals::FleetConfig{})),
       notifications(std::make_unique<NotificationsState>()),
       ssh_keys(std::make_unique<SshKeysState>()),
-      agents(std::make_unique<AgentsState>()) {}
+      agents(std::make_unique<AgentsState>()),
+      billing(std::make_unique<BillingState>()) {
+  BindSpotTax(*this);
+}
 State::~State() = default;
 
 Result<std::unique_ptr<State>> LoadState(store::Store& store, const DomainConfig& config) {
@@ -56,6 +64,11 @@ Result<std::unique_ptr<State>> LoadState(store::Store& store, const DomainConfig
   GPUHUB_RETURN_IF_ERROR(LoadSshKeys(store, *state->ssh_keys).WithContext("loading SSH keys"));
   state->agents->config = *config.agents;
   GPUHUB_RETURN_IF_ERROR(LoadAgents(store, *state->agents).WithContext("loading host agents"));
+  billing::Party seller{config.seller.name, config.seller.address, config.seller.country,
+                        config.seller.vat_id};
+  GPUHUB_RETURN_IF_ERROR(
+      LoadBilling(store, seller, *state->billing).WithContext("loading billing"));
+  BindSpotTax(*state);
   return state;
 }
 

@@ -76,6 +76,16 @@ struct NotificationsState;  // engine/notifications.h (notifications, webhooks, 
 struct SshKeysState;        // engine/ssh_keys.h (customers' SSH public keys)
 struct AgentsState;         // engine/agents.h (host agents, their reports and desired workloads)
 struct AgentsConfig;
+struct BillingState;        // engine/billing.h (profiles, tax rates, invoices)
+
+// Who sells: printed as the seller on every tax document ([billing] seller_* in the config).
+// Its country decides reverse charge (an EU business buying from another country).
+struct SellerConfig {
+  std::string name = "gpuhub";
+  std::string address = "(address not configured: [billing] seller_address)";
+  std::string country = "US";
+  std::string vat_id;
+};
 
 // How the domains are configured; fixed for the life of an engine (a reload keeps it).
 struct DomainConfig {
@@ -85,6 +95,7 @@ struct DomainConfig {
   DomainConfig& operator=(const DomainConfig&);
   market::ExchangeConfig market;
   rentals::FleetConfig rentals;
+  SellerConfig seller;
   std::unique_ptr<AgentsConfig> agents;  // never null
 };
 
@@ -100,6 +111,7 @@ struct State {
   std::unique_ptr<NotificationsState> notifications;
   std::unique_ptr<SshKeysState> ssh_keys;
   std::unique_ptr<AgentsState> agents;
+  std::unique_ptr<BillingState> billing;
   // Engine-wide values that must survive a restart (the manual clock's time).
   std::map<std::string, std::int64_t> meta;
 };

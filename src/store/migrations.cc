@@ -445,6 +445,101 @@ CREATE TABLE rental_downtime_credits (
 );
 CREATE INDEX rental_downtime_credits_by_rental ON rental_downtime_credits (rental_id);
 )sql"},
+      {10, "billing",
+       R"sql(
+CREATE TABLE billing_profiles (
+  user_id BIGINT PRIMARY KEY REFERENCES users (id),
+  country TEXT NOT NULL,
+  business_name TEXT NOT NULL,
+  vat_id TEXT NOT NULL,
+  address TEXT NOT NULL,
+  updated_at_us BIGINT NOT NULL,
+  evidence_country TEXT NOT NULL,
+  evidence_address TEXT NOT NULL,
+  evidence_ip_country TEXT NOT NULL,
+  evidence_at_us BIGINT NOT NULL,
+  wallet_hold TEXT NOT NULL,
+  wallet_hold_since_us BIGINT NOT NULL
+);
+CREATE TABLE tax_rate_changes (
+  seq BIGINT PRIMARY KEY,
+  kind TEXT NOT NULL,
+  country TEXT NOT NULL,
+  rate_ppm BIGINT NOT NULL,
+  at_us BIGINT NOT NULL,
+  note TEXT NOT NULL,
+  admin_id BIGINT NOT NULL,
+  created_at_us BIGINT NOT NULL
+);
+CREATE TABLE tax_documents (
+  id BIGINT PRIMARY KEY,
+  kind TEXT NOT NULL,
+  number TEXT NOT NULL UNIQUE,
+  year BIGINT NOT NULL,
+  sequence BIGINT NOT NULL,
+  user_id BIGINT NOT NULL REFERENCES users (id),
+  source TEXT NOT NULL UNIQUE,
+  title TEXT NOT NULL,
+  issued_at_us BIGINT NOT NULL,
+  supply_from_us BIGINT NOT NULL,
+  supply_until_us BIGINT NOT NULL,
+  currency TEXT NOT NULL,
+  seller_name TEXT NOT NULL,
+  seller_address TEXT NOT NULL,
+  seller_country TEXT NOT NULL,
+  seller_vat_id TEXT NOT NULL,
+  buyer_name TEXT NOT NULL,
+  buyer_address TEXT NOT NULL,
+  buyer_country TEXT NOT NULL,
+  buyer_vat_id TEXT NOT NULL,
+  net_micros BIGINT NOT NULL,
+  tax_micros BIGINT NOT NULL,
+  gross_micros BIGINT NOT NULL,
+  reverse_charge BIGINT NOT NULL,
+  tax_note TEXT NOT NULL,
+  evidence_country TEXT NOT NULL,
+  evidence_address TEXT NOT NULL,
+  evidence_ip_country TEXT NOT NULL,
+  evidence_at_us BIGINT NOT NULL,
+  corrects TEXT NOT NULL,
+  reason TEXT NOT NULL,
+  UNIQUE (kind, year, sequence)
+);
+CREATE INDEX tax_documents_by_user ON tax_documents (user_id);
+CREATE TABLE tax_document_lines (
+  document_id BIGINT NOT NULL REFERENCES tax_documents (id),
+  line BIGINT NOT NULL,
+  description TEXT NOT NULL,
+  quantity BIGINT NOT NULL,
+  unit TEXT NOT NULL,
+  unit_net_micros BIGINT NOT NULL,
+  net_micros BIGINT NOT NULL,
+  tax_country TEXT NOT NULL,
+  rate_ppm BIGINT NOT NULL,
+  reverse_charge BIGINT NOT NULL,
+  tax_micros BIGINT NOT NULL,
+  gross_micros BIGINT NOT NULL,
+  PRIMARY KEY (document_id, line)
+);
+CREATE TABLE spot_usage (
+  user_id BIGINT NOT NULL REFERENCES users (id),
+  month_start_us BIGINT NOT NULL,
+  lease_id BIGINT NOT NULL,
+  tax_country TEXT NOT NULL,
+  rate_ppm BIGINT NOT NULL,
+  reverse_charge BIGINT NOT NULL,
+  gpu TEXT NOT NULL,
+  gpus BIGINT NOT NULL,
+  price_micros BIGINT NOT NULL,
+  hours BIGINT NOT NULL,
+  net_micros BIGINT NOT NULL,
+  tax_micros BIGINT NOT NULL,
+  first_hour_at_us BIGINT NOT NULL,
+  last_hour_at_us BIGINT NOT NULL,
+  document_id BIGINT NOT NULL,
+  PRIMARY KEY (user_id, month_start_us, lease_id, tax_country, rate_ppm, reverse_charge)
+);
+)sql"},
   };
   return migrations;
 }

@@ -1,0 +1,163 @@
+// Billing inside the engine: billing profiles, the tax rate table, tax documents (invoices and
+// credit notes) with their gapless numbers, monthly spot statements, and wallet holds.
+//
+// The rules are billing's (src/billing, pure); this file keeps their state, writes their rows in
+// the same group commit as the money they describe, and decides nothing about HTTP.
+//
+// - A purchase (a spot bid, a term rental) needs a billing country: CheckCanPurchase says
+//   invalid_argument naming `billing_country` otherwise, and failed_precondition while the
+//   account's wallet is on hold (a payment reversed after it was credited, engine/topups.h).
+// - Tax is the buyer's at the moment of each charge (DecideTaxFor): the spot exchange takes its
+//   rate per hour from SpotTaxRatePpm and reports every charged hour, which RecordSpotHours adds
+//   to the month's usage; the tick (IssueDueStatements) issues one statement per account and
+//   month once the month has ended (UTC), with every lease-hour of it.
+// - Numbers are allocated by IssueDocument, in the command that writes the document, after
+//   everything that can fail: a number taken is a number written, in the same transaction. A
+//   failed commit reloads the state from the store (engine.h), so the series never skips.
+//   Documents are inserted, never updated or deleted.
+// - A credit note (IssueCreditNote, admins) corrects an invoice in full or in part and gives the
+//   gross back to the customer's wallet in the same batch (platform revenue -> wallet for the
+//   net, tax payable -> wallet for the tax).
+// - Tax rates: the shipped table (billing::TaxRateTable::Defaults) plus the admins' changes, kept
+//   as a log (tax_rate_changes) and replayed at load; a change never reaches into the past, so
+//   the table always says the rate each issued line was taxed at.
+//
+// Every function taking a Txn runs on the writer thread; those taking a const State are reads.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <unordered_map>
+#include <utility>
+#include <vector>
+
+#include "billing/document.h"
+#include "billing/profile.h"
+#include "billing/statement.h"
+#include "billing/tax_rates.h"
+#include "engine/engine.h"
+#include "engine/state.h"
+#include "market/exchange.h"
+
+namespace gpuhub::engine {
+
+struct AccountBilling {
+  billing::BillingProfile profile;
+  billing::CountryEvidence evidence;  // recorded with the latest purchase
+  std::string wallet_hold;            // "" = none; else why the wallet cannot buy
+  TimestampMicros wallet_hold_since = 0;
+};
+
+struct TaxRateChange {
+  std::int64_t seq = 0;
+  std::string kind;  // "set" | "close"
+  std::string country;
+  std::int64_t rate_ppm = 0;  // set: the new rate
+  TimestampMicros at = 0;     // set: valid from; close: valid until
+  std::string note;
+  std::int64_t admin_id = 0;
+  TimestampMicros created_at = 0;
+};
+
+struct BillingState {
+  billing::Party seller;
+  billing::TaxRateTable rates = billing::TaxRateTable::Defaults();
+  std::vector<TaxRateChange> rate_changes;
+  std::map<std::int64_t, AccountBilling> accounts;
+  std::map<std::int64_t, billing::Document> documents;  // by id
+  std::unordered_map<std::string, std::int64_t> by_number;
+  std::unordered_map<std::string, std::int64_t> by_source;
+  std::map<std::int64_t, std::vector<std::int64_t>> documents_by_user;  // ids, oldest first
+  std::map<std::int64_t, billing::Credited> credited;  // invoice id -> what notes gave back
+  billing::NumberSeries numbers;
+  std::int64_t next_document_id = 1;
+  // Spot usage not yet on a statement: (month start, user) -> rows.
+  std::map<std::pair<TimestampMicros, std::int64_t>, std::vector<billing::SpotUsage>> open_usage;
+};
+
+// ----- Profiles, evidence, holds ---------------------------------------------------------------
+
+Result<billing::BillingProfile> SetBillingProfile(Txn& txn, std::int64_t user_id,
+                                                  const billing::ProfileInput& input);
+// nullptr when the account has no billing record yet.
+const AccountBilling* FindAccountBilling(const State& state, std::int64_t user_id);
+
+// invalid_argument (field billing_country) without a billing country; failed_precondition while
+// the wallet is on hold.
+Status CheckCanPurchase(const State& state, std::int64_t user_id);
+
+// Where a purchase request came from (http: the client address and the CDN's country header).
+struct RequestOrigin {
+  std::string ip_address;
+  std::string ip_country;  // billing::CleanIpCountry'd; "" when none
+};
+// Records the evidence of a purchase (with the profile's country): written only when it changed.
+void NoteEvidence(Txn& txn, std::int64_t user_id, const RequestOrigin& origin);
+
+// Puts the wallet on hold (purchases refused) / lifts it. Written at once.
+void PlaceWalletHold(Txn& txn, std::int64_t user_id, const std::string& reason);
+void LiftWalletHold(Txn& txn, std::int64_t user_id);
+
+// ----- Tax ---------------------------------------------------------------------------------------
+
+// The tax of a sale to `user_id` at `at`: the rate of their billing country then, or reverse
+// charge (billing::DecideTax). No billing country: no tax, with a note saying so.
+billing::TaxDecision DecideTaxFor(const State& state, std::int64_t user_id, TimestampMicros at);
+// The rate the spot exchange charges with a lease-hour (0 for reverse charge).
+std::int64_t SpotTaxRatePpm(const State& state, std::int64_t user_id, TimestampMicros at);
+// Binds the exchange of `state` to its billing (called whenever a state is built or reloaded).
+void BindSpotTax(State& state);
+
+// Admins: a new rate from `valid_from` (>= now: invalid_argument naming valid_from otherwise), or
+// the end of the current period at `valid_until` (>= now). Rates 0..100% (billing::TaxRateTable).
+Result<billing::RatePeriod> ChangeTaxRate(Txn& txn, std::int64_t admin_id,
+                                          const std::string& country, std::int64_t rate_ppm,
+                                          TimestampMicros valid_from, const std::string& note);
+Result<billing::RatePeriod> CloseTaxRate(Txn& txn, std::int64_t admin_id,
+                                         const std::string& country, TimestampMicros valid_until,
+                                         const std::string& note);
+
+// ----- Documents ---------------------------------------------------------------------------------
+
+// Records the lease-hours of a command (market Changes::hours) in their month's usage.
+void RecordSpotHours(Txn& txn, const std::vector<market::HourCharge>& hours);
+// Tick: the statements of every account and month that ended before txn.now (at most
+// kMaxStatementsPerTick per call; the rest on the next tick). Returns how many were issued.
+Result<std::size_t> IssueDueStatements(Txn& txn);
+
+// Numbers, stores and indexes a sealed, unnumbered document of `user_id` (buyer and evidence are
+// filled from the account's billing record when the buyer is empty). conflict when a document of
+// the same source exists (one invoice per thing billed).
+Result<billing::Document> IssueDocument(Txn& txn, billing::Document doc);
+
+// An admin's credit note for invoice `number` (in full when `net_micros` is empty), refunding its
+// gross to the customer's USD wallet. not_found for an unknown invoice.
+struct CreditNoteResult {
+  billing::Document note;
+  std::vector<std::string> transfer_ids;
+};
+Result<CreditNoteResult> IssueCreditNote(Txn& txn, std::int64_t admin_id,
+                                         const std::string& invoice_number,
+                                         std::optional<std::int64_t> net_micros,
+                                         const std::string& reason);
+
+// not_found unless the document exists and belongs to `user_id` (0: any user, for admins).
+Result<billing::Document> GetDocument(const State& state, std::int64_t user_id,
+                                      const std::string& number);
+// The user's documents newest first: at most `limit`, older than `before_id` when it is > 0.
+std::vector<billing::Document> ListDocuments(const State& state, std::int64_t user_id,
+                                             std::size_t limit, std::int64_t before_id = 0);
+// What credit notes gave back of an invoice so far.
+billing::Credited CreditedOf(const State& state, std::int64_t invoice_id);
+
+// Every rule of the stored documents, for tests and the admin check: each document valid
+// (billing::CheckDocument), every series gapless and unique, sources unique, credit notes within
+// their invoices, usage rows of closed months on their statement.
+Status CheckBillingInvariants(const State& state);
+
+void AddBillingTickHooks(Engine& engine);
+Status LoadBilling(store::Store& store, const billing::Party& seller, BillingState& state);
+
+}  // namespace gpuhub::engine
