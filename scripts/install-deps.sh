@@ -8,9 +8,11 @@ build_packages=(
   libboost1.74-dev nlohmann-json3-dev libtomlplusplus-dev libcli11-dev
   libsqlite3-dev libpq-dev libsodium-dev libspdlog-dev libfmt-dev
   libgtest-dev libgmock-dev googletest libbenchmark-dev libssl-dev openssl ca-certificates
+  libhpdf-dev fonts-dejavu-core
 )
-# wrk and valgrind: bench/http/side_by_side.sh, load.sh and profile.sh.
-test_packages=(postgresql-15 postgresql-client-15 curl wrk valgrind chromium)
+# wrk and valgrind: bench/http/side_by_side.sh, load.sh and profile.sh; poppler-utils (pdftotext):
+# the tests read invoice PDFs back.
+test_packages=(postgresql-15 postgresql-client-15 curl wrk valgrind chromium poppler-utils)
 
 want=("${build_packages[@]}")
 if [ "${1:-}" = "--with-test-tools" ]; then want+=("${test_packages[@]}"); fi
