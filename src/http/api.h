@@ -22,6 +22,7 @@
 #include "core/money.h"
 #include "core/status.h"
 #include "engine/accounts.h"
+#include "engine/billing.h"
 #include "engine/engine.h"
 #include "engine/idempotency.h"
 #include "engine/topups.h"
@@ -66,8 +67,11 @@ struct ApiContext {
         hashers(config.hash_threads, kHashQueue()),
         logins(config.login_throttle),
         login_attempts_by_address(config.login_attempts_per_address),
-        signups_by_address(config.signups_per_address) {}
+        signups_by_address(config.signups_per_address),
+        renderers(kRenderThreads, kRenderQueue()) {}
   static std::size_t kHashQueue();
+  static std::size_t kRenderQueue();
+  static constexpr int kRenderThreads = 1;
 
   engine::Engine& engine;
   engine::MetricsRegistry& metrics;
@@ -78,6 +82,7 @@ struct ApiContext {
   RateLimiter signups_by_address;
   RateLimiter agent_requests_by_host{RateLimit{kMaxAgentRequestsPerSecond, 1}};
   RateLimiter enrolments_by_address{RateLimit{kMaxEnrolmentsPerAddressPerMinute, 60}};
+  WorkerPool renderers;  // invoice PDFs and pages, off the writer and the I/O threads
   InFlightKeys in_flight;
   ManualClock* manual_clock = nullptr;  // set with --clock manual
   std::function<bool()> draining;       // the server is shutting down
@@ -238,6 +243,15 @@ void FitOnMarketPrices(ApiContext& api, std::shared_ptr<const catalog::Catalog> 
                        std::string data_dir, std::string body, Responder respond);
 // The book's offers as fit/market_fit.h takes them (api_market.cc; fit builds only).
 std::vector<fit::MarketOffer> FitOffers(const std::vector<market::Offer>& offers);
+// Billing profiles, invoices (JSON, HTML, PDF), tax rates, credit notes (api_billing.cc).
+void RegisterBillingRoutes(Router& router, ApiContext& api);
+// Where a purchase request came from: the client address and the CDN's country header
+// ([billing] country_header), recorded as evidence with the purchase.
+engine::RequestOrigin OriginOf(const ApiContext& api, const Request& r);
+// The tax of a spot hour of `hourly_net_micros` to `user_id` now: country, rate, note and the
+// hour's net, tax and gross (prices are net; this is what each hour will be charged).
+json SpotTaxJson(const engine::State& state, std::int64_t user_id, std::int64_t hourly_net_micros,
+                 TimestampMicros at);
 // The public read API (catalog, size, fit, plan, guide); `data_dir` holds catalog.toml and models/.
 void RegisterReadRoutes(Router& router, ApiContext& api, const std::string& data_dir);
 

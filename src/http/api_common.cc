@@ -9,6 +9,7 @@
 namespace gpuhub::http {
 
 std::size_t ApiContext::kHashQueue() { return kMaxQueuedPasswordHashes; }
+std::size_t ApiContext::kRenderQueue() { return kMaxQueuedRenders; }
 
 bool InFlightKeys::Insert(const std::string& key) {
   std::lock_guard<std::mutex> lock(mutex_);

@@ -156,6 +156,13 @@ json LeaseJson(const engine::State& state, const market::Lease& l, bool as_provi
   return out;
 }
 
+// A customer's lease with the tax its hours carry now (the hourly price is net).
+json CustomerLeaseJson(const engine::Txn& txn, const market::Lease& l) {
+  json out = LeaseJson(txn.state, l, false);
+  out["tax"] = SpotTaxJson(txn.state, l.customer_id, l.HourMicros(), txn.now);
+  return out;
+}
+
 // Market data is written with JsonWriter, not built as a tree: these are the hottest public
 // reads, and they run on the writer thread.
 void WriteTrade(JsonWriter& w, const market::Trade& t) {
@@ -462,17 +469,29 @@ void RegisterMarketRoutes(Router& router, ApiContext& api) {
                            }));
 
   // ----- Customers ---------------------------------------------------------------------------
+  // A purchase: it needs a billing country (400 naming billing_country), its origin is recorded
+  // as evidence, and the answer says the tax each hour carries (prices are net).
   router.Add("POST", "/v1/bids",
-             Authenticated<BidRequest>(
-                 api, kRoleCustomer, ParseBid,
-                 [](Txn& txn, const User& me, const BidRequest& request) -> Result<Reply> {
-                   GPUHUB_ASSIGN_OR_RETURN(auto r, engine::PlaceBid(txn, me.id, request.spec));
+             Authenticated<std::pair<BidRequest, engine::RequestOrigin>>(
+                 api, kRoleCustomer,
+                 [&api](const Request& r) -> Result<std::pair<BidRequest, engine::RequestOrigin>> {
+                   GPUHUB_ASSIGN_OR_RETURN(BidRequest request, ParseBid(r));
+                   return std::pair{std::move(request), OriginOf(api, r)};
+                 },
+                 [](Txn& txn, const User& me,
+                    const std::pair<BidRequest, engine::RequestOrigin>& in) -> Result<Reply> {
+                   const BidRequest& request = in.first;
+                   const market::BidSpec& spec = request.spec;
+                   GPUHUB_ASSIGN_OR_RETURN(auto r, engine::PlaceBid(txn, me.id, spec));
                    if (!request.image.empty()) {
                      GPUHUB_RETURN_IF_ERROR(engine::RecordLaunchSpec(txn, r.bid.id, request.image));
                    }
+                   engine::NoteEvidence(txn, me.id, in.second);
                    json out = BidJson(txn.state, r.bid);
-                   out["lease"] =
-                       r.lease ? LeaseJson(txn.state, *r.lease, false) : json(nullptr);
+                   out["lease"] = r.lease ? CustomerLeaseJson(txn, *r.lease) : json(nullptr);
+                   std::int64_t hour = r.lease ? r.lease->HourMicros()
+                                               : spec.limit_micros * spec.gpus;
+                   out["tax"] = SpotTaxJson(txn.state, me.id, hour, txn.now);
                    return Reply{201, out};
                  }));
   router.Add(
@@ -509,7 +528,8 @@ void RegisterMarketRoutes(Router& router, ApiContext& api) {
                    auto leases = as_provider ? X(txn).ListProviderLeases(me.id, limit)
                                              : X(txn).ListCustomerLeases(me.id, limit);
                    for (const auto& l : leases) {
-                     list.push_back(LeaseJson(txn.state, l, as_provider));
+                     list.push_back(as_provider ? LeaseJson(txn.state, l, true)
+                                                : CustomerLeaseJson(txn, l));
                    }
                    return Reply{200, {{"leases", list}}};
                  }));
@@ -521,14 +541,15 @@ void RegisterMarketRoutes(Router& router, ApiContext& api) {
                    if (l == nullptr || (l->customer_id != me.id && l->provider_id != me.id)) {
                      return Status::NotFound("no lease " + std::to_string(id) + " of yours");
                    }
-                   return Reply{200, LeaseJson(txn.state, *l, l->provider_id == me.id)};
+                   return Reply{200, l->provider_id == me.id ? LeaseJson(txn.state, *l, true)
+                                                             : CustomerLeaseJson(txn, *l)};
                  }));
   router.Add("POST", "/v1/leases/{id}/stop",
              Authenticated<std::int64_t>(
                  api, kRoleCustomer, [](const Request& r) { return IdOnly(r, "lease"); },
                  [](Txn& txn, const User& me, const std::int64_t& id) -> Result<Reply> {
                    GPUHUB_ASSIGN_OR_RETURN(auto lease, engine::StopLease(txn, me.id, id));
-                   return Reply{200, LeaseJson(txn.state, lease, false)};
+                   return Reply{200, CustomerLeaseJson(txn, lease)};
                  }));
 
   // ----- Admins ------------------------------------------------------------------------------

@@ -2,6 +2,7 @@
 
 #include <toml++/toml.h>
 
+#include "billing/profile.h"
 #include "core/file.h"
 #include "core/money.h"
 #include "core/strings.h"
@@ -90,10 +91,10 @@ Result<ServiceConfig> ParseServiceConfig(std::string_view toml_text, std::string
   for (const auto& [key, node] : root) {
     if (key.str() != "server" && key.str() != "auth" && key.str() != "payments" &&
         key.str() != "market" && key.str() != "rentals" && key.str() != "webhooks" &&
-        key.str() != "agents") {
+        key.str() != "agents" && key.str() != "billing") {
       return Status::InvalidArgument(where(node, key.str()) +
                                      " is not a known section ([server], [auth], [payments], "
-                                     "[market], [rentals], [webhooks], [agents])");
+                                     "[market], [rentals], [webhooks], [agents], [billing])");
     }
     if (!node.is_table())
       return Status::InvalidArgument(where(node, key.str()) + " must be a table");
@@ -264,6 +265,30 @@ Result<ServiceConfig> ParseServiceConfig(std::string_view toml_text, std::string
       }
       config.webhooks_allow_private_addresses = *n->value<bool>();
     }
+  }
+  if (const toml::table* b = root["billing"].as_table()) {
+    GPUHUB_RETURN_IF_ERROR(known(*b, "billing",
+                                 {"seller_name", "seller_address", "seller_country",
+                                  "seller_vat_id", "country_header", "pdf_font"}));
+    engine::SellerConfig& seller = config.seller;
+    GPUHUB_RETURN_IF_ERROR(text(*b, "billing", "seller_name", &seller.name));
+    GPUHUB_RETURN_IF_ERROR(text(*b, "billing", "seller_address", &seller.address));
+    GPUHUB_RETURN_IF_ERROR(text(*b, "billing", "seller_country", &seller.country));
+    GPUHUB_RETURN_IF_ERROR(text(*b, "billing", "seller_vat_id", &seller.vat_id));
+    GPUHUB_RETURN_IF_ERROR(text(*b, "billing", "country_header", &config.country_header));
+    GPUHUB_RETURN_IF_ERROR(text(*b, "billing", "pdf_font", &config.pdf_font));
+    config.country_header = ToLower(config.country_header);
+    // The seller is checked like a business buyer: the same country codes and VAT id shapes.
+    auto checked = billing::ValidateProfile(
+        {seller.country, seller.name.empty() ? "?" : seller.name, seller.vat_id, seller.address});
+    if (!checked.ok() || seller.name.empty()) {
+      return Status::InvalidArgument(
+          std::string(source) + ": [billing] seller_* must name the seller (seller_name), its " +
+          "country (an ISO code such as US or DE) and a VAT id of that country's shape when " +
+          "given: " + (checked.ok() ? std::string("seller_name is empty") : checked.status().message()));
+    }
+    seller.country = checked->country;
+    seller.vat_id = checked->vat_id;
   }
   return config;
 }

@@ -59,6 +59,7 @@
 
 #include "core/status.h"
 #include "engine/accounts.h"
+#include "engine/state.h"
 #include "http/limits.h"
 
 namespace gpuhub::http {
@@ -121,6 +122,13 @@ struct ServiceConfig {
   // [agents] rental_downtime_multiplier: a term rental's downtime credit per offline hour is its
   // hourly rate (monthly / 720, weekly / 168) x this (ppm; default x1).
   std::int64_t agents_rental_downtime_multiplier_ppm = 1'000'000;
+  // [billing]: the seller printed on every tax document (its country decides reverse charge), and
+  // the request header a CDN in front of gpuhub puts the client's country in (Cloudflare's
+  // "cf-ipcountry", CloudFront's "cloudfront-viewer-country"): recorded as evidence with each
+  // purchase. Empty: none is read (a client could send any value without a CDN that overwrites it).
+  engine::SellerConfig seller;
+  std::string country_header;
+  std::string pdf_font;  // the TrueType font of invoice PDFs; "": documents::kDefaultPdfFont
 };
 
 // Parses the TOML text of a config file; errors name the file, line and key.

@@ -43,6 +43,9 @@ inline constexpr int kMaxJsonDepth = 32;
 // Password hashes waiting for a worker: beyond this signups and logins get 503 (Argon2id uses
 // tens of MiB each; an unbounded queue is a memory exhaustion attack).
 inline constexpr std::size_t kMaxQueuedPasswordHashes = 256;
+// Invoice PDFs/pages waiting for the renderer (one thread; a PDF takes tens of milliseconds):
+// beyond this the request gets 503 instead of an unbounded queue.
+inline constexpr std::size_t kMaxQueuedRenders = 64;
 // On SIGTERM: how long in-flight requests may take to finish before the server stops anyway.
 inline constexpr int kShutdownGraceSeconds = 20;
 // Pages of GET /v1/transfers and similar lists.

@@ -11,6 +11,7 @@
 
 #include "engine/accounts.h"
 #include "engine/agents.h"
+#include "engine/billing.h"
 #include "engine/engine.h"
 #include "engine/idempotency.h"
 #include "engine/market.h"
@@ -154,6 +155,7 @@ int RunServe(const ServeOptions& options) {
       config.agents_offline_after_seconds * kMicrosPerSecond;
   engine_options.domains.agents->rental_downtime_multiplier_ppm =
       config.agents_rental_downtime_multiplier_ppm;
+  engine_options.domains.seller = config.seller;
 #ifdef GPUHUB_HAVE_FIT
   if (auto fleet = catalog::LoadCatalog(options.data_dir + "/catalog.toml"); fleet.ok()) {
     for (const auto& card : fleet->spot) {
@@ -181,6 +183,7 @@ int RunServe(const ServeOptions& options) {
   engine::AddMarketTickHooks(engine);
   engine::AddRentalsTickHooks(engine);
   engine::AddAgentTickHooks(engine);
+  engine::AddBillingTickHooks(engine);  // after the market: a month's last hours come first
   if (Status s = engine.Start(); !s.ok()) {
     std::cerr << "gpuhub: cannot load the state from " << description << ": " << s.message()
               << "\n";
@@ -213,6 +216,7 @@ int RunServe(const ServeOptions& options) {
   RegisterNotificationRoutes(router, api);
   RegisterAgentRoutes(router, api);
   RegisterSshKeyRoutes(router, api);
+  RegisterBillingRoutes(router, api);
   RegisterReadRoutes(router, api, options.data_dir);
 
   // Each connection is a file descriptor: with the common soft limit of 1024, accept() would run
@@ -281,6 +285,7 @@ int RunServe(const ServeOptions& options) {
   // Password hashes still queued (only when the shutdown grace ran out) finish now, while the
   // server's I/O objects still exist for their answers to be dropped safely.
   api.hashers.Stop();
+  api.renderers.Stop();
   spdlog::info("event=exit");
   FlushLogRepeats();
   return 0;

@@ -30,6 +30,7 @@ class WebSessionTest : public ::testing::Test {
     auto signup =
         client_->Call("POST", "/v1/accounts", {{"username", name}, {"password", kPassword}});
     EXPECT_TRUE(signup.status == 201 || signup.status == 409) << signup.body;
+    EXPECT_TRUE(SetBillingCountry(*client_, LogIn(*client_, name, kPassword), "US"));
     auto headers = extra;
     headers.emplace_back("Content-Type", "application/json");
     auto login = client_->Send(

@@ -22,7 +22,9 @@ class MarketApiTest : public ServerFixture {
     auto r = client_->Call("POST", "/v1/accounts",
                            {{"username", name}, {"password", kPassword}, {"roles", roles}});
     EXPECT_EQ(r.status, 201) << r.body;
-    return LogIn(*client_, name, kPassword);
+    std::string token = LogIn(*client_, name, kPassword);
+    EXPECT_TRUE(SetBillingCountry(*client_, token, "US"));  // a buyer needs one; US: no tax
+    return token;
   }
   json Get(const std::string& path, const std::string& token = "") {
     auto r = client_->Call("GET", path, nullptr, token);

@@ -441,7 +441,15 @@ std::string SignUpAndLogIn(HttpClient& client, const std::string& username,
   if (!roles.empty()) body["roles"] = roles;
   auto r = client.Call("POST", "/v1/accounts", body);
   if (r.status != 201) return "";
-  return LogIn(client, username, password);
+  std::string token = LogIn(client, username, password);
+  // A purchase needs a billing country; US has no rate, so every figure stays net.
+  if (!token.empty() && !SetBillingCountry(client, token, "US")) return "";
+  return token;
+}
+
+bool SetBillingCountry(HttpClient& client, const std::string& token, const std::string& country) {
+  return client.Call("PUT", "/v1/billing-profile", {{"billing_country", country}}, token).status ==
+         200;
 }
 
 json MachineJson(const std::string& gpu, int gpus, const std::string& region) {

@@ -129,10 +129,13 @@ inline constexpr const char* kAdminPassword = "admin password 123";
 CommandResult CreateAdmin(const TempDir& dir, const ServerOptions& options);
 
 // Helpers over the API.
-// Signs up (with `roles` when given, else the default customer role) and logs in; "" on failure.
+// Signs up (with `roles` when given, else the default customer role), logs in and sets the
+// billing country US (no tax: a purchase needs a country); "" on failure.
 std::string SignUpAndLogIn(HttpClient& client, const std::string& username,
                            const std::string& password = "correct horse battery staple",
                            const std::vector<std::string>& roles = {});
+// PUT /v1/billing-profile with just the country; false unless 200.
+bool SetBillingCountry(HttpClient& client, const std::string& token, const std::string& country);
 std::string LogIn(HttpClient& client, const std::string& username,
                   const std::string& password = "correct horse battery staple");
 // Logs in the administrator of CreateAdmin; "" on failure.

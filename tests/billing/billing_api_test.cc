@@ -1,0 +1,357 @@
+// Billing through HTTP on a real server (manual clock) with SQLite and PostgreSQL: billing
+// profiles and their errors, the country a purchase needs, spot hours taxed at the buyer's rate,
+// the monthly statement with its JSON, printable page and PDF (read back with pdftotext: the same
+// numbers), other users' documents, paging, admin tax rates and credit notes.
+#include <unistd.h>
+
+#include <cstdio>
+#include <set>
+
+#include "billing_fixture.h"
+
+namespace gpuhub::testing {
+namespace {
+
+// How documents print an amount: the exact decimals, at least 2 ("20.000000" -> "20.00").
+std::string Printed(std::string amount) {
+  std::size_t dot = amount.find('.');
+  while (amount.size() > dot + 3 && amount.back() == '0') amount.pop_back();
+  return amount;
+}
+
+std::string PdfToText(const std::string& pdf) {
+  char path[] = "/tmp/gpuhub_invoice_XXXXXX";
+  int fd = ::mkstemp(path);
+  if (fd < 0) return "";
+  bool written = ::write(fd, pdf.data(), pdf.size()) == static_cast<ssize_t>(pdf.size());
+  ::close(fd);
+  std::string text;
+  if (written) {
+    std::string cmd = std::string("pdftotext -q -layout ") + path + " - 2>/dev/null";
+    if (FILE* p = ::popen(cmd.c_str(), "r")) {
+      char buf[4096];
+      std::size_t n;
+      while ((n = std::fread(buf, 1, sizeof buf, p)) > 0) text.append(buf, n);
+      ::pclose(p);
+    }
+  }
+  ::unlink(path);
+  return text;
+}
+
+class BillingApiTest : public BillingServerTest {};
+
+TEST_P(BillingApiTest, AProfileIsValidatedFieldByFieldAndKeptAcrossRestarts) {
+  std::string carl = Customer("carl", "");
+  json empty = Get("/v1/billing-profile", carl);
+  EXPECT_EQ(empty["complete"], false);
+  EXPECT_TRUE(empty["billing_country"].is_null());
+  struct Case {
+    json body;
+    const char* field;
+  } cases[] = {
+      {json::object(), "billing_country"},
+      {{{"billing_country", ""}}, "billing_country"},
+      {{{"billing_country", "XX"}}, "billing_country"},
+      {{{"billing_country", 49}}, "billing_country"},
+      {{{"billing_country", "DE"}, {"vat_id", "DE 123"}, {"business_name", "Acme"}}, "vat_id"},
+      {{{"billing_country", "GB"}, {"vat_id", "DE123456789"}, {"business_name", "Acme"}}, "vat_id"},
+      {{{"billing_country", "DE"}, {"vat_id", "DE123456789"}}, "business_name"},
+      {{{"billing_country", "DE"}, {"address", std::string(400, 'a')}}, "address"},
+      {{{"billing_country", "DE"}, {"iban", "x"}}, "iban"},
+  };
+  for (const auto& c : cases) {
+    auto r = client_->Call("PUT", "/v1/billing-profile", c.body, T(carl));
+    EXPECT_EQ(r.status, 400) << c.body.dump() << " " << r.body;
+    EXPECT_EQ(r.Json()["error"]["field"], c.field) << c.body.dump() << " " << r.body;
+  }
+  auto ok = client_->Call("PUT", "/v1/billing-profile",
+                          {{"billing_country", "de"},
+                           {"business_name", "Carl GmbH"},
+                           {"vat_id", "de 123 456 789"},
+                           {"address", "Unter den Linden 1\n10117 Berlin"}},
+                          T(carl));
+  ASSERT_EQ(ok.status, 200) << ok.body;
+  EXPECT_EQ(ok.Json()["billing_country"], "DE");
+  EXPECT_EQ(ok.Json()["vat_id"], "DE123456789");
+  // An EU business with a VAT id buying from a seller outside its country (here a US seller)
+  // accounts for the VAT itself: reverse charge.
+  EXPECT_EQ(ok.Json()["tax"]["reverse_charge"], true);
+  EXPECT_EQ(ok.Json()["tax"]["rate_percent"], "0");
+  Restart();
+  json kept = Get("/v1/billing-profile", carl);
+  EXPECT_EQ(kept["business_name"], "Carl GmbH");
+  EXPECT_EQ(kept["address"], "Unter den Linden 1\n10117 Berlin");
+  EXPECT_EQ(kept["complete"], true);
+  EXPECT_EQ(client_->Call("GET", "/v1/billing-profile").status, 401);
+}
+
+TEST_P(BillingApiTest, APurchaseNeedsABillingCountryAndCarriesItsTax) {
+  Provider();
+  std::string nobody = Customer("nina", "");
+  json refused = Buy(nobody, 1, 400);
+  EXPECT_EQ(refused["error"]["field"], "billing_country");
+  EXPECT_NE(refused["error"]["message"].get<std::string>().find("PUT /v1/billing-profile"),
+            std::string::npos);
+  // Nothing was bought or held.
+  EXPECT_TRUE(Get("/v1/leases", nobody)["leases"].empty());
+  EXPECT_TRUE(Get("/v1/bids", nobody)["bids"].empty());
+
+  std::string carl = Customer("carl", "DE", "100");
+  Buy(carl, 2);  // without a CDN header
+  json b = client_->Send("POST", "/v1/bids",
+                         json{{"gpu", "H100 SXM"}, {"gpus", 2}, {"market", true}}.dump(),
+                         {{"Authorization", "Bearer " + T(carl)},
+                          {"Content-Type", "application/json"},
+                          {"CF-IPCountry", "de"}})
+               .Json();
+  ASSERT_EQ(b["status"], "filled") << b.dump();
+  EXPECT_EQ(b["tax"]["rate_percent"], "19");
+  EXPECT_EQ(b["tax"]["hourly_net_usd"], "5.000000");
+  EXPECT_EQ(b["tax"]["hourly_tax_usd"], "0.950000");
+  EXPECT_EQ(b["tax"]["hourly_gross_usd"], "5.950000");
+  EXPECT_EQ(b["lease"]["tax"]["hourly_gross_usd"], "5.950000");
+  // Two leases (the first call too): 2 x 5.95 from 100.
+  json wallets = Get("/v1/wallets", carl);
+  EXPECT_EQ(wallets["wallets"][0]["available"], "88.100000");
+  json profile = Get("/v1/billing-profile", carl);
+  EXPECT_EQ(profile["evidence"]["billing_country"], "DE");
+  EXPECT_EQ(profile["evidence"]["ip_address"], "127.0.0.1");
+  EXPECT_EQ(profile["evidence"]["ip_country"], "DE");
+  ExpectInvariants();
+}
+
+TEST_P(BillingApiTest, TheMonthlyStatementIsTheSameInJsonHtmlAndPdfAndOnlyItsOwnerSeesIt) {
+  Provider();
+  std::string carl = Customer("carl", "");
+  ASSERT_EQ(client_
+                ->Call("PUT", "/v1/billing-profile",
+                       {{"billing_country", "DE"},
+                        {"business_name", "Carl Rechenzentrum GmbH"},
+                        {"address", "Unter den Linden 1\n10117 Berlin"}},
+                       T(carl))
+                .status,
+            200);
+  std::string dora = Customer("dora", "FR");
+  Buy(carl, 2);
+  Buy(dora, 1);
+  Advance(3 * 3600);
+  EXPECT_TRUE(Get("/v1/invoices", carl)["invoices"].empty());  // the month has not ended
+  AdvanceToNextMonth();
+  json list = Get("/v1/invoices", carl);
+  ASSERT_EQ(list["invoices"].size(), 1u) << list.dump();
+  std::string number = list["invoices"][0]["number"];
+  json inv = Get("/v1/invoices/" + number, carl);
+  EXPECT_EQ(inv["kind"], "invoice");
+  EXPECT_EQ(inv["currency"], "USD");
+  EXPECT_EQ(inv["seller"]["name"], "gpuhub Inc.");
+  EXPECT_EQ(inv["seller"]["address"], "1 Main St\nDover, DE 19901");
+  EXPECT_EQ(inv["buyer"]["name"], "Carl Rechenzentrum GmbH (carl)");
+  EXPECT_EQ(inv["buyer"]["country"], "DE");
+  EXPECT_EQ(inv["tax_by_rate"][0]["label"], "VAT 19% (DE)");
+  ASSERT_EQ(inv["lines"].size(), 1u);
+  const json& line = inv["lines"][0];
+  long long hours = line["quantity"];
+  EXPECT_GE(hours, 4);  // 3 hours advanced + the rest of the month, hour by hour
+  EXPECT_EQ(Micros(line["net"]), hours * 5'000'000);
+  EXPECT_EQ(Micros(line["tax"]), hours * 950'000);
+  EXPECT_EQ(Micros(inv["gross"]), Micros(inv["net"]) + Micros(inv["tax"]));
+  EXPECT_EQ(inv["evidence"]["billing_country"], "DE");
+
+  // The printable page and the PDF say the same.
+  auto html = client_->Call("GET", "/v1/invoices/" + number + ".html", nullptr, T(carl));
+  ASSERT_EQ(html.status, 200);
+  EXPECT_EQ(html.Header("content-type"), "text/html; charset=utf-8");
+  for (const std::string& s : {number, Printed(inv["net"]), Printed(inv["tax"]),
+                               Printed(inv["gross"]), std::string("VAT 19% (DE)")}) {
+    EXPECT_NE(html.body.find(s), std::string::npos) << s;
+  }
+  auto pdf = client_->Call("GET", "/v1/invoices/" + number + ".pdf", nullptr, T(carl));
+  ASSERT_EQ(pdf.status, 200) << pdf.body.substr(0, 200);
+  EXPECT_EQ(pdf.Header("content-type"), "application/pdf");
+  EXPECT_EQ(pdf.body.rfind("%PDF-", 0), 0u);
+  if (std::system("command -v pdftotext >/dev/null 2>&1") != 0) {
+    GTEST_SKIP() << "pdftotext (poppler-utils) is not installed";
+  }
+  std::string text = PdfToText(pdf.body);
+  ASSERT_FALSE(text.empty());
+  std::vector<std::string> expected = {
+      "Invoice " + number,
+      inv["issued_at"].get<std::string>().substr(0, 10),
+      "gpuhub Inc.",
+      "1 Main St",
+      "Carl Rechenzentrum GmbH (carl)",
+      "10117 Berlin",
+      "Germany (DE)",
+      std::to_string(hours) + " lease-hours",
+      Printed(line["unit_net"]),
+      Printed(line["net"]),
+      Printed(line["tax"]),
+      Printed(line["gross"]),
+      "19%",
+      "VAT 19% (DE) on " + Printed(inv["net"]),
+      Printed(inv["net"]) + " USD",
+      Printed(inv["tax"]) + " USD",
+      Printed(inv["gross"]) + " USD",
+  };
+  for (const auto& s : expected) EXPECT_NE(text.find(s), std::string::npos) << s << "\n" << text;
+
+  // Someone else's number is not found, in every form; a malformed one neither.
+  for (std::string suffix : {"", ".pdf", ".html"}) {
+    auto theirs = client_->Call("GET", "/v1/invoices/" + number + suffix, nullptr, T(dora));
+    EXPECT_EQ(theirs.status, 404) << suffix << theirs.body;
+    EXPECT_EQ(client_->Call("GET", "/v1/invoices/" + number + suffix).status, 401);
+  }
+  EXPECT_EQ(client_->Call("GET", "/v1/invoices/../../etc", nullptr, T(carl)).status, 404);
+  EXPECT_EQ(client_->Call("GET", "/v1/invoices/2026-1", nullptr, T(carl)).status, 404);
+  EXPECT_EQ(client_->Call("GET", "/v1/admin/invoices/" + number, nullptr, T(carl)).status, 403);
+  EXPECT_EQ(Get("/v1/admin/invoices/" + number, admin_)["number"], number);
+  json dora_list = Get("/v1/invoices", dora);
+  ASSERT_EQ(dora_list["invoices"].size(), 1u);
+  EXPECT_NE(dora_list["invoices"][0]["number"], number);
+  std::set<std::string> numbers = {number, dora_list["invoices"][0]["number"]};
+  EXPECT_EQ(numbers.size(), 2u);
+  Restart();
+  EXPECT_EQ(Get("/v1/invoices/" + number, carl), inv);
+  ExpectInvariants();
+}
+
+TEST_P(BillingApiTest, InvoicesArePagedByANamedLimit) {
+  Provider();
+  std::string carl = Customer("carl", "DE", "100000");
+  Buy(carl, 1);
+  for (int month = 0; month < 4; ++month) AdvanceToNextMonth();
+  json all = Get("/v1/invoices", carl);
+  ASSERT_EQ(all["invoices"].size(), 4u);
+  EXPECT_TRUE(all["next_before"].is_null());
+  json page = Get("/v1/invoices?limit=3", carl);
+  ASSERT_EQ(page["invoices"].size(), 3u);
+  EXPECT_EQ(page["invoices"][0], all["invoices"][0]);  // newest first
+  json rest = Get("/v1/invoices?limit=3&before=" + page["next_before"].dump(), carl);
+  ASSERT_EQ(rest["invoices"].size(), 1u);
+  EXPECT_EQ(rest["invoices"][0], all["invoices"][3]);
+  for (std::string bad : {"limit=0", "limit=501", "limit=x", "before=0", "before=x"}) {
+    auto r = client_->Call("GET", "/v1/invoices?" + bad, nullptr, T(carl));
+    EXPECT_EQ(r.status, 400) << bad;
+    EXPECT_EQ(r.Json()["error"]["field"], bad.substr(0, bad.find('='))) << r.body;
+  }
+}
+
+TEST_P(BillingApiTest, AdminsChangeRatesWithinZeroToHundredAndNeverIntoThePast) {
+  std::string carl = Customer("carl", "DE");
+  struct Case {
+    json body;
+    const char* field;
+  } cases[] = {
+      {{{"country", "DE"}, {"rate", "100.5"}}, "rate"},
+      {{{"country", "DE"}, {"rate", "-1"}}, "rate"},
+      {{{"country", "DE"}, {"rate", "19.12345"}}, "rate"},
+      {{{"country", "DE"}, {"rate", "abc"}}, "rate"},
+      {{{"country", "DE"}, {"rate", 19}}, "rate"},
+      {{{"country", "DE"}}, "rate"},
+      {{{"country", "XX"}, {"rate", "19"}}, "country"},
+      {{{"rate", "19"}}, "country"},
+      {{{"country", "DE"}, {"rate", "19"}, {"valid_from", "2020-01-01T00:00:00Z"}}, "valid_from"},
+      {{{"country", "DE"}, {"rate", "19"}, {"valid_from", "soon"}}, "valid_from"},
+      {{{"country", "DE"}, {"rate", "19"}, {"note", std::string(300, 'n')}}, "note"},
+  };
+  for (const auto& c : cases) {
+    auto r = client_->Call("POST", "/v1/admin/tax-rates", c.body, admin_);
+    EXPECT_EQ(r.status, 400) << c.body.dump() << " " << r.body;
+    EXPECT_EQ(r.Json()["error"]["field"], c.field) << c.body.dump() << " " << r.body;
+  }
+  EXPECT_EQ(client_->Call("POST", "/v1/admin/tax-rates", {{"country", "DE"}, {"rate", "20"}}, T(carl))
+                .status,
+            403);
+  TimestampMicros now = Advance(1);
+  std::string later = FormatTimestamp(now + 2 * kMicrosPerDay);
+  auto set = client_->Call("POST", "/v1/admin/tax-rates",
+                           {{"country", "de"}, {"rate", "21.5"}, {"valid_from", later},
+                            {"note", "test change"}},
+                           admin_);
+  ASSERT_EQ(set.status, 201) << set.body;
+  EXPECT_EQ(set.Json()["rate_percent"], "21.5");
+  EXPECT_EQ(Get("/v1/billing-profile", carl)["tax"]["rate_percent"], "19");
+  json periods = Get("/v1/tax-rates?country=DE", "");
+  ASSERT_EQ(periods["rates"].size(), 2u);
+  EXPECT_EQ(periods["rates"][0]["valid_until"], later);
+  json at = Get("/v1/tax-rates?at=" + later, "");
+  bool found = false;
+  for (const auto& r : at["rates"]) found = found || (r["country"] == "DE" && r["rate_percent"] == "21.5");
+  EXPECT_TRUE(found);
+  auto close = client_->Call("POST", "/v1/admin/tax-rates/NO/close", json::object(), admin_);
+  ASSERT_EQ(close.status, 200) << close.body;
+  EXPECT_EQ(client_->Call("POST", "/v1/admin/tax-rates/NO/close", json::object(), admin_).status,
+            404);
+  Restart();
+  Advance(3 * 24 * 3600);
+  EXPECT_EQ(Get("/v1/billing-profile", carl)["tax"]["rate_percent"], "21.5");
+  EXPECT_EQ(Get("/v1/admin/tax-rates/changes", admin_)["changes"].size(), 2u);
+}
+
+TEST_P(BillingApiTest, CreditNotesHaveTheirOwnSeriesAndGiveTheMoneyBack) {
+  Provider();
+  std::string carl = Customer("carl", "DE");
+  Buy(carl, 1);
+  AdvanceToNextMonth();
+  json inv = Get("/v1/invoices", carl)["invoices"][0];
+  std::string number = inv["number"];
+  std::string path = "/v1/admin/invoices/" + number + "/credit-notes";
+  EXPECT_EQ(client_->Call("POST", path, {{"reason", "x"}}, T(carl)).status, 403);
+  struct Case {
+    json body;
+    int status;
+    const char* field;
+  } cases[] = {{json::object(), 400, "reason"},
+               {{{"reason", ""}}, 400, "reason"},
+               {{{"reason", "x"}, {"amount", "0"}}, 400, "amount"},
+               {{{"reason", "x"}, {"amount", "-1"}}, 400, "amount"},
+               {{{"reason", "x"}, {"amount", 5}}, 400, "amount"},
+               {{{"reason", "x"}, {"amount", "99999"}}, 400, "amount"}};
+  for (const auto& c : cases) {
+    auto r = client_->Call("POST", path, c.body, admin_);
+    EXPECT_EQ(r.status, c.status) << c.body.dump() << " " << r.body;
+    EXPECT_EQ(r.Json()["error"]["field"], c.field) << r.body;
+  }
+  EXPECT_EQ(client_->Call("POST", "/v1/admin/invoices/2026-999999/credit-notes", {{"reason", "x"}},
+                          admin_)
+                .status,
+            404);
+  auto part = client_->Call("POST", path, {{"reason", "an hour was down"}, {"amount", "2.50"}},
+                            admin_);
+  ASSERT_EQ(part.status, 201) << part.body;
+  json note = part.Json()["credit_note"];
+  EXPECT_EQ(note["kind"], "credit_note");
+  EXPECT_EQ(note["number"].get<std::string>().rfind("CN-", 0), 0u);
+  EXPECT_EQ(note["corrects"], number);
+  EXPECT_EQ(note["net"], "2.500000");
+  EXPECT_EQ(note["tax"], "0.475000");
+  // Hours keep being charged while the lease runs: the credit transfers say what came back.
+  auto transfers = AllTransfers(*client_, T(carl));
+  long long credited = 0;
+  for (const auto& t : transfers) {
+    if (t["code"] == "credit_note") credited += Micros(t["amount"]);
+  }
+  EXPECT_EQ(credited, 2'975'000);
+  auto rest = client_->Call("POST", path, {{"reason", "the rest"}}, admin_);
+  ASSERT_EQ(rest.status, 201) << rest.body;
+  EXPECT_EQ(Micros(rest.Json()["credit_note"]["gross"]) + 2'975'000, Micros(inv["gross"]));
+  auto again = client_->Call("POST", path, {{"reason", "again"}}, admin_);
+  EXPECT_EQ(again.status, 409) << again.body;
+  json mine = Get("/v1/invoices", carl);
+  EXPECT_EQ(mine["invoices"].size(), 3u);
+  EXPECT_EQ(mine["invoices"][0]["kind"], "credit_note");
+  json credited_inv = Get("/v1/invoices/" + number, carl);
+  EXPECT_EQ(credited_inv["credited"]["gross"], inv["gross"]);
+  EXPECT_EQ(credited_inv["credited"]["credit_notes"], 2);
+  auto pdf = client_->Call("GET", "/v1/invoices/" + note["number"].get<std::string>() + ".pdf",
+                           nullptr, T(carl));
+  EXPECT_EQ(pdf.status, 200);
+  ExpectInvariants();
+}
+
+INSTANTIATE_TEST_SUITE_P(Backends, BillingApiTest, ::testing::Values("sqlite", "postgresql"),
+                         [](const auto& info) { return info.param; });
+
+}  // namespace
+}  // namespace gpuhub::testing

@@ -1,0 +1,166 @@
+// Invoice numbers under load and across SIGKILL, on SQLite and PostgreSQL: admins issue credit
+// notes from several threads while the clock crosses a month end (the tick issues a statement
+// per account in between), and then
+//   - every acknowledged number is unique and every series (invoices, credit notes, per year)
+//     holds exactly 1..n: no gap, no repeat;
+//   - killed mid-load and restarted, every acknowledged credit note is still there with its
+//     amounts, the series are still gapless (a number taken is a number written, in the same
+//     transaction), and the next number continues where the series stopped.
+#include <atomic>
+#include <map>
+#include <mutex>
+#include <random>
+#include <set>
+#include <thread>
+
+#include "billing_fixture.h"
+
+namespace gpuhub::testing {
+namespace {
+
+constexpr int kCustomers = 12;
+constexpr int kThreads = 6;
+
+class BillingCrashTest : public BillingServerTest {
+ protected:
+  // 12 customers each renting one GPU, and last month's statements issued.
+  void Load() {
+    Provider(2);
+    for (int c = 0; c < kCustomers; ++c) {
+      names_.push_back(Customer("cust" + std::to_string(c), c % 3 == 0 ? "DE" : "FR", "100000"));
+      Buy(names_.back(), 1);
+    }
+    AdvanceToNextMonth();
+    invoices_ = Numbers("invoice");
+    ASSERT_EQ(invoices_.size(), static_cast<std::size_t>(kCustomers)) << server_->Log();
+  }
+  // The numbers of every document of `kind` of every customer.
+  std::vector<std::string> Numbers(const std::string& kind) {
+    std::vector<std::string> out;
+    for (const auto& name : names_) {
+      json page = Get("/v1/invoices?limit=500", name);  // kept alive: the loop walks into it
+      for (const auto& d : page["invoices"]) {
+        if (d["kind"] == kind) out.push_back(d["number"]);
+      }
+    }
+    return out;
+  }
+  // Every series of `numbers` ("2027-000003", "CN-2027-000001", ...) is exactly 1..n.
+  static void ExpectGapless(const std::vector<std::string>& numbers) {
+    std::map<std::string, std::set<long long>> series;
+    for (const auto& n : numbers) {
+      std::size_t dash = n.rfind('-');
+      ASSERT_NE(dash, std::string::npos) << n;
+      EXPECT_TRUE(series[n.substr(0, dash)].insert(std::stoll(n.substr(dash + 1))).second)
+          << n << " twice";
+    }
+    for (const auto& [prefix, seqs] : series) {
+      EXPECT_EQ(*seqs.begin(), 1) << prefix;
+      EXPECT_EQ(*seqs.rbegin(), static_cast<long long>(seqs.size())) << prefix << " has a gap";
+    }
+  }
+
+  // Threads issuing small credit notes until `stop`; acknowledged numbers -> gross.
+  void IssueCreditNotes(std::atomic<bool>& stop, std::map<std::string, std::string>& acked,
+                        std::mutex& mutex, std::vector<std::thread>& threads) {
+    for (int t = 0; t < kThreads; ++t) {
+      threads.emplace_back([&, t] {
+        std::mt19937 rng(77 + static_cast<unsigned>(t));
+        HttpClient c(server_->port());
+        std::string admin = LogInAdmin(c);  // its own session (the clock may outlive others)
+        while (!stop) {
+          const std::string& inv = invoices_[rng() % invoices_.size()];
+          auto r = c.Call("POST", "/v1/admin/invoices/" + inv + "/credit-notes",
+                          {{"reason", "load"}, {"amount", "0.01"}}, admin);
+          if (r.status == 401) {
+            admin = LogInAdmin(c);
+          } else if (r.status == 201) {
+            json n = r.Json()["credit_note"];
+            std::lock_guard<std::mutex> lock(mutex);
+            EXPECT_TRUE(acked.emplace(n["number"], n["gross"]).second) << n["number"] << " twice";
+          } else if (r.status != 0 && r.status != 409 && r.status != 400) {
+            ADD_FAILURE() << r.status << " " << r.body;
+          }
+        }
+      });
+    }
+  }
+
+  std::vector<std::string> names_;  // the customers
+  std::vector<std::string> invoices_;
+};
+
+TEST_P(BillingCrashTest, NumbersStayGaplessAndUniqueUnderConcurrentIssuing) {
+  Load();
+  std::atomic<bool> stop{false};
+  std::map<std::string, std::string> acked;
+  std::mutex mutex;
+  std::vector<std::thread> threads;
+  IssueCreditNotes(stop, acked, mutex, threads);
+  std::this_thread::sleep_for(std::chrono::milliseconds(700));
+  AdvanceToNextMonth();  // a statement per customer, numbered between the credit notes' commits
+  std::this_thread::sleep_for(std::chrono::milliseconds(700));
+  stop = true;
+  for (auto& t : threads) t.join();
+  std::printf("concurrent issuing: %zu credit notes acknowledged\n", acked.size());
+  EXPECT_GT(acked.size(), 20u);
+  std::vector<std::string> notes = Numbers("credit_note");
+  EXPECT_EQ(notes.size(), acked.size());
+  for (const auto& n : notes) EXPECT_EQ(acked.count(n), 1u) << n;
+  std::vector<std::string> all = Numbers("invoice");
+  EXPECT_EQ(all.size(), 2u * kCustomers);
+  all.insert(all.end(), notes.begin(), notes.end());
+  ExpectGapless(all);
+  ExpectInvariants();
+  Restart();
+  ExpectInvariants();
+  EXPECT_EQ(Numbers("credit_note").size(), acked.size());
+}
+
+TEST_P(BillingCrashTest, AfterSigkillEveryAcknowledgedNumberIsThereAndNoneIsMissing) {
+  Load();
+  std::atomic<bool> stop{false};
+  std::map<std::string, std::string> acked;
+  std::mutex mutex;
+  std::vector<std::thread> threads;
+  IssueCreditNotes(stop, acked, mutex, threads);
+  std::thread clock([&, admin = admin_] {
+    HttpClient c(server_->port());
+    std::this_thread::sleep_for(std::chrono::milliseconds(300));
+    // Crosses the next month end while credit notes are being issued (may be cut by the kill).
+    c.Call("POST", "/v1/admin/clock/advance", {{"seconds", 29 * 24 * 3600}}, admin);
+    c.Call("POST", "/v1/admin/clock/advance", {{"seconds", 3 * 24 * 3600}}, LogInAdmin(c));
+  });
+  std::this_thread::sleep_for(std::chrono::milliseconds(1200));
+  server_->Kill();
+  stop = true;
+  for (auto& t : threads) t.join();
+  clock.join();
+  std::printf("before SIGKILL: %zu credit notes acknowledged\n", acked.size());
+  EXPECT_GT(acked.size(), 10u);
+  Start();
+  RefreshSessions();
+  ExpectInvariants();
+  std::vector<std::string> notes = Numbers("credit_note");
+  EXPECT_GE(notes.size(), acked.size());  // some may have committed without their answer
+  for (const auto& [number, gross] : acked) {
+    auto r = client_->Call("GET", "/v1/admin/invoices/" + number, nullptr, admin_);
+    ASSERT_EQ(r.status, 200) << number << " was acknowledged but is gone: " << r.body;
+    EXPECT_EQ(r.Json()["gross"], gross);
+  }
+  std::vector<std::string> all = Numbers("invoice");
+  all.insert(all.end(), notes.begin(), notes.end());
+  ExpectGapless(all);
+  // The series continue where they stopped.
+  auto next = client_->Call("POST", "/v1/admin/invoices/" + invoices_[0] + "/credit-notes",
+                            {{"reason", "after the crash"}, {"amount", "0.01"}}, admin_);
+  ASSERT_EQ(next.status, 201) << next.body;
+  all.push_back(next.Json()["credit_note"]["number"]);
+  ExpectGapless(all);
+}
+
+INSTANTIATE_TEST_SUITE_P(Backends, BillingCrashTest, ::testing::Values("sqlite", "postgresql"),
+                         [](const auto& info) { return info.param; });
+
+}  // namespace
+}  // namespace gpuhub::testing
