@@ -333,6 +333,12 @@ const char* Example(std::string_view country) {
 
 bool IsCountryCode(std::string_view code) { return Find(code) != nullptr; }
 
+std::vector<std::pair<std::string, std::string>> AllCountries() {
+  std::vector<std::pair<std::string, std::string>> out;
+  for (const Country& c : kCountries) out.emplace_back(c.code, c.name);
+  return out;
+}
+
 std::string CountryName(std::string_view code) {
   const Country* c = Find(code);
   return c ? c->name : std::string(code);

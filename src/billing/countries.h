@@ -4,6 +4,8 @@
 
 #include <string>
 #include <string_view>
+#include <utility>
+#include <vector>
 
 #include "core/status.h"
 
@@ -11,6 +13,8 @@ namespace gpuhub::billing {
 
 // True for an assigned ISO 3166-1 alpha-2 code (upper case).
 bool IsCountryCode(std::string_view code);
+// Every assigned code with its English name, sorted by code (the billing form's choices).
+std::vector<std::pair<std::string, std::string>> AllCountries();
 // "DE" -> "Germany"; the code itself when no name is known.
 std::string CountryName(std::string_view code);
 // The 27 member states of the European Union.

@@ -7,6 +7,7 @@
 //   GET  /v1/invoices/{number}                    -> one document (another user's: 404)
 //   GET  /v1/invoices/{number}.pdf | .html        -> the PDF (libharu) | the printable page
 //   GET  /v1/tax-rates[?country=DE][&at=TIME]     -> the rates in force (a country: every period)
+//   GET  /v1/countries                            -> ISO countries with their rate now (the form)
 // Admins:
 //   POST /v1/admin/tax-rates {"country", "rate": "19", "valid_from"?, "note"?}     -> 201 period
 //   POST /v1/admin/tax-rates/{country}/close {"valid_until"?, "note"?}            -> 200 period
@@ -354,6 +355,26 @@ void RegisterBillingRoutes(Router& router, ApiContext& api) {
   router.Add("GET", "/v1/invoices/{id}", RequireBearer([&api](const Request& r, Responder respond) {
                GetDocumentHandler(api, r, std::move(respond), /*any_user=*/false);
              }));
+
+  // The billing form's choices: every ISO 3166-1 country, with the rate in force now.
+  router.Add("GET", "/v1/countries", [&api](const Request&, Responder respond) {
+    api.engine.Execute<json>(
+        [](Txn& txn) -> Result<json> {
+          json list = json::array();
+          for (const auto& [code, name] : billing::AllCountries()) {
+            auto rate = txn.state.billing->rates.Find(code, txn.now);
+            list.push_back({{"code", code},
+                            {"name", name},
+                            {"eu", billing::IsEuCountry(code)},
+                            {"rate_percent", rate ? Percent(rate->rate_ppm) : "0"}});
+          }
+          return json{{"countries", list}};
+        },
+        [respond = std::move(respond)](Result<json> out) {
+          if (!out.ok()) return respond(Response::Error(out.status()));
+          respond(JsonResponse(200, *out));
+        });
+  });
 
   router.Add("GET", "/v1/tax-rates", [&api](const Request& r, Responder respond) {
     std::string country;

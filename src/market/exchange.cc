@@ -279,7 +279,10 @@ Result<Exchange::HourBill> Exchange::HourLegs(const Lease& lease, std::int64_t h
     t.credit = AccountKey::System(AccountKind::kTaxPayable, Currency::kUsd);
     t.amount_micros = c.tax_micros;
     t.code = "lease_tax";
-    t.memo = memo + " (tax " + FormatMicros(c.rate_ppm * 100, 4) + "%)";
+    std::string rate = FormatMicros(c.rate_ppm * 100, 4);  // percent: "19.0000" -> "19"
+    while (rate.back() == '0') rate.pop_back();
+    if (rate.back() == '.') rate.pop_back();
+    t.memo = memo + " (tax " + rate + "%)";
     legs.push_back(std::move(t));
   }
   return bill;

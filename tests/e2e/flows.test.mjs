@@ -7,7 +7,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { newPage, screenshot } from './lib/browser.mjs';
-import { PASSWORD, username, waitForData, unexpected, signUp, useServerAndBrowser } from './lib/helpers.mjs';
+import { PASSWORD, username, waitForData, unexpected, signUp, setBillingCountry, useServerAndBrowser } from './lib/helpers.mjs';
 
 const env = useServerAndBrowser();
 
@@ -108,6 +108,7 @@ test('a market buy opens a lease visible on the page; stop ends it', async () =>
   const { context, page, problems } = await newPage(env.chrome.browser, 'desktop', env.server.url);
   try {
     await signUp(page, username('grace'));
+    await setBillingCountry(page, 'US'); // a purchase needs one; US has no tax: the figures stay net
     await topUp(page, '100.00', '$100.00');
 
     await page.click('nav a[href="/market/"]');

@@ -1,10 +1,11 @@
-// Account: sign up, log in, log out (cookie session), wallets, top-up invoices and the transfer
-// history. Balances and amounts are the API's decimal strings, formatted for display only.
+// Account: sign up, log in, log out (cookie session), wallets, top-up invoices, billing details
+// and tax documents (billing.js) and the transfer history. Balances and amounts are the API's decimal strings, formatted for display only.
 import { api, currentSession, logIn, logOut, newIdempotencyKey, RequestKey } from './api.js';
 import { h, $, replace, table, showFormError, clearFormErrors, setBusy, errorBox, empty } from './dom.js';
 import { money, timestamp } from './format.js';
 import { startRentals } from './rentals.js';
 import { initSshKeys, loadSshKeys } from './ssh_keys.js';
+import { initBilling, loadBillingProfile, loadDocuments } from './billing.js';
 
 const POLL_MS = 3000;
 const OPEN_INVOICE = new Set(['new', 'processing']);
@@ -103,6 +104,8 @@ async function showAccount(session, welcome) {
     loadTransfers(true),
     startRentals(() => Promise.all([loadWallets(), loadTransfers(true)]), roles.includes('customer')),
     loadSshKeys(),
+    loadBillingProfile(),
+    loadDocuments(),
   ]);
 }
 
@@ -330,6 +333,7 @@ async function main() {
   initSshKeys();
   $('#refresh-wallets').addEventListener('click', () => Promise.all([loadWallets(), loadTopups(), loadTransfers(true)]));
   $('#more-transfers').addEventListener('click', () => loadTransfers(false));
+  initBilling();
   document.addEventListener('gpuhub:session', (e) => {
     if (!e.detail && !$('#signed-in').hidden) show('out');
   });

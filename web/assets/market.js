@@ -274,7 +274,11 @@ function bidOutcome(bid) {
       'div',
       { class: 'alert alert-ok', role: 'status' },
       h('strong', null, `Filled: lease #${l.id}. `),
-      `${integer(l.gpus)} × ${l.gpu} at ${priceText(l.price_usd_per_gpu_hour)}/GPU-h — ${money(l.hourly_usd, 'USD')} per hour, first hour paid. `,
+      `${integer(l.gpus)} × ${l.gpu} at ${priceText(l.price_usd_per_gpu_hour)}/GPU-h — ${money(l.hourly_usd, 'USD')} per hour` +
+        (bid.tax && bid.tax.hourly_tax_usd !== '0.000000'
+          ? ` + ${money(bid.tax.hourly_tax_usd, 'USD')} tax (${bid.tax.note}) = ${money(bid.tax.hourly_gross_usd, 'USD')}`
+          : '') +
+        ', first hour paid. ',
       h('a', { href: '#leases-card' }, 'See your leases')
     );
   }
@@ -316,6 +320,12 @@ async function onBid(e) {
       session = null;
       showSignedIn(false);
       return;
+    }
+    if (err.field === 'billing_country') {
+      // Not a field of this form: say where it is set.
+      return replace($('#bid-result'), h('div', { class: 'alert alert-warn', role: 'alert' },
+        'Set your billing country first: prices exclude tax, and the tax of your country is added to each hour. ',
+        h('a', { href: '/account/#billing' }, 'Billing details')));
     }
     showFormError(form, err);
   } finally {

@@ -1,6 +1,6 @@
 // What the browser tests share: test users, waiting for a page's data, the API as a script uses it
-// (bearer token) for the parts of a scenario that are not the page under test, and sign-up through
-// the account page.
+// (bearer token) for the parts of a scenario that are not the page under test, sign-up and the
+// billing country through the account page.
 import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
 import { before, after } from 'node:test';
@@ -37,9 +37,12 @@ export function apiClient(server) {
     if (!res.ok) throw new Error(`${method} ${path}: ${res.status} ${text}`);
     return data;
   }
+  // A signed-in user with the billing country a purchase needs (US: no tax, net = gross).
   async function user(name, roles) {
     await call('POST', '/v1/accounts', { username: name, password: PASSWORD, roles });
-    return (await call('POST', '/v1/sessions', { username: name, password: PASSWORD })).token;
+    const token = (await call('POST', '/v1/sessions', { username: name, password: PASSWORD })).token;
+    await call('PUT', '/v1/billing-profile', { billing_country: 'US' }, token);
+    return token;
   }
   async function fund(token, amount) {
     const inv = await call('POST', '/v1/topups', { amount, currency: 'USD' }, token);
@@ -58,6 +61,17 @@ export async function signUp(page, name) {
   await page.click('#signup-form button[type="submit"]');
   await page.waitForSelector('#signed-in:not([hidden])');
   await waitForData(page);
+}
+
+// Sets the billing country on the account page's billing form (a purchase needs one) and waits
+// for it to be saved.
+export async function setBillingCountry(page, code) {
+  if (!page.url().includes('/account/')) await page.goto('/account/');
+  await page.waitForSelector('#billing-form');
+  await page.waitForFunction(() => document.querySelectorAll('#billing-country option').length > 1);
+  await page.selectOption('#billing-country', code);
+  await page.click('#billing-form button[type="submit"]');
+  await page.waitForSelector('#billing-status[data-state="complete"]');
 }
 
 // One real server (port 0, fresh database) and one Chromium per test file, started before its

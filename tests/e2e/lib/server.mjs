@@ -1,7 +1,7 @@
 // A real `gpuhub serve` for a browser test: port 0, a fresh SQLite database in a temporary folder,
 // fast password hashing, a known webhook secret, the demo catalog (opening asks on the exchange)
-// and the manual clock, with an administrator (ADMIN_USERNAME) for the clock. Stopped (SIGTERM,
-// then SIGKILL) by stop().
+// and the manual clock, a known seller for invoices, with an administrator (ADMIN_USERNAME) for
+// the clock. Stopped (SIGTERM, then SIGKILL) by stop().
 import { spawn, spawnSync } from 'node:child_process';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -19,7 +19,11 @@ export async function startServer() {
   const dir = mkdtempSync(join(tmpdir(), 'gpuhub-e2e-'));
   const secret = 'whsec_' + randomBytes(16).toString('hex');
   const config = join(dir, 'gpuhub.toml');
-  writeFileSync(config, '[auth]\nargon2_ops_limit = 1\nargon2_mem_limit_bytes = 8192\n');
+  writeFileSync(
+    config,
+    '[auth]\nargon2_ops_limit = 1\nargon2_mem_limit_bytes = 8192\n' +
+      '[billing]\nseller_name = "gpuhub Inc."\nseller_address = "1 Main St\\nDover, DE 19901"\n'
+  );
   const db = `sqlite:${join(dir, 'gpuhub.db')}`;
   // The administrator exists before the server opens the database (it holds the database while it
   // runs).
