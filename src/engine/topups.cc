@@ -3,6 +3,7 @@
 #include <sodium.h>
 #include <spdlog/spdlog.h>
 
+#include "engine/billing.h"
 #include "engine/limits.h"
 #include "engine/wallets.h"
 
@@ -26,7 +27,9 @@ Result<InvoiceStatus> ParseInvoiceStatus(std::string_view name) {
 
 Result<PaymentCreditState> ParseCreditState(std::string_view name) {
   for (auto s : {PaymentCreditState::kCredited, PaymentCreditState::kHeld,
-                 PaymentCreditState::kReleased, PaymentCreditState::kRefused}) {
+                 PaymentCreditState::kReleased, PaymentCreditState::kRefused,
+                 PaymentCreditState::kReversed, PaymentCreditState::kReversalPending,
+                 PaymentCreditState::kWrittenOff}) {
     if (PaymentCreditStateName(s) == name) return s;
   }
   return Status::Internal("unknown payment credit state '" + std::string(name) + "'");
@@ -166,6 +169,61 @@ void Release(Txn& txn, Invoice& inv, InvoicePayment& p, bool post, std::int64_t 
   WritePayment(txn, inv, p);
 }
 
+std::int64_t WalletAvailable(const Txn& txn, std::int64_t user, Currency currency) {
+  auto account = txn.state.wallets->ledger.GetAccount(AccountKey::Wallet(user, currency));
+  return account.ok() ? account->available() : 0;
+}
+
+// Takes a reversed payment back from the wallet (wallet -> deposits), or leaves it pending.
+// Nothing here fails: the debit is tried only when the available balance covers it.
+bool DebitBack(Txn& txn, Invoice& inv, InvoicePayment& p) {
+  if (p.fiat_micros > 0 && WalletAvailable(txn, inv.user_id, inv.currency) < p.fiat_micros) {
+    return false;
+  }
+  if (p.fiat_micros > 0) {
+    TransferRequest r;
+    r.id = p.transfer_id + ":reversal";
+    r.kind = TransferKind::kSinglePhase;
+    r.debit = AccountKey::Wallet(inv.user_id, inv.currency);
+    r.credit = AccountKey::System(AccountKind::kDeposits, inv.currency);
+    r.amount_micros = p.fiat_micros;
+    r.code = "payment_reversal";
+    r.memo = Memo(inv, "reversed payment " + p.payment_id.substr(0, 64));
+    r.timestamp = txn.now;
+    Status applied = ApplyAndWrite(txn, {r}).status();
+    GPUHUB_CHECK_MSG(applied.ok(), applied.ToString().c_str());  // the balance was checked
+  }
+  inv.credited_micros -= p.fiat_micros;
+  p.state = PaymentCreditState::kReversed;
+  return true;
+}
+
+std::string HoldReason(const Invoice& inv, const InvoicePayment& p) {
+  return "payment " + p.payment_id.substr(0, 64) + " of top-up " + inv.id + " (" +
+         FormatMicros(p.fiat_micros, 2) + " " + std::string(CurrencyCode(inv.currency)) +
+         ") was credited, then reversed by the payment processor, and your balance cannot "
+         "cover it";
+}
+
+// A credited payment BTCPay now calls Invalid: debited back, or pending with the wallet on hold.
+void Reverse(Txn& txn, Invoice& inv, InvoicePayment& p, const std::string& source) {
+  if (!DebitBack(txn, inv, p)) {
+    p.state = PaymentCreditState::kReversalPending;
+    txn.state.topups->reversal_pending.insert({inv.id, p.seq});
+    PlaceWalletHold(txn, inv.user_id, HoldReason(inv, p));
+  }
+  p.source = source;
+  p.updated_at = txn.now;
+  WritePayment(txn, inv, p);
+}
+
+bool HasPendingReversal(const TopupsState& t, std::int64_t user) {
+  for (const auto& [id, seq] : t.reversal_pending) {
+    if (t.invoices.at(id).user_id == user) return true;
+  }
+  return false;
+}
+
 void Unwatch(TopupsState& t, const Invoice& inv) { t.watched_by_age.erase({inv.created_at, inv.id}); }
 
 // A BTCPay invoice needs no more reading once it is settled with nothing still processing, or
@@ -207,6 +265,12 @@ std::string_view PaymentCreditStateName(PaymentCreditState s) {
       return "released";
     case PaymentCreditState::kRefused:
       return "refused";
+    case PaymentCreditState::kReversed:
+      return "reversed";
+    case PaymentCreditState::kReversalPending:
+      return "reversal_pending";
+    case PaymentCreditState::kWrittenOff:
+      return "written_off";
   }
   return "credited";
 }
@@ -404,6 +468,9 @@ Result<ReportOutcome> ApplyProcessorReport(Txn& txn, const ProcessorReport& repo
                                    entry.transfer_id});
       } else if (!accounted && (entry.state == PaymentCreditState::kCredited ||
                                 entry.state == PaymentCreditState::kReleased)) {
+        Reverse(txn, inv, entry, source);
+        outcome.changes.push_back({entry.payment_id, entry.fiat_micros, entry.state,
+                                   entry.transfer_id});
         ++outcome.reversed_after_credit;
       }
       continue;
@@ -471,10 +538,52 @@ Result<InvoicePayment> DecideHeldPayment(Txn& txn, std::int64_t admin_id,
   return p;
 }
 
+Result<InvoicePayment> DecideReversal(Txn& txn, std::int64_t admin_id,
+                                      const std::string& invoice_id, std::int64_t seq, bool debit,
+                                      const std::string& reason) {
+  TopupsState& t = *txn.state.topups;
+  auto it = t.invoices.find(invoice_id);
+  if (it == t.invoices.end() || seq < 1 ||
+      seq > static_cast<std::int64_t>(it->second.payments.size())) {
+    return Status::NotFound("no payment " + std::to_string(seq) + " of invoice '" +
+                            invoice_id.substr(0, 64) + "'");
+  }
+  Invoice& inv = it->second;
+  InvoicePayment& p = inv.payments[static_cast<std::size_t>(seq - 1)];
+  if (p.state != PaymentCreditState::kReversalPending) {
+    return Status::FailedPrecondition("payment " + std::to_string(seq) + " of invoice " + inv.id +
+                                      " is " + std::string(PaymentCreditStateName(p.state)) +
+                                      ", not a pending reversal");
+  }
+  if (debit) {
+    std::int64_t available = WalletAvailable(txn, inv.user_id, inv.currency);
+    if (!DebitBack(txn, inv, p)) {
+      return Status::InsufficientFunds(
+          "the wallet has " + FormatMicros(available, 2) + " " +
+          std::string(CurrencyCode(inv.currency)) + " available, less than the " +
+          FormatMicros(p.fiat_micros, 2) + " to debit; write it off or wait for a top-up");
+    }
+  } else {
+    p.state = PaymentCreditState::kWrittenOff;
+  }
+  p.decided_by = admin_id;
+  p.decision_reason = reason;
+  p.source = "admin:" + std::to_string(admin_id);
+  p.updated_at = txn.now;
+  t.reversal_pending.erase({inv.id, p.seq});
+  WritePayment(txn, inv, p);
+  inv.updated_at = txn.now;
+  WriteInvoice(txn, inv);
+  if (!HasPendingReversal(t, inv.user_id)) LiftWalletHold(txn, inv.user_id);
+  return p;
+}
+
 std::vector<HeldPayment> ListHeldPayments(const Txn& txn, std::size_t limit) {
   std::vector<HeldPayment> out;
   const TopupsState& t = *txn.state.topups;
-  for (const auto& [id, seq] : t.held) {
+  std::vector<std::pair<std::string, std::int64_t>> waiting(t.held.begin(), t.held.end());
+  waiting.insert(waiting.end(), t.reversal_pending.begin(), t.reversal_pending.end());
+  for (const auto& [id, seq] : waiting) {
     if (out.size() >= limit) break;
     const Invoice& inv = t.invoices.at(id);
     HeldPayment h;
@@ -572,6 +681,9 @@ Status LoadTopups(store::Store& store, TopupsState& state) {
           return Status::Internal("payments of invoice '" + invoice_id + "' are not numbered 1..n");
         }
         if (p.state == PaymentCreditState::kHeld) state.held.insert({invoice_id, p.seq});
+        if (p.state == PaymentCreditState::kReversalPending) {
+          state.reversal_pending.insert({invoice_id, p.seq});
+        }
         it->second.payments.push_back(std::move(p));
         return Status::Ok();
       });

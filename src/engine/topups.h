@@ -12,6 +12,13 @@
 //       a pending credit (deposits -> wallet, not spendable) until an admin releases (posts) or
 //       refuses (voids) it (DecideHeldPayment); the same for the part of an invoice marked
 //       Settled by hand at BTCPay that no payment covers;
+//     * a payment credited (or released) that BTCPay later calls Invalid (a double spend, a
+//       reorg, a chargeback of a card-backed rail) is taken back: debited from the wallet at once
+//       when its available balance covers it ("reversed"); otherwise nothing is debited, the
+//       payment waits as "reversal_pending" and the account's wallet is put on hold (no purchase,
+//       engine/billing.h) until an admin debits it (when the balance allows) or writes it off
+//       (DecideReversal); the hold lifts when no reversal of the account is pending. Logged at
+//       error level and shown to the account (GET /v1/billing-profile: wallet_hold);
 //     * an invoice BTCPay calls Settled without any exception is credited exactly its amount:
 //       per-payment rounding to cents that leaves it short by at most a cent per payment is made
 //       up by one "rounding" credit.
@@ -40,10 +47,13 @@ std::string_view InvoiceStatusName(InvoiceStatus status);  // "new", "processing
 
 // What happened to one payment of a BTCPay invoice.
 enum class PaymentCreditState {
-  kCredited,  // posted to the wallet
-  kHeld,      // pending credit, waiting for an admin
-  kReleased,  // an admin posted the held credit
-  kRefused,   // an admin voided the held credit
+  kCredited,         // posted to the wallet
+  kHeld,             // pending credit, waiting for an admin
+  kReleased,         // an admin posted the held credit
+  kRefused,          // an admin voided the held credit
+  kReversed,         // credited, then BTCPay called it Invalid: debited back from the wallet
+  kReversalPending,  // ... but the wallet could not cover it: the wallet is on hold for an admin
+  kWrittenOff,       // an admin let a pending reversal go (the platform bears the loss)
 };
 std::string_view PaymentCreditStateName(PaymentCreditState s);  // "credited", "held", ...
 
@@ -91,6 +101,8 @@ struct TopupsState {
   // kPaymentWatchMicros ago and not finished (settled with nothing processing, or refused).
   std::set<std::pair<TimestampMicros, std::string>> watched_by_age;
   std::set<std::pair<std::string, std::int64_t>> held;  // (invoice id, seq) waiting for an admin
+  // Credited payments BTCPay reversed that the wallet could not cover: (invoice id, seq).
+  std::set<std::pair<std::string, std::int64_t>> reversal_pending;
 };
 
 // The amounts of a top-up request ("100.00"): 1.00 .. 100,000.00 with at most 2 decimals.
@@ -168,10 +180,18 @@ Result<ReportOutcome> ApplyProcessorReport(Txn& txn, const ProcessorReport& repo
 Result<InvoicePayment> DecideHeldPayment(Txn& txn, std::int64_t admin_id,
                                          const std::string& invoice_id, std::int64_t seq,
                                          bool release, const std::string& reason);
+// An admin decides a pending reversal: `debit` takes the payment back from the wallet now
+// (insufficient_funds while its available balance cannot cover it), otherwise it is written off.
+// failed_precondition when the payment is not reversal_pending. Lifts the wallet hold once no
+// reversal of the account is pending.
+Result<InvoicePayment> DecideReversal(Txn& txn, std::int64_t admin_id,
+                                      const std::string& invoice_id, std::int64_t seq, bool debit,
+                                      const std::string& reason);
 struct HeldPayment {
   Invoice invoice;  // without its payments
   InvoicePayment payment;
 };
+// Payments waiting for an admin: held credits, then pending reversals.
 std::vector<HeldPayment> ListHeldPayments(const Txn& txn, std::size_t limit);
 
 // Tick hook: expires open invoices nobody paid after kInvoiceLifetimeMicros and stops watching

@@ -8,6 +8,7 @@
 #include <random>
 
 #include "engine/accounts.h"
+#include "engine/billing.h"
 #include "engine/engine_test_fixture.h"
 #include "engine/limits.h"
 #include "engine/wallets.h"
@@ -114,6 +115,74 @@ TEST_F(TopupsTest, ASettledInvoiceShortOnlyByRoundingIsCreditedItsAmount) {
   EXPECT_EQ(Wallet().available(), 100'000'000 + 99'000'000);
 }
 
+// A payment credited, then called Invalid by BTCPay: taken back when the wallet covers it;
+// otherwise the wallet goes on hold (no purchase) until an admin debits it or writes it off.
+TEST_F(TopupsTest, APaymentReversedAfterItWasCreditedIsDebitedBackOrHoldsTheWallet) {
+  Invoice a = Create("RA", 50'000'000);
+  Report(R("RA", 50'000'000, "Settled", "None", {{"pa", "BTC-CHAIN", State::kSettled, 50'000'000}}));
+  EXPECT_EQ(Wallet().available(), 50'000'000);
+  auto back = Report(R("RA", 50'000'000, "Invalid", "None", {{"pa", "BTC-CHAIN", State::kInvalid, 50'000'000}}));
+  ASSERT_EQ(back.changes.size(), 1u);
+  EXPECT_EQ(back.changes[0].state, PaymentCreditState::kReversed);
+  EXPECT_EQ(back.reversed_after_credit, 1u);
+  EXPECT_EQ(Wallet().available(), 0);
+  EXPECT_EQ(back.invoice.credited_micros, 0);
+  EXPECT_TRUE(Report(R("RA", 50'000'000, "Invalid", "None", {{"pa", "BTC-CHAIN", State::kInvalid, 50'000'000}}))
+                  .changes.empty());  // once
+  auto billing_of = [&] {
+    return Run<AccountBilling>([&](Txn& txn) -> Result<AccountBilling> {
+      const AccountBilling* b = FindAccountBilling(txn.state, user_);
+      return b ? *b : AccountBilling{};
+    });
+  };
+  EXPECT_TRUE(billing_of().wallet_hold.empty());
+
+  // Credited 80, 60 spent (an admin moves it out, as a purchase would), then reversed: pending.
+  Invoice b = Create("RB", 80'000'000);
+  Report(R("RB", 80'000'000, "Settled", "None", {{"pb", "BTC-CHAIN", State::kSettled, 80'000'000}}));
+  Run<int>([&](Txn& txn) -> Result<int> {
+    ledger::TransferRequest spend;
+    spend.id = "spent";
+    spend.debit = ledger::AccountKey::Wallet(user_, Currency::kEur);
+    spend.credit = ledger::AccountKey::System(ledger::AccountKind::kPlatformRevenue, Currency::kEur);
+    spend.amount_micros = 60'000'000;
+    spend.code = "test";
+    spend.timestamp = txn.now;
+    auto r = txn.state.wallets->ledger.ApplyBatch(std::vector<ledger::TransferRequest>{spend});
+    if (!r.ok()) return r.status();
+    WriteTransfers(txn, r.transfers);
+    return 0;
+  });
+  auto pending = Report(R("RB", 80'000'000, "Invalid", "None", {{"pb", "BTC-CHAIN", State::kInvalid, 80'000'000}}));
+  ASSERT_EQ(pending.changes.size(), 1u);
+  EXPECT_EQ(pending.changes[0].state, PaymentCreditState::kReversalPending);
+  EXPECT_EQ(Wallet().available(), 20'000'000);  // nothing taken: it could not all be
+  EXPECT_NE(billing_of().wallet_hold.find("reversed by the payment processor"), std::string::npos);
+  auto listed = Run<std::vector<HeldPayment>>([&](Txn& txn) -> Result<std::vector<HeldPayment>> {
+    return ListHeldPayments(txn, 10);
+  });
+  ASSERT_EQ(listed.size(), 1u);
+  EXPECT_EQ(listed[0].payment.state, PaymentCreditState::kReversalPending);
+  OpenEngine({}, AddTopupTickHooks);  // the pending reversal and the hold survive a restart
+  EXPECT_FALSE(billing_of().wallet_hold.empty());
+  auto refused = engine_->ExecuteSync<InvoicePayment>(
+      [&](Txn& txn) { return DecideReversal(txn, admin_, b.id, 1, /*debit=*/true, "try"); });
+  EXPECT_EQ(refused.status().code(), StatusCode::kInsufficientFunds);
+  auto held_release = engine_->ExecuteSync<InvoicePayment>(
+      [&](Txn& txn) { return DecideHeldPayment(txn, admin_, b.id, 1, true, "x"); });
+  EXPECT_EQ(held_release.status().code(), StatusCode::kFailedPrecondition);
+  auto written = Run<InvoicePayment>(
+      [&](Txn& txn) { return DecideReversal(txn, admin_, b.id, 1, /*debit=*/false, "goodwill"); });
+  EXPECT_EQ(written.state, PaymentCreditState::kWrittenOff);
+  EXPECT_TRUE(billing_of().wallet_hold.empty());
+  EXPECT_EQ(Wallet().available(), 20'000'000);
+  (void)a;
+  Run<int>([](Txn& txn) -> Result<int> {
+    GPUHUB_RETURN_IF_ERROR(txn.state.wallets->ledger.CheckInvariants());
+    return 0;
+  });
+}
+
 TEST_F(TopupsTest, InvalidHoldsForAnAdminWhoReleasesOrRefuses) {
   Invoice inv = Create("I", 100'000'000);
   auto out = Report(R("I", 100'000'000, "Invalid", "None",
@@ -201,7 +270,11 @@ TEST_F(TopupsTest, SimulationOfRandomPaymentHistoriesAgainstAShadowModel) {
                                   State::kProcessing, fiat});
       } else if (what == 2 && !truth.payments.empty()) {
         auto& p = truth.payments[rng() % truth.payments.size()];
-        if (p.state == State::kProcessing) p.state = coin(85) ? State::kSettled : State::kInvalid;
+        if (p.state == State::kProcessing) {
+          p.state = coin(85) ? State::kSettled : State::kInvalid;
+        } else if (p.state == State::kSettled && coin(10)) {
+          p.state = State::kInvalid;  // reversed after it settled (a double spend, a reorg)
+        }
       } else if (what == 3 && truth.status == "New") {
         truth.status = "Expired";
       } else if (what == 4 && (truth.status == "New" || truth.status == "Processing")) {
@@ -266,6 +339,11 @@ TEST_F(TopupsTest, SimulationOfRandomPaymentHistoriesAgainstAShadowModel) {
             e->second->state != PaymentCreditState::kHeld) {
           return Status::Internal("an unconfirmed payment was credited: " + p.id);
         }
+        if (p.state == State::kInvalid && e != entries.end() &&
+            (e->second->state == PaymentCreditState::kCredited ||
+             e->second->state == PaymentCreditState::kReleased)) {
+          return Status::Internal("a payment BTCPay reversed kept its credit: " + p.id);
+        }
       }
       std::int64_t rounding = entries.count("(rounding)") ? entries.at("(rounding)")->fiat_micros : 0;
       if (!ever_invalid) {
@@ -299,6 +377,14 @@ TEST_F(TopupsTest, SimulationOfRandomPaymentHistoriesAgainstAShadowModel) {
   });
   EXPECT_EQ(available, expected_available);
   EXPECT_EQ(pending, expected_pending);
+  std::size_t reversed = Run<std::size_t>([](Txn& txn) -> Result<std::size_t> {
+    std::size_t n = 0;
+    for (const auto& [id, inv] : txn.state.topups->invoices) {
+      for (const auto& p : inv.payments) n += p.state == PaymentCreditState::kReversed ? 1 : 0;
+    }
+    return n;
+  });
+  EXPECT_GT(reversed, 5u) << "the simulation reversed only " << reversed << " credited payments";
 }
 
 }  // namespace

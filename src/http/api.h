@@ -13,6 +13,7 @@
 #include <mutex>
 #include <nlohmann/json.hpp>
 #include <optional>
+#include <map>
 #include <set>
 #include <string>
 #include <utility>
@@ -48,15 +49,24 @@ namespace gpuhub::http {
 using json = nlohmann::ordered_json;
 struct PaymentsRuntime;  // http/payments_runtime.h
 
-// Idempotency keys whose first request is still running: a concurrent duplicate gets 409.
+// Idempotency keys whose first request is still running. A concurrent duplicate either gets the
+// stored answer or 409 (Run), or waits for the first to finish (InsertOrWait: a request whose slow
+// part calls out, such as a BTCPay top-up, must not run twice).
 class InFlightKeys {
  public:
   bool Insert(const std::string& key);
+  enum class Claim { kMine, kWaiting, kBusy };
+  // kMine: the key was free and is now held by the caller. kWaiting: another request holds it;
+  // `on_release` runs once (on the releasing thread, after the holder's answer is stored) when
+  // it is erased. kBusy: too many requests already wait for it (kMaxWaitersPerKey).
+  Claim InsertOrWait(const std::string& key, std::function<void()> on_release);
+  // Releases the key and runs what waited for it (outside the lock).
   void Erase(const std::string& key);
 
  private:
   std::mutex mutex_;
   std::set<std::string> keys_;
+  std::map<std::string, std::vector<std::function<void()>>> waiters_;
 };
 
 struct ApiContext {
@@ -112,9 +122,12 @@ Response BearerChallenge(std::string_view message);
 // `any_of_roles` (0: any signed-in user), then runs `action`. For POST with an Idempotency-Key the
 // response is stored and replayed per Stripe's rules.
 // `idempotent` false: the Idempotency-Key header is ignored, for answers that carry a secret that
-// must never be stored for replay (an enrolment token).
+// must never be stored for replay (an enrolment token). `key_reserved`: the caller already holds
+// InFlightId(request, key) in api.in_flight (it reserved the key before slow work, such as a call
+// to BTCPay); it is released when the answer is ready.
 void RunAuthenticated(ApiContext& api, const Request& request, Responder respond,
-                      std::uint32_t any_of_roles, UserAction action, bool idempotent = true);
+                      std::uint32_t any_of_roles, UserAction action, bool idempotent = true,
+                      bool key_reserved = false);
 // The same without a user (scope "anonymous"); `idempotent` honours Idempotency-Key.
 // `key_reserved`: the caller already put InFlightId(request, key) in api.in_flight (because it did
 // slow work first, such as hashing a password); it is released when the response is ready.

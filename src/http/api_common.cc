@@ -16,9 +16,28 @@ bool InFlightKeys::Insert(const std::string& key) {
   return keys_.insert(key).second;
 }
 
-void InFlightKeys::Erase(const std::string& key) {
+InFlightKeys::Claim InFlightKeys::InsertOrWait(const std::string& key,
+                                               std::function<void()> on_release) {
   std::lock_guard<std::mutex> lock(mutex_);
-  keys_.erase(key);
+  if (keys_.insert(key).second) return Claim::kMine;
+  auto& waiting = waiters_[key];
+  if (waiting.size() >= kMaxWaitersPerKey) return Claim::kBusy;
+  waiting.push_back(std::move(on_release));
+  return Claim::kWaiting;
+}
+
+void InFlightKeys::Erase(const std::string& key) {
+  std::vector<std::function<void()>> waiting;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    keys_.erase(key);
+    auto it = waiters_.find(key);
+    if (it != waiters_.end()) {
+      waiting = std::move(it->second);
+      waiters_.erase(it);
+    }
+  }
+  for (auto& w : waiting) w();
 }
 
 std::string Dump(const json& body) { return DumpJson(body); }
@@ -313,12 +332,13 @@ Handler RequireBearer(Handler handler) {
 }
 
 void RunAuthenticated(ApiContext& api, const Request& request, Responder respond,
-                      std::uint32_t any_of_roles, UserAction action, bool idempotent) {
+                      std::uint32_t any_of_roles, UserAction action, bool idempotent,
+                      bool key_reserved) {
   Credentials credentials = CredentialsOf(request);
   if (credentials.token.empty()) return respond(MissingToken());
   if (!CsrfAllows(request, credentials)) return respond(CsrfRefused());
   std::string token_hash = engine::HashToken(credentials.token);
-  Run(api, request, std::move(respond), idempotent, /*reserved=*/false,
+  Run(api, request, std::move(respond), idempotent, key_reserved,
       [token_hash, any_of_roles, action = std::move(action)](
           engine::Txn& txn, const std::string& key, const engine::Fingerprint& fingerprint,
           KeyMode mode) -> Result<engine::StoredResponse> {

@@ -6,7 +6,8 @@
 //   GET  /v1/payments/methods                                -> the coins the store accepts
 //   POST /v1/payments/webhook                                (BTCPay; BTCPay-Sig HMAC)
 //   GET  /v1/admin/payments/held                             (admin) credits waiting for a decision
-//   POST /v1/admin/topups/{id}/payments/{seq} {"decision": "release"|"refuse", "reason"} (admin)
+//   POST /v1/admin/topups/{id}/payments/{seq} {"decision": "release"|"refuse" (a held credit) |
+//        "debit"|"write_off" (a pending reversal), "reason"} (admin)
 //   POST /v1/admin/payments/reconcile                        (admin) a reconciliation pass now
 //
 // The webhook's body is never trusted for amounts: after the signature (constant time, over the
@@ -131,11 +132,17 @@ void LogChanges(const engine::ReportOutcome& outcome, const std::string& source)
         outcome.invoice.processor_invoice_id, c.payment_id, FormatMicros(c.fiat_micros, 2),
         CurrencyCode(outcome.invoice.currency), c.transfer_id, source);
   }
-  if (outcome.reversed_after_credit > 0) {
-    spdlog::error(
-        "event=payment_reversed_after_credit invoice={} btcpay_invoice={} payments={} "
-        "action=\"BTCPay now calls credited payments invalid: review the wallet by hand\"",
-        outcome.invoice.id, outcome.invoice.processor_invoice_id, outcome.reversed_after_credit);
+  for (const auto& c : outcome.changes) {
+    if (c.state == engine::PaymentCreditState::kReversalPending) {
+      // The operator's alert: money credited earlier is gone and the balance cannot cover it.
+      spdlog::error(
+          "event=wallet_hold_placed invoice={} btcpay_invoice={} payment={} amount={} "
+          "currency={} user={} action=\"the wallet is on hold: debit it back or write it off "
+          "(POST /v1/admin/topups/{}/payments/SEQ)\"",
+          outcome.invoice.id, outcome.invoice.processor_invoice_id, c.payment_id,
+          FormatMicros(c.fiat_micros, 2), CurrencyCode(outcome.invoice.currency),
+          outcome.invoice.user_id, outcome.invoice.id);
+    }
   }
 }
 
@@ -223,22 +230,47 @@ void Topup(ApiContext& api, const Request& r, Responder respond) {
   auto amount = engine::ParseTopupAmount(*text);
   if (!amount.ok()) return respond(Response::Error(amount.status().WithField("amount")));
   std::string base = api.config.checkout_base_url;
+  // `reserved`: this request holds its Idempotency-Key in api.in_flight (released with the answer).
   auto record = [&api, r, currency = *currency, amount = *amount, base](
-                    Responder respond, std::optional<engine::ProcessorLink> link) {
-    RunAuthenticated(api, r, std::move(respond), 0,
-                     [currency, amount, base, link](engine::Txn& txn,
-                                                    const engine::User& me) -> Result<Reply> {
-                       GPUHUB_ASSIGN_OR_RETURN(
-                           auto inv, engine::CreateTopup(txn, me.id, currency, amount,
-                                                         link ? &*link : nullptr));
-                       return Reply{201, InvoiceJson(inv, base)};
-                     });
+                    Responder respond, std::optional<engine::ProcessorLink> link, bool reserved) {
+    RunAuthenticated(
+        api, r, std::move(respond), 0,
+        [currency, amount, base, link](engine::Txn& txn, const engine::User& me) -> Result<Reply> {
+          GPUHUB_ASSIGN_OR_RETURN(
+              auto inv,
+              engine::CreateTopup(txn, me.id, currency, amount, link ? &*link : nullptr));
+          return Reply{201, InvoiceJson(inv, base)};
+        },
+        /*idempotent=*/true, reserved);
   };
-  if (api.payments == nullptr || api.payments->demo()) return record(std::move(respond), {});
+  if (api.payments == nullptr || api.payments->demo()) return record(std::move(respond), {}, false);
 
-  // BTCPay: check what can be checked first (who, how many open), then create the invoice at
-  // BTCPay, then record it. A BTCPay failure answers 503 with nothing recorded; a retry with the
-  // same Idempotency-Key whose first attempt was recorded replays without calling BTCPay.
+  // BTCPay: the Idempotency-Key is reserved BEFORE the outbound call (as sign-up reserves its key
+  // before hashing), so two requests with one key never create two BTCPay invoices: the second
+  // waits for the first and then runs again, which replays the first's stored answer (or, when
+  // the first failed and stored nothing, tries itself).
+  std::string held;
+  if (r.headers.count("idempotency-key")) {
+    std::string key = r.Header("idempotency-key");
+    Status valid = engine::ValidateIdempotencyKey(key);
+    if (!valid.ok()) return respond(Response::Error(valid));
+    std::string id = InFlightId(r, key);
+    auto claim = api.in_flight.InsertOrWait(
+        id, [&api, r, respond]() mutable { Topup(api, r, std::move(respond)); });
+    if (claim == InFlightKeys::Claim::kWaiting) return;
+    if (claim == InFlightKeys::Claim::kBusy) {
+      return respond(Response::Error(
+          409, "conflict", "a request with this Idempotency-Key is still being processed; retry later"));
+    }
+    held = id;
+  }
+  auto release = [&api, held] {
+    if (!held.empty()) api.in_flight.Erase(held);
+  };
+
+  // Check what can be checked first (who, how many open), then create the invoice at BTCPay,
+  // then record it. A BTCPay failure answers 503 with nothing recorded; a retry whose first
+  // attempt was recorded replays without calling BTCPay.
   std::string token_hash = engine::HashToken(CredentialsOf(r).token);
   std::string key = r.Header("idempotency-key");
   struct Check {
@@ -257,18 +289,25 @@ void Topup(ApiContext& api, const Request& r, Responder respond) {
         GPUHUB_RETURN_IF_ERROR(engine::CheckCanOpenTopup(txn, me.id));
         return check;
       },
-      [&api, r, respond = std::move(respond), record, currency = *currency,
-       amount = *amount](Result<Check> check) mutable {
-        if (!check.ok()) return respond(Response::Error(check.status()));
-        if (check->replay) return record(std::move(respond), {});
+      [&api, respond = std::move(respond), record, release, reserved = !held.empty(),
+       currency = *currency, amount = *amount](Result<Check> check) mutable {
+        if (!check.ok()) {
+          release();
+          return respond(Response::Error(check.status()));
+        }
+        if (check->replay) return record(std::move(respond), {}, reserved);
         auto shared = std::make_shared<Responder>(std::move(respond));
-        bool posted = api.payments->workers.Post([&api, shared, record, currency, amount,
-                                                  user = check->user_id]() {
+        bool posted = api.payments->workers.Post([&api, shared, record, release, reserved,
+                                                  currency, amount, user = check->user_id]() {
           auto link = CreateBtcpayInvoice(api, user, currency, amount);
-          if (!link.ok()) return (*shared)(Response::Error(link.status()));
-          record(std::move(*shared), *link);
+          if (!link.ok()) {
+            release();
+            return (*shared)(Response::Error(link.status()));
+          }
+          record(std::move(*shared), *link, reserved);
         });
         if (!posted) {
+          release();
           (*shared)(Response::Error(503, "unavailable", "too many top-ups in progress; retry"));
         }
       });
@@ -515,10 +554,13 @@ void RegisterPaymentRoutes(Router& router, ApiContext& api) {
         if (!body.ok()) return respond(Response::Error(body.status()));
         auto decision = RequiredString(*body, "decision");
         if (!decision.ok()) return respond(Response::Error(decision.status()));
-        if (*decision != "release" && *decision != "refuse") {
+        if (*decision != "release" && *decision != "refuse" && *decision != "debit" &&
+            *decision != "write_off") {
           return respond(Response::Error(
-              Status::InvalidArgument("decision must be \"release\" (credit the wallet) or "
-                                      "\"refuse\" (drop the held credit)")
+              Status::InvalidArgument(
+                  "decision must be \"release\" (credit the wallet) or \"refuse\" (drop the "
+                  "held credit) for a held payment, \"debit\" (take it back from the wallet) or "
+                  "\"write_off\" (let it go) for a pending reversal")
                   .WithField("decision")));
         }
         auto reason = RequiredString(*body, "reason");
@@ -537,10 +579,14 @@ void RegisterPaymentRoutes(Router& router, ApiContext& api) {
         }
         RunAuthenticated(
             api, r, std::move(respond), engine::kRoleAdmin,
-            [id = r.path_params.at("id"), seq = *seq, release = *decision == "release",
+            [id = r.path_params.at("id"), seq = *seq, decision = *decision,
              reason = *reason](engine::Txn& txn, const engine::User& me) -> Result<Reply> {
-              GPUHUB_ASSIGN_OR_RETURN(auto p,
-                                      engine::DecideHeldPayment(txn, me.id, id, seq, release, reason));
+              GPUHUB_ASSIGN_OR_RETURN(
+                  auto p, decision == "release" || decision == "refuse"
+                              ? engine::DecideHeldPayment(txn, me.id, id, seq,
+                                                          decision == "release", reason)
+                              : engine::DecideReversal(txn, me.id, id, seq, decision == "debit",
+                                                       reason));
               spdlog::info("event=payment_{} invoice={} seq={} admin={} amount={}",
                            engine::PaymentCreditStateName(p.state), id, seq, me.id,
                            FormatMicros(p.fiat_micros, 2));

@@ -236,6 +236,10 @@ std::pair<int, std::string> FakeBtcpay::Handle(const std::string& method, const 
     return Problem(404, "not-found", "unknown endpoint");
   }
   if (seg[3] != store_id_) return Problem(403, "unauthorized", "store");
+  if (seg.size() == 5 && seg[4] == "invoices" && method == "POST" && create_delay_ms_ > 0) {
+    // A slow BTCPay: a second request of the same top-up can arrive meanwhile.
+    std::this_thread::sleep_for(std::chrono::milliseconds(create_delay_ms_.load()));
+  }
   std::lock_guard<std::mutex> lock(mutex_);
   if (seg.size() == 5 && seg[4] == "payment-methods" && method == "GET") {
     return {200, json::array({{{"enabled", true}, {"paymentMethodId", "BTC-CHAIN"}, {"config", json::object()}},

@@ -57,6 +57,8 @@ class FakeBtcpay {
   void set_webhook_url(std::string url) { webhook_url_ = std::move(url); }
   // Every 5xx: answers 503 to every Greenfield call while true.
   void set_failing(bool failing) { failing_ = failing; }
+  // Creating an invoice takes this long (0: at once).
+  void set_create_delay_ms(int ms) { create_delay_ms_ = ms; }
 
   // Control.
   std::vector<Invoice> Invoices();
@@ -87,6 +89,7 @@ class FakeBtcpay {
   std::string secret_;
   std::string webhook_url_;
   std::atomic<bool> failing_{false};
+  std::atomic<int> create_delay_ms_{0};
   std::atomic<int> listen_fd_{-1};
   int port_ = 0;
   std::thread thread_;

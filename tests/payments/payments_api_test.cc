@@ -164,6 +164,115 @@ TEST_P(PaymentsTest, InvalidHoldsTheCreditUntilAnAdminDecides) {
   EXPECT_EQ(Available(), "20.000000");
 }
 
+// Retries of one top-up (one Idempotency-Key) arriving while BTCPay is still creating the first
+// one's invoice: the key is reserved before the outbound call, so BTCPay is asked once and every
+// retry waits for the first and replays its answer.
+TEST_P(PaymentsTest, ConcurrentRetriesOfATopUpCreateOneBtcpayInvoice) {
+  auto creates = [&] {
+    int n = 0;
+    for (const auto& r : btcpay_->Requests()) {
+      n += r == std::string("POST /api/v1/stores/") + kStore + "/invoices" ? 1 : 0;
+    }
+    return n;
+  };
+  btcpay_->set_create_delay_ms(400);
+  json body = {{"amount", "25.00"}, {"currency", "USD"}};
+  std::vector<HttpResponse> answers(5);
+  std::vector<std::thread> retries;
+  for (std::size_t i = 0; i < answers.size(); ++i) {
+    retries.emplace_back([&, i] {
+      HttpClient c(server_->port());
+      answers[i] = c.Call("POST", "/v1/topups", body, token_, "topup-same-key");
+    });
+  }
+  for (auto& t : retries) t.join();
+  EXPECT_EQ(creates(), 1) << "BTCPay was asked for more than one invoice";
+  int replayed = 0;
+  for (const auto& a : answers) {
+    ASSERT_EQ(a.status, 201) << a.body;
+    EXPECT_EQ(a.Json()["invoice_id"], answers[0].Json()["invoice_id"]);
+    replayed += a.Header("idempotent-replayed") == "true" ? 1 : 0;
+  }
+  EXPECT_EQ(replayed, 4);
+  EXPECT_EQ(client_->Call("GET", "/v1/topups", nullptr, token_).Json()["topups"].size(), 1u);
+
+  // BTCPay failing: the first answers 503 and records nothing; the retries that waited try
+  // themselves (nothing to replay) and fail the same way; once BTCPay is back one retry creates.
+  btcpay_->set_failing(true);
+  btcpay_->set_create_delay_ms(0);
+  const int before = creates();
+  std::vector<int> statuses(3);
+  retries.clear();
+  for (std::size_t i = 0; i < statuses.size(); ++i) {
+    retries.emplace_back([&, i] {
+      HttpClient c(server_->port());
+      statuses[i] = c.Call("POST", "/v1/topups", body, token_, "topup-key-2").status;
+    });
+  }
+  for (auto& t : retries) t.join();
+  for (int s : statuses) EXPECT_EQ(s, 503);
+  EXPECT_EQ(creates(), before + 3);  // each tried once, one after the other
+  btcpay_->set_failing(false);
+  auto ok = client_->Call("POST", "/v1/topups", body, token_, "topup-key-2");
+  ASSERT_EQ(ok.status, 201) << ok.body;
+  EXPECT_EQ(creates(), before + 4);
+  EXPECT_EQ(client_->Call("POST", "/v1/topups", body, token_, "topup-key-2").Header("idempotent-replayed"), "true");
+  EXPECT_EQ(creates(), before + 4);
+  EXPECT_EQ(client_->Call("GET", "/v1/topups", nullptr, token_).Json()["topups"].size(), 2u);
+}
+
+// BTCPay calls a payment Invalid after it was credited and spent: the wallet cannot cover the
+// debit, so it goes on hold (no purchase, the account is told) until an admin debits it back
+// once the balance allows, or writes it off.
+TEST_P(PaymentsTest, APaymentReversedAfterItWasCreditedAndSpentHoldsTheWalletForAnAdmin) {
+  auto [inv, id] = TopUp("100.00");
+  Pay(id, "r-0", "0.002", "Settled");
+  btcpay_->SetStatus(id, "Settled", "None");
+  EXPECT_EQ(Hook(id, "InvoiceSettled")["credited"], true);
+  std::string admin = LogInAdmin(*client_);
+  ASSERT_EQ(client_->Call("PUT", "/v1/admin/fx-rates/EUR/USD", {{"rate", "1.08"}, {"spread_bps", 0}}, admin).status, 200);
+  ASSERT_EQ(client_->Call("POST", "/v1/conversions", {{"from", "EUR"}, {"to", "USD"}, {"amount", "80"}}, token_).status, 201);
+  EXPECT_EQ(Available(), "20.000000");
+
+  Pay(id, "r-0", "0.002", "Invalid");  // a double spend: the coins never arrived after all
+  btcpay_->SetStatus(id, "Invalid", "None");
+  json reversed = Hook(id, "InvoiceInvalid");
+  ASSERT_EQ(reversed["changes"].size(), 1u) << reversed;
+  EXPECT_EQ(reversed["changes"][0]["state"], "reversal_pending");
+  EXPECT_EQ(Available(), "20.000000");  // nothing taken: it could not all be
+  EXPECT_NE(server_->Log().find("level=error event=wallet_hold_placed invoice=" + inv["invoice_id"].get<std::string>()),
+            std::string::npos);
+  json profile = client_->Call("GET", "/v1/billing-profile", nullptr, token_).Json();
+  ASSERT_TRUE(profile["wallet_hold"].is_object()) << profile;
+  EXPECT_NE(profile["wallet_hold"]["reason"].get<std::string>().find("reversed by the payment processor"),
+            std::string::npos);
+  auto bid = client_->Call("POST", "/v1/bids", {{"gpu", "H100 SXM"}, {"gpus", 1}, {"market", true}}, token_);
+  EXPECT_EQ(bid.status, 409) << bid.body;
+  EXPECT_NE(bid.Json()["error"]["message"].get<std::string>().find("on hold"), std::string::npos);
+  EXPECT_EQ(Hook(id, "InvoiceInvalid")["changes"].size(), 0u);  // decided once
+
+  auto held = client_->Call("GET", "/v1/admin/payments/held", nullptr, admin).Json();
+  ASSERT_EQ(held["held"].size(), 1u) << held;
+  EXPECT_EQ(held["held"][0]["state"], "reversal_pending");
+  std::string path = "/v1/admin/topups/" + inv["invoice_id"].get<std::string>() + "/payments/1";
+  auto too_early = client_->Call("POST", path, {{"decision", "debit"}, {"reason", "take it back"}}, admin);
+  EXPECT_EQ(too_early.status, 402) << too_early.body;
+  EXPECT_EQ(client_->Call("POST", path, {{"decision", "release"}, {"reason", "x"}}, admin).status, 409);
+  // The customer pays by bank transfer; the admin debits the reversed payment back.
+  ASSERT_EQ(client_->Call("POST", "/v1/admin/credits",
+                          {{"username", "payer"}, {"amount", "100"}, {"currency", "EUR"}, {"reason", "bank transfer"}},
+                          admin).status,
+            201);
+  auto debited = client_->Call("POST", path, {{"decision", "debit"}, {"reason", "paid by bank"}}, admin);
+  ASSERT_EQ(debited.status, 200) << debited.body;
+  EXPECT_EQ(debited.Json()["state"], "reversed");
+  EXPECT_EQ(Available(), "20.000000");
+  EXPECT_TRUE(client_->Call("GET", "/v1/billing-profile", nullptr, token_).Json()["wallet_hold"].is_null());
+  EXPECT_NE(client_->Call("POST", "/v1/bids", {{"gpu", "H100 SXM"}, {"gpus", 1}, {"market", true}}, token_).status, 409);
+  json ledger = client_->Call("GET", "/v1/admin/ledger", nullptr, admin).Json();
+  EXPECT_EQ(ledger["invariants"], "ok") << ledger;
+}
+
 TEST_P(PaymentsTest, DuplicatesAndOutOfOrderEventsCreditOnce) {
   auto [inv, id] = TopUp("30.00");
   Pay(id, "z-0", "0.0006", "Settled");
