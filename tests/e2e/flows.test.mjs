@@ -279,6 +279,14 @@ test('keyboard only: sign up, top up, buy at the best offer, stop the lease', as
     assert.equal((await env.server.settleInvoice(await invoice.getAttribute('data-invoice'))).status, 200);
     await page.waitForFunction(() => document.querySelector('[data-testid="balance-USD"]')?.textContent === '$50.00', null, { timeout: 15000 });
 
+    // The billing country a purchase needs, chosen by typing into the select.
+    await tabTo(page, '#billing-country');
+    await page.keyboard.type('United States (US)');
+    assert.equal(await page.locator('#billing-country').inputValue(), 'US');
+    await tabTo(page, '#billing-form button[type="submit"]');
+    await page.keyboard.press('Enter');
+    await page.waitForSelector('#billing-status[data-state="complete"]');
+
     // To the market through the navigation, then to the A100 SXM tab with the arrow keys.
     await page.evaluate(() => document.activeElement?.blur());
     await page.keyboard.press('Tab'); // the skip link comes first
