@@ -53,6 +53,10 @@ TEST(BillingProfile, KeepsOnlyACountryLikeCdnHeader) {
   EXPECT_EQ(CleanIpCountry("DEU"), "");
   EXPECT_EQ(CleanIpCountry("<b"), "");
   EXPECT_EQ(CleanIpCountry(""), "");
+  EXPECT_TRUE(EvidenceAgrees({"DE", "203.0.113.1", "DE", 1}));
+  EXPECT_TRUE(EvidenceAgrees({"DE", "203.0.113.1", "", 1}));    // no CDN
+  EXPECT_TRUE(EvidenceAgrees({"DE", "203.0.113.1", "XX", 1}));  // unknown to the CDN
+  EXPECT_FALSE(EvidenceAgrees({"DE", "203.0.113.1", "US", 1}));
 }
 
 TEST(TaxedLine, TaxesOnceHalfEvenAndReverseChargesAtZero) {

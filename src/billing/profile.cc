@@ -77,6 +77,11 @@ Buyer BuyerOf(const BillingProfile& profile) {
   return Buyer{profile.country, profile.business_name, profile.vat_id};
 }
 
+bool EvidenceAgrees(const CountryEvidence& e) {
+  return e.ip_country.empty() || !IsCountryCode(e.ip_country) || e.billing_country.empty() ||
+         e.ip_country == e.billing_country;
+}
+
 std::string CleanIpCountry(std::string_view header_value) {
   std::string_view v = Trim(header_value);
   if (v.size() != 2) return "";

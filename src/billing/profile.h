@@ -55,6 +55,10 @@ struct CountryEvidence {
   friend bool operator==(const CountryEvidence&, const CountryEvidence&) = default;
 };
 
+// False when the CDN's country is a real country code (not "XX"/"T1") that differs from the
+// billing country: the two pieces of evidence contradict each other and need a look.
+bool EvidenceAgrees(const CountryEvidence& evidence);
+
 // The CDN header's value as kept: two ASCII letters or digits upper-cased ("de" -> "DE", and
 // Cloudflare's "XX" unknown / "T1" Tor are kept as they are); anything else is dropped ("").
 std::string CleanIpCountry(std::string_view header_value);

@@ -82,6 +82,7 @@ View MakeView(const billing::Document& doc) {
                        (e.billing_country.empty() ? std::string("(none)") : e.billing_country);
     if (!e.ip_address.empty()) line += "; client address " + e.ip_address;
     if (!e.ip_country.empty()) line += " (" + e.ip_country + " by the CDN)";
+    if (!billing::EvidenceAgrees(e)) line += " - differs from the billing country";
     if (e.at != 0) line += "; recorded " + FormatTimestamp(e.at);
     v.evidence.push_back(line);
   }

@@ -51,7 +51,8 @@ json EvidenceJson(const billing::CountryEvidence& e) {
   return {{"billing_country", TextOrNull(e.billing_country)},
           {"ip_address", TextOrNull(e.ip_address)},
           {"ip_country", TextOrNull(e.ip_country)},
-          {"recorded_at", Time(e.at)}};
+          {"recorded_at", Time(e.at)},
+          {"agrees", billing::EvidenceAgrees(e)}};
 }
 
 json Links(const Document& d) {

@@ -266,6 +266,11 @@ expect_bad "no verb" ""
 expect_bad "malformed --catalog names file:line:field" "bad.toml:6: [[term]] \"X\" field 'vram_gb'" \
   fit --model 7b --workload infer --catalog "$work/bad.toml"
 expect_bad "missing --catalog" "nope.toml" catalog --catalog "$work/nope.toml"
+# billing talks to a server (tests/billing covers it); what it refuses before calling one:
+GPUHUB_TOKEN= expect_bad "billing without a token" "needs --token" billing profile --server http://127.0.0.1:9
+expect_bad "billing: not an invoice number" "not an invoice number" billing invoice ../x --token t
+expect_bad "billing: --country is needed to change the profile" "--country is required" \
+  billing profile --vat-id DE123456789 --token t --server http://127.0.0.1:9
 
 echo "cli: $passed passed, $failed failed"
 [ $failed -eq 0 ]
