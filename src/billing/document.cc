@@ -211,6 +211,13 @@ std::int64_t NumberSeries::Count(DocumentKind kind, std::int64_t year) const {
 
 // ----- Credit notes -----------------------------------------------------------------------------
 
+void Credited::Add(const Document& note) {
+  net_micros += note.net_micros;
+  tax_micros += note.tax_micros;
+  gross_micros += note.gross_micros;
+  ++notes;
+}
+
 Result<Document> BuildCreditNote(const Document& invoice, const Credited& already,
                                  std::optional<std::int64_t> net_micros, std::string reason,
                                  TimestampMicros at) {

@@ -159,6 +159,8 @@ struct Credited {
   std::int64_t tax_micros = 0;
   std::int64_t gross_micros = 0;
   std::int64_t notes = 0;
+  // Counts one more credit note.
+  void Add(const Document& note);
 };
 
 // A credit note correcting `invoice` (not numbered yet: the engine allocates and stores it).

@@ -175,10 +175,7 @@ TEST(CreditNote, InFullMirrorsTheLinesOnceAndPartialNeverOverCredits) {
   for (std::int64_t part : {33'333'333, 33'333'333}) {
     auto note = BuildCreditNote(one, c, part, "goodwill", 0);
     ASSERT_TRUE(note.ok()) << note.status().ToString();
-    c.net_micros += note->net_micros;
-    c.tax_micros += note->tax_micros;
-    c.gross_micros += note->gross_micros;
-    ++c.notes;
+    c.Add(*note);
   }
   EXPECT_EQ(BuildCreditNote(one, c, one.net_micros, "too much", 0).status().field(), "amount");
   auto rest = BuildCreditNote(one, c, std::nullopt, "the rest", 0);

@@ -1,11 +1,9 @@
 #include <gtest/gtest.h>
-#include <unistd.h>
 
-#include <cstdio>
-#include <fstream>
 #include <string>
 
 #include "billing/statement.h"
+#include "documents/pdf_text_for_tests.h"
 #include "documents/render.h"
 #include "documents/view.h"
 
@@ -37,25 +35,6 @@ billing::Document Sample(std::size_t lines = 2) {
   return d;
 }
 
-std::string PdfToText(const std::string& pdf) {
-  char path[] = "/tmp/gpuhub_pdf_XXXXXX";
-  int fd = ::mkstemp(path);
-  EXPECT_GE(fd, 0);
-  EXPECT_EQ(::write(fd, pdf.data(), pdf.size()), static_cast<ssize_t>(pdf.size()));
-  ::close(fd);
-  std::string cmd = std::string("pdftotext -q -layout ") + path + " - 2>/dev/null";
-  std::string text;
-  if (FILE* p = ::popen(cmd.c_str(), "r")) {
-    char buf[4096];
-    std::size_t n;
-    while ((n = std::fread(buf, 1, sizeof buf, p)) > 0) text.append(buf, n);
-    ::pclose(p);
-  }
-  ::unlink(path);
-  return text;
-}
-
-bool HavePdfToText() { return std::system("command -v pdftotext >/dev/null 2>&1") == 0; }
 
 TEST(View, AmountsKeepWhatWasChargedAndAtLeastCents) {
   EXPECT_EQ(Amount(20'000'000), "20.00");

@@ -175,11 +175,7 @@ Document Commit(Txn& txn, Document doc) {
   b.by_source[doc.source] = doc.id;
   b.documents_by_user[doc.user_id].push_back(doc.id);
   if (doc.kind == DocumentKind::kCreditNote) {
-    billing::Credited& c = b.credited[b.by_number.at(doc.corrects)];
-    c.net_micros += doc.net_micros;
-    c.tax_micros += doc.tax_micros;
-    c.gross_micros += doc.gross_micros;
-    ++c.notes;
+    b.credited[b.by_number.at(doc.corrects)].Add(doc);
   }
   WriteDocument(txn, doc);
   b.documents[doc.id] = doc;
@@ -530,10 +526,7 @@ Status CheckBillingInvariants(const State& state) {
         return fail(d.number + " corrects " + d.corrects + " wrongly");
       }
       billing::Credited& c = credited[i.id];
-      c.net_micros += d.net_micros;
-      c.tax_micros += d.tax_micros;
-      c.gross_micros += d.gross_micros;
-      ++c.notes;
+      c.Add(d);
       if (c.net_micros > i.net_micros || c.tax_micros > i.tax_micros) {
         return fail(i.number + " is credited beyond its amounts");
       }
@@ -692,11 +685,7 @@ Status LoadBilling(store::Store& store, const billing::Party& seller, BillingSta
       if (inv == state.by_number.end()) {
         return Status::Internal("credit note " + d.number + " corrects an unknown invoice");
       }
-      billing::Credited& c = state.credited[inv->second];
-      c.net_micros += d.net_micros;
-      c.tax_micros += d.tax_micros;
-      c.gross_micros += d.gross_micros;
-      ++c.notes;
+      state.credited[inv->second].Add(d);
     }
   }
   GPUHUB_RETURN_IF_ERROR(state.numbers.CheckGapless());

@@ -515,10 +515,15 @@ Result<ReportOutcome> ApplyProcessorReport(Txn& txn, const ProcessorReport& repo
   return outcome;
 }
 
-Result<InvoicePayment> DecideHeldPayment(Txn& txn, std::int64_t admin_id,
-                                         const std::string& invoice_id, std::int64_t seq,
-                                         bool release, const std::string& reason) {
-  TopupsState& t = *txn.state.topups;
+namespace {
+
+// The payment an admin decides: not_found unless it exists; failed_precondition unless it is in
+// state `want` (`what` says which, for the message).
+Result<std::pair<Invoice*, InvoicePayment*>> PaymentAwaiting(TopupsState& t,
+                                                             const std::string& invoice_id,
+                                                             std::int64_t seq,
+                                                             PaymentCreditState want,
+                                                             const char* what) {
   auto it = t.invoices.find(invoice_id);
   if (it == t.invoices.end() || seq < 1 ||
       seq > static_cast<std::int64_t>(it->second.payments.size())) {
@@ -527,11 +532,25 @@ Result<InvoicePayment> DecideHeldPayment(Txn& txn, std::int64_t admin_id,
   }
   Invoice& inv = it->second;
   InvoicePayment& p = inv.payments[static_cast<std::size_t>(seq - 1)];
-  if (p.state != PaymentCreditState::kHeld) {
+  if (p.state != want) {
     return Status::FailedPrecondition("payment " + std::to_string(seq) + " of invoice " + inv.id +
                                       " is " + std::string(PaymentCreditStateName(p.state)) +
-                                      ", not held: it was decided already");
+                                      ", not " + what);
   }
+  return std::pair{&inv, &p};
+}
+
+}  // namespace
+
+Result<InvoicePayment> DecideHeldPayment(Txn& txn, std::int64_t admin_id,
+                                         const std::string& invoice_id, std::int64_t seq,
+                                         bool release, const std::string& reason) {
+  GPUHUB_ASSIGN_OR_RETURN(auto found,
+                          PaymentAwaiting(*txn.state.topups, invoice_id, seq,
+                                          PaymentCreditState::kHeld,
+                                          "held: it was decided already"));
+  Invoice& inv = *found.first;
+  InvoicePayment& p = *found.second;
   Release(txn, inv, p, release, admin_id, reason, "admin:" + std::to_string(admin_id));
   inv.updated_at = txn.now;
   WriteInvoice(txn, inv);
@@ -542,19 +561,11 @@ Result<InvoicePayment> DecideReversal(Txn& txn, std::int64_t admin_id,
                                       const std::string& invoice_id, std::int64_t seq, bool debit,
                                       const std::string& reason) {
   TopupsState& t = *txn.state.topups;
-  auto it = t.invoices.find(invoice_id);
-  if (it == t.invoices.end() || seq < 1 ||
-      seq > static_cast<std::int64_t>(it->second.payments.size())) {
-    return Status::NotFound("no payment " + std::to_string(seq) + " of invoice '" +
-                            invoice_id.substr(0, 64) + "'");
-  }
-  Invoice& inv = it->second;
-  InvoicePayment& p = inv.payments[static_cast<std::size_t>(seq - 1)];
-  if (p.state != PaymentCreditState::kReversalPending) {
-    return Status::FailedPrecondition("payment " + std::to_string(seq) + " of invoice " + inv.id +
-                                      " is " + std::string(PaymentCreditStateName(p.state)) +
-                                      ", not a pending reversal");
-  }
+  GPUHUB_ASSIGN_OR_RETURN(auto found,
+                          PaymentAwaiting(t, invoice_id, seq, PaymentCreditState::kReversalPending,
+                                          "a pending reversal"));
+  Invoice& inv = *found.first;
+  InvoicePayment& p = *found.second;
   if (debit) {
     std::int64_t available = WalletAvailable(txn, inv.user_id, inv.currency);
     if (!DebitBack(txn, inv, p)) {

@@ -2,12 +2,10 @@
 // profiles and their errors, the country a purchase needs, spot hours taxed at the buyer's rate,
 // the monthly statement with its JSON, printable page and PDF (read back with pdftotext: the same
 // numbers), other users' documents, paging, admin tax rates and credit notes.
-#include <unistd.h>
-
-#include <cstdio>
 #include <set>
 
 #include "billing_fixture.h"
+#include "documents/pdf_text_for_tests.h"
 
 namespace gpuhub::testing {
 namespace {
@@ -17,26 +15,6 @@ std::string Printed(std::string amount) {
   std::size_t dot = amount.find('.');
   while (amount.size() > dot + 3 && amount.back() == '0') amount.pop_back();
   return amount;
-}
-
-std::string PdfToText(const std::string& pdf) {
-  char path[] = "/tmp/gpuhub_invoice_XXXXXX";
-  int fd = ::mkstemp(path);
-  if (fd < 0) return "";
-  bool written = ::write(fd, pdf.data(), pdf.size()) == static_cast<ssize_t>(pdf.size());
-  ::close(fd);
-  std::string text;
-  if (written) {
-    std::string cmd = std::string("pdftotext -q -layout ") + path + " - 2>/dev/null";
-    if (FILE* p = ::popen(cmd.c_str(), "r")) {
-      char buf[4096];
-      std::size_t n;
-      while ((n = std::fread(buf, 1, sizeof buf, p)) > 0) text.append(buf, n);
-      ::pclose(p);
-    }
-  }
-  ::unlink(path);
-  return text;
 }
 
 class BillingApiTest : public BillingServerTest {};
@@ -170,10 +148,10 @@ TEST_P(BillingApiTest, TheMonthlyStatementIsTheSameInJsonHtmlAndPdfAndOnlyItsOwn
   ASSERT_EQ(pdf.status, 200) << pdf.body.substr(0, 200);
   EXPECT_EQ(pdf.Header("content-type"), "application/pdf");
   EXPECT_EQ(pdf.body.rfind("%PDF-", 0), 0u);
-  if (std::system("command -v pdftotext >/dev/null 2>&1") != 0) {
+  if (!documents::HavePdfToText()) {
     GTEST_SKIP() << "pdftotext (poppler-utils) is not installed";
   }
-  std::string text = PdfToText(pdf.body);
+  std::string text = documents::PdfToText(pdf.body);
   ASSERT_FALSE(text.empty());
   std::vector<std::string> expected = {
       "Invoice " + number,

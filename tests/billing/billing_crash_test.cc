@@ -60,15 +60,24 @@ class BillingCrashTest : public BillingServerTest {
     }
   }
 
-  // Threads issuing small credit notes until `stop`; acknowledged numbers -> gross.
-  void IssueCreditNotes(std::atomic<bool>& stop, std::map<std::string, std::string>& acked,
-                        std::mutex& mutex, std::vector<std::thread>& threads) {
+  // Threads issuing small credit notes until Stop(); the acknowledged numbers -> their gross.
+  struct IssuingLoad {
+    std::atomic<bool> stop{false};
+    std::map<std::string, std::string> acked;
+    std::mutex mutex;
+    std::vector<std::thread> threads;
+    void Stop() {
+      stop = true;
+      for (auto& t : threads) t.join();
+    }
+  };
+  void IssueCreditNotes(IssuingLoad& load) {
     for (int t = 0; t < kThreads; ++t) {
-      threads.emplace_back([&, t] {
+      load.threads.emplace_back([&, t] {
         std::mt19937 rng(77 + static_cast<unsigned>(t));
         HttpClient c(server_->port());
         std::string admin = LogInAdmin(c);  // its own session (the clock may outlive others)
-        while (!stop) {
+        while (!load.stop) {
           const std::string& inv = invoices_[rng() % invoices_.size()];
           auto r = c.Call("POST", "/v1/admin/invoices/" + inv + "/credit-notes",
                           {{"reason", "load"}, {"amount", "0.01"}}, admin);
@@ -76,8 +85,9 @@ class BillingCrashTest : public BillingServerTest {
             admin = LogInAdmin(c);
           } else if (r.status == 201) {
             json n = r.Json()["credit_note"];
-            std::lock_guard<std::mutex> lock(mutex);
-            EXPECT_TRUE(acked.emplace(n["number"], n["gross"]).second) << n["number"] << " twice";
+            std::lock_guard<std::mutex> lock(load.mutex);
+            EXPECT_TRUE(load.acked.emplace(n["number"], n["gross"]).second)
+                << n["number"] << " twice";
           } else if (r.status != 0 && r.status != 409 && r.status != 400) {
             ADD_FAILURE() << r.status << " " << r.body;
           }
@@ -92,16 +102,13 @@ class BillingCrashTest : public BillingServerTest {
 
 TEST_P(BillingCrashTest, NumbersStayGaplessAndUniqueUnderConcurrentIssuing) {
   Load();
-  std::atomic<bool> stop{false};
-  std::map<std::string, std::string> acked;
-  std::mutex mutex;
-  std::vector<std::thread> threads;
-  IssueCreditNotes(stop, acked, mutex, threads);
+  IssuingLoad load;
+  IssueCreditNotes(load);
   std::this_thread::sleep_for(std::chrono::milliseconds(700));
   AdvanceToNextMonth();  // a statement per customer, numbered between the credit notes' commits
   std::this_thread::sleep_for(std::chrono::milliseconds(700));
-  stop = true;
-  for (auto& t : threads) t.join();
+  load.Stop();
+  const auto& acked = load.acked;
   std::printf("concurrent issuing: %zu credit notes acknowledged\n", acked.size());
   EXPECT_GT(acked.size(), 20u);
   std::vector<std::string> notes = Numbers("credit_note");
@@ -119,11 +126,8 @@ TEST_P(BillingCrashTest, NumbersStayGaplessAndUniqueUnderConcurrentIssuing) {
 
 TEST_P(BillingCrashTest, AfterSigkillEveryAcknowledgedNumberIsThereAndNoneIsMissing) {
   Load();
-  std::atomic<bool> stop{false};
-  std::map<std::string, std::string> acked;
-  std::mutex mutex;
-  std::vector<std::thread> threads;
-  IssueCreditNotes(stop, acked, mutex, threads);
+  IssuingLoad load;
+  IssueCreditNotes(load);
   std::thread clock([&, admin = admin_] {
     HttpClient c(server_->port());
     std::this_thread::sleep_for(std::chrono::milliseconds(300));
@@ -133,9 +137,9 @@ TEST_P(BillingCrashTest, AfterSigkillEveryAcknowledgedNumberIsThereAndNoneIsMiss
   });
   std::this_thread::sleep_for(std::chrono::milliseconds(1200));
   server_->Kill();
-  stop = true;
-  for (auto& t : threads) t.join();
+  load.Stop();
   clock.join();
+  const auto& acked = load.acked;
   std::printf("before SIGKILL: %zu credit notes acknowledged\n", acked.size());
   EXPECT_GT(acked.size(), 10u);
   Start();
