@@ -10,6 +10,7 @@
 #include "engine/accounts.h"
 #include "engine/limits.h"
 #include "engine/market.h"
+#include "engine/rental_billing.h"
 #include "engine/wallets.h"
 
 namespace gpuhub::engine {
@@ -425,16 +426,20 @@ Result<Document> IssueDocument(Txn& txn, Document doc) {
 Result<CreditNoteResult> IssueCreditNote(Txn& txn, std::int64_t admin_id,
                                          const std::string& invoice_number,
                                          std::optional<std::int64_t> net_micros,
-                                         const std::string& reason) {
+                                         const std::string& reason,
+                                         const std::string& refunded_by) {
   BillingState& b = B(txn);
   auto found = b.by_number.find(invoice_number);
   if (found == b.by_number.end()) {
     return Status::NotFound("no invoice '" + invoice_number.substr(0, 32) + "'");
   }
   const Document& invoice = b.documents.at(found->second);
+  if (refunded_by.empty()) GPUHUB_RETURN_IF_ERROR(CheckAdminMayCredit(txn.state, invoice, txn.now));
   GPUHUB_ASSIGN_OR_RETURN(Document note,
                           billing::BuildCreditNote(invoice, CreditedOf(txn.state, invoice.id),
                                                    net_micros, reason, txn.now));
+  // A refund paid elsewhere is found again by its source (and never documented twice).
+  if (!refunded_by.empty()) note.source = refunded_by;
   GPUHUB_ASSIGN_OR_RETURN(billing::DocumentNumber number, Prepare(txn, note));
   // The money first (it is the only part that could still be refused); the note cannot fail after.
   const std::string name = billing::FormatDocumentNumber(number);
@@ -453,8 +458,10 @@ Result<CreditNoteResult> IssueCreditNote(Txn& txn, std::int64_t admin_id,
     t.timestamp = txn.now;
     legs.push_back(std::move(t));
   };
-  leg("net", AccountKind::kPlatformRevenue, note.net_micros);
-  leg("tax", AccountKind::kTaxPayable, note.tax_micros);
+  if (refunded_by.empty()) {
+    leg("net", AccountKind::kPlatformRevenue, note.net_micros);
+    leg("tax", AccountKind::kTaxPayable, note.tax_micros);
+  }
   CreditNoteResult out;
   if (!legs.empty()) {
     ledger::BatchResult applied = txn.state.wallets->ledger.ApplyBatch(legs);
@@ -468,6 +475,13 @@ Result<CreditNoteResult> IssueCreditNote(Txn& txn, std::int64_t admin_id,
                out.note.number, invoice_number, admin_id, FormatMicros(out.note.net_micros),
                FormatMicros(out.note.tax_micros));
   return out;
+}
+
+Result<Document> DocumentBySource(const State& state, const std::string& source) {
+  const BillingState& b = *state.billing;
+  auto it = b.by_source.find(source);
+  if (it == b.by_source.end()) return Status::NotFound("no tax document for '" + source + "'");
+  return b.documents.at(it->second);
 }
 
 Result<Document> GetDocument(const State& state, std::int64_t user_id, const std::string& number) {
@@ -544,7 +558,7 @@ Status CheckBillingInvariants(const State& state) {
     }
   }
   if (credited.size() != b.credited.size()) return fail("credited totals of unknown invoices");
-  return Status::Ok();
+  return CheckRentalDocuments(state);
 }
 
 void AddBillingTickHooks(Engine& engine) {

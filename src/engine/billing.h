@@ -132,8 +132,11 @@ Result<std::size_t> IssueDueStatements(Txn& txn);
 // the same source exists (one invoice per thing billed).
 Result<billing::Document> IssueDocument(Txn& txn, billing::Document doc);
 
-// An admin's credit note for invoice `number` (in full when `net_micros` is empty), refunding its
-// gross to the customer's USD wallet. not_found for an unknown invoice.
+// A credit note for invoice `number` (in full when `net_micros` is empty): an admin's correction,
+// which gives its gross back to the customer's USD wallet in the same batch, or (`refunded_by`
+// set) the document of a refund whose money another domain already moved: its source is then
+// `refunded_by` ("rental:12:charge:3"), so the refund finds its note and is never noted twice.
+// not_found for an unknown invoice.
 struct CreditNoteResult {
   billing::Document note;
   std::vector<std::string> transfer_ids;
@@ -141,7 +144,10 @@ struct CreditNoteResult {
 Result<CreditNoteResult> IssueCreditNote(Txn& txn, std::int64_t admin_id,
                                          const std::string& invoice_number,
                                          std::optional<std::int64_t> net_micros,
-                                         const std::string& reason);
+                                         const std::string& reason,
+                                         const std::string& refunded_by = "");
+// The document issued for `source` ("rental:12:charge:3"); not_found when there is none.
+Result<billing::Document> DocumentBySource(const State& state, const std::string& source);
 
 // not_found unless the document exists and belongs to `user_id` (0: any user, for admins).
 Result<billing::Document> GetDocument(const State& state, std::int64_t user_id,

@@ -1,17 +1,21 @@
 // Where term rentals meet billing (issue 13). Two functions, and nothing else decides them:
 //
 // - RentalTax: the tax on a rental charge. Every quote, order, renewal invoice and renewal payment
-//   (auto-renew included) gets its net / tax lines / gross from here. Today it returns no tax
-//   (spec: "tax rate by billing country, default 0"); billing replaces the body with the rate of
-//   the customer's billing profile. It must be deterministic and read only `state`.
+//   (auto-renew included) gets its net / tax lines / gross from here: the rate of the customer's
+//   billing country at that moment, or reverse charge (a 0% line saying so), from
+//   engine::DecideTaxFor (engine/billing.h). An anonymous quote (customer 0) and an account
+//   without a billing country carry no tax. Deterministic; reads only `state`.
 // - OnRentalCharged: called exactly once for every charge (purchase, renewal, refund), inside the
-//   command that moved its money, after the charge's row is queued: a tax invoice (or credit note
-//   for a refund) written here commits atomically with the payment. Today it does nothing more
-//   than the rental_charges row already records.
+//   command that moved its money: a purchase or renewal gets its tax invoice (one line: the term
+//   of the rental, the net and the tax the charge carried), a refund a credit note against the
+//   invoice of the period it refunds (no money moves here: the refund already did). Both commit
+//   atomically with the payment. It never fails the payment: a document that cannot be issued
+//   (nothing should ever stop one) is logged at error level for an admin.
 #pragma once
 
 #include <cstdint>
 
+#include "billing/document.h"
 #include "core/status.h"
 #include "engine/engine.h"
 #include "engine/state.h"
@@ -26,5 +30,17 @@ Result<rentals::TaxBlock> RentalTax(const State& state, std::int64_t customer_id
 rentals::TaxFunction RentalTaxFunction(const State& state);
 
 Status OnRentalCharged(Txn& txn, const rentals::Charge& charge);
+
+// Whether an admin may credit `invoice` (with money back): not when it is the invoice of a rental
+// term that has not started yet (the rentals domain refunds such a term in full when the rental
+// is released, with its own credit note: crediting it here too would pay it back twice).
+// failed_precondition saying so; ok for every other document.
+Status CheckAdminMayCredit(const State& state, const billing::Document& invoice, TimestampMicros now);
+
+// Every rental charge has its document, and the document says what the charge moved: a purchase
+// or renewal its invoice (same customer, net, tax and gross), a refund its credit note (its gross,
+// against the invoice of the same period). internal naming the charge otherwise (a document that
+// could not be issued: an admin's to issue). Part of CheckBillingInvariants.
+Status CheckRentalDocuments(const State& state);
 
 }  // namespace gpuhub::engine

@@ -5,6 +5,7 @@
 #include <cctype>
 
 #include "engine/accounts.h"
+#include "engine/billing.h"
 #include "engine/limits.h"
 #include "engine/notifications.h"
 #include "engine/rental_billing.h"
@@ -63,17 +64,26 @@ Result<rentals::Quote> QuoteRental(Txn& txn, std::int64_t customer,
 }
 
 Result<rentals::Rental> OrderRental(Txn& txn, std::int64_t customer,
-                                    const rentals::OrderSpec& spec) {
+                                    const rentals::OrderSpec& spec, const RequestOrigin* origin) {
+  GPUHUB_RETURN_IF_ERROR(CheckCanPurchase(txn.state, customer));
   return Run<rentals::Rental>(txn, [&](Changes& c) {
-    return F(txn).Order(customer, spec, L(txn), RentalTaxFunction(txn.state), txn.now, &c);
+    auto rental =
+        F(txn).Order(customer, spec, L(txn), RentalTaxFunction(txn.state), txn.now, &c);
+    // Noted once the order can no longer fail and before its invoice is written (Write), so the
+    // invoice carries this request's evidence.
+    if (rental.ok() && origin != nullptr) NoteEvidence(txn, customer, *origin);
+    return rental;
   });
 }
 
 Result<rentals::Renewal> PayRentalRenewal(Txn& txn, std::int64_t customer, rentals::RentalId id,
-                                          std::optional<Currency> currency) {
+                                          std::optional<Currency> currency,
+                                          const RequestOrigin* origin) {
   return Run<rentals::Renewal>(txn, [&](Changes& c) {
-    return F(txn).PayRenewal(customer, id, currency, L(txn), RentalTaxFunction(txn.state),
-                             txn.now, &c);
+    auto renewal = F(txn).PayRenewal(customer, id, currency, L(txn),
+                                     RentalTaxFunction(txn.state), txn.now, &c);
+    if (renewal.ok() && origin != nullptr) NoteEvidence(txn, customer, *origin);
+    return renewal;
   });
 }
 

@@ -38,10 +38,17 @@ Result<rentals::Node> SetRentalNodeState(Txn& txn, rentals::NodeId id, rentals::
 
 // Customers. customer 0 quotes anonymously.
 Result<rentals::Quote> QuoteRental(Txn& txn, std::int64_t customer, const rentals::OrderSpec& spec);
+// An order needs a billing country and a wallet not on hold (engine/billing.h CheckCanPurchase);
+// its charge gets a tax invoice in the same command (engine/rental_billing.h). `origin` (the
+// request's address and CDN country; null when none) is recorded as the country evidence that
+// the invoice carries.
+struct RequestOrigin;
 Result<rentals::Rental> OrderRental(Txn& txn, std::int64_t customer,
-                                    const rentals::OrderSpec& spec);
+                                    const rentals::OrderSpec& spec,
+                                    const RequestOrigin* origin = nullptr);
 Result<rentals::Renewal> PayRentalRenewal(Txn& txn, std::int64_t customer, rentals::RentalId id,
-                                          std::optional<Currency> currency);
+                                          std::optional<Currency> currency,
+                                          const RequestOrigin* origin = nullptr);
 Result<rentals::Rental> ReleaseRental(Txn& txn, std::int64_t customer, rentals::RentalId id);
 Result<rentals::Rental> SetRentalAutoRenew(Txn& txn, std::int64_t customer, rentals::RentalId id,
                                            bool on);

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include "engine/accounts.h"
+#include "engine/billing.h"
 #include "engine/engine_test_fixture.h"
 #include "engine/limits.h"
 #include "engine/notifications.h"
@@ -32,6 +33,8 @@ class EngineRentalsTest : public EngineOnSqliteTest {
     auto ids = Run<std::vector<std::int64_t>>([](Txn& txn) -> Result<std::vector<std::int64_t>> {
       GPUHUB_ASSIGN_OR_RETURN(User c, CreateUser(txn, "carl", "h", kRoleCustomer));
       GPUHUB_ASSIGN_OR_RETURN(User a, CreateUser(txn, "admin", "h", kRoleAdmin));
+      // A buyer needs a billing country; US has no rate, so the figures here stay net.
+      GPUHUB_RETURN_IF_ERROR(SetBillingProfile(txn, c.id, {"US", "", "", ""}).status());
       return std::vector<std::int64_t>{c.id, a.id};
     });
     customer_ = ids[0];
@@ -116,6 +119,89 @@ TEST_F(EngineRentalsTest, RentalsAndTheirLifecycleSurviveRestartsExactlyOnce) {
                                              "rental.renewal_invoice", "rental.active"}));
   EXPECT_EQ(Wallet(), 475 * kUsd);
   CheckAll();
+}
+
+// Merchant of record for term rentals: the quote, the order and each renewal carry the buyer's
+// tax (19% in Germany), each paid term gets a tax invoice in the command that charged it, and the
+// refund of a term that never started gets a credit note (the money moves once, by the refund).
+TEST_F(EngineRentalsTest, EachChargeHasItsTaxInvoiceAndARefundItsCreditNote) {
+  Run<rentals::Node>(
+      [](Txn& txn) { return AddRentalNode(txn, {"H100 SXM", "DFW-1", 0, "dfw1-a", {}, {}}); });
+  Run<billing::BillingProfile>(
+      [&](Txn& txn) { return SetBillingProfile(txn, customer_, {"DE", "", "", "Berlin"}); });
+  Credit(2000 * kUsd);
+  auto quote = Run<rentals::Quote>(
+      [&](Txn& txn) { return QuoteRental(txn, customer_, Spec(1, rentals::Term::kWeek)); });
+  ASSERT_EQ(quote.amount.lines.size(), 1u);
+  EXPECT_EQ(quote.amount.lines[0].name, "VAT DE 19%");
+  EXPECT_EQ(quote.amount.net_micros, 475 * kUsd);
+  EXPECT_EQ(quote.amount.tax_micros, 90'250'000);
+  EXPECT_EQ(quote.amount.gross_micros, 565'250'000);
+  auto anonymous = Run<rentals::Quote>(
+      [&](Txn& txn) { return QuoteRental(txn, 0, Spec(1, rentals::Term::kWeek)); });
+  EXPECT_TRUE(anonymous.amount.lines.empty());
+
+  auto rental = Run<rentals::Rental>(
+      [&](Txn& txn) { return OrderRental(txn, customer_, Spec(1, rentals::Term::kWeek)); });
+  EXPECT_EQ(Wallet(), 2000 * kUsd - 565'250'000);
+  auto document = [&](const std::string& source) {
+    return Run<billing::Document>(
+        [&](Txn& txn) { return DocumentBySource(txn.state, source); });
+  };
+  billing::Document first = document("rental:" + std::to_string(rental.id) + ":charge:1");
+  EXPECT_EQ(first.kind, billing::DocumentKind::kInvoice);
+  EXPECT_EQ(first.net_micros, 475 * kUsd);
+  EXPECT_EQ(first.tax_micros, 90'250'000);
+  EXPECT_EQ(first.lines[0].rate_ppm, 190'000);
+  EXPECT_EQ(first.tax_note, "VAT 19% (DE)");
+  EXPECT_EQ(first.supply_from, rental.term_start);
+  EXPECT_EQ(first.supply_until, rental.term_end);
+  EXPECT_NE(first.lines[0].description.find("1 x H100 SXM in DFW-1, week term 1"),
+            std::string::npos);
+
+  Advance(4 * kDay);  // T - 72 h: auto-renew pays the second week, with its own invoice
+  billing::Document second = document("rental:" + std::to_string(rental.id) + ":charge:2");
+  EXPECT_EQ(second.gross_micros, 565'250'000);
+  EXPECT_NE(second.number, first.number);
+  EXPECT_EQ(Wallet(), 2000 * kUsd - 2 * 565'250'000);
+
+  // An admin cannot credit the week that has not started: releasing refunds it (not twice).
+  auto early = engine_->ExecuteSync<CreditNoteResult>([&](Txn& txn) {
+    return IssueCreditNote(txn, admin_, second.number, std::nullopt, "goodwill");
+  });
+  EXPECT_EQ(early.status().code(), StatusCode::kFailedPrecondition) << early.status().ToString();
+
+  // Released early: the second week never started and is refunded, with a credit note.
+  Run<rentals::Rental>([&](Txn& txn) { return ReleaseRental(txn, customer_, rental.id); });
+  EXPECT_EQ(Wallet(), 2000 * kUsd - 565'250'000);  // the money came back once
+  auto docs = Run<std::vector<billing::Document>>(
+      [&](Txn& txn) -> Result<std::vector<billing::Document>> {
+        return ListDocuments(txn.state, customer_, 10);
+      });
+  ASSERT_EQ(docs.size(), 3u);
+  EXPECT_EQ(docs[0].kind, billing::DocumentKind::kCreditNote);
+  EXPECT_EQ(docs[0].corrects, second.number);
+  EXPECT_EQ(docs[0].gross_micros, second.gross_micros);
+  Open();
+  Run<int>([](Txn& txn) -> Result<int> {
+    GPUHUB_RETURN_IF_ERROR(CheckBillingInvariants(txn.state));
+    auto payable = txn.state.wallets->ledger.GetAccount(
+        ledger::AccountKey::System(ledger::AccountKind::kTaxPayable, Currency::kUsd));
+    if (!payable.ok() || payable->posted() != 90'250'000) {
+      return Status::Internal("tax payable is not the one week's tax");
+    }
+    return 0;
+  });
+  CheckAll();
+
+  // Without a billing country an order is refused, naming the field.
+  auto stranger = Run<std::int64_t>([](Txn& txn) -> Result<std::int64_t> {
+    GPUHUB_ASSIGN_OR_RETURN(User u, CreateUser(txn, "nina", "h", kRoleCustomer));
+    return u.id;
+  });
+  auto refused = engine_->ExecuteSync<rentals::Rental>(
+      [&](Txn& txn) { return OrderRental(txn, stranger, Spec(1, rentals::Term::kWeek)); });
+  EXPECT_EQ(refused.status().field(), "billing_country");
 }
 
 TEST_F(EngineRentalsTest, AShortWalletSaysWhatIsMissingAndWhichTopUpCoversIt) {

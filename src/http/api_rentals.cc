@@ -78,6 +78,16 @@ json RenewalJson(const rentals::Renewal& r) {
           {"pay", "POST /v1/rentals/" + std::to_string(r.rental_id) + "/renew"}};
 }
 
+// The tax invoice (or credit note) billing issued for a charge: its number and links, or null.
+json ChargeInvoiceJson(const Txn& txn, const rentals::Charge& c) {
+  auto doc = engine::DocumentBySource(txn.state, "rental:" + std::to_string(c.rental_id) +
+                                                     ":charge:" + std::to_string(c.id));
+  if (!doc.ok()) return nullptr;
+  return {{"number", doc->number},
+          {"pdf", "/v1/invoices/" + doc->number + ".pdf"},
+          {"html", "/v1/invoices/" + doc->number + ".html"}};
+}
+
 json ChargeJson(const rentals::Charge& c) {
   json ids = json::array();
   for (const auto& id : c.transfer_ids) ids.push_back(id);
@@ -146,7 +156,8 @@ json RentalJson(const rentals::Fleet& fleet, const rentals::Rental& r) {
   return out;
 }
 
-json RentalDetailJson(const rentals::Fleet& fleet, const rentals::Rental& r) {
+json RentalDetailJson(const Txn& txn, const rentals::Rental& r) {
+  const rentals::Fleet& fleet = txn.state.rentals->fleet;
   json out = RentalJson(fleet, r);
   json history = json::array();
   for (const auto& e : fleet.History(r.id)) {
@@ -156,7 +167,11 @@ json RentalDetailJson(const rentals::Fleet& fleet, const rentals::Rental& r) {
                        {"detail", e.detail}});
   }
   json charges = json::array();
-  for (const auto& c : fleet.ChargesOf(r.id)) charges.push_back(ChargeJson(c));
+  for (const auto& c : fleet.ChargesOf(r.id)) {
+    json charge = ChargeJson(c);
+    charge["invoice"] = ChargeInvoiceJson(txn, c);  // the tax invoice or credit note
+    charges.push_back(std::move(charge));
+  }
   out["history"] = history;
   out["charges"] = charges;
   return out;
@@ -339,12 +354,13 @@ struct ShortWallet {
 // stored under the Idempotency-Key (the order did not happen: the same key may be retried once
 // the wallet is topped up), and `short_wallet` tells the caller which top-up to open.
 Result<Reply> Order(Txn& txn, const User& me, const rentals::OrderSpec& spec,
-                    std::optional<ShortWallet>* short_wallet) {
-  auto rental = engine::OrderRental(txn, me.id, spec);
+                    const engine::RequestOrigin& origin, std::optional<ShortWallet>* short_wallet) {
+  auto rental = engine::OrderRental(txn, me.id, spec, &origin);
   if (rental.ok()) {
     json out = RentalJson(Fleet(txn), *rental);
     auto charges = Fleet(txn).ChargesOf(rental->id);
     out["charge"] = charges.empty() ? json(nullptr) : ChargeJson(charges.front());
+    out["invoice"] = charges.empty() ? json(nullptr) : ChargeInvoiceJson(txn, charges.front());
     return Reply{201, out};
   }
   if (rental.status().code() != StatusCode::kInsufficientFunds) return rental.status();
@@ -447,8 +463,9 @@ void RegisterRentalRoutes(Router& router, ApiContext& api) {
                      AnswerShortWallet(api, std::move(response), **short_wallet, respond);
                    },
                    kRoleCustomer,
-                   [spec = *spec, short_wallet](Txn& txn, const User& me) {
-                     return Order(txn, me, spec, short_wallet.get());
+                   [spec = *spec, short_wallet, origin = OriginOf(api, r)](Txn& txn,
+                                                                         const User& me) {
+                     return Order(txn, me, spec, origin, short_wallet.get());
                    });
              }));
   router.Add("GET", "/v1/rentals",
@@ -471,26 +488,35 @@ void RegisterRentalRoutes(Router& router, ApiContext& api) {
                    if (rental == nullptr) {
                      return Status::NotFound("no rental " + std::to_string(id) + " of yours");
                    }
-                   json out = RentalDetailJson(Fleet(txn), *rental);
+                   json out = RentalDetailJson(txn, *rental);
                    out["downtime_credit"] = RentalDowntimeJson(txn.state, id);
                    out["as_of"] = FormatTimestamp(txn.now);
                    return Reply{200, out};
                  }));
   router.Add("POST", "/v1/rentals/{id}/renew",
-             Authenticated<IdAnd>(
+             Authenticated<std::pair<IdAnd, engine::RequestOrigin>>(
                  api, kRoleCustomer,
-                 [](const Request& r) { return IdAndBody(r, "rental", {"currency"}); },
-                 [](Txn& txn, const User& me, const IdAnd& in) -> Result<Reply> {
+                 [&api](const Request& r) -> Result<std::pair<IdAnd, engine::RequestOrigin>> {
+                   GPUHUB_ASSIGN_OR_RETURN(IdAnd in, IdAndBody(r, "rental", {"currency"}));
+                   return std::pair{std::move(in), OriginOf(api, r)};
+                 },
+                 [](Txn& txn, const User& me,
+                    const std::pair<IdAnd, engine::RequestOrigin>& request) -> Result<Reply> {
+                   const IdAnd& in = request.first;
                    std::optional<Currency> currency;
                    if (in.body.contains("currency")) {
                      GPUHUB_ASSIGN_OR_RETURN(currency, OptionalCurrency(in.body, Currency::kUsd));
                    }
-                   GPUHUB_ASSIGN_OR_RETURN(auto renewal,
-                                           engine::PayRentalRenewal(txn, me.id, in.id, currency));
+                   GPUHUB_ASSIGN_OR_RETURN(
+                       auto renewal,
+                       engine::PayRentalRenewal(txn, me.id, in.id, currency, &request.second));
                    const rentals::Rental* rental = Fleet(txn).FindRental(in.id);
-                   return Reply{200,
-                                {{"renewal", RenewalJson(renewal)},
-                                 {"rental", RentalJson(Fleet(txn), *rental)}}};
+                   json out = {{"renewal", RenewalJson(renewal)},
+                               {"rental", RentalJson(Fleet(txn), *rental)}};
+                   auto charges = Fleet(txn).ChargesOf(in.id);
+                   out["invoice"] = charges.empty() ? json(nullptr)
+                                                    : ChargeInvoiceJson(txn, charges.back());
+                   return Reply{200, out};
                  }));
   router.Add("POST", "/v1/rentals/{id}/auto-renew",
              Authenticated<IdAnd>(

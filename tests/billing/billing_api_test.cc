@@ -328,6 +328,109 @@ TEST_P(BillingApiTest, CreditNotesHaveTheirOwnSeriesAndGiveTheMoneyBack) {
   ExpectInvariants();
 }
 
+// Term rentals: each paid term (order, renewal) has its tax invoice at the buyer's rate of the
+// moment it was paid, with this request's country evidence; a country changed mid-term taxes the
+// next renewal at the new rate; the refund of a paid term that never started is a credit note
+// against that term's invoice; every number appears once, in its series.
+TEST_P(BillingApiTest, EachPaidTermHasItsInvoiceAtTheRateOfItsPaymentAndARefundItsCreditNote) {
+  auto node = client_->Call("POST", "/v1/admin/nodes", {{"gpu", "H100 SXM"}, {"region", "DFW-1"}},
+                            admin_);
+  ASSERT_EQ(node.status, 201) << node.body;
+  std::string carl = Customer("carl", "DE", "3000");
+  std::string dora = Customer("dora", "FR");
+  json order = {{"gpu", "H100 SXM"}, {"count", 1}, {"term", "week"}};
+  auto quote = client_->Call("POST", "/v1/rentals/quote", order, T(carl));
+  order["auto_renew"] = false;
+  ASSERT_EQ(quote.status, 200) << quote.body;
+  const long long net = Micros(quote.Json()["amount"]["net"]);
+  const long long de_tax = net * 19 / 100;  // whole cents: exact
+  ASSERT_EQ(quote.Json()["amount"]["tax"][0]["name"], "VAT DE 19%");
+  EXPECT_EQ(Micros(quote.Json()["amount"]["tax_total"]), de_tax);
+  auto made = client_->Send("POST", "/v1/rentals", order.dump(),
+                            {{"Authorization", "Bearer " + T(carl)},
+                             {"Content-Type", "application/json"},
+                             {"CF-IPCountry", "de"}});
+  ASSERT_EQ(made.status, 201) << made.body;
+  json rental = made.Json();
+  std::string id = std::to_string(rental["id"].get<long long>());
+  ASSERT_TRUE(rental["invoice"].is_object()) << made.body;
+  std::string first = rental["invoice"]["number"];
+  json inv = Get("/v1/invoices/" + first, carl);
+  EXPECT_EQ(inv["kind"], "invoice");
+  EXPECT_EQ(Micros(inv["net"]), net);
+  EXPECT_EQ(Micros(inv["tax"]), de_tax);
+  EXPECT_EQ(Micros(inv["gross"]), net + de_tax);
+  EXPECT_EQ(inv["tax_by_rate"][0]["label"], "VAT 19% (DE)");
+  EXPECT_EQ(inv["evidence"]["billing_country"], "DE");
+  EXPECT_EQ(inv["evidence"]["ip_country"], "DE");  // this request's, not an older one
+  EXPECT_EQ(inv["supply_from"], rental["term_start"]);
+  EXPECT_EQ(inv["supply_until"], rental["term_end"]);
+  ASSERT_EQ(inv["lines"].size(), 1u);
+  EXPECT_NE(inv["lines"][0]["description"].get<std::string>().find("1 x H100 SXM in DFW-1, week term 1"),
+            std::string::npos)
+      << inv.dump();
+  EXPECT_EQ(Micros(Get("/v1/wallets", carl)["wallets"][0]["available"]), 3000'000'000 - net - de_tax);
+  for (std::string suffix : {"", ".pdf", ".html"}) {
+    EXPECT_EQ(client_->Call("GET", "/v1/invoices/" + first + suffix, nullptr, T(dora)).status, 404);
+  }
+  if (documents::HavePdfToText()) {
+    auto pdf = client_->Call("GET", "/v1/invoices/" + first + ".pdf", nullptr, T(carl));
+    ASSERT_EQ(pdf.status, 200);
+    std::string text = documents::PdfToText(pdf.body);
+    for (const std::string& s : {"Invoice " + first, "Term rental " + id,
+                                 Printed(inv["net"]) + " USD", Printed(inv["tax"]) + " USD",
+                                 Printed(inv["gross"]) + " USD"}) {
+      EXPECT_NE(text.find(s), std::string::npos) << s << "\n" << text;
+    }
+  }
+
+  // Mid-term the buyer moves to France (20%): the renewal is taxed at the rate of its payment.
+  Advance(6 * 24 * 3600);
+  ASSERT_EQ(client_->Call("PUT", "/v1/billing-profile", {{"billing_country", "FR"}}, T(carl)).status,
+            200);
+  auto renewed = client_->Call("POST", "/v1/rentals/" + id + "/renew", json::object(), T(carl));
+  ASSERT_EQ(renewed.status, 200) << renewed.body;
+  std::string second = renewed.Json()["invoice"]["number"];
+  EXPECT_NE(second, first);
+  json inv2 = Get("/v1/invoices/" + second, carl);
+  EXPECT_EQ(Micros(inv2["tax"]), net * 20 / 100);
+  EXPECT_EQ(inv2["buyer"]["country"], "FR");
+  EXPECT_EQ(inv2["tax_by_rate"][0]["label"], "VAT 20% (FR)");
+  EXPECT_NE(inv2["lines"][0]["description"].get<std::string>().find("week term 2"), std::string::npos);
+  // Paying again answers the same invoice and charges nothing.
+  auto again = client_->Call("POST", "/v1/rentals/" + id + "/renew", json::object(), T(carl));
+  ASSERT_EQ(again.status, 200) << again.body;
+  EXPECT_EQ(again.Json()["invoice"]["number"], second);
+
+  // Released before term 2 starts: term 2 is refunded, with a credit note against its invoice.
+  auto released = client_->Call("POST", "/v1/rentals/" + id + "/release", {{"confirm", true}},
+                                T(carl));
+  ASSERT_EQ(released.status, 200) << released.body;
+  EXPECT_EQ(Micros(Get("/v1/wallets", carl)["wallets"][0]["available"]), 3000'000'000 - net - de_tax);
+  json mine = Get("/v1/invoices", carl);
+  ASSERT_EQ(mine["invoices"].size(), 3u) << mine.dump();
+  json note = mine["invoices"][0];
+  EXPECT_EQ(note["kind"], "credit_note");
+  EXPECT_EQ(note["number"].get<std::string>().rfind("CN-", 0), 0u);
+  json full_note = Get("/v1/invoices/" + note["number"].get<std::string>(), carl);
+  EXPECT_EQ(full_note["corrects"], second);
+  EXPECT_EQ(full_note["gross"], inv2["gross"]);
+  EXPECT_EQ(Get("/v1/invoices/" + second, carl)["credited"]["gross"], inv2["gross"]);
+  // The rental's charges name their documents.
+  json detail = Get("/v1/rentals/" + id, carl);
+  ASSERT_EQ(detail["charges"].size(), 3u) << detail.dump();
+  EXPECT_EQ(detail["charges"][0]["invoice"]["number"], first);
+  EXPECT_EQ(detail["charges"][1]["invoice"]["number"], second);
+  EXPECT_EQ(detail["charges"][2]["invoice"]["number"], note["number"]);
+  // The two invoices are consecutive in their series (nothing else was issued in between).
+  auto sequence = [](const std::string& n) { return std::stoll(n.substr(n.rfind('-') + 1)); };
+  EXPECT_EQ(sequence(second), sequence(first) + 1);
+  Restart();
+  EXPECT_EQ(Get("/v1/invoices/" + second, carl)["gross"], inv2["gross"]);
+  ExpectInvariants();
+  EXPECT_EQ(Get("/v1/admin/rentals", admin_)["settlement"], "ok");
+}
+
 INSTANTIATE_TEST_SUITE_P(Backends, BillingApiTest, ::testing::Values("sqlite", "postgresql"),
                          [](const auto& info) { return info.param; });
 

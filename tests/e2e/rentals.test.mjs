@@ -4,11 +4,13 @@
 //    extended from the old end;
 //  - unpaid: stopped and held (the page says when the data is destroyed), then released with the
 //    data destroyed; an early release goes through a confirmation that says no refund is made;
-//  - a short wallet gets the server's top-up invoice for the shortfall on the rent page.
+//  - a short wallet gets the server's top-up invoice for the shortfall on the rent page;
+//  - without a billing country the order is refused with a link to the billing form; a German
+//    buyer's quote adds VAT DE 19% and the rental links its tax invoice, whose page says the same.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { newPage, screenshot } from './lib/browser.mjs';
-import { PASSWORD, username, waitForData, unexpected, signUp, useServerAndBrowser } from './lib/helpers.mjs';
+import { PASSWORD, username, waitForData, unexpected, signUp, setBillingCountry, useServerAndBrowser } from './lib/helpers.mjs';
 
 const env = useServerAndBrowser();
 const DAY = 86400;
@@ -36,6 +38,7 @@ test('rent from the catalog, the renewal invoice appears, pay it: the term exten
   try {
     const name = username('rita');
     await signUp(page, name);
+    await setBillingCountry(page, 'US'); // a purchase needs one; US has no tax: the figures stay net
     await env.api.fund(await tokenOf(name), '1100.00');
 
     await page.goto('/');
@@ -103,6 +106,7 @@ test('unpaid: stopped and held, then released with the data destroyed; early rel
   try {
     const name = username('ursula');
     await signUp(page, name);
+    await setBillingCountry(page, 'US');
     const token = await tokenOf(name);
     await env.api.fund(token, '1000.00');
     const unpaid = await env.api.call('POST', '/v1/rentals', { gpu: 'RTX 3090', count: 1, term: 'week', auto_renew: false }, token);
@@ -144,6 +148,7 @@ test('a short wallet gets a top-up invoice for the shortfall on the rent page', 
   const { context, page, problems } = await newPage(env.chrome.browser, 'desktop', env.server.url);
   try {
     await signUp(page, username('sam'));
+    await setBillingCountry(page, 'US');
     await page.goto('/rent/?gpu=H100%20SXM&count=8&term=month');
     await page.waitForFunction(() => document.querySelector('[data-testid="quote-total"]')?.textContent === '$12,168.00');
     assert.match(await page.locator('#quote').innerText(), /10% at 8 cards/);
@@ -158,6 +163,43 @@ test('a short wallet gets a top-up invoice for the shortfall on the rent page', 
     await page.selectOption('#rent-region', 'DFW-1');
     assert.match(page.url(), /region=DFW-1/);
     assert.deepEqual(unexpected(problems, ['/v1/rentals', 'status of 402']), []);
+  } finally {
+    await context.close();
+  }
+});
+
+test('a rental needs a billing country, adds its VAT and links its tax invoice', async () => {
+  const { context, page, problems } = await newPage(env.chrome.browser, 'desktop', env.server.url);
+  try {
+    const name = username('greta');
+    await signUp(page, name);
+    await env.api.fund(await tokenOf(name), '2000.00');
+    await page.goto('/rent/?gpu=H100%20SXM&count=1&term=week');
+    await page.waitForSelector('[data-testid="quote-total"]');
+    await page.uncheck('#rent-auto');
+    await page.click('#rent-submit');
+    const ask = page.locator('[data-testid="rent-billing"]');
+    await ask.waitFor();
+    assert.match(await ask.innerText(), /Set your billing country first/);
+    assert.equal(await ask.locator('a').getAttribute('href'), '/account/#billing');
+
+    await setBillingCountry(page, 'DE');
+    await page.goto('/rent/?gpu=H100%20SXM&count=1&term=week');
+    await page.waitForFunction(() => /VAT DE 19%/.test(document.querySelector('#quote')?.innerText || ''));
+    const total = await page.locator('[data-testid="quote-total"]').innerText();
+    await page.uncheck('#rent-auto');
+    assert.equal(await page.locator('#rent-submit').innerText(), 'Rent for ' + total);
+    await page.click('#rent-submit');
+    const link = page.locator('[data-testid="rent-invoice"]');
+    await link.waitFor();
+    const number = await link.innerText();
+    assert.match(number, /^\d{4}-\d{6}$/);
+    await page.goto(await link.getAttribute('href'));
+    const text = await page.locator('body').innerText();
+    assert.ok(text.includes(number), 'the invoice page names its number');
+    assert.match(text, /VAT 19% \(DE\)/);
+    assert.ok(text.includes(total.replace('$', '')), 'the invoice total is the quoted total');
+    assert.deepEqual(unexpected(problems, ['/v1/rentals', 'status of 400']), []);
   } finally {
     await context.close();
   }

@@ -169,13 +169,22 @@ async function onSubmit(e) {
         'div',
         { class: 'alert alert-ok', role: 'status', 'data-testid': 'rent-done', dataset: { rental: String(rental.id) } },
         h('p', null, h('strong', null, `Rented: ${rental.count}× ${rental.gpu} in ${rental.region}`), ` until ${timestamp(rental.term_end)}.`),
-        h('p', null, h('a', { href: '/account/#rental-' + rental.id }, 'See it on your account page'), ' (renewals, auto-renew, release).')
+        h('p', null, h('a', { href: '/account/#rental-' + rental.id }, 'See it on your account page'), ' (renewals, auto-renew, release).'),
+        rental.invoice
+          ? h('p', null, 'Tax invoice ', h('a', { href: rental.invoice.html, target: '_blank', rel: 'noopener', 'data-testid': 'rent-invoice' }, rental.invoice.number),
+              ' (', h('a', { href: rental.invoice.pdf }, 'PDF'), ').')
+          : null
       )
     );
     updateQuote();
   } catch (err) {
     if (err.status === 402) replace($('#rent-result'), shortWallet(err));
-    else if (!showFormError(form, err)) replace($('#rent-result'), errorBox(err.message));
+    else if (err.field === 'billing_country') {
+      // Not a field of this form: say where it is set.
+      replace($('#rent-result'), h('div', { class: 'alert alert-warn', role: 'alert', 'data-testid': 'rent-billing' },
+        'Set your billing country first: prices exclude tax, and the tax of your country is added to the rental. ',
+        h('a', { href: '/account/#billing' }, 'Billing details')));
+    } else if (!showFormError(form, err)) replace($('#rent-result'), errorBox(err.message));
   } finally {
     setBusy(button, false);
     if (lastQuote) button.disabled = !lastQuote.available;
