@@ -57,6 +57,8 @@ std::string RenderHtml(const billing::Document& doc) {
   std::string h;
   h += "<!doctype html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">";
   h += "<meta name=\"viewport\" content=\"width=device-width,initial-scale=1\">";
+  // The site's icon (else the browser asks for /favicon.ico, which the server does not have).
+  h += "<link rel=\"icon\" href=\"/assets/favicon.svg\" type=\"image/svg+xml\">";
   h += "<title>" + Escape(v.title) + "</title><style>" + kStyle + "</style></head><body>\n";
   h += "<h1 id=\"title\">" + Escape(v.title) + "</h1>\n<h2>" + Escape(v.heading) + "</h2>\n";
   h += "<dl id=\"facts\">";

@@ -52,14 +52,6 @@ class EngineBillingTest : public EngineOnSqliteTest {
       AddBillingTickHooks(e);
     });
   }
-  void Advance(std::int64_t micros) {
-    Run<int>([&](Txn& txn) -> Result<int> {
-      clock_.Advance(micros);
-      txn.now = clock_.NowMicros();
-      GPUHUB_RETURN_IF_ERROR(engine_->RunTickHooks(txn));
-      return 0;
-    });
-  }
   void AdvanceTo(const char* time) { Advance(At(time) - clock_.NowMicros()); }
   void Fund(std::int64_t user, std::int64_t micros) {
     Run<int>([&](Txn& txn) -> Result<int> {

@@ -1,11 +1,12 @@
 // Invoice numbers under load and across SIGKILL, on SQLite and PostgreSQL: admins issue credit
-// notes from several threads while the clock crosses a month end (the tick issues a statement
-// per account in between), and then
+// notes from several threads while customers order term rentals (an invoice each) and the clock
+// crosses a month end (the tick issues a statement per account in between), and then
 //   - every acknowledged number is unique and every series (invoices, credit notes, per year)
 //     holds exactly 1..n: no gap, no repeat;
 //   - killed mid-load and restarted, every acknowledged credit note is still there with its
 //     amounts, the series are still gapless (a number taken is a number written, in the same
 //     transaction), and the next number continues where the series stopped.
+#include <algorithm>
 #include <atomic>
 #include <map>
 #include <mutex>
@@ -102,20 +103,41 @@ class BillingCrashTest : public BillingServerTest {
 
 TEST_P(BillingCrashTest, NumbersStayGaplessAndUniqueUnderConcurrentIssuing) {
   Load();
+  auto node = client_->Call("POST", "/v1/admin/nodes", {{"gpu", "H100 SXM"}, {"region", "DFW-1"}},
+                            admin_);
+  ASSERT_EQ(node.status, 201) << node.body;
   IssuingLoad load;
   IssueCreditNotes(load);
+  // Term rentals ordered meanwhile: each order's invoice takes its number in the same series.
+  std::set<std::string> rental_invoices;
+  std::thread orders([&] {
+    HttpClient c(server_->port());
+    for (int i = 0; i < 8; ++i) {
+      const std::string& name = names_[static_cast<std::size_t>(i) % names_.size()];
+      auto r = c.Call("POST", "/v1/rentals",
+                      {{"gpu", "H100 SXM"}, {"count", 1}, {"term", "week"}, {"auto_renew", false}},
+                      LogIn(c, name, kPassword));
+      ASSERT_EQ(r.status, 201) << r.body;
+      EXPECT_TRUE(rental_invoices.insert(r.Json()["invoice"]["number"]).second);
+    }
+  });
   std::this_thread::sleep_for(std::chrono::milliseconds(700));
   AdvanceToNextMonth();  // a statement per customer, numbered between the credit notes' commits
   std::this_thread::sleep_for(std::chrono::milliseconds(700));
+  orders.join();
   load.Stop();
   const auto& acked = load.acked;
-  std::printf("concurrent issuing: %zu credit notes acknowledged\n", acked.size());
+  std::printf("concurrent issuing: %zu credit notes and %zu rental invoices acknowledged\n",
+              acked.size(), rental_invoices.size());
   EXPECT_GT(acked.size(), 20u);
   std::vector<std::string> notes = Numbers("credit_note");
   EXPECT_EQ(notes.size(), acked.size());
   for (const auto& n : notes) EXPECT_EQ(acked.count(n), 1u) << n;
   std::vector<std::string> all = Numbers("invoice");
-  EXPECT_EQ(all.size(), 2u * kCustomers);
+  EXPECT_EQ(all.size(), 2u * kCustomers + rental_invoices.size());
+  for (const auto& n : rental_invoices) {
+    EXPECT_NE(std::find(all.begin(), all.end(), n), all.end()) << n;
+  }
   all.insert(all.end(), notes.begin(), notes.end());
   ExpectGapless(all);
   ExpectInvariants();
