@@ -27,5 +27,8 @@ inline constexpr std::size_t kMaxLineDescriptionBytes = 300;
 inline constexpr std::int64_t kMaxDocumentsPerSeriesYear = 999'999;
 // A credit note's reason (kept with it and printed on it).
 inline constexpr std::size_t kMaxCreditReasonBytes = 500;
+// The longest period one tax report covers (a year, leap or not): a return is monthly, quarterly
+// or yearly, and the report walks every stored document.
+inline constexpr std::int64_t kMaxTaxReportDays = 366;
 
 }  // namespace gpuhub::billing

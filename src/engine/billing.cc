@@ -561,6 +561,12 @@ Status CheckBillingInvariants(const State& state) {
   return CheckRentalDocuments(state);
 }
 
+billing::TaxReport TaxReportOf(const State& state, TimestampMicros from, TimestampMicros until) {
+  billing::TaxReportBuilder report(from, until);
+  for (const auto& [id, d] : state.billing->documents) report.Add(d);
+  return report.Finish();
+}
+
 void AddBillingTickHooks(Engine& engine) {
   engine.AddTickHook([](Txn& txn) { return IssueDueStatements(txn).status(); });
 }

@@ -37,6 +37,7 @@
 #include "billing/profile.h"
 #include "billing/statement.h"
 #include "billing/tax_rates.h"
+#include "billing/tax_report.h"
 #include "engine/engine.h"
 #include "engine/state.h"
 #include "market/exchange.h"
@@ -162,6 +163,9 @@ billing::Credited CreditedOf(const State& state, std::int64_t invoice_id);
 // (billing::CheckDocument), every series gapless and unique, sources unique, credit notes within
 // their invoices, usage rows of closed months on their statement.
 Status CheckBillingInvariants(const State& state);
+
+// The tax report of the documents issued in [from, until) (billing/tax_report.h).
+billing::TaxReport TaxReportOf(const State& state, TimestampMicros from, TimestampMicros until);
 
 void AddBillingTickHooks(Engine& engine);
 Status LoadBilling(store::Store& store, const billing::Party& seller, BillingState& state);

@@ -14,6 +14,7 @@
 //   GET  /v1/admin/tax-rates/changes                                               -> the log
 //   GET  /v1/admin/invoices?username=NAME&limit=N, GET /v1/admin/invoices/{number}
 //   GET  /v1/admin/billing                        -> the documents' invariants
+//   GET  /v1/admin/tax-report?from=TIME&until=TIME -> net and tax by country, rate, treatment
 //   POST /v1/admin/invoices/{number}/credit-notes {"amount"?, "reason"}           -> 201
 //
 // Documents are read on the writer (a consistent snapshot) and rendered on the renderer pool, so
@@ -21,6 +22,7 @@
 #include <spdlog/spdlog.h>
 
 #include "billing/countries.h"
+#include "billing/limits.h"
 #include "core/strings.h"
 #include "documents/render.h"
 #include "engine/accounts.h"
@@ -174,6 +176,62 @@ Result<TimestampMicros> TimeField(const json& body, const char* field, Timestamp
 Result<std::string> NoteField(const json& body) {
   GPUHUB_ASSIGN_OR_RETURN(auto note, OptionalString(body, "note"));
   return note.value_or("");
+}
+
+// ?from=TIME&until=TIME (RFC 3339, both required): until after from, at most kMaxTaxReportDays.
+Result<std::pair<TimestampMicros, TimestampMicros>> ReportPeriod(const Request& r) {
+  TimestampMicros t[2] = {0, 0};
+  const char* names[2] = {"from", "until"};
+  for (int i = 0; i < 2; ++i) {
+    auto it = r.query.find(names[i]);
+    if (it == r.query.end()) {
+      return Status::InvalidArgument(std::string(names[i]) +
+                                     " is required (a time such as 2026-10-01T00:00:00Z)")
+          .WithField(names[i]);
+    }
+    auto parsed = ParseTimestamp(it->second);
+    if (!parsed.ok()) return parsed.status().WithField(names[i]);
+    t[i] = *parsed;
+  }
+  if (t[1] <= t[0]) {
+    return Status::InvalidArgument("until must be after from").WithField("until");
+  }
+  if (t[1] - t[0] > billing::kMaxTaxReportDays * kMicrosPerDay) {
+    return Status::InvalidArgument("a tax report covers at most " +
+                                   std::to_string(billing::kMaxTaxReportDays) + " days")
+        .WithField("until");
+  }
+  return std::pair{t[0], t[1]};
+}
+
+json TaxReportJson(const billing::TaxReport& report) {
+  json rows = json::array();
+  for (const auto& row : report.rows) {
+    rows.push_back({{"country", row.country},
+                    {"rate_percent", Percent(row.rate_ppm)},
+                    {"reverse_charge", row.reverse_charge},
+                    {"label", billing::TaxGroupLabel({row.country, row.rate_ppm,
+                                                      row.reverse_charge, 0, 0})},
+                    {"invoices", row.invoices},
+                    {"credit_notes", row.credit_notes},
+                    {"net", FormatMicros(row.net_micros)},
+                    {"tax", FormatMicros(row.tax_micros)}});
+  }
+  auto range = [](const std::string& first, const std::string& last) -> json {
+    if (first.empty()) return nullptr;
+    return {{"first", first}, {"last", last}};
+  };
+  return {{"from", FormatTimestamp(report.from)},
+          {"until", FormatTimestamp(report.until)},
+          {"currency", "USD"},
+          {"rows", rows},
+          {"invoices", report.invoices},
+          {"credit_notes", report.credit_notes},
+          {"net", FormatMicros(report.net_micros)},
+          {"tax", FormatMicros(report.tax_micros)},
+          {"numbers",
+           {{"invoices", range(report.first_number, report.last_number)},
+            {"credit_notes", range(report.first_credit_note, report.last_credit_note)}}}};
 }
 
 // "2026-000001", "2026-000001.pdf", "2026-000001.html": the number and the form asked for.
@@ -491,6 +549,18 @@ void RegisterBillingRoutes(Router& router, ApiContext& api) {
                                                     {"created_at", FormatTimestamp(c.created_at)}});
                                   }
                                   return Reply{200, {{"changes", list}}};
+                                });
+             }));
+
+  // The tax report of a period (billing/tax_report.h): what a VAT return is filled from.
+  router.Add("GET", "/v1/admin/tax-report", RequireBearer([&api](const Request& r,
+                                                                 Responder respond) {
+               auto period = ReportPeriod(r);
+               if (!period.ok()) return respond(Response::Error(period.status()));
+               RunAuthenticated(api, r, std::move(respond), engine::kRoleAdmin,
+                                [p = *period](Txn& txn, const User&) -> Result<Reply> {
+                                  return Reply{200, TaxReportJson(engine::TaxReportOf(
+                                                        txn.state, p.first, p.second))};
                                 });
              }));
 

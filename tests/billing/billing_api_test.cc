@@ -425,6 +425,38 @@ TEST_P(BillingApiTest, EachPaidTermHasItsInvoiceAtTheRateOfItsPaymentAndARefundI
   // The two invoices are consecutive in their series (nothing else was issued in between).
   auto sequence = [](const std::string& n) { return std::stoll(n.substr(n.rfind('-') + 1)); };
   EXPECT_EQ(sequence(second), sequence(first) + 1);
+  // The tax report of the period: DE keeps its 19%, FR's invoice and credit note cancel out.
+  TimestampMicros issued = ParseTimestamp(inv["issued_at"].get<std::string>()).value();
+  std::string period = "/v1/admin/tax-report?from=" + FormatTimestamp(issued - kMicrosPerDay) +
+                       "&until=" + FormatTimestamp(issued + 30 * kMicrosPerDay);
+  json report = Get(period, admin_);
+  ASSERT_EQ(report["rows"].size(), 2u) << report.dump();
+  EXPECT_EQ(report["rows"][0]["country"], "DE");
+  EXPECT_EQ(report["rows"][0]["label"], "VAT 19% (DE)");
+  EXPECT_EQ(Micros(report["rows"][0]["net"]), net);
+  EXPECT_EQ(Micros(report["rows"][0]["tax"]), de_tax);
+  EXPECT_EQ(report["rows"][1]["country"], "FR");
+  EXPECT_EQ(report["rows"][1]["invoices"], 1);
+  EXPECT_EQ(report["rows"][1]["credit_notes"], 1);
+  EXPECT_EQ(report["rows"][1]["tax"], "0.000000");
+  EXPECT_EQ(Micros(report["tax"]), de_tax);
+  EXPECT_EQ(report["numbers"]["invoices"]["first"], first);
+  EXPECT_EQ(report["numbers"]["invoices"]["last"], second);
+  EXPECT_EQ(client_->Call("GET", period, nullptr, T(carl)).status, 403);
+  struct Bad {
+    std::string query;
+    const char* field;
+  } bad[] = {{"until=2026-12-01T00:00:00Z", "from"},
+             {"from=2026-12-01T00:00:00Z", "until"},
+             {"from=yesterday&until=2026-12-01T00:00:00Z", "from"},
+             {"from=2026-12-01T00:00:00Z&until=2026-12-01T00:00:00Z", "until"},
+             {"from=2026-01-01T00:00:00Z&until=2027-01-03T00:00:00Z", "until"}};
+  for (const auto& b : bad) {
+    auto r = client_->Call("GET", "/v1/admin/tax-report?" + b.query, nullptr, admin_);
+    EXPECT_EQ(r.status, 400) << b.query;
+    EXPECT_EQ(r.Json()["error"]["field"], b.field) << b.query << " " << r.body;
+  }
+
   Restart();
   EXPECT_EQ(Get("/v1/invoices/" + second, carl)["gross"], inv2["gross"]);
   ExpectInvariants();
