@@ -6,6 +6,7 @@
 
 #include "engine/accounts.h"
 #include "engine/agents.h"
+#include "engine/billing.h"
 #include "engine/engine_test_fixture.h"
 #include "engine/rentals.h"
 #include "engine/ssh_keys.h"
@@ -43,6 +44,8 @@ class AgentRentalsTest : public EngineOnSqliteTest {
     auto ids = Run<std::vector<std::int64_t>>([](Txn& txn) -> Result<std::vector<std::int64_t>> {
       GPUHUB_ASSIGN_OR_RETURN(User c, CreateUser(txn, "carl", "h", kRoleCustomer));
       GPUHUB_ASSIGN_OR_RETURN(User a, CreateUser(txn, "admin", "h", kRoleAdmin));
+      // A buyer needs a billing country; US has no rate, so the figures here stay net.
+      GPUHUB_RETURN_IF_ERROR(SetBillingProfile(txn, c.id, {"US", "", "", ""}).status());
       GPUHUB_RETURN_IF_ERROR(
           ManualCredit(txn, a.id, c.id, Currency::kUsd, 5000 * kUsd, "t").status());
       GPUHUB_RETURN_IF_ERROR(AddSshKey(txn, c.id, "", ParseSshPublicKey(kKey).value()).status());

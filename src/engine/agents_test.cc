@@ -5,6 +5,7 @@
 #include <map>
 
 #include "engine/accounts.h"
+#include "engine/billing.h"
 #include "engine/engine_test_fixture.h"
 #include "engine/market.h"
 #include "engine/ssh_keys.h"
@@ -150,6 +151,8 @@ class AgentsEngineTest : public EngineOnSqliteTest {
       GPUHUB_ASSIGN_OR_RETURN(User p, CreateUser(txn, "paula", "h", kRoleProvider));
       GPUHUB_ASSIGN_OR_RETURN(User c, CreateUser(txn, "carl", "h", kRoleCustomer));
       GPUHUB_ASSIGN_OR_RETURN(User a, CreateUser(txn, "admin", "h", kRoleAdmin));
+      // A buyer needs a billing country; US has no rate, so the figures here stay net.
+      GPUHUB_RETURN_IF_ERROR(SetBillingProfile(txn, c.id, {"US", "", "", ""}).status());
       GPUHUB_RETURN_IF_ERROR(ManualCredit(txn, a.id, c.id, Currency::kUsd, 100 * kUsd, "t").status());
       GPUHUB_ASSIGN_OR_RETURN(auto m, AddMachine(txn, p.id, {"H100 SXM", 8, "IAD-1", 64, 512, 2000}));
       GPUHUB_RETURN_IF_ERROR(
