@@ -58,6 +58,8 @@ class InFlightKeys {
   std::set<std::string> keys_;
 };
 
+class WriterProxy;
+
 struct ApiContext {
   ApiContext(engine::Engine& engine, engine::MetricsRegistry& metrics, const ServiceConfig& config)
       : engine(engine),
@@ -82,6 +84,7 @@ struct ApiContext {
   ManualClock* manual_clock = nullptr;  // set with --clock manual
   std::function<bool()> draining;       // the server is shutting down
   PaymentsRuntime* payments = nullptr;  // BTCPay client, reconciliation (set by serve)
+  WriterProxy* proxy = nullptr;         // a standby forwards through it (proxy.h); null: no HA
 };
 
 // What an action returns on success: a status and a JSON body.
@@ -200,6 +203,17 @@ Result<engine::ProcessorLink> CreateBtcpayInvoice(ApiContext& api, std::int64_t 
 // a demo invoice) and calls `done` with it or the error (from any thread).
 void OpenTopup(ApiContext& api, std::int64_t user_id, Currency currency,
                std::int64_t amount_micros, std::function<void(Result<engine::Invoice>)> done);
+
+// High availability (proxy.h). On a standby, forwards `request` to the writer, answers through
+// `respond` and returns true; on the writer returns false and leaves `respond` alone.
+bool ForwardIfStandby(ApiContext& api, const Request& request, Responder& respond);
+// A route that needs the writer's state: forwarded from a standby; on the writer, the client
+// address a standby forwarded is trusted (for the per-address limits) only with the writer's
+// current proxy secret.
+Handler WriterRoute(ApiContext& api, Handler handler);
+// Routes every node answers itself (no state, or about the node itself): /healthz, /metrics and
+// the stateless read API. POST /v1/fit forwards itself when it needs the market's prices.
+bool AnsweredByEveryNode(const std::string& method, const std::string& pattern);
 
 // Route registration, one function per domain file.
 void RegisterSystemRoutes(Router& router, ApiContext& api);

@@ -445,6 +445,19 @@ CREATE TABLE rental_downtime_credits (
 );
 CREATE INDEX rental_downtime_credits_by_rental ON rental_downtime_credits (rental_id);
 )sql"},
+      // High availability: the single row (id 1) naming the writer term that may commit, the node
+      // that holds it and where standbys forward requests (store.h: fencing).
+      {10, "engine_writer",
+       R"sql(
+CREATE TABLE engine_writer (
+  id BIGINT PRIMARY KEY,
+  term BIGINT NOT NULL,
+  node TEXT NOT NULL,
+  address TEXT NOT NULL,
+  proxy_secret TEXT NOT NULL,
+  since_us BIGINT NOT NULL
+);
+)sql"},
   };
   return migrations;
 }
