@@ -115,6 +115,11 @@ inline constexpr std::size_t kMaxFinishedDeliveriesPerAccount = 50;
 inline constexpr std::size_t kMaxDeliveriesPerClaim = 32;
 inline constexpr std::size_t kMaxDeliveryErrorBytes = 256;
 
+// ----- Storage (engine/storage.h) ------------------------------------------------------------
+// --demo: storage hosts per region and their capacity (three replicas need three hosts).
+inline constexpr int kDemoStorageHostsPerRegion = 4;
+inline constexpr std::int64_t kDemoStorageHostTb = 500;
+
 }  // namespace gpuhub::engine
 
 namespace gpuhub::engine {

@@ -23,4 +23,10 @@ Status OnRentalCharged(Txn& txn, const rentals::Charge& charge) {
   return Status::Ok();
 }
 
+Status OnStorageCharged(Txn& txn, const rentals::StorageCharge& charge) {
+  (void)txn;
+  (void)charge;
+  return Status::Ok();
+}
+
 }  // namespace gpuhub::engine

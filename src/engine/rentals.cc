@@ -9,6 +9,7 @@
 #include "engine/notifications.h"
 #include "engine/rental_billing.h"
 #include "engine/rentals_rows.h"
+#include "engine/storage.h"
 
 namespace gpuhub::engine {
 namespace {
@@ -22,6 +23,8 @@ ledger::Ledger& L(Txn& txn) { return txn.state.wallets->ledger; }
 Status Write(Txn& txn, Changes& changes) {
   changes.Normalize();
   WriteRentalRows(txn, F(txn), changes);
+  // A released rental's volumes are detached in the same commit (engine/storage.h).
+  GPUHUB_RETURN_IF_ERROR(SyncStorageWithRentals(txn, changes.rentals));
   for (const auto& charge : changes.charges) {
     GPUHUB_RETURN_IF_ERROR(OnRentalCharged(txn, charge));
   }
@@ -86,6 +89,14 @@ Result<rentals::Rental> SetRentalAutoRenew(Txn& txn, std::int64_t customer, rent
                                            bool on) {
   return Run<rentals::Rental>(
       txn, [&](Changes& c) { return F(txn).SetAutoRenew(customer, id, on, txn.now, &c); });
+}
+
+Result<rentals::Rental> AddRentalExtraNvme(Txn& txn, std::int64_t customer, rentals::RentalId id,
+                                           std::int64_t add_tb) {
+  return Run<rentals::Rental>(txn, [&](Changes& c) {
+    return F(txn).AddExtraNvme(customer, id, add_tb, L(txn), RentalTaxFunction(txn.state),
+                               txn.now, &c);
+  });
 }
 
 Result<rentals::Rental> ReportRentalInstance(Txn& txn, rentals::RentalId id,

@@ -46,6 +46,10 @@ Result<rentals::Rental> ReleaseRental(Txn& txn, std::int64_t customer, rentals::
 Result<rentals::Rental> SetRentalAutoRenew(Txn& txn, std::int64_t customer, rentals::RentalId id,
                                            bool on);
 
+// Extra local NVMe added to a running rental (rentals::Fleet::AddExtraNvme; issue 11).
+Result<rentals::Rental> AddRentalExtraNvme(Txn& txn, std::int64_t customer, rentals::RentalId id,
+                                           std::int64_t add_tb);
+
 // The host agent (issue 12); admin endpoints until it exists.
 Result<rentals::Rental> ReportRentalInstance(Txn& txn, rentals::RentalId id,
                                              const rentals::InstanceReport& report);

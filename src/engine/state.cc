@@ -5,6 +5,7 @@
 #include "engine/notifications.h"
 #include "engine/rentals.h"
 #include "engine/ssh_keys.h"
+#include "engine/storage.h"
 #include "engine/topups.h"
 #include "engine/wallets.h"
 
@@ -13,11 +14,15 @@ namespace gpuhub::engine {
 DomainConfig::DomainConfig() : agents(std::make_unique<AgentsConfig>()) {}
 DomainConfig::~DomainConfig() = default;
 DomainConfig::DomainConfig(const DomainConfig& o)
-    : market(o.market), rentals(o.rentals), agents(std::make_unique<AgentsConfig>(*o.agents)) {}
+    : market(o.market),
+      rentals(o.rentals),
+      agents(std::make_unique<AgentsConfig>(*o.agents)),
+      storage(o.storage) {}
 DomainConfig& DomainConfig::operator=(const DomainConfig& o) {
   market = o.market;
   rentals = o.rentals;
   agents = std::make_unique<AgentsConfig>(*o.agents);
+  storage = o.storage;
   return *this;
 }
 
@@ -28,7 +33,8 @@ State::State()
       rentals(std::make_unique<RentalsState>(rentals::FleetConfig{})),
       notifications(std::make_unique<NotificationsState>()),
       ssh_keys(std::make_unique<SshKeysState>()),
-      agents(std::make_unique<AgentsState>()) {}
+      agents(std::make_unique<AgentsState>()),
+      storage(std::make_unique<StorageState>(rentals::StorageConfig{})) {}
 State::~State() = default;
 
 Result<std::unique_ptr<State>> LoadState(store::Store& store, const DomainConfig& config) {
@@ -56,6 +62,9 @@ Result<std::unique_ptr<State>> LoadState(store::Store& store, const DomainConfig
   GPUHUB_RETURN_IF_ERROR(LoadSshKeys(store, *state->ssh_keys).WithContext("loading SSH keys"));
   state->agents->config = *config.agents;
   GPUHUB_RETURN_IF_ERROR(LoadAgents(store, *state->agents).WithContext("loading host agents"));
+  GPUHUB_RETURN_IF_ERROR(LoadStorage(store, config.storage, state->wallets->ledger,
+                                     state->rentals->fleet, *state->storage)
+                             .WithContext("loading storage"));
   return state;
 }
 

@@ -17,6 +17,7 @@
 #include "core/status.h"
 #include "market/config.h"
 #include "rentals/config.h"
+#include "rentals/storage.h"
 #include "store/store.h"
 
 namespace gpuhub::engine {
@@ -76,6 +77,7 @@ struct NotificationsState;  // engine/notifications.h (notifications, webhooks, 
 struct SshKeysState;        // engine/ssh_keys.h (customers' SSH public keys)
 struct AgentsState;         // engine/agents.h (host agents, their reports and desired workloads)
 struct AgentsConfig;
+struct StorageState;        // engine/storage.h (volumes, snapshots, egress)
 
 // How the domains are configured; fixed for the life of an engine (a reload keeps it).
 struct DomainConfig {
@@ -86,6 +88,7 @@ struct DomainConfig {
   market::ExchangeConfig market;
   rentals::FleetConfig rentals;
   std::unique_ptr<AgentsConfig> agents;  // never null
+  rentals::StorageConfig storage;  // its regions: where storage is sold (the fleet's)
 };
 
 struct State {
@@ -100,6 +103,7 @@ struct State {
   std::unique_ptr<NotificationsState> notifications;
   std::unique_ptr<SshKeysState> ssh_keys;
   std::unique_ptr<AgentsState> agents;
+  std::unique_ptr<StorageState> storage;
   // Engine-wide values that must survive a restart (the manual clock's time).
   std::map<std::string, std::int64_t> meta;
 };
