@@ -41,6 +41,9 @@ struct MarketOffer;
 namespace gpuhub::market {
 struct Offer;
 }
+namespace gpuhub::rentals {
+struct TaxBlock;
+}
 
 namespace gpuhub::http {
 
@@ -167,6 +170,17 @@ Result<std::int64_t> IdParam(const Request& r, const char* what);
 // The endpoints that act on the id in their path take no body: an empty one or `{}`. Anything
 // else (`{"refund": true}` on a stop) is refused rather than silently ignored.
 Result<std::int64_t> IdOnly(const Request& r, const char* what);
+// The id in the path and a JSON body of `allowed` fields (an empty body reads as {}).
+struct IdAnd {
+  std::int64_t id = 0;
+  json body;
+};
+Result<IdAnd> IdAndBody(const Request& r, const char* what,
+                        std::initializer_list<std::string_view> allowed);
+// An optional boolean field (absent or null: `fallback`); anything else is invalid_argument.
+Result<bool> OptionalBool(const json& body, std::string_view field, bool fallback);
+// The optional "currency" field: USD, EUR or GBP, the wallet that pays (absent: `fallback`).
+Result<Currency> OptionalCurrency(const json& body, Currency fallback);
 struct Empty {};
 inline Result<Empty> NoInput(const Request&) { return Empty{}; }
 
@@ -228,6 +242,14 @@ Result<Currency> CurrencyField(const json& body, std::string_view field);
 void RegisterMarketRoutes(Router& router, ApiContext& api);
 // Term rentals (api_rentals.cc): quotes, orders, renewals, release, stock, nodes (admin).
 void RegisterRentalRoutes(Router& router, ApiContext& api);
+// A rental or storage charge's net, tax lines and gross, as the API shows them (api_rentals.cc).
+json TaxJson(const rentals::TaxBlock& block);
+// Storage (api_storage.cc): volumes, snapshots, extra NVMe on a rental, egress samples, storage
+// hosts (admin).
+void RegisterStorageRoutes(Router& router, ApiContext& api);
+// What a rental carries of storage in GET /v1/rentals[/{id}] (api_storage.cc): its extra NVMe,
+// the egress meter of each term, the volumes attached.
+json RentalStorageJson(const engine::State& state, std::int64_t rental_id, TimestampMicros now);
 // Notifications and the account's webhook (api_notifications.cc).
 void RegisterNotificationRoutes(Router& router, ApiContext& api);
 // Host agents (api_agent.cc): enrolment, heartbeats, usage, and the provider's and admin's views.

@@ -18,6 +18,7 @@
 #include "engine/idempotency.h"
 #include "engine/market.h"
 #include "engine/rentals.h"
+#include "engine/storage.h"
 #include "engine/wallets.h"
 #include "http/api.h"
 #include "http/limits.h"
@@ -217,6 +218,8 @@ int RunServe(const ServeOptions& options) {
   engine_options.domains.rentals.provisioning = config.rentals_provisioning == "agent"
                                                     ? rentals::Provisioning::kAgent
                                                     : rentals::Provisioning::kImmediate;
+  // Storage is sold where the fleet rents (its regions).
+  engine_options.domains.storage.regions = engine_options.domains.rentals.regions;
   engine::Engine engine(std::move(store), *clock, metrics, engine_options);
   engine.AddTickHook(engine::ExpireSessions);
   engine.AddTickHook(engine::ExpireIdempotencyKeys);
@@ -224,6 +227,7 @@ int RunServe(const ServeOptions& options) {
   engine::AddMarketTickHooks(engine);
   engine::AddRentalsTickHooks(engine);
   engine::AddAgentTickHooks(engine);
+  engine::AddStorageTickHooks(engine);
 
   Router router;
   ApiContext api(engine, metrics, config);
@@ -245,6 +249,7 @@ int RunServe(const ServeOptions& options) {
   RegisterPaymentRoutes(router, api);
   RegisterMarketRoutes(router, api);
   RegisterRentalRoutes(router, api);
+  RegisterStorageRoutes(router, api);
   RegisterNotificationRoutes(router, api);
   RegisterAgentRoutes(router, api);
   RegisterSshKeyRoutes(router, api);
@@ -312,6 +317,8 @@ int RunServe(const ServeOptions& options) {
       if (!s.ok()) spdlog::warn("event=demo_market_seed_failed error=\"{}\"", s.ToString());
       s = engine::SeedDemoFleet(engine, demo_fleet);
       if (!s.ok()) spdlog::warn("event=demo_fleet_seed_failed error=\"{}\"", s.ToString());
+      s = engine::SeedDemoStorage(engine);
+      if (!s.ok()) spdlog::warn("event=demo_storage_seed_failed error=\"{}\"", s.ToString());
     }
   } else {
     (void)engine.StartStandby();
