@@ -122,6 +122,7 @@ void GrantRole(const AdminOptions& o) {
 void AddAdminCommands(CLI::App& app) {
   CLI::App* admin = AdminGroup(app);
   AddAdminNodeCommands(admin);
+  AddAdminStorageHostCommands(admin);
   auto create = std::make_shared<AdminOptions>();
   CLI::App* c = admin->add_subcommand("create-user",
                                       "Create a user (password from stdin or --password-file)");
@@ -153,7 +154,7 @@ CLI::App* AdminGroup(CLI::App& app) {
   CLI::App* admin = app.add_subcommand(
       "admin",
       "Operator commands: create-user and grant-role work on the database while the server is "
-      "stopped; backup, restore and verify at any time; nodes talks to a running server");
+      "stopped; backup, restore and verify at any time; nodes and storage-hosts talk to a running server");
   admin->require_subcommand(1);
   return admin;
 }

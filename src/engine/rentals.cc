@@ -28,12 +28,7 @@ Status Write(Txn& txn, Changes& changes) {
   for (const auto& charge : changes.charges) {
     GPUHUB_RETURN_IF_ERROR(OnRentalCharged(txn, charge));
   }
-  for (auto& notice : changes.notices) {
-    auto n = Notify(txn, {notice.user_id, notice.kind, notice.subject, notice.message,
-                          std::move(notice.data)});
-    // A notice the store refuses is a bug of its wording, never a reason to undo a payment.
-    if (!n.ok()) spdlog::error("event=notification_refused error=\"{}\"", n.status().ToString());
-  }
+  RecordNotices(txn, changes.notices);
   return Status::Ok();
 }
 
@@ -145,6 +140,14 @@ Result<Shortfall> ComputeShortfall(const Txn& txn, std::int64_t user_id, Currenc
   }
   s.topup_micros = amount;
   return s;
+}
+
+void RecordNotices(Txn& txn, std::vector<rentals::Notice>& notices) {
+  for (auto& notice : notices) {
+    auto n = Notify(txn, {notice.user_id, notice.kind, notice.subject, notice.message,
+                          std::move(notice.data)});
+    if (!n.ok()) spdlog::error("event=notification_refused error=\"{}\"", n.status().ToString());
+  }
 }
 
 Status AdvanceRentals(Txn& txn) {

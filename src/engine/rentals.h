@@ -72,6 +72,11 @@ struct Shortfall {
 Result<Shortfall> ComputeShortfall(const Txn& txn, std::int64_t user_id, Currency currency,
                                    std::int64_t needed_micros);
 
+// Records the domain's notices as notifications (engine/notifications.h): the account's list and,
+// with a webhook, its outbox. A notice the store refuses is logged, never a reason to undo the
+// command (it is a bug of its wording, and money may have moved).
+void RecordNotices(Txn& txn, std::vector<rentals::Notice>& notices);
+
 // Time-driven work up to txn.now. Never fails.
 Status AdvanceRentals(Txn& txn);
 void AddRentalsTickHooks(Engine& engine);

@@ -150,25 +150,17 @@ void WriteRentalRows(Txn& txn, const Fleet& fleet, const Changes& changes) {
                                         {"detail", e.detail}});
   }
   for (const Charge& c : changes.charges) {
-    txn.writes.Insert("rental_charges", {{"id", c.id},
-                                         {"rental_id", c.rental_id},
-                                         {"customer_id", c.customer_id},
-                                         {"period", c.period},
-                                         {"kind", std::string(ChargeKindName(c.kind))},
-                                         {"net_micros", c.amount.net_micros},
-                                         {"tax_micros", c.amount.tax_micros},
-                                         {"gross_micros", c.amount.gross_micros},
-                                         {"tax_lines_json", TaxLinesJson(c.amount.lines)},
-                                         {"paid_currency", Code(c.paid_currency)},
-                                         {"paid_micros", c.paid_micros},
-                                         {"period_start_us", c.period_start},
-                                         {"period_end_us", c.period_end},
-                                         {"at_us", c.at},
-                                         {"transfer_ids", JoinIds(c.transfer_ids)},
-                                         {"extra_nvme_gb", c.extra_nvme_gb},
-                                         {"extra_nvme_micros", c.extra_nvme_micros},
-                                         {"nvme_addon", c.nvme_addon},
-                                         {"refund_of", c.refund_of}});
+    store::WriteBatch::Columns cols = {{"id", c.id},
+                                       {"rental_id", c.rental_id},
+                                       {"customer_id", c.customer_id},
+                                       {"period", c.period},
+                                       {"kind", std::string(ChargeKindName(c.kind))},
+                                       {"extra_nvme_gb", c.extra_nvme_gb},
+                                       {"extra_nvme_micros", c.extra_nvme_micros},
+                                       {"nvme_addon", c.nvme_addon},
+                                       {"refund_of", c.refund_of}};
+    AddChargeMoney(cols, c);
+    txn.writes.Insert("rental_charges", std::move(cols));
   }
 }
 
@@ -284,35 +276,24 @@ Result<Snapshot> ReadRentalRows(store::Store& store) {
         s.events.push_back(std::move(e));
         return Status::Ok();
       }));
+  std::vector<std::string> charge_columns = {"id",     "rental_id",     "customer_id",
+                                             "period", "kind",          "extra_nvme_gb",
+                                             "extra_nvme_micros", "nvme_addon", "refund_of"};
+  charge_columns.insert(charge_columns.end(), ChargeMoneyColumns().begin(),
+                        ChargeMoneyColumns().end());
   GPUHUB_RETURN_IF_ERROR(store.Scan(
-      "rental_charges",
-      {"id", "rental_id", "customer_id", "period", "kind", "net_micros", "tax_micros",
-       "gross_micros", "tax_lines_json", "paid_currency", "paid_micros", "period_start_us",
-       "period_end_us", "at_us", "transfer_ids", "extra_nvme_gb", "extra_nvme_micros", "nvme_addon",
-       "refund_of"},
-      "id", [&](const store::Row& row) -> Status {
+      "rental_charges", charge_columns, "id", [&](const store::Row& row) -> Status {
         Charge c;
         GPUHUB_ASSIGN_OR_RETURN(c.id, row.Int(0));
         GPUHUB_ASSIGN_OR_RETURN(c.rental_id, row.Int(1));
         GPUHUB_ASSIGN_OR_RETURN(c.customer_id, row.Int(2));
         GPUHUB_ASSIGN_OR_RETURN(c.period, row.Int(3));
         GPUHUB_ASSIGN_OR_RETURN(c.kind, row.Parsed(4, ParseChargeKind));
-        GPUHUB_ASSIGN_OR_RETURN(c.amount.net_micros, row.Int(5));
-        GPUHUB_ASSIGN_OR_RETURN(c.amount.tax_micros, row.Int(6));
-        GPUHUB_ASSIGN_OR_RETURN(c.amount.gross_micros, row.Int(7));
-        GPUHUB_ASSIGN_OR_RETURN(std::string lines, row.Text(8));
-        GPUHUB_ASSIGN_OR_RETURN(c.amount.lines, ParseTaxLines(lines));
-        GPUHUB_ASSIGN_OR_RETURN(c.paid_currency, row.Parsed(9, ParseCurrency));
-        GPUHUB_ASSIGN_OR_RETURN(c.paid_micros, row.Int(10));
-        GPUHUB_ASSIGN_OR_RETURN(c.period_start, row.Int(11));
-        GPUHUB_ASSIGN_OR_RETURN(c.period_end, row.Int(12));
-        GPUHUB_ASSIGN_OR_RETURN(c.at, row.Int(13));
-        GPUHUB_ASSIGN_OR_RETURN(std::string ids, row.Text(14));
-        if (!ids.empty()) c.transfer_ids = Split(ids, ',');
-        GPUHUB_ASSIGN_OR_RETURN(c.extra_nvme_gb, row.Int(15));
-        GPUHUB_ASSIGN_OR_RETURN(c.extra_nvme_micros, row.Int(16));
-        GPUHUB_ASSIGN_OR_RETURN(c.nvme_addon, row.Int(17));
-        GPUHUB_ASSIGN_OR_RETURN(c.refund_of, row.Int(18));
+        GPUHUB_ASSIGN_OR_RETURN(c.extra_nvme_gb, row.Int(5));
+        GPUHUB_ASSIGN_OR_RETURN(c.extra_nvme_micros, row.Int(6));
+        GPUHUB_ASSIGN_OR_RETURN(c.nvme_addon, row.Int(7));
+        GPUHUB_ASSIGN_OR_RETURN(c.refund_of, row.Int(8));
+        GPUHUB_RETURN_IF_ERROR(ReadChargeMoney(row, 9, &c));
         s.charges.push_back(std::move(c));
         return Status::Ok();
       }));

@@ -1,9 +1,6 @@
 #include "engine/storage.h"
 
-#include <spdlog/spdlog.h>
-
 #include "engine/limits.h"
-#include "engine/notifications.h"
 #include "engine/rental_billing.h"
 #include "engine/rentals.h"
 #include "engine/storage_rows.h"
@@ -26,12 +23,7 @@ Status Write(Txn& txn, StorageChanges& changes) {
   for (const auto& charge : changes.charges) {
     GPUHUB_RETURN_IF_ERROR(OnStorageCharged(txn, charge));
   }
-  for (auto& notice : changes.notices) {
-    auto n = Notify(txn, {notice.user_id, notice.kind, notice.subject, notice.message,
-                          std::move(notice.data)});
-    // A notice the store refuses is a bug of its wording, never a reason to undo a payment.
-    if (!n.ok()) spdlog::error("event=notification_refused error=\"{}\"", n.status().ToString());
-  }
+  RecordNotices(txn, changes.notices);
   return Status::Ok();
 }
 

@@ -150,28 +150,19 @@ void WriteStorageRows(Txn& txn, const Storage& storage, const StorageChanges& ch
                                          {"detail", e.detail}});
   }
   for (const StorageCharge& c : changes.charges) {
-    txn.writes.Insert("storage_charges",
-                      {{"id", c.id},
-                       {"customer_id", c.customer_id},
-                       {"kind", std::string(StorageChargeKindName(c.kind))},
-                       {"subject_id", c.subject_id},
-                       {"size_tb", c.size_tb},
-                       {"first_day", c.first_day},
-                       {"last_day", c.last_day},
-                       {"growth", c.growth},
-                       {"egress_gb", c.egress_gb},
-                       {"egress_gb_from", c.egress_gb_from},
-                       {"period", c.period},
-                       {"net_micros", c.amount.net_micros},
-                       {"tax_micros", c.amount.tax_micros},
-                       {"gross_micros", c.amount.gross_micros},
-                       {"tax_lines_json", TaxLinesJson(c.amount.lines)},
-                       {"paid_currency", Code(c.paid_currency)},
-                       {"paid_micros", c.paid_micros},
-                       {"period_start_us", c.period_start},
-                       {"period_end_us", c.period_end},
-                       {"at_us", c.at},
-                       {"transfer_ids", JoinIds(c.transfer_ids)}});
+    store::WriteBatch::Columns cols = {{"id", c.id},
+                                       {"customer_id", c.customer_id},
+                                       {"kind", std::string(StorageChargeKindName(c.kind))},
+                                       {"subject_id", c.subject_id},
+                                       {"size_tb", c.size_tb},
+                                       {"first_day", c.first_day},
+                                       {"last_day", c.last_day},
+                                       {"growth", c.growth},
+                                       {"egress_gb", c.egress_gb},
+                                       {"egress_gb_from", c.egress_gb_from},
+                                       {"period", c.period}};
+    AddChargeMoney(cols, c);
+    txn.writes.Insert("storage_charges", std::move(cols));
   }
 }
 
@@ -278,10 +269,9 @@ Result<StorageRecords> ReadStorageRows(store::Store& store) {
       }));
   GPUHUB_RETURN_IF_ERROR(store.Scan(
       "storage_charges",
-      {"id", "customer_id", "kind", "subject_id", "size_tb", "first_day", "last_day", "growth",
-       "egress_gb", "egress_gb_from", "period", "net_micros", "tax_micros", "gross_micros",
-       "tax_lines_json", "paid_currency", "paid_micros", "period_start_us", "period_end_us",
-       "at_us", "transfer_ids"},
+      With({"id", "customer_id", "kind", "subject_id", "size_tb", "first_day", "last_day", "growth",
+            "egress_gb", "egress_gb_from", "period"},
+           ChargeMoneyColumns()),
       "id", [&](const store::Row& row) -> Status {
         StorageCharge c;
         GPUHUB_ASSIGN_OR_RETURN(c.id, row.Int(0));
@@ -295,18 +285,7 @@ Result<StorageRecords> ReadStorageRows(store::Store& store) {
         GPUHUB_ASSIGN_OR_RETURN(c.egress_gb, row.Int(8));
         GPUHUB_ASSIGN_OR_RETURN(c.egress_gb_from, row.Int(9));
         GPUHUB_ASSIGN_OR_RETURN(c.period, row.Int(10));
-        GPUHUB_ASSIGN_OR_RETURN(c.amount.net_micros, row.Int(11));
-        GPUHUB_ASSIGN_OR_RETURN(c.amount.tax_micros, row.Int(12));
-        GPUHUB_ASSIGN_OR_RETURN(c.amount.gross_micros, row.Int(13));
-        GPUHUB_ASSIGN_OR_RETURN(std::string lines, row.Text(14));
-        GPUHUB_ASSIGN_OR_RETURN(c.amount.lines, ParseTaxLines(lines));
-        GPUHUB_ASSIGN_OR_RETURN(c.paid_currency, row.Parsed(15, ParseCurrency));
-        GPUHUB_ASSIGN_OR_RETURN(c.paid_micros, row.Int(16));
-        GPUHUB_ASSIGN_OR_RETURN(c.period_start, row.Int(17));
-        GPUHUB_ASSIGN_OR_RETURN(c.period_end, row.Int(18));
-        GPUHUB_ASSIGN_OR_RETURN(c.at, row.Int(19));
-        GPUHUB_ASSIGN_OR_RETURN(std::string ids, row.Text(20));
-        if (!ids.empty()) c.transfer_ids = Split(ids, ',');
+        GPUHUB_RETURN_IF_ERROR(ReadChargeMoney(row, 11, &c));
         r.charges.push_back(std::move(c));
         return Status::Ok();
       }));

@@ -300,11 +300,8 @@ Result<Volume> Storage::ResizeVolume(UserId customer, VolumeId id, std::int64_t 
                                      ledger::Ledger& ledger, const TaxFunction& tax,
                                      TimestampMicros now, StorageChanges* changes) {
   now = Now(now);
-  auto it = volumes_.find(id);
-  if (it == volumes_.end() || it->second.volume.customer_id != customer) {
-    return Status::NotFound("no volume " + std::to_string(id) + " of yours");
-  }
-  VolumeSlot& slot = it->second;
+  GPUHUB_ASSIGN_OR_RETURN(VolumeSlot * own, OwnVolume(customer, id));
+  VolumeSlot& slot = *own;
   Volume& v = slot.volume;
   GPUHUB_RETURN_IF_ERROR(SizeField(size_tb, "size_tb"));
   if (size_tb <= v.size_tb) {
@@ -312,12 +309,7 @@ Result<Volume> Storage::ResizeVolume(UserId customer, VolumeId id, std::int64_t 
                                    std::to_string(v.size_tb) + " TB")
         .WithField("size_tb");
   }
-  if (v.bill.state != StorageState::kActive) {
-    return Status::FailedPrecondition("volume " + std::to_string(id) + " is " +
-                                      std::string(StorageStateName(v.bill.state)) +
-                                      (v.bill.state == StorageState::kDeleted ? ""
-                                                                              : "; pay it first"));
-  }
+  GPUHUB_RETURN_IF_ERROR(CheckActive(Item::Of(slot)));
   const std::int64_t added = size_tb - v.size_tb;
   for (StorageHostId h : v.hosts) {
     std::int64_t free = hosts_.at(h).capacity_tb - host_used_tb_.at(h);
@@ -380,11 +372,8 @@ Result<Volume> Storage::ResizeVolume(UserId customer, VolumeId id, std::int64_t 
 Result<Volume> Storage::Attach(UserId customer, VolumeId id, RentalId rental_id,
                                const Fleet& fleet, TimestampMicros now, StorageChanges* changes) {
   now = Now(now);
-  auto it = volumes_.find(id);
-  if (it == volumes_.end() || it->second.volume.customer_id != customer) {
-    return Status::NotFound("no volume " + std::to_string(id) + " of yours");
-  }
-  VolumeSlot& slot = it->second;
+  GPUHUB_ASSIGN_OR_RETURN(VolumeSlot * own, OwnVolume(customer, id));
+  VolumeSlot& slot = *own;
   Volume& v = slot.volume;
   const Rental* rental = fleet.FindCustomerRental(customer, rental_id);
   if (rental == nullptr) {
@@ -402,11 +391,7 @@ Result<Volume> Storage::Attach(UserId customer, VolumeId id, RentalId rental_id,
                                    ": a network volume attaches only to instances of its region")
         .WithField("rental_id");
   }
-  if (v.bill.state != StorageState::kActive) {
-    return Status::FailedPrecondition(
-        "volume " + std::to_string(id) + " is " + std::string(StorageStateName(v.bill.state)) +
-        (v.bill.state == StorageState::kDeleted ? "" : ": pay it first"));
-  }
+  GPUHUB_RETURN_IF_ERROR(CheckActive(Item::Of(slot)));
   if (std::find(v.attachments.begin(), v.attachments.end(), rental_id) != v.attachments.end()) {
     return v;
   }
@@ -436,11 +421,8 @@ Result<Volume> Storage::Attach(UserId customer, VolumeId id, RentalId rental_id,
 Result<Volume> Storage::Detach(UserId customer, VolumeId id, RentalId rental_id,
                                TimestampMicros now, StorageChanges* changes) {
   now = Now(now);
-  auto it = volumes_.find(id);
-  if (it == volumes_.end() || it->second.volume.customer_id != customer) {
-    return Status::NotFound("no volume " + std::to_string(id) + " of yours");
-  }
-  VolumeSlot& slot = it->second;
+  GPUHUB_ASSIGN_OR_RETURN(VolumeSlot * own, OwnVolume(customer, id));
+  VolumeSlot& slot = *own;
   Volume& v = slot.volume;
   auto at = std::find(v.attachments.begin(), v.attachments.end(), rental_id);
   if (at == v.attachments.end()) {
@@ -459,44 +441,72 @@ Result<Volume> Storage::Detach(UserId customer, VolumeId id, RentalId rental_id,
 Result<Volume> Storage::DeleteVolume(UserId customer, VolumeId id, TimestampMicros now,
                                      StorageChanges* changes) {
   now = Now(now);
-  auto it = volumes_.find(id);
-  if (it == volumes_.end() || it->second.volume.customer_id != customer) {
-    return Status::NotFound("no volume " + std::to_string(id) + " of yours");
-  }
-  VolumeSlot& slot = it->second;
-  if (slot.volume.bill.state == StorageState::kDeleted) {
-    return Status::FailedPrecondition("volume " + std::to_string(id) + " was already deleted at " +
-                                      FormatTimestamp(slot.volume.bill.deleted_at));
-  }
-  if (!slot.volume.attachments.empty()) {
+  GPUHUB_ASSIGN_OR_RETURN(VolumeSlot * slot, OwnVolume(customer, id));
+  if (!slot->volume.attachments.empty() && slot->volume.bill.state != StorageState::kDeleted) {
     return Status::FailedPrecondition("volume " + std::to_string(id) +
-                                      " is attached to rental(s) " + Ids(slot.volume.attachments) +
+                                      " is attached to rental(s) " + Ids(slot->volume.attachments) +
                                       "; detach it first");
   }
-  Item item = Item::Of(slot);
-  Delete(item, DeleteReason::kCustomer, now, changes);
-  Reschedule(item);
-  return slot.volume;
+  GPUHUB_RETURN_IF_ERROR(DeleteOnRequest(Item::Of(*slot), now, changes));
+  return slot->volume;
 }
 
 Result<Volume> Storage::PayVolume(UserId customer, VolumeId id, ledger::Ledger& ledger,
                                   const TaxFunction& tax, TimestampMicros now,
                                   StorageChanges* changes) {
   now = Now(now);
+  GPUHUB_ASSIGN_OR_RETURN(VolumeSlot * slot, OwnVolume(customer, id));
+  GPUHUB_RETURN_IF_ERROR(PayUnpaid(Item::Of(*slot), ledger, tax, now, changes));
+  return slot->volume;
+}
+
+Result<Storage::VolumeSlot*> Storage::OwnVolume(UserId customer, VolumeId id) {
   auto it = volumes_.find(id);
   if (it == volumes_.end() || it->second.volume.customer_id != customer) {
     return Status::NotFound("no volume " + std::to_string(id) + " of yours");
   }
-  Item item = Item::Of(it->second);
+  return &it->second;
+}
+
+Result<Storage::SnapshotSlot*> Storage::OwnSnapshot(UserId customer, SnapshotId id) {
+  auto it = snapshots_.find(id);
+  if (it == snapshots_.end() || it->second.snapshot.customer_id != customer) {
+    return Status::NotFound("no snapshot " + std::to_string(id) + " of yours");
+  }
+  return &it->second;
+}
+
+Status Storage::CheckActive(Item item) {
+  const StorageState state = item.bill().state;
+  if (state == StorageState::kActive) return Status::Ok();
+  return Status::FailedPrecondition(std::string(item.noun()) + " " + std::to_string(item.id()) +
+                                    " is " + std::string(StorageStateName(state)) +
+                                    (state == StorageState::kDeleted ? "" : ": pay it first"));
+}
+
+Status Storage::DeleteOnRequest(Item item, TimestampMicros now, StorageChanges* changes) {
   if (item.bill().state == StorageState::kDeleted) {
-    return Status::FailedPrecondition("volume " + std::to_string(id) + " was deleted at " +
+    return Status::FailedPrecondition(std::string(item.noun()) + " " + std::to_string(item.id()) +
+                                      " was already deleted at " +
                                       FormatTimestamp(item.bill().deleted_at));
   }
-  if (item.bill().state == StorageState::kActive) return it->second.volume;
+  Delete(item, DeleteReason::kCustomer, now, changes);
+  Reschedule(item);
+  return Status::Ok();
+}
+
+Status Storage::PayUnpaid(Item item, ledger::Ledger& ledger, const TaxFunction& tax,
+                          TimestampMicros now, StorageChanges* changes) {
+  if (item.bill().state == StorageState::kDeleted) {
+    return Status::FailedPrecondition(std::string(item.noun()) + " " + std::to_string(item.id()) +
+                                      " was deleted at " +
+                                      FormatTimestamp(item.bill().deleted_at));
+  }
+  if (item.bill().state == StorageState::kActive) return Status::Ok();
   GPUHUB_ASSIGN_OR_RETURN(StorageCharge charge, PayDays(item, now, ledger, tax, now, changes));
   Restored(item, std::move(charge), now, changes);
   Reschedule(item);
-  return it->second.volume;
+  return Status::Ok();
 }
 
 // ----- Snapshots -----------------------------------------------------------------------------
@@ -520,13 +530,7 @@ Result<DiskSnapshot> Storage::CreateSnapshot(UserId customer, const SnapshotSpec
       return Status::NotFound("no volume " + std::to_string(spec.source_id) + " of yours")
           .WithField("source_id");
     }
-    if (v->bill.state != StorageState::kActive) {
-      return Status::FailedPrecondition("volume " + std::to_string(v->id) + " is " +
-                                        std::string(StorageStateName(v->bill.state)) +
-                                        (v->bill.state == StorageState::kDeleted ? ""
-                                                                                 : ": pay it first"))
-          .WithField("source_id");
-    }
+    GPUHUB_RETURN_IF_ERROR(CheckActive(Item::Of(volumes_.at(v->id))).WithField("source_id"));
     s.region = v->region;
     s.size_tb = v->size_tb;
     currency = v->bill.currency;
@@ -587,10 +591,8 @@ Result<Volume> Storage::RestoreSnapshot(UserId customer, SnapshotId id, const Re
                                         ledger::Ledger& ledger, const TaxFunction& tax,
                                         TimestampMicros now, StorageChanges* changes) {
   now = Now(now);
-  const DiskSnapshot* s = FindSnapshot(id);
-  if (s == nullptr || s->customer_id != customer) {
-    return Status::NotFound("no snapshot " + std::to_string(id) + " of yours");
-  }
+  GPUHUB_ASSIGN_OR_RETURN(SnapshotSlot * slot, OwnSnapshot(customer, id));
+  const DiskSnapshot* s = &slot->snapshot;
   if (!spec.region.empty()) {
     GPUHUB_ASSIGN_OR_RETURN(std::string region, Region(spec.region, "region"));
     if (region != s->region) {
@@ -607,11 +609,7 @@ Result<Volume> Storage::RestoreSnapshot(UserId customer, SnapshotId id, const Re
         .WithField("size_tb");
   }
   GPUHUB_RETURN_IF_ERROR(ValidateName(spec.name, "name"));
-  if (s->bill.state != StorageState::kActive) {
-    return Status::FailedPrecondition(
-        "snapshot " + std::to_string(id) + " is " + std::string(StorageStateName(s->bill.state)) +
-        (s->bill.state == StorageState::kDeleted ? "" : ": pay it first"));
-  }
+  GPUHUB_RETURN_IF_ERROR(CheckActive(Item::Of(*slot)));
   return NewVolume(customer, s->region, size_tb, spec.name,
                    spec.currency.value_or(s->bill.currency), id, ledger, tax, now, changes);
 }
@@ -619,39 +617,18 @@ Result<Volume> Storage::RestoreSnapshot(UserId customer, SnapshotId id, const Re
 Result<DiskSnapshot> Storage::DeleteSnapshot(UserId customer, SnapshotId id, TimestampMicros now,
                                              StorageChanges* changes) {
   now = Now(now);
-  auto it = snapshots_.find(id);
-  if (it == snapshots_.end() || it->second.snapshot.customer_id != customer) {
-    return Status::NotFound("no snapshot " + std::to_string(id) + " of yours");
-  }
-  if (it->second.snapshot.bill.state == StorageState::kDeleted) {
-    return Status::FailedPrecondition("snapshot " + std::to_string(id) +
-                                      " was already deleted at " +
-                                      FormatTimestamp(it->second.snapshot.bill.deleted_at));
-  }
-  Item item = Item::Of(it->second);
-  Delete(item, DeleteReason::kCustomer, now, changes);
-  Reschedule(item);
-  return it->second.snapshot;
+  GPUHUB_ASSIGN_OR_RETURN(SnapshotSlot * slot, OwnSnapshot(customer, id));
+  GPUHUB_RETURN_IF_ERROR(DeleteOnRequest(Item::Of(*slot), now, changes));
+  return slot->snapshot;
 }
 
 Result<DiskSnapshot> Storage::PaySnapshot(UserId customer, SnapshotId id, ledger::Ledger& ledger,
                                           const TaxFunction& tax, TimestampMicros now,
                                           StorageChanges* changes) {
   now = Now(now);
-  auto it = snapshots_.find(id);
-  if (it == snapshots_.end() || it->second.snapshot.customer_id != customer) {
-    return Status::NotFound("no snapshot " + std::to_string(id) + " of yours");
-  }
-  Item item = Item::Of(it->second);
-  if (item.bill().state == StorageState::kDeleted) {
-    return Status::FailedPrecondition("snapshot " + std::to_string(id) + " was deleted at " +
-                                      FormatTimestamp(item.bill().deleted_at));
-  }
-  if (item.bill().state == StorageState::kActive) return it->second.snapshot;
-  GPUHUB_ASSIGN_OR_RETURN(StorageCharge charge, PayDays(item, now, ledger, tax, now, changes));
-  Restored(item, std::move(charge), now, changes);
-  Reschedule(item);
-  return it->second.snapshot;
+  GPUHUB_ASSIGN_OR_RETURN(SnapshotSlot * slot, OwnSnapshot(customer, id));
+  GPUHUB_RETURN_IF_ERROR(PayUnpaid(Item::Of(*slot), ledger, tax, now, changes));
+  return slot->snapshot;
 }
 
 // ----- Queries -------------------------------------------------------------------------------

@@ -104,14 +104,9 @@ struct EgressSample {
 
 // ----- Outputs -----------------------------------------------------------------------------------
 
-struct StorageNotice {
-  UserId user_id = 0;
-  std::string kind;     // "storage.read_only", ...
-  std::string subject;  // "volume:7"
-  std::string message;
-  std::vector<std::pair<std::string, std::string>> data;
-  TimestampMicros at = 0;
-};
+// What storage tells a customer ("storage.read_only", subject "volume:7", ...): the same record as
+// the rentals' notices, recorded the same way by the engine.
+using StorageNotice = Notice;
 
 struct StorageChanges {
   std::vector<ledger::Transfer> transfers;
@@ -303,6 +298,16 @@ class Storage {
   struct Item;  // a volume or snapshot slot seen through its common parts (storage.cc)
 
   Result<std::string> Region(std::string_view region, std::string_view field) const;
+  // The customer's volume / snapshot; not_found for an unknown id or someone else's.
+  Result<VolumeSlot*> OwnVolume(UserId customer, VolumeId id);
+  Result<SnapshotSlot*> OwnSnapshot(UserId customer, SnapshotId id);
+  // failed_precondition unless it is active ("... is read_only: pay it first").
+  static Status CheckActive(Item item);
+  // Deletes it on request (failed_precondition when already deleted).
+  Status DeleteOnRequest(Item item, TimestampMicros now, StorageChanges* changes);
+  // Pays every unpaid day up to `now` and makes it active again; an active one is left as is.
+  Status PayUnpaid(Item item, ledger::Ledger& ledger, const TaxFunction& tax, TimestampMicros now,
+                   StorageChanges* changes);
   // kReplicas distinct active hosts of the region with `tb` free, most free first.
   Result<std::vector<StorageHostId>> Place(const std::string& region, std::int64_t tb,
                                            std::string_view field) const;

@@ -2,28 +2,10 @@
 
 #include <array>
 
+#include "core/names.h"
+
 namespace gpuhub::rentals {
 namespace {
-
-template <typename E, std::size_t N>
-std::string_view NameOf(const std::array<std::string_view, N>& names, E value) {
-  auto i = static_cast<std::size_t>(value);
-  return i < N ? names[i] : std::string_view("?");
-}
-
-template <typename E, std::size_t N>
-Result<E> Parse(const std::array<std::string_view, N>& names, std::string_view name,
-                std::string_view what) {
-  for (std::size_t i = 0; i < N; ++i) {
-    if (names[i] == name) return static_cast<E>(i);
-  }
-  std::string list;
-  for (auto n : names) {
-    if (!n.empty()) list += (list.empty() ? "" : ", ") + std::string(n);
-  }
-  return Status::InvalidArgument(std::string(what) + " must be one of " + list + ", got '" +
-                                 std::string(name.substr(0, 32)) + "'");
-}
 
 constexpr std::array<std::string_view, 2> kHostState = {"active", "draining"};
 constexpr std::array<std::string_view, 4> kStorageState = {"active", "read_only", "detached",
@@ -32,35 +14,34 @@ constexpr std::array<std::string_view, 3> kDeleteReason = {"", "deleted_by_custo
 constexpr std::array<std::string_view, 2> kSnapshotSource = {"volume", "local_nvme"};
 constexpr std::array<std::string_view, 4> kChargeKind = {"volume_days", "volume_growth",
                                                          "snapshot_days", "egress"};
-constexpr std::array<std::string_view, 9> kEventKind = {
-    "created",   "paid",      "resized",  "attached", "detached",
-    "read_only", "suspended", "restored", "deleted"};
+constexpr std::array<std::string_view, 8> kEventKind = {
+    "created", "resized", "attached", "detached", "read_only", "suspended", "restored", "deleted"};
 
 }  // namespace
 
-std::string_view StorageHostStateName(StorageHostState s) { return NameOf(kHostState, s); }
+std::string_view StorageHostStateName(StorageHostState s) { return EnumName(kHostState, s); }
 Result<StorageHostState> ParseStorageHostState(std::string_view n) {
-  return Parse<StorageHostState>(kHostState, n, "storage host state");
+  return ParseEnumName<StorageHostState>(kHostState, n, "storage host state");
 }
-std::string_view StorageStateName(StorageState s) { return NameOf(kStorageState, s); }
+std::string_view StorageStateName(StorageState s) { return EnumName(kStorageState, s); }
 Result<StorageState> ParseStorageState(std::string_view n) {
-  return Parse<StorageState>(kStorageState, n, "storage state");
+  return ParseEnumName<StorageState>(kStorageState, n, "storage state");
 }
-std::string_view DeleteReasonName(DeleteReason r) { return NameOf(kDeleteReason, r); }
+std::string_view DeleteReasonName(DeleteReason r) { return EnumName(kDeleteReason, r); }
 Result<DeleteReason> ParseDeleteReason(std::string_view n) {
-  return Parse<DeleteReason>(kDeleteReason, n, "delete reason");
+  return ParseEnumName<DeleteReason>(kDeleteReason, n, "delete reason");
 }
-std::string_view SnapshotSourceName(SnapshotSource s) { return NameOf(kSnapshotSource, s); }
+std::string_view SnapshotSourceName(SnapshotSource s) { return EnumName(kSnapshotSource, s); }
 Result<SnapshotSource> ParseSnapshotSource(std::string_view n) {
-  return Parse<SnapshotSource>(kSnapshotSource, n, "source");
+  return ParseEnumName<SnapshotSource>(kSnapshotSource, n, "source");
 }
-std::string_view StorageChargeKindName(StorageChargeKind k) { return NameOf(kChargeKind, k); }
+std::string_view StorageChargeKindName(StorageChargeKind k) { return EnumName(kChargeKind, k); }
 Result<StorageChargeKind> ParseStorageChargeKind(std::string_view n) {
-  return Parse<StorageChargeKind>(kChargeKind, n, "storage charge kind");
+  return ParseEnumName<StorageChargeKind>(kChargeKind, n, "storage charge kind");
 }
-std::string_view StorageEventKindName(StorageEventKind k) { return NameOf(kEventKind, k); }
+std::string_view StorageEventKindName(StorageEventKind k) { return EnumName(kEventKind, k); }
 Result<StorageEventKind> ParseStorageEventKind(std::string_view n) {
-  return Parse<StorageEventKind>(kEventKind, n, "storage event kind");
+  return ParseEnumName<StorageEventKind>(kEventKind, n, "storage event kind");
 }
 
 std::string StorageChargeTransferBase(const StorageCharge& c) {

@@ -60,7 +60,6 @@ Result<StorageChargeKind> ParseStorageChargeKind(std::string_view name);
 
 enum class StorageEventKind : std::uint8_t {
   kCreated,    // created (a volume: also restored from a snapshot) and its first day paid
-  kPaid,       // days paid (after an unpaid day: restored)
   kResized,    // a volume grew
   kAttached,   // a volume attached to a rental
   kDetached,   // ... detached (by the customer, its rental released, or unpaid)
@@ -69,8 +68,8 @@ enum class StorageEventKind : std::uint8_t {
   kRestored,   // paid while unpaid: active again
   kDeleted,    // deleted (by the customer, or 7 days after it was detached unpaid)
 };
-// "created", "paid", "resized", "attached", "detached", "read_only", "suspended", "restored",
-// "deleted"
+// "created", "resized", "attached", "detached", "read_only", "suspended", "restored", "deleted"
+// (the daily payments are the item's charges, not events)
 std::string_view StorageEventKindName(StorageEventKind k);
 Result<StorageEventKind> ParseStorageEventKind(std::string_view name);
 
