@@ -74,11 +74,26 @@ void PrintQuote(const json& q) {
   }
 }
 
+// Bytes as decimal TB with 3 decimals, to the nearest GB ("4.667" for a week's 4,666,666,666,667
+// bytes), from the exact integer in the answer.
+std::string Terabytes(const json& bytes) {
+  const long long b = bytes.is_number_integer() ? bytes.get<long long>() : 0;
+  const long long gb = (b + 500'000'000LL) / 1'000'000'000LL;
+  char out[32];
+  std::snprintf(out, sizeof out, "%lld.%03lld", gb / 1'000, gb % 1'000);
+  return out;
+}
+
 void PrintRental(const json& r, bool detail) {
   std::cout << "rental " << r["id"].get<long long>() << ": " << r["count"].get<int>() << "x "
             << Str(r, "gpu") << " in " << Str(r, "region") << " (node " << Str(r, "node_id")
             << ", cards " << r["cards"].dump() << "), " << Str(r, "term") << " at "
-            << Money(r["price"]["net"]) << " USD net\n";
+            << Money(r["price"].value("term_net", r["price"]["net"])) << " USD net";
+  if (r["price"].value("extra_nvme_tb", 0LL) > 0) {
+    std::cout << " (cards " << Money(r["price"]["net"]) << " + " << Str(r["price"], "extra_nvme_tb")
+              << " TB extra NVMe " << Money(r["price"]["extra_nvme"]) << ")";
+  }
+  std::cout << "\n";
   std::cout << "  state     " << Str(r, "state")
             << (r["release_reason"].is_null() ? "" : " (" + Str(r, "release_reason") + ")")
             << ", term " << r["period"].get<long long>() << ": " << Str(r, "term_start") << " .. "
@@ -111,8 +126,9 @@ void PrintRental(const json& r, bool detail) {
     const json& st = r["storage"];
     const json& e = st["egress"]["current"];
     if (e.is_object()) {
-      std::cout << "  egress    term " << Str(e, "term") << ": " << Str(e, "used_bytes")
-                << " bytes of " << Str(e, "included_bytes") << " included; " << Str(e, "billed_gb")
+      std::cout << "  egress    term " << Str(e, "term") << ": " << Terabytes(e["used_bytes"])
+                << " TB of " << Terabytes(e["included_bytes"]) << " TB included; "
+                << Str(e, "billed_gb")
                 << " GB billed" << (e.value("owed_gb", 0LL) > 0 ? ", " + Str(e, "owed_gb") +
                                                                       " GB owed"
                                                                 : "")

@@ -1,5 +1,6 @@
-// A real `gpuhub serve` (manual clock) with an administrator, storage hosts in DFW-1 and IAD-1 and
-// fleet nodes, for the storage suites (API, CLI, crash). Parameterized by the backend ("sqlite" or
+// ServerFixture (tests/server/server_fixture.h: a real `gpuhub serve` with an administrator) plus
+// what the storage suites (API, crash) share: storage hosts in DFW-1 and IAD-1, fleet nodes,
+// rentals, volumes and the storage checks. Parameterized by the backend ("sqlite" or
 // "postgresql"; the latter skips without GPUHUB_TEST_PG_URL).
 #pragma once
 
@@ -8,36 +9,14 @@
 #include <memory>
 #include <string>
 
-#include "harness.h"
+#include "server_fixture.h"
 
 namespace gpuhub::testing {
 
 inline constexpr long long kDaySeconds = 24 * 3600;
 
-class StorageFixture : public ::testing::TestWithParam<std::string> {
+class StorageFixture : public ServerFixture {
  protected:
-  void SetUp() override {
-    db_ = FreshDatabaseUrl(GetParam(), dir_);
-    if (db_.empty()) GTEST_SKIP() << "GPUHUB_TEST_PG_URL is unset: PostgreSQL case skipped";
-    ServerOptions options;
-    options.db = db_;
-    auto r = CreateAdmin(dir_, options);
-    ASSERT_EQ(r.exit_code, 0) << r.output;
-    Start();
-    admin_ = LogInAdmin(*client_);
-    ASSERT_FALSE(admin_.empty());
-  }
-  void Start() {
-    ServerOptions options;
-    options.db = db_;
-    server_ = std::make_unique<ServerProcess>(dir_, options);
-    ASSERT_TRUE(server_->Start()) << server_->Log();
-    client_ = std::make_unique<HttpClient>(server_->port());
-  }
-  void Restart() {
-    ASSERT_EQ(server_->Terminate(), 0) << server_->Log();
-    Start();
-  }
   // Three storage hosts of `tb` TB in each of the regions.
   void StorageHosts(long long tb = 100) {
     for (const char* region : {"DFW-1", "IAD-1"}) {
@@ -52,17 +31,6 @@ class StorageFixture : public ::testing::TestWithParam<std::string> {
     auto r = client_->Call("POST", "/v1/admin/nodes", {{"gpu", gpu}, {"region", region}}, admin_);
     EXPECT_EQ(r.status, 201) << r.body;
     return r.Json();
-  }
-  void Credit(const std::string& user, const std::string& amount) {
-    auto r = client_->Call(
-        "POST", "/v1/admin/credits",
-        {{"username", user}, {"amount", amount}, {"currency", "USD"}, {"reason", "test funds"}},
-        admin_);
-    ASSERT_EQ(r.status, 201) << r.body;
-  }
-  void Advance(long long seconds) {
-    auto r = client_->Call("POST", "/v1/admin/clock/advance", {{"seconds", seconds}}, admin_);
-    ASSERT_EQ(r.status, 200) << r.body;
   }
   std::string Usd(const std::string& token) {
     auto r = client_->Call("GET", "/v1/wallets", nullptr, token);
@@ -105,12 +73,6 @@ class StorageFixture : public ::testing::TestWithParam<std::string> {
     EXPECT_EQ(r["invariants"], "ok") << r.dump();
     EXPECT_EQ(r["settlement"], "ok") << r.dump();
   }
-
-  TempDir dir_;
-  std::string db_;
-  std::unique_ptr<ServerProcess> server_;
-  std::unique_ptr<HttpClient> client_;
-  std::string admin_;
 };
 
 }  // namespace gpuhub::testing
