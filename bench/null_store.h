@@ -14,7 +14,8 @@ namespace gpuhub::bench {
 class NullStore final : public store::Store {
  public:
   std::string Describe() const override { return "null"; }
-  Status AcquireWriterLock() override { return Status::Ok(); }
+  Result<bool> TryAcquireWriterLock() override { return true; }  // always the writer
+  void ReleaseWriterLock() override {}
   Result<int> SchemaVersion() override { return 0; }
   Status Apply(const store::WriteBatch&) override { return Status::Ok(); }
   Status Scan(std::string_view, const std::vector<std::string>&, std::string_view,

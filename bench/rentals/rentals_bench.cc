@@ -9,12 +9,10 @@
 //
 //   build/bench/rentals/rentals_bench [--benchmark_filter=Tick]
 #include <benchmark/benchmark.h>
-#include <unistd.h>
 
 #include <atomic>
 #include <cstdio>
 #include <condition_variable>
-#include <filesystem>
 #include <mutex>
 
 #include "engine/accounts.h"
@@ -24,7 +22,7 @@
 #include "ledger/ledger.h"
 #include "rentals/fleet.h"
 #include "store/store.h"
-#include "../null_store.h"
+#include "../bench_store.h"
 
 namespace gpuhub {
 namespace {
@@ -43,17 +41,8 @@ rentals::FleetConfig Config() {
   return c;
 }
 
-using bench::NullStore;
-
 std::unique_ptr<store::Store> OpenBenchStore(const std::string& backend) {
-  if (backend == "memory") return std::make_unique<NullStore>();
-  auto dir = std::filesystem::temp_directory_path() /
-             ("gpuhub_rentals_bench_" + std::to_string(::getpid()));
-  std::filesystem::remove_all(dir);
-  std::filesystem::create_directories(dir);
-  auto store = store::OpenStore("sqlite:" + (dir / "bench.db").string());
-  if (!store.ok() || !(*store)->Migrate().ok()) return nullptr;
-  return std::move(store).value();
+  return bench::OpenBenchStore(backend, "gpuhub_rentals_bench");
 }
 
 // An engine with the bench fleet's nodes, kCustomers funded customers, and nothing rented.

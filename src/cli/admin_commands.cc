@@ -120,12 +120,9 @@ void GrantRole(const AdminOptions& o) {
 }
 
 void AddAdminCommands(CLI::App& app) {
-  CLI::App* admin = app.add_subcommand(
-      "admin",
-      "Operator commands: create-user and grant-role work on the database while the server is "
-      "stopped; nodes talks to a running server");
-  admin->require_subcommand(1);
+  CLI::App* admin = AdminGroup(app);
   AddAdminNodeCommands(admin);
+  AddAdminStorageHostCommands(admin);
   auto create = std::make_shared<AdminOptions>();
   CLI::App* c = admin->add_subcommand("create-user",
                                       "Create a user (password from stdin or --password-file)");
@@ -149,4 +146,16 @@ void AddAdminCommands(CLI::App& app) {
 const bool kRegistered = RegisterCommands(&AddAdminCommands);
 
 }  // namespace
+
+CLI::App* AdminGroup(CLI::App& app) {
+  for (CLI::App* sub : app.get_subcommands([](CLI::App* a) { return a->get_name() == "admin"; })) {
+    return sub;
+  }
+  CLI::App* admin = app.add_subcommand(
+      "admin",
+      "Operator commands: create-user and grant-role work on the database while the server is "
+      "stopped; backup, restore and verify at any time; nodes and storage-hosts talk to a running server");
+  admin->require_subcommand(1);
+  return admin;
+}
 }  // namespace gpuhub::cli

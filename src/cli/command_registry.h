@@ -33,6 +33,9 @@ void FailBadInput(const std::string& message);
 // Prints "gpuhub: <message>" on stderr and sets the exit code to kExitFailure.
 void Fail(const std::string& message);
 
+// `gpuhub admin`, the group of operator verbs (created by whichever file asks first).
+CLI::App* AdminGroup(CLI::App& app);
+
 // Where bundled data lives: $GPUHUB_DATA_DIR, else <source tree>/data when it exists (a build run
 // from its checkout), else ./data.
 std::string DataDir();

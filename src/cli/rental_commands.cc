@@ -4,9 +4,9 @@
 //
 //   gpuhub rentals quote  --gpu G --count N --term week|month [--region R] [--currency C] [--fp8]
 //   gpuhub rentals create --gpu G --count N --term week|month [--region R] [--currency C]
-//                         [--no-auto-renew] [--fp8] [--idempotency-key K]
+//                         [--no-auto-renew] [--fp8] [--extra-nvme-tb N] [--idempotency-key K]
 //   gpuhub rentals list [--limit N] | show ID | renew ID [--currency C]
-//   gpuhub rentals auto-renew ID on|off | release ID --yes
+//   gpuhub rentals auto-renew ID on|off | release ID --yes | extra-nvme ID --add-tb N
 //   gpuhub admin nodes add --gpu G --region R [--cards N] [--hostname H]
 //   gpuhub admin nodes list [--gpu G] [--region R] | drain ID | undrain ID | remove ID
 //
@@ -23,93 +23,11 @@
 
 #include "cli/command_registry.h"
 #include "cli/server_client.h"
+#include "cli/server_verbs.h"
 #include "core/strings.h"
 
 namespace gpuhub::cli {
 namespace {
-
-using json = nlohmann::ordered_json;
-
-struct Connection {
-  std::string server;
-  std::string token;
-  bool json_output = false;
-};
-
-void AddConnection(CLI::App* cmd, Connection& c, bool needs_token) {
-  cmd->add_option("--server", c.server, "a running gpuhub serve (default $GPUHUB_SERVER)");
-  if (needs_token) {
-    cmd->add_option("--token", c.token,
-                    "bearer token from POST /v1/sessions (default $GPUHUB_TOKEN)");
-  }
-  cmd->add_flag("--json", c.json_output, "print the server's JSON answer");
-}
-
-// Sends the call; on success returns the parsed body, else reports (exit 2 for a 4xx, 1 for the
-// rest) and returns nullopt. A 402 names the top-up that covers the shortfall on the same line.
-std::optional<json> Call(const Connection& c, ServerCall call, bool needs_token) {
-  std::string server = ServerFromEnvironment(c.server);
-  call.token = needs_token ? TokenFromEnvironment(c.token) : "";
-  if (needs_token && call.token.empty()) {
-    FailBadInput("this needs --token (a bearer token from POST /v1/sessions) or GPUHUB_TOKEN");
-    return std::nullopt;
-  }
-  auto response = CallServer(server, call);
-  if (!response.ok()) {
-    response.status().code() == StatusCode::kInvalidArgument
-        ? FailBadInput(response.status().message())
-        : Fail(response.status().message());
-    return std::nullopt;
-  }
-  if (response->ok()) {
-    json body = json::parse(response->body, nullptr, false);
-    if (response->status == 204) return json::object();
-    if (body.is_discarded()) {
-      Fail("the server's answer is not JSON (is " + server + " a gpuhub server?)");
-      return std::nullopt;
-    }
-    return body;
-  }
-  std::string message = ServerError(call, *response);
-  json body = json::parse(response->body, nullptr, false);
-  if (response->status == 402 && body.is_object() && body.contains("error")) {
-    const json& e = body["error"];
-    if (e.contains("shortfall") && e["shortfall"].is_object()) {
-      message += "; short by " + e["shortfall"].value("amount", std::string()) + " " +
-                 e["shortfall"].value("currency", std::string());
-    }
-    if (e.contains("topup") && e["topup"].is_object()) {
-      message += "; top up " + e["topup"].value("amount", std::string()) + " " +
-                 e["topup"].value("currency", std::string()) + " at " +
-                 e["topup"].value("checkout_url", std::string());
-    }
-  }
-  response->status >= 400 && response->status < 500 ? FailBadInput(message) : Fail(message);
-  return std::nullopt;
-}
-
-std::string Str(const json& j, const char* key) {
-  if (!j.contains(key) || j[key].is_null()) return "-";
-  return j[key].is_string() ? j[key].get<std::string>() : j[key].dump();
-}
-
-// "12168.000000" -> "12,168.00" (two decimals when exact, else all six).
-std::string Money(const json& value) {
-  if (!value.is_string()) return "-";
-  std::string text = value.get<std::string>();
-  std::size_t point = text.find('.');
-  std::string whole = text.substr(0, point), frac = point == std::string::npos ? "" : text.substr(point + 1);
-  bool negative = !whole.empty() && whole[0] == '-';
-  if (negative) whole.erase(0, 1);
-  std::string grouped;
-  for (std::size_t i = 0; i < whole.size(); ++i) {
-    if (i > 0 && (whole.size() - i) % 3 == 0) grouped += ',';
-    grouped += whole[i];
-  }
-  while (frac.size() > 2 && frac.back() == '0') frac.pop_back();
-  while (frac.size() < 2) frac += '0';
-  return (negative ? "-" : "") + grouped + "." + frac;
-}
 
 void PrintQuote(const json& q) {
   std::cout << q["count"].get<int>() << "x " << Str(q, "gpu") << ", " << Str(q, "term")
@@ -129,6 +47,11 @@ void PrintQuote(const json& q) {
   row("discount", "-" + Money(q["discount"]),
       count == 1 ? "(none for one card)"
                  : "(" + Str(q, "discount_percent") + "% at " + std::to_string(count) + " cards)");
+  if (q.contains("extra_nvme") && q["extra_nvme"].value("tb", 0) > 0) {
+    row("NVMe", Money(q["extra_nvme"]["net"]),
+        "(" + std::to_string(q["extra_nvme"]["tb"].get<long long>()) + " TB extra x " +
+            Money(q["extra_nvme"]["per_tb"]) + ")");
+  }
   row("net", Money(a["net"]));
   for (const auto& line : a["tax"]) row(Str(line, "name"), Money(line["amount"]));
   row("tax", Money(a["tax_total"]));
@@ -151,11 +74,26 @@ void PrintQuote(const json& q) {
   }
 }
 
+// Bytes as decimal TB with 3 decimals, to the nearest GB ("4.667" for a week's 4,666,666,666,667
+// bytes), from the exact integer in the answer.
+std::string Terabytes(const json& bytes) {
+  const long long b = bytes.is_number_integer() ? bytes.get<long long>() : 0;
+  const long long gb = (b + 500'000'000LL) / 1'000'000'000LL;
+  char out[32];
+  std::snprintf(out, sizeof out, "%lld.%03lld", gb / 1'000, gb % 1'000);
+  return out;
+}
+
 void PrintRental(const json& r, bool detail) {
   std::cout << "rental " << r["id"].get<long long>() << ": " << r["count"].get<int>() << "x "
             << Str(r, "gpu") << " in " << Str(r, "region") << " (node " << Str(r, "node_id")
             << ", cards " << r["cards"].dump() << "), " << Str(r, "term") << " at "
-            << Money(r["price"]["net"]) << " USD net\n";
+            << Money(r["price"].value("term_net", r["price"]["net"])) << " USD net";
+  if (r["price"].value("extra_nvme_tb", 0LL) > 0) {
+    std::cout << " (cards " << Money(r["price"]["net"]) << " + " << Str(r["price"], "extra_nvme_tb")
+              << " TB extra NVMe " << Money(r["price"]["extra_nvme"]) << ")";
+  }
+  std::cout << "\n";
   std::cout << "  state     " << Str(r, "state")
             << (r["release_reason"].is_null() ? "" : " (" + Str(r, "release_reason") + ")")
             << ", term " << r["period"].get<long long>() << ": " << Str(r, "term_start") << " .. "
@@ -179,8 +117,28 @@ void PrintRental(const json& r, bool detail) {
   const json& i = r["instance"];
   std::cout << "  instance  " << Str(i, "state") << ", " << i["nvme_gb"].get<long long>()
             << " GB local NVMe";
+  if (i.value("extra_nvme_gb", 0LL) > 0) {
+    std::cout << " + " << i["extra_nvme_gb"].get<long long>() << " GB extra";
+  }
   if (!i["connection"].empty()) std::cout << ", " << i["connection"].dump();
   std::cout << "\n";
+  if (r.contains("storage") && r["storage"].is_object()) {
+    const json& st = r["storage"];
+    const json& e = st["egress"]["current"];
+    if (e.is_object()) {
+      std::cout << "  egress    term " << Str(e, "term") << ": " << Terabytes(e["used_bytes"])
+                << " TB of " << Terabytes(e["included_bytes"]) << " TB included; "
+                << Str(e, "billed_gb")
+                << " GB billed" << (e.value("owed_gb", 0LL) > 0 ? ", " + Str(e, "owed_gb") +
+                                                                      " GB owed"
+                                                                : "")
+                << "\n";
+    }
+    for (const auto& v : st["volumes"]) {
+      std::cout << "  volume    " << Str(v, "id") << " (" << Str(v, "name") << ", "
+                << Str(v, "size_tb") << " TB, " << Str(v, "access") << ")\n";
+    }
+  }
   if (!detail) return;
   std::cout << "  history\n";
   for (const auto& e : r["history"]) {
@@ -195,6 +153,7 @@ struct OrderFlags {
   Connection c;
   std::string gpu, term, region, currency, idempotency_key;
   int count = 0;
+  long long extra_nvme_tb = 0;
   bool fp8 = false, no_auto_renew = false;
 };
 
@@ -203,6 +162,7 @@ std::string OrderBody(const OrderFlags& f, bool order) {
   if (!f.region.empty()) body["region"] = f.region;
   if (!f.currency.empty()) body["currency"] = f.currency;
   if (f.fp8) body["fp8"] = true;
+  if (f.extra_nvme_tb != 0) body["extra_nvme_tb"] = f.extra_nvme_tb;
   if (order && f.no_auto_renew) body["auto_renew"] = false;
   return body.dump();
 }
@@ -215,6 +175,8 @@ void AddOrderFlags(CLI::App* cmd, OrderFlags& f) {
   cmd->add_option("--region", f.region, "DFW-1, IAD-1, PDX-1 (default: any)");
   cmd->add_option("--currency", f.currency, "the wallet that pays: USD, EUR or GBP");
   cmd->add_flag("--fp8", f.fp8, "refuse cards without FP8");
+  cmd->add_option("--extra-nvme-tb", f.extra_nvme_tb,
+                  "extra local NVMe in whole TB (0..30; $9 per TB-month, a week 7/30 of it)");
 }
 
 struct IdFlags {
@@ -223,6 +185,7 @@ struct IdFlags {
   std::string currency, on_off;
   bool yes = false;
   int limit = 0;
+  long long add_tb = 0;
 };
 
 void AddRentalCommands(CLI::App& app) {
@@ -346,6 +309,33 @@ void AddRentalCommands(CLI::App& app) {
     if (!answer) return;
     auto_renew->c.json_output ? void(std::cout << answer->dump(2) << "\n")
                               : PrintRental(*answer, false);
+    SetExitCode(kExitOk);
+  });
+
+  auto nvme = std::make_shared<IdFlags>();
+  CLI::App* nv = rentals->add_subcommand(
+      "extra-nvme", "add extra local NVMe to a running rental, prorated to the term end");
+  nv->add_option("id", nvme->id, "rental id")->required();
+  nv->add_option("--add-tb", nvme->add_tb, "whole TB to add (a rental has at most 30)")->required();
+  AddConnection(nv, nvme->c, true);
+  nv->callback([nvme] {
+    auto answer = Call(nvme->c,
+                       {"POST", "/v1/rentals/" + std::to_string(nvme->id) + "/extra-nvme",
+                        json({{"add_tb", nvme->add_tb}}).dump(), "", ""},
+                       true);
+    if (!answer) return;
+    if (nvme->c.json_output) {
+      std::cout << answer->dump(2) << "\n";
+    } else {
+      std::cout << "rental " << nvme->id << ": " << Str(*answer, "extra_nvme_tb")
+                << " TB extra NVMe; each term from the next costs " << Money((*answer)["term_net"])
+                << " USD net\n";
+      for (const auto& c : (*answer)["charges"]) {
+        std::cout << "  paid " << Money(c["paid"]["amount"]) << " " << Str(c["paid"], "currency")
+                  << " for term " << Str(c, "term") << ": " << Str(c, "period_start") << " .. "
+                  << Str(c, "period_end") << "\n";
+      }
+    }
     SetExitCode(kExitOk);
   });
 

@@ -596,8 +596,9 @@ Status CheckAgentsOffline(Txn& txn, TimestampMicros watch_from) {
 }
 
 void AddAgentTickHooks(Engine& engine) {
-  const TimestampMicros started = engine.clock().NowMicros();
-  engine.AddTickHook([started](Txn& txn) { return CheckAgentsOffline(txn, started); });
+  // The grace runs from when this engine became the writer: a standby that takes over after the
+  // writer died must not take every machine offline for the heartbeats that went nowhere meanwhile.
+  engine.AddTickHook([&engine](Txn& txn) { return CheckAgentsOffline(txn, engine.writer_since()); });
 }
 
 Status LoadAgents(store::Store& store, AgentsState& a) {

@@ -351,8 +351,8 @@ std::vector<std::pair<TimestampMicros, UsageHour>> WorkloadUsage(const State& st
 // ----- Time and loading ----------------------------------------------------------------------
 
 // Tick hook: hosts silent for longer than the limit take their machines offline (from their last
-// heartbeat). A grace of the same length after the engine starts keeps a server restart from
-// taking every machine offline.
+// heartbeat). A grace of the same length after the engine became the writer (a start or a
+// takeover) keeps a restart or a takeover from taking every machine offline.
 void AddAgentTickHooks(Engine& engine);
 Status CheckAgentsOffline(Txn& txn, TimestampMicros watch_from);
 

@@ -1,12 +1,32 @@
 #include "engine/engine.h"
 
+#include <sodium.h>
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
 #include <chrono>
 
 #include "engine/limits.h"
 
 namespace gpuhub::engine {
+namespace {
+
+std::string RandomHex(std::size_t bytes) {
+  std::string raw(bytes, '\0');
+  randombytes_buf(raw.data(), raw.size());
+  std::string hex(bytes * 2 + 1, '\0');
+  sodium_bin2hex(hex.data(), hex.size(), reinterpret_cast<const unsigned char*>(raw.data()),
+                 raw.size());
+  hex.pop_back();
+  return hex;
+}
+
+double MillisSince(std::chrono::steady_clock::time_point start) {
+  return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start)
+      .count();
+}
+
+}  // namespace
 
 Engine::Engine(std::unique_ptr<store::Store> store, const Clock& clock, MetricsRegistry& metrics,
                EngineOptions options)
@@ -29,24 +49,103 @@ Engine::Engine(std::unique_ptr<store::Store> store, const Clock& clock, MetricsR
                                     {1, 4, 16, 64, 256, 1024, 4096, 16384})),
       commit_seconds_(metrics.Histogram("gpuhub_engine_commit_seconds",
                                         "Latency of one batch's store transaction",
-                                        MetricsRegistry::LatencyBounds())) {
+                                        MetricsRegistry::LatencyBounds())),
+      terms_won_(metrics.Counter("gpuhub_engine_writer_terms_total",
+                                 "Writer terms this process claimed (start and takeovers)")),
+      step_downs_(metrics.Counter("gpuhub_engine_step_downs_total",
+                                  "Times this process lost its writer term and stepped down")) {
   if (options_.max_commands_per_batch == 0) options_.max_commands_per_batch = kMaxCommandsPerBatch;
   if (options_.max_queued_commands == 0) options_.max_queued_commands = kMaxQueuedCommands;
+  if (options_.node_id.empty()) options_.node_id = RandomHex(8);
   metrics.Gauge("gpuhub_engine_queued_commands", "Commands waiting for the writer",
                 [this] { return static_cast<double>(queued()); });
+  metrics.Gauge("gpuhub_engine_writer", "1 while this process is the writer, 0 on a standby",
+                [this] { return role() == EngineRole::kWriter ? 1.0 : 0.0; });
+  metrics.Gauge("gpuhub_engine_writer_term", "The database's writer term as this process saw it",
+                [this] { return static_cast<double>(writer().term); });
 }
 
 Engine::~Engine() {
   Stop();
-  metrics_.Gauge("gpuhub_engine_queued_commands", "Commands waiting for the writer", nullptr);
+  for (const char* gauge : {"gpuhub_engine_queued_commands", "gpuhub_engine_writer",
+                            "gpuhub_engine_writer_term"}) {
+    metrics_.Gauge(gauge, "", nullptr);
+  }
 }
 
 Status Engine::Start() {
   GPUHUB_CHECK_MSG(!started_, "Engine::Start called twice");
-  GPUHUB_ASSIGN_OR_RETURN(state_, LoadState(*store_, options_.domains));
-  state_valid_ = true;
+  GPUHUB_RETURN_IF_ERROR(BecomeWriter());
   started_ = true;
   writer_ = std::thread([this] { WriterLoop(); });
+  return Status::Ok();
+}
+
+Status Engine::StartStandby() {
+  GPUHUB_CHECK_MSG(!started_, "Engine::Start called twice");
+  // Know the writer before the first request arrives (the thread's polls keep it current).
+  if (auto seen = store_->CurrentWriter(); seen.ok()) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    writer_seen_ = *seen;
+  }
+  started_ = true;
+  writer_ = std::thread([this] { WriterLoop(); });
+  return Status::Ok();
+}
+
+void Engine::set_advertise_address(std::string address) {
+  GPUHUB_CHECK_MSG(!started_, "the advertised address is set before Start");
+  options_.advertise_address = std::move(address);
+}
+
+EngineRole Engine::role() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return is_writer_ ? EngineRole::kWriter : EngineRole::kStandby;
+}
+
+store::WriterRecord Engine::writer() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return writer_seen_;
+}
+
+Status Engine::standby_problem() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return is_writer_ ? Status::Ok() : standby_problem_;
+}
+
+Status Engine::BecomeWriter() {
+  auto started = std::chrono::steady_clock::now();
+  GPUHUB_RETURN_IF_ERROR(store_->Migrate());
+  // The claim comes before the load: on PostgreSQL it waits for a commit of the previous writer
+  // still in flight, so the load sees everything any earlier term committed.
+  GPUHUB_ASSIGN_OR_RETURN(store::WriterRecord claimed,
+                          store_->ClaimWriterTerm(options_.node_id, options_.advertise_address,
+                                                  RandomHex(16), clock_.NowMicros()));
+  GPUHUB_ASSIGN_OR_RETURN(auto state, LoadState(*store_, options_.domains));
+  if (options_.manual_clock != nullptr) {
+    auto stored = state->meta.find(kManualClockMeta);
+    if (stored != state->meta.end() && stored->second > options_.manual_clock->NowMicros()) {
+      options_.manual_clock->Set(stored->second);
+    }
+    TimestampMicros now = options_.manual_clock->NowMicros();
+    state->meta[kManualClockMeta] = now;
+    store::WriteBatch batch;
+    batch.Upsert("engine_meta", {{"name", std::string(kManualClockMeta)}, {"value", now}});
+    GPUHUB_RETURN_IF_ERROR(store_->Apply(batch));
+  }
+  state_ = std::move(state);
+  state_valid_ = true;
+  writer_since_us_.store(clock_.NowMicros());
+  terms_won_.Add();
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    is_writer_ = true;
+    writer_seen_ = claimed;
+  }
+  // A one-shot engine (the CLI's admin verbs) claims a term too; only a server's is news.
+  spdlog::log(options_.high_availability ? spdlog::level::info : spdlog::level::debug,
+              "event=writer_term_claimed term={} node={} address={} load_ms={:.1f}", claimed.term,
+              claimed.node, claimed.address, MillisSince(started));
   return Status::Ok();
 }
 
@@ -82,7 +181,7 @@ bool Engine::Serving(std::chrono::steady_clock::duration max_batch) const {
   bool waiting;
   {
     std::lock_guard<std::mutex> lock(mutex_);
-    if (!started_ || stopping_) return false;
+    if (!started_ || stopping_ || !is_writer_) return false;
     waiting = !queue_.empty();
   }
   if (!state_valid_.load()) return false;
@@ -98,6 +197,12 @@ Status Engine::Submit(Command command) {
   {
     std::lock_guard<std::mutex> lock(mutex_);
     if (stopping_ || !started_) return Status::Unavailable("the server is shutting down");
+    if (!is_writer_) {
+      return Status::Unavailable(
+          writer_seen_.address.empty() || writer_seen_.node == options_.node_id
+              ? std::string("this node is a standby and no writer is known yet; retry shortly")
+              : "this node is a standby; the writer is " + writer_seen_.address);
+    }
     if (queue_.size() >= options_.max_queued_commands) {
       return Status::Unavailable("the engine is overloaded; retry shortly");
     }
@@ -112,37 +217,93 @@ Status Engine::RunTickHooks(Txn& txn) {
   return Status::Ok();
 }
 
-Status Engine::Reload() {
-  auto loaded = LoadState(*store_, options_.domains);
-  if (!loaded.ok()) {
-    state_valid_ = false;
-    return loaded.status();
+void Engine::WriterLoop() {
+  while (true) {
+    if (role() == EngineRole::kStandby && !Campaign()) return;
+    if (!ServeAsWriter()) return;
   }
-  state_ = std::move(loaded).value();
-  state_valid_ = true;
-  return Status::Ok();
 }
 
-void Engine::WriterLoop() {
+bool Engine::Campaign() {
+  Status last_problem;
+  while (true) {
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      if (stopping_) return false;
+    }
+    Status problem;
+    auto held = store_->TryAcquireWriterLock();
+    if (held.ok() && *held) {
+      problem = BecomeWriter();
+      if (problem.ok()) return true;
+      store_->ReleaseWriterLock();
+    } else if (!held.ok()) {
+      problem = held.status();
+    } else if (auto seen = store_->CurrentWriter(); seen.ok()) {
+      std::lock_guard<std::mutex> lock(mutex_);
+      writer_seen_ = *seen;
+    } else if (seen.status().message().find("engine_writer") == std::string::npos) {
+      problem = seen.status();  // a database not migrated yet has no writer row: not a problem
+    }
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      standby_problem_ = problem;
+    }
+    // One line when a problem starts or changes and one when it is over, not one per poll.
+    if (problem.message() != last_problem.message()) {
+      if (problem.ok()) {
+        spdlog::info("event=standby_recovered");
+      } else {
+        spdlog::error("event=standby_poll_failed error=\"{}\"", problem.ToString());
+      }
+      last_problem = problem;
+    }
+    std::unique_lock<std::mutex> lock(mutex_);
+    wake_.wait_for(lock, std::chrono::microseconds(kStandbyPollMicros), [&] { return stopping_; });
+  }
+}
+
+bool Engine::ServeAsWriter() {
   using namespace std::chrono;
-  auto next_tick = steady_clock::now() + microseconds(kTickIntervalMicros);
+  // The first tick runs at once: after a takeover, what fell due while nobody wrote (a lease-hour
+  // that began during the outage) is done before anything else.
+  auto next_tick = steady_clock::now();
+  auto next_check = steady_clock::now() + microseconds(kWriterCheckIntervalMicros);
+  const bool ticks = options_.run_periodic_ticks && !tick_hooks_.empty();
+  const bool checks = options_.high_availability;
   std::deque<Command> batch;
   while (true) {
     bool tick_due = false;
+    bool check_due = false;
     {
       std::unique_lock<std::mutex> lock(mutex_);
-      if (options_.run_periodic_ticks && !tick_hooks_.empty()) {
-        wake_.wait_until(lock, next_tick, [&] { return stopping_ || !queue_.empty(); });
-        tick_due = steady_clock::now() >= next_tick;
+      auto ready = [&] { return stopping_ || !queue_.empty(); };
+      if (ticks || checks) {
+        auto until = ticks && checks ? std::min(next_tick, next_check) : ticks ? next_tick : next_check;
+        wake_.wait_until(lock, until, ready);
       } else {
-        wake_.wait(lock, [&] { return stopping_ || !queue_.empty(); });
+        wake_.wait(lock, ready);
       }
-      if (queue_.empty() && stopping_) break;
+      if (queue_.empty() && stopping_) return false;
       last_taken_ns_.store(SteadyNanos());
+      auto now = steady_clock::now();
+      tick_due = ticks && now >= next_tick;
+      check_due = checks && now >= next_check;
       std::size_t n = std::min(queue_.size(), options_.max_commands_per_batch);
       for (std::size_t i = 0; i < n; ++i) {
         batch.push_back(std::move(queue_.front()));
         queue_.pop_front();
+      }
+    }
+    if (check_due) {
+      next_check = steady_clock::now() + microseconds(kWriterCheckIntervalMicros);
+      if (Status term = store_->CheckWriterTerm(); !term.ok()) {
+        Status refuse = Status::Unavailable("this node lost the writer role; retry");
+        for (auto& command : batch) command.done(refuse);
+        batch.clear();
+        StepDown(term);
+        if (role() == EngineRole::kStandby) return true;
+        continue;
       }
     }
     if (tick_due) {
@@ -156,23 +317,92 @@ void Engine::WriterLoop() {
       tick.done = [](const Status&) {};
       batch.push_back(std::move(tick));
     }
+    bool still_writer = true;
     if (!batch.empty()) {
       batch_started_ns_.store(SteadyNanos());
-      ApplyBatch(batch);
+      still_writer = ApplyBatch(batch);
       batch_started_ns_.store(0);
     }
     batch.clear();
+    if (!still_writer) {
+      if (role() == EngineRole::kStandby) return true;
+    }
   }
 }
 
-void Engine::ApplyBatch(std::deque<Command>& batch) {
+void Engine::FailQueued(const Status& why) {
+  std::deque<Command> failed;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    failed.swap(queue_);
+  }
+  for (auto& command : failed) command.done(why);
+}
+
+void Engine::StepDown(const Status& why) {
+  std::int64_t term = store_->writer_term();
+  spdlog::warn("event=writer_stepped_down term={} error=\"{}\"", term, why.ToString());
+  step_downs_.Add();
+  state_.reset();
+  state_valid_ = false;
+  store_->ReleaseWriterLock();
+  // A lone node whose session blipped takes the lock straight back (commands queued meanwhile
+  // wait for the outcome); with a standby around, whichever asks first wins.
+  auto deadline =
+      std::chrono::steady_clock::now() + std::chrono::microseconds(kRetakeWriterLockMicros);
+  while (std::chrono::steady_clock::now() < deadline) {
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      if (stopping_) break;
+    }
+    auto held = store_->TryAcquireWriterLock();
+    if (held.ok() && *held) {
+      Status s = BecomeWriter();
+      if (s.ok()) return;
+      spdlog::error("event=writer_retake_failed error=\"{}\"", s.ToString());
+      store_->ReleaseWriterLock();
+    } else if (held.ok()) {
+      break;  // another engine holds it: it is the writer now
+    }
+    std::this_thread::sleep_for(std::chrono::microseconds(kStandbyPollMicros) / 2);
+  }
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    is_writer_ = false;
+  }
+  FailQueued(Status::Unavailable("this node lost the writer role; retry"));
+  spdlog::warn("event=standby reason=lost_writer_term term={}", term);
+}
+
+Status Engine::Reload() {
+  auto loaded = LoadState(*store_, options_.domains);
+  if (!loaded.ok()) {
+    state_valid_ = false;
+    return loaded.status();
+  }
+  state_ = std::move(loaded).value();
+  state_valid_ = true;
+  return Status::Ok();
+}
+
+bool Engine::ApplyBatch(std::deque<Command>& batch) {
+  // A failure of the store: when the writer term is gone with it, step down (HA) instead of
+  // reloading a state this engine may no longer write.
+  auto lost_term = [this]() -> Status {
+    if (!options_.high_availability) return Status::Ok();
+    return store_->CheckWriterTerm();
+  };
   if (!state_valid_) {
     Status s = Reload();
     if (!s.ok()) {
       spdlog::error("event=state_reload_failed error=\"{}\"", s.ToString());
       Status refuse = Status::Unavailable("the database is unavailable; retry shortly");
       for (auto& command : batch) command.done(refuse);
-      return;
+      if (Status term = lost_term(); !term.ok()) {
+        StepDown(term);
+        return false;
+      }
+      return true;
     }
     spdlog::warn("event=state_reloaded");
   }
@@ -197,19 +427,28 @@ void Engine::ApplyBatch(std::deque<Command>& batch) {
     (commit.ok() ? commits_ok_ : commits_failed_).Add();
   }
   batch_commands_.Observe(static_cast<double>(batch.size()));
-  if (!commit.ok()) {
-    spdlog::error("event=commit_failed commands={} rows={} error=\"{}\"", batch.size(),
-                  writes.size(), commit.ToString());
-    // The database rolled the batch back; so must memory.
-    Status reload = Reload();
-    if (reload.ok()) {
-      spdlog::warn("event=state_reloaded reason=commit_failed");
-    } else {
-      spdlog::error("event=state_reload_failed error=\"{}\"", reload.ToString());
-    }
-    commit = Status::Unavailable("the change could not be saved (database unavailable); retry");
+  if (commit.ok()) {
+    for (auto& command : batch) command.done(commit);
+    return true;
   }
-  for (auto& command : batch) command.done(commit);
+  spdlog::error("event=commit_failed commands={} rows={} error=\"{}\"", batch.size(),
+                writes.size(), commit.ToString());
+  Status refuse =
+      Status::Unavailable("the change could not be saved (database unavailable); retry");
+  if (Status term = lost_term(); !term.ok()) {
+    for (auto& command : batch) command.done(refuse);
+    StepDown(term);
+    return false;
+  }
+  // The database rolled the batch back; so must memory.
+  Status reload = Reload();
+  if (reload.ok()) {
+    spdlog::warn("event=state_reloaded reason=commit_failed");
+  } else {
+    spdlog::error("event=state_reload_failed error=\"{}\"", reload.ToString());
+  }
+  for (auto& command : batch) command.done(refuse);
+  return true;
 }
 
 }  // namespace gpuhub::engine

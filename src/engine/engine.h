@@ -19,11 +19,26 @@
 // changes must not have happened: domain code validates before it mutates).
 //
 // Time: commands read `txn.now` (the engine's Clock at the start of the command). Tick hooks
-// (lease billing later) run on every manual clock advance and every kTickIntervalMicros with the
-// real clock.
+// (lease billing, expiries, every domain's time-driven work) run on every manual clock advance and
+// every kTickIntervalMicros with the real clock.
 //
-// Thread-safety: Submit/Execute/Stop are thread-safe. State is touched only by the writer thread
-// (and by the caller of Start before the writer runs).
+// Writer and standby (high availability, docs/operations.md): several engines may share one
+// database; exactly one is the writer. Start() makes this engine the writer at once (the caller
+// holds the store's writer lock); StartStandby() makes it a standby whose thread polls the lock
+// every kStandbyPollMicros. Becoming the writer is always the same sequence: migrate, claim the
+// next writer term (store.h: from then on every commit is fenced on it), load the whole state from
+// the store, run. So a takeover resumes exactly where the database says the last writer stopped:
+// time-driven work is whatever the tick hooks find due in the loaded state (a lease-hour the old
+// writer committed is in the store and is not billed again; one it did not commit is billed now,
+// at its own timestamp). Nothing here knows which domains exist.
+// With `high_availability`, a writer steps down when the database no longer names its term (it
+// checks on every failed commit and every kWriterCheckIntervalMicros when idle): it drops its
+// state, releases the lock, tries kRetakeWriterLockMicros to win it back (a new term, a fresh
+// load), and otherwise answers every queued command `unavailable` and waits as a standby. A
+// standby refuses commands (`unavailable`); the HTTP layer forwards them to the writer instead.
+//
+// Thread-safety: Submit/Execute/Stop/role/writer are thread-safe. State is touched only by the
+// writer thread (and by the caller of Start before the writer runs).
 #pragma once
 
 #include <atomic>
@@ -73,7 +88,21 @@ struct EngineOptions {
   std::size_t max_queued_commands = 0;     // 0: kMaxQueuedCommands
   bool run_periodic_ticks = true;          // with the real clock; false for a manual clock
   DomainConfig domains;                    // markets, regions, fees (state.h)
+  // Step down when the writer term is lost (see above); without it a lost term leaves the engine
+  // failing every command (the CLI's one-shot engines, tests).
+  bool high_availability = false;
+  std::string node_id;            // in engine_writer with each term; empty: a random one
+  std::string advertise_address;  // HOST:PORT of this node's API, in engine_writer for standbys
+  // --clock manual: each time this engine becomes the writer it moves the clock forward to the
+  // latest time the database has seen (engine_meta kManualClockMeta) and stores it, so time never
+  // runs backwards across a takeover.
+  ManualClock* manual_clock = nullptr;
 };
+
+// engine_meta's name for the manual clock's time (microseconds).
+inline constexpr const char* kManualClockMeta = "manual_clock_us";
+
+enum class EngineRole { kStandby, kWriter };
 
 class Engine {
  public:
@@ -84,8 +113,11 @@ class Engine {
   Engine(const Engine&) = delete;
   Engine& operator=(const Engine&) = delete;
 
-  // Loads the state from the store and starts the writer thread.
+  // Claims a writer term, loads the state from the store and starts the writer thread. The store
+  // must be migrated; the caller holds its writer lock (or is alone on the database).
   Status Start();
+  // Starts the thread as a standby waiting for the writer lock (high availability).
+  Status StartStandby();
   // Stops taking commands, applies and commits every command already queued, joins the writer.
   // Idempotent.
   void Stop();
@@ -111,16 +143,40 @@ class Engine {
   const Clock& clock() const { return clock_; }
   std::size_t queued() const;
 
+  EngineRole role() const;
+  // The database's writer as this engine last saw it: its own claim while it is the writer, what
+  // the last poll read while it is a standby (term 0 before any).
+  store::WriterRecord writer() const;
+  // A standby: why its last poll of the database failed (ok while it reaches the database, and
+  // always on the writer). A standby that cannot reach the database cannot take over.
+  Status standby_problem() const;
+  // The engine clock's time when this engine last became the writer (0 before): time-driven work
+  // that needs a grace after a start (host agents' heartbeats) counts it from a takeover too.
+  TimestampMicros writer_since() const { return writer_since_us_.load(); }
+  const std::string& node_id() const { return options_.node_id; }
+  // Before Start/StartStandby (the port is known once the server listens).
+  void set_advertise_address(std::string address);
   // Whether the writer is serving, known without a round trip through the queue (GET /healthz's
-  // fast path): started and not stopping, its state loaded from the store, not inside one batch
+  // fast path): the writer (not a standby), started and not stopping, its state loaded from the store, not inside one batch
   // for longer than `max_batch`, and no command waiting while the writer has not taken any for
   // that long. false means "not known to be serving": ask the writer (a no-op command) instead.
   bool Serving(std::chrono::steady_clock::duration max_batch) const;
 
  private:
   void WriterLoop();
-  void ApplyBatch(std::deque<Command>& batch);
+  // Runs batches as the writer; false when stopping (everything queued was committed), true when
+  // it stepped down.
+  bool ServeAsWriter();
+  // Polls the lock as a standby until this engine is the writer (true) or stops (false).
+  bool Campaign();
+  // Migrate, claim, load: the one way to become the writer.
+  Status BecomeWriter();
+  // Drops the state and the lock; retakes the lock at once when it can, else becomes a standby.
+  void StepDown(const Status& why);
+  // false when the writer term was lost during the batch.
+  bool ApplyBatch(std::deque<Command>& batch);
   Status Reload();
+  void FailQueued(const Status& why);
 
   std::unique_ptr<store::Store> store_;
   const Clock& clock_;
@@ -132,6 +188,7 @@ class Engine {
   // and when the writer last took commands from the queue.
   std::atomic<std::int64_t> batch_started_ns_{0};
   std::atomic<std::int64_t> last_taken_ns_{0};
+  std::atomic<TimestampMicros> writer_since_us_{0};
   std::vector<TickHook> tick_hooks_;
 
   mutable std::mutex mutex_;
@@ -140,6 +197,9 @@ class Engine {
   std::deque<Command> queue_;
   bool stopping_ = false;
   bool started_ = false;
+  bool is_writer_ = false;           // guarded by mutex_
+  store::WriterRecord writer_seen_;  // guarded by mutex_
+  Status standby_problem_;           // guarded by mutex_
   std::thread writer_;
 
   CounterSeries& commands_applied_;
@@ -149,6 +209,8 @@ class Engine {
   HistogramSeries& batch_commands_;
   HistogramSeries& batch_rows_;
   HistogramSeries& commit_seconds_;
+  CounterSeries& terms_won_;
+  CounterSeries& step_downs_;
 };
 
 template <typename T>

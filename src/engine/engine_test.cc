@@ -20,7 +20,8 @@ class FlakyStore final : public store::Store {
  public:
   explicit FlakyStore(std::unique_ptr<store::Store> inner) : inner_(std::move(inner)) {}
   std::string Describe() const override { return inner_->Describe(); }
-  Status AcquireWriterLock() override { return inner_->AcquireWriterLock(); }
+  Result<bool> TryAcquireWriterLock() override { return inner_->TryAcquireWriterLock(); }
+  void ReleaseWriterLock() override { inner_->ReleaseWriterLock(); }
   Result<int> SchemaVersion() override { return inner_->SchemaVersion(); }
   Status Apply(const store::WriteBatch& batch) override {
     if (fail) return Status::Unavailable("disk on fire");

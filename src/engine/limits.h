@@ -16,6 +16,17 @@ inline constexpr std::size_t kMaxQueuedCommands = 100'000;
 // How often the writer runs the Tick hooks with the real clock when idle.
 inline constexpr std::int64_t kTickIntervalMicros = 1 * kMicrosPerSecond;
 
+// High availability (engine.h): a standby asks for the writer lock (and re-reads who the writer
+// is) this often, so a takeover starts at most this long after the lock is free.
+inline constexpr std::int64_t kStandbyPollMicros = 100'000;
+// An idle writer proves this often that the database still names its term (a writer that commits
+// proves it with every commit), so one cut off from the database notices within about a second.
+inline constexpr std::int64_t kWriterCheckIntervalMicros = 1 * kMicrosPerSecond;
+// A writer that lost its lock (its session broke) tries this long to take it straight back before
+// it answers what was queued `unavailable` and waits as a standby: a lone node whose connection
+// blipped keeps serving without failing more than the batch in flight.
+inline constexpr std::int64_t kRetakeWriterLockMicros = 1 * kMicrosPerSecond;
+
 // Usernames: 3..32 bytes of [a-z0-9_.-] after folding ASCII letters to lower case, starting with a
 // letter or digit (so "Alice" and "alice" are the same account).
 inline constexpr std::size_t kMinUsernameBytes = 3;
@@ -110,6 +121,11 @@ inline constexpr std::size_t kMaxTaxRateChanges = 100'000;
 inline constexpr std::size_t kMaxTaxRateNoteBytes = 200;
 // Billing profiles kept (one per account at most, so the account limit bounds it too).
 inline constexpr std::size_t kMaxBillingProfiles = kMaxUsers;
+
+// ----- Storage (engine/storage.h) ------------------------------------------------------------
+// --demo: storage hosts per region and their capacity (three replicas need three hosts).
+inline constexpr int kDemoStorageHostsPerRegion = 4;
+inline constexpr std::int64_t kDemoStorageHostTb = 500;
 
 }  // namespace gpuhub::engine
 

@@ -5,6 +5,7 @@
 #include "engine/accounts.h"
 #include "engine/billing.h"
 #include "engine/engine_test_fixture.h"
+#include "engine/invariants.h"
 #include "engine/wallets.h"
 
 namespace gpuhub::engine {
@@ -42,11 +43,43 @@ class EngineMarketTest : public EngineOnSqliteTest {
   std::int64_t Wallet() { return UsdAvailable(customer_); }
   void CheckAll() {
     Run<int>([](Txn& txn) -> Result<int> {
-      const auto& ledger = txn.state.wallets->ledger;
-      GPUHUB_RETURN_IF_ERROR(ledger.CheckHistory());
-      GPUHUB_RETURN_IF_ERROR(txn.state.market->exchange.CheckInvariants(ledger));
-      GPUHUB_RETURN_IF_ERROR(txn.state.market->exchange.CheckSettlement(ledger));
+      InvariantReport report = CheckStateInvariants(txn.state, txn.now);
+      if (!report.ok()) return Status::Internal(report.ToString());
       return 0;
+    });
+  }
+  // The checks on a copy of the state that `corrupt` changed first (the live state stays sound).
+  InvariantReport CheckCopy(TimestampMicros now, const std::function<void(State&)>& corrupt) {
+    return Run<InvariantReport>([&](Txn& txn) -> Result<InvariantReport> {
+      State copy;
+      copy.accounts = txn.state.accounts;
+      copy.wallets->ledger = txn.state.wallets->ledger;
+      GPUHUB_ASSIGN_OR_RETURN(copy.market->exchange,
+                              market::Exchange::Restore(market::ExchangeConfig{},
+                                                        txn.state.market->exchange.Records()));
+      corrupt(copy);
+      return CheckStateInvariants(copy, now);
+    });
+  }
+
+  // `credit` on the customer's USD wallet, `machine` listed by the provider with an ask at
+  // `price_micros` per GPU-hour for a week, and a market bid of the customer for `gpus` of them.
+  market::BidResult Lease(std::int64_t credit, const market::MachineSpec& machine,
+                          std::int64_t price_micros, int gpus) {
+    Run<int>([&](Txn& txn) -> Result<int> {
+      GPUHUB_RETURN_IF_ERROR(
+          ManualCredit(txn, admin_, customer_, Currency::kUsd, credit, "test").status());
+      GPUHUB_ASSIGN_OR_RETURN(auto m, AddMachine(txn, provider_, machine));
+      GPUHUB_RETURN_IF_ERROR(
+          PlaceAsk(txn, provider_, {m.id, price_micros, 1, txn.now + 7 * kMicrosPerDay}).status());
+      return 0;
+    });
+    return Run<market::BidResult>([&](Txn& txn) {
+      market::BidSpec spec;
+      spec.gpu = "H100 SXM";
+      spec.gpus = gpus;
+      spec.is_market = true;
+      return PlaceBid(txn, customer_, spec);
     });
   }
 
@@ -54,22 +87,8 @@ class EngineMarketTest : public EngineOnSqliteTest {
 };
 
 TEST_F(EngineMarketTest, TradesLeasesAndHoursSurviveRestarts) {
-  Run<int>([&](Txn& txn) -> Result<int> {
-    GPUHUB_RETURN_IF_ERROR(
-        ManualCredit(txn, admin_, customer_, Currency::kUsd, 20 * kUsd, "test").status());
-    GPUHUB_ASSIGN_OR_RETURN(auto m,
-                            AddMachine(txn, provider_, {"h100-sxm", 8, "iad-1", 64, 512, 2000}));
-    GPUHUB_RETURN_IF_ERROR(
-        PlaceAsk(txn, provider_, {m.id, 2'880'000, 1, txn.now + 7 * kMicrosPerDay}).status());
-    return 0;
-  });
-  auto bid = Run<market::BidResult>([&](Txn& txn) {
-    market::BidSpec spec;
-    spec.gpu = "H100 SXM";
-    spec.gpus = 2;
-    spec.is_market = true;
-    return PlaceBid(txn, customer_, spec);
-  });
+  // Names as a user may type them: the exchange canonicalises them.
+  auto bid = Lease(20 * kUsd, {"h100-sxm", 8, "iad-1", 64, 512, 2000}, 2'880'000, 2);
   ASSERT_TRUE(bid.lease.has_value());
   EXPECT_EQ(Wallet(), 20 * kUsd - 5'760'000);
   market::Snapshot before = Records();
@@ -97,6 +116,44 @@ TEST_F(EngineMarketTest, TradesLeasesAndHoursSurviveRestarts) {
   });
   EXPECT_EQ(earnings.net_micros, 3 * 5'184'000);
   EXPECT_EQ(earnings.available_micros, 3 * 5'184'000);
+  CheckAll();
+}
+
+std::string Failed(const InvariantReport& report) {
+  std::string names;
+  for (const auto& c : report.checks) {
+    if (!c.status.ok()) names += c.name + " ";
+  }
+  return names;
+}
+
+TEST_F(EngineMarketTest, TheInvariantsCatchASkippedHourAndAnHourChargedTwice) {
+  auto bid = Lease(100 * kUsd, {"H100 SXM", 8, "IAD-1", 64, 512, 2000}, 2'000'000, 1);
+  ASSERT_TRUE(bid.lease.has_value());
+  const TimestampMicros start = clock_.NowMicros();
+  auto none = [](State&) {};
+  EXPECT_EQ(Failed(CheckCopy(start, none)), "");
+  EXPECT_EQ(CheckCopy(start, none).checks.size(), 9u);
+  // An hour later without a tick: the second hour was never charged.
+  EXPECT_EQ(Failed(CheckCopy(start + kMicrosPerHour, none)), "market.leases_paid_up ");
+  EXPECT_EQ(Failed(CheckCopy(0, none)), "");  // a backup: no clock to compare with
+  // The first hour charged again under another id: money moved for an hour no lease counts.
+  auto twice = [&](State& s) {
+    ledger::TransferRequest again;
+    again.id = "lease:" + std::to_string(bid.lease->id) + ":h1:provider-again";
+    again.debit = ledger::AccountKey::Wallet(customer_, Currency::kUsd);
+    again.credit = ledger::AccountKey::Payable(provider_, Currency::kUsd);
+    again.amount_micros = 1'800'000;
+    again.code = "lease_hour";
+    again.timestamp = start;
+    ASSERT_TRUE(s.wallets->ledger.Apply(again).ok());
+  };
+  InvariantReport report = CheckCopy(start, twice);
+  EXPECT_EQ(Failed(report), "market.lease_hours_once ") << report.ToString();
+  EXPECT_NE(report.ToString().find("2 lease-hour charges but the leases count 1 paid hours"),
+            std::string::npos)
+      << report.ToString();
+  Advance(kMicrosPerHour);
   CheckAll();
 }
 

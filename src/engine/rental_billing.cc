@@ -182,4 +182,10 @@ Status CheckRentalDocuments(const State& state) {
   return Status::Ok();
 }
 
+Status OnStorageCharged(Txn& txn, const rentals::StorageCharge& charge) {
+  (void)txn;
+  (void)charge;
+  return Status::Ok();
+}
+
 }  // namespace gpuhub::engine

@@ -20,6 +20,7 @@
 #include "engine/engine.h"
 #include "engine/state.h"
 #include "rentals/fleet.h"
+#include "rentals/storage_types.h"
 
 namespace gpuhub::engine {
 
@@ -30,6 +31,10 @@ Result<rentals::TaxBlock> RentalTax(const State& state, std::int64_t customer_id
 rentals::TaxFunction RentalTaxFunction(const State& state);
 
 Status OnRentalCharged(Txn& txn, const rentals::Charge& charge);
+// The same for storage (issue 11): called exactly once for every storage charge (days of a volume
+// or snapshot, a volume's growth, egress), inside the command that moved its money. Its tax came
+// from RentalTax like every rental charge's.
+Status OnStorageCharged(Txn& txn, const rentals::StorageCharge& charge);
 
 // Whether an admin may credit `invoice` (with money back): not when it is the invoice of a rental
 // term that has not started yet (the rentals domain refunds such a term in full when the rental

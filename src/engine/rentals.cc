@@ -10,6 +10,7 @@
 #include "engine/notifications.h"
 #include "engine/rental_billing.h"
 #include "engine/rentals_rows.h"
+#include "engine/storage.h"
 
 namespace gpuhub::engine {
 namespace {
@@ -23,15 +24,12 @@ ledger::Ledger& L(Txn& txn) { return txn.state.wallets->ledger; }
 Status Write(Txn& txn, Changes& changes) {
   changes.Normalize();
   WriteRentalRows(txn, F(txn), changes);
+  // A released rental's volumes are detached in the same commit (engine/storage.h).
+  GPUHUB_RETURN_IF_ERROR(SyncStorageWithRentals(txn, changes.rentals));
   for (const auto& charge : changes.charges) {
     GPUHUB_RETURN_IF_ERROR(OnRentalCharged(txn, charge));
   }
-  for (auto& notice : changes.notices) {
-    auto n = Notify(txn, {notice.user_id, notice.kind, notice.subject, notice.message,
-                          std::move(notice.data)});
-    // A notice the store refuses is a bug of its wording, never a reason to undo a payment.
-    if (!n.ok()) spdlog::error("event=notification_refused error=\"{}\"", n.status().ToString());
-  }
+  RecordNotices(txn, changes.notices);
   return Status::Ok();
 }
 
@@ -98,6 +96,14 @@ Result<rentals::Rental> SetRentalAutoRenew(Txn& txn, std::int64_t customer, rent
       txn, [&](Changes& c) { return F(txn).SetAutoRenew(customer, id, on, txn.now, &c); });
 }
 
+Result<rentals::Rental> AddRentalExtraNvme(Txn& txn, std::int64_t customer, rentals::RentalId id,
+                                           std::int64_t add_tb) {
+  return Run<rentals::Rental>(txn, [&](Changes& c) {
+    return F(txn).AddExtraNvme(customer, id, add_tb, L(txn), RentalTaxFunction(txn.state),
+                               txn.now, &c);
+  });
+}
+
 Result<rentals::Rental> ReportRentalInstance(Txn& txn, rentals::RentalId id,
                                              const rentals::InstanceReport& report) {
   return Run<rentals::Rental>(
@@ -144,6 +150,14 @@ Result<Shortfall> ComputeShortfall(const Txn& txn, std::int64_t user_id, Currenc
   }
   s.topup_micros = amount;
   return s;
+}
+
+void RecordNotices(Txn& txn, std::vector<rentals::Notice>& notices) {
+  for (auto& notice : notices) {
+    auto n = Notify(txn, {notice.user_id, notice.kind, notice.subject, notice.message,
+                          std::move(notice.data)});
+    if (!n.ok()) spdlog::error("event=notification_refused error=\"{}\"", n.status().ToString());
+  }
 }
 
 Status AdvanceRentals(Txn& txn) {

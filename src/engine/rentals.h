@@ -53,6 +53,10 @@ Result<rentals::Rental> ReleaseRental(Txn& txn, std::int64_t customer, rentals::
 Result<rentals::Rental> SetRentalAutoRenew(Txn& txn, std::int64_t customer, rentals::RentalId id,
                                            bool on);
 
+// Extra local NVMe added to a running rental (rentals::Fleet::AddExtraNvme; issue 11).
+Result<rentals::Rental> AddRentalExtraNvme(Txn& txn, std::int64_t customer, rentals::RentalId id,
+                                           std::int64_t add_tb);
+
 // The host agent (issue 12); admin endpoints until it exists.
 Result<rentals::Rental> ReportRentalInstance(Txn& txn, rentals::RentalId id,
                                              const rentals::InstanceReport& report);
@@ -74,6 +78,11 @@ struct Shortfall {
 // internal when the wallet is not short.
 Result<Shortfall> ComputeShortfall(const Txn& txn, std::int64_t user_id, Currency currency,
                                    std::int64_t needed_micros);
+
+// Records the domain's notices as notifications (engine/notifications.h): the account's list and,
+// with a webhook, its outbox. A notice the store refuses is logged, never a reason to undo the
+// command (it is a bug of its wording, and money may have moved).
+void RecordNotices(Txn& txn, std::vector<rentals::Notice>& notices);
 
 // Time-driven work up to txn.now. Never fails.
 Status AdvanceRentals(Txn& txn);

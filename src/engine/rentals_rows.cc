@@ -15,6 +15,25 @@ using namespace rentals;
 std::string Code(Currency c) { return std::string(CurrencyCode(c)); }
 std::string Dump(const json& j) { return DumpJson(j); }
 
+std::string ConnectionJson(const std::vector<std::pair<std::string, std::string>>& fields) {
+  json out = json::object();
+  for (const auto& [k, v] : fields) out[k] = v;
+  return Dump(out);
+}
+
+Result<std::vector<std::pair<std::string, std::string>>> ParseConnection(const std::string& text) {
+  json in = json::parse(text, nullptr, false);
+  if (in.is_discarded() || !in.is_object()) return Status::Internal("connection is not an object");
+  std::vector<std::pair<std::string, std::string>> out;
+  for (const auto& [k, v] : in.items()) {
+    if (!v.is_string()) return Status::Internal("connection values are strings");
+    out.emplace_back(k, v.get<std::string>());
+  }
+  return out;
+}
+
+}  // namespace
+
 std::string TaxLinesJson(const std::vector<TaxLine>& lines) {
   json out = json::array();
   for (const auto& l : lines) {
@@ -39,30 +58,11 @@ Result<std::vector<TaxLine>> ParseTaxLines(const std::string& text) {
   return out;
 }
 
-std::string ConnectionJson(const std::vector<std::pair<std::string, std::string>>& fields) {
-  json out = json::object();
-  for (const auto& [k, v] : fields) out[k] = v;
-  return Dump(out);
-}
-
-Result<std::vector<std::pair<std::string, std::string>>> ParseConnection(const std::string& text) {
-  json in = json::parse(text, nullptr, false);
-  if (in.is_discarded() || !in.is_object()) return Status::Internal("connection is not an object");
-  std::vector<std::pair<std::string, std::string>> out;
-  for (const auto& [k, v] : in.items()) {
-    if (!v.is_string()) return Status::Internal("connection values are strings");
-    out.emplace_back(k, v.get<std::string>());
-  }
-  return out;
-}
-
-std::string Join(const std::vector<std::string>& ids) {
+std::string JoinIds(const std::vector<std::string>& ids) {
   std::string out;
   for (const auto& id : ids) out += (out.empty() ? "" : ",") + id;
   return out;
 }
-
-}  // namespace
 
 void WriteRentalRows(Txn& txn, const Fleet& fleet, const Changes& changes) {
   WriteTransfers(txn, changes.transfers);
@@ -109,6 +109,8 @@ void WriteRentalRows(Txn& txn, const Fleet& fleet, const Changes& changes) {
          {"auto_renew_failures", r.auto_renew_failures},
          {"renewal_invoiced_at_us", r.renewal_invoiced_at},
          {"extra_nvme_gb", r.extra_nvme_gb},
+         {"extra_nvme_micros", r.extra_nvme_micros},
+         {"nvme_addons", r.nvme_addons},
          {"events", r.events},
          {"instance_state", std::string(InstanceStateName(r.instance.state))},
          {"nvme_gb", r.instance.nvme_gb},
@@ -148,21 +150,17 @@ void WriteRentalRows(Txn& txn, const Fleet& fleet, const Changes& changes) {
                                         {"detail", e.detail}});
   }
   for (const Charge& c : changes.charges) {
-    txn.writes.Insert("rental_charges", {{"id", c.id},
-                                         {"rental_id", c.rental_id},
-                                         {"customer_id", c.customer_id},
-                                         {"period", c.period},
-                                         {"kind", std::string(ChargeKindName(c.kind))},
-                                         {"net_micros", c.amount.net_micros},
-                                         {"tax_micros", c.amount.tax_micros},
-                                         {"gross_micros", c.amount.gross_micros},
-                                         {"tax_lines_json", TaxLinesJson(c.amount.lines)},
-                                         {"paid_currency", Code(c.paid_currency)},
-                                         {"paid_micros", c.paid_micros},
-                                         {"period_start_us", c.period_start},
-                                         {"period_end_us", c.period_end},
-                                         {"at_us", c.at},
-                                         {"transfer_ids", Join(c.transfer_ids)}});
+    store::WriteBatch::Columns cols = {{"id", c.id},
+                                       {"rental_id", c.rental_id},
+                                       {"customer_id", c.customer_id},
+                                       {"period", c.period},
+                                       {"kind", std::string(ChargeKindName(c.kind))},
+                                       {"extra_nvme_gb", c.extra_nvme_gb},
+                                       {"extra_nvme_micros", c.extra_nvme_micros},
+                                       {"nvme_addon", c.nvme_addon},
+                                       {"refund_of", c.refund_of}};
+    AddChargeMoney(cols, c);
+    txn.writes.Insert("rental_charges", std::move(cols));
   }
 }
 
@@ -195,7 +193,7 @@ Result<Snapshot> ReadRentalRows(store::Store& store) {
        "updated_at_us", "released_at_us", "auto_renew_attempted_at_us", "auto_renew_failures",
        "renewal_invoiced_at_us", "extra_nvme_gb", "events", "instance_state", "nvme_gb",
        "provisioning_deadline_us", "connection_json", "instance_error", "key_destroyed_at_us",
-       "wipe_due_at_us", "wiped_at_us"},
+       "wipe_due_at_us", "wiped_at_us", "extra_nvme_micros", "nvme_addons"},
       "id", [&](const store::Row& row) -> Status {
         Rental r;
         GPUHUB_ASSIGN_OR_RETURN(r.id, row.Int(0));
@@ -234,6 +232,8 @@ Result<Snapshot> ReadRentalRows(store::Store& store) {
         GPUHUB_ASSIGN_OR_RETURN(r.instance.key_destroyed_at, row.Int(32));
         GPUHUB_ASSIGN_OR_RETURN(r.instance.wipe_due_at, row.Int(33));
         GPUHUB_ASSIGN_OR_RETURN(r.instance.wiped_at, row.Int(34));
+        GPUHUB_ASSIGN_OR_RETURN(r.extra_nvme_micros, row.Int(35));
+        GPUHUB_ASSIGN_OR_RETURN(r.nvme_addons, row.Int(36));
         s.rentals.push_back(std::move(r));
         return Status::Ok();
       }));
@@ -276,30 +276,24 @@ Result<Snapshot> ReadRentalRows(store::Store& store) {
         s.events.push_back(std::move(e));
         return Status::Ok();
       }));
+  std::vector<std::string> charge_columns = {"id",     "rental_id",     "customer_id",
+                                             "period", "kind",          "extra_nvme_gb",
+                                             "extra_nvme_micros", "nvme_addon", "refund_of"};
+  charge_columns.insert(charge_columns.end(), ChargeMoneyColumns().begin(),
+                        ChargeMoneyColumns().end());
   GPUHUB_RETURN_IF_ERROR(store.Scan(
-      "rental_charges",
-      {"id", "rental_id", "customer_id", "period", "kind", "net_micros", "tax_micros",
-       "gross_micros", "tax_lines_json", "paid_currency", "paid_micros", "period_start_us",
-       "period_end_us", "at_us", "transfer_ids"},
-      "id", [&](const store::Row& row) -> Status {
+      "rental_charges", charge_columns, "id", [&](const store::Row& row) -> Status {
         Charge c;
         GPUHUB_ASSIGN_OR_RETURN(c.id, row.Int(0));
         GPUHUB_ASSIGN_OR_RETURN(c.rental_id, row.Int(1));
         GPUHUB_ASSIGN_OR_RETURN(c.customer_id, row.Int(2));
         GPUHUB_ASSIGN_OR_RETURN(c.period, row.Int(3));
         GPUHUB_ASSIGN_OR_RETURN(c.kind, row.Parsed(4, ParseChargeKind));
-        GPUHUB_ASSIGN_OR_RETURN(c.amount.net_micros, row.Int(5));
-        GPUHUB_ASSIGN_OR_RETURN(c.amount.tax_micros, row.Int(6));
-        GPUHUB_ASSIGN_OR_RETURN(c.amount.gross_micros, row.Int(7));
-        GPUHUB_ASSIGN_OR_RETURN(std::string lines, row.Text(8));
-        GPUHUB_ASSIGN_OR_RETURN(c.amount.lines, ParseTaxLines(lines));
-        GPUHUB_ASSIGN_OR_RETURN(c.paid_currency, row.Parsed(9, ParseCurrency));
-        GPUHUB_ASSIGN_OR_RETURN(c.paid_micros, row.Int(10));
-        GPUHUB_ASSIGN_OR_RETURN(c.period_start, row.Int(11));
-        GPUHUB_ASSIGN_OR_RETURN(c.period_end, row.Int(12));
-        GPUHUB_ASSIGN_OR_RETURN(c.at, row.Int(13));
-        GPUHUB_ASSIGN_OR_RETURN(std::string ids, row.Text(14));
-        if (!ids.empty()) c.transfer_ids = Split(ids, ',');
+        GPUHUB_ASSIGN_OR_RETURN(c.extra_nvme_gb, row.Int(5));
+        GPUHUB_ASSIGN_OR_RETURN(c.extra_nvme_micros, row.Int(6));
+        GPUHUB_ASSIGN_OR_RETURN(c.nvme_addon, row.Int(7));
+        GPUHUB_ASSIGN_OR_RETURN(c.refund_of, row.Int(8));
+        GPUHUB_RETURN_IF_ERROR(ReadChargeMoney(row, 9, &c));
         s.charges.push_back(std::move(c));
         return Status::Ok();
       }));

@@ -6,6 +6,7 @@
 #include "engine/notifications.h"
 #include "engine/rentals.h"
 #include "engine/ssh_keys.h"
+#include "engine/storage.h"
 #include "engine/topups.h"
 #include "engine/wallets.h"
 
@@ -17,12 +18,14 @@ DomainConfig::DomainConfig(const DomainConfig& o)
     : market(o.market),
       rentals(o.rentals),
       seller(o.seller),
-      agents(std::make_unique<AgentsConfig>(*o.agents)) {}
+      agents(std::make_unique<AgentsConfig>(*o.agents)),
+      storage(o.storage) {}
 DomainConfig& DomainConfig::operator=(const DomainConfig& o) {
   market = o.market;
   rentals = o.rentals;
   seller = o.seller;
   agents = std::make_unique<AgentsConfig>(*o.agents);
+  storage = o.storage;
   return *this;
 }
 
@@ -34,7 +37,8 @@ State::State()
       notifications(std::make_unique<NotificationsState>()),
       ssh_keys(std::make_unique<SshKeysState>()),
       agents(std::make_unique<AgentsState>()),
-      billing(std::make_unique<BillingState>()) {
+      billing(std::make_unique<BillingState>()),
+      storage(std::make_unique<StorageState>(rentals::StorageConfig{})) {
   BindSpotTax(*this);
 }
 State::~State() = default;
@@ -69,6 +73,9 @@ Result<std::unique_ptr<State>> LoadState(store::Store& store, const DomainConfig
   GPUHUB_RETURN_IF_ERROR(
       LoadBilling(store, seller, *state->billing).WithContext("loading billing"));
   BindSpotTax(*state);
+  GPUHUB_RETURN_IF_ERROR(LoadStorage(store, config.storage, state->wallets->ledger,
+                                     state->rentals->fleet, *state->storage)
+                             .WithContext("loading storage"));
   return state;
 }
 

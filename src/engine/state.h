@@ -17,6 +17,7 @@
 #include "core/status.h"
 #include "market/config.h"
 #include "rentals/config.h"
+#include "rentals/storage.h"
 #include "store/store.h"
 
 namespace gpuhub::engine {
@@ -86,6 +87,7 @@ struct SellerConfig {
   std::string country = "US";
   std::string vat_id;
 };
+struct StorageState;        // engine/storage.h (volumes, snapshots, egress)
 
 // How the domains are configured; fixed for the life of an engine (a reload keeps it).
 struct DomainConfig {
@@ -97,6 +99,7 @@ struct DomainConfig {
   rentals::FleetConfig rentals;
   SellerConfig seller;
   std::unique_ptr<AgentsConfig> agents;  // never null
+  rentals::StorageConfig storage;  // its regions: where storage is sold (the fleet's)
 };
 
 struct State {
@@ -112,6 +115,7 @@ struct State {
   std::unique_ptr<SshKeysState> ssh_keys;
   std::unique_ptr<AgentsState> agents;
   std::unique_ptr<BillingState> billing;
+  std::unique_ptr<StorageState> storage;
   // Engine-wide values that must survive a restart (the manual clock's time).
   std::map<std::string, std::int64_t> meta;
 };

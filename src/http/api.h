@@ -43,6 +43,9 @@ struct MarketOffer;
 namespace gpuhub::market {
 struct Offer;
 }
+namespace gpuhub::rentals {
+struct TaxBlock;
+}
 
 namespace gpuhub::http {
 
@@ -68,6 +71,8 @@ class InFlightKeys {
   std::set<std::string> keys_;
   std::map<std::string, std::vector<std::function<void()>>> waiters_;
 };
+
+class WriterProxy;
 
 struct ApiContext {
   ApiContext(engine::Engine& engine, engine::MetricsRegistry& metrics, const ServiceConfig& config)
@@ -97,6 +102,7 @@ struct ApiContext {
   ManualClock* manual_clock = nullptr;  // set with --clock manual
   std::function<bool()> draining;       // the server is shutting down
   PaymentsRuntime* payments = nullptr;  // BTCPay client, reconciliation (set by serve)
+  WriterProxy* proxy = nullptr;         // a standby forwards through it (proxy.h); null: no HA
 };
 
 // What an action returns on success: a status and a JSON body.
@@ -182,6 +188,17 @@ Result<std::int64_t> IdParam(const Request& r, const char* what);
 // The endpoints that act on the id in their path take no body: an empty one or `{}`. Anything
 // else (`{"refund": true}` on a stop) is refused rather than silently ignored.
 Result<std::int64_t> IdOnly(const Request& r, const char* what);
+// The id in the path and a JSON body of `allowed` fields (an empty body reads as {}).
+struct IdAnd {
+  std::int64_t id = 0;
+  json body;
+};
+Result<IdAnd> IdAndBody(const Request& r, const char* what,
+                        std::initializer_list<std::string_view> allowed);
+// An optional boolean field (absent or null: `fallback`); anything else is invalid_argument.
+Result<bool> OptionalBool(const json& body, std::string_view field, bool fallback);
+// The optional "currency" field: USD, EUR or GBP, the wallet that pays (absent: `fallback`).
+Result<Currency> OptionalCurrency(const json& body, Currency fallback);
 struct Empty {};
 inline Result<Empty> NoInput(const Request&) { return Empty{}; }
 
@@ -219,6 +236,17 @@ Result<engine::ProcessorLink> CreateBtcpayInvoice(ApiContext& api, std::int64_t 
 void OpenTopup(ApiContext& api, std::int64_t user_id, Currency currency,
                std::int64_t amount_micros, std::function<void(Result<engine::Invoice>)> done);
 
+// High availability (proxy.h). On a standby, forwards `request` to the writer, answers through
+// `respond` and returns true; on the writer returns false and leaves `respond` alone.
+bool ForwardIfStandby(ApiContext& api, const Request& request, Responder& respond);
+// A route that needs the writer's state: forwarded from a standby; on the writer, the client
+// address a standby forwarded is trusted (for the per-address limits) only with the writer's
+// current proxy secret.
+Handler WriterRoute(ApiContext& api, Handler handler);
+// Routes every node answers itself (no state, or about the node itself): /healthz, /metrics and
+// the stateless read API. POST /v1/fit forwards itself when it needs the market's prices.
+bool AnsweredByEveryNode(const std::string& method, const std::string& pattern);
+
 // Route registration, one function per domain file.
 void RegisterSystemRoutes(Router& router, ApiContext& api);
 void RegisterAccountRoutes(Router& router, ApiContext& api);
@@ -232,6 +260,14 @@ Result<Currency> CurrencyField(const json& body, std::string_view field);
 void RegisterMarketRoutes(Router& router, ApiContext& api);
 // Term rentals (api_rentals.cc): quotes, orders, renewals, release, stock, nodes (admin).
 void RegisterRentalRoutes(Router& router, ApiContext& api);
+// A rental or storage charge's net, tax lines and gross, as the API shows them (api_rentals.cc).
+json TaxJson(const rentals::TaxBlock& block);
+// Storage (api_storage.cc): volumes, snapshots, extra NVMe on a rental, egress samples, storage
+// hosts (admin).
+void RegisterStorageRoutes(Router& router, ApiContext& api);
+// What a rental carries of storage in GET /v1/rentals[/{id}] (api_storage.cc): its extra NVMe,
+// the egress meter of each term, the volumes attached.
+json RentalStorageJson(const engine::State& state, std::int64_t rental_id, TimestampMicros now);
 // Notifications and the account's webhook (api_notifications.cc).
 void RegisterNotificationRoutes(Router& router, ApiContext& api);
 // Host agents (api_agent.cc): enrolment, heartbeats, usage, and the provider's and admin's views.

@@ -1,11 +1,32 @@
 // Admin-only endpoints that are not about money (those live in api_wallets.cc):
 //   POST /v1/admin/clock/advance {"seconds": N}   (only with --clock manual; runs the Tick hooks)
+//   GET  /v1/admin/invariants                     every invariant of the live state
+//                                                 (engine/invariants.h), as `gpuhub admin verify`
+//                                                 checks a backup
+#include "engine/invariants.h"
 #include "engine/limits.h"
 #include "http/api.h"
 
 namespace gpuhub::http {
 
 void RegisterAdminRoutes(Router& router, ApiContext& api) {
+  router.Add("GET", "/v1/admin/invariants",
+             RequireBearer([&api](const Request& r, Responder respond) {
+               RunAuthenticated(
+                   api, r, std::move(respond), engine::kRoleAdmin,
+                   [](engine::Txn& txn, const engine::User&) -> Result<Reply> {
+                     // With the real clock the tick bills a lease-hour up to one period late.
+                     engine::InvariantReport report = engine::CheckStateInvariants(
+                         txn.state, txn.now - 2 * engine::kTickIntervalMicros);
+                     json checks = json::array();
+                     for (const auto& c : report.checks) {
+                       json check = {{"name", c.name}, {"ok", c.status.ok()}};
+                       if (!c.status.ok()) check["message"] = c.status.message();
+                       checks.push_back(std::move(check));
+                     }
+                     return Reply{200, {{"ok", report.ok()}, {"checks", checks}}};
+                   });
+             }));
   router.Add(
       "POST", "/v1/admin/clock/advance", RequireBearer([&api](const Request& r, Responder respond) {
         if (!api.manual_clock) {
@@ -26,10 +47,10 @@ void RegisterAdminRoutes(Router& router, ApiContext& api) {
                            // the clock here is ordered with every command before and after.
                            clock->Advance(seconds * kMicrosPerSecond);
                            txn.now = clock->NowMicros();
-                           txn.state.meta["manual_clock_us"] = txn.now;
+                           txn.state.meta[engine::kManualClockMeta] = txn.now;
                            txn.writes.Upsert(
                                "engine_meta",
-                               {{"name", std::string("manual_clock_us")}, {"value", txn.now}});
+                               {{"name", std::string(engine::kManualClockMeta)}, {"value", txn.now}});
                            GPUHUB_RETURN_IF_ERROR(engine->RunTickHooks(txn));
                            return Reply{200, {{"now", FormatTimestamp(txn.now)}}};
                          });

@@ -105,6 +105,38 @@ Result<std::int64_t> IdOnly(const Request& r, const char* what) {
   return IdParam(r, what);
 }
 
+Result<IdAnd> IdAndBody(const Request& r, const char* what,
+                        std::initializer_list<std::string_view> allowed) {
+  IdAnd out;
+  GPUHUB_ASSIGN_OR_RETURN(out.id, IdParam(r, what));
+  out.body = json::object();
+  if (!Trim(r.body).empty()) {
+    GPUHUB_ASSIGN_OR_RETURN(out.body, ParseJsonObject(r, allowed));
+  }
+  return out;
+}
+
+Result<bool> OptionalBool(const json& body, std::string_view field, bool fallback) {
+  auto it = body.find(field);
+  if (it == body.end() || it->is_null()) return fallback;
+  if (!it->is_boolean()) {
+    return Status::InvalidArgument("field '" + std::string(field) + "' must be true or false")
+        .WithField(std::string(field));
+  }
+  return it->get<bool>();
+}
+
+Result<Currency> OptionalCurrency(const json& body, Currency fallback) {
+  GPUHUB_ASSIGN_OR_RETURN(auto code, OptionalString(body, "currency"));
+  if (!code) return fallback;
+  auto c = ParseCurrency(*code);
+  if (!c.ok()) {
+    return Status::InvalidArgument("field 'currency' must be USD, EUR or GBP (the wallet that pays)")
+        .WithField("currency");
+  }
+  return *c;
+}
+
 json UserJson(const engine::User& user) {
   return {{"id", user.id},
           {"username", user.username},

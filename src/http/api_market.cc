@@ -370,6 +370,36 @@ Result<std::size_t> ListLimit(const Request& r) {
   return LimitQuery(r, "limit", market::kMaxPageSize, market::kMaxPageSize);
 }
 
+// A page of a history list (bids, leases, trades): `?limit=` and `?cursor=` (the `next_cursor`
+// of the page before; keyset, so rows arriving meanwhile neither shift nor repeat a page).
+struct Page {
+  std::size_t limit = 0;
+  std::int64_t before = 0;  // 0: from the newest
+};
+Result<Page> PageQuery(const Request& r, std::size_t default_limit = market::kMaxPageSize) {
+  GPUHUB_ASSIGN_OR_RETURN(std::size_t limit,
+                          LimitQuery(r, "limit", default_limit, market::kMaxPageSize));
+  Page page{limit, 0};
+  if (auto it = r.query.find("cursor"); it != r.query.end()) {
+    auto before = ParseInt64(it->second, "cursor");
+    if (!before.ok() || *before < 1) {
+      return Status::InvalidArgument("cursor must be the next_cursor of an earlier page")
+          .WithField("cursor");
+    }
+    page.before = *before;
+  }
+  return page;
+}
+
+// Lists are read one row past the page: "next_cursor" is the id of the page's last row when more
+// follow, else null.
+template <typename T>
+json TakePage(std::vector<T>& rows, std::size_t limit) {
+  if (rows.size() <= limit) return nullptr;
+  rows.resize(limit);
+  return std::to_string(rows.back().id);
+}
+
 }  // namespace
 
 void RegisterMarketRoutes(Router& router, ApiContext& api) {
@@ -496,14 +526,14 @@ void RegisterMarketRoutes(Router& router, ApiContext& api) {
                  }));
   router.Add(
       "GET", "/v1/bids",
-      Authenticated<std::size_t>(api, kRoleCustomer, ListLimit,
-                                 [](Txn& txn, const User& me, const std::size_t& limit) -> Result<Reply> {
-                             json list = json::array();
-                             for (const auto& b : X(txn).ListBids(me.id, limit)) {
-                               list.push_back(BidJson(txn.state, b));
-                             }
-                             return Reply{200, {{"bids", list}}};
-                           }));
+      Authenticated<Page>(api, kRoleCustomer, [](const Request& r) { return PageQuery(r); },
+                          [](Txn& txn, const User& me, const Page& page) -> Result<Reply> {
+                            auto bids = X(txn).ListBids(me.id, page.limit + 1, page.before);
+                            json next = TakePage(bids, page.limit);
+                            json list = json::array();
+                            for (const auto& b : bids) list.push_back(BidJson(txn.state, b));
+                            return Reply{200, {{"bids", list}, {"next_cursor", next}}};
+                          }));
   router.Add("DELETE", "/v1/bids/{id}",
              Authenticated<std::int64_t>(
                  api, kRoleCustomer, [](const Request& r) { return IdOnly(r, "bid"); },
@@ -512,26 +542,29 @@ void RegisterMarketRoutes(Router& router, ApiContext& api) {
                    return Reply{200, BidJson(txn.state, bid)};
                  }));
   router.Add("GET", "/v1/leases",
-             Authenticated<std::pair<bool, std::size_t>>(
+             Authenticated<std::pair<bool, Page>>(
                  api, 0,
-                 [](const Request& r) -> Result<std::pair<bool, std::size_t>> {
-                   GPUHUB_ASSIGN_OR_RETURN(std::size_t limit, ListLimit(r));
+                 [](const Request& r) -> Result<std::pair<bool, Page>> {
+                   GPUHUB_ASSIGN_OR_RETURN(Page page, PageQuery(r));
                    auto it = r.query.find("as");
-                   if (it == r.query.end() || it->second == "customer") return {{false, limit}};
-                   if (it->second == "provider") return {{true, limit}};
+                   if (it == r.query.end() || it->second == "customer") return {{false, page}};
+                   if (it->second == "provider") return {{true, page}};
                    return Status::InvalidArgument("as must be customer or provider");
                  },
                  [](Txn& txn, const User& me,
-                    const std::pair<bool, std::size_t>& query) -> Result<Reply> {
-                   const auto [as_provider, limit] = query;
+                    const std::pair<bool, Page>& query) -> Result<Reply> {
+                   const auto& [as_provider, page] = query;
+                   auto leases =
+                       as_provider
+                           ? X(txn).ListProviderLeases(me.id, page.limit + 1, page.before)
+                           : X(txn).ListCustomerLeases(me.id, page.limit + 1, page.before);
+                   json next = TakePage(leases, page.limit);
                    json list = json::array();
-                   auto leases = as_provider ? X(txn).ListProviderLeases(me.id, limit)
-                                             : X(txn).ListCustomerLeases(me.id, limit);
                    for (const auto& l : leases) {
                      list.push_back(as_provider ? LeaseJson(txn.state, l, true)
                                                 : CustomerLeaseJson(txn, l));
                    }
-                   return Reply{200, {{"leases", list}}};
+                   return Reply{200, {{"leases", list}, {"next_cursor", next}}};
                  }));
   router.Add("GET", "/v1/leases/{id}",
              Authenticated<std::int64_t>(
@@ -647,17 +680,18 @@ void RegisterMarketRoutes(Router& router, ApiContext& api) {
     });
   });
   router.Add("GET", "/v1/markets/{gpu}/trades", [&api](const Request& r, Responder respond) {
-    auto limit = LimitQuery(r, "limit", market::kDefaultPageSize, market::kMaxPageSize);
-    if (!limit.ok()) return respond(Response::Error(limit.status()));
+    auto page = PageQuery(r, market::kDefaultPageSize);
+    if (!page.ok()) return respond(Response::Error(page.status()));
     std::string gpu = r.path_params.at("gpu");
-    RunAnonymous(api, r, std::move(respond), false, [gpu, n = *limit](Txn& txn) -> Result<Reply> {
-      GPUHUB_ASSIGN_OR_RETURN(auto trades, X(txn).Trades(gpu, n));
+    RunAnonymous(api, r, std::move(respond), false, [gpu, page = *page](Txn& txn) -> Result<Reply> {
+      GPUHUB_ASSIGN_OR_RETURN(auto trades, X(txn).Trades(gpu, page.limit + 1, page.before));
       GPUHUB_ASSIGN_OR_RETURN(std::string name, X(txn).MarketName(gpu));
+      json next = TakePage(trades, page.limit);
       Reply reply;
       JsonWriter w(reply.serialized);
       w.BeginObject().Key("gpu").String(name).Key("trades").BeginArray();
       for (const auto& t : trades) WriteTrade(w, t);
-      w.EndArray().EndObject();
+      w.EndArray().Key("next_cursor").Value(next).EndObject();
       return reply;
     });
   });

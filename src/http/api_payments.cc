@@ -479,8 +479,10 @@ payments::PassResult ReconcileNow(ApiContext& api) {
 
 void StartReconciliation(ApiContext& api, std::int64_t interval_seconds) {
   if (api.payments == nullptr || api.payments->demo()) return;
-  api.payments->reconciler = std::make_unique<payments::Reconciler>(
-      interval_seconds, [&api] { ReconcileNow(api); });
+  api.payments->reconciler = std::make_unique<payments::Reconciler>(interval_seconds, [&api] {
+    // High availability: only the writer reconciles (a standby's engine refuses commands).
+    if (api.engine.role() == engine::EngineRole::kWriter) ReconcileNow(api);
+  });
   api.payments->reconciler->Start();
 }
 

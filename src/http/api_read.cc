@@ -134,6 +134,7 @@ void RegisterReadRoutes(Router& router, ApiContext& api, const std::string& data
     auto market = TakePricesField(&body);
     if (!market.ok()) return respond(Response::Error(market.status()));
     if (*market) {
+      if (ForwardIfStandby(api, r, respond)) return;  // the book lives on the writer
       return FitOnMarketPrices(api, std::shared_ptr<const catalog::Catalog>(data, &*data->catalog),
                                data->data_dir, std::move(body), std::move(respond));
     }

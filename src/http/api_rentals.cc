@@ -51,18 +51,6 @@ json CardsJson(std::uint32_t mask) {
   return out;
 }
 
-json TaxJson(const rentals::TaxBlock& b) {
-  json lines = json::array();
-  for (const auto& l : b.lines) {
-    lines.push_back({{"name", l.name}, {"rate_percent", Percent(l.rate_ppm)},
-                     {"amount", Usd(l.amount_micros)}});
-  }
-  return {{"net", Usd(b.net_micros)},
-          {"tax", lines},
-          {"tax_total", Usd(b.tax_micros)},
-          {"gross", Usd(b.gross_micros)},
-          {"currency", "USD"}};
-}
 
 json RenewalJson(const rentals::Renewal& r) {
   return {{"period", r.period},
@@ -99,6 +87,12 @@ json ChargeJson(const rentals::Charge& c) {
           {"period_start", Time(c.period_start)},
           {"period_end", Time(c.period_end)},
           {"at", FormatTimestamp(c.at)},
+          {"extra_nvme",
+           c.extra_nvme_gb == 0
+               ? json(nullptr)
+               : json({{"tb", c.extra_nvme_gb / rentals::kGbPerTb},
+                       {"net", Usd(c.extra_nvme_micros)}})},
+          {"refund_of", c.refund_of == 0 ? json(nullptr) : json(c.refund_of)},
           {"transfer_ids", ids}};
 }
 
@@ -122,6 +116,9 @@ json RentalJson(const rentals::Fleet& fleet, const rentals::Rental& r) {
         {"discount_percent", Percent(r.discount_ppm)},
         {"discount", Usd(subtotal - r.price_micros)},
         {"net", Usd(r.price_micros)},
+        {"extra_nvme_tb", r.extra_nvme_gb / rentals::kGbPerTb},
+        {"extra_nvme", Usd(r.extra_nvme_micros)},
+        {"term_net", Usd(r.price_micros + r.extra_nvme_micros)},
         {"currency", "USD"},
         {"locked", true}}},
       {"currency", CurrencyCode(r.currency)},
@@ -142,6 +139,7 @@ json RentalJson(const rentals::Fleet& fleet, const rentals::Rental& r) {
       {"instance",
        {{"state", rentals::InstanceStateName(r.instance.state)},
         {"nvme_gb", r.instance.nvme_gb},
+        {"extra_nvme_gb", r.extra_nvme_gb},
         {"connection", connection},
         {"provisioning_deadline",
          r.state == rentals::RentalState::kProvisioning ? Time(r.instance.provisioning_deadline)
@@ -191,9 +189,13 @@ json QuoteJson(const rentals::Quote& q) {
   }
   std::string formula = std::to_string(q.count) + " x " + Usd(q.list_micros) + " = " +
                         Usd(q.subtotal_micros) + "; - " + Percent(q.discount_ppm) + "% (" +
-                        Usd(q.discount_micros) + ") = " + Usd(q.amount.net_micros) +
-                        " USD net; + tax " + Usd(q.amount.tax_micros) + " = " +
-                        Usd(q.amount.gross_micros) + " USD";
+                        Usd(q.discount_micros) + ") = " + Usd(q.cards_net_micros);
+  if (q.extra_nvme_tb > 0) {
+    formula += "; + " + std::to_string(q.extra_nvme_tb) + " TB extra NVMe x " +
+               Usd(q.extra_nvme_micros_per_tb) + " = " + Usd(q.amount.net_micros);
+  }
+  formula += " USD net; + tax " + Usd(q.amount.tax_micros) + " = " +
+             Usd(q.amount.gross_micros) + " USD";
   if (q.fx) formula += " = " + Usd(q.charge_micros) + " " + std::string(CurrencyCode(q.currency));
   return {{"gpu", q.gpu},
           {"count", q.count},
@@ -204,6 +206,11 @@ json QuoteJson(const rentals::Quote& q) {
           {"subtotal", Usd(q.subtotal_micros)},
           {"discount_percent", Percent(q.discount_ppm)},
           {"discount", Usd(q.discount_micros)},
+          {"cards_net", Usd(q.cards_net_micros)},
+          {"extra_nvme",
+           {{"tb", q.extra_nvme_tb},
+            {"per_tb", Usd(q.extra_nvme_micros_per_tb)},
+            {"net", Usd(q.extra_nvme_micros)}}},
           {"amount", TaxJson(q.amount)},
           {"charge",
            {{"amount", q.charge_micros > 0 ? json(Usd(q.charge_micros)) : json(nullptr)},
@@ -242,32 +249,11 @@ json NodeJson(const rentals::Fleet& fleet, const rentals::Node& n) {
 
 // ----- Input ----------------------------------------------------------------------------------
 
-Result<bool> OptionalBool(const json& body, std::string_view field, bool fallback) {
-  auto it = body.find(field);
-  if (it == body.end() || it->is_null()) return fallback;
-  if (!it->is_boolean()) {
-    return Status::InvalidArgument("field '" + std::string(field) + "' must be true or false")
-        .WithField(std::string(field));
-  }
-  return it->get<bool>();
-}
-
-Result<Currency> OptionalCurrency(const json& body, Currency fallback) {
-  GPUHUB_ASSIGN_OR_RETURN(auto code, OptionalString(body, "currency"));
-  if (!code) return fallback;
-  auto c = ParseCurrency(*code);
-  if (!c.ok()) {
-    return Status::InvalidArgument("field 'currency' must be USD, EUR or GBP (the wallet that pays)")
-        .WithField("currency");
-  }
-  return *c;
-}
-
 Result<rentals::OrderSpec> ParseOrder(const Request& r, bool order) {
-  std::initializer_list<std::string_view> quote_fields = {"gpu",    "count",    "term",
-                                                          "region", "currency", "fp8"};
+  std::initializer_list<std::string_view> quote_fields = {
+      "gpu", "count", "term", "region", "currency", "fp8", "extra_nvme_tb"};
   std::initializer_list<std::string_view> order_fields = {
-      "gpu", "count", "term", "region", "currency", "fp8", "auto_renew"};
+      "gpu", "count", "term", "region", "currency", "fp8", "auto_renew", "extra_nvme_tb"};
   GPUHUB_ASSIGN_OR_RETURN(json body, ParseJsonObject(r, order ? order_fields : quote_fields));
   rentals::OrderSpec spec;
   GPUHUB_ASSIGN_OR_RETURN(spec.gpu, RequiredString(body, "gpu"));
@@ -293,6 +279,10 @@ Result<rentals::OrderSpec> ParseOrder(const Request& r, bool order) {
   }
   GPUHUB_ASSIGN_OR_RETURN(spec.currency, OptionalCurrency(body, Currency::kUsd));
   GPUHUB_ASSIGN_OR_RETURN(spec.require_fp8, OptionalBool(body, "fp8", false));
+  if (body.contains("extra_nvme_tb") && !body["extra_nvme_tb"].is_null()) {
+    GPUHUB_ASSIGN_OR_RETURN(spec.extra_nvme_tb, RequiredInteger(body, "extra_nvme_tb", 0,
+                                                                rentals::kMaxExtraNvmeTbPerRental));
+  }
   if (order) {
     GPUHUB_ASSIGN_OR_RETURN(spec.auto_renew, OptionalBool(body, "auto_renew", true));
   }
@@ -320,22 +310,6 @@ Result<rentals::NodeSpec> ParseNode(const Request& r) {
     }
   }
   return spec;
-}
-
-struct IdAnd {
-  std::int64_t id = 0;
-  json body;
-};
-// The id in the path and a JSON body of `allowed` fields (an empty body reads as {}).
-Result<IdAnd> IdAndBody(const Request& r, const char* what,
-                        std::initializer_list<std::string_view> allowed) {
-  IdAnd out;
-  GPUHUB_ASSIGN_OR_RETURN(out.id, IdParam(r, what));
-  out.body = json::object();
-  if (!Trim(r.body).empty()) {
-    GPUHUB_ASSIGN_OR_RETURN(out.body, ParseJsonObject(r, allowed));
-  }
-  return out;
 }
 
 Result<std::size_t> ListLimit(const Request& r) {
@@ -409,6 +383,19 @@ void AnswerShortWallet(ApiContext& api, Response response, const ShortWallet& s,
 
 }  // namespace
 
+json TaxJson(const rentals::TaxBlock& b) {
+  json lines = json::array();
+  for (const auto& l : b.lines) {
+    lines.push_back({{"name", l.name}, {"rate_percent", Percent(l.rate_ppm)},
+                     {"amount", Usd(l.amount_micros)}});
+  }
+  return {{"net", Usd(b.net_micros)},
+          {"tax", lines},
+          {"tax_total", Usd(b.tax_micros)},
+          {"gross", Usd(b.gross_micros)},
+          {"currency", "USD"}};
+}
+
 void RegisterRentalRoutes(Router& router, ApiContext& api) {
   using engine::kRoleAdmin;
   using engine::kRoleCustomer;
@@ -476,6 +463,7 @@ void RegisterRentalRoutes(Router& router, ApiContext& api) {
                    for (const auto& rental : Fleet(txn).ListRentals(me.id, limit)) {
                      json one = RentalJson(Fleet(txn), rental);
                      one["downtime_credit"] = RentalDowntimeJson(txn.state, rental.id);
+                     one["storage"] = RentalStorageJson(txn.state, rental.id, txn.now);
                      list.push_back(std::move(one));
                    }
                    return Reply{200, {{"rentals", list}, {"as_of", FormatTimestamp(txn.now)}}};
@@ -490,6 +478,7 @@ void RegisterRentalRoutes(Router& router, ApiContext& api) {
                    }
                    json out = RentalDetailJson(txn, *rental);
                    out["downtime_credit"] = RentalDowntimeJson(txn.state, id);
+                   out["storage"] = RentalStorageJson(txn.state, rental->id, txn.now);
                    out["as_of"] = FormatTimestamp(txn.now);
                    return Reply{200, out};
                  }));

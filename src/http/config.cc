@@ -91,10 +91,10 @@ Result<ServiceConfig> ParseServiceConfig(std::string_view toml_text, std::string
   for (const auto& [key, node] : root) {
     if (key.str() != "server" && key.str() != "auth" && key.str() != "payments" &&
         key.str() != "market" && key.str() != "rentals" && key.str() != "webhooks" &&
-        key.str() != "agents" && key.str() != "billing") {
+        key.str() != "agents" && key.str() != "billing" && key.str() != "ha") {
       return Status::InvalidArgument(where(node, key.str()) +
                                      " is not a known section ([server], [auth], [payments], "
-                                     "[market], [rentals], [webhooks], [agents], [billing])");
+                                     "[market], [rentals], [webhooks], [agents], [billing], [ha])");
     }
     if (!node.is_table())
       return Status::InvalidArgument(where(node, key.str()) + " must be a table");
@@ -289,6 +289,32 @@ Result<ServiceConfig> ParseServiceConfig(std::string_view toml_text, std::string
     }
     seller.country = checked->country;
     seller.vat_id = checked->vat_id;
+  }
+  if (const toml::table* h = root["ha"].as_table()) {
+    GPUHUB_RETURN_IF_ERROR(known(
+        *h, "ha", {"standby", "advertise_address", "proxy_threads", "proxy_timeout_seconds"}));
+    if (const toml::node* standby = h->get("standby")) {
+      if (!standby->is_boolean()) {
+        return Status::InvalidArgument(where(*standby, "ha.standby") + " must be true or false");
+      }
+      config.standby = *standby->value<bool>();
+    }
+    GPUHUB_RETURN_IF_ERROR(text(*h, "ha", "advertise_address", &config.advertise_address));
+    if (!config.advertise_address.empty()) {
+      std::string host;
+      int port = 0;
+      Status s = ParseListen(config.advertise_address, &host, &port);
+      if (!s.ok() || port == 0 || host == "0.0.0.0" || host == "::") {
+        return Status::InvalidArgument(
+            where(*h->get("advertise_address"), "ha.advertise_address") +
+            " must be HOST:PORT that other nodes can reach (not a wildcard, not port 0)");
+      }
+    }
+    std::int64_t threads = config.proxy_threads, timeout = config.proxy_timeout_seconds;
+    GPUHUB_RETURN_IF_ERROR(integer(*h, "ha", "proxy_threads", 1, 256, &threads));
+    GPUHUB_RETURN_IF_ERROR(integer(*h, "ha", "proxy_timeout_seconds", 1, 600, &timeout));
+    config.proxy_threads = static_cast<int>(threads);
+    config.proxy_timeout_seconds = static_cast<int>(timeout);
   }
   return config;
 }

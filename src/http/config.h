@@ -52,6 +52,14 @@
 //   default_image = "nvidia/cuda:12.4.1-base-ubuntu22.04"   # what a lease runs unless its bid
 //                                                          # names an image
 //   offline_after_seconds = 45           # a host silent this long is offline (3 heartbeats)
+//
+//   [ha]                                 # high availability (docs/operations.md)
+//   standby = true                       # another engine writes the database: wait as a standby
+//                                        # (false: refuse to start, as a single-node setup wants)
+//   advertise_address = "10.0.0.5:8080"  # where other nodes reach this one; default: the listen
+//                                        # address (the host name when it listens on 0.0.0.0/::)
+//   proxy_threads = 8                    # a standby's requests forwarded to the writer at once
+//   proxy_timeout_seconds = 30
 #pragma once
 
 #include <cstdint>
@@ -117,6 +125,10 @@ struct ServiceConfig {
   // refused unless this is set (a customer's URL must not reach the platform's own network).
   bool webhooks_allow_private_addresses = false;
 
+  bool standby = true;
+  std::string advertise_address;
+  int proxy_threads = kProxyThreads;
+  int proxy_timeout_seconds = kProxyTimeoutSeconds;
   std::string agents_default_image = "nvidia/cuda:12.4.1-base-ubuntu22.04";
   std::int64_t agents_offline_after_seconds = 45;
   // [agents] rental_downtime_multiplier: a term rental's downtime credit per offline hour is its

@@ -66,6 +66,15 @@ inline constexpr int kLogRepeatWindowSeconds = 10;
 // second at most; the rest are counted in the next line that is written (they are all counted in
 // gpuhub_http_requests_total{route="protocol"}).
 inline constexpr int kMaxProtocolRefusalLogsPerSecond = 20;
+// A standby forwarding the API to the writer (proxy.h): exchanges at once, waiting beyond them
+// (then 503), and how long one may take.
+inline constexpr int kProxyThreads = 8;
+inline constexpr std::size_t kMaxQueuedProxyRequests = 1024;
+inline constexpr int kProxyTimeoutSeconds = 30;
+// A server that finds the writer lock taken at start asks again for this long before it starts
+// as a standby: the holder may be a process that just died or exited (a CLI verb, the crashed
+// server being restarted) whose database session the server has not ended yet.
+inline constexpr int kStartupWriterLockWaitMilliseconds = 1000;
 // Longest X-Request-Id accepted from a client (longer or odd ones are replaced).
 inline constexpr std::size_t kMaxRequestIdBytes = 64;
 // GET /healthz answers at once while the engine's writer is known to be serving (Engine::Serving:

@@ -117,6 +117,7 @@ std::vector<std::string> Segments(std::string_view path) {
 }  // namespace
 
 void Router::Add(std::string method, std::string pattern, Handler handler) {
+  if (wrap_) handler = wrap_(method, pattern, std::move(handler));
   Route r{std::move(method), pattern, Segments(pattern), std::move(handler)};
   routes_.push_back(std::move(r));
 }

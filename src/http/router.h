@@ -64,6 +64,11 @@ class Router {
   // Pattern segments in braces capture: "/v1/topups/{id}". The pattern is also the route's name
   // in metrics and logs (so ids never become metric labels).
   void Add(std::string method, std::string pattern, Handler handler);
+  // Every handler added after this call goes through `wrap` first (nullptr: none): `gpuhub serve`
+  // makes the routes that need the writer forward to it from a standby.
+  using Wrapper = std::function<Handler(const std::string& method, const std::string& pattern,
+                                        Handler handler)>;
+  void SetWrapper(Wrapper wrap) { wrap_ = std::move(wrap); }
 
   struct Match {
     const Handler* handler = nullptr;
@@ -81,6 +86,7 @@ class Router {
     Handler handler;
   };
   std::vector<Route> routes_;
+  Wrapper wrap_;
 };
 
 // Percent-decodes a URL component; invalid_argument for bad escapes or NUL bytes. `plus_is_space`

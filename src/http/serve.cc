@@ -3,11 +3,14 @@
 #include <spdlog/sinks/stdout_sinks.h>
 #include <spdlog/spdlog.h>
 #include <sys/resource.h>
+#include <unistd.h>
 
+#include <chrono>
 #include <csignal>
 #include <cstdio>
 #include <cstdlib>
 #include <iostream>
+#include <thread>
 
 #include "engine/accounts.h"
 #include "engine/agents.h"
@@ -16,11 +19,13 @@
 #include "engine/idempotency.h"
 #include "engine/market.h"
 #include "engine/rentals.h"
+#include "engine/storage.h"
 #include "engine/wallets.h"
 #include "http/api.h"
 #include "http/limits.h"
 #include "http/log_sink.h"
 #include "http/payments_runtime.h"
+#include "http/proxy.h"
 #include "http/server.h"
 #include "http/webhook_sender.h"
 #include "store/store.h"
@@ -31,6 +36,22 @@
 #endif
 
 namespace gpuhub::http {
+namespace {
+
+// Where the other nodes reach this one: [ha] advertise_address, else the listen address with the
+// bound port (the host name when listening on every interface).
+std::string AdvertiseAddress(const ServiceConfig& config, int port) {
+  if (!config.advertise_address.empty()) return config.advertise_address;
+  std::string host = config.host;
+  if (host == "0.0.0.0" || host == "::" || host.empty()) {
+    char name[256] = {};
+    host = ::gethostname(name, sizeof name - 1) == 0 && name[0] ? name : "localhost";
+  }
+  if (host.find(':') != std::string::npos) host = "[" + host + "]";
+  return host + ":" + std::to_string(port);
+}
+
+}  // namespace
 
 namespace {
 std::shared_ptr<EventLogSink> event_log;  // the sink SetUpLogging installed
@@ -118,14 +139,39 @@ int RunServe(const ServeOptions& options) {
     return opened.status().code() == StatusCode::kInvalidArgument ? 2 : 1;
   }
   std::unique_ptr<store::Store> store = std::move(opened).value();
-  // One after the other: a braced list of both calls ran Migrate even when the lock was refused,
-  // so a second engine migrated a database another one was writing (through a hard link to a
-  // SQLite file that meant a second WAL with an empty schema over the first engine's data).
-  Status ready = store->AcquireWriterLock();
-  if (ready.ok()) ready = store->Migrate();
-  if (!ready.ok()) {
-    std::cerr << "gpuhub: " << ready.message() << "\n";
+  // Migrate only as the writer: a standby (or a refused engine) must never migrate a database
+  // another engine writes. The writer if nobody else writes this database; else a standby (high availability) that
+  // forwards the API to the writer and takes over when it goes, or, with [ha] standby = false, an
+  // error as a single-node set-up wants.
+  auto held = store->TryAcquireWriterLock();
+  if (!held.ok()) {  // not "taken": the lock cannot be asked (or, SQLite, not by this path)
+    std::cerr << "gpuhub: " << held.status().message() << "\n";
     return 1;
+  }
+  bool writer = *held;
+  for (int waited_ms = 0; !writer && waited_ms < kStartupWriterLockWaitMilliseconds;
+       waited_ms += 50) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    held = store->TryAcquireWriterLock();
+    if (!held.ok()) {
+      std::cerr << "gpuhub: " << held.status().message() << "\n";
+      return 1;
+    }
+    writer = *held;
+  }
+  if (!writer && !config.standby) {
+    Status s = store->AcquireWriterLock();
+    writer = s.ok();
+    if (!writer) {
+      std::cerr << "gpuhub: " << s.message() << "\n";
+      return 1;
+    }
+  }
+  if (writer) {
+    if (Status s = store->Migrate(); !s.ok()) {
+      std::cerr << "gpuhub: " << s.message() << "\n";
+      return 1;
+    }
   }
   std::string description = store->Describe();
 
@@ -133,18 +179,16 @@ int RunServe(const ServeOptions& options) {
   std::unique_ptr<ManualClock> manual_clock;
   const Clock* clock = &real_clock;
   if (options.clock == "manual") {
-    TimestampMicros start = real_clock.NowMicros();
-    (void)store->Scan("engine_meta", {"name", "value"}, "name", [&](const store::Row& row) {
-      if (row.Text(0).value() == "manual_clock_us") start = std::max(start, row.Int(1).value());
-      return Status::Ok();
-    });
-    manual_clock = std::make_unique<ManualClock>(start);
+    // The engine moves it to the database's manual time each time it becomes the writer.
+    manual_clock = std::make_unique<ManualClock>(real_clock.NowMicros());
     clock = manual_clock.get();
   }
 
   engine::MetricsRegistry metrics;
   engine::EngineOptions engine_options;
   engine_options.run_periodic_ticks = !manual_clock;
+  engine_options.high_availability = true;
+  engine_options.manual_clock = manual_clock.get();
   // The spot exchange trades the catalog's spot cards in the catalog's regions; --demo opens each
   // market with a demo provider asking the catalog's opening price.
   std::vector<engine::DemoOffer> demo_offers;
@@ -176,6 +220,8 @@ int RunServe(const ServeOptions& options) {
   engine_options.domains.rentals.provisioning = config.rentals_provisioning == "agent"
                                                     ? rentals::Provisioning::kAgent
                                                     : rentals::Provisioning::kImmediate;
+  // Storage is sold where the fleet rents (its regions).
+  engine_options.domains.storage.regions = engine_options.domains.rentals.regions;
   engine::Engine engine(std::move(store), *clock, metrics, engine_options);
   engine.AddTickHook(engine::ExpireSessions);
   engine.AddTickHook(engine::ExpireIdempotencyKeys);
@@ -184,23 +230,16 @@ int RunServe(const ServeOptions& options) {
   engine::AddRentalsTickHooks(engine);
   engine::AddAgentTickHooks(engine);
   engine::AddBillingTickHooks(engine);  // after the market: a month's last hours come first
-  if (Status s = engine.Start(); !s.ok()) {
-    std::cerr << "gpuhub: cannot load the state from " << description << ": " << s.message()
-              << "\n";
-    return 1;
-  }
-  if (options.demo) {
-    Status s = engine::SeedDemoData(engine);
-    if (!s.ok()) spdlog::warn("event=demo_seed_failed error=\"{}\"", s.ToString());
-    s = engine::SeedDemoMarket(engine, demo_offers, engine_options.domains.market.regions);
-    if (!s.ok()) spdlog::warn("event=demo_market_seed_failed error=\"{}\"", s.ToString());
-    s = engine::SeedDemoFleet(engine, demo_fleet);
-    if (!s.ok()) spdlog::warn("event=demo_fleet_seed_failed error=\"{}\"", s.ToString());
-  }
+  engine::AddStorageTickHooks(engine);
 
   Router router;
   ApiContext api(engine, metrics, config);
   api.manual_clock = manual_clock.get();
+  WriterProxy proxy(config.proxy_threads, kMaxQueuedProxyRequests, config.proxy_timeout_seconds);
+  api.proxy = &proxy;
+  router.SetWrapper([&api](const std::string& method, const std::string& pattern, Handler h) {
+    return AnsweredByEveryNode(method, pattern) ? h : WriterRoute(api, std::move(h));
+  });
   RegisterSystemRoutes(router, api);
   RegisterAccountRoutes(router, api);
   RegisterAdminRoutes(router, api);
@@ -213,6 +252,7 @@ int RunServe(const ServeOptions& options) {
   RegisterPaymentRoutes(router, api);
   RegisterMarketRoutes(router, api);
   RegisterRentalRoutes(router, api);
+  RegisterStorageRoutes(router, api);
   RegisterNotificationRoutes(router, api);
   RegisterAgentRoutes(router, api);
   RegisterSshKeyRoutes(router, api);
@@ -267,10 +307,35 @@ int RunServe(const ServeOptions& options) {
   }
   std::string host =
       config.host.find(':') != std::string::npos ? "[" + config.host + "]" : config.host;
-  spdlog::info("event=listening url=http://{}:{} db={} clock={} webhooks={} payments={}", host,
-               server.port(), description, options.clock,
-               config.webhook_secret.empty() ? "off" : "on",
-               btcpay.configured() ? "btcpay " + btcpay.Describe() : std::string("demo"));
+  engine.set_advertise_address(AdvertiseAddress(config, server.port()));
+  if (writer) {
+    if (Status s = engine.Start(); !s.ok()) {
+      std::cerr << "gpuhub: cannot load the state from " << description << ": " << s.message()
+                << "\n";
+      return 1;
+    }
+    if (options.demo) {
+      Status s = engine::SeedDemoData(engine);
+      if (!s.ok()) spdlog::warn("event=demo_seed_failed error=\"{}\"", s.ToString());
+      s = engine::SeedDemoMarket(engine, demo_offers, engine_options.domains.market.regions);
+      if (!s.ok()) spdlog::warn("event=demo_market_seed_failed error=\"{}\"", s.ToString());
+      s = engine::SeedDemoFleet(engine, demo_fleet);
+      if (!s.ok()) spdlog::warn("event=demo_fleet_seed_failed error=\"{}\"", s.ToString());
+      s = engine::SeedDemoStorage(engine);
+      if (!s.ok()) spdlog::warn("event=demo_storage_seed_failed error=\"{}\"", s.ToString());
+    }
+  } else {
+    (void)engine.StartStandby();
+    spdlog::info("event=standby db={} reason=\"another engine holds the writer lock\"",
+                 description);
+  }
+  spdlog::info(
+      "event=listening url=http://{}:{} db={} clock={} webhooks={} payments={} role={} node={}",
+      host, server.port(), description, options.clock,
+      config.webhook_secret.empty() ? "off" : "on",
+      btcpay.configured() ? "btcpay " + btcpay.Describe() : std::string("demo"),
+      writer ? "writer" : "standby", engine.node_id());
+  // The reconciliation pass runs on the writer only (it skips its passes on a standby).
   StartReconciliation(api, config.reconcile_interval_seconds);
   std::cout << "listening on http://" << host << ":" << server.port() << std::endl;
   server.Run([&engine, &payments_runtime, &webhooks] {
@@ -282,10 +347,11 @@ int RunServe(const ServeOptions& options) {
   payments_runtime.workers.Stop();
   webhooks.Stop();
   engine.Stop();
-  // Password hashes still queued (only when the shutdown grace ran out) finish now, while the
-  // server's I/O objects still exist for their answers to be dropped safely.
+  // Password hashes and forwarded requests still queued (only when the shutdown grace ran out)
+  // finish now, while the server's I/O objects still exist for their answers to be dropped safely.
   api.hashers.Stop();
   api.renderers.Stop();
+  proxy.Stop();
   spdlog::info("event=exit");
   FlushLogRepeats();
   return 0;

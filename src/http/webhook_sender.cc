@@ -134,6 +134,8 @@ void WebhookSender::Loop() {
 }
 
 std::size_t WebhookSender::Round() {
+  // High availability: the outbox is the writer's work (a standby's engine refuses commands).
+  if (engine_.role() != engine::EngineRole::kWriter) return 0;
   auto jobs = engine_.ExecuteSync<std::vector<engine::DeliveryJob>>(
       [](engine::Txn& txn) -> Result<std::vector<engine::DeliveryJob>> {
         return engine::ClaimDeliveries(txn, engine::kMaxDeliveriesPerClaim);

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <bit>
+#include <iterator>
 #include <unordered_set>
 #include <utility>
 
@@ -42,9 +43,17 @@ void SortUnique(std::vector<T>& v) {
 
 // Newest `limit` records of an id list (creation order), newest first.
 template <typename Id, typename Fn>
-void NewestFirst(const std::vector<Id>& ids, std::size_t limit, Fn&& fn) {
+void NewestFirst(const std::vector<Id>& ids, std::size_t limit, Id before, Fn&& fn) {
+  // Ids are appended in creation order (ascending), so the keyset start is a binary search.
+  auto end = before > 0 ? std::lower_bound(ids.begin(), ids.end(), before) : ids.end();
   std::size_t n = 0;
-  for (auto it = ids.rbegin(); it != ids.rend() && n < limit; ++it, ++n) fn(*it);
+  for (auto it = std::make_reverse_iterator(end); it != ids.rend() && n < limit; ++it, ++n) {
+    fn(*it);
+  }
+}
+template <typename Id, typename Fn>
+void NewestFirst(const std::vector<Id>& ids, std::size_t limit, Fn&& fn) {
+  NewestFirst(ids, limit, Id{0}, std::forward<Fn>(fn));
 }
 
 std::string Plural(std::int64_t n, const char* one, const char* many) {
@@ -1074,27 +1083,29 @@ std::vector<Ask> Exchange::ListAsks(UserId provider, std::size_t limit) const {
   return out;
 }
 
-std::vector<Bid> Exchange::ListBids(UserId customer, std::size_t limit) const {
+std::vector<Bid> Exchange::ListBids(UserId customer, std::size_t limit, OrderId before) const {
   std::vector<Bid> out;
   auto it = bids_by_customer_.find(customer);
   if (it == bids_by_customer_.end()) return out;
-  NewestFirst(it->second, limit, [&](OrderId id) { out.push_back(bids_.at(id).bid); });
+  NewestFirst(it->second, limit, before, [&](OrderId id) { out.push_back(bids_.at(id).bid); });
   return out;
 }
 
-std::vector<Lease> Exchange::ListCustomerLeases(UserId customer, std::size_t limit) const {
+std::vector<Lease> Exchange::ListCustomerLeases(UserId customer, std::size_t limit,
+                                                LeaseId before) const {
   std::vector<Lease> out;
   auto it = leases_by_customer_.find(customer);
   if (it == leases_by_customer_.end()) return out;
-  NewestFirst(it->second, limit, [&](LeaseId id) { out.push_back(leases_.at(id)); });
+  NewestFirst(it->second, limit, before, [&](LeaseId id) { out.push_back(leases_.at(id)); });
   return out;
 }
 
-std::vector<Lease> Exchange::ListProviderLeases(UserId provider, std::size_t limit) const {
+std::vector<Lease> Exchange::ListProviderLeases(UserId provider, std::size_t limit,
+                                                LeaseId before) const {
   std::vector<Lease> out;
   auto it = leases_by_provider_.find(provider);
   if (it == leases_by_provider_.end()) return out;
-  NewestFirst(it->second, limit, [&](LeaseId id) { out.push_back(leases_.at(id)); });
+  NewestFirst(it->second, limit, before, [&](LeaseId id) { out.push_back(leases_.at(id)); });
   return out;
 }
 
@@ -1158,12 +1169,13 @@ Result<BookDepth> Exchange::Book(std::string_view gpu, std::size_t max_levels) c
   return depth;
 }
 
-Result<std::vector<Trade>> Exchange::Trades(std::string_view gpu, std::size_t limit) const {
+Result<std::vector<Trade>> Exchange::Trades(std::string_view gpu, std::size_t limit,
+                                            TradeId before) const {
   GPUHUB_ASSIGN_OR_RETURN(int index, FindMarket(gpu));
   const MarketState& m = markets_[static_cast<std::size_t>(index)];
   std::vector<Trade> out;
   for (auto it = m.recent.rbegin(); it != m.recent.rend() && out.size() < limit; ++it) {
-    out.push_back(*it);
+    if (before == 0 || it->id < before) out.push_back(*it);
   }
   return out;
 }

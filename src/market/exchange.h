@@ -305,20 +305,26 @@ class Exchange {
   // The machine's active leases (paused ones too), by id.
   std::vector<Lease> ActiveLeasesOn(MachineId id) const;
 
-  // Newest first, at most `limit`.
+  // Newest first, at most `limit`. `before` (a keyset cursor: the last id of the page before; 0:
+  // from the newest) keeps only ids below it, so pages never skip or repeat a row while new ones
+  // arrive.
   std::vector<MachineView> ListMachines(UserId provider, std::size_t limit) const;
   std::vector<Ask> ListAsks(UserId provider, std::size_t limit) const;
-  std::vector<Bid> ListBids(UserId customer, std::size_t limit) const;
-  std::vector<Lease> ListCustomerLeases(UserId customer, std::size_t limit) const;
-  std::vector<Lease> ListProviderLeases(UserId provider, std::size_t limit) const;
+  std::vector<Bid> ListBids(UserId customer, std::size_t limit, OrderId before = 0) const;
+  std::vector<Lease> ListCustomerLeases(UserId customer, std::size_t limit,
+                                        LeaseId before = 0) const;
+  std::vector<Lease> ListProviderLeases(UserId provider, std::size_t limit,
+                                        LeaseId before = 0) const;
   std::vector<Payout> ListPayouts(UserId provider, std::size_t limit) const;
   std::vector<Payout> ListPendingPayouts(std::size_t limit) const;  // oldest first, all providers
 
   // Listed markets in config order, then unlisted ones that still have orders or leases.
   std::vector<MarketSummary> Markets() const;
   Result<BookDepth> Book(std::string_view gpu, std::size_t max_levels) const;
-  // Newest first; not_found for an unknown market.
-  Result<std::vector<Trade>> Trades(std::string_view gpu, std::size_t limit) const;
+  // Newest first (the recent trades kept per market), ids below `before` when it is not 0;
+  // not_found for an unknown market.
+  Result<std::vector<Trade>> Trades(std::string_view gpu, std::size_t limit,
+                                    TradeId before = 0) const;
   // Asks that can be taken at `now`, cheapest first; `gpu` empty = every market.
   Result<std::vector<Offer>> Offers(std::string_view gpu, TimestampMicros now) const;
   Earnings ProviderEarnings(UserId provider, const ledger::Ledger& ledger) const;

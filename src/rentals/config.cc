@@ -56,6 +56,11 @@ Status ValidateFleetConfig(const FleetConfig& config) {
       return Status::InvalidArgument(card.name + ": included NVMe out of range");
     }
   }
+  // A whole TB for 30 days must stay within an amount, and 7/30 of a TB must cost something.
+  if (config.extra_nvme_micros_per_tb_month < kDaysPerStorageMonth ||
+      config.extra_nvme_micros_per_tb_month > kMaxAmountMicros / kMaxExtraNvmeTbPerRental) {
+    return Status::InvalidArgument("the extra NVMe price per TB-month is out of range");
+  }
   std::set<int> counts;
   for (const auto& d : config.discounts) {
     if (d.count < 2 || d.ppm < 0 || d.ppm >= kPpm || !counts.insert(d.count).second) {

@@ -40,6 +40,9 @@ enum class Provisioning : std::uint8_t {
 
 struct FleetConfig {
   std::vector<CardConfig> cards;
+  // Extra local NVMe per TB per 30-day month, USD micro-units, tax excluded (spec: $9); a week
+  // pays 7/30 of it.
+  std::int64_t extra_nvme_micros_per_tb_month = 9'000'000;
   std::vector<DiscountConfig> discounts;  // counts above 1; a count without an entry gets none
   std::vector<std::string> regions;       // region codes nodes may be in
   Provisioning provisioning = Provisioning::kImmediate;

@@ -8,6 +8,7 @@
 #include <set>
 
 #include "rentals/format.h"
+#include "rentals/payment.h"
 
 namespace gpuhub::rentals {
 namespace {
@@ -307,9 +308,19 @@ Result<Quote> Fleet::QuoteOrder(UserId customer, const OrderSpec& spec,
     return Status::InvalidArgument("price out of range").WithField("count");
   }
   q.discount_ppm = DiscountPpm(spec.count);
-  GPUHUB_ASSIGN_OR_RETURN(std::int64_t net, PriceMicros(q.list_micros, spec.count));
-  q.discount_micros = q.subtotal_micros - net;
-  GPUHUB_ASSIGN_OR_RETURN(q.amount, tax(customer, net, now));
+  GPUHUB_ASSIGN_OR_RETURN(q.cards_net_micros, PriceMicros(q.list_micros, spec.count));
+  q.discount_micros = q.subtotal_micros - q.cards_net_micros;
+  if (spec.extra_nvme_tb < 0 || spec.extra_nvme_tb > kMaxExtraNvmeTbPerRental) {
+    return Status::InvalidArgument("extra_nvme_tb must be a whole number of TB, 0.." +
+                                   std::to_string(kMaxExtraNvmeTbPerRental) +
+                                   " (at most 30 TB of extra NVMe per node)")
+        .WithField("extra_nvme_tb");
+  }
+  q.extra_nvme_tb = spec.extra_nvme_tb;
+  q.extra_nvme_micros_per_tb = ExtraNvmeMicros(1, spec.term);
+  q.extra_nvme_micros = ExtraNvmeMicros(spec.extra_nvme_tb, spec.term);
+  GPUHUB_ASSIGN_OR_RETURN(q.amount,
+                          tax(customer, q.cards_net_micros + q.extra_nvme_micros, now));
   GPUHUB_RETURN_IF_ERROR(ValidateTaxBlock(q.amount));
   q.currency = spec.currency;
   q.charge_micros = q.amount.gross_micros;
@@ -366,7 +377,22 @@ Result<Quote> Fleet::QuoteOrder(UserId customer, const OrderSpec& spec,
                    "no exchange rate between " + std::string(CurrencyCode(spec.currency)) +
                        " and USD is set; pay from the USD wallet");
   }
-  auto placement = inventory_.Find(card_index, region_index, spec.count);
+  const std::int64_t nvme_gb = spec.extra_nvme_tb * kGbPerTb;
+  auto placement = inventory_.Find(card_index, region_index, spec.count, nvme_gb);
+  if (!placement && nvme_gb > 0 && inventory_.Find(card_index, region_index, spec.count)) {
+    std::int64_t most = 0;
+    for (const auto& [id, node] : inventory_.nodes()) {
+      if (inventory_.CardOf(id) != card_index || node.state != NodeState::kActive) continue;
+      if (region_index >= 0 && inventory_.RegionOf(id) != region_index) continue;
+      if (Inventory::FreeBlocks(inventory_.Used(id), node.cards, spec.count) == 0) continue;
+      most = std::max(most, inventory_.ExtraNvmeFreeGb(id));
+    }
+    return why_not("no_nvme", "extra_nvme_tb",
+                   "no node with a free " + std::to_string(spec.count) + "-card set of " +
+                       card.name + " has " + std::to_string(spec.extra_nvme_tb) +
+                       " TB of extra NVMe free now (at most " + std::to_string(most / kGbPerTb) +
+                       " TB on one of them)");
+  }
   if (!placement) {
     std::string where = q.region_requested.empty() ? "in any region" : "in " + q.region_requested;
     std::string others;
@@ -406,7 +432,9 @@ Result<Rental> Fleet::Order(UserId customer, const OrderSpec& spec, ledger::Ledg
   r.term = spec.term;
   r.list_micros = q.list_micros;
   r.discount_ppm = q.discount_ppm;
-  r.price_micros = q.amount.net_micros;
+  r.price_micros = q.cards_net_micros;
+  r.extra_nvme_gb = q.extra_nvme_tb * kGbPerTb;
+  r.extra_nvme_micros = q.extra_nvme_micros;
   r.currency = spec.currency;
   r.auto_renew = spec.auto_renew;
   r.state = RentalState::kProvisioning;
@@ -421,6 +449,7 @@ Result<Rental> Fleet::Order(UserId customer, const OrderSpec& spec, ledger::Ledg
   // The money moved: from here on nothing can fail.
   ++next_rental_id_;
   inventory_.Take(node.id, r.card_mask);
+  inventory_.TakeExtraNvme(node.id, r.extra_nvme_gb);
   ++live_rentals_;
   ++live_by_customer_[customer];
   rentals_by_customer_[customer].push_back(r.id);
@@ -429,7 +458,11 @@ Result<Rental> Fleet::Order(UserId customer, const OrderSpec& spec, ledger::Ledg
   Record(slot, EventKind::kCreated, now,
          std::to_string(r.count) + "x " + r.gpu + " on node " + std::to_string(node.id) + " (" +
              node.region + ", cards " + CardList(r.card_mask) + "), " +
-             std::string(TermName(r.term)) + " at " + UsdText(r.price_micros) + " USD net, paid " +
+             (r.extra_nvme_gb > 0
+                  ? std::to_string(r.extra_nvme_gb / kGbPerTb) + " TB extra NVMe, "
+                  : std::string()) +
+             std::string(TermName(r.term)) + " at " +
+             UsdText(r.price_micros + r.extra_nvme_micros) + " USD net, paid " +
              AmountText(charge.paid_micros, charge.paid_currency),
          changes);
   if (config_.provisioning == Provisioning::kImmediate) Activate(slot, now, changes);
@@ -526,6 +559,121 @@ Result<Rental> Fleet::SetAutoRenew(UserId customer, RentalId id, bool on, Timest
   Touch(slot, now, changes);
   Reschedule(slot);
   return slot.rental;
+}
+
+std::int64_t Fleet::ExtraNvmeMicros(std::int64_t tb, Term term) const {
+  const std::int64_t days = TermMicros(term) / kMicrosPerDay;
+  // tb <= kMaxExtraNvmeTbPerRental and the price is bounded by ValidateFleetConfig: no overflow.
+  return MulDivHalfEven(tb * config_.extra_nvme_micros_per_tb_month, days, kDaysPerStorageMonth)
+      .value();
+}
+
+std::int64_t Fleet::ExtraNvmeFreeGb(NodeId id) const {
+  return inventory_.FindNode(id) == nullptr ? 0 : inventory_.ExtraNvmeFreeGb(id);
+}
+
+Result<Rental> Fleet::AddExtraNvme(UserId customer, RentalId id, std::int64_t add_tb,
+                                   ledger::Ledger& ledger, const TaxFunction& tax,
+                                   TimestampMicros now, Changes* changes) {
+  now = Now(now);
+  if (FindCustomerRental(customer, id) == nullptr) {
+    return Status::NotFound("no rental " + std::to_string(id) + " of yours");
+  }
+  RentalSlot& slot = Slot(id);
+  Rental& r = slot.rental;
+  const std::int64_t has_tb = r.extra_nvme_gb / kGbPerTb;
+  if (add_tb < 1 || add_tb > kMaxExtraNvmeTbPerRental - has_tb) {
+    return Status::InvalidArgument(
+               "add_tb must be a whole number of TB, 1.." +
+               std::to_string(std::max<std::int64_t>(1, kMaxExtraNvmeTbPerRental - has_tb)) +
+               ": a rental has at most " + std::to_string(kMaxExtraNvmeTbPerRental) +
+               " TB of extra NVMe and this one has " + std::to_string(has_tb) + " TB")
+        .WithField("add_tb");
+  }
+  if (r.state != RentalState::kActive) {
+    return Status::FailedPrecondition(
+        "rental " + std::to_string(id) + " is " + std::string(RentalStateName(r.state)) +
+        (r.state == RentalState::kProvisioning
+             ? ": extra NVMe can be added once it runs"
+             : r.state == RentalState::kStopped ? ": pay its renewal first" : ""));
+  }
+  const std::int64_t free_gb = inventory_.ExtraNvmeFreeGb(r.node_id);
+  if (add_tb * kGbPerTb > free_gb) {
+    return Status::FailedPrecondition("node " + std::to_string(r.node_id) + " has " +
+                                      std::to_string(free_gb / kGbPerTb) +
+                                      " TB of extra NVMe free")
+        .WithField("add_tb");
+  }
+  const std::int64_t per_term = ExtraNvmeMicros(add_tb, r.term);
+  const std::int64_t term = TermMicros(r.term);
+  // The rest of the current term, pro rata to the microsecond, half-even.
+  const std::int64_t now_part = MulDivHalfEven(per_term, r.term_end - now, term).value();
+  struct Piece {
+    std::int64_t period;
+    std::int64_t net;
+    TimestampMicros start, end;
+  };
+  std::vector<Piece> pieces;
+  if (now_part > 0) pieces.push_back({r.period, now_part, now, r.term_end});
+  if (r.next_paid) pieces.push_back({r.period + 1, per_term, r.term_end, r.term_end + term});
+  std::vector<Charge> charges;
+  std::vector<PaymentPart> parts;
+  for (const Piece& p : pieces) {
+    Charge c;
+    c.rental_id = r.id;
+    c.customer_id = r.customer_id;
+    c.period = p.period;
+    c.kind = ChargeKind::kExtraNvme;
+    GPUHUB_ASSIGN_OR_RETURN(c.amount, tax(r.customer_id, p.net, now));
+    GPUHUB_RETURN_IF_ERROR(ValidateTaxBlock(c.amount));
+    if (c.amount.net_micros != p.net) return Status::Internal("the tax function changed the net");
+    c.paid_currency = r.currency;
+    c.period_start = p.start;
+    c.period_end = p.end;
+    c.at = now;
+    c.extra_nvme_gb = add_tb * kGbPerTb;
+    c.extra_nvme_micros = p.net;
+    c.nvme_addon = r.nvme_addons + 1 + static_cast<std::int64_t>(charges.size());
+    parts.push_back({c.amount, ChargeTransferBase(c), "rental_extra_nvme", "rental",
+                     RentalName(r) + " term " + std::to_string(p.period) + ": " +
+                         std::to_string(add_tb) + " TB extra NVMe until " +
+                         FormatTimestamp(p.end)});
+    charges.push_back(std::move(c));
+  }
+  if (!parts.empty()) {
+    GPUHUB_ASSIGN_OR_RETURN(auto paid, PayParts(ledger, r.customer_id, r.currency, parts, now,
+                                                "this extra NVMe", &changes->transfers));
+    for (std::size_t i = 0; i < charges.size(); ++i) {
+      charges[i].paid_micros = paid[i].paid_micros;
+      charges[i].transfer_ids = paid[i].transfer_ids;
+    }
+  }
+  // The money moved: from here on nothing can fail.
+  inventory_.TakeExtraNvme(r.node_id, add_tb * kGbPerTb);
+  r.extra_nvme_gb += add_tb * kGbPerTb;
+  r.extra_nvme_micros += per_term;
+  r.nvme_addons += static_cast<std::int64_t>(charges.size());
+  std::int64_t paid_total = 0;
+  for (const auto& c : charges) paid_total += c.paid_micros;
+  for (auto& c : charges) StoreCharge(slot, std::move(c), changes);
+  if (auto it = renewals_.find({r.id, r.period + 1});
+      it != renewals_.end() && it->second.status == RenewalStatus::kOpen) {
+    // The open invoice is for the term as it will be: with the added NVMe.
+    auto amount = tax(r.customer_id, r.price_micros + r.extra_nvme_micros, now);
+    if (amount.ok() && ValidateTaxBlock(*amount).ok()) {
+      it->second.amount = *amount;
+      it->second.updated_at = now;
+      changes->renewals.push_back(it->first);
+    }
+  }
+  Record(slot, EventKind::kExtraNvmeAdded, now,
+         std::to_string(add_tb) + " TB extra NVMe added (now " +
+             std::to_string(r.extra_nvme_gb / kGbPerTb) + " TB), paid " +
+             AmountText(paid_total, r.currency) + "; each term from the next on costs " +
+             UsdText(r.price_micros + r.extra_nvme_micros) + " USD net",
+         changes);
+  Reschedule(slot);
+  return r;
 }
 
 // ----- The agent -----------------------------------------------------------------------------

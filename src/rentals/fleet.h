@@ -88,6 +88,9 @@ struct OrderSpec {
   Currency currency = Currency::kUsd;  // the wallet that pays
   bool require_fp8 = false;            // refuse cards without FP8
   bool auto_renew = true;
+  // Extra local NVMe in whole TB (0..kMaxExtraNvmeTbPerRental), from the node's free extra
+  // capacity: the rental goes on a node that has both the cards and this NVMe free.
+  std::int64_t extra_nvme_tb = 0;
 };
 
 // What an instance's agent reports (issue 12).
@@ -130,7 +133,12 @@ struct Quote {
   std::int64_t subtotal_micros = 0;  // list x count
   std::int64_t discount_ppm = 0;
   std::int64_t discount_micros = 0;  // subtotal - net
-  TaxBlock amount;                   // net, tax lines, gross (USD)
+  std::int64_t cards_net_micros = 0;  // the cards' net: subtotal - discount
+  // Extra local NVMe: TB x $9 per TB-month (x 7/30 for a week), no discount.
+  std::int64_t extra_nvme_tb = 0;
+  std::int64_t extra_nvme_micros_per_tb = 0;  // per TB per term
+  std::int64_t extra_nvme_micros = 0;
+  TaxBlock amount;  // net (cards + extra NVMe), tax lines, gross (USD)
   Currency currency = Currency::kUsd;
   std::int64_t charge_micros = 0;    // what the wallet would be debited (gross, converted)
   std::optional<ledger::FxQuote> fx;  // when the wallet is not USD (nullopt: no rate, see reason)
@@ -139,7 +147,8 @@ struct Quote {
   bool available = false;
   std::string region;  // where it would be placed ("" when not available)
   // Why not, when not available: code ("no_stock", "not_in_region", "count_not_allowed",
-  // "needs_fp8", "no_fx_rate", "too_many_rentals"), the request field it concerns, and words.
+  // "needs_fp8", "no_fx_rate", "too_many_rentals", "no_nvme"), the request field it concerns, and
+  // words.
   std::string reason_code;
   std::string reason_field;
   std::string reason;
@@ -202,6 +211,20 @@ class Fleet {
                          Changes* changes);
   Result<Rental> SetAutoRenew(UserId customer, RentalId id, bool on, TimestampMicros now,
                               Changes* changes);
+  // Adds `add_tb` whole TB of extra local NVMe to an active rental, from its node's free extra
+  // capacity, paid from the rental's wallet in one batch: the TB for the rest of the current term
+  // (price per term x time left / term, half-even; an extra_nvme charge) and, when the next term
+  // is already paid, that whole term of it too (a second charge, refunded like the term if the
+  // rental is released before it starts). From the next renewal on, the term's price includes
+  // it; an open renewal invoice is re-issued at the new amount. Errors: not_found (not the
+  // customer's rental); invalid_argument (field add_tb) for 0, or beyond
+  // kMaxExtraNvmeTbPerRental in all; failed_precondition (field add_tb) when the node has not that
+  // much free, or the rental is not active; insufficient_funds.
+  Result<Rental> AddExtraNvme(UserId customer, RentalId id, std::int64_t add_tb,
+                              ledger::Ledger& ledger, const TaxFunction& tax, TimestampMicros now,
+                              Changes* changes);
+  // The net price of `tb` TB of extra NVMe for one term: tb x monthly price x days / 30, half-even.
+  std::int64_t ExtraNvmeMicros(std::int64_t tb, Term term) const;
 
   // ----- The host agent (issue 12); an admin endpoint until then -----------------------------
   // provisioning -> running (the term starts) or failed (refunded in full, released). Running
@@ -235,6 +258,9 @@ class Fleet {
   // erases and wipes them).
   std::vector<Rental> UnwipedOnNode(NodeId id) const;
   std::uint32_t RentedCards(NodeId id) const { return inventory_.Used(id); }
+  // Extra NVMe of the node sold to live rentals, and what it can still sell.
+  std::int64_t ExtraNvmeSoldGb(NodeId id) const { return inventory_.ExtraNvmeSoldGb(id); }
+  std::int64_t ExtraNvmeFreeGb(NodeId id) const;
   // Oldest first, the newest kMaxEventsKeptPerRental.
   std::vector<Event> History(RentalId id) const;
   NextTransition Next(const Rental& rental) const;
@@ -297,7 +323,8 @@ class Fleet {
   void Reschedule(RentalSlot& slot);
   RentalSlot& Slot(RentalId id);
 
-  // Money. Debit: one batch wallet -> revenue (+ tax, + FX), returns the charge (not yet stored).
+  // Money. Debit: one batch wallet -> revenue (+ tax, + FX) for a term (the cards and the
+  // rental's extra NVMe), returns the charge (not yet stored).
   Result<Charge> Debit(const Rental& rental, std::int64_t period, ChargeKind kind,
                        Currency currency, ledger::Ledger& ledger, const TaxFunction& tax,
                        TimestampMicros at, Changes* changes) const;

@@ -21,6 +21,11 @@ std::string AmountText(std::int64_t micros, Currency currency) {
   return UsdText(micros) + " " + std::string(CurrencyCode(currency));
 }
 
+std::string RentalName(const Rental& r) {
+  return "rental " + std::to_string(r.id) + " (" + std::to_string(r.count) + "x " + r.gpu + ", " +
+         r.region + ")";
+}
+
 std::string CardList(std::uint32_t mask) {
   std::vector<int> cards;
   for (int i = 0; i < 32; ++i) {

@@ -6,6 +6,7 @@
 #include <string>
 
 #include "core/money.h"
+#include "rentals/types.h"
 
 namespace gpuhub::rentals {
 
@@ -13,6 +14,8 @@ namespace gpuhub::rentals {
 std::string UsdText(std::int64_t micros);
 // "12,168.00 USD", "11,266.67 EUR".
 std::string AmountText(std::int64_t micros, Currency currency);
+// "rental 12 (8x H100 SXM, DFW-1)".
+std::string RentalName(const Rental& rental);
 // Card indices of a mask: 0b1111'0000 -> "4-7"; 0b101 -> "0, 2".
 std::string CardList(std::uint32_t mask);
 

@@ -1,5 +1,6 @@
 #include "rentals/inventory.h"
 
+#include <algorithm>
 #include <bit>
 
 namespace gpuhub::rentals {
@@ -88,7 +89,7 @@ void Inventory::Account(const Node& node, const Slot& slot, int sign) {
 void Inventory::Add(const Node& node, int card, int region) {
   GPUHUB_CHECK(nodes_.count(node.id) == 0);
   GPUHUB_CHECK(node.cards >= 1 && node.cards <= kMaxCardsPerNode);
-  Slot slot{0, card, region};
+  Slot slot{0, card, region, 0};
   nodes_.emplace(node.id, node);
   slots_.emplace(node.id, slot);
   Account(node, slot, +1);
@@ -125,7 +126,30 @@ void Inventory::SetState(NodeId id, NodeState state, TimestampMicros now) {
   Account(n->second, slot, +1);
 }
 
-std::optional<Placement> Inventory::Find(int card, int region, int count) const {
+void Inventory::TakeExtraNvme(NodeId id, std::int64_t gb) {
+  GPUHUB_CHECK(gb >= 0 && gb <= ExtraNvmeFreeGb(id));
+  slots_.at(id).extra_nvme_sold_gb += gb;
+}
+
+void Inventory::FreeExtraNvme(NodeId id, std::int64_t gb) {
+  Slot& slot = slots_.at(id);
+  GPUHUB_CHECK_MSG(gb >= 0 && gb <= slot.extra_nvme_sold_gb, "freeing extra NVMe never sold");
+  slot.extra_nvme_sold_gb -= gb;
+}
+
+std::int64_t Inventory::ExtraNvmeFreeGb(NodeId id) const {
+  const Node& node = nodes_.at(id);
+  return std::min(node.nvme_extra_capacity_gb, kMaxExtraNvmeGbSoldPerNode) -
+         slots_.at(id).extra_nvme_sold_gb;
+}
+
+std::int64_t Inventory::ExtraNvmeSoldGb(NodeId id) const {
+  auto it = slots_.find(id);
+  return it == slots_.end() ? 0 : it->second.extra_nvme_sold_gb;
+}
+
+std::optional<Placement> Inventory::Find(int card, int region, int count,
+                                         std::int64_t extra_nvme_gb) const {
   if (!IsBlockSize(count)) return std::nullopt;
   std::optional<FreeKey> best;
   for (auto it = free_.lower_bound({card, region < 0 ? 0 : region});
@@ -139,7 +163,8 @@ std::optional<Placement> Inventory::Find(int card, int region, int count) const 
            ++k) {
         if (best && *k >= *best) break;
         NodeId id = std::get<2>(*k);
-        if (FreeBlocks(slots_.at(id).used, nodes_.at(id).cards, count) > 0) {
+        if (FreeBlocks(slots_.at(id).used, nodes_.at(id).cards, count) > 0 &&
+            ExtraNvmeFreeGb(id) >= extra_nvme_gb) {
           best = *k;
           break;
         }
@@ -187,8 +212,11 @@ Status Inventory::CheckConsistency() const {
     if ((slot.used >> node.cards) != 0) {
       return Status::Internal("node " + std::to_string(id) + " has rented cards past its last card");
     }
-    if (node.state == NodeState::kRemoved && slot.used != 0) {
+    if (node.state == NodeState::kRemoved && (slot.used != 0 || slot.extra_nvme_sold_gb != 0)) {
       return Status::Internal("removed node " + std::to_string(id) + " still has rented cards");
+    }
+    if (slot.extra_nvme_sold_gb < 0 || ExtraNvmeFreeGb(id) < 0) {
+      return Status::Internal("node " + std::to_string(id) + "'s extra NVMe is oversold");
     }
     Group group{slot.card, slot.region};
     Counters& c = counters[group];

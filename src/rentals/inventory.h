@@ -70,10 +70,19 @@ class Inventory {
   void Free(NodeId node, std::uint32_t mask);
   // Changes the node's state (and so whether its cards count as stock).
   void SetState(NodeId node, NodeState state, TimestampMicros now);
+  // Extra local NVMe sold on / returned by the node's rentals. Programmer errors (GPUHUB_CHECK):
+  // more than ExtraNvmeFreeGb, or freeing more than is sold.
+  void TakeExtraNvme(NodeId node, std::int64_t gb);
+  void FreeExtraNvme(NodeId node, std::int64_t gb);
+  // What the node can still sell: min(its extra capacity, kMaxExtraNvmeGbSoldPerNode) - sold.
+  std::int64_t ExtraNvmeFreeGb(NodeId node) const;
+  std::int64_t ExtraNvmeSoldGb(NodeId node) const;
 
-  // Where a rental of `count` cards of card `card` in region `region` (-1: any) goes; nullopt
-  // when no active node has such a block.
-  std::optional<Placement> Find(int card, int region, int count) const;
+  // Where a rental of `count` cards of card `card` in region `region` (-1: any) with
+  // `extra_nvme_gb` of extra NVMe goes (the same best fit, over the nodes that can also sell that
+  // NVMe); nullopt when no active node has such a block.
+  std::optional<Placement> Find(int card, int region, int count,
+                                std::int64_t extra_nvme_gb = 0) const;
 
   const Node* FindNode(NodeId id) const;
   std::uint32_t Used(NodeId id) const;
@@ -92,6 +101,7 @@ class Inventory {
     std::uint32_t used = 0;
     int card = 0;
     int region = 0;
+    std::int64_t extra_nvme_sold_gb = 0;
   };
   struct Counters {
     int nodes = 0;

@@ -9,14 +9,10 @@
 
 #include "rentals/fleet.h"
 #include "rentals/format.h"
+#include "rentals/payment.h"
 
 namespace gpuhub::rentals {
 namespace {
-
-using ledger::AccountKey;
-using ledger::AccountKind;
-using ledger::TransferKind;
-using ledger::TransferRequest;
 
 // The paid next term starts where the current one ends (at a roll-over, or a payment during the
 // hold: the new term is counted from T either way); its renewal starts from scratch.
@@ -29,11 +25,6 @@ void StartNextTerm(Rental& r) {
   r.renewal_invoiced_at = 0;
   r.auto_renew_attempted_at = 0;
   r.auto_renew_failures = 0;
-}
-
-std::string RentalName(const Rental& r) {
-  return "rental " + std::to_string(r.id) + " (" + std::to_string(r.count) + "x " + r.gpu + ", " +
-         r.region + ")";
 }
 
 }  // namespace
@@ -159,68 +150,12 @@ void Fleet::RunDue(RentalSlot& slot, Due due, ledger::Ledger& ledger, const TaxF
 Result<Charge> Fleet::Debit(const Rental& r, std::int64_t period, ChargeKind kind,
                             Currency currency, ledger::Ledger& ledger, const TaxFunction& tax,
                             TimestampMicros at, Changes* changes) const {
-  GPUHUB_ASSIGN_OR_RETURN(TaxBlock amount, tax(r.customer_id, r.price_micros, at));
+  const std::int64_t net = r.price_micros + r.extra_nvme_micros;
+  GPUHUB_ASSIGN_OR_RETURN(TaxBlock amount, tax(r.customer_id, net, at));
   GPUHUB_RETURN_IF_ERROR(ValidateTaxBlock(amount));
-  if (amount.net_micros != r.price_micros) {
+  if (amount.net_micros != net) {
     return Status::Internal("the tax function changed the net price");
   }
-  std::string memo = RentalName(r) + " term " + std::to_string(period) + ": " +
-                     std::string(TermName(r.term)) + " at " + UsdText(amount.net_micros) +
-                     " USD net";
-  std::vector<TransferRequest> legs;
-  AccountKey wallet = AccountKey::Wallet(r.customer_id, currency);
-  AccountKey source = wallet;
-  std::int64_t paid = amount.gross_micros;
-  if (currency != Currency::kUsd) {
-    auto fx = ledger.Fx().ConvertTo(currency, Currency::kUsd, amount.gross_micros);
-    if (!fx.ok()) {
-      return Status::FailedPrecondition("no exchange rate between " +
-                                        std::string(CurrencyCode(currency)) +
-                                        " and USD is set; pay from the USD wallet")
-          .WithField("currency");
-    }
-    paid = fx->from_micros;
-    TransferRequest leg;
-    leg.id = RentalTransferId(r.id, period, "fx");
-    leg.debit = wallet;
-    leg.credit = AccountKey::System(AccountKind::kFxConversion, currency);
-    leg.amount_micros = paid;
-    leg.code = "rental_fx";
-    leg.memo = memo + " (" + AmountText(paid, currency) + ")";
-    leg.timestamp = at;
-    legs.push_back(std::move(leg));
-    source = AccountKey::System(AccountKind::kFxConversion, Currency::kUsd);
-  }
-  TransferRequest revenue;
-  revenue.id = RentalTransferId(r.id, period, "revenue");
-  revenue.debit = source;
-  revenue.credit = AccountKey::System(AccountKind::kPlatformRevenue, Currency::kUsd);
-  revenue.amount_micros = amount.net_micros;
-  revenue.code = kind == ChargeKind::kPurchase ? "rental" : "rental_renewal";
-  revenue.memo = memo;
-  revenue.timestamp = at;
-  legs.push_back(revenue);
-  if (amount.tax_micros > 0) {
-    TransferRequest t = revenue;
-    t.id = RentalTransferId(r.id, period, "tax");
-    t.credit = AccountKey::System(AccountKind::kTaxPayable, Currency::kUsd);
-    t.amount_micros = amount.tax_micros;
-    t.code = "rental_tax";
-    legs.push_back(std::move(t));
-  }
-  ledger::BatchResult result = ledger.ApplyBatch(legs);
-  if (!result.ok()) {
-    if (result.result == ledger::TransferResult::kInsufficientFunds) {
-      auto balance = ledger.GetAccount(wallet);
-      std::int64_t available = balance.ok() ? balance->available() : 0;
-      return Status::InsufficientFunds(
-          "the " + std::string(CurrencyCode(currency)) + " wallet holds " +
-          AmountText(available, currency) + "; this term costs " + AmountText(paid, currency));
-    }
-    return result.status();
-  }
-  GPUHUB_CHECK_MSG(result.result == ledger::TransferResult::kOk,
-                   "a rental term was already charged under these transfer ids");
   Charge c;
   c.rental_id = r.id;
   c.customer_id = r.customer_id;
@@ -228,65 +163,40 @@ Result<Charge> Fleet::Debit(const Rental& r, std::int64_t period, ChargeKind kin
   c.kind = kind;
   c.amount = std::move(amount);
   c.paid_currency = currency;
-  c.paid_micros = paid;
+  c.extra_nvme_gb = r.extra_nvme_gb;
+  c.extra_nvme_micros = r.extra_nvme_micros;
+  PaymentPart part{c.amount, ChargeTransferBase(c),
+                   kind == ChargeKind::kPurchase ? "rental" : "rental_renewal", "rental",
+                   RentalName(r) + " term " + std::to_string(period) + ": " +
+                       std::string(TermName(r.term)) + " at " + UsdText(net) + " USD net"};
+  GPUHUB_ASSIGN_OR_RETURN(auto paid, PayParts(ledger, r.customer_id, currency, {&part, 1}, at,
+                                              "this term", &changes->transfers));
+  c.paid_micros = paid[0].paid_micros;
+  c.transfer_ids = std::move(paid[0].transfer_ids);
   if (kind == ChargeKind::kRenewal) {
     c.period_start = r.term_end;
     c.period_end = r.term_end + TermMicros(r.term);
   }
   c.at = at;
-  for (const auto& t : result.transfers) {
-    c.transfer_ids.push_back(t.id);
-    changes->transfers.push_back(t);
-  }
   return c;
 }
 
 Result<Charge> Fleet::Refund(const Charge& paid, ledger::Ledger& ledger, TimestampMicros at,
                              Changes* changes) const {
   const Rental& r = rentals_.at(paid.rental_id).rental;
-  std::string memo = "refund of " + RentalName(r) + " term " + std::to_string(paid.period);
-  AccountKey wallet = AccountKey::Wallet(r.customer_id, paid.paid_currency);
-  AccountKey sink = paid.paid_currency == Currency::kUsd
-                        ? wallet
-                        : AccountKey::System(AccountKind::kFxConversion, Currency::kUsd);
-  std::vector<TransferRequest> legs;
-  TransferRequest revenue;
-  revenue.id = RentalTransferId(r.id, paid.period, "refund:revenue");
-  revenue.debit = AccountKey::System(AccountKind::kPlatformRevenue, Currency::kUsd);
-  revenue.credit = sink;
-  revenue.amount_micros = paid.amount.net_micros;
-  revenue.code = "rental_refund";
-  revenue.memo = memo;
-  revenue.timestamp = at;
-  legs.push_back(revenue);
-  if (paid.amount.tax_micros > 0) {
-    TransferRequest t = revenue;
-    t.id = RentalTransferId(r.id, paid.period, "refund:tax");
-    t.debit = AccountKey::System(AccountKind::kTaxPayable, Currency::kUsd);
-    t.amount_micros = paid.amount.tax_micros;
-    legs.push_back(std::move(t));
-  }
-  if (paid.paid_currency != Currency::kUsd) {
-    // Exactly what the wallet paid comes back (no second conversion at today's rate).
-    TransferRequest fx = revenue;
-    fx.id = RentalTransferId(r.id, paid.period, "refund:fx");
-    fx.debit = AccountKey::System(AccountKind::kFxConversion, paid.paid_currency);
-    fx.credit = wallet;
-    fx.amount_micros = paid.paid_micros;
-    legs.push_back(std::move(fx));
-  }
-  ledger::BatchResult result = ledger.ApplyBatch(legs);
-  if (!result.ok()) return result.status();
-  GPUHUB_CHECK_MSG(result.result == ledger::TransferResult::kOk, "a term was already refunded");
+  GPUHUB_ASSIGN_OR_RETURN(
+      PaidPart refund,
+      RefundPart(ledger, r.customer_id, paid.paid_currency, paid.amount, paid.paid_micros,
+                 ChargeTransferBase(paid), "rental_refund",
+                 "refund of " + RentalName(r) + " term " + std::to_string(paid.period) +
+                     (paid.kind == ChargeKind::kExtraNvme ? " (extra NVMe)" : ""),
+                 at, &changes->transfers));
   Charge c = paid;
   c.id = 0;
   c.kind = ChargeKind::kRefund;
+  c.refund_of = paid.id;
   c.at = at;
-  c.transfer_ids.clear();
-  for (const auto& t : result.transfers) {
-    c.transfer_ids.push_back(t.id);
-    changes->transfers.push_back(t);
-  }
+  c.transfer_ids = std::move(refund.transfer_ids);
   return c;
 }
 
@@ -424,8 +334,9 @@ void Fleet::TryAutoRenew(RentalSlot& slot, ledger::Ledger& ledger, const TaxFunc
 void Fleet::IssueInvoice(RentalSlot& slot, const TaxFunction& tax, TimestampMicros at,
                          Changes* changes) {
   Rental& r = slot.rental;
-  auto amount = tax(r.customer_id, r.price_micros, at);
-  TaxBlock block = amount.ok() && ValidateTaxBlock(*amount).ok() ? *amount : NoTax(r.price_micros);
+  const std::int64_t net = r.price_micros + r.extra_nvme_micros;
+  auto amount = tax(r.customer_id, net, at);
+  TaxBlock block = amount.ok() && ValidateTaxBlock(*amount).ok() ? *amount : NoTax(net);
   Renewal renewal;
   renewal.rental_id = r.id;
   renewal.period = r.period + 1;
@@ -489,8 +400,7 @@ void Fleet::ReleaseNow(RentalSlot& slot, ReleaseReason reason, ledger::Ledger& l
     const Charge& c = charges_.at(id);
     bool started = c.period < r.period || (c.period == r.period && r.state != RentalState::kProvisioning);
     bool refunded = std::any_of(slot.charges.begin(), slot.charges.end(), [&](ChargeId other) {
-      const Charge& o = charges_.at(other);
-      return o.kind == ChargeKind::kRefund && o.period == c.period;
+      return Refunds(charges_.at(other), c);
     });
     if (c.kind != ChargeKind::kRefund && !started && !refunded) to_refund.push_back(&c);
   }
@@ -516,6 +426,7 @@ void Fleet::ReleaseNow(RentalSlot& slot, ReleaseReason reason, ledger::Ledger& l
     changes->renewals.push_back(it->first);
   }
   inventory_.Free(r.node_id, r.card_mask);
+  inventory_.FreeExtraNvme(r.node_id, r.extra_nvme_gb);
   --live_rentals_;
   if (--live_by_customer_[r.customer_id] == 0) live_by_customer_.erase(r.customer_id);
   const TimestampMicros use_ended = r.term_end > 0 ? std::min(at, r.term_end) : at;

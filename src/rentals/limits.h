@@ -66,4 +66,43 @@ inline constexpr std::size_t kMaxPageSize = 500;
 // Parts per million (discounts, tax rates).
 inline constexpr std::int64_t kPpm = 1'000'000;
 
+// ----- Storage (issue 11; spec/market.md "Storage") ------------------------------------------
+// Storage is sold in whole TB of 1,000 GB (decimal, as disks are sold).
+inline constexpr std::int64_t kGbPerTb = 1'000;
+inline constexpr std::int64_t kBytesPerGb = 1'000'000'000;
+inline constexpr std::int64_t kBytesPerTb = kGbPerTb * kBytesPerGb;
+// Extra local NVMe: at most 30 TB sold per node (whatever capacity the node declares beyond it),
+// so at most 30 TB on one rental.
+inline constexpr std::int64_t kMaxExtraNvmeGbSoldPerNode = 30'000;
+inline constexpr std::int64_t kMaxExtraNvmeTbPerRental = kMaxExtraNvmeGbSoldPerNode / kGbPerTb;
+// Monthly storage prices apply pro rata to a weekly term: 7/30.
+inline constexpr std::int64_t kDaysPerStorageMonth = 30;
+// A network volume: whole TB, 1..100 (a typo guard: real workloads that need more use several).
+inline constexpr std::int64_t kMaxVolumeTb = 100;
+// Copies of a network volume or snapshot, each on a distinct storage host of its region.
+inline constexpr int kReplicas = 3;
+// Volumes (not deleted) one customer may hold, snapshots likewise, and attachments.
+inline constexpr std::size_t kMaxVolumesPerCustomer = 100;
+inline constexpr std::size_t kMaxSnapshotsPerCustomer = 200;
+inline constexpr std::size_t kMaxAttachmentsPerVolume = 16;
+inline constexpr std::size_t kMaxVolumesPerRental = 16;
+// A volume's or snapshot's optional name: 0..64 bytes of [A-Za-z0-9._-].
+inline constexpr std::size_t kMaxStorageNameBytes = 64;
+// Storage hosts of the fleet and the capacity one may declare (10 PB: a typo guard).
+inline constexpr std::size_t kMaxStorageHosts = 10'000;
+inline constexpr std::int64_t kMaxStorageHostTb = 10'000;
+// The unpaid path: read-only at once, detached 72 h later, deleted 7 days after that; while
+// unpaid the day's bill is retried this often (a top-up restores within the hour; paying by hand
+// restores at once).
+inline constexpr std::int64_t kReadOnlyBeforeDetachMicros = 72 * kMicrosPerHour;
+inline constexpr std::int64_t kDetachedBeforeDeleteMicros = 7 * kMicrosPerDay;
+inline constexpr std::int64_t kUnpaidRetryMicros = 1 * kMicrosPerHour;
+// Egress samples: at most this many bytes in one sample (10 PB: a typo or counter-wrap guard), at
+// most this many samples in one request, and `at` no later than this after the server's clock.
+inline constexpr std::int64_t kMaxEgressSampleBytes = 10'000 * kBytesPerTb;
+inline constexpr std::size_t kMaxEgressSamplesPerRequest = 1'000;
+inline constexpr std::int64_t kMaxEgressSampleAheadMicros = 5 * 60 * kMicrosPerSecond;
+// History kept in memory per volume or snapshot (every event stays in the store).
+inline constexpr std::size_t kMaxEventsKeptPerStorageItem = 64;
+
 }  // namespace gpuhub::rentals

@@ -2,8 +2,10 @@
 #include <algorithm>
 #include <bit>
 #include <map>
+#include <tuple>
 
 #include "rentals/fleet.h"
+#include "rentals/payment.h"
 
 namespace gpuhub::rentals {
 namespace {
@@ -75,8 +77,14 @@ Result<Fleet> Fleet::Restore(FleetConfig config, Snapshot s) {
                    R(r.id) + ")");
       }
       if (node->state == NodeState::kRemoved) return Bad(R(r.id) + " is live on a removed node");
+      if (r.extra_nvme_gb < 0 || r.extra_nvme_gb % kGbPerTb != 0 ||
+          r.extra_nvme_gb > f.inventory_.ExtraNvmeFreeGb(r.node_id)) {
+        return Bad("node " + std::to_string(r.node_id) + "'s extra NVMe is oversold (" +
+                   R(r.id) + ")");
+      }
       // Take() works on any state; the stock counters follow the node's state.
       f.inventory_.Take(r.node_id, r.card_mask);
+      f.inventory_.TakeExtraNvme(r.node_id, r.extra_nvme_gb);
       ++f.live_rentals_;
       ++f.live_by_customer_[r.customer_id];
     }
@@ -135,6 +143,7 @@ Snapshot Fleet::Records() const {
 Status Fleet::CheckInvariants() const {
   GPUHUB_RETURN_IF_ERROR(inventory_.CheckConsistency());
   std::map<NodeId, std::uint32_t> used;
+  std::map<NodeId, std::int64_t> nvme_sold;
   std::size_t live = 0;
   std::unordered_map<UserId, std::size_t> live_by_customer;
   std::size_t scheduled = 0;
@@ -147,6 +156,7 @@ Status Fleet::CheckInvariants() const {
         return Bad("a card of node " + std::to_string(r.node_id) + " is in two live rentals");
       }
       used[r.node_id] |= r.card_mask;
+      nvme_sold[r.node_id] += r.extra_nvme_gb;
       ++live;
       ++live_by_customer[r.customer_id];
       if (node->state == NodeState::kRemoved) return Bad(R(id) + " is live on a removed node");
@@ -197,6 +207,13 @@ Status Fleet::CheckInvariants() const {
     if (inventory_.Used(id) != expected) {
       return Bad("node " + std::to_string(id) + "'s rented cards are not its live rentals'");
     }
+    // A node's NVMe is never oversold: what its live rentals hold is what it counts as sold, and
+    // that is within min(its extra capacity, 30 TB).
+    auto sold = nvme_sold.find(id);
+    if (inventory_.ExtraNvmeSoldGb(id) != (sold == nvme_sold.end() ? 0 : sold->second) ||
+        inventory_.ExtraNvmeFreeGb(id) < 0) {
+      return Bad("node " + std::to_string(id) + "'s extra NVMe is oversold or miscounted");
+    }
   }
   if (live != live_rentals_ || live_by_customer != live_by_customer_) {
     return Bad("live rental counters disagree with the rentals");
@@ -205,33 +222,33 @@ Status Fleet::CheckInvariants() const {
 }
 
 Status Fleet::CheckSettlement(const ledger::Ledger& ledger) const {
-  auto amount_of = [&](const std::string& id) -> std::int64_t {
-    auto t = ledger.FindTransfer(id);
-    return t.ok() ? t->amount_micros : -1;
-  };
-  std::map<std::pair<RentalId, std::int64_t>, int> paid, refunded;
+  // (rental, period, add-on): how many times paid and refunded.
+  std::map<std::tuple<RentalId, std::int64_t, std::int64_t>, int> paid, refunded;
   for (const auto& [id, c] : charges_) {
     const Rental* r = FindRental(c.rental_id);
     if (r == nullptr || r->customer_id != c.customer_id) return Bad("charge " + std::to_string(id));
     GPUHUB_RETURN_IF_ERROR(ValidateTaxBlock(c.amount));
-    std::string prefix = c.kind == ChargeKind::kRefund ? "refund:" : "";
-    if (amount_of(RentalTransferId(c.rental_id, c.period, prefix + "revenue")) !=
-        c.amount.net_micros) {
-      return Bad("charge " + std::to_string(id) + ": revenue leg missing or wrong");
+    const bool refund = c.kind == ChargeKind::kRefund;
+    if (!LegsMatch(ledger, ChargeTransferBase(c), refund ? "refund:" : "", c.amount,
+                   c.paid_currency, c.paid_micros)) {
+      return Bad("charge " + std::to_string(id) + ": its ledger legs are missing or wrong");
     }
-    std::int64_t tax = amount_of(RentalTransferId(c.rental_id, c.period, prefix + "tax"));
-    if (tax != (c.amount.tax_micros > 0 ? c.amount.tax_micros : -1)) {
-      return Bad("charge " + std::to_string(id) + ": tax leg missing or wrong");
-    }
-    std::int64_t fx = amount_of(RentalTransferId(c.rental_id, c.period, prefix + "fx"));
-    if (c.paid_currency == Currency::kUsd ? (fx != -1 || c.paid_micros != c.amount.gross_micros)
-                                          : fx != c.paid_micros) {
-      return Bad("charge " + std::to_string(id) + ": wallet leg missing or wrong");
-    }
-    if (c.amount.net_micros != r->price_micros) {
+    // An add-on pays its NVMe; a term its cards and NVMe; a refund mirrors what it returns.
+    const bool addon = c.kind == ChargeKind::kExtraNvme || c.nvme_addon > 0;
+    const std::int64_t expected_net =
+        addon ? c.extra_nvme_micros : r->price_micros + c.extra_nvme_micros;
+    if (c.amount.net_micros != expected_net || c.extra_nvme_micros < 0 ||
+        c.extra_nvme_micros > c.amount.net_micros) {
       return Bad("charge " + std::to_string(id) + " is not the rental's locked price");
     }
-    auto& count = (c.kind == ChargeKind::kRefund ? refunded : paid)[{c.rental_id, c.period}];
+    if (refund && c.refund_of != 0) {
+      auto of = charges_.find(c.refund_of);
+      if (of == charges_.end() || !Refunds(c, of->second) ||
+          of->second.amount != c.amount || of->second.paid_micros != c.paid_micros) {
+        return Bad("charge " + std::to_string(id) + " refunds what was not paid");
+      }
+    }
+    auto& count = (refund ? refunded : paid)[{c.rental_id, c.period, c.nvme_addon}];
     if (++count > 1) return Bad("term " + std::to_string(c.period) + " of " + R(c.rental_id) +
                                 " charged or refunded twice");
   }
@@ -240,14 +257,14 @@ Status Fleet::CheckSettlement(const ledger::Ledger& ledger) const {
   }
   for (const auto& [id, slot] : rentals_) {
     const Rental& r = slot.rental;
-    if (!paid.count({id, 1})) return Bad(R(id) + " has no purchase charge");
+    if (!paid.count({id, 1, 0})) return Bad(R(id) + " has no purchase charge");
     // Every term served was paid: 1..period (and period + 1 when paid ahead).
     for (std::int64_t p = 1; p <= r.period + (r.next_paid ? 1 : 0); ++p) {
-      if (!paid.count({id, p})) return Bad(R(id) + " term " + std::to_string(p) + " unpaid");
+      if (!paid.count({id, p, 0})) return Bad(R(id) + " term " + std::to_string(p) + " unpaid");
     }
   }
   for (const auto& [key, renewal] : renewals_) {
-    if (renewal.status == RenewalStatus::kRefunded && !refunded.count(key)) {
+    if (renewal.status == RenewalStatus::kRefunded && !refunded.count({key.first, key.second, 0})) {
       return Bad(R(key.first) + ": a refunded renewal without its refund");
     }
     if (renewal.status != RenewalStatus::kPaid && renewal.status != RenewalStatus::kRefunded) {

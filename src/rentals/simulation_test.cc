@@ -323,6 +323,7 @@ class Simulation {
           break;
         case EventKind::kAutoRenewChanged:
         case EventKind::kInstanceFailed:
+        case EventKind::kExtraNvmeAdded:
           break;
       }
     }

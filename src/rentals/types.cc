@@ -17,11 +17,13 @@ constexpr std::array<std::string_view, 4> kReleaseReason = {"", "unpaid", "relea
 constexpr std::array<std::string_view, 5> kInstanceState = {"provisioning", "running", "stopped",
                                                             "failed", "erased"};
 constexpr std::array<std::string_view, 4> kRenewalStatus = {"open", "paid", "void", "refunded"};
-constexpr std::array<std::string_view, 3> kChargeKind = {"purchase", "renewal", "refund"};
-constexpr std::array<std::string_view, 15> kEventKind = {
+constexpr std::array<std::string_view, 4> kChargeKind = {"purchase", "renewal", "refund",
+                                                         "extra_nvme"};
+constexpr std::array<std::string_view, 16> kEventKind = {
     "created",          "provisioned",  "auto_renewed", "auto_renew_failed", "renewal_invoiced",
     "renewal_paid",     "extended",     "stopped",      "resumed",           "released",
-    "key_destroyed",    "wiped",        "refunded",     "auto_renew_changed", "instance_failed"};
+    "key_destroyed",    "wiped",        "refunded",     "auto_renew_changed", "instance_failed",
+    "extra_nvme_added"};
 
 }  // namespace
 
@@ -81,6 +83,21 @@ Status ValidateTaxBlock(const TaxBlock& block) {
 std::string RentalTransferId(RentalId rental, std::int64_t period, std::string_view leg) {
   return "rental:" + std::to_string(rental) + ":p" + std::to_string(period) + ":" +
          std::string(leg);
+}
+
+std::string ChargeTransferBase(const Charge& c) {
+  std::string base = "rental:" + std::to_string(c.rental_id) + ":p" + std::to_string(c.period);
+  if (c.nvme_addon > 0) base += ":nvme" + std::to_string(c.nvme_addon);
+  return base;
+}
+
+bool Refunds(const Charge& refund, const Charge& paid) {
+  if (refund.kind != ChargeKind::kRefund || paid.kind == ChargeKind::kRefund ||
+      refund.rental_id != paid.rental_id) {
+    return false;
+  }
+  if (refund.refund_of != 0) return refund.refund_of == paid.id;
+  return refund.period == paid.period && refund.nvme_addon == 0 && paid.nvme_addon == 0;
 }
 
 std::string CardKey(std::string_view name) { return NameKey(name); }

@@ -80,8 +80,11 @@ enum class RenewalStatus : std::uint8_t {
 std::string_view RenewalStatusName(RenewalStatus s);  // "open", "paid", "void", "refunded"
 Result<RenewalStatus> ParseRenewalStatus(std::string_view name);
 
-enum class ChargeKind : std::uint8_t { kPurchase, kRenewal, kRefund };
-std::string_view ChargeKindName(ChargeKind k);  // "purchase", "renewal", "refund"
+// kExtraNvme: extra local NVMe added to a running rental, prorated to its term's end (and, when
+// the next term is already paid, that whole term of it as a second charge).
+enum class ChargeKind : std::uint8_t { kPurchase, kRenewal, kRefund, kExtraNvme };
+// "purchase", "renewal", "refund", "extra_nvme"
+std::string_view ChargeKindName(ChargeKind k);
 Result<ChargeKind> ParseChargeKind(std::string_view name);
 
 // What happened to a rental, in its history. Each lifecycle transition is one event, recorded once
@@ -102,6 +105,7 @@ enum class EventKind : std::uint8_t {
   kRefunded,           // money returned (provisioning failure, unstarted prepaid term)
   kAutoRenewChanged,   // auto-renew switched on or off
   kInstanceFailed,     // the agent reported that the instance cannot be provisioned
+  kExtraNvmeAdded,     // extra local NVMe added to the running rental (issue 11)
 };
 std::string_view EventKindName(EventKind k);  // "created", "provisioned", ...
 Result<EventKind> ParseEventKind(std::string_view name);
@@ -166,7 +170,13 @@ struct Rental {
   TimestampMicros auto_renew_attempted_at = 0;
   std::int64_t auto_renew_failures = 0;
   TimestampMicros renewal_invoiced_at = 0;  // 0: no invoice issued for period + 1 yet
-  std::int64_t extra_nvme_gb = 0;           // storage add-on (issue 11); 0 today
+  // Extra local NVMe (issue 11): whole TB beyond the included NVMe, from the node's extra
+  // capacity, renewed and released with the rental. extra_nvme_micros is its net price per term
+  // (locked like the cards': $9 per TB-month, 7/30 of it for a week); a term costs
+  // price_micros + extra_nvme_micros. nvme_addons counts the add-on charges (their ids).
+  std::int64_t extra_nvme_gb = 0;
+  std::int64_t extra_nvme_micros = 0;
+  std::int64_t nvme_addons = 0;
   Instance instance;
   std::int64_t events = 0;  // history events recorded so far (the next one's sequence - 1)
 
@@ -239,8 +249,20 @@ struct Charge {
   TimestampMicros period_end = 0;
   TimestampMicros at = 0;
   std::vector<std::string> transfer_ids;  // the ledger transfers that moved it
+  // Extra local NVMe this charge pays for (GB) and its part of the net: on a purchase or renewal
+  // the rental's extra NVMe for that term; on an extra_nvme charge the TB added.
+  std::int64_t extra_nvme_gb = 0;
+  std::int64_t extra_nvme_micros = 0;
+  std::int64_t nvme_addon = 0;  // extra_nvme charges: 1, 2, ... per rental (0 otherwise)
+  ChargeId refund_of = 0;       // refunds: the charge returned (0 in records before issue 11)
   friend bool operator==(const Charge&, const Charge&) = default;
 };
+// The prefix of a charge's ledger transfer ids: "rental:12:p3" for a term (and its refund's
+// "rental:12:p3:refund:*"), "rental:12:p3:nvme2" for the second extra NVMe add-on.
+std::string ChargeTransferBase(const Charge& charge);
+// Whether `refund` is the refund of `paid` (by refund_of; records before issue 11 name no charge
+// and refund the term charge of their period).
+bool Refunds(const Charge& refund, const Charge& paid);
 
 // Something a customer must be told (the engine records it in the notifications store and, when
 // the account has a webhook, in its outbox). `data` are extra fields for machines (strings).

@@ -1,6 +1,7 @@
 // Limits of the store.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 
 namespace gpuhub::store {
@@ -18,6 +19,18 @@ inline constexpr int kPostgresConnectTimeoutSeconds = 10;
 // How long AcquireWriterLock waits for the advisory lock before reporting the database in use (an
 // engine that just died keeps it until its backend notices the closed connection).
 inline constexpr int kPostgresLockWaitMilliseconds = 5000;
+// A writer's machine that vanishes (power, network) holds the advisory lock until its backend
+// notices the dead peer; TCP keepalives bound that, so a standby can take over within seconds
+// rather than the kernel's default two hours: idle + interval x count ~ 4 s. Set on the server side
+// of every gpuhub session (SET tcp_keepalives_*, tcp_user_timeout) and on libpq's side (the URL's
+// keepalives_* and tcp_user_timeout, unless the URL sets them).
+inline constexpr int kPostgresKeepaliveIdleSeconds = 2;
+inline constexpr int kPostgresKeepaliveIntervalSeconds = 1;
+inline constexpr int kPostgresKeepaliveCount = 2;
+inline constexpr int kPostgresTcpUserTimeoutMilliseconds = 4000;
+// Backups and restores (store/backup.h) write this many rows per transaction: memory stays flat
+// whatever the size of a table.
+inline constexpr std::size_t kBackupRowsPerTransaction = 5000;
 // The advisory lock key that marks the single engine writing a PostgreSQL database ("gpuhub" in
 // ASCII).
 inline constexpr std::int64_t kPostgresEngineLockKey = 0x677075687562LL;

@@ -445,7 +445,137 @@ CREATE TABLE rental_downtime_credits (
 );
 CREATE INDEX rental_downtime_credits_by_rental ON rental_downtime_credits (rental_id);
 )sql"},
-      {10, "billing",
+      // High availability: the single row (id 1) naming the writer term that may commit, the node
+      // that holds it and where standbys forward requests (store.h: fencing).
+      {10, "engine_writer",
+       R"sql(
+CREATE TABLE engine_writer (
+  id BIGINT PRIMARY KEY,
+  term BIGINT NOT NULL,
+  node TEXT NOT NULL,
+  address TEXT NOT NULL,
+  proxy_secret TEXT NOT NULL,
+  since_us BIGINT NOT NULL
+);
+)sql"},
+      {11, "storage",
+       R"sql(
+ALTER TABLE rentals ADD COLUMN extra_nvme_micros BIGINT NOT NULL DEFAULT 0;
+ALTER TABLE rentals ADD COLUMN nvme_addons BIGINT NOT NULL DEFAULT 0;
+ALTER TABLE rental_charges ADD COLUMN extra_nvme_gb BIGINT NOT NULL DEFAULT 0;
+ALTER TABLE rental_charges ADD COLUMN extra_nvme_micros BIGINT NOT NULL DEFAULT 0;
+ALTER TABLE rental_charges ADD COLUMN nvme_addon BIGINT NOT NULL DEFAULT 0;
+ALTER TABLE rental_charges ADD COLUMN refund_of BIGINT NOT NULL DEFAULT 0;
+CREATE TABLE storage_hosts (
+  id BIGINT PRIMARY KEY,
+  region TEXT NOT NULL,
+  hostname TEXT NOT NULL,
+  capacity_tb BIGINT NOT NULL,
+  state TEXT NOT NULL,
+  created_at_us BIGINT NOT NULL,
+  updated_at_us BIGINT NOT NULL
+);
+CREATE TABLE storage_volumes (
+  id BIGINT PRIMARY KEY,
+  customer_id BIGINT NOT NULL REFERENCES users (id),
+  name TEXT NOT NULL,
+  region TEXT NOT NULL,
+  size_tb BIGINT NOT NULL,
+  hosts TEXT NOT NULL,
+  attachments TEXT NOT NULL,
+  restored_from BIGINT NOT NULL,
+  grows BIGINT NOT NULL,
+  created_at_us BIGINT NOT NULL,
+  updated_at_us BIGINT NOT NULL,
+  events BIGINT NOT NULL,
+  currency TEXT NOT NULL,
+  price_micros_per_tb_month BIGINT NOT NULL,
+  anchor_us BIGINT NOT NULL,
+  days_paid BIGINT NOT NULL,
+  state TEXT NOT NULL,
+  unpaid_since_us BIGINT NOT NULL,
+  detach_at_us BIGINT NOT NULL,
+  delete_at_us BIGINT NOT NULL,
+  retry_at_us BIGINT NOT NULL,
+  deleted_at_us BIGINT NOT NULL,
+  delete_reason TEXT NOT NULL
+);
+CREATE INDEX storage_volumes_by_customer ON storage_volumes (customer_id);
+CREATE TABLE storage_snapshots (
+  id BIGINT PRIMARY KEY,
+  customer_id BIGINT NOT NULL REFERENCES users (id),
+  name TEXT NOT NULL,
+  region TEXT NOT NULL,
+  size_tb BIGINT NOT NULL,
+  source TEXT NOT NULL,
+  source_id BIGINT NOT NULL,
+  hosts TEXT NOT NULL,
+  created_at_us BIGINT NOT NULL,
+  updated_at_us BIGINT NOT NULL,
+  events BIGINT NOT NULL,
+  currency TEXT NOT NULL,
+  price_micros_per_tb_month BIGINT NOT NULL,
+  anchor_us BIGINT NOT NULL,
+  days_paid BIGINT NOT NULL,
+  state TEXT NOT NULL,
+  unpaid_since_us BIGINT NOT NULL,
+  detach_at_us BIGINT NOT NULL,
+  delete_at_us BIGINT NOT NULL,
+  retry_at_us BIGINT NOT NULL,
+  deleted_at_us BIGINT NOT NULL,
+  delete_reason TEXT NOT NULL
+);
+CREATE INDEX storage_snapshots_by_customer ON storage_snapshots (customer_id);
+CREATE TABLE storage_events (
+  item TEXT NOT NULL,
+  subject_id BIGINT NOT NULL,
+  sequence BIGINT NOT NULL,
+  at_us BIGINT NOT NULL,
+  kind TEXT NOT NULL,
+  detail TEXT NOT NULL,
+  PRIMARY KEY (item, subject_id, sequence)
+);
+CREATE TABLE storage_charges (
+  id BIGINT PRIMARY KEY,
+  customer_id BIGINT NOT NULL REFERENCES users (id),
+  kind TEXT NOT NULL,
+  subject_id BIGINT NOT NULL,
+  size_tb BIGINT NOT NULL,
+  first_day BIGINT NOT NULL,
+  last_day BIGINT NOT NULL,
+  growth BIGINT NOT NULL,
+  egress_gb BIGINT NOT NULL,
+  egress_gb_from BIGINT NOT NULL,
+  period BIGINT NOT NULL,
+  net_micros BIGINT NOT NULL,
+  tax_micros BIGINT NOT NULL,
+  gross_micros BIGINT NOT NULL,
+  tax_lines_json TEXT NOT NULL,
+  paid_currency TEXT NOT NULL,
+  paid_micros BIGINT NOT NULL,
+  period_start_us BIGINT NOT NULL,
+  period_end_us BIGINT NOT NULL,
+  at_us BIGINT NOT NULL,
+  transfer_ids TEXT NOT NULL
+);
+CREATE INDEX storage_charges_by_customer ON storage_charges (customer_id);
+CREATE TABLE egress_meters (
+  rental_id BIGINT NOT NULL REFERENCES rentals (id),
+  period BIGINT NOT NULL,
+  customer_id BIGINT NOT NULL REFERENCES users (id),
+  currency TEXT NOT NULL,
+  allowance_bytes BIGINT NOT NULL,
+  used_bytes BIGINT NOT NULL,
+  billed_gb BIGINT NOT NULL,
+  owed_gb BIGINT NOT NULL,
+  retry_at_us BIGINT NOT NULL,
+  samples BIGINT NOT NULL,
+  last_sample_at_us BIGINT NOT NULL,
+  updated_at_us BIGINT NOT NULL,
+  PRIMARY KEY (rental_id, period)
+);
+)sql"},
+      {12, "billing",
        R"sql(
 CREATE TABLE billing_profiles (
   user_id BIGINT PRIMARY KEY REFERENCES users (id),

@@ -1,6 +1,8 @@
 #include "store/store.h"
 
+#include <chrono>
 #include <string>
+#include <thread>
 
 #include "store/postgres/postgres_store.h"
 #include "store/sqlite/sqlite_store.h"
@@ -156,6 +158,72 @@ Status Store::Migrate(int target_version) {
     if (m.version <= current || m.version > target_version) continue;
     GPUHUB_RETURN_IF_ERROR(ApplyMigration(m).WithContext("migration " + std::to_string(m.version) +
                                                          " (" + m.name + ")"));
+  }
+  return Status::Ok();
+}
+
+Status Store::AcquireWriterLock() {
+  auto deadline =
+      std::chrono::steady_clock::now() + std::chrono::milliseconds(LockWaitMilliseconds());
+  while (true) {
+    GPUHUB_ASSIGN_OR_RETURN(bool held, TryAcquireWriterLock());
+    if (held) return Status::Ok();
+    if (std::chrono::steady_clock::now() >= deadline) {
+      return Status::Unavailable(Describe() +
+                                 " is in use by another gpuhub engine (it holds the writer lock: a "
+                                 "running `gpuhub serve`?)");
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+}
+
+std::string FencedMessage(std::int64_t term) {
+  return "fenced: writer term " + std::to_string(term) +
+         " is no longer the database's (another engine took over); nothing was written";
+}
+
+Result<WriterRecord> Store::CurrentWriter() {
+  WriterRecord record;
+  GPUHUB_RETURN_IF_ERROR(Scan("engine_writer",
+                              {"term", "node", "address", "proxy_secret", "since_us"}, "id",
+                              [&](const Row& row) -> Status {
+                                GPUHUB_ASSIGN_OR_RETURN(record.term, row.Int(0));
+                                GPUHUB_ASSIGN_OR_RETURN(record.node, row.Text(1));
+                                GPUHUB_ASSIGN_OR_RETURN(record.address, row.Text(2));
+                                GPUHUB_ASSIGN_OR_RETURN(record.proxy_secret, row.Text(3));
+                                GPUHUB_ASSIGN_OR_RETURN(record.since_us, row.Int(4));
+                                return Status::Ok();
+                              }));
+  return record;
+}
+
+Result<WriterRecord> Store::ClaimWriterTerm(const std::string& node, const std::string& address,
+                                            const std::string& proxy_secret,
+                                            std::int64_t now_us) {
+  // Under the writer lock nobody else changes the row, so read-then-write is safe; the write
+  // itself is fenced by nothing (writer_term_ 0) and waits on PostgreSQL for a commit of the
+  // previous writer still holding the row FOR SHARE.
+  writer_term_ = 0;
+  GPUHUB_ASSIGN_OR_RETURN(WriterRecord previous, CurrentWriter());
+  WriterRecord claimed{previous.term + 1, node, address, proxy_secret, now_us};
+  WriteBatch batch;
+  batch.Upsert("engine_writer", {{"id", std::int64_t{1}},
+                                 {"term", claimed.term},
+                                 {"node", claimed.node},
+                                 {"address", claimed.address},
+                                 {"proxy_secret", claimed.proxy_secret},
+                                 {"since_us", claimed.since_us}});
+  GPUHUB_RETURN_IF_ERROR(Apply(batch).WithContext("claiming writer term " +
+                                                  std::to_string(claimed.term)));
+  writer_term_ = claimed.term;
+  return claimed;
+}
+
+Status Store::CheckWriterTerm() {
+  GPUHUB_ASSIGN_OR_RETURN(WriterRecord now, CurrentWriter());
+  if (writer_term_ == 0 || now.term != writer_term_) {
+    return Status::Unavailable(Describe() + ": " + FencedMessage(writer_term_) + " (term " +
+                               std::to_string(now.term) + " is, held by node " + now.node + ")");
   }
   return Status::Ok();
 }

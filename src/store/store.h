@@ -12,9 +12,20 @@
 //   in-memory state.
 // - Thread-safety: none. One Store object is used by one thread at a time (the engine's writer).
 // - Exclusivity: AcquireWriterLock makes sure that a single engine writes the database (SQLite: an
-//   flock on "<path>.lock"; PostgreSQL: a session advisory lock, waited for up to
+//   flock on "<path>.lock" and an OFD lock on the file itself, so that another path to the same
+//   file is refused with an error rather than "taken"; PostgreSQL: a session advisory lock, waited
+//   for up to
 //   kPostgresLockWaitMilliseconds because a dead engine's backend releases it asynchronously). It
-//   fails with `unavailable` when another process holds it.
+//   fails with `unavailable` when another process holds it. TryAcquireWriterLock is one attempt
+//   without waiting (standbys poll it); ReleaseWriterLock gives the lock up (a writer stepping
+//   down). PostgreSQL: a writer whose session was lost has lost the lock with it; the store then
+//   refuses every call with `unavailable` (it never reconnects behind the writer's back) until
+//   ReleaseWriterLock.
+// - Fencing: ClaimWriterTerm (under the lock, on a migrated database) makes this store the holder
+//   of the next writer term in the engine_writer row. From then on every Apply checks INSIDE its
+//   transaction that the row still names that term (PostgreSQL: FOR SHARE, so a takeover's term
+//   bump waits for a commit in flight and every later commit of the old writer fails). A writer
+//   that was replaced can therefore never commit, whatever its lock or connection believe.
 #pragma once
 
 #include <cstdint>
@@ -93,6 +104,15 @@ class WriteBatch {
   std::vector<Write> writes_;
 };
 
+// The engine_writer row: who writes the database now (high availability, docs/operations.md).
+struct WriterRecord {
+  std::int64_t term = 0;     // 0: no engine ever claimed this database
+  std::string node;          // the claiming process's id (random per process)
+  std::string address;       // HOST:PORT where its API answers, for standbys to forward to
+  std::string proxy_secret;  // standbys prove with it that they forward a client's address
+  std::int64_t since_us = 0;  // when the term was claimed, on the claimer's clock
+};
+
 // A versioned schema change. Migrations are embedded in the binary, applied in order, each in its
 // own transaction together with its row in `schema_migrations`.
 struct Migration {
@@ -111,12 +131,31 @@ class Store {
   // "sqlite:/path/to/gpuhub.db" or "postgresql://user@host:port/db" (without any password).
   virtual std::string Describe() const = 0;
 
-  virtual Status AcquireWriterLock() = 0;
+  // Polls TryAcquireWriterLock for up to LockWaitMilliseconds(); `unavailable` when another
+  // process still holds the lock then.
+  Status AcquireWriterLock();
+  // One attempt: true when this store holds the writer lock now (also when it already did), false
+  // when another process holds it; an error when the database cannot be asked.
+  virtual Result<bool> TryAcquireWriterLock() = 0;
+  // Gives the writer lock up and forgets the claimed term (PostgreSQL: closes the session; the next
+  // call opens a new one). No-op without the lock.
+  virtual void ReleaseWriterLock() = 0;
+
+  // Writer terms (high availability). Claim: call while holding the writer lock, on a migrated
+  // database; writes term + 1 with `node`, `address`, `proxy_secret` and `now_us`, and fences every
+  // later Apply on it. Current: the row as the database has it now (term 0 when none).
+  Result<WriterRecord> ClaimWriterTerm(const std::string& node, const std::string& address,
+                                       const std::string& proxy_secret, std::int64_t now_us);
+  Result<WriterRecord> CurrentWriter();
+  // ok while the database still names this store's claimed term (and, PostgreSQL, the session
+  // that holds the lock is alive); `unavailable` otherwise. One round trip.
+  Status CheckWriterTerm();
+  std::int64_t writer_term() const { return writer_term_; }
 
   // Applies the migrations not yet applied, up to `target_version` (kLatestSchema: all of them).
   // A database newer than this binary (a version it does not know) is failed_precondition.
   Status Migrate(int target_version = kLatestSchema);
-  // The highest applied migration; 0 for an empty database.
+  // The highest applied migration; 0 for an empty database. Reads only.
   virtual Result<int> SchemaVersion() = 0;
 
   virtual Status Apply(const WriteBatch& batch) = 0;
@@ -130,7 +169,18 @@ class Store {
   // Runs one migration's SQL and records it in schema_migrations, in one transaction.
   virtual Status ApplyMigration(const Migration& migration) = 0;
   virtual Status EnsureMigrationsTable() = 0;
+
+  // How long AcquireWriterLock waits: PostgreSQL kPostgresLockWaitMilliseconds (a dead engine's
+  // backend releases the lock asynchronously), SQLite 0 (the kernel releases an flock at once).
+  virtual int LockWaitMilliseconds() const { return 0; }
+
+  // The term every Apply checks (0: none claimed, no check). Set by ClaimWriterTerm, cleared by
+  // ReleaseWriterLock.
+  std::int64_t writer_term_ = 0;
 };
+
+// The message of an Apply refused by the fence (both backends say it the same way).
+std::string FencedMessage(std::int64_t term);
 
 // Opens (creating when needed) the database named by `url`: "sqlite:PATH" (or a bare path ending in
 // .db) or "postgresql://..." / "postgres://...". Does not migrate: call Migrate().

@@ -6,34 +6,13 @@
 
 #include <cstdlib>
 #include <filesystem>
+#include <map>
 #include <random>
+
+#include "store/test_databases.h"
 
 namespace gpuhub::store {
 namespace {
-
-// A fresh database per test: a temp SQLite file, or a new PostgreSQL database in the test cluster.
-std::string FreshDatabase(const std::string& backend) {
-  static std::mt19937_64 rng(std::random_device{}());
-  std::string name =
-      "gpuhub_store_test_" + std::to_string(::getpid()) + "_" + std::to_string(rng() % 1000000000);
-  if (backend == "sqlite") {
-    auto dir = std::filesystem::temp_directory_path() / name;
-    std::filesystem::create_directories(dir);
-    return "sqlite:" + (dir / "test.db").string();
-  }
-  const char* base = std::getenv("GPUHUB_TEST_PG_URL");
-  if (!base || !*base) return "";
-  PGconn* conn = PQconnectdb(base);
-  EXPECT_EQ(PQstatus(conn), CONNECTION_OK) << PQerrorMessage(conn);
-  PGresult* r = PQexec(conn, ("CREATE DATABASE " + name).c_str());
-  EXPECT_EQ(PQresultStatus(r), PGRES_COMMAND_OK) << PQerrorMessage(conn);
-  PQclear(r);
-  PQfinish(conn);
-  std::string url = base;
-  auto slash = url.rfind('/');
-  auto query = url.find('?', slash);
-  return url.substr(0, slash + 1) + name + (query == std::string::npos ? "" : url.substr(query));
-}
 
 class StoreTest : public ::testing::TestWithParam<std::string> {
  protected:
@@ -195,6 +174,80 @@ TEST_P(StoreTest, OnlyOneEngineHoldsTheWriterLock) {
   EXPECT_TRUE(second->AcquireWriterLock().ok());
 }
 
+TEST_P(StoreTest, TryAcquireReportsAHeldLockAndReleaseHandsItOver) {
+  auto first = Open();
+  auto second = Open();
+  ASSERT_TRUE(first && second);
+  EXPECT_EQ(first->TryAcquireWriterLock().value(), true);
+  EXPECT_EQ(first->TryAcquireWriterLock().value(), true);  // already held: still true
+  EXPECT_EQ(second->TryAcquireWriterLock().value(), false);
+  first->ReleaseWriterLock();  // at once (PostgreSQL: unlocked before the session is closed)
+  EXPECT_EQ(second->TryAcquireWriterLock().value(), true);
+  EXPECT_EQ(first->TryAcquireWriterLock().value(), false);
+  // A holder that goes away (a CLI verb exiting, a server's clean shutdown) hands the lock over
+  // at once: `gpuhub serve` started right after `gpuhub admin create-user` is the writer.
+  second.reset();
+  auto third = Open();
+  ASSERT_TRUE(third);
+  EXPECT_EQ(third->TryAcquireWriterLock().value(), true);
+}
+
+// Two writers that both believe they may write (the lock is not even consulted here): only the
+// holder of the database's latest term commits; the other's batch is refused inside its
+// transaction and writes nothing.
+TEST_P(StoreTest, OnlyTheLatestWriterTermCommits) {
+  auto first = Open();
+  auto second = Open();
+  ASSERT_TRUE(first && second);
+  ASSERT_TRUE(first->Migrate().ok());
+  EXPECT_EQ(first->CurrentWriter().value().term, 0);
+  auto one = first->ClaimWriterTerm("node-a", "10.0.0.1:8080", "secret-a", 111);
+  ASSERT_TRUE(one.ok()) << one.status().ToString();
+  EXPECT_EQ(one->term, 1);
+  EXPECT_EQ(first->writer_term(), 1);
+  WriteBatch a;
+  a.Upsert("engine_meta", {{"name", std::string("by")}, {"value", std::int64_t{1}}});
+  ASSERT_TRUE(first->Apply(a).ok());
+  EXPECT_TRUE(first->CheckWriterTerm().ok());
+
+  auto two = second->ClaimWriterTerm("node-b", "10.0.0.2:8080", "secret-b", 222);
+  ASSERT_TRUE(two.ok()) << two.status().ToString();
+  EXPECT_EQ(two->term, 2);
+  WriteBatch stale;
+  stale.Upsert("engine_meta", {{"name", std::string("by")}, {"value", std::int64_t{100}}});
+  stale.Upsert("engine_meta", {{"name", std::string("stale")}, {"value", std::int64_t{1}}});
+  Status refused = first->Apply(stale);
+  EXPECT_EQ(refused.code(), StatusCode::kUnavailable);
+  EXPECT_NE(refused.message().find("fenced: writer term 1"), std::string::npos)
+      << refused.message();
+  EXPECT_FALSE(first->CheckWriterTerm().ok());
+  WriteBatch b;
+  b.Upsert("engine_meta", {{"name", std::string("by")}, {"value", std::int64_t{2}}});
+  ASSERT_TRUE(second->Apply(b).ok());
+  EXPECT_TRUE(second->CheckWriterTerm().ok());
+
+  std::map<std::string, std::int64_t> meta;
+  ASSERT_TRUE(second
+                  ->Scan("engine_meta", {"name", "value"}, "name",
+                         [&](const Row& row) {
+                           meta[row.Text(0).value()] = row.Int(1).value();
+                           return Status::Ok();
+                         })
+                  .ok());
+  EXPECT_EQ(meta, (std::map<std::string, std::int64_t>{{"by", 2}}));
+  WriterRecord now = first->CurrentWriter().value();
+  EXPECT_EQ(now.term, 2);
+  EXPECT_EQ(now.node, "node-b");
+  EXPECT_EQ(now.address, "10.0.0.2:8080");
+  EXPECT_EQ(now.proxy_secret, "secret-b");
+  EXPECT_EQ(now.since_us, 222);
+  // The refused writer stays refused: claiming again is the only way back (a new term).
+  EXPECT_FALSE(first->Apply(a).ok());
+  ASSERT_EQ(first->ClaimWriterTerm("node-a", "10.0.0.1:8080", "s", 333).value().term, 3);
+  EXPECT_TRUE(first->Apply(a).ok());
+  EXPECT_FALSE(second->Apply(b).ok());
+}
+
 INSTANTIATE_TEST_SUITE_P(Backends, StoreTest, ::testing::Values("sqlite", "postgresql"));
 
 // The writer lock used to be a sidecar file named after the path: a symlink or a hard link to the
@@ -226,6 +279,60 @@ TEST(SqliteWriterLockTest, ASymlinkOrAHardLinkToTheSameFileIsTheSameDatabase) {
   EXPECT_TRUE((*third)->AcquireWriterLock().ok());
   third->reset();
   std::filesystem::remove_all(dir);
+}
+
+// Runs one statement on `url` outside any store; the first value of the first row ("" if none).
+std::string QueryOne(const std::string& url, const std::string& sql) {
+  PGconn* conn = PQconnectdb(url.c_str());
+  EXPECT_EQ(PQstatus(conn), CONNECTION_OK) << PQerrorMessage(conn);
+  PGresult* r = PQexec(conn, sql.c_str());
+  EXPECT_EQ(PQresultStatus(r), PGRES_TUPLES_OK) << PQerrorMessage(conn);
+  std::string value = PQntuples(r) > 0 ? PQgetvalue(r, 0, 0) : "";
+  PQclear(r);
+  PQfinish(conn);
+  return value;
+}
+
+// The writer's session is terminated (a failover, an operator, a network cut): its advisory lock
+// is gone with it, another engine takes the lock and a new term, and the first engine cannot
+// commit anything again, not even on a fresh connection, until it released and re-competed.
+TEST(PostgresWriterTest, ATerminatedWriterSessionCannotCommitAndMustStepDown) {
+  std::string url = FreshDatabase("postgresql");
+  if (url.empty()) GTEST_SKIP() << "GPUHUB_TEST_PG_URL is unset: PostgreSQL case skipped";
+  auto first = OpenStore(url).value();
+  auto second = OpenStore(url).value();
+  ASSERT_TRUE(first->TryAcquireWriterLock().value());
+  ASSERT_TRUE(first->Migrate().ok());
+  ASSERT_EQ(first->ClaimWriterTerm("a", "127.0.0.1:1", "s", 1).value().term, 1);
+  WriteBatch w;
+  w.Upsert("engine_meta", {{"name", std::string("n")}, {"value", std::int64_t{1}}});
+  ASSERT_TRUE(first->Apply(w).ok());
+  EXPECT_EQ(QueryOne(url,
+                     "SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity WHERE "
+                     "application_name = 'gpuhub writer' AND datname = current_database()"),
+            "1");
+  bool taken = false;
+  for (int i = 0; i < 100 && !taken; ++i) {
+    taken = second->TryAcquireWriterLock().value();
+    if (!taken) usleep(50'000);
+  }
+  ASSERT_TRUE(taken);
+  ASSERT_EQ(second->ClaimWriterTerm("b", "127.0.0.1:2", "s", 2).value().term, 2);
+  for (int attempt = 0; attempt < 3; ++attempt) {
+    Status s = first->Apply(w);
+    EXPECT_EQ(s.code(), StatusCode::kUnavailable) << attempt;
+    EXPECT_FALSE(first->CheckWriterTerm().ok());
+    EXPECT_FALSE(first->TryAcquireWriterLock().ok()) << "a lost lock is not silently retaken";
+  }
+  EXPECT_NE(first->Apply(w).message().find("step down"), std::string::npos)
+      << first->Apply(w).message();
+  first->ReleaseWriterLock();
+  EXPECT_EQ(first->TryAcquireWriterLock().value(), false);
+  EXPECT_EQ(first->CurrentWriter().value().node, "b");
+  WriteBatch by_second;
+  by_second.Upsert("engine_meta", {{"name", std::string("n")}, {"value", std::int64_t{2}}});
+  EXPECT_TRUE(second->Apply(by_second).ok());
+  EXPECT_EQ(QueryOne(url, "SELECT value FROM engine_meta WHERE name = 'n'"), "2");
 }
 
 TEST(OpenStoreTest, RejectsUnknownUrls) {

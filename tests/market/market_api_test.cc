@@ -341,6 +341,55 @@ TEST_P(MarketApiTest, AnAccountThatSellsAndBuysNeverTradesWithItself) {
   ExpectBooksBalance();
 }
 
+// History lists page with ?cursor= (keyset: the next_cursor of the page before): every row once,
+// newest first, and a row that arrives between two pages neither shifts nor repeats the next one;
+// a bad cursor is a 400 naming the field.
+TEST_P(MarketApiTest, HistoryListsPageWithAKeysetCursor) {
+  std::string customer = User("kim", {"customer"});
+  Credit("kim", "50");
+  std::vector<long long> placed;
+  auto place = [&] {
+    auto bid = client_->Call("POST", "/v1/bids",
+                             {{"gpu", "A100 SXM"},
+                              {"gpus", 1},
+                              {"limit_usd_per_gpu_hour", "1.000"},
+                              {"time_in_force", "ioc"}},
+                             customer);
+    ASSERT_EQ(bid.status, 201) << bid.body;
+    placed.push_back(bid.Json()["id"].get<long long>());
+  };
+  for (int i = 0; i < 7; ++i) place();
+  std::vector<long long> seen;
+  std::string path = "/v1/bids?limit=3";
+  int pages = 0;
+  while (true) {
+    json page = Get(path, customer);
+    ++pages;
+    for (const auto& b : page["bids"]) seen.push_back(b["id"].get<long long>());
+    if (pages == 1) place();  // newer than every cursor: on no later page
+    if (page["next_cursor"].is_null()) break;
+    path = "/v1/bids?limit=3&cursor=" + page["next_cursor"].get<std::string>();
+    ASSERT_LT(pages, 10) << "the cursor does not advance";
+  }
+  EXPECT_EQ(pages, 3);
+  std::vector<long long> first_seven(placed.rbegin() + 1, placed.rend());
+  EXPECT_EQ(seen, first_seven);
+  EXPECT_EQ(Get("/v1/bids?limit=1", customer)["bids"][0]["id"].get<long long>(), placed.back());
+  for (const char* bad : {"0", "-4", "abc", "1.5"}) {
+    auto r = client_->Call("GET", std::string("/v1/bids?cursor=") + bad, nullptr, customer);
+    EXPECT_EQ(r.status, 400) << bad;
+    EXPECT_EQ(r.Json()["error"]["field"], "cursor") << r.body;
+  }
+  // Leases and trades take the same cursor.
+  json leases = Get("/v1/leases?limit=1", customer);
+  EXPECT_TRUE(leases["leases"].empty());
+  EXPECT_TRUE(leases["next_cursor"].is_null());
+  json trades = Get("/v1/markets/A100%20SXM/trades?limit=5&cursor=1");
+  EXPECT_TRUE(trades["trades"].empty());
+  EXPECT_TRUE(trades["next_cursor"].is_null());
+  EXPECT_EQ(client_->Call("GET", "/v1/markets/A100%20SXM/trades?cursor=x").status, 400);
+}
+
 TEST_P(MarketApiTest, BadCallsGetClearErrors) {
   std::string provider = User("paula", {"provider"});
   std::string customer = User("carl", {"customer"});

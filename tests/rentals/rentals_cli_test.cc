@@ -2,45 +2,13 @@
 // server: exit codes (0 ok, 2 bad input or any 4xx, 1 unreachable), the figures they print, the
 // 402's top-up on the error line, the release confirmation. SQLite (the CLI holds no state).
 #include <gtest/gtest.h>
-#include <stdlib.h>
 
-#include "harness.h"
+#include "cli_fixture.h"
 
 namespace gpuhub::testing {
 namespace {
 
-bool Has(const CommandResult& r, const std::string& text) {
-  return r.output.find(text) != std::string::npos;
-}
-
-class RentalsCliTest : public ::testing::Test {
- protected:
-  void SetUp() override {
-    options_.db = FreshDatabaseUrl("sqlite", dir_);
-    auto r = CreateAdmin(dir_, options_);
-    ASSERT_EQ(r.exit_code, 0) << r.output;
-    server_ = std::make_unique<ServerProcess>(dir_, options_);
-    ASSERT_TRUE(server_->Start()) << server_->Log();
-    client_ = std::make_unique<HttpClient>(server_->port());
-    admin_ = LogInAdmin(*client_);
-    alice_ = SignUpAndLogIn(*client_, "alice");
-    url_ = "http://127.0.0.1:" + std::to_string(server_->port());
-    ::setenv("GPUHUB_SERVER", url_.c_str(), 1);
-    ::unsetenv("GPUHUB_TOKEN");
-  }
-  void TearDown() override { ::unsetenv("GPUHUB_SERVER"); }
-  CommandResult As(const std::string& token, std::vector<std::string> args) {
-    args.push_back("--token");
-    args.push_back(token);
-    return RunGpuhub(args, "");
-  }
-
-  TempDir dir_;
-  ServerOptions options_;
-  std::unique_ptr<ServerProcess> server_;
-  std::unique_ptr<HttpClient> client_;
-  std::string admin_, alice_, url_;
-};
+using RentalsCliTest = CliFixture;
 
 TEST_F(RentalsCliTest, RentRenewAndReleaseFromTheCommandLine) {
   auto node = As(admin_, {"admin", "nodes", "add", "--gpu", "H100 SXM", "--region", "IAD-1",

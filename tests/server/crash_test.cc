@@ -129,7 +129,9 @@ TEST_P(CrashTest, NothingAcknowledgedIsLostAfterSigkillAndTheBooksBalance) {
           if (r.status == 0) break;
           if (r.status == 201) {
             std::lock_guard<std::mutex> lock(seen.mutex);
-            for (const auto& id : r.Json()["transfer_ids"]) seen.conversion_transfers.insert(id);
+            // Held by name: a range-for over a member of the temporary r.Json() would dangle.
+            const json answer = r.Json();
+            for (const auto& id : answer["transfer_ids"]) seen.conversion_transfers.insert(id);
             ++seen.acknowledged;
           }
         }

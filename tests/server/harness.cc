@@ -131,7 +131,7 @@ bool HttpClient::Connect() {
   addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
   int one = 1;
   ::setsockopt(fd_, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
-  timeval tv{30, 0};
+  timeval tv{timeout_seconds_, 0};
   ::setsockopt(fd_, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
   if (!source_.empty()) {
     sockaddr_in local{};
@@ -582,6 +582,11 @@ std::vector<WebhookReceiver::Received> WebhookReceiver::WaitFor(std::size_t n,
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
   }
+}
+
+long long Metric(const std::string& text, const std::string& series) {
+  auto at = text.find("\n" + series + " ");
+  return at == std::string::npos ? 0 : std::atoll(text.c_str() + at + series.size() + 2);
 }
 
 std::vector<json> AllTransfers(HttpClient& client, const std::string& token) {

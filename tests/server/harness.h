@@ -59,11 +59,14 @@ class HttpClient {
   // Sends raw bytes on a new connection and reads until the server closes it or `timeout_ms`.
   std::string Raw(const std::string& bytes, int timeout_ms = 5000);
   void Close();
+  // How long a call waits for an answer before it gives up (status 0); 30 s unless set.
+  void set_timeout_seconds(int seconds) { timeout_seconds_ = seconds; }
 
  private:
   bool Connect();
   int port_;
   std::string source_;
+  int timeout_seconds_ = 30;
   int fd_ = -1;
 };
 
@@ -92,6 +95,7 @@ class ServerProcess {
   // Starts and waits for "listening on http://127.0.0.1:PORT"; false (with the log) on failure.
   bool Start();
   int port() const { return port_; }
+  pid_t pid() const { return pid_; }
   void Kill();  // SIGKILL, then reap
   // SIGTERM; returns the exit status (or -1 when it did not exit within the timeout).
   int Terminate(int timeout_ms = 20000);
@@ -183,5 +187,8 @@ class WebhookReceiver {
 std::vector<json> AllTransfers(HttpClient& client, const std::string& token);
 // Micros from "12.500000".
 long long Micros(const std::string& decimal);
+// A series' value in the Prometheus text of /metrics (0 when absent), e.g.
+// Metric(text, "gpuhub_engine_commits_total{result=\"ok\"}").
+long long Metric(const std::string& text, const std::string& series);
 
 }  // namespace gpuhub::testing

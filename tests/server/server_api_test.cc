@@ -167,7 +167,11 @@ TEST_F(ServerTest, ALostPostgresConnectionFailsOneBatchWith503AndTheServerRecove
   if (failed_once) {
     EXPECT_NE(server_->Log().find("event=commit_failed"), std::string::npos);
   }
-  EXPECT_NE(server_->Log().find("event=state_reloaded"), std::string::npos) << server_->Log();
+  // It stepped down with its lost session and, alone on the database, took a new term at once.
+  EXPECT_NE(server_->Log().find("event=writer_stepped_down term=1"), std::string::npos)
+      << server_->Log();
+  EXPECT_NE(server_->Log().find("event=writer_term_claimed term=2"), std::string::npos)
+      << server_->Log();
   // Memory did not keep the failed batch: the invoices are exactly the acknowledged ones, before
   // and after a restart.
   auto listed = client_->Call("GET", "/v1/topups", nullptr, token).Json()["topups"];
@@ -965,6 +969,24 @@ TEST_F(ServerTest, StaticFilesMetricsHealthAndRequestIds) {
     EXPECT_NE(metrics.body.find(series), std::string::npos) << series;
   }
   EXPECT_EQ(client_->Send("HEAD", "/healthz").status, 200);
+}
+
+// A second server on the same database is a standby by default (single_writer_test: refused with
+// [ha] standby = false; tests/ha has the rest of high availability).
+TEST_F(ServerTest, ASecondServerOnTheSameDatabaseIsAStandby) {
+  StartServer();
+  ServerOptions options;
+  options.db = db_;
+  ServerProcess second(dir_, options);
+  ASSERT_TRUE(second.Start()) << second.Log();
+  HttpClient c(second.port());
+  auto health = c.Call("GET", "/healthz");
+  EXPECT_EQ(health.status, 200) << health.body;
+  EXPECT_EQ(health.Json()["role"], "standby") << health.body;
+  EXPECT_EQ(health.Header("x-gpuhub-role"), "standby");
+  EXPECT_EQ(c.Call("GET", "/healthz/writer").status, 503);
+  EXPECT_EQ(client_->Call("GET", "/healthz/writer").status, 200);
+  EXPECT_EQ(client_->Call("GET", "/healthz").Json()["role"], "writer");
 }
 
 }  // namespace

@@ -6,6 +6,7 @@ import { money, timestamp } from './format.js';
 import { startRentals } from './rentals.js';
 import { initSshKeys, loadSshKeys } from './ssh_keys.js';
 import { initBilling, loadBillingProfile, loadDocuments } from './billing.js';
+import { startStorage } from './storage.js';
 
 const POLL_MS = 3000;
 const OPEN_INVOICE = new Set(['new', 'processing']);
@@ -103,6 +104,7 @@ async function showAccount(session, welcome) {
     loadTopups(),
     loadTransfers(true),
     startRentals(() => Promise.all([loadWallets(), loadTransfers(true)]), roles.includes('customer')),
+    startStorage(() => Promise.all([loadWallets(), loadTransfers(true)]), roles.includes('customer')),
     loadSshKeys(),
     loadBillingProfile(),
     loadDocuments(),

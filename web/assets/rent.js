@@ -27,7 +27,17 @@ function choices() {
     region: form.elements.region.value,
     currency: form.elements.currency.value,
     auto_renew: form.elements.auto_renew.checked,
+    extra_nvme_tb: form.elements.extra_nvme_tb.value === '' ? 0 : Number(form.elements.extra_nvme_tb.value),
   };
+}
+
+// The order's fields for the API (the server checks every one and names the field it refuses).
+function orderBody(c, order) {
+  const body = { gpu: c.gpu, count: c.count, term: c.term, currency: c.currency };
+  if (order) body.auto_renew = c.auto_renew;
+  if (c.region) body.region = c.region;
+  if (c.extra_nvme_tb !== 0) body.extra_nvme_tb = c.extra_nvme_tb;
+  return body;
 }
 
 function writeUrl() {
@@ -35,6 +45,7 @@ function writeUrl() {
   const q = new URLSearchParams({ gpu: c.gpu, count: String(c.count), term: c.term });
   if (c.region) q.set('region', c.region);
   if (c.currency !== 'USD') q.set('currency', c.currency);
+  if (c.extra_nvme_tb) q.set('extra_nvme_tb', String(c.extra_nvme_tb));
   history.replaceState(null, '', '?' + q.toString());
 }
 
@@ -54,6 +65,8 @@ function fillForm() {
   $('#rent-region').value = card.regions.includes(region) ? region : '';
   const currency = q.get('currency');
   if (['USD', 'EUR', 'GBP'].includes(currency)) $('#rent-currency').value = currency;
+  const nvme = q.get('extra_nvme_tb');
+  if (nvme && /^\d{1,2}$/.test(nvme)) $('#rent-nvme').value = nvme;
 }
 
 // Region options with the sets free now for the chosen count (from the last quote's stock).
@@ -87,6 +100,9 @@ function renderQuote(q) {
     row('List price', money(q.list_price_per_card, 'USD'), `per card per ${q.term}` + (q.list_price_derived ? ' (derived from the fleet\'s weekly/monthly ratio)' : '')),
     row('Subtotal', money(q.subtotal, 'USD'), `${q.count} × ${money(q.list_price_per_card, 'USD')}`),
     row('Multi-card discount', '−' + money(q.discount, 'USD'), q.count > 1 ? `${q.discount_percent}% at ${q.count} cards` : 'none for one card'),
+    q.extra_nvme && q.extra_nvme.tb > 0
+      ? row('Extra NVMe', money(q.extra_nvme.net, 'USD'), `${q.extra_nvme.tb} TB × ${money(q.extra_nvme.per_tb, 'USD')} per ${q.term}`)
+      : null,
     row('Net', money(a.net, 'USD')),
     a.tax.map((t) => row(t.name, money(t.amount, 'USD'), t.rate_percent + '%')),
     row('Tax', money(a.tax_total, 'USD'), a.tax.length ? '' : 'no tax applies'),
@@ -116,9 +132,7 @@ function renderQuote(q) {
 
 async function updateQuote() {
   writeUrl();
-  const c = choices();
-  const body = { gpu: c.gpu, count: c.count, term: c.term, currency: c.currency };
-  if (c.region) body.region = c.region;
+  const body = orderBody(choices(), false);
   const seq = ++quoteSeq;
   try {
     const q = await api('POST', '/v1/rentals/quote', body);
@@ -155,9 +169,7 @@ async function onSubmit(e) {
   e.preventDefault();
   if (!session) return;
   clearFormErrors(form);
-  const c = choices();
-  const body = { gpu: c.gpu, count: c.count, term: c.term, currency: c.currency, auto_renew: c.auto_renew };
-  if (c.region) body.region = c.region;
+  const body = orderBody(choices(), true);
   const button = $('#rent-submit');
   setBusy(button, true);
   try {

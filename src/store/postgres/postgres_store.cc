@@ -36,6 +36,13 @@ void LogNotice(void*, const char* message) {
   spdlog::warn("event=postgres_notice message=\"{}\"", Trimmed(message));
 }
 
+// Errors unless engine_writer still names term $1 (store.h: fencing). The CASE is not folded at
+// plan time (count(*) is not a constant), and the failed cast names the cause in the server log.
+constexpr const char* kFenceSql =
+    "SELECT CAST(CASE WHEN count(*) = 1 THEN '1' ELSE 'gpuhub writer fenced: a newer writer term "
+    "holds the database' END AS BIGINT) FROM (SELECT 1 FROM engine_writer WHERE id = 1 AND term = "
+    "$1 FOR SHARE) AS fence";
+
 }  // namespace
 
 std::string RedactPostgresUrl(std::string_view url) {
@@ -57,12 +64,18 @@ std::string RedactPostgresUrl(std::string_view url) {
 }
 
 Result<std::unique_ptr<PostgresStore>> PostgresStore::Open(const std::string& url) {
-  std::string with_timeout = url;
-  if (with_timeout.find("connect_timeout=") == std::string::npos) {
-    with_timeout += (with_timeout.find('?') == std::string::npos ? "?" : "&");
-    with_timeout += "connect_timeout=" + std::to_string(kPostgresConnectTimeoutSeconds);
-  }
-  PGconn* conn = PQconnectdb(with_timeout.c_str());
+  std::string with_options = url;
+  auto add = [&](std::string_view name, int value) {
+    if (with_options.find(std::string(name) + "=") != std::string::npos) return;
+    with_options += (with_options.find('?') == std::string::npos ? "?" : "&");
+    with_options += std::string(name) + "=" + std::to_string(value);
+  };
+  add("connect_timeout", kPostgresConnectTimeoutSeconds);
+  add("keepalives_idle", kPostgresKeepaliveIdleSeconds);
+  add("keepalives_interval", kPostgresKeepaliveIntervalSeconds);
+  add("keepalives_count", kPostgresKeepaliveCount);
+  add("tcp_user_timeout", kPostgresTcpUserTimeoutMilliseconds);
+  PGconn* conn = PQconnectdb(with_options.c_str());
   std::string description = RedactPostgresUrl(url);
   if (conn == nullptr || PQstatus(conn) != CONNECTION_OK) {
     std::string message = conn ? Trimmed(PQerrorMessage(conn)) : "out of memory";
@@ -70,65 +83,95 @@ Result<std::unique_ptr<PostgresStore>> PostgresStore::Open(const std::string& ur
     return Status::Unavailable("cannot connect to " + description + ": " + message);
   }
   PQsetNoticeProcessor(conn, LogNotice, nullptr);  // kept across PQreset
-  std::unique_ptr<PostgresStore> store(new PostgresStore(with_timeout, description, conn));
-  // Quiet NOTICEs ("relation already exists, skipping") from going to stderr.
-  GPUHUB_RETURN_IF_ERROR(store->Exec("SET client_min_messages = warning"));
+  std::unique_ptr<PostgresStore> store(new PostgresStore(with_options, description, conn));
+  GPUHUB_RETURN_IF_ERROR(store->SetUpSession());
   return store;
 }
 
-PostgresStore::~PostgresStore() { PQfinish(conn_); }
+PostgresStore::~PostgresStore() {
+  UnlockWhileConnected();
+  PQfinish(conn_);
+}
+
+void PostgresStore::UnlockWhileConnected() {
+  // Closing the session would release the lock too, but only when its backend gets round to
+  // exiting: a `gpuhub serve` started right after a CLI verb would find it still taken (and start
+  // as a standby), a standby would wait a poll longer. Bounded by tcp_user_timeout.
+  if (!holds_lock_ || lock_lost_ || PQstatus(conn_) != CONNECTION_OK) return;
+  PgResult r(PQexec(
+      conn_, ("SELECT pg_advisory_unlock(" + std::to_string(kPostgresEngineLockKey) + ")").c_str()));
+}
+
+int PostgresStore::LockWaitMilliseconds() const { return kPostgresLockWaitMilliseconds; }
 
 Status PostgresStore::Error(std::string_view what) const {
   return Status::Unavailable(description_ + ": " + std::string(what) + ": " +
                              Trimmed(PQerrorMessage(conn_)));
 }
 
+Status PostgresStore::SetUpSession() {
+  // Quiet NOTICEs ("relation already exists, skipping") from going to stderr; the server side of
+  // the keepalives (a vanished writer machine releases the advisory lock within seconds).
+  return Exec("SET client_min_messages = warning; SET tcp_keepalives_idle = " +
+              std::to_string(kPostgresKeepaliveIdleSeconds) + "; SET tcp_keepalives_interval = " +
+              std::to_string(kPostgresKeepaliveIntervalSeconds) + "; SET tcp_keepalives_count = " +
+              std::to_string(kPostgresKeepaliveCount) + "; SET tcp_user_timeout = " +
+              std::to_string(kPostgresTcpUserTimeoutMilliseconds));
+}
+
+void PostgresStore::NoteConnectionState() {
+  if (holds_lock_ && PQstatus(conn_) != CONNECTION_OK) lock_lost_ = true;
+}
+
 Status PostgresStore::EnsureConnected() {
+  NoteConnectionState();
   if (lock_lost_) {
     return Status::Unavailable(description_ +
-                               ": the engine lost its advisory lock to another engine; restart");
+                               ": the session that held the writer lock is gone (the connection "
+                               "broke or was terminated); this engine must step down");
   }
   if (PQstatus(conn_) == CONNECTION_OK) return Status::Ok();
   PQreset(conn_);
   if (PQstatus(conn_) != CONNECTION_OK) return Error("reconnect");
-  GPUHUB_RETURN_IF_ERROR(Exec("SET client_min_messages = warning"));
-  if (wants_lock_) {
-    wants_lock_ = false;
-    Status s = AcquireWriterLock();
-    lock_lost_ = !s.ok();
-    return s;
-  }
-  return Status::Ok();
+  return SetUpSession();
 }
 
 Status PostgresStore::Exec(const std::string& sql) {
   PgResult r(PQexec(conn_, sql.c_str()));
   auto status = PQresultStatus(r.get());
   if (status != PGRES_COMMAND_OK && status != PGRES_TUPLES_OK) {
-    return Status::Unavailable(description_ + ": " + Trimmed(PQresultErrorMessage(r.get())));
+    Status s = Status::Unavailable(description_ + ": " + Trimmed(PQresultErrorMessage(r.get())));
+    NoteConnectionState();
+    return s;
   }
   return Status::Ok();
 }
 
-Status PostgresStore::AcquireWriterLock() {
+Result<bool> PostgresStore::TryAcquireWriterLock() {
   GPUHUB_RETURN_IF_ERROR(EnsureConnected());
+  if (holds_lock_) return true;
   std::string sql = "SELECT pg_try_advisory_lock(" + std::to_string(kPostgresEngineLockKey) + ")";
-  // A previous engine that just died (or was restarted) releases its lock only when its backend
-  // notices the closed connection: wait a little before calling the database busy.
-  auto deadline = std::chrono::steady_clock::now() +
-                  std::chrono::milliseconds(kPostgresLockWaitMilliseconds);
-  while (true) {
-    PgResult r(PQexec(conn_, sql.c_str()));
-    if (PQresultStatus(r.get()) != PGRES_TUPLES_OK) return Error("advisory lock");
-    if (std::string(PQgetvalue(r.get(), 0, 0)) == "t") break;
-    if (std::chrono::steady_clock::now() >= deadline) {
-      return Status::Unavailable(description_ +
-                                 " is in use by another gpuhub engine (it holds the advisory lock)");
-    }
-    std::this_thread::sleep_for(std::chrono::milliseconds(50));
-  }
-  wants_lock_ = true;
-  return Status::Ok();
+  PgResult r(PQexec(conn_, sql.c_str()));
+  if (PQresultStatus(r.get()) != PGRES_TUPLES_OK) return Error("advisory lock");
+  if (std::string(PQgetvalue(r.get(), 0, 0)) != "t") return false;
+  holds_lock_ = true;
+  // Operators (and the tests) find the writer's session by its name.
+  (void)Exec("SET application_name = 'gpuhub writer'");
+  return true;
+}
+
+void PostgresStore::ReleaseWriterLock() {
+  writer_term_ = 0;
+  if (!holds_lock_ && !lock_lost_) return;
+  UnlockWhileConnected();
+  holds_lock_ = false;
+  lock_lost_ = false;
+  // Ending the session releases the lock even when a statement is stuck; the next call opens a
+  // new session (EnsureConnected).
+  // A failed connect leaves a connection object in CONNECTION_BAD: EnsureConnected resets it.
+  PQfinish(conn_);
+  conn_ = PQconnectdb(url_.c_str());
+  if (PQstatus(conn_) == CONNECTION_OK) (void)SetUpSession();
 }
 
 Status PostgresStore::EnsureMigrationsTable() {
@@ -139,7 +182,11 @@ Status PostgresStore::EnsureMigrationsTable() {
 }
 
 Result<int> PostgresStore::SchemaVersion() {
-  GPUHUB_RETURN_IF_ERROR(EnsureMigrationsTable());
+  GPUHUB_RETURN_IF_ERROR(EnsureConnected());
+  // Reads only (a backup's read-only snapshot asks too): no table yet is version 0.
+  PgResult exists(PQexec(conn_, "SELECT to_regclass('schema_migrations') IS NOT NULL"));
+  if (PQresultStatus(exists.get()) != PGRES_TUPLES_OK) return Error("schema version");
+  if (std::string(PQgetvalue(exists.get(), 0, 0)) != "t") return 0;
   PgResult r(PQexec(conn_, "SELECT COALESCE(MAX(version), 0) FROM schema_migrations"));
   if (PQresultStatus(r.get()) != PGRES_TUPLES_OK) return Error("schema version");
   return std::atoi(PQgetvalue(r.get(), 0, 0));
@@ -179,6 +226,14 @@ Status PostgresStore::Apply(const WriteBatch& batch) {
   std::vector<std::string> texts;
   std::vector<const char*> params;
   bool sent = PQsendQueryParams(conn_, "BEGIN", 0, nullptr, nullptr, nullptr, nullptr, 0) == 1;
+  // The fence, the transaction's first statement: FOR SHARE makes a takeover's term bump wait for
+  // this commit, and errors (a text that is no bigint) unless the row still names our term.
+  const std::string term_text = std::to_string(writer_term_);
+  const bool fenced = writer_term_ != 0;
+  if (sent && fenced) {
+    const char* term_param = term_text.c_str();
+    sent = PQsendQueryParams(conn_, kFenceSql, 1, nullptr, &term_param, nullptr, nullptr, 0) == 1;
+  }
   for (const Write& w : batch.writes()) {
     if (!sent) break;
     std::string sql = WriteSql(w, /*dollar=*/true);
@@ -201,16 +256,17 @@ Status PostgresStore::Apply(const WriteBatch& batch) {
   if (sent) sent = PQpipelineSync(conn_) == 1;
   if (!sent) {
     Status err = Error("send batch");
-    PQreset(conn_);  // the pipeline state is unknown: start over on a fresh connection
-    if (wants_lock_) {
-      wants_lock_ = false;
-      (void)AcquireWriterLock();  // when another engine took it meanwhile, EnsureConnected refuses
-      lock_lost_ = !wants_lock_;
+    if (holds_lock_) {
+      // The pipeline state is unknown and a new session would not hold the lock: step down.
+      lock_lost_ = true;
+    } else {
+      PQreset(conn_);  // start over on a fresh connection
     }
     return err;
   }
   Status first_error;
-  const std::size_t statements = batch.size() + 2;  // BEGIN, the writes, COMMIT
+  // BEGIN, the fence, the writes, COMMIT
+  const std::size_t statements = batch.size() + (fenced ? 3 : 2);
   std::size_t index = 0;
   bool committed = false;
   while (true) {
@@ -225,21 +281,46 @@ Status PostgresStore::Apply(const WriteBatch& batch) {
     auto st = PQresultStatus(r.get());
     if (st == PGRES_PIPELINE_SYNC) break;
     if (st != PGRES_COMMAND_OK && st != PGRES_TUPLES_OK && first_error.ok()) {
-      first_error = Status::Unavailable(description_ + ": " +
-                                        (st == PGRES_PIPELINE_ABORTED
-                                             ? std::string("batch aborted")
-                                             : Trimmed(PQresultErrorMessage(r.get()))));
+      std::string why = st == PGRES_PIPELINE_ABORTED ? std::string("batch aborted")
+                                                     : Trimmed(PQresultErrorMessage(r.get()));
+      if (fenced && index == 1) why = FencedMessage(writer_term_) + " (" + why + ")";
+      first_error = Status::Unavailable(description_ + ": " + why);
     }
     if (index == statements - 1 && st == PGRES_COMMAND_OK && first_error.ok()) committed = true;
     ++index;
   }
   PQexitPipelineMode(conn_);
+  NoteConnectionState();
   if (PQstatus(conn_) == CONNECTION_OK && PQtransactionStatus(conn_) != PQTRANS_IDLE) {
     (void)Exec("ROLLBACK");
   }
   if (!first_error.ok()) return first_error;
   if (!committed) return Error("commit");
   return Status::Ok();
+}
+
+Status PostgresStore::InSnapshot(const std::function<Status()>& fn) {
+  GPUHUB_RETURN_IF_ERROR(EnsureConnected());
+  GPUHUB_RETURN_IF_ERROR(Exec("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY"));
+  Status s = fn();
+  if (PQstatus(conn_) == CONNECTION_OK) (void)Exec(s.ok() ? "COMMIT" : "ROLLBACK");
+  return s;
+}
+
+Result<std::vector<std::string>> PostgresStore::Columns(std::string_view table) {
+  if (!IsIdentifier(table)) return Status::InvalidArgument("not a table name");
+  GPUHUB_RETURN_IF_ERROR(EnsureConnected());
+  std::string name(table);
+  const char* param = name.c_str();
+  PgResult r(PQexecParams(conn_,
+                          "SELECT column_name FROM information_schema.columns WHERE table_schema = "
+                          "current_schema() AND table_name = $1 ORDER BY ordinal_position",
+                          1, nullptr, &param, nullptr, nullptr, 0));
+  if (PQresultStatus(r.get()) != PGRES_TUPLES_OK) return Error("columns of " + name);
+  std::vector<std::string> columns;
+  for (int i = 0; i < PQntuples(r.get()); ++i) columns.emplace_back(PQgetvalue(r.get(), i, 0));
+  if (columns.empty()) return Status::NotFound(description_ + " has no table " + name);
+  return columns;
 }
 
 Status PostgresStore::Scan(std::string_view table, const std::vector<std::string>& columns,
@@ -279,6 +360,7 @@ Status PostgresStore::Scan(std::string_view table, const std::vector<std::string
     }
     result = fn(row);
   }
+  NoteConnectionState();
   return result;
 }
 

@@ -1,10 +1,16 @@
 // PostgreSQL implementation of store::Store through libpq, over the same schema as SQLite.
 //
-// One connection, used by the engine's writer thread. AcquireWriterLock takes a session-level
-// advisory lock (kPostgresEngineLockKey) so that only one engine writes a database; API nodes
-// that only read would not take it. A broken connection is re-established on the next call and
-// the lock taken again (a commit that failed on the broken connection was rolled back by the
-// server).
+// One connection, used by the engine's writer thread. TryAcquireWriterLock takes a session-level
+// advisory lock (kPostgresEngineLockKey) so that only one engine writes a database (its session
+// then shows application_name "gpuhub writer" in pg_stat_activity). A broken connection without
+// the lock (a standby polling, a backup) is re-established on the next call. A broken connection
+// WITH the lock means the lock is gone with the session: every call then fails with `unavailable`
+// until ReleaseWriterLock, so the engine steps down and competes for the lock again (and claims a
+// new term) instead of writing on a new session that another engine may already have replaced.
+//
+// Every Apply of a store holding a writer term runs the fence first, in the same transaction and
+// pipeline: SELECT ... FROM engine_writer WHERE term = $1 FOR SHARE, which errors unless exactly
+// one row matched.
 #pragma once
 
 #include <memory>
@@ -22,27 +28,41 @@ class PostgresStore final : public Store {
   ~PostgresStore() override;
 
   std::string Describe() const override { return description_; }
-  Status AcquireWriterLock() override;
+  Result<bool> TryAcquireWriterLock() override;
+  void ReleaseWriterLock() override;
   Result<int> SchemaVersion() override;
   Status Apply(const WriteBatch& batch) override;
   Status Scan(std::string_view table, const std::vector<std::string>& columns,
               std::string_view order_by, const std::function<Status(const Row&)>& fn) override;
 
+  // Backups (store/backup.h), not part of the Store interface:
+  // Runs `fn` inside one REPEATABLE READ READ ONLY transaction: every Scan it makes reads the same
+  // snapshot.
+  Status InSnapshot(const std::function<Status()>& fn);
+  // The table's column names in their order; not_found when there is no such table.
+  Result<std::vector<std::string>> Columns(std::string_view table);
+
  protected:
   Status ApplyMigration(const Migration& migration) override;
   Status EnsureMigrationsTable() override;
+  int LockWaitMilliseconds() const override;
 
  private:
   PostgresStore(std::string url, std::string description, pg_conn* conn)
       : url_(std::move(url)), description_(std::move(description)), conn_(conn) {}
   Status Exec(const std::string& sql);
   Status EnsureConnected();
+  Status SetUpSession();
+  // After a failure: a writer whose connection broke has lost the lock.
+  void NoteConnectionState();
+  // Gives the advisory lock back at once when this session holds it and is healthy.
+  void UnlockWhileConnected();
   Status Error(std::string_view what) const;
 
   std::string url_;
   std::string description_;
   pg_conn* conn_ = nullptr;
-  bool wants_lock_ = false;
+  bool holds_lock_ = false;
   bool lock_lost_ = false;
 };
 

@@ -12,10 +12,11 @@
 
 namespace gpuhub::store {
 
-Result<std::unique_ptr<SqliteStore>> SqliteStore::Open(const std::string& path) {
+Result<std::unique_ptr<SqliteStore>> SqliteStore::Open(const std::string& path, Mode mode) {
   sqlite3* db = nullptr;
-  int rc = sqlite3_open_v2(
-      path.c_str(), &db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX, nullptr);
+  int flags = mode == Mode::kReadOnly ? SQLITE_OPEN_READONLY
+                                      : SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE;
+  int rc = sqlite3_open_v2(path.c_str(), &db, flags | SQLITE_OPEN_NOMUTEX, nullptr);
   if (rc != SQLITE_OK) {
     std::string message = db ? sqlite3_errmsg(db) : sqlite3_errstr(rc);
     sqlite3_close(db);
@@ -23,11 +24,69 @@ Result<std::unique_ptr<SqliteStore>> SqliteStore::Open(const std::string& path) 
   }
   std::unique_ptr<SqliteStore> store(new SqliteStore(path, db));
   sqlite3_busy_timeout(db, static_cast<int>(kSqliteBusyTimeoutMs));
-  for (const char* pragma :
-       {"PRAGMA journal_mode=WAL", "PRAGMA synchronous=FULL", "PRAGMA foreign_keys=ON"}) {
+  std::vector<const char*> pragmas;
+  if (mode == Mode::kDatabase) {
+    pragmas = {"PRAGMA journal_mode=WAL", "PRAGMA synchronous=FULL", "PRAGMA foreign_keys=ON"};
+  } else if (mode == Mode::kBackupFile) {
+    pragmas = {"PRAGMA journal_mode=DELETE", "PRAGMA synchronous=FULL", "PRAGMA foreign_keys=ON"};
+  } else {
+    pragmas = {"PRAGMA query_only=ON"};
+  }
+  for (const char* pragma : pragmas) {
     GPUHUB_RETURN_IF_ERROR(store->Exec(pragma).WithContext("sqlite:" + path));
   }
   return store;
+}
+
+Status SqliteStore::BackupTo(const std::string& path) {
+  sqlite3* out = nullptr;
+  if (sqlite3_open_v2(path.c_str(), &out,
+                      SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX,
+                      nullptr) != SQLITE_OK) {
+    std::string message = out ? sqlite3_errmsg(out) : "out of memory";
+    sqlite3_close(out);
+    return Status::Unavailable("cannot create " + path + ": " + message);
+  }
+  Status result;
+  sqlite3_backup* backup = sqlite3_backup_init(out, "main", db_, "main");
+  if (backup == nullptr) {
+    result = Status::Unavailable("backup of " + Describe() + ": " + sqlite3_errmsg(out));
+  } else {
+    // -1: every page in one step, so the copy is one snapshot of the source (a step that returns
+    // BUSY or LOCKED is retried: another connection held a lock for a moment).
+    int rc = SQLITE_OK;
+    for (int attempt = 0; attempt < 100; ++attempt) {
+      rc = sqlite3_backup_step(backup, -1);
+      if (rc != SQLITE_BUSY && rc != SQLITE_LOCKED) break;
+      sqlite3_sleep(50);
+    }
+    sqlite3_backup_finish(backup);
+    if (rc != SQLITE_DONE) {
+      result = Status::Unavailable("backup of " + Describe() + ": " + sqlite3_errstr(rc));
+    }
+  }
+  if (result.ok() &&
+      sqlite3_exec(out, "PRAGMA journal_mode=DELETE", nullptr, nullptr, nullptr) != SQLITE_OK) {
+    result = Status::Unavailable("backup file " + path + ": " + sqlite3_errmsg(out));
+  }
+  sqlite3_close(out);
+  return result;
+}
+
+Result<std::vector<std::string>> SqliteStore::Columns(std::string_view table) {
+  if (!IsIdentifier(table)) return Status::InvalidArgument("not a table name");
+  std::vector<std::string> columns;
+  GPUHUB_ASSIGN_OR_RETURN(sqlite3_stmt * stmt,
+                          Prepared("SELECT name FROM pragma_table_info(?1) ORDER BY cid"));
+  sqlite3_bind_text(stmt, 1, table.data(), static_cast<int>(table.size()), SQLITE_TRANSIENT);
+  int rc;
+  while ((rc = sqlite3_step(stmt)) == SQLITE_ROW) {
+    columns.emplace_back(reinterpret_cast<const char*>(sqlite3_column_text(stmt, 0)));
+  }
+  sqlite3_reset(stmt);
+  if (rc != SQLITE_DONE) return Error("columns of " + std::string(table));
+  if (columns.empty()) return Status::NotFound(Describe() + " has no table " + std::string(table));
+  return columns;
 }
 
 SqliteStore::~SqliteStore() {
@@ -52,12 +111,8 @@ Status SqliteStore::Exec(const std::string& sql) {
   return Status::Ok();
 }
 
-Status SqliteStore::AcquireWriterLock() {
-  if (lock_fd_ >= 0) return Status::Ok();
-  auto in_use = [&](std::string_view how) {
-    return Status::Unavailable("sqlite:" + path_ + " is in use by another gpuhub engine" +
-                               std::string(how) + " (a running `gpuhub serve`?)");
-  };
+Result<bool> SqliteStore::TryAcquireWriterLock() {
+  if (lock_fd_ >= 0) return true;
   // 1. A sidecar file, locked with flock: what earlier versions take, so that an older engine on
   //    the same path and this one still exclude each other. It is keyed by the path, though: a
   //    symlink or a hard link to the same database has another sidecar.
@@ -66,7 +121,7 @@ Status SqliteStore::AcquireWriterLock() {
   if (fd < 0) return Status::Unavailable("cannot open " + lock_path + ": " + std::strerror(errno));
   if (::flock(fd, LOCK_EX | LOCK_NB) != 0) {
     ::close(fd);
-    return in_use("");
+    return false;
   }
   // 2. The database file itself (its inode, whichever path reaches it), with an open file
   //    description lock on one byte SQLite never locks. Not flock on the whole file (emulated by
@@ -87,13 +142,26 @@ Status SqliteStore::AcquireWriterLock() {
     ::close(file_fd);
     ::close(fd);
     if (error == EAGAIN || error == EACCES) {
-      return in_use(" through another path to the same file (a symlink or a hard link)");
+      // An error, not "taken": this engine must not even wait as a standby here, because SQLite
+      // names the WAL after the path, and a takeover through another path would not see the
+      // frames the writer left in its own WAL.
+      return Status::Unavailable("sqlite:" + path_ +
+                                 " is in use by another gpuhub engine through another path to the "
+                                 "same file (a symlink or a hard link); use the writer's path");
     }
     return Status::Unavailable("cannot lock sqlite:" + path_ + ": " + std::strerror(error));
   }
   lock_fd_ = fd;
   file_lock_fd_ = file_fd;
-  return Status::Ok();
+  return true;
+}
+
+void SqliteStore::ReleaseWriterLock() {
+  writer_term_ = 0;
+  for (int* fd : {&lock_fd_, &file_lock_fd_}) {
+    if (*fd >= 0) ::close(*fd);
+    *fd = -1;
+  }
 }
 
 Status SqliteStore::EnsureMigrationsTable() {
@@ -104,7 +172,14 @@ Status SqliteStore::EnsureMigrationsTable() {
 }
 
 Result<int> SqliteStore::SchemaVersion() {
-  GPUHUB_RETURN_IF_ERROR(EnsureMigrationsTable());
+  // Reads only (a read-only backup file is asked too): no table yet is version 0.
+  bool exists = false;
+  GPUHUB_RETURN_IF_ERROR(Scan("sqlite_master", {"name"}, "", [&](const Row& row) -> Status {
+    auto name = row.Text(0);
+    exists = exists || (name.ok() && *name == "schema_migrations");
+    return Status::Ok();
+  }));
+  if (!exists) return 0;
   int version = 0;
   Status s = Scan("schema_migrations", {"version"}, "version", [&](const Row& row) {
     GPUHUB_ASSIGN_OR_RETURN(std::int64_t v, row.Int(0));
@@ -151,6 +226,20 @@ Status SqliteStore::Apply(const WriteBatch& batch) {
     sqlite3_exec(db_, "ROLLBACK", nullptr, nullptr, nullptr);
     return s;
   };
+  if (writer_term_ != 0) {
+    // The fence, inside the transaction: BEGIN IMMEDIATE holds the database's write lock, so the
+    // term read here cannot change before COMMIT.
+    auto fence = Prepared("SELECT term FROM engine_writer WHERE id = 1");
+    if (!fence.ok()) return fail(fence.status());
+    std::int64_t term = 0;
+    int rc = sqlite3_step(*fence);
+    if (rc == SQLITE_ROW) term = sqlite3_column_int64(*fence, 0);
+    sqlite3_reset(*fence);
+    if (rc != SQLITE_ROW && rc != SQLITE_DONE) return fail(Error("writer fence"));
+    if (term != writer_term_) {
+      return fail(Status::Unavailable(Describe() + ": " + FencedMessage(writer_term_)));
+    }
+  }
   for (const Write& w : batch.writes()) {
     auto stmt_or = Prepared(WriteSql(w, /*dollar=*/false));
     if (!stmt_or.ok()) return fail(stmt_or.status());

@@ -19,17 +19,34 @@ namespace gpuhub::store {
 
 class SqliteStore final : public Store {
  public:
-  // Opens or creates the database file; sets WAL, synchronous=FULL, a busy timeout and foreign
-  // keys.
-  static Result<std::unique_ptr<SqliteStore>> Open(const std::string& path);
+  enum class Mode {
+    kDatabase,    // WAL journal: a server's database
+    kBackupFile,  // rollback journal: one self-contained file (store/backup.h), created if missing
+    kReadOnly,    // an existing file, never written (a backup being read)
+  };
+  // Opens or creates the database file; sets WAL (kDatabase), synchronous=FULL, a busy timeout and
+  // foreign keys.
+  static Result<std::unique_ptr<SqliteStore>> Open(const std::string& path,
+                                                   Mode mode = Mode::kDatabase);
   ~SqliteStore() override;
 
   std::string Describe() const override { return "sqlite:" + path_; }
-  Status AcquireWriterLock() override;
+  Result<bool> TryAcquireWriterLock() override;
+  void ReleaseWriterLock() override;
   Result<int> SchemaVersion() override;
   Status Apply(const WriteBatch& batch) override;
   Status Scan(std::string_view table, const std::vector<std::string>& columns,
               std::string_view order_by, const std::function<Status(const Row&)>& fn) override;
+
+  // Backups (store/backup.h), not part of the Store interface:
+  // Copies the whole database into a new file at `path` with the online backup API (one step: a
+  // consistent snapshot while other connections write), then switches the copy to a rollback
+  // journal so that it is one self-contained file.
+  Status BackupTo(const std::string& path);
+  // The table's column names in their order; not_found when there is no such table.
+  Result<std::vector<std::string>> Columns(std::string_view table);
+  // Runs SQL from code (the backup's own table).
+  Status ExecScript(const std::string& sql) { return Exec(sql); }
 
  protected:
   Status ApplyMigration(const Migration& migration) override;

@@ -1,0 +1,90 @@
+#include "engine/invariants.h"
+
+#include <map>
+#include <set>
+
+#include "engine/market.h"
+#include "engine/rentals.h"
+#include "engine/wallets.h"
+
+namespace gpuhub::engine {
+namespace {
+
+// Every lease-hour leg in the ledger belongs to an hour a lease counts as paid, once: the leg
+// count equals the hours the leases say they were paid (nothing beyond hours_paid, no lease the
+// exchange does not know). Independent of Exchange::CheckSettlement, which walks the leases.
+Status LeaseHoursChargedOnce(const market::Exchange& exchange, const ledger::Ledger& ledger) {
+  std::int64_t hours = 0;
+  for (const auto& lease : exchange.Records().leases) hours += lease.hours_paid;
+  std::set<std::string> seen;
+  std::int64_t legs = 0;
+  for (const auto& t : ledger.Transfers()) {
+    if (t.code != "lease_hour") continue;
+    if (!seen.insert(t.id).second) return Status::Internal("lease-hour leg twice: " + t.id);
+    ++legs;
+  }
+  if (legs != hours) {
+    return Status::Internal("the ledger holds " + std::to_string(legs) +
+                            " lease-hour charges but the leases count " + std::to_string(hours) +
+                            " paid hours");
+  }
+  return Status::Ok();
+}
+
+Status LeasesPaidUp(const market::Exchange& exchange, TimestampMicros now) {
+  for (const auto& lease : exchange.Records().leases) {
+    if (lease.status == market::LeaseStatus::kActive && lease.PaidUntil() <= now) {
+      return Status::Internal("active lease " + std::to_string(lease.id) + " is paid only until " +
+                              FormatTimestamp(lease.PaidUntil()) + ", before " +
+                              FormatTimestamp(now) + ": an hour was skipped");
+    }
+  }
+  return Status::Ok();
+}
+
+Status SessionsBelongToUsers(const AccountsState& accounts) {
+  for (const auto& [hash, session] : accounts.sessions) {
+    if (!accounts.users.count(session.user_id)) {
+      return Status::Internal("a session of unknown user " + std::to_string(session.user_id));
+    }
+  }
+  return Status::Ok();
+}
+
+}  // namespace
+
+bool InvariantReport::ok() const {
+  for (const auto& c : checks) {
+    if (!c.status.ok()) return false;
+  }
+  return true;
+}
+
+std::string InvariantReport::ToString() const {
+  std::string out;
+  for (const auto& c : checks) {
+    out += c.name + (c.status.ok() ? " ok" : " FAILED: " + c.status.message()) + "\n";
+  }
+  return out;
+}
+
+InvariantReport CheckStateInvariants(const State& state, TimestampMicros now) {
+  const ledger::Ledger& ledger = state.wallets->ledger;
+  const market::Exchange& exchange = state.market->exchange;
+  InvariantReport report;
+  report.checks.push_back({"accounts.sessions", SessionsBelongToUsers(state.accounts)});
+  // Balanced books: posted and pending debits equal credits per currency; no wallet below zero.
+  report.checks.push_back({"ledger.invariants", ledger.CheckInvariants()});
+  report.checks.push_back({"ledger.history", ledger.CheckHistory()});
+  report.checks.push_back({"market.invariants", exchange.CheckInvariants(ledger)});
+  report.checks.push_back({"market.settlement", exchange.CheckSettlement(ledger)});
+  report.checks.push_back({"market.lease_hours_once", LeaseHoursChargedOnce(exchange, ledger)});
+  if (now != 0) report.checks.push_back({"market.leases_paid_up", LeasesPaidUp(exchange, now)});
+  // Term rentals: no card in two live rentals, stock recounts, due transitions scheduled; every
+  // charge in the ledger with its amounts, one per paid term.
+  report.checks.push_back({"rentals.invariants", state.rentals->fleet.CheckInvariants()});
+  report.checks.push_back({"rentals.settlement", state.rentals->fleet.CheckSettlement(ledger)});
+  return report;
+}
+
+}  // namespace gpuhub::engine

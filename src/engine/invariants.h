@@ -1,0 +1,36 @@
+// Every invariant of the platform's state in one place, for whoever must know that the books and
+// the markets are sound: `gpuhub admin verify` on a backup, GET /v1/admin/invariants on the live
+// writer, and the crash, chaos and backup tests. The domains' own checks (Ledger::CheckInvariants
+// and CheckHistory, Exchange::CheckInvariants and CheckSettlement, Fleet::CheckInvariants and
+// CheckSettlement) are what the simulation tests run after every step; this adds the cross-checks
+// those tests did beside them. A new domain adds its checks here.
+//
+// Pure: reads the state, never changes it. O(transfers + lease-hours).
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "core/clock.h"
+#include "core/status.h"
+#include "engine/state.h"
+
+namespace gpuhub::engine {
+
+struct InvariantCheck {
+  std::string name;  // "ledger.invariants", "market.settlement", ...
+  Status status;
+};
+
+struct InvariantReport {
+  std::vector<InvariantCheck> checks;
+  bool ok() const;
+  // "ledger.invariants ok\nmarket.settlement FAILED: ..." one line per check.
+  std::string ToString() const;
+};
+
+// `now`: when not 0, also that every active lease is paid past `now` (the writer's tick has billed
+// every hour that started); 0 for a backup, whose tick may have been a moment behind.
+InvariantReport CheckStateInvariants(const State& state, TimestampMicros now = 0);
+
+}  // namespace gpuhub::engine

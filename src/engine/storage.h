@@ -1,0 +1,97 @@
+// Storage inside the engine (issue 11): rentals::Storage (src/rentals/storage.h) plus the rows its
+// commands change, written in the same group commit as the ledger transfers they apply, the
+// notifications they raise and the charges billing hooks onto (OnStorageCharged,
+// rental_billing.h). Extra local NVMe added to a running rental is a fleet command
+// (AddRentalExtraNvme) kept here with the rest of storage.
+//
+// Every function taking a Txn runs on the writer thread. Commands forward to the domain with the
+// wallets' ledger, the one tax function (RentalTax) and txn.now; on success they queue the
+// changed records and record the notices. A failed command leaves memory untouched (the domain
+// validates before it mutates) and its rows are dropped.
+//
+// Rentals and storage stay in step: every fleet change (engine/rentals.cc) calls
+// SyncStorageWithRentals in the same command, so a released rental's volumes are detached in the
+// commit that released it. Time: the tick hook runs the daily bills and the unpaid path every
+// second with the real clock and on every manual clock advance.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "core/status.h"
+#include "engine/engine.h"
+#include "engine/state.h"
+#include "rentals/fleet.h"
+#include "rentals/storage.h"
+
+namespace gpuhub::engine {
+
+struct StorageState {
+  explicit StorageState(rentals::StorageConfig config) : storage(std::move(config)) {}
+  rentals::Storage storage;
+};
+
+// Admin: the storage hosts of each region.
+Result<rentals::StorageHost> AddStorageHost(Txn& txn, const rentals::StorageHostSpec& spec);
+Result<rentals::StorageHost> SetStorageHostState(Txn& txn, rentals::StorageHostId id,
+                                                 rentals::StorageHostState state);
+
+// Customers.
+Result<rentals::Volume> CreateVolume(Txn& txn, std::int64_t customer,
+                                     const rentals::VolumeSpec& spec);
+Result<rentals::Volume> ResizeVolume(Txn& txn, std::int64_t customer, rentals::VolumeId id,
+                                     std::int64_t size_tb);
+Result<rentals::Volume> AttachVolume(Txn& txn, std::int64_t customer, rentals::VolumeId id,
+                                     rentals::RentalId rental);
+Result<rentals::Volume> DetachVolume(Txn& txn, std::int64_t customer, rentals::VolumeId id,
+                                     rentals::RentalId rental);
+Result<rentals::Volume> DeleteVolume(Txn& txn, std::int64_t customer, rentals::VolumeId id);
+Result<rentals::Volume> PayVolume(Txn& txn, std::int64_t customer, rentals::VolumeId id);
+Result<rentals::DiskSnapshot> CreateSnapshot(Txn& txn, std::int64_t customer,
+                                             const rentals::SnapshotSpec& spec);
+Result<rentals::Volume> RestoreSnapshot(Txn& txn, std::int64_t customer, rentals::SnapshotId id,
+                                        const rentals::RestoreSpec& spec);
+Result<rentals::DiskSnapshot> DeleteSnapshot(Txn& txn, std::int64_t customer,
+                                             rentals::SnapshotId id);
+Result<rentals::DiskSnapshot> PaySnapshot(Txn& txn, std::int64_t customer,
+                                          rentals::SnapshotId id);
+Result<rentals::Rental> AddRentalExtraNvme(Txn& txn, std::int64_t customer, rentals::RentalId id,
+                                           std::int64_t add_tb);
+
+// Egress samples of rentals' instances: the host agent's usage endpoint (issue 12) and the admin
+// endpoint that stands in for it call this. Every sample is checked first: one bad sample refuses
+// the whole request (invalid_argument / not_found naming "samples[i].<field>") and records
+// nothing. A resent sample (at or before the last recorded for its rental) is skipped. Returns one
+// result per sample, in order.
+Result<std::vector<rentals::EgressResult>> RecordEgressSamples(
+    Txn& txn, const std::vector<rentals::EgressSample>& samples);
+
+// The volumes attached to a rental and whether each is writable (read_only while unpaid): what
+// the host agent maps on the rental's instance.
+struct RentalVolume {
+  rentals::VolumeId id = 0;
+  std::string name;
+  std::int64_t size_tb = 0;
+  bool read_only = false;
+};
+std::vector<RentalVolume> VolumesOfRental(const State& state, rentals::RentalId rental);
+
+// Called by every fleet change (engine/rentals.cc) with the rentals it touched.
+Status SyncStorageWithRentals(Txn& txn, const std::vector<rentals::RentalId>& rentals);
+
+// Time-driven work up to txn.now. Never fails.
+Status AdvanceStorage(Txn& txn);
+void AddStorageTickHooks(Engine& engine);
+
+// --demo: kDemoStorageHostsPerRegion storage hosts of kDemoStorageHostTb in each storage region
+// that has none. Idempotent.
+Status SeedDemoStorage(Engine& engine);
+
+// Loads the storage tables and restores rentals::Storage, then checks it against the fleet and the
+// ledger: stored data that disagrees is `internal`.
+Status LoadStorage(store::Store& store, const rentals::StorageConfig& config,
+                   const ledger::Ledger& ledger, const rentals::Fleet& fleet, StorageState& state);
+
+}  // namespace gpuhub::engine
