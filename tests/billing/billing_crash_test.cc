@@ -39,9 +39,16 @@ class BillingCrashTest : public BillingServerTest {
   std::vector<std::string> Numbers(const std::string& kind) {
     std::vector<std::string> out;
     for (const auto& name : names_) {
-      json page = Get("/v1/invoices?limit=500", name);  // kept alive: the loop walks into it
-      for (const auto& d : page["invoices"]) {
-        if (d["kind"] == kind) out.push_back(d["number"]);
+      // Every page (an idle machine issues thousands of notes: more than one page per customer).
+      std::string path = "/v1/invoices?limit=500";
+      for (;;) {
+        json page = Get(path, name);  // kept alive: the loop walks into it
+        for (const auto& d : page["invoices"]) {
+          if (d["kind"] == kind) out.push_back(d["number"]);
+        }
+        if (page["next_before"].is_null()) break;
+        path = "/v1/invoices?limit=500&before=" +
+               std::to_string(page["next_before"].get<long long>());
       }
     }
     return out;
