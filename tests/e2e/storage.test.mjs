@@ -50,7 +50,10 @@ test('rent with extra NVMe, then create a volume, attach it, snapshot it and res
   try {
     const name = username('vera');
     await signUp(page, name);
-    await env.api.fund(await tokenOf(name), '1000.00');
+    const token = await tokenOf(name);
+    // A purchase needs a billing country (US: no tax, so the quotes below are net = gross).
+    await env.api.call('PUT', '/v1/billing-profile', { billing_country: 'US' }, token);
+    await env.api.fund(token, '1000.00');
 
     // The rent page: 2 TB of extra NVMe on a week of one A100 SXM: 280 + 2 x 2.10.
     await page.goto('/rent/?gpu=A100%20SXM&count=1&term=week&region=DFW-1');
@@ -120,7 +123,6 @@ test('rent with extra NVMe, then create a volume, attach it, snapshot it and res
 
     // The restored volume on the same rental too: two volumes there; the first on a second rental
     // would be shared: rent another instance and attach the first volume to it as well.
-    const token = await tokenOf(name);
     const second = await env.api.call('POST', '/v1/rentals', { gpu: 'A100 SXM', count: 1, term: 'week', region: 'DFW-1' }, token);
     await refreshStorage(page);
     await volume(page, first).locator('select.attach-rental').selectOption(String(second.id));
@@ -141,6 +143,7 @@ test('unpaid: the volume turns read-only, then 72 h later it is detached; the pa
     const name = username('walt');
     await signUp(page, name);
     const token = await tokenOf(name);
+    await env.api.call('PUT', '/v1/billing-profile', { billing_country: 'US' }, token);
     // A week of an RTX 3090 (65.00) and exactly one day of a 1 TB volume (14/30 = 0.466667 -> 0.47
     // as a top-up is whole cents: the wallet keeps 0.003333, less than the next day).
     await env.api.fund(token, '65.47');
