@@ -20,6 +20,7 @@
 
 #include "core/clock.h"
 #include "engine/accounts.h"
+#include "engine/billing.h"
 #include "engine/engine.h"
 #include "engine/market.h"
 #include "engine/wallets.h"
@@ -66,6 +67,8 @@ int Run(const std::string& url, std::int64_t orders) {
                             CreateUser(txn, "hist_provider_" + suffix, "h", kRoleProvider));
     GPUHUB_ASSIGN_OR_RETURN(User customer,
                             CreateUser(txn, "hist_customer_" + suffix, "h", kRoleCustomer));
+    // Billing charges the tax of the buyer's country: a US customer pays none.
+    GPUHUB_RETURN_IF_ERROR(SetBillingProfile(txn, customer.id, {"US", "", "", "Dallas"}).status());
     // Enough for every lease-hour of the run: one hour of one GPU per fill.
     for (int i = 0; i < 100; ++i) {
       GPUHUB_RETURN_IF_ERROR(ManualCredit(txn, admin.id, customer.id, Currency::kUsd,
