@@ -269,6 +269,10 @@ void JsonWriter::Separate() {
   } else {
     out_ += ',';
   }
+  if (indent_ >= 0) {
+    out_ += '\n';
+    Indent(out_, indent_ * static_cast<int>(empty_.size()));
+  }
 }
 
 JsonWriter& JsonWriter::Open(char bracket) {
@@ -278,6 +282,11 @@ JsonWriter& JsonWriter::Open(char bracket) {
   return *this;
 }
 JsonWriter& JsonWriter::Close(char bracket) {
+  // Indented, a container with members closes on its own line; an empty one stays "{}" / "[]".
+  if (indent_ >= 0 && !empty_.back()) {
+    out_ += '\n';
+    Indent(out_, indent_ * static_cast<int>(empty_.size() - 1));
+  }
   out_ += bracket;
   empty_.pop_back();
   return *this;
@@ -289,7 +298,7 @@ JsonWriter& JsonWriter::EndArray() { return Close(']'); }
 JsonWriter& JsonWriter::Key(std::string_view key) {
   Separate();
   AppendString(out_, key);
-  out_ += ':';
+  out_ += indent_ >= 0 ? ": " : ":";
   after_key_ = true;
   return *this;
 }
@@ -320,7 +329,7 @@ JsonWriter& JsonWriter::Null() {
 }
 JsonWriter& JsonWriter::Value(const nlohmann::ordered_json& value) {
   Separate();
-  Append(out_, value, -1, 0);
+  Append(out_, value, indent_, static_cast<int>(empty_.size()));
   return *this;
 }
 

@@ -134,6 +134,61 @@ TEST(JsonWriterTest, StreamingWriterMatchesTheTree) {
   EXPECT_EQ(out, DumpJson(tree));
 }
 
+// Writes `v` through the writer's calls (every `every`-th container as a whole tree through
+// Value, so that a tree inside a streamed container is indented at its depth too).
+void Replay(JsonWriter& w, const OrderedJson& v, int& count, int every) {
+  if ((v.is_object() || v.is_array()) && ++count % every == 0) {
+    w.Value(v);
+    return;
+  }
+  switch (v.type()) {
+    case OrderedJson::value_t::null: w.Null(); return;
+    case OrderedJson::value_t::boolean: w.Bool(v.get<bool>()); return;
+    case OrderedJson::value_t::number_integer: w.Int(v.get<std::int64_t>()); return;
+    case OrderedJson::value_t::number_float: w.Double(v.get<double>()); return;
+    case OrderedJson::value_t::string: w.String(v.get_ref<const std::string&>()); return;
+    case OrderedJson::value_t::array:
+      w.BeginArray();
+      for (const auto& e : v) Replay(w, e, count, every);
+      w.EndArray();
+      return;
+    case OrderedJson::value_t::object:
+      w.BeginObject();
+      for (const auto& [k, e] : v.items()) {
+        w.Key(k);
+        Replay(w, e, count, every);
+      }
+      w.EndObject();
+      return;
+    default: w.Value(v); return;  // unsigned: through the tree
+  }
+}
+
+// Indented or not, the streaming writer writes byte for byte what DumpJson writes for the tree
+// (the fit report is written indented by 2 this way: report_json_test.cc checks its bytes).
+TEST(JsonWriterTest, StreamingWriterMatchesTheTreeAtEveryIndent) {
+  RandomJson random(20261202);
+  for (int i = 0; i < 2000; ++i) {
+    OrderedJson doc = random.Value(0);
+    for (int indent : {-1, 0, 2, 4}) {
+      for (int every : {1000000, 3}) {
+        std::string out;
+        JsonWriter w(out, indent);
+        int count = 0;
+        Replay(w, doc, count, every);
+        ASSERT_EQ(out, DumpJson(doc, indent)) << "document " << i << " indent " << indent;
+      }
+    }
+  }
+  std::string out;
+  JsonWriter w(out, 2);
+  w.BeginObject().Key("a").BeginArray().Int(1).BeginObject().EndObject().EndArray();
+  w.Key("b").BeginArray().EndArray().Key("c").Value(OrderedJson{{"d", {1}}}).EndObject();
+  EXPECT_EQ(out,
+            "{\n  \"a\": [\n    1,\n    {}\n  ],\n  \"b\": [],\n  \"c\": {\n    \"d\": [\n"
+            "      1\n    ]\n  }\n}");
+}
+
 TEST(JsonWriterTest, AppendJsonAppends) {
   std::string out = "x=";
   AppendJson(out, OrderedJson{{"k", "v"}});
