@@ -46,6 +46,7 @@ class JsonWriter {
   JsonWriter& Key(std::string_view key);  // the next value is this member's
   JsonWriter& String(std::string_view value);
   JsonWriter& Int(std::int64_t value);
+  JsonWriter& Uint(std::uint64_t value);
   JsonWriter& Double(double value);
   JsonWriter& Bool(bool value);
   JsonWriter& Null();
@@ -60,7 +61,7 @@ class JsonWriter {
   JsonWriter& Close(char bracket);
   std::string& out_;
   int indent_;
-  std::vector<bool> empty_;  // per open container: nothing written in it yet
+  std::vector<char> empty_;  // per open container: 1 while nothing is written in it yet
   bool after_key_ = false;
 };
 

@@ -145,6 +145,7 @@ void Replay(JsonWriter& w, const OrderedJson& v, int& count, int every) {
     case OrderedJson::value_t::null: w.Null(); return;
     case OrderedJson::value_t::boolean: w.Bool(v.get<bool>()); return;
     case OrderedJson::value_t::number_integer: w.Int(v.get<std::int64_t>()); return;
+    case OrderedJson::value_t::number_unsigned: w.Uint(v.get<std::uint64_t>()); return;
     case OrderedJson::value_t::number_float: w.Double(v.get<double>()); return;
     case OrderedJson::value_t::string: w.String(v.get_ref<const std::string&>()); return;
     case OrderedJson::value_t::array:
@@ -160,7 +161,7 @@ void Replay(JsonWriter& w, const OrderedJson& v, int& count, int every) {
       }
       w.EndObject();
       return;
-    default: w.Value(v); return;  // unsigned: through the tree
+    default: w.Value(v); return;
   }
 }
 
@@ -187,6 +188,15 @@ TEST(JsonWriterTest, StreamingWriterMatchesTheTreeAtEveryIndent) {
   EXPECT_EQ(out,
             "{\n  \"a\": [\n    1,\n    {}\n  ],\n  \"b\": [],\n  \"c\": {\n    \"d\": [\n"
             "      1\n    ]\n  }\n}");
+  // Deeper than the writer's ready-made indentation (64 spaces): 20 levels at 4.
+  OrderedJson deep = {1, "x"};
+  for (int i = 0; i < 20; ++i) deep = OrderedJson{{"k", deep}, {"n", i}};
+  int count = 0;
+  std::string deep_out;
+  JsonWriter deep_writer(deep_out, 4);
+  Replay(deep_writer, deep, count, 1000000);
+  EXPECT_EQ(deep_out, DumpJson(deep, 4));
+  EXPECT_NE(deep_out.find(std::string(84, ' ') + "1,"), std::string::npos);
 }
 
 TEST(JsonWriterTest, AppendJsonAppends) {
