@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "fit/fit.h"
 #include "sizing/estimate.h"
 #include "sizing/model.h"
 
@@ -32,6 +33,9 @@ Json ComponentJson(const sizing::Component& c);
 Json ComponentsJson(const sizing::MemoryEstimate& e);
 Json OutsideAllocatorJson(const sizing::MemoryEstimate& e);
 Json Strings(const std::vector<std::string>& lines);
+// CONFIG of report_json.h (the guide's cheapest cells; report_writer.cc writes the same bytes
+// for the fit report).
+Json ConfigJson(const Candidate& c, bool explain);
 
 // A figure that is not published (or a filter that is not set) is null, never 0 or "".
 template <typename T>

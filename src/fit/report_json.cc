@@ -131,12 +131,6 @@ Json Strings(const std::vector<std::string>& lines) {
   return j;
 }
 
-}  // namespace json_parts
-
-namespace {
-
-using namespace json_parts;  // NOLINT: the shared pieces of every report
-
 Json ConfigJson(const Candidate& c, bool explain) {
   const catalog::TermGpu& g = *c.gpu;
   Json j;
@@ -169,6 +163,12 @@ Json ConfigJson(const Candidate& c, bool explain) {
   if (explain) j["explain"] = Strings(ExplainCandidate(c));
   return j;
 }
+
+}  // namespace json_parts
+
+namespace {
+
+using namespace json_parts;  // NOLINT: the shared pieces of every report
 
 // --- Request parsing -------------------------------------------------------------------------
 
@@ -395,70 +395,6 @@ Result<RequestFields> ParseRequestJson(std::string_view body, RequestKind kind) 
     }
   }
   return f;
-}
-
-std::string SizeReportJson(const SizeRequest& request, const sizing::MemoryEstimate& e) {
-  Json j;
-  j["model"] = ModelJson(request.model);
-  j["workload"] = WorkloadJson(request.workload, e);
-  j["total_gb"] = Gb(e.total_bytes);
-  j["total_bytes"] = e.total_bytes;
-  j["per_gpu_gb"] = Gb(e.per_gpu_bytes);
-  j["gpus"] = e.gpus;
-  j["components"] = ComponentsJson(e);
-  j["outside_allocator"] = OutsideAllocatorJson(e);
-  j["card_gb"] = Gb(e.card_bytes());
-  j["host_gb"] = Gb(e.host_bytes);
-  if (e.method == Method::kInference) {
-    j["decode_weight_bytes_per_token"] = e.decode_weight_bytes;
-  }
-  j["notes"] = NotesJson(request.model, request.notes, e);
-  return DumpJson(j, 2);
-}
-
-std::string FitReportJson(const FitRequest& request, const FitResult& result) {
-  Json j;
-  j["model"] = ModelJson(request.model);
-  j["workload"] = WorkloadJson(request.workload, result.required);
-  Json filters;
-  filters["cuda_only"] = request.filters.cuda_only;
-  filters["region"] = OrNull(request.filters.region);
-  filters["in_stock"] = request.filters.in_stock;
-  filters["max_monthly_usd"] = OrNull(request.filters.max_monthly_micros, Usd);
-  filters["gpu"] = OrNull(request.filters.gpu);
-  filters["top"] = request.top;
-  j["filters"] = std::move(filters);
-  j["required_gb"] = Gb(result.required.card_bytes());
-  j["required_bytes"] = result.required.card_bytes();
-  j["components"] = ComponentsJson(result.required);
-  j["outside_allocator"] = OutsideAllocatorJson(result.required);
-  j["host_gb"] = Gb(result.required.host_bytes);
-  j["needs_fp8"] = result.needs_fp8;
-  j["multi_card"] = result.considered_sets;
-  if (result.ranked.empty()) {
-    j["best"] = nullptr;
-    j["reason"] = result.reason;
-  } else {
-    j["best"] = ConfigJson(result.ranked.front(), request.explain);
-  }
-  Json alternatives = Json::array();
-  for (std::size_t i = 1; i < result.ranked.size() && static_cast<int>(i) < request.top; ++i) {
-    alternatives.push_back(ConfigJson(result.ranked[i], request.explain));
-  }
-  j["alternatives"] = std::move(alternatives);
-  if (request.why_not) {
-    Json excluded = Json::array();
-    for (const auto& x : result.excluded) {
-      excluded.push_back({{"gpu", x.gpu},
-                          {"count", x.count},
-                          {"configuration", ConfigurationName(x.gpu, x.count)},
-                          {"kind", ExclusionName(x.kind)},
-                          {"reason", x.reason}});
-    }
-    j["excluded"] = std::move(excluded);
-  }
-  j["notes"] = NotesJson(request.model, request.notes, result.required);
-  return DumpJson(j, 2);
 }
 
 std::string GuideJson(const Guide& guide) {

@@ -1,0 +1,294 @@
+// The size and fit reports (POST /v1/size, POST /v1/fit, `gpuhub size|fit --json`) written straight
+// to text with JsonWriter instead of built as an nlohmann tree and dumped.
+//
+// Why: callgrind (bench/http/profile.sh) put building the fit report's tree at ~240k and dumping it
+// at ~96k of POST /v1/fit's ~570k instructions per request (70b fp8: 4.5 KB out); the fit itself
+// is ~77k. The bytes are exactly those of the tree the other reports still build from json_parts.h
+// (same members, same order, same number formatting): report_json_test.cc compares both byte for
+// byte over models, precisions, workloads, profiles, filters, --explain and --why-not.
+#include <string>
+#include <string_view>
+#include <type_traits>
+#include <vector>
+
+#include "core/json_writer.h"
+#include "fit/json_parts.h"
+#include "fit/report_json.h"
+
+namespace gpuhub::fit {
+namespace {
+
+using json_parts::Exact;
+using json_parts::Gb;
+using json_parts::Round;
+using json_parts::Usd;
+using sizing::Method;
+
+// One value, written as nlohmann writes the same C++ value assigned to a json: bool, signed and
+// unsigned integers, floating point, strings, lists of strings.
+template <typename T>
+void Put(JsonWriter& w, const T& v) {
+  if constexpr (std::is_same_v<T, bool>) {
+    w.Bool(v);
+  } else if constexpr (std::is_integral_v<T> && std::is_signed_v<T>) {
+    w.Int(v);
+  } else if constexpr (std::is_integral_v<T>) {
+    w.Uint(v);
+  } else if constexpr (std::is_floating_point_v<T>) {
+    w.Double(v);
+  } else if constexpr (std::is_same_v<T, std::vector<std::string>>) {
+    w.BeginArray();
+    for (const auto& s : v) w.String(s);
+    w.EndArray();
+  } else {
+    static_assert(std::is_convertible_v<T, std::string_view>, "not a JSON value");
+    w.String(v);
+  }
+}
+
+template <typename T>
+void Field(JsonWriter& w, std::string_view key, const T& v) {
+  w.Key(key);
+  Put(w, v);
+}
+
+// A filter that is not set is null.
+template <typename T>
+void FieldOrNull(JsonWriter& w, std::string_view key, const std::optional<T>& v) {
+  w.Key(key);
+  if (v) {
+    Put(w, *v);
+  } else {
+    w.Null();
+  }
+}
+
+// json_parts::ModelJson
+void WriteModel(JsonWriter& w, const sizing::ModelShape& m) {
+  w.BeginObject();
+  Field(w, "id", m.id);
+  Field(w, "architecture", m.architecture);
+  Field(w, "nominal", m.nominal);
+  Field(w, "total_params", m.total_params);
+  Field(w, "active_params", m.active_params);
+  Field(w, "layers", m.layers);
+  Field(w, "hidden", m.hidden);
+  Field(w, "heads", m.heads);
+  Field(w, "kv_heads", m.kv_heads);
+  Field(w, "head_dim", m.head_dim);
+  if (!m.source.empty()) Field(w, "source", m.source);
+  if (m.is_moe()) {
+    Field(w, "experts", m.experts);
+    Field(w, "experts_per_token", m.experts_per_token);
+  }
+  w.EndObject();
+}
+
+// json_parts::WorkloadJson
+void WriteWorkload(JsonWriter& w, const sizing::Workload& wl, const sizing::MemoryEstimate& e) {
+  w.BeginObject();
+  Field(w, "workload", sizing::MethodName(wl.method));
+  Field(w, "precision", sizing::PrecisionName(wl.precision));
+  if (wl.method == Method::kInference) {
+    Field(w, "kv_precision", sizing::PrecisionName(wl.kv_precision));
+    Field(w, "context", wl.context_tokens);
+  } else {
+    Field(w, "seq", wl.sequence_tokens);
+  }
+  Field(w, "batch", wl.batch);
+  if (wl.method == Method::kLora || wl.method == Method::kQlora) Field(w, "rank", wl.lora_rank);
+  if (wl.method == Method::kFullFineTune) {
+    Field(w, "zero", wl.zero_stage);
+    Field(w, "offload_optimizer", wl.offload_optimizer);
+  }
+  Field(w, "gpus", wl.gpus);
+  Field(w, "profile", sizing::ProfileName(e.profile));
+  bool detailed = e.profile == sizing::Profile::kDetailed;
+  if (detailed && wl.method == Method::kInference) {
+    Field(w, "prefill_chunk", wl.prefill_chunk_tokens);
+    Field(w, "old_transformers", wl.old_transformers);
+  }
+  if (detailed && wl.method != Method::kInference) {
+    Field(w, "optimizer", sizing::OptimizerName(wl.optimizer));
+    Field(w, "grad_accum", wl.gradient_accumulation_steps);
+    if (wl.method == Method::kLora || wl.method == Method::kQlora) {
+      Field(w, "lora_targets", sizing::LoraTargetsName(wl.lora_targets));
+      Field(w, "lora_dropout", wl.lora_dropout);
+    }
+    Field(w, "pure_bf16", wl.pure_bf16);
+    Field(w, "fused_kernels", wl.fused_kernels);
+    Field(w, "chunked_loss", wl.chunked_loss);
+    Field(w, "flash_attention", wl.flash_attention);
+    Field(w, "gradient_checkpointing", wl.gradient_checkpointing);
+    Field(w, "offload_activations", wl.offload_activations);
+    Field(w, "offload_params", wl.offload_params);
+    Field(w, "old_transformers", wl.old_transformers);
+    if (wl.method == Method::kFullFineTune) {
+      Field(w, "optimizer_in_backward", wl.optimizer_in_backward);
+    }
+  }
+  if (detailed && (wl.method == Method::kQlora || wl.precision == sizing::Precision::kNf4)) {
+    Field(w, "double_quant", wl.double_quant);
+  }
+  if (wl.weights_as_stored) Field(w, "weights_as_stored", true);
+  w.EndObject();
+}
+
+// json_parts::ComponentJson
+void WriteComponent(JsonWriter& w, const sizing::Component& c) {
+  w.BeginObject();
+  Field(w, "name", c.name);
+  Field(w, "bytes", c.bytes);
+  Field(w, "gb", Gb(c.bytes));
+  Field(w, "formula", c.formula);
+  w.EndObject();
+}
+
+// "components", then "outside_allocator" (null when the profile counts none).
+void WriteComponents(JsonWriter& w, const sizing::MemoryEstimate& e) {
+  w.Key("components").BeginArray();
+  for (const auto& c : e.components) WriteComponent(w, c);
+  w.EndArray();
+  w.Key("outside_allocator");
+  if (e.outside_allocator.bytes > 0) {
+    WriteComponent(w, e.outside_allocator);
+  } else {
+    w.Null();
+  }
+}
+
+// json_parts::NotesJson
+void WriteNotes(JsonWriter& w, const sizing::ModelShape& model,
+                const std::vector<std::string>& request_notes,
+                const sizing::MemoryEstimate& estimate) {
+  w.Key("notes").BeginArray();
+  for (const auto* notes : {&model.notes, &request_notes, &estimate.notes}) {
+    for (const auto& line : *notes) w.String(line);
+  }
+  w.EndArray();
+}
+
+// json_parts::ConfigJson
+void WriteConfig(JsonWriter& w, const Candidate& c, bool explain) {
+  const catalog::TermGpu& g = *c.gpu;
+  w.BeginObject();
+  Field(w, "gpu", g.name);
+  Field(w, "count", c.count);
+  Field(w, "configuration", ConfigurationName(g.name, c.count));
+  Field(w, "monthly_usd", Usd(c.monthly_micros));
+  Field(w, "weekly_usd", Usd(c.weekly_micros));
+  Field(w, "hourly_usd", Usd(c.hourly_micros));
+  Field(w, "headroom_gb_per_card", Gb(c.headroom_bytes_per_card));
+  Field(w, "tight", c.tight);
+  w.Key("decode_ceiling_tok_s");
+  if (c.decode_ceiling_tokens_per_s > 0) {
+    w.Double(Round(c.decode_ceiling_tokens_per_s, 2));
+  } else {
+    w.Null();
+  }
+  Field(w, "per_card_gb", Gb(c.per_card_bytes));
+  Field(w, "vram_gb", g.vram_gb);
+  Field(w, "discount_percent", Round(static_cast<double>(c.discount_ppm) / 1e4, 4));
+  Field(w, "list_monthly_usd", Usd(g.monthly_micros));
+  Field(w, "weekly_derived", g.weekly_derived);
+  Field(w, "fp8", g.fp8);
+  Field(w, "stack", catalog::StackName(g.stack));
+  Field(w, "interconnect", catalog::InterconnectName(g.interconnect));
+  Field(w, "link", g.link);
+  Field(w, "regions", g.regions);
+  Field(w, "free_now", g.free_now);
+  Field(w, "in_stock", c.in_stock);
+  w.Key("exact").BeginObject();  // json_parts::ExactPrices
+  Field(w, "monthly_usd", Exact(c.monthly_micros));
+  Field(w, "weekly_usd", Exact(c.weekly_micros));
+  Field(w, "hourly_usd", Exact(c.hourly_micros));
+  w.EndObject();
+  if (explain) Field(w, "explain", ExplainCandidate(c));
+  w.EndObject();
+}
+
+}  // namespace
+
+std::string SizeReportJson(const SizeRequest& request, const sizing::MemoryEstimate& e) {
+  std::string out;
+  out.reserve(4096);
+  JsonWriter w(out, 2);
+  w.BeginObject();
+  w.Key("model");
+  WriteModel(w, request.model);
+  w.Key("workload");
+  WriteWorkload(w, request.workload, e);
+  Field(w, "total_gb", Gb(e.total_bytes));
+  Field(w, "total_bytes", e.total_bytes);
+  Field(w, "per_gpu_gb", Gb(e.per_gpu_bytes));
+  Field(w, "gpus", e.gpus);
+  WriteComponents(w, e);
+  Field(w, "card_gb", Gb(e.card_bytes()));
+  Field(w, "host_gb", Gb(e.host_bytes));
+  if (e.method == Method::kInference) {
+    Field(w, "decode_weight_bytes_per_token", e.decode_weight_bytes);
+  }
+  WriteNotes(w, request.model, request.notes, e);
+  w.EndObject();
+  return out;
+}
+
+std::string FitReportJson(const FitRequest& request, const FitResult& result) {
+  std::string out;
+  out.reserve(8192);
+  JsonWriter w(out, 2);
+  w.BeginObject();
+  w.Key("model");
+  WriteModel(w, request.model);
+  w.Key("workload");
+  WriteWorkload(w, request.workload, result.required);
+  w.Key("filters").BeginObject();
+  Field(w, "cuda_only", request.filters.cuda_only);
+  FieldOrNull(w, "region", request.filters.region);
+  Field(w, "in_stock", request.filters.in_stock);
+  w.Key("max_monthly_usd");
+  if (request.filters.max_monthly_micros) {
+    w.Double(Usd(*request.filters.max_monthly_micros));
+  } else {
+    w.Null();
+  }
+  FieldOrNull(w, "gpu", request.filters.gpu);
+  Field(w, "top", request.top);
+  w.EndObject();
+  Field(w, "required_gb", Gb(result.required.card_bytes()));
+  Field(w, "required_bytes", result.required.card_bytes());
+  WriteComponents(w, result.required);
+  Field(w, "host_gb", Gb(result.required.host_bytes));
+  Field(w, "needs_fp8", result.needs_fp8);
+  Field(w, "multi_card", result.considered_sets);
+  w.Key("best");
+  if (result.ranked.empty()) {
+    w.Null();
+    Field(w, "reason", result.reason);
+  } else {
+    WriteConfig(w, result.ranked.front(), request.explain);
+  }
+  w.Key("alternatives").BeginArray();
+  for (std::size_t i = 1; i < result.ranked.size() && static_cast<int>(i) < request.top; ++i) {
+    WriteConfig(w, result.ranked[i], request.explain);
+  }
+  w.EndArray();
+  if (request.why_not) {
+    w.Key("excluded").BeginArray();
+    for (const auto& x : result.excluded) {
+      w.BeginObject();
+      Field(w, "gpu", x.gpu);
+      Field(w, "count", x.count);
+      Field(w, "configuration", ConfigurationName(x.gpu, x.count));
+      Field(w, "kind", ExclusionName(x.kind));
+      Field(w, "reason", x.reason);
+      w.EndObject();
+    }
+    w.EndArray();
+  }
+  WriteNotes(w, request.model, request.notes, result.required);
+  w.EndObject();
+  return out;
+}
+
+}  // namespace gpuhub::fit
