@@ -70,5 +70,26 @@ TEST(JsonBodyTest, OnlyTheJsonMediaTypeWithParametersAndNoBytesAfterTheValue) {
   EXPECT_FALSE(CheckJsonText(std::string(100, '[')).ok());
 }
 
+// POST /v1/fit's "prices" field, taken out of the body before the fit request is parsed.
+TEST(TakePricesFieldTest, FindsTheFieldHoweverItIsSpelledAndLeavesOtherBodiesAlone) {
+  std::string body = R"({"model":"70b","workload":"infer"})";
+  EXPECT_EQ(TakePricesField(&body).value(), false);
+  EXPECT_EQ(body, R"({"model":"70b","workload":"infer"})");  // untouched, not re-serialized
+  body = R"({"model":"70b","prices":"market"})";
+  EXPECT_EQ(TakePricesField(&body).value(), true);
+  EXPECT_EQ(body, R"({"model":"70b"})");
+  body = R"({"prices":"list","model":"7b"})";
+  EXPECT_EQ(TakePricesField(&body).value(), false);
+  EXPECT_EQ(body, R"({"model":"7b"})");
+  // The key spelled with an escape is the same key.
+  body = R"({"model":"70b","\u0070rices":"market"})";
+  EXPECT_EQ(TakePricesField(&body).value(), true);
+  EXPECT_EQ(body, R"({"model":"70b"})");
+  body = R"({"model":"70b","prices":5})";
+  auto bad = TakePricesField(&body);
+  ASSERT_FALSE(bad.ok());
+  EXPECT_EQ(bad.status().field(), "prices");
+}
+
 }  // namespace
 }  // namespace gpuhub::http
