@@ -986,7 +986,23 @@ TEST_F(ServerTest, ASecondServerOnTheSameDatabaseIsAStandby) {
   EXPECT_EQ(health.Header("x-gpuhub-role"), "standby");
   EXPECT_EQ(c.Call("GET", "/healthz/writer").status, 503);
   EXPECT_EQ(client_->Call("GET", "/healthz/writer").status, 200);
-  EXPECT_EQ(client_->Call("GET", "/healthz").Json()["role"], "writer");
+  auto writer = client_->Call("GET", "/healthz");
+  EXPECT_EQ(writer.Json()["role"], "writer");
+  // The exact bytes (the body is written straight to text, not dumped from a tree): members in
+  // this order, a standby naming the writer's address.
+  std::string node = writer.Json()["node"].get<std::string>();
+  std::string term = std::to_string(writer.Json()["term"].get<std::int64_t>());
+  EXPECT_EQ(node.size(), 16u) << writer.body;
+  EXPECT_EQ(writer.body, R"({"status":"ok","role":"writer","node":")" + node + R"(","term":)" +
+                             term + R"(,"details":{"payments":{"mode":"demo"}}})");
+  EXPECT_EQ(writer.Header("x-gpuhub-role"), "writer");
+  EXPECT_EQ(writer.Header("cache-control"), "no-store");
+  std::string standby_node = health.Json()["node"].get<std::string>();
+  EXPECT_NE(standby_node, node);
+  EXPECT_EQ(health.body, R"({"status":"ok","role":"standby","node":")" + standby_node +
+                             R"(","term":)" + term + R"(,"writer":"127.0.0.1:)" +
+                             std::to_string(server_->port()) +
+                             R"(","details":{"payments":{"mode":"demo"}}})");
 }
 
 }  // namespace
