@@ -50,6 +50,10 @@ TEST(EscapeForOneLineTest, ControlCharactersBecomeEscapes) {
             "server closed the connection\\n\\tThis probably means\\r\\n");
   EXPECT_EQ(EscapeForOneLine(std::string("a\0b\x1b\x7f", 5)), "a\\x00b\\x1b\\x7f");
   EXPECT_EQ(EscapeForOneLine("caf\xc3\xa9"), "caf\xc3\xa9");  // UTF-8 stays
+  EXPECT_EQ(EscapeForOneLine("\nfirst"), "\\nfirst");  // before, after, and without a plain run
+  EXPECT_EQ(EscapeForOneLine("last\x01"), "last\\x01");
+  EXPECT_EQ(EscapeForOneLine("\t"), "\\t");
+  EXPECT_EQ(EscapeForOneLine(""), "");
 }
 
 // libpq's messages span lines ("...\n\tThis probably means the server terminated abnormally\n"):
