@@ -170,6 +170,9 @@ struct Server::Impl {
         std::min(static_cast<std::size_t>(options.connections_reserved_for_new_addresses),
                  options.max_connections - 1);
     if (!options.shutdown_grace_seconds) options.shutdown_grace_seconds = kShutdownGraceSeconds;
+    timer_tick = std::chrono::seconds(std::max(
+        1, std::min({options.header_timeout_seconds, options.read_timeout_seconds,
+                     kWriteTimeoutSeconds})));
     if (options.io_threads < 1) options.io_threads = 1;
     m.Gauge("gpuhub_http_open_connections", "Open HTTP connections",
             [this] { return static_cast<double>(connections.load()); });
@@ -314,6 +317,9 @@ struct Server::Impl {
   engine::CounterSeries& refused_reserved;
   engine::CounterSeries& accept_failures;
   std::size_t reserved_slots = 0;  // of max_connections, for addresses without a connection
+  // The longest a connection's timer waits before it looks at its deadline again: the shortest
+  // phase timeout (Connection::Arm).
+  std::chrono::steady_clock::duration timer_tick = std::chrono::seconds(1);
   struct RouteSeries {
     struct Count {
       std::string method;
@@ -383,22 +389,49 @@ class Connection : public std::enable_shared_from_this<Connection> {
   }
 
  private:
-  // Starts the deadline of the current phase: when it passes, the pending read is cancelled and
-  // OnReadError (or the idle wait) sees timed_out_. A newer Arm or Disarm makes an older expiry
-  // that is already queued a no-op.
+  // Starts the deadline of the current phase (reading a request's headers or body, waiting idle
+  // for the next one, writing an answer): when it passes, the pending operation is cancelled and
+  // its handler sees timed_out_. Disarm ends it.
+  //
+  // The deadline is a number; the timer is touched only when it would otherwise fire too late.
+  // Its wait never ends more than timer_tick past when it was set, and every phase is at least
+  // timer_tick long, so a new phase's deadline is never before the pending wait ends: when the
+  // wait ends it waits again until the deadline (or times the phase out). Setting and cancelling
+  // the timer in every phase (idle, headers, body, write: four waits, three cancels, each cancel a
+  // completion through the strand) was a tenth of a cheap request's instructions.
   void Arm(int seconds) {
     timed_out_ = false;
+    deadline_ = Now() + std::chrono::seconds(seconds);
+    if (wait_ends_ <= deadline_) return;  // a wait is pending and ends first (OnTimer)
+    WaitUntil(deadline_);
+  }
+  void Disarm() { deadline_ = kNoDeadline; }
+  static constexpr std::chrono::steady_clock::time_point kNoDeadline =
+      std::chrono::steady_clock::time_point::max();
+  static std::chrono::steady_clock::time_point Now() { return std::chrono::steady_clock::now(); }
+  void WaitUntil(std::chrono::steady_clock::time_point when) {
+    wait_ends_ = std::min(when, Now() + server_.timer_tick);
     std::uint64_t generation = ++timer_generation_;
-    timer_.expires_after(std::chrono::seconds(seconds));
+    timer_.expires_at(wait_ends_);  // cancels a pending wait: its handler sees an old generation
     auto self = shared_from_this();
     timer_.async_wait([self, generation](beast::error_code ec) {
       if (ec || generation != self->timer_generation_) return;  // cancelled or superseded
-      self->timed_out_ = true;
-      beast::error_code ignored;
-      self->stream_.socket().cancel(ignored);
+      self->OnTimer();
     });
   }
-  void Disarm() {
+  void OnTimer() {
+    wait_ends_ = kNoDeadline;
+    if (deadline_ == kNoDeadline) return;  // disarmed: the next Arm waits again
+    if (Now() < deadline_) return WaitUntil(deadline_);
+    deadline_ = kNoDeadline;
+    timed_out_ = true;
+    beast::error_code ignored;
+    stream_.socket().cancel(ignored);
+  }
+  // Closing: the pending wait holds the connection; it goes now, not when the wait ends.
+  void StopTimer() {
+    deadline_ = kNoDeadline;
+    wait_ends_ = kNoDeadline;
     ++timer_generation_;
     timer_.cancel();
   }
@@ -409,7 +442,6 @@ class Connection : public std::enable_shared_from_this<Connection> {
     parser_.emplace();
     parser_->header_limit(static_cast<std::uint32_t>(server_.options.max_header_bytes));
     parser_->body_limit(server_.options.max_body_bytes);
-    stream_.expires_never();
     reading_body_ = false;
     if (fresh_ || buffer_.size() > 0) return ReadHeaderNow();
     Arm(server_.options.read_timeout_seconds);
@@ -583,8 +615,12 @@ class Connection : public std::enable_shared_from_this<Connection> {
     ++server_.in_flight;
     counted_ = true;
     auto self = shared_from_this();
+    // An answer given on this connection's strand (a handler that answers at once) is written
+    // there and then; one from another thread (the engine's writer) is queued to the strand.
+    // Posting every answer cost a pass through the scheduler and often a wake-up of the other I/O
+    // thread (perf: context switches were the largest cost of GET /healthz under wrk).
     server_.Dispatch(std::move(request), [self](Response response) {
-      net::post(self->stream_.get_executor(), [self, response = std::move(response)]() mutable {
+      net::dispatch(self->stream_.get_executor(), [self, response = std::move(response)]() mutable {
         self->Write(std::move(response));
       });
     });
@@ -628,9 +664,10 @@ class Connection : public std::enable_shared_from_this<Connection> {
       res->body() = std::move(response.body);
       res->prepare_payload();
     }
-    stream_.expires_after(std::chrono::seconds(kWriteTimeoutSeconds));
+    Arm(kWriteTimeoutSeconds);  // the timer of the phases, not the stream's own (one per write)
     auto self = shared_from_this();
     bhttp::async_write(stream_, *res, [self, res, keep](beast::error_code ec, std::size_t) {
+      self->Disarm();
       if (self->counted_) {
         self->counted_ = false;
         --self->server_.in_flight;
@@ -641,7 +678,7 @@ class Connection : public std::enable_shared_from_this<Connection> {
   }
 
   void Close() {
-    Disarm();
+    StopTimer();
     beast::error_code ec;
     stream_.socket().shutdown(tcp::socket::shutdown_send, ec);
     stream_.socket().close(ec);
@@ -655,7 +692,9 @@ class Connection : public std::enable_shared_from_this<Connection> {
   bool keep_alive_ = false;
   bool head_ = false;
   bool timed_out_ = false;
-  std::uint64_t timer_generation_ = 0;  // Arm: which expiry is the current one
+  std::uint64_t timer_generation_ = 0;  // WaitUntil: which wait is the current one
+  std::chrono::steady_clock::time_point deadline_ = kNoDeadline;   // of the current phase (Arm)
+  std::chrono::steady_clock::time_point wait_ends_ = kNoDeadline;  // of the pending wait, if any
   bool fresh_ = true;                   // no request read yet: the header deadline runs from accept
   bool reading_body_ = false;           // which deadline a timeout is: the header's or the body's
   bool counted_ = false;

@@ -598,7 +598,14 @@ TEST_F(ServerTest, HeadersHaveAShorterDeadlineThanTheBodyAndIdleKeepAlive) {
   EXPECT_EQ(Exchange(fd, kKeepAliveGet).rfind("HTTP/1.1 200", 0), 0u);
   std::this_thread::sleep_for(std::chrono::milliseconds(2000));
   EXPECT_EQ(Exchange(fd, kKeepAliveGet).rfind("HTTP/1.1 200", 0), 0u);
+  // Idle for longer than the read timeout: closed quietly after 4 s (the timer waits in steps of
+  // the shortest phase and looks at the deadline each time), and nothing holds the connection.
+  started = std::chrono::steady_clock::now();
+  EXPECT_EQ(Exchange(fd, "", 10000), "");
+  EXPECT_GT(Since(started), 3.5);
+  EXPECT_LT(Since(started), 6.5);
   ::close(fd);
+  EXPECT_TRUE(WaitForGauge(metrics_, "gpuhub_http_open_connections", 0));
   std::string text = metrics_.Render();
   EXPECT_EQ(CounterValue(text,
                          "gpuhub_http_requests_total{method=\"unknown\",route=\"protocol\","
