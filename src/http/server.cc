@@ -520,6 +520,19 @@ class Connection : public std::enable_shared_from_this<Connection> {
   }
 
   void ReadBody() {
+    // A request without a body, or whose body came in the same packets as its headers, is
+    // complete already: parsed here rather than by an async_read that has nothing to read and
+    // still completes through the scheduler (a pass through the strand per request). What this
+    // loop leaves (a body still on its way) is read as before; errors are those async_read gives.
+    while (!parser_->is_done() && buffer_.size() > 0) {
+      beast::error_code ec;
+      std::size_t used = parser_->put(buffer_.data(), ec);
+      buffer_.consume(used);
+      if (ec == bhttp::error::need_more) break;
+      if (ec) return OnBody(ec, 0);
+      if (used == 0) break;
+    }
+    if (parser_->is_done()) return OnBody({}, 0);
     bhttp::async_read(stream_, buffer_, *parser_,
                       beast::bind_front_handler(&Connection::OnBody, shared_from_this()));
   }
