@@ -3,6 +3,7 @@
 #include <array>
 #include <charconv>
 #include <cmath>
+#include <cstring>
 #include <nlohmann/json.hpp>
 #include <string_view>
 
@@ -309,9 +310,40 @@ JsonWriter& JsonWriter::EndObject() { return Close('}'); }
 JsonWriter& JsonWriter::BeginArray() { return Open('['); }
 JsonWriter& JsonWriter::EndArray() { return Close(']'); }
 JsonWriter& JsonWriter::Key(std::string_view key) {
-  Separate();
-  AppendString(out_, key);
-  out_ += indent_ >= 0 ? ": " : ":";
+  // Keys are short literals that need no escaping: the separator, the quoted key and the colon
+  // are put together here and appended once (four appends per member were a third of the fit
+  // report's cost, callgrind).
+  constexpr std::size_t kMaxFastKey = 64;
+  std::size_t spaces = indent_ >= 0 ? static_cast<std::size_t>(indent_) * empty_.size() : 0;
+  const auto& of = Classes().of;
+  bool fast = !after_key_ && !empty_.empty() && key.size() <= kMaxFastKey &&
+              spaces <= kBreakSpaces;
+  for (std::size_t i = 0; fast && i < key.size(); ++i) {
+    fast = of[static_cast<unsigned char>(key[i])] == 0;
+  }
+  if (!fast) {
+    Separate();
+    AppendString(out_, key);
+    out_ += indent_ >= 0 ? ": " : ":";
+    after_key_ = true;
+    return *this;
+  }
+  char line[2 + kBreakSpaces + 1 + kMaxFastKey + 3];
+  std::size_t n = 0;
+  if (empty_.back() == 0) line[n++] = ',';
+  empty_.back() = 0;
+  if (indent_ >= 0) {
+    line[n++] = '\n';
+    std::memset(line + n, ' ', spaces);
+    n += spaces;
+  }
+  line[n++] = '"';
+  std::memcpy(line + n, key.data(), key.size());
+  n += key.size();
+  line[n++] = '"';
+  line[n++] = ':';
+  if (indent_ >= 0) line[n++] = ' ';
+  out_.append(line, n);
   after_key_ = true;
   return *this;
 }

@@ -188,6 +188,15 @@ TEST(JsonWriterTest, StreamingWriterMatchesTheTreeAtEveryIndent) {
   EXPECT_EQ(out,
             "{\n  \"a\": [\n    1,\n    {}\n  ],\n  \"b\": [],\n  \"c\": {\n    \"d\": [\n"
             "      1\n    ]\n  }\n}");
+  // A key too long for the writer's one-piece path, and keys that need escaping.
+  for (int indent : {-1, 2}) {
+    OrderedJson keys = {{std::string(100, 'k'), 1}, {"a\"b", 2}, {"tab\t", {{"\x01", 3}}}};
+    std::string keys_out;
+    JsonWriter keys_writer(keys_out, indent);
+    int keys_count = 0;
+    Replay(keys_writer, keys, keys_count, 1000000);
+    EXPECT_EQ(keys_out, DumpJson(keys, indent));
+  }
   // Deeper than the writer's ready-made indentation (64 spaces): 20 levels at 4.
   OrderedJson deep = {1, "x"};
   for (int i = 0; i < 20; ++i) deep = OrderedJson{{"k", deep}, {"n", i}};
