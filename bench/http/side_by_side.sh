@@ -10,6 +10,7 @@
 # Each endpoint is measured ROUNDS times (default 3), baseline and gpuhub alternating, and the
 # median of each is kept. Figures mean something only on a quiet machine: the script prints the
 # load average before it starts (wrk and both servers share the machine's cores).
+# ONLY=healthz,fit measures just those endpoints (healthz, fit, size, markets, book).
 # BEFORE_BIN=path/to/an/older/gpuhub adds that binary as a third server in the same rounds (its
 # ratios, and after/before), so a change is measured before and after in one run.
 # Needs wrk (scripts/install-deps.sh --with-test-tools).
@@ -69,6 +70,11 @@ endpoints=(
   "markets|GET|/v1/markets|"
   "book H100 SXM|GET|/v1/markets/h100-sxm/book|"
 )
+if [ -n "${ONLY:-}" ]; then  # ONLY=healthz,fit: just those endpoints (the first word of the name)
+  kept=()
+  for e in "${endpoints[@]}"; do n=${e%%|*}; [[ ",$ONLY," == *",${n%% *},"* ]] && kept+=("$e"); done
+  endpoints=("${kept[@]}")
+fi
 
 # The bytes gpuhub answers each endpoint with: the baseline answers the same number.
 body_args=()

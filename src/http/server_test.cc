@@ -619,6 +619,75 @@ TEST_F(ServerTest, HeadersHaveAShorterDeadlineThanTheBodyAndIdleKeepAlive) {
       << text;
 }
 
+// The exact bytes of answers: status line, fields in the order they are set (a handler's headers
+// after the server's own, Connection and Content-Length last), HTTP/1.0 and 1.1, keep-alive or
+// not, HEAD, 204 and 304 without a body, a handler's field replacing the server's.
+TEST_F(ServerTest, AnswersAreWrittenByteForByte) {
+  router_.Add("GET", "/ok", Ok());
+  router_.Add("GET", "/headers", [](const Request&, Responder respond) {
+    Response r = Response::Json(201, "{\"a\":1}");
+    r.headers.emplace_back("Cache-Control", "no-store");
+    r.headers.emplace_back("x-content-type-options", "other");  // replaces the server's
+    respond(std::move(r));
+  });
+  router_.Add("GET", "/empty", [](const Request&, Responder respond) {
+    Response r = Response::Json(204, "ignored");
+    r.headers.emplace_back("ETag", "\"1\"");
+    respond(std::move(r));
+  });
+  router_.Add("GET", "/same", [](const Request&, Responder respond) {
+    respond(Response::Json(304, ""));
+  });
+  router_.Add("GET", "/text", [](const Request&, Responder respond) {
+    Response r = Response::Json(404, "no");
+    r.content_type = "text/plain; charset=utf-8";
+    r.close = true;
+    respond(std::move(r));
+  });
+  Start();
+  const int port = server_->port();
+  auto get = [&](const std::string& method, const std::string& path, const std::string& tail) {
+    return RoundTrip(port, method + " " + path + tail, 5000);
+  };
+  const std::string id = "X-Request-Id: t-1\r\n";
+  EXPECT_EQ(get("GET", "/ok", " HTTP/1.1\r\nHost: x\r\n" + id + "Connection: close\r\n\r\n"),
+            "HTTP/1.1 200 OK\r\nServer: gpuhub\r\nContent-Type: application/json\r\n"
+            "X-Content-Type-Options: nosniff\r\nX-Request-Id: t-1\r\nConnection: close\r\n"
+            "Content-Length: 2\r\n\r\n{}");
+  EXPECT_EQ(get("GET", "/headers", " HTTP/1.1\r\nHost: x\r\n" + id + "Connection: close\r\n\r\n"),
+            "HTTP/1.1 201 Created\r\nServer: gpuhub\r\nContent-Type: application/json\r\n"
+            "Cache-Control: no-store\r\nx-content-type-options: other\r\nX-Request-Id: t-1\r\n"
+            "Connection: close\r\nContent-Length: 7\r\n\r\n{\"a\":1}");
+  EXPECT_EQ(get("HEAD", "/ok", " HTTP/1.1\r\nHost: x\r\n" + id + "Connection: close\r\n\r\n"),
+            "HTTP/1.1 200 OK\r\nServer: gpuhub\r\nContent-Type: application/json\r\n"
+            "X-Content-Type-Options: nosniff\r\nX-Request-Id: t-1\r\nConnection: close\r\n"
+            "Content-Length: 2\r\n\r\n");
+  EXPECT_EQ(get("GET", "/empty", " HTTP/1.1\r\nHost: x\r\n" + id + "Connection: close\r\n\r\n"),
+            "HTTP/1.1 204 No Content\r\nServer: gpuhub\r\nX-Content-Type-Options: nosniff\r\n"
+            "ETag: \"1\"\r\nX-Request-Id: t-1\r\nConnection: close\r\n\r\n");
+  EXPECT_EQ(get("GET", "/same", " HTTP/1.1\r\nHost: x\r\n" + id + "Connection: close\r\n\r\n"),
+            "HTTP/1.1 304 Not Modified\r\nServer: gpuhub\r\nX-Content-Type-Options: nosniff\r\n"
+            "X-Request-Id: t-1\r\nConnection: close\r\n\r\n");
+  EXPECT_EQ(get("GET", "/text", " HTTP/1.1\r\nHost: x\r\n" + id + "\r\n"),
+            "HTTP/1.1 404 Not Found\r\nServer: gpuhub\r\n"
+            "Content-Type: text/plain; charset=utf-8\r\nX-Content-Type-Options: nosniff\r\n"
+            "X-Request-Id: t-1\r\nConnection: close\r\nContent-Length: 2\r\n\r\nno");
+  // HTTP/1.0: closed unless asked to keep alive; kept alive, it says so.
+  EXPECT_EQ(get("GET", "/ok", " HTTP/1.0\r\n" + id + "\r\n"),
+            "HTTP/1.0 200 OK\r\nServer: gpuhub\r\nContent-Type: application/json\r\n"
+            "X-Content-Type-Options: nosniff\r\nX-Request-Id: t-1\r\nContent-Length: 2\r\n\r\n{}");
+  int fd = ConnectFrom(port, "127.0.0.1");
+  ASSERT_GE(fd, 0);
+  EXPECT_EQ(Exchange(fd, "GET /ok HTTP/1.0\r\n" + id + "Connection: keep-alive\r\n\r\n"),
+            "HTTP/1.0 200 OK\r\nServer: gpuhub\r\nContent-Type: application/json\r\n"
+            "X-Content-Type-Options: nosniff\r\nX-Request-Id: t-1\r\nConnection: keep-alive\r\n"
+            "Content-Length: 2\r\n\r\n{}");
+  EXPECT_EQ(Exchange(fd, "GET /ok HTTP/1.1\r\nHost: x\r\n" + id + "\r\n"),
+            "HTTP/1.1 200 OK\r\nServer: gpuhub\r\nContent-Type: application/json\r\n"
+            "X-Content-Type-Options: nosniff\r\nX-Request-Id: t-1\r\nContent-Length: 2\r\n\r\n{}");
+  ::close(fd);
+}
+
 // 1,100 half-sent requests from five addresses (each under its own cap) filled max_connections
 // and every other client got 503 until they timed out. The last slots are kept for addresses
 // that hold no connection: the attackers' addresses get 503 there, a new client gets in.
