@@ -22,6 +22,12 @@ class NullStore final : public store::Store {
               const std::function<Status(const store::Row&)>&) override {
     return Status::Ok();
   }
+  Status Query(const store::Select&, const std::function<Status(const store::Row&)>&) override {
+    return Status::Ok();
+  }
+  Result<std::vector<std::string>> ExplainPlan(const store::Select&) override {
+    return std::vector<std::string>{};
+  }
 
  protected:
   Status ApplyMigration(const store::Migration&) override { return Status::Ok(); }

@@ -33,6 +33,14 @@ class FlakyStore final : public store::Store {
     if (fail_reads) return Status::Unavailable("disk still on fire");
     return inner_->Scan(table, columns, order_by, fn);
   }
+  Status Query(const store::Select& select,
+               const std::function<Status(const store::Row&)>& fn) override {
+    if (fail_reads) return Status::Unavailable("disk still on fire");
+    return inner_->Query(select, fn);
+  }
+  Result<std::vector<std::string>> ExplainPlan(const store::Select& select) override {
+    return inner_->ExplainPlan(select);
+  }
   std::atomic<bool> fail{false};
   std::atomic<bool> fail_reads{false};
 

@@ -35,4 +35,8 @@ inline constexpr std::size_t kBackupRowsPerTransaction = 5000;
 // ASCII).
 inline constexpr std::int64_t kPostgresEngineLockKey = 0x677075687562LL;
 
+// Read connections a ReadPool opens at most (history pages beside the writer): enough for the HTTP
+// threads of one server; more would only queue inside the database.
+inline constexpr std::size_t kMaxReadConnections = 8;
+
 }  // namespace gpuhub::store

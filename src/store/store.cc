@@ -133,6 +133,99 @@ std::string ScanSql(std::string_view table, const std::vector<std::string>& colu
   return sql;
 }
 
+namespace {
+
+// "sum(col)" -> "CAST(SUM(col) AS BIGINT)" and the like; identifiers as they are.
+std::string SelectColumn(const std::string& column) {
+  if (IsIdentifier(column)) return column;
+  if (column == "count(*)") return "COUNT(*)";
+  const std::size_t open = column.find('(');
+  GPUHUB_CHECK_MSG(open != std::string::npos && column.back() == ')',
+                   "a Select column is an identifier or an aggregate");
+  const std::string function = column.substr(0, open);
+  const std::string argument = column.substr(open + 1, column.size() - open - 2);
+  GPUHUB_CHECK_MSG(IsIdentifier(argument), "an aggregate's argument is a column");
+  if (function == "sum") return "CAST(SUM(" + argument + ") AS BIGINT)";
+  GPUHUB_CHECK_MSG(function == "max" || function == "min", "aggregates: count(*), sum, max, min");
+  return (function == "max" ? "MAX(" : "MIN(") + argument + ")";
+}
+
+// "a DESC, b" checked term by term.
+std::string SelectOrder(std::string_view order_by) {
+  std::string out;
+  std::size_t start = 0;
+  while (start <= order_by.size()) {
+    std::size_t comma = order_by.find(',', start);
+    if (comma == std::string_view::npos) comma = order_by.size();
+    std::string_view term = order_by.substr(start, comma - start);
+    while (!term.empty() && term.front() == ' ') term.remove_prefix(1);
+    while (!term.empty() && term.back() == ' ') term.remove_suffix(1);
+    std::string_view direction;
+    if (std::size_t space = term.find(' '); space != std::string_view::npos) {
+      direction = term.substr(space + 1);
+      term = term.substr(0, space);
+    }
+    GPUHUB_CHECK_MSG(IsIdentifier(term), "order_by names columns");
+    GPUHUB_CHECK_MSG(direction.empty() || direction == "ASC" || direction == "DESC",
+                     "order_by directions are ASC or DESC");
+    if (!out.empty()) out += ", ";
+    out += term;
+    if (!direction.empty()) out += " " + std::string(direction);
+    start = comma + 1;
+  }
+  return out;
+}
+
+const char* OperatorSql(Condition::Op op) {
+  switch (op) {
+    case Condition::Op::kEq: return " = ";
+    case Condition::Op::kNe: return " <> ";
+    case Condition::Op::kLt: return " < ";
+    case Condition::Op::kLe: return " <= ";
+    case Condition::Op::kGt: return " > ";
+    case Condition::Op::kGe: return " >= ";
+  }
+  return " = ";
+}
+
+}  // namespace
+
+std::string SelectSql(const Select& select, bool dollar) {
+  GPUHUB_CHECK_MSG(IsIdentifier(select.table) && !select.columns.empty(),
+                   "a Select names a table and columns");
+  std::string sql = "SELECT ";
+  for (std::size_t i = 0; i < select.columns.size(); ++i) {
+    if (i) sql += ", ";
+    sql += SelectColumn(select.columns[i]);
+  }
+  sql += " FROM " + select.table;
+  for (std::size_t i = 0; i < select.where.size(); ++i) {
+    const Condition& c = select.where[i];
+    GPUHUB_CHECK_MSG(IsIdentifier(c.column), "a condition names a column");
+    GPUHUB_CHECK_MSG(!std::holds_alternative<std::monostate>(c.value),
+                     "conditions compare with a value (NULL compares with nothing)");
+    sql += i ? " AND " : " WHERE ";
+    sql += c.column;
+    sql += OperatorSql(c.op);
+    sql += (dollar ? "$" : "?") + std::to_string(i + 1);
+  }
+  for (std::size_t i = 0; i < select.group_by.size(); ++i) {
+    GPUHUB_CHECK_MSG(IsIdentifier(select.group_by[i]), "group_by names columns");
+    sql += i ? ", " : " GROUP BY ";
+    sql += select.group_by[i];
+  }
+  if (!select.order_by.empty()) sql += " ORDER BY " + SelectOrder(select.order_by);
+  if (select.limit > 0) sql += " LIMIT " + std::to_string(select.limit);
+  return sql;
+}
+
+std::vector<Value> SelectParameters(const Select& select) {
+  std::vector<Value> values;
+  values.reserve(select.where.size());
+  for (const Condition& c : select.where) values.push_back(c.value);
+  return values;
+}
+
 std::string RecordMigrationSql(const Migration& migration) {
   return "INSERT INTO schema_migrations (version, name) VALUES (" +
          std::to_string(migration.version) + ", '" + migration.name + "')";
@@ -228,9 +321,12 @@ Status Store::CheckWriterTerm() {
   return Status::Ok();
 }
 
-Result<std::unique_ptr<Store>> OpenStore(std::string_view url) {
+namespace {
+
+// How a server opens its database: as its writer, or as a reader beside it.
+Result<std::unique_ptr<Store>> Open(std::string_view url, bool reader) {
   if (url.starts_with("postgresql://") || url.starts_with("postgres://")) {
-    GPUHUB_ASSIGN_OR_RETURN(auto pg, PostgresStore::Open(std::string(url)));
+    GPUHUB_ASSIGN_OR_RETURN(auto pg, PostgresStore::Open(std::string(url), reader));
     return std::unique_ptr<Store>(std::move(pg));
   }
   std::string path;
@@ -245,8 +341,16 @@ Result<std::unique_ptr<Store>> OpenStore(std::string_view url) {
   }
   if (path.empty())
     return Status::InvalidArgument("--db sqlite: needs a file path (sqlite:gpuhub.db)");
-  GPUHUB_ASSIGN_OR_RETURN(auto lite, SqliteStore::Open(path));
+  GPUHUB_ASSIGN_OR_RETURN(
+      auto lite, SqliteStore::Open(path, reader ? SqliteStore::Mode::kReader
+                                                : SqliteStore::Mode::kDatabase));
   return std::unique_ptr<Store>(std::move(lite));
 }
+
+}  // namespace
+
+Result<std::unique_ptr<Store>> OpenStore(std::string_view url) { return Open(url, false); }
+
+Result<std::unique_ptr<Store>> OpenReadStore(std::string_view url) { return Open(url, true); }
 
 }  // namespace gpuhub::store

@@ -83,6 +83,28 @@ struct Write {
   std::size_t key_columns = 1;
 };
 
+// A condition of a Select's WHERE: `column op value` (the value is bound as a parameter).
+struct Condition {
+  enum class Op { kEq, kNe, kLt, kLe, kGt, kGe };
+  std::string column;
+  Op op = Op::kEq;
+  Value value;
+};
+
+// A read of some rows (history pages, start-up loads of open rows, aggregates). Everything but the
+// values comes from code and is checked: `columns` are identifiers or the aggregates "count(*)",
+// "sum(COL)", "max(COL)", "min(COL)" (sum is cast to BIGINT so both databases return an integer;
+// the aggregate of no rows reads as NULL, i.e. 0 through Row::Int); `where` conditions are ANDed;
+// `group_by` are identifiers; `order_by` is "COL [ASC|DESC], ..."; `limit` 0 means all rows.
+struct Select {
+  std::string table;
+  std::vector<std::string> columns;
+  std::vector<Condition> where;
+  std::vector<std::string> group_by;
+  std::string order_by;
+  std::size_t limit = 0;
+};
+
 // The writes of one transaction, in order.
 class WriteBatch {
  public:
@@ -165,6 +187,14 @@ class Store {
   virtual Status Scan(std::string_view table, const std::vector<std::string>& columns,
                       std::string_view order_by, const std::function<Status(const Row&)>& fn) = 0;
 
+  // Calls `fn` for every row the Select returns, in its order; stops at the first error `fn`
+  // returns. Reads only: on a connection that holds no transaction open it sees every committed
+  // write (the engine acknowledges a command only after its commit).
+  virtual Status Query(const Select& select, const std::function<Status(const Row&)>& fn) = 0;
+  // The database's plan for the Select (SQLite: EXPLAIN QUERY PLAN details; PostgreSQL: EXPLAIN
+  // lines), for tests that prove an index serves a query.
+  virtual Result<std::vector<std::string>> ExplainPlan(const Select& select) = 0;
+
  protected:
   // Runs one migration's SQL and records it in schema_migrations, in one transaction.
   virtual Status ApplyMigration(const Migration& migration) = 0;
@@ -185,6 +215,10 @@ std::string FencedMessage(std::int64_t term);
 // Opens (creating when needed) the database named by `url`: "sqlite:PATH" (or a bare path ending in
 // .db) or "postgresql://..." / "postgres://...". Does not migrate: call Migrate().
 Result<std::unique_ptr<Store>> OpenStore(std::string_view url);
+// A connection that only reads the existing database named by `url` (SQLite: never creates the
+// file, query_only; PostgreSQL: every transaction READ ONLY). For reads beside the engine's writer
+// (store/read_pool.h); never Migrate, Apply or lock with it.
+Result<std::unique_ptr<Store>> OpenReadStore(std::string_view url);
 
 // True for a lower-case SQL identifier ([a-z_][a-z0-9_]*, at most 63 bytes).
 bool IsIdentifier(std::string_view name);
@@ -197,6 +231,11 @@ std::string WriteSql(const Write& write, bool dollar);
 // code).
 std::string ScanSql(std::string_view table, const std::vector<std::string>& columns,
                     std::string_view order_by);
+// The SQL of a Select with numbered placeholders ("$1" when `dollar`, else "?1") for the values of
+// its conditions, in order. Checks every name (GPUHUB_CHECK: they come from code).
+std::string SelectSql(const Select& select, bool dollar);
+// The values of a Select's conditions, in placeholder order.
+std::vector<Value> SelectParameters(const Select& select);
 // The statement that records `migration` as applied in schema_migrations.
 std::string RecordMigrationSql(const Migration& migration);
 

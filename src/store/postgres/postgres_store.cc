@@ -63,7 +63,8 @@ std::string RedactPostgresUrl(std::string_view url) {
   return out;
 }
 
-Result<std::unique_ptr<PostgresStore>> PostgresStore::Open(const std::string& url) {
+Result<std::unique_ptr<PostgresStore>> PostgresStore::Open(const std::string& url,
+                                                           bool read_only) {
   std::string with_options = url;
   auto add = [&](std::string_view name, int value) {
     if (with_options.find(std::string(name) + "=") != std::string::npos) return;
@@ -83,7 +84,8 @@ Result<std::unique_ptr<PostgresStore>> PostgresStore::Open(const std::string& ur
     return Status::Unavailable("cannot connect to " + description + ": " + message);
   }
   PQsetNoticeProcessor(conn, LogNotice, nullptr);  // kept across PQreset
-  std::unique_ptr<PostgresStore> store(new PostgresStore(with_options, description, conn));
+  std::unique_ptr<PostgresStore> store(
+      new PostgresStore(with_options, description, conn, read_only));
   GPUHUB_RETURN_IF_ERROR(store->SetUpSession());
   return store;
 }
@@ -116,7 +118,8 @@ Status PostgresStore::SetUpSession() {
               std::to_string(kPostgresKeepaliveIdleSeconds) + "; SET tcp_keepalives_interval = " +
               std::to_string(kPostgresKeepaliveIntervalSeconds) + "; SET tcp_keepalives_count = " +
               std::to_string(kPostgresKeepaliveCount) + "; SET tcp_user_timeout = " +
-              std::to_string(kPostgresTcpUserTimeoutMilliseconds));
+              std::to_string(kPostgresTcpUserTimeoutMilliseconds) +
+              (read_only_ ? "; SET default_transaction_read_only = on" : ""));
 }
 
 void PostgresStore::NoteConnectionState() {
@@ -325,10 +328,48 @@ Result<std::vector<std::string>> PostgresStore::Columns(std::string_view table) 
 
 Status PostgresStore::Scan(std::string_view table, const std::vector<std::string>& columns,
                            std::string_view order_by, const std::function<Status(const Row&)>& fn) {
-  const std::string sql = ScanSql(table, columns, order_by);
+  return RunSelect(ScanSql(table, columns, order_by), {}, fn, table);
+}
+
+Status PostgresStore::Query(const Select& select, const std::function<Status(const Row&)>& fn) {
+  return RunSelect(SelectSql(select, /*dollar=*/true), SelectParameters(select), fn, select.table);
+}
+
+Result<std::vector<std::string>> PostgresStore::ExplainPlan(const Select& select) {
+  std::vector<std::string> plan;
+  GPUHUB_RETURN_IF_ERROR(RunSelect("EXPLAIN " + SelectSql(select, /*dollar=*/true),
+                                   SelectParameters(select),
+                                   [&](const Row& row) -> Status {
+                                     GPUHUB_ASSIGN_OR_RETURN(std::string line, row.Text(0));
+                                     plan.push_back(std::move(line));
+                                     return Status::Ok();
+                                   },
+                                   select.table));
+  return plan;
+}
+
+Status PostgresStore::RunSelect(const std::string& sql, const std::vector<Value>& parameters,
+                                const std::function<Status(const Row&)>& fn,
+                                std::string_view what) {
   GPUHUB_RETURN_IF_ERROR(EnsureConnected());
+  std::vector<std::string> texts;
+  texts.reserve(parameters.size());
+  std::vector<const char*> values(parameters.size(), nullptr);
+  for (std::size_t i = 0; i < parameters.size(); ++i) {
+    if (const auto* n = std::get_if<std::int64_t>(&parameters[i])) {
+      texts.push_back(std::to_string(*n));
+      values[i] = texts.back().c_str();
+    } else if (const auto* text = std::get_if<std::string>(&parameters[i])) {
+      values[i] = text->c_str();
+    }
+  }
   // Single-row mode keeps memory flat however large the table.
-  if (PQsendQuery(conn_, sql.c_str()) != 1) return Error("query " + std::string(table));
+  if (PQsendQueryParams(conn_, sql.c_str(), static_cast<int>(values.size()), nullptr,
+                        values.data(), nullptr, nullptr, 0) != 1) {
+    Status err = Error("query " + std::string(what));
+    NoteConnectionState();
+    return err;
+  }
   PQsetSingleRowMode(conn_);
   Status result;
   Row row;
@@ -339,13 +380,14 @@ Status PostgresStore::Scan(std::string_view table, const std::vector<std::string
     if (st == PGRES_TUPLES_OK) continue;  // the final, empty result
     if (st != PGRES_SINGLE_TUPLE) {
       if (result.ok())
-        result = Status::Unavailable(description_ + ": read " + std::string(table) + ": " +
+        result = Status::Unavailable(description_ + ": read " + std::string(what) + ": " +
                                      Trimmed(PQresultErrorMessage(r.get())));
       continue;
     }
     if (!result.ok()) continue;  // drain
     row.values.clear();
-    for (int i = 0; i < static_cast<int>(columns.size()); ++i) {
+    const int columns = PQnfields(r.get());
+    for (int i = 0; i < columns; ++i) {
       if (PQgetisnull(r.get(), 0, i)) {
         row.values.emplace_back(std::monostate{});
         continue;

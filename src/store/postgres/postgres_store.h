@@ -24,7 +24,9 @@ namespace gpuhub::store {
 
 class PostgresStore final : public Store {
  public:
-  static Result<std::unique_ptr<PostgresStore>> Open(const std::string& url);
+  // `read_only`: a session whose transactions are all READ ONLY (store/read_pool.h).
+  static Result<std::unique_ptr<PostgresStore>> Open(const std::string& url,
+                                                     bool read_only = false);
   ~PostgresStore() override;
 
   std::string Describe() const override { return description_; }
@@ -34,6 +36,8 @@ class PostgresStore final : public Store {
   Status Apply(const WriteBatch& batch) override;
   Status Scan(std::string_view table, const std::vector<std::string>& columns,
               std::string_view order_by, const std::function<Status(const Row&)>& fn) override;
+  Status Query(const Select& select, const std::function<Status(const Row&)>& fn) override;
+  Result<std::vector<std::string>> ExplainPlan(const Select& select) override;
 
   // Backups (store/backup.h), not part of the Store interface:
   // Runs `fn` inside one REPEATABLE READ READ ONLY transaction: every Scan it makes reads the same
@@ -48,8 +52,9 @@ class PostgresStore final : public Store {
   int LockWaitMilliseconds() const override;
 
  private:
-  PostgresStore(std::string url, std::string description, pg_conn* conn)
-      : url_(std::move(url)), description_(std::move(description)), conn_(conn) {}
+  PostgresStore(std::string url, std::string description, pg_conn* conn, bool read_only)
+      : url_(std::move(url)), description_(std::move(description)), conn_(conn),
+        read_only_(read_only) {}
   Status Exec(const std::string& sql);
   Status EnsureConnected();
   Status SetUpSession();
@@ -58,12 +63,16 @@ class PostgresStore final : public Store {
   // Gives the advisory lock back at once when this session holds it and is healthy.
   void UnlockWhileConnected();
   Status Error(std::string_view what) const;
+  // Runs one SELECT with its parameters ($1...) bound in order; `what` names it in errors.
+  Status RunSelect(const std::string& sql, const std::vector<Value>& parameters,
+                   const std::function<Status(const Row&)>& fn, std::string_view what);
 
   std::string url_;
   std::string description_;
   pg_conn* conn_ = nullptr;
   bool holds_lock_ = false;
   bool lock_lost_ = false;
+  bool read_only_ = false;
 };
 
 // The URL with any password removed, safe for logs.

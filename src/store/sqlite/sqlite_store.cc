@@ -15,7 +15,8 @@ namespace gpuhub::store {
 Result<std::unique_ptr<SqliteStore>> SqliteStore::Open(const std::string& path, Mode mode) {
   sqlite3* db = nullptr;
   int flags = mode == Mode::kReadOnly ? SQLITE_OPEN_READONLY
-                                      : SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE;
+              : mode == Mode::kReader  ? SQLITE_OPEN_READWRITE  // shares the WAL index; never creates
+                                       : SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE;
   int rc = sqlite3_open_v2(path.c_str(), &db, flags | SQLITE_OPEN_NOMUTEX, nullptr);
   if (rc != SQLITE_OK) {
     std::string message = db ? sqlite3_errmsg(db) : sqlite3_errstr(rc);
@@ -29,6 +30,8 @@ Result<std::unique_ptr<SqliteStore>> SqliteStore::Open(const std::string& path, 
     pragmas = {"PRAGMA journal_mode=WAL", "PRAGMA synchronous=FULL", "PRAGMA foreign_keys=ON"};
   } else if (mode == Mode::kBackupFile) {
     pragmas = {"PRAGMA journal_mode=DELETE", "PRAGMA synchronous=FULL", "PRAGMA foreign_keys=ON"};
+  } else if (mode == Mode::kReader) {
+    pragmas = {"PRAGMA query_only=ON", "PRAGMA foreign_keys=ON"};
   } else {
     pragmas = {"PRAGMA query_only=ON"};
   }
@@ -267,22 +270,55 @@ Status SqliteStore::Apply(const WriteBatch& batch) {
 
 Status SqliteStore::Scan(std::string_view table, const std::vector<std::string>& columns,
                          std::string_view order_by, const std::function<Status(const Row&)>& fn) {
-  const std::string sql = ScanSql(table, columns, order_by);
+  return RunSelect(ScanSql(table, columns, order_by), {}, fn, table);
+}
+
+Status SqliteStore::Query(const Select& select, const std::function<Status(const Row&)>& fn) {
+  return RunSelect(SelectSql(select, /*dollar=*/false), SelectParameters(select), fn, select.table);
+}
+
+Result<std::vector<std::string>> SqliteStore::ExplainPlan(const Select& select) {
+  std::vector<std::string> plan;
+  // EXPLAIN QUERY PLAN rows: id, parent, notused, detail.
+  GPUHUB_RETURN_IF_ERROR(RunSelect("EXPLAIN QUERY PLAN " + SelectSql(select, /*dollar=*/false),
+                                   SelectParameters(select),
+                                   [&](const Row& row) -> Status {
+                                     GPUHUB_ASSIGN_OR_RETURN(std::string detail, row.Text(3));
+                                     plan.push_back(std::move(detail));
+                                     return Status::Ok();
+                                   },
+                                   select.table));
+  return plan;
+}
+
+Status SqliteStore::RunSelect(const std::string& sql, const std::vector<Value>& parameters,
+                              const std::function<Status(const Row&)>& fn, std::string_view what) {
   sqlite3_stmt* stmt = nullptr;
   if (sqlite3_prepare_v2(db_, sql.c_str(), -1, &stmt, nullptr) != SQLITE_OK) {
     return Error("prepare '" + sql + "'");
   }
+  for (std::size_t i = 0; i < parameters.size(); ++i) {
+    const int index = static_cast<int>(i) + 1;
+    if (const auto* n = std::get_if<std::int64_t>(&parameters[i])) {
+      sqlite3_bind_int64(stmt, index, *n);
+    } else if (const auto* text = std::get_if<std::string>(&parameters[i])) {
+      sqlite3_bind_text(stmt, index, text->data(), static_cast<int>(text->size()), SQLITE_STATIC);
+    } else {
+      sqlite3_bind_null(stmt, index);
+    }
+  }
+  const int columns = sqlite3_column_count(stmt);
   Status result;
   Row row;
   while (true) {
     int rc = sqlite3_step(stmt);
     if (rc == SQLITE_DONE) break;
     if (rc != SQLITE_ROW) {
-      result = Error("read " + std::string(table));
+      result = Error("read " + std::string(what));
       break;
     }
     row.values.clear();
-    for (int i = 0; i < static_cast<int>(columns.size()); ++i) {
+    for (int i = 0; i < columns; ++i) {
       switch (sqlite3_column_type(stmt, i)) {
         case SQLITE_NULL:
           row.values.emplace_back(std::monostate{});

@@ -9,6 +9,7 @@
 #include <map>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "store/store.h"
 
@@ -23,6 +24,7 @@ class SqliteStore final : public Store {
     kDatabase,    // WAL journal: a server's database
     kBackupFile,  // rollback journal: one self-contained file (store/backup.h), created if missing
     kReadOnly,    // an existing file, never written (a backup being read)
+    kReader,      // an existing server database, read beside its writer (store/read_pool.h)
   };
   // Opens or creates the database file; sets WAL (kDatabase), synchronous=FULL, a busy timeout and
   // foreign keys.
@@ -37,6 +39,8 @@ class SqliteStore final : public Store {
   Status Apply(const WriteBatch& batch) override;
   Status Scan(std::string_view table, const std::vector<std::string>& columns,
               std::string_view order_by, const std::function<Status(const Row&)>& fn) override;
+  Status Query(const Select& select, const std::function<Status(const Row&)>& fn) override;
+  Result<std::vector<std::string>> ExplainPlan(const Select& select) override;
 
   // Backups (store/backup.h), not part of the Store interface:
   // Copies the whole database into a new file at `path` with the online backup API (one step: a
@@ -57,6 +61,9 @@ class SqliteStore final : public Store {
   Status Exec(const std::string& sql);
   Status Error(std::string_view what) const;
   Result<sqlite3_stmt*> Prepared(const std::string& sql);
+  // Runs one SELECT with its parameters bound in order; `what` names it in errors.
+  Status RunSelect(const std::string& sql, const std::vector<Value>& parameters,
+                   const std::function<Status(const Row&)>& fn, std::string_view what);
 
   std::string path_;
   sqlite3* db_ = nullptr;
