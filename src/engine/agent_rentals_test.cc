@@ -10,6 +10,7 @@
 #include "engine/engine_test_fixture.h"
 #include "engine/rentals.h"
 #include "engine/ssh_keys.h"
+#include "engine/storage.h"
 #include "engine/wallets.h"
 
 namespace gpuhub::engine {
@@ -169,6 +170,53 @@ TEST_F(AgentRentalsTest, TheNodesAgentProvisionsTheRentalAndTheTermStartsWhenItR
   // The agent restarted it on another port: the connection follows.
   ASSERT_TRUE(Beat(host, {{w.id, "running", 40007, ""}}).ok());
   EXPECT_EQ(Rental(r.id).instance.connection[0].second, "ssh -p 40007 root@198.51.100.4");
+  CheckAll();
+}
+
+// The agent's usage samples meter the rental's egress: the container's cumulative transmit
+// counter becomes bytes sent since the previous sample; beyond the term's allowance (a week:
+// 20 TB x 7/30) each started GB is charged from the wallet; a resent sample counts nothing.
+TEST_F(AgentRentalsTest, TheAgentsUsageSamplesMeterTheRentalsEgress) {
+  constexpr std::int64_t kTb = 1'000'000'000'000;
+  std::int64_t host = EnrolNode(node_, "gha_node");
+  ASSERT_TRUE(Beat(host).ok());
+  rentals::Rental r = Order(1);
+  const std::string w = "rental-" + std::to_string(r.id);
+  ASSERT_TRUE(Beat(host, {{w, "running", 40002, ""}}).ok());
+  ASSERT_EQ(Rental(r.id).state, rentals::RentalState::kActive);
+  auto usage = [&](TimestampMicros at, std::int64_t tx) {
+    return engine_->ExecuteSync<std::int64_t>(
+        [&](Txn& txn) { return RecordUsage(txn, host, {{w, at, 50, tx}}); });
+  };
+  auto meter = [&] {
+    return Run<rentals::EgressMeter>([&](Txn& txn) -> Result<rentals::EgressMeter> {
+      auto meters = txn.state.storage->storage.MetersOf(r.id);
+      if (meters.size() != 1) return Status::NotFound("meters: " + std::to_string(meters.size()));
+      return meters[0];
+    });
+  };
+  const std::int64_t before = Wallet();
+  Advance(60 * kMicrosPerSecond);
+  ASSERT_EQ(usage(clock_.NowMicros(), 1 * kTb).value(), 1);
+  EXPECT_EQ(meter().used_bytes, 1 * kTb);
+  EXPECT_EQ(meter().billed_gb, 0);
+  EXPECT_EQ(Wallet(), before);
+  Advance(60 * kMicrosPerSecond);
+  const TimestampMicros second = clock_.NowMicros();
+  ASSERT_EQ(usage(second, 6 * kTb).value(), 1);
+  // 6 TB against 4.666666666666 TB (20 TB x 7 / 30): 1,333.333... GB over, 1,334 started GB.
+  EXPECT_EQ(meter().used_bytes, 6 * kTb);
+  EXPECT_EQ(meter().billed_gb, 1334);
+  EXPECT_EQ(Wallet(), before - 1334 * 4'000) << "4.00 USD per TB: 0.004 USD per GB";
+  // The same sample again (a retry after a lost reply) changes nothing.
+  ASSERT_EQ(usage(second, 6 * kTb).value(), 0);
+  EXPECT_EQ(meter().used_bytes, 6 * kTb);
+  EXPECT_EQ(Wallet(), before - 1334 * 4'000);
+  // The container restarted: its counter starts again from zero and counts in full.
+  Advance(60 * kMicrosPerSecond);
+  ASSERT_EQ(usage(clock_.NowMicros(), 2'000'000'000).value(), 1);
+  EXPECT_EQ(meter().used_bytes, 6 * kTb + 2'000'000'000);
+  EXPECT_EQ(meter().billed_gb, 1336);
   CheckAll();
 }
 

@@ -12,6 +12,7 @@
 #include "engine/market.h"
 #include "engine/rentals.h"
 #include "engine/ssh_keys.h"
+#include "engine/storage.h"
 
 namespace gpuhub::engine {
 
@@ -476,6 +477,7 @@ Result<std::int64_t> RecordUsage(Txn& txn, std::int64_t host_id,
     }
   }
   std::int64_t recorded = 0;
+  std::vector<rentals::EgressSample> rental_egress;  // what a term rental's instance sent
   std::vector<UsageSample> sorted = samples;
   std::stable_sort(sorted.begin(), sorted.end(),
                    [](const UsageSample& x, const UsageSample& y) { return x.at < y.at; });
@@ -508,7 +510,12 @@ Result<std::int64_t> RecordUsage(Txn& txn, std::int64_t host_id,
                        {"samples", u.samples}},
                       /*key_columns=*/2);
     ++recorded;
+    if (const std::int64_t rental = RentalOfWorkload(s.workload_id); rental != 0 && delta > 0) {
+      rental_egress.push_back({rental, s.at, delta});
+    }
   }
+  // The storage egress meter bills what goes beyond the term's allowance.
+  GPUHUB_RETURN_IF_ERROR(MeterAgentEgress(txn, rental_egress));
   return recorded;
 }
 

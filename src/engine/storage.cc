@@ -1,5 +1,7 @@
 #include "engine/storage.h"
 
+#include <algorithm>
+
 #include "engine/limits.h"
 #include "engine/rental_billing.h"
 #include "engine/rentals.h"
@@ -160,6 +162,28 @@ Result<std::vector<rentals::EgressResult>> RecordEgressSamples(
   }
   GPUHUB_RETURN_IF_ERROR(Write(txn, changes));
   return out;
+}
+
+Status MeterAgentEgress(Txn& txn, const std::vector<rentals::EgressSample>& samples) {
+  std::vector<rentals::EgressSample> meterable;
+  for (const auto& s : samples) {
+    const rentals::Rental* r = F(txn).FindRental(s.rental_id);
+    if (r == nullptr || r->term_start == 0 || s.bytes <= 0 || s.at <= 0 ||
+        s.at > txn.now + rentals::kMaxEgressSampleAheadMicros) {
+      continue;
+    }
+    rentals::EgressSample m = s;
+    m.bytes = std::min(m.bytes, rentals::kMaxEgressSampleBytes);
+    meterable.push_back(m);
+  }
+  for (std::size_t start = 0; start < meterable.size();
+       start += rentals::kMaxEgressSamplesPerRequest) {
+    const std::size_t end =
+        std::min(meterable.size(), start + rentals::kMaxEgressSamplesPerRequest);
+    std::vector<rentals::EgressSample> chunk(meterable.begin() + start, meterable.begin() + end);
+    GPUHUB_RETURN_IF_ERROR(RecordEgressSamples(txn, chunk).status());
+  }
+  return Status::Ok();
 }
 
 std::vector<RentalVolume> VolumesOfRental(const State& state, rentals::RentalId rental) {

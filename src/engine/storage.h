@@ -67,6 +67,11 @@ Result<rentals::Rental> AddRentalExtraNvme(Txn& txn, std::int64_t customer, rent
 // result per sample, in order.
 Result<std::vector<rentals::EgressResult>> RecordEgressSamples(
     Txn& txn, const std::vector<rentals::EgressSample>& samples);
+// The same fed by the host agent's usage samples (POST /v1/agent/usage, already validated and
+// de-duplicated there): each sample is the bytes a rental's instance sent since its previous
+// sample. Samples of rentals that never ran are skipped, as is one the meter would refuse (its
+// time beyond the server's clock): the agent's own usage rows still hold them.
+Status MeterAgentEgress(Txn& txn, const std::vector<rentals::EgressSample>& samples);
 
 // The volumes attached to a rental and whether each is writable (read_only while unpaid): what
 // the host agent maps on the rental's instance.
