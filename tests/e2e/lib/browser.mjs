@@ -46,7 +46,13 @@ export async function newPage(browser, size, baseURL) {
     if (m.type() === 'error') problems.push(`console.error: ${m.text()} (${m.location().url || 'page'})`);
   });
   page.on('pageerror', (e) => problems.push(`uncaught: ${e.message}`));
-  page.on('requestfailed', (r) => problems.push(`request failed: ${r.method()} ${r.url()} ${r.failure() && r.failure().errorText}`));
+  // A request the page itself cancelled (a reload or navigation while a poll was in flight: Chromium
+  // reports net::ERR_ABORTED) is not a failure of the server; a reset, refused or empty answer is.
+  page.on('requestfailed', (r) => {
+    const reason = r.failure() && r.failure().errorText;
+    if (reason === 'net::ERR_ABORTED') return;
+    problems.push(`request failed: ${r.method()} ${r.url()} ${reason}`);
+  });
   page.on('response', (r) => {
     if (r.status() >= 400) problems.push(`HTTP ${r.status()}: ${r.request().method()} ${r.url()}`);
   });
