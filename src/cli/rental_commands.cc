@@ -8,7 +8,7 @@
 //   gpuhub rentals list [--limit N] | show ID | renew ID [--currency C]
 //   gpuhub rentals auto-renew ID on|off | release ID --yes | extra-nvme ID --add-tb N
 //   gpuhub admin nodes add --gpu G --region R [--cards N] [--hostname H]
-//   gpuhub admin nodes list [--gpu G] [--region R] | drain ID | undrain ID | remove ID
+//   gpuhub admin nodes list [--gpu G] [--region R] | drain ID | undrain ID | remove ID | enrol ID
 //
 // Exit codes: 0 ok; 2 bad input, including any 4xx answer of the server (one line on stderr
 // naming the field); 1 when the server cannot be reached or fails (5xx).
@@ -465,6 +465,32 @@ void AddAdminNodeCommands(CLI::App* admin) {
       SetExitCode(kExitOk);
     });
   }
+
+  // The node's host agent enrols with a one-time token; the line to run on the node names this
+  // server as the CLI reached it (the API cannot know its public URL behind a proxy).
+  auto enrol = std::make_shared<NodeFlags>();
+  CLI::App* e = nodes->add_subcommand(
+      "enrol", "a one-time token for the node's host agent, and the command to run on the node");
+  e->add_option("id", enrol->id, "node id")->required();
+  AddConnection(e, enrol->c, true);
+  e->callback([enrol] {
+    auto answer = Call(enrol->c,
+                       {"POST", "/v1/admin/nodes/" + std::to_string(enrol->id) + "/enrolment-tokens",
+                        "", "", ""},
+                       true);
+    if (!answer) return;
+    if (enrol->c.json_output) {
+      std::cout << answer->dump(2) << "\n";
+    } else {
+      const std::string token = Str(*answer, "token");
+      std::cout << "enrolment token for node " << enrol->id << " (one use, expires "
+                << Str(*answer, "expires_at") << "):\n  " << token
+                << "\non the node, as root:\n  gpuhub agent enroll --server "
+                << ServerFromEnvironment(enrol->c.server) << " --token " << token
+                << "\n  gpuhub agent run\n";
+    }
+    SetExitCode(kExitOk);
+  });
 }
 
 // `gpuhub catalog --server URL`: the live stock per region under the catalog's tables.

@@ -98,6 +98,28 @@ TEST_F(RentalsCliTest, BadInputAndUnreachableServersExitWithTheRightCode) {
   auto not_admin = As(alice_, {"admin", "nodes", "add", "--gpu", "H100 SXM", "--region", "IAD-1"});
   EXPECT_EQ(not_admin.exit_code, 2);
   EXPECT_TRUE(Has(not_admin, "403")) << not_admin.output;
+  // A node's host agent enrols with a one-time token; the CLI prints the line to run on the node.
+  auto added = As(admin_, {"admin", "nodes", "add", "--gpu", "H100 SXM", "--region", "IAD-1",
+                           "--json"});
+  ASSERT_EQ(added.exit_code, 0) << added.output;
+  const std::string node = std::to_string(json::parse(added.output)["id"].get<long long>());
+  auto enrol = As(admin_, {"admin", "nodes", "enrol", node});
+  ASSERT_EQ(enrol.exit_code, 0) << enrol.output;
+  const auto at = enrol.output.find("--token ghe_");
+  ASSERT_NE(at, std::string::npos) << enrol.output;
+  EXPECT_TRUE(Has(enrol, "gpuhub agent enroll --server " + url_)) << enrol.output;
+  const std::string token = enrol.output.substr(at + 8, enrol.output.find('\n', at) - at - 8);
+  EXPECT_TRUE(Has(enrol, "  " + token + "\n")) << "the token alone on its own line";
+  auto enrol_json = As(admin_, {"admin", "nodes", "enrol", node, "--json"});
+  ASSERT_EQ(enrol_json.exit_code, 0) << enrol_json.output;
+  EXPECT_EQ(json::parse(enrol_json.output)["node_id"], std::stoll(node));
+  EXPECT_NE(json::parse(enrol_json.output)["token"], token) << "each token is new";
+  auto enrol_missing = As(admin_, {"admin", "nodes", "enrol", "999"});
+  EXPECT_EQ(enrol_missing.exit_code, 2) << enrol_missing.output;
+  EXPECT_TRUE(Has(enrol_missing, "404")) << enrol_missing.output;
+  auto enrol_customer = As(alice_, {"admin", "nodes", "enrol", node});
+  EXPECT_EQ(enrol_customer.exit_code, 2);
+  EXPECT_TRUE(Has(enrol_customer, "403")) << enrol_customer.output;
   auto wrong_region = As(admin_, {"admin", "nodes", "add", "--gpu", "MI300X", "--region", "IAD-1"});
   EXPECT_EQ(wrong_region.exit_code, 2);
   EXPECT_TRUE(Has(wrong_region, "(field region)")) << wrong_region.output;
