@@ -62,15 +62,6 @@ std::string AgentProcess::Log() const {
   return std::string(std::istreambuf_iterator<char>(in), {});
 }
 
-bool WaitFor(const std::function<bool()>& condition, std::chrono::milliseconds timeout) {
-  auto deadline = std::chrono::steady_clock::now() + timeout;
-  while (std::chrono::steady_clock::now() < deadline) {
-    if (condition()) return true;
-    std::this_thread::sleep_for(std::chrono::milliseconds(50));
-  }
-  return condition();
-}
-
 std::string SmiLine(int index, const std::string& uuid, const std::string& name,
                     int ecc_uncorrected) {
   return std::to_string(index) + ", " + uuid + ", " + name + ", 81559, 550.54.15, 5, 16, 34, " +

@@ -1,11 +1,9 @@
-// Test helpers of the agent's end-to-end suite: a running `gpuhub agent run` process, a fake
-// nvidia-smi whose answer the test rewrites, and waiting for a condition.
+// Test helpers of the agent's end-to-end suite: a running `gpuhub agent run` process and a fake
+// nvidia-smi whose answer the test rewrites (waiting for a condition: WaitFor in harness.h).
 #pragma once
 
 #include <sys/types.h>
 
-#include <chrono>
-#include <functional>
 #include <string>
 
 namespace gpuhub::testing {
@@ -26,10 +24,6 @@ class AgentProcess {
   std::string log_;
   pid_t pid_ = -1;
 };
-
-// Polls `condition` every 50 ms until it holds or `timeout` passes.
-bool WaitFor(const std::function<bool()>& condition,
-             std::chrono::milliseconds timeout = std::chrono::seconds(20));
 
 // One line of the fake nvidia-smi's inventory CSV (the agent's NvidiaSmiQueryArgs fields).
 std::string SmiLine(int index, const std::string& uuid, const std::string& name = "NVIDIA H100 80GB HBM3",

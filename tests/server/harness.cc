@@ -584,6 +584,15 @@ std::vector<WebhookReceiver::Received> WebhookReceiver::WaitFor(std::size_t n,
   }
 }
 
+bool WaitFor(const std::function<bool()>& condition, std::chrono::milliseconds timeout) {
+  auto deadline = std::chrono::steady_clock::now() + timeout;
+  while (std::chrono::steady_clock::now() < deadline) {
+    if (condition()) return true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  return condition();
+}
+
 long long Metric(const std::string& text, const std::string& series) {
   auto at = text.find("\n" + series + " ");
   return at == std::string::npos ? 0 : std::atoll(text.c_str() + at + series.size() + 2);

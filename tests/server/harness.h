@@ -7,6 +7,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <functional>
 #include <map>
 #include <mutex>
 #include <nlohmann/json.hpp>
@@ -111,6 +112,12 @@ class ServerProcess {
   pid_t pid_ = -1;
   int port_ = 0;
 };
+
+// Polls `condition` every 50 ms until it holds or `timeout` passes; whether it held. Every effect
+// another process or thread makes after the test's own call (a log line, a counter, a delivery, a
+// file) is waited for with it: seeing one effect never implies that a later one happened yet.
+bool WaitFor(const std::function<bool()>& condition,
+             std::chrono::milliseconds timeout = std::chrono::seconds(30));
 
 // Runs the gpuhub binary with `args`, feeding `stdin_text`; returns exit status and output.
 struct CommandResult {
