@@ -352,8 +352,11 @@ TEST_P(AgentServerDownTest, TheAgentStopsAWorkloadAloneWhenItsPaidHourEnds) {
   server_->Kill();
   ASSERT_TRUE(WaitFor([&] { return docker_->Containers().empty(); }, std::chrono::seconds(30)))
       << Context();
-  EXPECT_NE(agent_->Log().find("why=not_after_passed_server_unreachable"), std::string::npos)
-      << agent_->Log();
+  // The agent logs the removal once Docker's DELETE has answered, after the fake daemon dropped
+  // the container: wait for the line too.
+  EXPECT_TRUE(WaitFor([&] {
+    return agent_->Log().find("why=not_after_passed_server_unreachable") != std::string::npos;
+  })) << agent_->Log();
 }
 
 class AgentRentalE2eTest : public AgentE2eTest {
