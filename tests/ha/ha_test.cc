@@ -41,6 +41,8 @@ long long ParseTime(const json& text) {
   return static_cast<long long>(::timegm(&tm));
 }
 
+constexpr const char* kDelivered = "gpuhub_webhook_deliveries_total{result=\"delivered\"}";
+
 // How many of the user's transfers carry `memo` (a manual credit's reason).
 int CountMemo(HttpClient& c, const std::string& token, const std::string& memo) {
   int n = 0;
@@ -221,18 +223,22 @@ TEST_P(HaTest, RentalsAndWebhooksRunOnTheWriterOnlyAndResumeAfterATakeover) {
     for (const auto& x : d) n += x["status"] == "delivered";
     return n;
   };
-  for (int i = 0; i < 200 && delivered() < 2; ++i) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(50));
-  }
+  WaitFor([&] { return delivered() >= 2; });
   ASSERT_EQ(delivered(), 2);
   HttpClient writer(cluster.node(0).port());
+  // The sender counts a delivery once its record committed, a moment after the API shows it
+  // delivered: wait for the writer's counter too.
+  std::string writer_metrics;
+  WaitFor([&] {
+    writer_metrics = writer.Send("GET", "/metrics").body;
+    return Metric(writer_metrics, kDelivered) >= 2;
+  });
   std::string standby_metrics = c.Send("GET", "/metrics").body;
-  std::string writer_metrics = writer.Send("GET", "/metrics").body;
   EXPECT_EQ(Metric(standby_metrics, "gpuhub_engine_commits_total{result=\"ok\"}"), 0)
       << "a standby commits nothing (no tick, no billing)";
-  EXPECT_EQ(Metric(standby_metrics, "gpuhub_webhook_deliveries_total{result=\"delivered\"}"), 0);
+  EXPECT_EQ(Metric(standby_metrics, kDelivered), 0);
   EXPECT_GT(Metric(writer_metrics, "gpuhub_engine_commits_total{result=\"ok\"}"), 0);
-  EXPECT_EQ(Metric(writer_metrics, "gpuhub_webhook_deliveries_total{result=\"delivered\"}"), 2);
+  EXPECT_EQ(Metric(writer_metrics, kDelivered), 2);
 
   cluster.Kill(0);
   ASSERT_EQ(cluster.Writer(std::chrono::seconds(30)), 1) << cluster.Logs();
@@ -247,13 +253,14 @@ TEST_P(HaTest, RentalsAndWebhooksRunOnTheWriterOnlyAndResumeAfterATakeover) {
   }
   EXPECT_EQ(types, (std::set<std::string>{"rental.active", "rental.renewed"}));
   EXPECT_EQ(ids.size(), 3u) << "each notification posted once";
-  for (int i = 0; i < 200 && delivered() < 3; ++i) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(50));
-  }
+  WaitFor([&] { return delivered() >= 3; });
   EXPECT_EQ(delivered(), 3);
-  EXPECT_EQ(Metric(c.Send("GET", "/metrics").body,
-                   "gpuhub_webhook_deliveries_total{result=\"delivered\"}"),
-            1);
+  std::string new_writer_metrics;
+  WaitFor([&] {
+    new_writer_metrics = c.Send("GET", "/metrics").body;
+    return Metric(new_writer_metrics, kDelivered) >= 1;
+  });
+  EXPECT_EQ(Metric(new_writer_metrics, kDelivered), 1);
   // Terms 1, 2 and 3 charged once each, nothing else.
   std::map<std::string, int> charged;
   for (const auto& t : AllTransfers(c, alice)) {
