@@ -4,6 +4,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <functional>
 #include <thread>
 
 #include "engine/accounts.h"
@@ -137,20 +138,32 @@ TEST(EngineTest, ServingIsFalseUnlessTheWriterIsKnownToServe) {
 
   // A batch that takes longer than the limit: not serving while it runs, serving once it is done.
   std::atomic<bool> release{false};
+  std::atomic<bool> running{false};
   std::atomic<bool> done{false};
   engine.Execute<int>(
       [&](Txn&) -> Result<int> {
+        running = true;
         while (!release) std::this_thread::sleep_for(milliseconds(1));
         return 0;
       },
       [&](Result<int>) { done = true; });
-  std::this_thread::sleep_for(milliseconds(60));
-  EXPECT_FALSE(engine.Serving(milliseconds(20))) << "inside one batch for 60 ms";
+  // Polled, not slept: the writer takes the batch when the scheduler lets it, and it marks the
+  // batch over only after the command's `done` ran (a fixed 60 ms / 5 ms sleep raced both).
+  auto eventually = [](const std::function<bool()>& condition) {
+    auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+    while (!condition() && std::chrono::steady_clock::now() < deadline) {
+      std::this_thread::sleep_for(milliseconds(1));
+    }
+    return condition();
+  };
+  EXPECT_TRUE(eventually([&] { return running.load(); })) << "the writer took the batch";
+  EXPECT_TRUE(eventually([&] { return !engine.Serving(milliseconds(20)); }))
+      << "inside one batch for longer than 20 ms";
   EXPECT_TRUE(engine.Serving(milliseconds(10'000)));
   release = true;
-  while (!done) std::this_thread::sleep_for(milliseconds(1));
-  std::this_thread::sleep_for(milliseconds(5));
-  EXPECT_TRUE(engine.Serving(milliseconds(20)));
+  EXPECT_TRUE(eventually([&] { return done.load(); }));
+  EXPECT_TRUE(eventually([&] { return engine.Serving(milliseconds(20)); }))
+      << "serving again once the batch is done";
 
   // A failed commit whose reload fails too: the state is not loaded.
   store->fail = true;
