@@ -505,8 +505,12 @@ TEST_F(ServerTest, ConnectionsBeyondTheLimitGet503AndTheServerStaysHealthy) {
   std::string refused = client_->Raw("GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n", 2000);
   EXPECT_EQ(refused.substr(0, 12), "HTTP/1.1 503") << refused;
   EXPECT_NE(refused.find("too many open connections"), std::string::npos);
+  // A closed connection gives its slot back once the server has read the close: wait until the
+  // gauge (asked on one of the three still open) says so, instead of a fixed 100 ms.
   idle.pop_back();
-  std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  ASSERT_TRUE(WaitFor([&] {
+    return Metric(idle[0]->Send("GET", "/metrics").body, "gpuhub_http_open_connections") == 3;
+  })) << idle[0]->Send("GET", "/metrics").body;
   HttpClient fresh(server_->port());
   EXPECT_EQ(fresh.Send("GET", "/healthz").status, 200);
   EXPECT_NE(fresh.Send("GET", "/metrics").body.find("gpuhub_http_connections_refused_total 1"),
