@@ -216,7 +216,7 @@ TEST_P(HaTest, RentalsAndWebhooksRunOnTheWriterOnlyAndResumeAfterATakeover) {
   };
   // Day 5: past T - 72 h of the first week, auto-renew paid the second.
   ASSERT_EQ(advance(5).status, 200);
-  ASSERT_EQ(receiver.WaitFor(2, std::chrono::seconds(15)).size(), 2u) << cluster.Logs();
+  ASSERT_EQ(receiver.WaitFor(2, std::chrono::seconds(30)).size(), 2u) << cluster.Logs();
   auto delivered = [&] {
     auto d = c.Call("GET", "/v1/accounts/me/webhook", nullptr, alice).Json()["deliveries"];
     int n = 0;
@@ -244,7 +244,7 @@ TEST_P(HaTest, RentalsAndWebhooksRunOnTheWriterOnlyAndResumeAfterATakeover) {
   ASSERT_EQ(cluster.Writer(std::chrono::seconds(30)), 1) << cluster.Logs();
   // Day 12: past T - 72 h of the second week (day 14): the new writer renews the third.
   ASSERT_EQ(advance(7).status, 200);
-  auto got = receiver.WaitFor(3, std::chrono::seconds(15));
+  auto got = receiver.WaitFor(3, std::chrono::seconds(30));
   ASSERT_EQ(got.size(), 3u) << cluster.Logs();
   std::set<std::string> types, ids;
   for (const auto& r : got) {

@@ -58,7 +58,7 @@ TEST_P(WebhooksTest, NotificationsArePostedSignedAndRetriedUntilDelivered) {
   EXPECT_EQ(again.Json()["secret"], secret);
 
   json rental = Order();
-  auto got = receiver.WaitFor(1, seconds(15));
+  auto got = receiver.WaitFor(1, seconds(30));
   ASSERT_EQ(got.size(), 1u) << server_->Log();
   const WebhookReceiver::Received first = got[0];
   EXPECT_EQ(first.method, "POST");
@@ -81,23 +81,21 @@ TEST_P(WebhooksTest, NotificationsArePostedSignedAndRetriedUntilDelivered) {
   // 503: retried one minute later on the engine's (manual) clock, with the same bytes. (The
   // receiver answered before the sender recorded the attempt: wait for the record.)
   json pending;
-  for (int i = 0; i < 200; ++i) {
+  WaitFor([&] {
     pending = Deliveries();
-    if (pending.size() == 1 && pending[0]["attempts"] == 1) break;
-    std::this_thread::sleep_for(std::chrono::milliseconds(50));
-  }
+    return pending.size() == 1 && pending[0]["attempts"] == 1;
+  });
   ASSERT_EQ(pending.size(), 1u);
   EXPECT_EQ(pending[0]["status"], "pending");
   EXPECT_EQ(pending[0]["last_status_code"], 503);
   EXPECT_EQ(receiver.WaitFor(2, seconds(3)).size(), 1u);  // not before the minute
   ASSERT_EQ(client_->Call("POST", "/v1/admin/clock/advance", {{"seconds", 61}}, admin_).status, 200);
-  got = receiver.WaitFor(2, seconds(15));
+  got = receiver.WaitFor(2, seconds(30));
   ASSERT_EQ(got.size(), 2u);
   EXPECT_EQ(got[1].body, first.body);
   EXPECT_EQ(got[1].headers.at("gpuhub-delivery"), delivery);
-  for (int i = 0; i < 100 && Deliveries()[0]["status"] != "delivered"; ++i) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(50));
-  }
+  // The receiver answered before the sender recorded the attempt: wait for the record.
+  WaitFor([&] { return Deliveries()[0]["status"] == "delivered"; });
   auto done = Deliveries();
   EXPECT_EQ(done[0]["status"], "delivered");
   EXPECT_EQ(done[0]["attempts"], 2);
@@ -121,11 +119,10 @@ TEST_P(WebhooksToInternalAddressesTest, AreRefusedAndBadUrlsNameTheField) {
   ASSERT_EQ(client_->Call("PUT", "/v1/accounts/me/webhook", {{"url", url}}, alice_).status, 200);
   Order();
   json d;
-  for (int i = 0; i < 200; ++i) {
+  WaitFor([&] {
     d = Deliveries();
-    if (!d.empty() && d[0]["status"] == "failed") break;
-    std::this_thread::sleep_for(std::chrono::milliseconds(50));
-  }
+    return !d.empty() && d[0]["status"] == "failed";
+  });
   ASSERT_FALSE(d.empty());
   EXPECT_EQ(d[0]["status"], "failed");
   EXPECT_NE(d[0]["last_error"].get<std::string>().find("internal address"), std::string::npos)
