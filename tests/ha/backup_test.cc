@@ -72,7 +72,11 @@ TEST_P(BackupTest, ABackupUnderLoadRestoresEveryAcknowledgedOperationAndBalanced
       }
     });
   }
-  while (acknowledged < 200) std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  if (!WaitFor([&] { return acknowledged >= 200; }, std::chrono::seconds(120))) {
+    stop = true;
+    for (auto& c : clients) c.join();
+    FAIL() << "the load never got to 200 acknowledged credits:\n" << server.Log();
+  }
   std::string file = dir.path() + (format == "pg_dump" ? "/backup.dump" : "/backup.db");
   auto began = SteadyClock::now();
   int at_begin = acknowledged;

@@ -105,13 +105,22 @@ TEST(ReplicationTest, APromotedSynchronousReplicaLosesNothingAcknowledged) {
       }
     });
   }
-  while (acks < 150) std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  auto stop_clients = [&] {
+    stop = true;
+    for (auto& c : clients) c.join();
+  };
+  if (!WaitFor([&] { return acks >= 150; }, std::chrono::seconds(120))) {
+    stop_clients();
+    FAIL() << "the load never got to 150 acknowledged credits\n" << cluster.Logs();
+  }
   int writer = cluster.Writer(std::chrono::seconds(5));
+  if (writer < 0) stop_clients();
   ASSERT_GE(writer, 0);
   int term = HttpClient(cluster.node(writer).port()).Call("GET", "/healthz").Json()["term"];
   int before = acks;
   auto crashed = SteadyClock::now();
   auto [failover_out, failover_rc] = pg.Run("fail-over");
+  if (failover_rc != 0) stop_clients();
   ASSERT_EQ(failover_rc, 0) << failover_out;
   double promoted_ms =
       std::chrono::duration<double, std::milli>(SteadyClock::now() - crashed).count();
@@ -126,11 +135,13 @@ TEST(ReplicationTest, APromotedSynchronousReplicaLosesNothingAcknowledged) {
       std::this_thread::sleep_for(std::chrono::milliseconds(10));
     }
   }
+  if (resumed_ms < 0) stop_clients();
   ASSERT_GE(resumed_ms, 0) << "gpuhub never resumed on the promoted replica\n" << cluster.Logs();
   int resumed_at = acks;
-  while (acks < resumed_at + 100) std::this_thread::sleep_for(std::chrono::milliseconds(5));
-  stop = true;
-  for (auto& c : clients) c.join();
+  bool went_on = WaitFor([&] { return acks >= resumed_at + 100; }, std::chrono::seconds(120));
+  stop_clients();
+  ASSERT_TRUE(went_on) << "fewer than 100 credits acknowledged after the failover\n"
+                       << cluster.Logs();
 
   EXPECT_NE(QueryPostgres(url, "SELECT inet_server_port()"), primary_port)
       << "the URL must now lead to the promoted replica";
