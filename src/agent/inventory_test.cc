@@ -1,6 +1,7 @@
 #include <gtest/gtest.h>
 #include <stdlib.h>
 
+#include <chrono>
 #include <thread>
 
 #include "agent/inventory.h"
@@ -117,10 +118,12 @@ TEST(NvmlTest, ReadsGpusAndXidEventsThroughDlopen) {
   auto nvml = Nvml::Load(GPUHUB_FAKE_NVML);
   ASSERT_TRUE(nvml.ok()) << nvml.status().ToString();
   ASSERT_TRUE((*nvml)->WatchXids().ok());
+  // The watcher thread reports the XIDs when it gets to them: poll for 30 s (not 2 s).
   Inventory inv;
-  for (int i = 0; i < 100; ++i) {
+  auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+  while (true) {
     inv = (*nvml)->Probe().value();
-    if (!inv.gpus[0].xids.empty()) break;
+    if (!inv.gpus[0].xids.empty() || std::chrono::steady_clock::now() >= deadline) break;
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
   }
   EXPECT_EQ(inv.source, "nvml");

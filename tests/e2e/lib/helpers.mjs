@@ -16,7 +16,7 @@ export function username(prefix) {
 // No visible loading placeholder left (hidden sections may keep theirs).
 export async function waitForData(page) {
   await page.waitForFunction(() => ![...document.querySelectorAll('.loading')].some((el) => el.offsetParent !== null), null, {
-    timeout: 10000,
+    timeout: 30000,
   });
 }
 
