@@ -43,7 +43,7 @@ export async function startServer() {
   child.stderr.on('data', (d) => (log += d));
   const url = await new Promise((resolveUrl, reject) => {
     let out = '';
-    const timer = setTimeout(() => reject(new Error('gpuhub serve did not start in 15 s:\n' + log)), 15000);
+    const timer = setTimeout(() => reject(new Error('gpuhub serve did not start in 60 s:\n' + log)), 60000);
     child.stdout.on('data', (d) => {
       out += d;
       const m = /listening on (http:\/\/[^\s]+)/.exec(out);
