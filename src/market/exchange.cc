@@ -41,19 +41,42 @@ void SortUnique(std::vector<T>& v) {
   v.erase(std::unique(v.begin(), v.end()), v.end());
 }
 
-// Newest `limit` records of an id list (creation order), newest first.
-template <typename Id, typename Fn>
-void NewestFirst(const std::vector<Id>& ids, std::size_t limit, Id before, Fn&& fn) {
-  // Ids are appended in creation order (ascending), so the keyset start is a binary search.
-  auto end = before > 0 ? std::lower_bound(ids.begin(), ids.end(), before) : ids.end();
+// Newest `limit` records of an ascending id list (a vector in creation order or a set), newest
+// first.
+template <typename Ids, typename Id, typename Fn>
+void NewestFirst(const Ids& ids, std::size_t limit, Id before, Fn&& fn) {
+  // Ids ascend, so the keyset start is a binary search.
+  auto end = ids.end();
+  if (before > 0) {
+    if constexpr (requires { ids.lower_bound(before); }) {
+      end = ids.lower_bound(before);
+    } else {
+      end = std::lower_bound(ids.begin(), ids.end(), before);
+    }
+  }
   std::size_t n = 0;
   for (auto it = std::make_reverse_iterator(end); it != ids.rend() && n < limit; ++it, ++n) {
     fn(*it);
   }
 }
-template <typename Id, typename Fn>
-void NewestFirst(const std::vector<Id>& ids, std::size_t limit, Fn&& fn) {
-  NewestFirst(ids, limit, Id{0}, std::forward<Fn>(fn));
+template <typename Ids, typename Fn>
+void NewestFirst(const Ids& ids, std::size_t limit, Fn&& fn) {
+  NewestFirst(ids, limit, typename Ids::value_type{0}, std::forward<Fn>(fn));
+}
+
+// Takes `id` out of an account's id set, and the account's entry once it is empty.
+template <typename Map, typename Id>
+void EraseId(Map& by_account, UserId account, Id id) {
+  auto it = by_account.find(account);
+  if (it == by_account.end()) return;
+  it->second.erase(id);
+  if (it->second.empty()) by_account.erase(it);
+}
+
+// Drops a per-account counter that went back to zero (an account with nothing open costs nothing).
+void EraseIfZero(std::unordered_map<UserId, std::size_t>& counters, UserId account) {
+  auto it = counters.find(account);
+  if (it != counters.end() && it->second == 0) counters.erase(it);
 }
 
 std::string Plural(std::int64_t n, const char* one, const char* many) {
@@ -103,6 +126,7 @@ void Changes::Clear() {
   leases.clear();
   payouts.clear();
   trades.clear();
+  providers.clear();
 }
 
 void Changes::Normalize() {
@@ -111,11 +135,12 @@ void Changes::Normalize() {
   SortUnique(bids);
   SortUnique(leases);
   SortUnique(payouts);
+  SortUnique(providers);
 }
 
 bool Changes::empty() const {
-  return transfers.empty() && hours.empty() && machines.empty() && asks.empty() && bids.empty() && leases.empty() &&
-         payouts.empty() && trades.empty();
+  return transfers.empty() && hours.empty() && machines.empty() && asks.empty() && bids.empty() &&
+         leases.empty() && payouts.empty() && trades.empty() && providers.empty();
 }
 
 int Exchange::MachineState::Free() const {
@@ -249,8 +274,9 @@ Result<Exchange::HourBill> Exchange::HourLegs(const Lease& lease, std::int64_t h
   legs.reserve(4);
   AccountKey source = AccountKey::Wallet(lease.customer_id, Currency::kUsd);
   if (lease.currency != Currency::kUsd) {
-    GPUHUB_ASSIGN_OR_RETURN(ledger::FxQuote quote, ledger.Fx().ConvertTo(lease.currency, Currency::kUsd,
-                                                                         total + c.tax_micros));
+    GPUHUB_ASSIGN_OR_RETURN(
+        ledger::FxQuote quote,
+        ledger.Fx().ConvertTo(lease.currency, Currency::kUsd, total + c.tax_micros));
     TransferRequest fx;
     fx.id = LeaseHourTransferId(lease.id, hour, "fx");
     fx.kind = TransferKind::kSinglePhase;
@@ -442,7 +468,7 @@ Result<Ask> Exchange::PlaceAsk(UserId provider, const AskSpec& spec, ledger::Led
   ask.created_at = now;
   machine.open_ask = ask.id;
   asks_.emplace(ask.id, ask);
-  asks_by_provider_[provider].push_back(ask.id);
+  asks_by_provider_[provider].insert(ask.id);
   timeline_.insert({AskUntil(ask), kAskExpiry, ask.id});
   changes->asks.push_back(ask.id);
   SyncAsk(machine);
@@ -532,7 +558,7 @@ Result<Payout> Exchange::RequestPayout(UserId provider, std::int64_t amount_micr
   GPUHUB_RETURN_IF_ERROR(ApplyLegs(ledger, {hold}, changes));
   ++next_payout_id_;
   payouts_.emplace(payout.id, payout);
-  payouts_by_provider_[provider].push_back(payout.id);
+  payouts_by_provider_[provider].insert(payout.id);
   ++pending_payouts_by_provider_[provider];
   pending_payouts_.insert(payout.id);
   totals_[provider].pending_payout_micros += amount_micros;
@@ -565,7 +591,10 @@ Result<Payout> Exchange::ResolvePayout(UserId admin, PayoutId payout_id, bool pa
   payout.admin_id = admin;
   ProviderTotals& totals = totals_[payout.provider_id];
   totals.pending_payout_micros -= payout.amount_micros;
-  if (paid) totals.paid_out_micros += payout.amount_micros;
+  if (paid) {
+    totals.paid_out_micros += payout.amount_micros;
+    changes->providers.push_back(payout.provider_id);
+  }
   --pending_payouts_by_provider_[payout.provider_id];
   pending_payouts_.erase(payout.id);
   changes->payouts.push_back(payout.id);
@@ -628,8 +657,9 @@ Result<Lease> Exchange::OpenLease(const FillPlan& plan, ledger::Ledger& ledger, 
   ++market.active_leases;
   ++active_leases_;
   ++active_leases_by_customer_[lease.customer_id];
-  leases_by_customer_[lease.customer_id].push_back(lease.id);
-  leases_by_provider_[lease.provider_id].push_back(lease.id);
+  leases_by_customer_[lease.customer_id].insert(lease.id);
+  leases_by_provider_[lease.provider_id].insert(lease.id);
+  changes->providers.push_back(lease.provider_id);
   ProviderTotals& totals = totals_[lease.provider_id];
   ++totals.active_leases;
   totals.gross_micros += lease.HourMicros();
@@ -871,7 +901,7 @@ Result<BidResult> Exchange::PlaceBid(UserId customer, const BidSpec& spec, ledge
   state.market = market;
   state.region = region.empty() ? kAnyRegion : InternRegion(region);
   bids_.emplace(bid.id, std::move(state));
-  bids_by_customer_[customer].push_back(bid.id);
+  bids_by_customer_[customer].insert(bid.id);
   changes->bids.push_back(bid.id);
   result.bid = bid;
   return result;
@@ -993,6 +1023,7 @@ void Exchange::ChargeNextHour(LeaseId id, ledger::Ledger& ledger, TimestampMicro
   }
   lease.hours_paid = hour;
   changes->hours.push_back(std::move(bill->charge));
+  changes->providers.push_back(lease.provider_id);
   ProviderTotals& totals = totals_[lease.provider_id];
   totals.gross_micros += lease.HourMicros();
   totals.fee_micros += MulDivHalfEven(lease.HourMicros(), lease.fee_ppm, kPpm).value();
@@ -1227,7 +1258,61 @@ Earnings Exchange::ProviderEarnings(UserId provider, const ledger::Ledger& ledge
   return e;
 }
 
+ProviderHistory Exchange::History(UserId provider) const {
+  ProviderHistory h;
+  h.provider_id = provider;
+  auto it = totals_.find(provider);
+  if (it == totals_.end()) return h;
+  const ProviderTotals& t = it->second;
+  h.gross_micros = t.gross_micros;
+  h.fee_micros = t.fee_micros;
+  h.gpu_hours = t.gpu_hours;
+  h.lease_hours = t.lease_hours;
+  h.credited_micros = t.credited_micros;
+  h.paid_out_micros = t.paid_out_micros;
+  return h;
+}
+
+std::int64_t Exchange::lease_hours_sold() const {
+  std::int64_t hours = 0;
+  for (const auto& [provider, t] : totals_) hours += t.lease_hours;
+  return hours;
+}
+
 // ----- Persistence ------------------------------------------------------------------------------
+
+void Exchange::Forget(const Changes& changes) {
+  for (OrderId id : changes.bids) {
+    auto it = bids_.find(id);
+    if (it == bids_.end() || it->second.bid.status == BidStatus::kResting) continue;
+    const UserId customer = it->second.bid.customer_id;
+    EraseId(bids_by_customer_, customer, id);
+    EraseIfZero(open_bids_by_customer_, customer);
+    bids_.erase(it);
+  }
+  for (LeaseId id : changes.leases) {
+    auto it = leases_.find(id);
+    if (it == leases_.end() || it->second.status == LeaseStatus::kActive) continue;
+    const Lease& lease = it->second;
+    EraseId(leases_by_customer_, lease.customer_id, id);
+    EraseId(leases_by_provider_, lease.provider_id, id);
+    EraseIfZero(active_leases_by_customer_, lease.customer_id);
+    leases_.erase(it);
+  }
+  for (OrderId id : changes.asks) {
+    auto it = asks_.find(id);
+    if (it == asks_.end() || it->second.status == AskStatus::kOpen) continue;
+    EraseId(asks_by_provider_, it->second.provider_id, id);
+    asks_.erase(it);
+  }
+  for (PayoutId id : changes.payouts) {
+    auto it = payouts_.find(id);
+    if (it == payouts_.end() || it->second.status == PayoutStatus::kPending) continue;
+    EraseId(payouts_by_provider_, it->second.provider_id, id);
+    EraseIfZero(pending_payouts_by_provider_, it->second.provider_id);
+    payouts_.erase(it);
+  }
+}
 
 Result<Exchange> Exchange::Restore(ExchangeConfig config, Snapshot snapshot) {
   GPUHUB_RETURN_IF_ERROR(ValidateExchangeConfig(config));
@@ -1275,8 +1360,8 @@ Result<Exchange> Exchange::Restore(ExchangeConfig config, Snapshot snapshot) {
         l.hours_paid < 1 || l.price_micros <= 0 || l.fee_ppm < 0 || l.fee_ppm > kMaxFeePpm ||
         l.credited_micros < 0 || l.credited_provider_micros < 0 ||
         l.credited_provider_micros > l.credited_micros ||
-        (l.paused_at != 0 && (l.status != LeaseStatus::kActive ||
-                              machine.machine.offline_since == 0))) {
+        (l.paused_at != 0 &&
+         (l.status != LeaseStatus::kActive || machine.machine.offline_since == 0))) {
       return bad("lease " + std::to_string(l.id));
     }
     l.gpu = machine.machine.gpu;
@@ -1296,15 +1381,8 @@ Result<Exchange> Exchange::Restore(ExchangeConfig config, Snapshot snapshot) {
       ++x.totals_[l.provider_id].active_leases;
       if (l.paused_at == 0) x.timeline_.insert({l.PaidUntil(), kLeaseHour, l.id});
     }
-    ProviderTotals& totals = x.totals_[l.provider_id];
-    std::int64_t fee = MulDivHalfEven(l.HourMicros(), l.fee_ppm, kPpm).value();
-    totals.gross_micros += l.HourMicros() * l.hours_paid;
-    totals.fee_micros += fee * l.hours_paid;
-    totals.gpu_hours += static_cast<std::int64_t>(l.gpus) * l.hours_paid;
-    totals.lease_hours += l.hours_paid;
-    totals.credited_micros += l.credited_provider_micros;
-    x.leases_by_customer_[l.customer_id].push_back(l.id);
-    x.leases_by_provider_[l.provider_id].push_back(l.id);
+    x.leases_by_customer_[l.customer_id].insert(l.id);
+    x.leases_by_provider_[l.provider_id].insert(l.id);
     x.next_lease_id_ = std::max(x.next_lease_id_, l.id + 1);
     x.leases_.emplace(l.id, l);
   }
@@ -1324,7 +1402,7 @@ Result<Exchange> Exchange::Restore(ExchangeConfig config, Snapshot snapshot) {
       mit->second.open_ask = a.id;
       x.timeline_.insert({AskUntil(a), kAskExpiry, a.id});
     }
-    x.asks_by_provider_[a.provider_id].push_back(a.id);
+    x.asks_by_provider_[a.provider_id].insert(a.id);
     x.next_order_id_ = std::max(x.next_order_id_, a.id + 1);
     if (!x.asks_.emplace(a.id, a).second) return bad("order id twice");
   }
@@ -1357,7 +1435,7 @@ Result<Exchange> Exchange::Restore(ExchangeConfig config, Snapshot snapshot) {
       if (b.expires_at != 0) x.timeline_.insert({b.expires_at, kBidExpiry, b.id});
       ++x.open_bids_by_customer_[b.customer_id];
     }
-    x.bids_by_customer_[b.customer_id].push_back(b.id);
+    x.bids_by_customer_[b.customer_id].insert(b.id);
     x.next_order_id_ = std::max(x.next_order_id_, b.id + 1);
     if (!x.bids_.emplace(b.id, std::move(state)).second) return bad("bid id twice");
   }
@@ -1376,18 +1454,41 @@ Result<Exchange> Exchange::Restore(ExchangeConfig config, Snapshot snapshot) {
             [](const Payout& a, const Payout& b) { return a.id < b.id; });
   for (auto& p : snapshot.payouts) {
     if (p.id <= 0 || p.provider_id <= 0 || p.amount_micros <= 0) return bad("payout");
-    ProviderTotals& totals = x.totals_[p.provider_id];
     if (p.status == PayoutStatus::kPending) {
-      totals.pending_payout_micros += p.amount_micros;
+      x.totals_[p.provider_id].pending_payout_micros += p.amount_micros;
       ++x.pending_payouts_by_provider_[p.provider_id];
       x.pending_payouts_.insert(p.id);
-    } else if (p.status == PayoutStatus::kPaid) {
-      totals.paid_out_micros += p.amount_micros;
     }
-    x.payouts_by_provider_[p.provider_id].push_back(p.id);
+    x.payouts_by_provider_[p.provider_id].insert(p.id);
     x.next_payout_id_ = std::max(x.next_payout_id_, p.id + 1);
     if (!x.payouts_.emplace(p.id, p).second) return bad("payout id twice");
   }
+  // History: the totals as kept, not recomputed from whichever closed records were given.
+  for (const auto& h : snapshot.providers) {
+    if (h.provider_id <= 0 || h.gross_micros < 0 || h.fee_micros < 0 || h.gpu_hours < 0 ||
+        h.lease_hours < 0 || h.credited_micros < 0 || h.paid_out_micros < 0) {
+      return bad("history totals of provider " + std::to_string(h.provider_id));
+    }
+    ProviderTotals& t = x.totals_[h.provider_id];
+    if (t.gross_micros != 0 || t.lease_hours != 0 || t.paid_out_micros != 0) {
+      return bad("history totals of provider " + std::to_string(h.provider_id) + " twice");
+    }
+    t.gross_micros = h.gross_micros;
+    t.fee_micros = h.fee_micros;
+    t.gpu_hours = h.gpu_hours;
+    t.lease_hours = h.lease_hours;
+    t.credited_micros = h.credited_micros;
+    t.paid_out_micros = h.paid_out_micros;
+  }
+  const LastIds& last = snapshot.last_ids;
+  if (last.machine < 0 || last.order < 0 || last.lease < 0 || last.trade < 0 || last.payout < 0) {
+    return bad("last ids");
+  }
+  x.next_machine_id_ = std::max(x.next_machine_id_, last.machine + 1);
+  x.next_order_id_ = std::max(x.next_order_id_, last.order + 1);
+  x.next_lease_id_ = std::max(x.next_lease_id_, last.lease + 1);
+  x.next_trade_id_ = std::max(x.next_trade_id_, last.trade + 1);
+  x.next_payout_id_ = std::max(x.next_payout_id_, last.payout + 1);
   // Checks that need the ledger (holds, hours) run in CheckInvariants / CheckSettlement.
   return x;
 }
@@ -1404,6 +1505,16 @@ Snapshot Exchange::Records() const {
   std::sort(s.bids.begin(), s.bids.end(), [](const Bid& a, const Bid& b) { return a.id < b.id; });
   std::sort(s.trades.begin(), s.trades.end(),
             [](const Trade& a, const Trade& b) { return a.id < b.id; });
+  for (const auto& [provider, t] : totals_) {
+    ProviderHistory h = History(provider);
+    if (h != ProviderHistory{.provider_id = provider}) s.providers.push_back(h);
+  }
+  std::sort(s.providers.begin(), s.providers.end(),
+            [](const ProviderHistory& a, const ProviderHistory& b) {
+              return a.provider_id < b.provider_id;
+            });
+  s.last_ids = {next_machine_id_ - 1, next_order_id_ - 1, next_lease_id_ - 1, next_trade_id_ - 1,
+                next_payout_id_ - 1};
   return s;
 }
 
@@ -1431,7 +1542,8 @@ Status Exchange::CheckInvariants(const ledger::Ledger& ledger) const {
     const MachineState& machine = machines_.at(l.machine_id);
     if (!machine.active_leases.count(id)) return fail("lease " + std::to_string(id) + " index");
     if ((l.paused_at != 0) != (machine.machine.offline_since != 0)) {
-      return fail("lease " + std::to_string(id) + " is paused exactly while its machine is offline");
+      return fail("lease " + std::to_string(id) +
+                  " is paused exactly while its machine is offline");
     }
     if (l.paused_at == 0) {
       ++billed;
@@ -1536,10 +1648,23 @@ Status Exchange::CheckInvariants(const ledger::Ledger& ledger) const {
   return Status::Ok();
 }
 
-Status Exchange::CheckSettlement(const ledger::Ledger& ledger) const {
+Status Exchange::CheckSettlement(const ledger::Ledger& ledger, const Snapshot* history) const {
   auto fail = [](const std::string& what) { return Status::Internal("settlement: " + what); };
   std::unordered_map<UserId, ProviderTotals> sums;
-  for (const auto& [id, l] : leases_) {
+  std::map<LeaseId, const Lease*> leases;
+  for (const auto& [id, l] : leases_) leases.emplace(id, &l);
+  std::map<OrderId, const Bid*> bids;
+  for (const auto& [id, state] : bids_) bids.emplace(id, &state.bid);
+  if (history != nullptr) {
+    for (const auto& l : history->leases) {
+      if (!leases.emplace(l.id, &l).second) return fail("lease " + std::to_string(l.id) + " twice");
+    }
+    for (const auto& b : history->bids) {
+      if (!bids.emplace(b.id, &b).second) return fail("bid " + std::to_string(b.id) + " twice");
+    }
+  }
+  for (const auto& [id, lease] : leases) {
+    const Lease& l = *lease;
     const std::int64_t total = l.HourMicros();
     const std::int64_t fee = MulDivHalfEven(total, l.fee_ppm, kPpm).value();
     for (std::int64_t hour = 1; hour <= l.hours_paid; ++hour) {
@@ -1566,9 +1691,10 @@ Status Exchange::CheckSettlement(const ledger::Ledger& ledger) const {
       }
       // Tax on top, when there was any (its rate is billing's: only its shape is checked here).
       auto tax = ledger.FindTransfer(LeaseHourTransferId(id, hour, "tax"));
-      if (tax.ok() && (tax->credit != AccountKey::System(AccountKind::kTaxPayable, Currency::kUsd) ||
-                       tax->debit != pay->debit || tax->amount_micros > total ||
-                       tax->state != ledger::TransferState::kPosted)) {
+      if (tax.ok() &&
+          (tax->credit != AccountKey::System(AccountKind::kTaxPayable, Currency::kUsd) ||
+           tax->debit != pay->debit || tax->amount_micros > total ||
+           tax->state != ledger::TransferState::kPosted)) {
         return fail(where + ": tax leg is wrong");
       }
       auto fx = ledger.FindTransfer(LeaseHourTransferId(id, hour, "fx"));
@@ -1595,10 +1721,10 @@ Status Exchange::CheckSettlement(const ledger::Ledger& ledger) const {
       for (const char* leg : {"provider", "fee", "advance"}) {
         auto t = ledger.FindTransfer(LeaseCreditTransferId(id, hour, leg));
         if (!t.ok()) continue;
-        const AccountKey from = std::string_view(leg) == "provider"
-                                    ? AccountKey::Payable(l.provider_id, Currency::kUsd)
-                                    : AccountKey::System(AccountKind::kPlatformRevenue,
-                                                         Currency::kUsd);
+        const AccountKey from =
+            std::string_view(leg) == "provider"
+                ? AccountKey::Payable(l.provider_id, Currency::kUsd)
+                : AccountKey::System(AccountKind::kPlatformRevenue, Currency::kUsd);
         if (t->debit != from || t->credit != back_to) {
           return fail("lease " + std::to_string(id) + " hour " + std::to_string(hour) +
                       ": downtime credit legs are wrong");
@@ -1623,13 +1749,14 @@ Status Exchange::CheckSettlement(const ledger::Ledger& ledger) const {
     s.gpu_hours += l.gpus * l.hours_paid;
   }
   // Every closed bid's hold was released (voided; a fill voids it and pays the hour).
-  for (const auto& [id, state] : bids_) {
-    if (state.bid.status == BidStatus::kResting || state.bid.hold_micros == 0) continue;
+  for (const auto& [id, bid] : bids) {
+    if (bid->status == BidStatus::kResting || bid->hold_micros == 0) continue;
     auto hold = ledger.FindTransfer(BidHoldTransferId(id));
     if (!hold.ok() || hold->state != ledger::TransferState::kVoided) {
       return fail("closed bid " + std::to_string(id) + " did not release its hold");
     }
   }
+  if (history == nullptr) return Status::Ok();
   for (const auto& [provider, t] : totals_) {
     const ProviderTotals& s = sums[provider];
     if (s.gross_micros != t.gross_micros || s.fee_micros != t.fee_micros ||

@@ -122,7 +122,7 @@ struct BidSpec {
 struct HourCharge {
   LeaseId lease_id = 0;
   UserId customer_id = 0;
-  std::int64_t hour = 0;  // 1, 2, ... of the lease
+  std::int64_t hour = 0;   // 1, 2, ... of the lease
   TimestampMicros at = 0;  // the start of the hour
   std::string gpu;
   int gpus = 0;
@@ -144,6 +144,7 @@ struct Changes {
   std::vector<LeaseId> leases;
   std::vector<PayoutId> payouts;
   std::vector<Trade> trades;
+  std::vector<UserId> providers;  // whose ProviderHistory changed (History())
 
   void Clear();
   void Normalize();  // sorts and deduplicates the id lists
@@ -210,14 +211,44 @@ struct Earnings {
   std::int64_t credited_micros = 0;
 };
 
-// Everything the exchange persists; Restore rebuilds an identical exchange from it.
+// What a provider's history adds up to: every lease-hour sold and every payout paid. Kept as
+// running totals (persisted in the same batch as the records that change them) so that a restore
+// needs no closed record to know a provider's earnings.
+struct ProviderHistory {
+  UserId provider_id = 0;
+  std::int64_t gross_micros = 0;  // every lease-hour sold, USD
+  std::int64_t fee_micros = 0;
+  std::int64_t gpu_hours = 0;
+  std::int64_t lease_hours = 0;
+  std::int64_t credited_micros = 0;  // downtime credits out of the payable
+  std::int64_t paid_out_micros = 0;
+  friend bool operator==(const ProviderHistory&, const ProviderHistory&) = default;
+};
+
+// The highest id of each kind ever issued (0: none), closed records included: new ids continue
+// after them.
+struct LastIds {
+  MachineId machine = 0;
+  OrderId order = 0;  // asks and bids share one sequence
+  LeaseId lease = 0;
+  TradeId trade = 0;
+  PayoutId payout = 0;
+  friend bool operator==(const LastIds&, const LastIds&) = default;
+};
+
+// What Restore rebuilds an exchange from: the records to hold in memory (any subset that holds
+// every open one: open asks, resting bids, active and paused leases, pending payouts, and the
+// recent trades of each market; closed ones given are kept as given), the providers' history
+// totals and the last ids. Records() of an exchange restores an identical one.
 struct Snapshot {
   std::vector<Machine> machines;
   std::vector<Ask> asks;
   std::vector<Bid> bids;
   std::vector<Lease> leases;
-  std::vector<Trade> trades;  // all of them, any order
+  std::vector<Trade> trades;  // any order; each market keeps its newest kRecentTradesPerMarket
   std::vector<Payout> payouts;
+  std::vector<ProviderHistory> providers;
+  LastIds last_ids;
 };
 
 class Exchange {
@@ -328,6 +359,10 @@ class Exchange {
   // Asks that can be taken at `now`, cheapest first; `gpu` empty = every market.
   Result<std::vector<Offer>> Offers(std::string_view gpu, TimestampMicros now) const;
   Earnings ProviderEarnings(UserId provider, const ledger::Ledger& ledger) const;
+  // The provider's history totals (zeros and the id when it has none).
+  ProviderHistory History(UserId provider) const;
+  // Lease-hours sold by every provider, ever (the ledger holds one lease_hour leg per hour).
+  std::int64_t lease_hours_sold() const;
 
   std::size_t machine_count() const { return machines_.size(); }
   std::size_t active_lease_count() const { return active_leases_; }
@@ -335,11 +370,19 @@ class Exchange {
   std::size_t open_ask_count() const;
 
   // ----- Persistence ---------------------------------------------------------------------------
-  // Rebuilds the exchange from its records. Records that contradict each other (a GPU in two
-  // active leases, an open ask on an unknown machine, ...) are `internal`: the store holds
-  // something no exchange produced.
+  // Drops from memory the records named in `changes` that are closed now (bids no longer
+  // resting, ended leases, closed asks, resolved payouts): call it once their final rows are
+  // written. From then on Find*/List* no longer see them (their history is the store's) and
+  // memory holds only what is open, whatever the history. Commands behave the same either way:
+  // no rule ever reads a closed record.
+  void Forget(const Changes& changes);
+
+  // Rebuilds the exchange from its records (see Snapshot). Records that contradict each other (a
+  // GPU in two active leases, an open ask on an unknown machine, ...) are `internal`: the store
+  // holds something no exchange produced.
   static Result<Exchange> Restore(ExchangeConfig config, Snapshot snapshot);
-  // Every record, for tests that compare a restored exchange with the original.
+  // Every record in memory, the providers' totals and the last ids: what Restore needs to rebuild
+  // this exchange (tests compare a restored exchange with the original).
   Snapshot Records() const;
 
   // ----- Invariants ----------------------------------------------------------------------------
@@ -351,9 +394,11 @@ class Exchange {
   Status CheckInvariants(const ledger::Ledger& ledger) const;
   // Thorough, O(lease-hours + bids): every hour 1..hours_paid of every lease is in the ledger
   // exactly as it must be (customer paid = provider credited + fee, in USD), hour hours_paid + 1 is
-  // not, the providers' earnings totals equal the sums of those transfers, and every closed bid
-  // released its hold.
-  Status CheckSettlement(const ledger::Ledger& ledger) const;
+  // not, and every closed bid released its hold; the leases and bids checked are those in memory
+  // plus `history` (the closed ones Forget dropped, as the store holds them). With `history`, the
+  // providers' totals must also equal the sums over all of those leases (without it the totals
+  // cannot be checked here: the engine checks them against the ledger's legs instead).
+  Status CheckSettlement(const ledger::Ledger& ledger, const Snapshot* history = nullptr) const;
 
  private:
   struct MarketState {
@@ -470,13 +515,13 @@ class Exchange {
   std::map<PayoutId, Payout> payouts_;
   std::set<Event> timeline_;
 
-  // Per account, ids in creation order.
+  // Per account, ids in creation order (sets: Forget takes closed ones out of the middle).
   std::unordered_map<UserId, std::vector<MachineId>> machines_by_provider_;
-  std::unordered_map<UserId, std::vector<OrderId>> asks_by_provider_;
-  std::unordered_map<UserId, std::vector<OrderId>> bids_by_customer_;
-  std::unordered_map<UserId, std::vector<LeaseId>> leases_by_customer_;
-  std::unordered_map<UserId, std::vector<LeaseId>> leases_by_provider_;
-  std::unordered_map<UserId, std::vector<PayoutId>> payouts_by_provider_;
+  std::unordered_map<UserId, std::set<OrderId>> asks_by_provider_;
+  std::unordered_map<UserId, std::set<OrderId>> bids_by_customer_;
+  std::unordered_map<UserId, std::set<LeaseId>> leases_by_customer_;
+  std::unordered_map<UserId, std::set<LeaseId>> leases_by_provider_;
+  std::unordered_map<UserId, std::set<PayoutId>> payouts_by_provider_;
   std::unordered_map<UserId, std::size_t> open_bids_by_customer_;
   std::unordered_map<UserId, std::size_t> active_leases_by_customer_;
   std::unordered_map<UserId, std::size_t> pending_payouts_by_provider_;

@@ -394,10 +394,9 @@ TEST_F(ExchangeTest, ProviderRefusals) {
   MachineId m = NewMachine(kProvider, 4);
   auto place = [&](UserId p, AskSpec s) { return x_.PlaceAsk(p, s, ledger_, now_, &changes_); };
   // Each refusal names the field at fault, so the API can say which one to fix.
-  EXPECT_EQ(x_.AddMachine(kProvider, {"RTX 9999", 8, "IAD-1", 1, 1, 1}, now_, &changes_)
-                .status()
-                .field(),
-            "gpu");
+  EXPECT_EQ(
+      x_.AddMachine(kProvider, {"RTX 9999", 8, "IAD-1", 1, 1, 1}, now_, &changes_).status().field(),
+      "gpu");
   EXPECT_EQ(
       x_.AddMachine(kProvider, {"H100 SXM", 8, "Mars", 1, 1, 1}, now_, &changes_).status().field(),
       "region");
@@ -575,9 +574,9 @@ TEST_F(ExchangeTest, ANonUsdWalletConvertsPriceAndTaxTogether) {
   auto r = Buy(kAlice, 2, std::nullopt, TimeInForce::kIoc, "", 0, Currency::kEur);
   ASSERT_TRUE(r.ok()) << r.status().ToString();
   EXPECT_EQ(Wallet(kAlice, Currency::kEur), Usd(20 - 6.0));  // 5.00 + 20% at 1:1
-  EXPECT_EQ(ledger_.GetAccount(AccountKey::System(AccountKind::kTaxPayable, Currency::kUsd))
-                ->posted(),
-            Usd(1.0));
+  EXPECT_EQ(
+      ledger_.GetAccount(AccountKey::System(AccountKind::kTaxPayable, Currency::kUsd))->posted(),
+      Usd(1.0));
 }
 
 // Settlement converts at each hour's rate (spec: "converted at settlement"), so the rate a running
@@ -832,6 +831,110 @@ TEST_F(ExchangeTest, MarketsSummarizeTheBooks) {
   EXPECT_EQ(offers[0].free_gpus, 2);
   EXPECT_EQ(offers[1].free_gpus, 8);
   EXPECT_EQ(x_.Book("nope", 5).status().code(), StatusCode::kNotFound);
+}
+
+// Closed records leave memory once persisted (Forget); the exchange then holds only open ones,
+// keeps every total and id sequence, and one restored from the open records alone (what start-up
+// reads) is the same exchange.
+TEST_F(ExchangeTest, ForgetDropsClosedRecordsAndRestoreNeedsOnlyOpenOnes) {
+  MachineId machine = NewMachine(kProvider, 8);
+  OrderId ask = AskOn(machine, Usd(2.00));
+  Fund(kAlice, Usd(200));
+  auto filled = Buy(kAlice, 2, std::nullopt);
+  ASSERT_TRUE(filled.ok()) << filled.status().ToString();
+  const LeaseId lease = filled->lease->id;
+  auto resting = Buy(kAlice, 1, Usd(1.00), TimeInForce::kGtc);
+  ASSERT_TRUE(resting.ok());
+  ASSERT_EQ(resting->bid.status, BidStatus::kResting);
+  auto no_match = Buy(kAlice, 1, Usd(1.50));
+  ASSERT_EQ(no_match->bid.status, BidStatus::kCancelled);
+  Advance(2 * kMicrosPerHour);  // hours 2 and 3
+  ASSERT_TRUE(x_.StopLease(kAlice, lease, ledger_, now_, &changes_).ok());
+  auto paid = x_.RequestPayout(kProvider, Usd(5), ledger_, now_, &changes_);
+  ASSERT_TRUE(paid.ok()) << paid.status().ToString();
+  ASSERT_TRUE(x_.ResolvePayout(kAdmin, paid->id, true, ledger_, now_, &changes_).ok());
+  auto pending = x_.RequestPayout(kProvider, Usd(2), ledger_, now_, &changes_);
+  ASSERT_TRUE(pending.ok());
+  const Earnings before = x_.ProviderEarnings(kProvider, ledger_);
+  EXPECT_EQ(before.gross_micros, Usd(12));  // 3 hours x 2 GPUs x $2
+  EXPECT_EQ(before.paid_out_micros, Usd(5));
+  EXPECT_EQ(before.pending_payout_micros, Usd(2));
+
+  // Persist, then forget: the changes name every record that changed.
+  changes_.Normalize();
+  EXPECT_EQ(changes_.providers, std::vector<UserId>{kProvider});
+  forgotten_.bids = {*x_.FindBid(filled->bid.id), *x_.FindBid(no_match->bid.id)};
+  forgotten_.leases = {*x_.FindLease(lease)};
+  x_.Forget(changes_);
+  EXPECT_EQ(x_.FindBid(filled->bid.id), nullptr);
+  EXPECT_EQ(x_.FindBid(no_match->bid.id), nullptr);
+  EXPECT_EQ(x_.FindLease(lease), nullptr);
+  EXPECT_EQ(x_.FindPayout(paid->id), nullptr);
+  ASSERT_NE(x_.FindBid(resting->bid.id), nullptr);
+  ASSERT_NE(x_.FindPayout(pending->id), nullptr);
+  ASSERT_NE(x_.FindAsk(ask), nullptr);
+  ASSERT_EQ(x_.ListBids(kAlice, 10).size(), 1u);
+  EXPECT_EQ(x_.ListBids(kAlice, 10)[0].id, resting->bid.id);
+  EXPECT_TRUE(x_.ListCustomerLeases(kAlice, 10).empty());
+  EXPECT_TRUE(x_.ListProviderLeases(kProvider, 10).empty());
+  ASSERT_EQ(x_.ListPayouts(kProvider, 10).size(), 1u);
+  const Earnings after = x_.ProviderEarnings(kProvider, ledger_);
+  EXPECT_EQ(after.gross_micros, before.gross_micros);
+  EXPECT_EQ(after.fee_micros, before.fee_micros);
+  EXPECT_EQ(after.gpu_hours, 6);
+  EXPECT_EQ(after.lease_hours, 3);
+  EXPECT_EQ(after.paid_out_micros, Usd(5));
+  EXPECT_EQ(after.pending_payout_micros, Usd(2));
+  EXPECT_EQ(x_.lease_hours_sold(), 3);
+  // A forgotten record is unknown to commands (the API answers from the store).
+  EXPECT_EQ(x_.CancelBid(kAlice, filled->bid.id, ledger_, now_, &changes_).status().code(),
+            StatusCode::kNotFound);
+  EXPECT_EQ(x_.StopLease(kAlice, lease, ledger_, now_, &changes_).status().code(),
+            StatusCode::kNotFound);
+  Check();
+
+  // Memory: the open records, the totals and the last ids.
+  const Snapshot open = x_.Records();
+  EXPECT_EQ(open.bids.size(), 1u);
+  EXPECT_TRUE(open.leases.empty());
+  EXPECT_EQ(open.asks.size(), 1u);
+  EXPECT_EQ(open.payouts.size(), 1u);
+  EXPECT_EQ(open.trades.size(), 1u);  // the recent trades stay for market data
+  ASSERT_EQ(open.providers.size(), 1u);
+  EXPECT_EQ(open.providers[0].gross_micros, Usd(12));
+  EXPECT_EQ(open.last_ids.order, no_match->bid.id);
+  EXPECT_EQ(open.last_ids.lease, lease);
+  EXPECT_EQ(open.last_ids.payout, pending->id);
+
+  auto restored = Exchange::Restore(Config(), open);
+  ASSERT_TRUE(restored.ok()) << restored.status().ToString();
+  Exchange& y = *restored;
+  ASSERT_TRUE(y.CheckInvariants(ledger_).ok());
+  const Snapshot again = y.Records();
+  EXPECT_EQ(again.bids, open.bids);
+  EXPECT_EQ(again.asks, open.asks);
+  EXPECT_EQ(again.payouts, open.payouts);
+  EXPECT_EQ(again.trades, open.trades);
+  EXPECT_EQ(again.providers, open.providers);
+  EXPECT_EQ(again.last_ids, open.last_ids);
+  EXPECT_EQ(y.ProviderEarnings(kProvider, ledger_).gross_micros, Usd(12));
+  EXPECT_EQ(y.ProviderEarnings(kProvider, ledger_).pending_payout_micros, Usd(2));
+  // Ids continue after the forgotten ones, on both.
+  ledger::Ledger copy = ledger_;
+  Changes c;
+  auto next_x = Buy(kAlice, 1, Usd(1.50));
+  auto next_y =
+      y.PlaceBid(kAlice, {"H100 SXM", 1, "", false, Usd(1.50), TimeInForce::kIoc}, copy, now_, &c);
+  ASSERT_TRUE(next_x.ok() && next_y.ok());
+  EXPECT_EQ(next_x->bid.id, no_match->bid.id + 1);
+  EXPECT_EQ(next_y->bid.id, next_x->bid.id);
+  // Inconsistent history totals are refused.
+  Snapshot bad = open;
+  bad.providers.push_back(bad.providers[0]);
+  EXPECT_EQ(Exchange::Restore(Config(), bad).status().code(), StatusCode::kInternal);
+  bad = open;
+  bad.providers[0].gross_micros = -1;
+  EXPECT_EQ(Exchange::Restore(Config(), bad).status().code(), StatusCode::kInternal);
 }
 
 }  // namespace

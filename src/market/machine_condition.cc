@@ -95,6 +95,7 @@ void Exchange::PauseLease(Lease& lease, TimestampMicros since, ledger::Ledger& l
   lease.credited_micros += credited;
   lease.credited_provider_micros += from_payable;
   totals_[lease.provider_id].credited_micros += from_payable;
+  changes->providers.push_back(lease.provider_id);
   changes->leases.push_back(lease.id);
 }
 

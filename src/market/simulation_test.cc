@@ -15,6 +15,12 @@
 // exchange is rebuilt from its records (Restore) and must equal the original and keep behaving the
 // same.
 //
+// The simulation persists like the engine does: after each step the records the step changed are
+// written to a simulated store (maps by id) and Forget drops the closed ones from the exchange, so
+// that after every step memory must hold only open records; the history checks read the store,
+// and the restore is built as the engine's start-up builds it: the store's open rows, the newest
+// trades per market, the providers' totals and the last ids.
+//
 // GPUHUB_MARKET_SIM_SEED=<n> runs another seed; GPUHUB_MARKET_SIM_STEPS=<n> runs longer.
 #include <gtest/gtest.h>
 
@@ -78,7 +84,10 @@ class Simulation {
     for (int c = 0; c < kCustomers; ++c) TopUp(101 + c);
     for (std::int64_t step = 0; step < steps; ++step) {
       step_ = step;
-      Step();
+      Changes changes;
+      Step(&changes);
+      if (::testing::Test::HasFatalFailure()) return;
+      Persist(changes);
       CheckAfterStep();
       if (::testing::Test::HasFatalFailure()) return;
       if (step % 1000 == 0) CheckHistory();
@@ -122,8 +131,77 @@ class Simulation {
     return (1'500 + Pick(0, 40) * 50 + (Chance(20) ? Pick(0, 49) : 0)) * kPriceTickMicros;
   }
 
-  void Step() {
-    Changes changes;
+  // What the engine's Write does: every changed record's row, then Forget.
+  void Persist(const Changes& changes) {
+    for (MachineId id : changes.machines) stored_.machines[id] = *x_.FindMachine(id);
+    for (OrderId id : changes.asks) stored_.asks[id] = *x_.FindAsk(id);
+    for (OrderId id : changes.bids) stored_.bids[id] = *x_.FindBid(id);
+    for (LeaseId id : changes.leases) stored_.leases[id] = *x_.FindLease(id);
+    for (PayoutId id : changes.payouts) stored_.payouts[id] = *x_.FindPayout(id);
+    for (const Trade& t : changes.trades) stored_.trades.push_back(t);
+    for (UserId id : changes.providers) stored_.providers[id] = x_.History(id);
+    for (const HourCharge& h : changes.hours) hour_starts_[{h.lease_id, h.hour}] = h.at;
+    x_.Forget(changes);
+  }
+
+  // Every record ever written, as the store holds it.
+  Snapshot StoredRecords() const {
+    Snapshot s;
+    for (const auto& [id, r] : stored_.machines) s.machines.push_back(r);
+    for (const auto& [id, r] : stored_.asks) s.asks.push_back(r);
+    for (const auto& [id, r] : stored_.bids) s.bids.push_back(r);
+    for (const auto& [id, r] : stored_.leases) s.leases.push_back(r);
+    for (const auto& [id, r] : stored_.payouts) s.payouts.push_back(r);
+    s.trades = stored_.trades;
+    for (const auto& [id, r] : stored_.providers) s.providers.push_back(r);
+    return s;
+  }
+
+  // The closed records of the store (those Forget dropped), for CheckSettlement.
+  Snapshot ClosedRecords() const {
+    Snapshot s;
+    for (const auto& [id, b] : stored_.bids) {
+      if (b.status != BidStatus::kResting) s.bids.push_back(b);
+    }
+    for (const auto& [id, l] : stored_.leases) {
+      if (l.status != LeaseStatus::kActive) s.leases.push_back(l);
+    }
+    return s;
+  }
+
+  // What the engine's start-up reads: open rows only, the newest trades of each market, the
+  // totals and the highest ids.
+  Snapshot StartupRecords() const {
+    Snapshot s;
+    for (const auto& [id, r] : stored_.machines) s.machines.push_back(r);
+    for (const auto& [id, r] : stored_.asks) {
+      if (r.status == AskStatus::kOpen) s.asks.push_back(r);
+      s.last_ids.order = std::max(s.last_ids.order, id);
+    }
+    for (const auto& [id, r] : stored_.bids) {
+      if (r.status == BidStatus::kResting) s.bids.push_back(r);
+      s.last_ids.order = std::max(s.last_ids.order, id);
+    }
+    for (const auto& [id, r] : stored_.leases) {
+      if (r.status == LeaseStatus::kActive) s.leases.push_back(r);
+      s.last_ids.lease = std::max(s.last_ids.lease, id);
+    }
+    for (const auto& [id, r] : stored_.payouts) {
+      if (r.status == PayoutStatus::kPending) s.payouts.push_back(r);
+      s.last_ids.payout = std::max(s.last_ids.payout, id);
+    }
+    if (!stored_.machines.empty()) s.last_ids.machine = stored_.machines.rbegin()->first;
+    std::map<std::string, std::size_t> per_market;
+    for (auto it = stored_.trades.rbegin(); it != stored_.trades.rend(); ++it) {
+      s.last_ids.trade = std::max(s.last_ids.trade, it->id);
+      if (per_market[it->gpu]++ < kRecentTradesPerMarket) s.trades.push_back(*it);
+    }
+    for (const auto& [id, r] : stored_.providers) s.providers.push_back(r);
+    return s;
+  }
+
+  void Step(Changes* out) {
+    Changes& changes = *out;
     int op = Pick(1, 100);
     if (op <= 6 && x_.machine_count() < kMaxMachines) {
       UserId provider = PickProvider();
@@ -154,21 +232,31 @@ class Simulation {
       if (asks.empty()) return;
       const Ask& a = PickOf(asks);
       auto r = x_.CancelAsk(a.provider_id, a.id, now_, &changes);
-      ASSERT_EQ(r.ok(), a.status == AskStatus::kOpen) << r.status().ToString();
+      ASSERT_EQ(a.status, AskStatus::kOpen) << "a closed ask stayed in memory";
+      ASSERT_TRUE(r.ok()) << r.status().ToString();
     } else if (op <= 60) {
       PlaceRandomBid(&changes);
     } else if (op <= 67) {
       UserId customer = 100 + Pick(1, kCustomers);
-      auto bids = x_.ListBids(customer, 100);
-      if (bids.empty()) return;
-      // Mostly resting bids (the interesting case); sometimes a closed one, which must be refused.
-      std::vector<Bid> resting;
-      for (const auto& b : bids) {
-        if (b.status == BidStatus::kResting) resting.push_back(b);
+      // Mostly resting bids (the interesting case); sometimes a closed one from the store, which
+      // the exchange no longer knows: refused as unknown.
+      std::vector<Bid> bids = x_.ListBids(customer, 100);
+      if (bids.empty() || Chance(10)) {
+        auto closed = stored_.bids.lower_bound(
+            Pick(1, static_cast<int>(std::max<OrderId>(1, x_.Records().last_ids.order))));
+        if (closed != stored_.bids.end() && closed->second.customer_id == customer &&
+            closed->second.status != BidStatus::kResting) {
+          bids = {closed->second};
+        }
       }
-      const Bid& b = resting.empty() || Chance(10) ? PickOf(bids) : PickOf(resting);
+      if (bids.empty()) return;
+      const Bid& b = PickOf(bids);
       auto r = x_.CancelBid(customer, b.id, ledger_, now_, &changes);
       ASSERT_EQ(r.ok(), b.status == BidStatus::kResting) << r.status().ToString();
+      if (b.status != BidStatus::kResting) {
+        ASSERT_EQ(r.status().code(), StatusCode::kNotFound) << r.status().ToString();
+        ++closed_refused_;
+      }
       if (r.ok()) {
         ASSERT_EQ(r->status, BidStatus::kCancelled);
         ++cancels_;
@@ -177,13 +265,10 @@ class Simulation {
       UserId customer = 100 + Pick(1, kCustomers);
       auto leases = x_.ListCustomerLeases(customer, 100);
       if (leases.empty()) return;
-      std::vector<Lease> active;
-      for (const auto& l : leases) {
-        if (l.status == LeaseStatus::kActive) active.push_back(l);
-      }
-      const Lease& l = active.empty() || Chance(10) ? PickOf(leases) : PickOf(active);
+      const Lease& l = PickOf(leases);
+      ASSERT_EQ(l.status, LeaseStatus::kActive) << "an ended lease stayed in memory";
       auto r = x_.StopLease(customer, l.id, ledger_, now_, &changes);
-      ASSERT_EQ(r.ok(), l.status == LeaseStatus::kActive) << r.status().ToString();
+      ASSERT_TRUE(r.ok()) << r.status().ToString();
       if (r.ok()) ++stops_;
     } else if (op <= 78) {
       TopUp(100 + Pick(1, kCustomers));
@@ -235,8 +320,9 @@ class Simulation {
       if (c.offline_since != 0) ++online_;
       c = {};
     } else if (what <= 5) {
-      c.offline_since =
-          m.offline_since != 0 ? 0 : std::max<TimestampMicros>(1, now_ - Pick(0, 3600) * kMicrosPerSecond);
+      c.offline_since = m.offline_since != 0
+                            ? 0
+                            : std::max<TimestampMicros>(1, now_ - Pick(0, 3600) * kMicrosPerSecond);
       (c.offline_since != 0 ? offline_ : online_)++;
     } else if (what <= 8) {
       c.blocked_mask = Chance(40) ? 0 : static_cast<std::uint32_t>(Pick(0, (1 << m.gpus) - 1));
@@ -257,7 +343,7 @@ class Simulation {
 
   void TryRemoveRate() {
     bool eur_open = false;
-    Snapshot records = x_.Records();
+    Snapshot records = StoredRecords();
     for (const auto& l : records.leases) {
       eur_open |= l.status == LeaseStatus::kActive && l.currency == Currency::kEur;
     }
@@ -366,11 +452,23 @@ class Simulation {
     ASSERT_TRUE(s.ok()) << "step " << step_ << ": " << s.ToString();
     s = x_.CheckInvariants(ledger_);
     ASSERT_TRUE(s.ok()) << "step " << step_ << ": " << s.ToString();
+    // Memory holds what is open and nothing else, whatever the history.
+    Snapshot memory = x_.Records();
+    for (const auto& a : memory.asks) ASSERT_EQ(a.status, AskStatus::kOpen) << "ask " << a.id;
+    for (const auto& b : memory.bids) ASSERT_EQ(b.status, BidStatus::kResting) << "bid " << b.id;
+    for (const auto& l : memory.leases) {
+      ASSERT_EQ(l.status, LeaseStatus::kActive) << "lease " << l.id;
+    }
+    for (const auto& p : memory.payouts) {
+      ASSERT_EQ(p.status, PayoutStatus::kPending) << "payout " << p.id;
+    }
+    ASSERT_EQ(memory.leases.size(), x_.active_lease_count());
+    ASSERT_EQ(memory.bids.size(), x_.resting_bid_count());
   }
 
   // Independent of the exchange's own checks: recomputed from the records and the ledger.
   void CheckHistory() {
-    Snapshot records = x_.Records();
+    Snapshot records = StoredRecords();
     // No GPU in two active leases; no lease between an account and itself.
     std::map<MachineId, std::uint32_t> used;
     std::map<MachineId, int> machine_gpus;
@@ -397,8 +495,7 @@ class Simulation {
     for (const auto& t : ledger_.Transfers()) {
       if (t.code == "downtime_credit" && t.debit.currency == Currency::kUsd) {
         (t.debit.kind == AccountKind::kPlatformRevenue ? credited_from_revenue
-                                                        : credited_from_payables) +=
-            t.amount_micros;
+                                                       : credited_from_payables) += t.amount_micros;
         credits_ = std::max<std::int64_t>(credits_, 1);
       }
       if (t.code != "lease_hour" && t.code != "platform_fee" && t.code != "lease_tax") continue;
@@ -439,16 +536,20 @@ class Simulation {
     ASSERT_EQ(static_cast<std::int64_t>(provider_legs.size()), hours) << "hours charged twice";
     // Each hour's tax is its net at the customer's rate of that hour, and nothing else is tax.
     for (const auto& [key, tax] : tax_legs) {
-      const Lease* l = x_.FindLease(key.first);
-      ASSERT_NE(l, nullptr);
+      auto found = stored_.leases.find(key.first);
+      ASSERT_NE(found, stored_.leases.end());
+      const Lease* l = &found->second;
       ASSERT_LE(key.second, l->hours_paid);
-      TimestampMicros at = l->started_at + (key.second - 1) * kMicrosPerHour;
+      // When the hour began (a lease paused by downtime resumes on a shifted grid).
+      auto start = hour_starts_.find(key);
+      ASSERT_NE(start, hour_starts_.end()) << "lease " << key.first << " hour " << key.second;
+      const TimestampMicros at = start->second;
       ASSERT_EQ(tax, MulDivHalfEven(l->HourMicros(), TaxRate(l->customer_id, at), kPpm).value())
           << "lease " << key.first << " hour " << key.second;
     }
-    ASSERT_EQ(ledger_.GetAccount(AccountKey::System(AccountKind::kTaxPayable, Currency::kUsd))
-                  ->posted(),
-              taxes_from_hours);
+    ASSERT_EQ(
+        ledger_.GetAccount(AccountKey::System(AccountKind::kTaxPayable, Currency::kUsd))->posted(),
+        taxes_from_hours);
     ASSERT_EQ(taxes_from_hours, hour_charges_tax_);
     ASSERT_EQ(revenue_from_fees, expected_fees);
     ASSERT_EQ(payable_from_hours, expected_net);
@@ -466,14 +567,20 @@ class Simulation {
         ASSERT_GE(a.available(), 0) << ledger::AccountKeyName(a.key);
       }
     }
-    Status s = x_.CheckSettlement(ledger_);
+    Snapshot closed = ClosedRecords();
+    Status s = x_.CheckSettlement(ledger_, &closed);
     ASSERT_TRUE(s.ok()) << s.ToString();
+    // The totals kept per provider are the sums over the whole history.
+    for (const auto& [provider, h] : stored_.providers) {
+      ASSERT_EQ(h, x_.History(provider));
+    }
   }
 
   void CheckRestore() {
     Status history = ledger_.CheckHistory();
     ASSERT_TRUE(history.ok()) << history.ToString();
-    auto restored = Exchange::Restore(Config(), x_.Records());
+    // As the engine starts: from the store's open rows, not from the exchange's memory.
+    auto restored = Exchange::Restore(Config(), StartupRecords());
     ASSERT_TRUE(restored.ok()) << restored.status().ToString();
     Exchange& y = *restored;
     y.SetTaxRate(TaxRate);
@@ -484,6 +591,13 @@ class Simulation {
     ASSERT_EQ(a.bids, b.bids);
     ASSERT_EQ(a.leases, b.leases);
     ASSERT_EQ(a.payouts, b.payouts);
+    ASSERT_EQ(a.trades, b.trades);
+    ASSERT_EQ(a.providers, b.providers);
+    ASSERT_EQ(a.last_ids, b.last_ids);
+    for (const auto& m : a.machines) {
+      ASSERT_EQ(x_.ProviderEarnings(m.provider_id, ledger_).gross_micros,
+                y.ProviderEarnings(m.provider_id, ledger_).gross_micros);
+    }
     // Both go on identically for another three days.
     ledger::Ledger copy = ledger_;
     Changes c1, c2;
@@ -493,11 +607,18 @@ class Simulation {
     ASSERT_EQ(x_.Records().bids, y.Records().bids);
     ASSERT_EQ(ledger_.Accounts(), copy.Accounts());
     ASSERT_EQ(c1.transfers.size(), c2.transfers.size());
+    // And both issue the same next ids.
+    Changes d1, d2;
+    auto m1 = x_.AddMachine(1, {"H200", 1, "DFW-1", 8, 64, 100}, now_, &d1);
+    auto m2 = y.AddMachine(1, {"H200", 1, "DFW-1", 8, 64, 100}, now_, &d2);
+    ASSERT_TRUE(m1.ok() && m2.ok());
+    ASSERT_EQ(m1->id, m2->id);
   }
 
   void Summary() {
+    const Snapshot history = StoredRecords();
     std::int64_t hours = 0, ended_unpaid = 0, ended_window = 0, ended_stopped = 0;
-    for (const auto& l : x_.Records().leases) {
+    for (const auto& l : history.leases) {
       hours += l.hours_paid;
       ended_unpaid += l.end_reason == LeaseEndReason::kUnpaid;
       ended_window += l.end_reason == LeaseEndReason::kWindowEnded;
@@ -510,11 +631,10 @@ class Simulation {
         static_cast<long long>(step_ + 1), x_.machine_count(), static_cast<long long>(asks_placed_),
         static_cast<long long>(fills_), static_cast<long long>(rests_),
         static_cast<long long>(no_match_), static_cast<long long>(refused_),
-        static_cast<long long>(cancels_), static_cast<long long>(stops_),
-        x_.Records().leases.size(), static_cast<long long>(ended_unpaid),
-        static_cast<long long>(ended_window), static_cast<long long>(ended_stopped),
-        static_cast<long long>(hours), ledger_.Transfers().size(),
-        static_cast<long long>((now_ - kStart) / kMicrosPerHour));
+        static_cast<long long>(cancels_), static_cast<long long>(stops_), history.leases.size(),
+        static_cast<long long>(ended_unpaid), static_cast<long long>(ended_window),
+        static_cast<long long>(ended_stopped), static_cast<long long>(hours),
+        ledger_.Transfers().size(), static_cast<long long>((now_ - kStart) / kMicrosPerHour));
     // The run exercised what it claims to.
     EXPECT_GT(fills_, 100);
     EXPECT_GT(rests_, 100);
@@ -522,7 +642,7 @@ class Simulation {
     EXPECT_GT(ended_window, 0);
     EXPECT_GT(ended_stopped, 0);
     std::int64_t filled_from_book = 0;
-    for (const auto& t : x_.Records().trades) filled_from_book += t.maker == Side::kBid;
+    for (const auto& t : history.trades) filled_from_book += t.maker == Side::kBid;
     EXPECT_GT(filled_from_book, 10) << "resting bids were never filled by a new ask or freed GPUs";
     std::printf("simulation: machines offline %lld times, back %lld times\n",
                 static_cast<long long>(offline_), static_cast<long long>(online_));
@@ -533,7 +653,7 @@ class Simulation {
                 static_cast<long long>(rate_removals_refused_));
     EXPECT_GT(rate_removals_refused_, 0) << "no removal ever met an open EUR order";
     std::int64_t customer_provider_leases = 0;
-    for (const auto& l : x_.Records().leases) {
+    for (const auto& l : history.leases) {
       customer_provider_leases += l.customer_id > 100 && l.customer_id <= 100 + kCustomerProviders;
     }
     std::printf("simulation: %lld bids passed over their own account's offer\n",
@@ -541,6 +661,13 @@ class Simulation {
     EXPECT_GT(own_offers_passed_, (step_ + 1) / 1000)
         << "bids rarely met their own account's offer";
     EXPECT_GT(customer_provider_leases, 10) << "accounts on both sides never bought elsewhere";
+    EXPECT_GT(closed_refused_, 0) << "no cancel ever met a closed (forgotten) bid";
+    // Memory did not grow with history: only open records are held.
+    const Snapshot memory = x_.Records();
+    std::printf("simulation: %zu bids, %zu leases in the store; %zu and %zu in memory\n",
+                history.bids.size(), history.leases.size(), memory.bids.size(),
+                memory.leases.size());
+    EXPECT_LT(memory.bids.size() * 4, history.bids.size());
   }
 
   std::mt19937_64 rng_;
@@ -551,9 +678,19 @@ class Simulation {
   std::int64_t step_ = 0, topups_ = 0, asks_placed_ = 0, fills_ = 0, rests_ = 0, no_match_ = 0,
                refused_ = 0, cancels_ = 0, stops_ = 0, rate_removals_ = 0,
                rate_removals_refused_ = 0, own_offers_passed_ = 0, offline_ = 0, online_ = 0,
-               credits_ = 0;
+               credits_ = 0, closed_refused_ = 0;
   std::size_t total_transfers_ = 0;
   std::int64_t hour_charges_tax_ = 0;  // the tax of every reported HourCharge
+  struct {
+    std::map<MachineId, Machine> machines;
+    std::map<OrderId, Ask> asks;
+    std::map<OrderId, Bid> bids;
+    std::map<LeaseId, Lease> leases;
+    std::map<PayoutId, Payout> payouts;
+    std::vector<Trade> trades;  // in id order
+    std::map<UserId, ProviderHistory> providers;
+  } stored_;                                                                 // the simulated store
+  std::map<std::pair<LeaseId, std::int64_t>, TimestampMicros> hour_starts_;  // HourCharge::at
 };
 
 TEST(MarketSimulationTest, RandomTradingKeepsEveryInvariant) {
