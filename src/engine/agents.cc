@@ -123,8 +123,8 @@ void SetCredential(AgentsState& a, AgentHost& host, const std::string& hash) {
   if (!hash.empty()) a.host_by_credential[hash] = host.id;
 }
 
-// Whether the workload belongs to the host: a lease on the host's machine (any state, so that the
-// last reports of a lease that just ended are still taken).
+// Whether the workload belongs to the host: an active lease on the host's machine, or one that
+// ended and whose workload this host reported (so that its last reports are still taken).
 bool WorkloadOfHost(const State& state, const AgentHost& host, std::string_view workload_id) {
   if (host.kind == HostKind::kNode) {
     return agents_internal::NodeWorkloadOfHost(state, host, workload_id);
@@ -132,7 +132,11 @@ bool WorkloadOfHost(const State& state, const AgentHost& host, std::string_view 
   std::int64_t lease_id = LeaseOfWorkload(workload_id);
   if (lease_id == 0 || host.kind != HostKind::kMachine) return false;
   const market::Lease* lease = X(state).FindLease(lease_id);
-  return lease != nullptr && lease->machine_id == host.machine_id;
+  if (lease != nullptr) return lease->machine_id == host.machine_id;
+  // An ended lease left memory (Exchange::Forget); the workload it ran on this host is still
+  // recorded, so the host's last reports of it are taken.
+  const WorkloadRecord* w = FindWorkload(state, std::string(workload_id));
+  return w != nullptr && w->host_id == host.id;
 }
 
 std::vector<DesiredWorkload> DesiredFor(const State& state, const AgentHost& host) {

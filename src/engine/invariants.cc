@@ -10,23 +10,34 @@
 namespace gpuhub::engine {
 namespace {
 
-// Every lease-hour leg in the ledger belongs to an hour a lease counts as paid, once: the leg
-// count equals the hours the leases say they were paid (nothing beyond hours_paid, no lease the
-// exchange does not know). Independent of Exchange::CheckSettlement, which walks the leases.
+// Every lease-hour leg in the ledger belongs to an hour the providers' history totals count as
+// sold, once: the leg count equals the lease-hours sold, and per provider the legs credited to its
+// payable add up to its gross minus fees. The totals are running counters that outlive the closed
+// leases (Exchange::Forget), so this checks them against the ledger independently of
+// Exchange::CheckSettlement, which walks the leases in memory.
 Status LeaseHoursChargedOnce(const market::Exchange& exchange, const ledger::Ledger& ledger) {
-  std::int64_t hours = 0;
-  for (const auto& lease : exchange.Records().leases) hours += lease.hours_paid;
+  const std::int64_t hours = exchange.lease_hours_sold();
   std::set<std::string> seen;
+  std::map<std::int64_t, std::int64_t> credited;  // provider -> sum of its lease_hour legs
   std::int64_t legs = 0;
   for (const auto& t : ledger.Transfers()) {
     if (t.code != "lease_hour") continue;
     if (!seen.insert(t.id).second) return Status::Internal("lease-hour leg twice: " + t.id);
     ++legs;
+    credited[t.credit.owner_id] += t.amount_micros;
   }
   if (legs != hours) {
     return Status::Internal("the ledger holds " + std::to_string(legs) +
-                            " lease-hour charges but the leases count " + std::to_string(hours) +
-                            " paid hours");
+                            " lease-hour charges but the providers' totals count " +
+                            std::to_string(hours) + " sold hours");
+  }
+  for (const auto& [provider, sum] : credited) {
+    const market::ProviderHistory h = exchange.History(provider);
+    if (sum != h.gross_micros - h.fee_micros) {
+      return Status::Internal("provider " + std::to_string(provider) + " was credited " +
+                              std::to_string(sum) + " micros for lease-hours but its totals say " +
+                              std::to_string(h.gross_micros - h.fee_micros));
+    }
   }
   return Status::Ok();
 }

@@ -2,8 +2,12 @@
 
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
+#include <set>
+
 #include "engine/accounts.h"
 #include "engine/billing.h"
+#include "engine/market_rows.h"
 #include "engine/wallets.h"
 
 namespace gpuhub::engine {
@@ -17,10 +21,12 @@ ledger::Ledger& L(Txn& txn) { return txn.state.wallets->ledger; }
 std::string Code(Currency c) { return std::string(CurrencyCode(c)); }
 
 // Queues the rows of everything a command changed: parents before children (machines, asks, bids,
-// leases, trades), and the ledger transfers first of all, in the order they were applied.
+// leases, trades), and the ledger transfers first of all, in the order they were applied. Then the
+// records that closed leave memory: their final rows are in this batch (a failed commit reloads
+// the state from the store, so nothing is lost when it does not commit).
 void Write(Txn& txn, Changes& changes) {
   changes.Normalize();
-  const market::Exchange& x = X(txn);
+  market::Exchange& x = X(txn);
   WriteTransfers(txn, changes.transfers);
   RecordSpotHours(txn, changes.hours);
   for (auto id : changes.machines) {
@@ -119,6 +125,17 @@ void Write(Txn& txn, Changes& changes) {
                        {"updated_at_us", p.updated_at},
                        {"admin_id", p.admin_id}});
   }
+  for (auto id : changes.providers) {
+    const market::ProviderHistory h = x.History(id);
+    txn.writes.Upsert("market_provider_totals", {{"provider_id", h.provider_id},
+                                                 {"gross_micros", h.gross_micros},
+                                                 {"fee_micros", h.fee_micros},
+                                                 {"gpu_hours", h.gpu_hours},
+                                                 {"lease_hours", h.lease_hours},
+                                                 {"credited_micros", h.credited_micros},
+                                                 {"paid_out_micros", h.paid_out_micros}});
+  }
+  x.Forget(changes);
 }
 
 // Runs an exchange command and queues its rows when it succeeds.
@@ -239,145 +256,115 @@ Status SeedDemoMarket(Engine& engine, const std::vector<DemoOffer>& offers,
 // ----- Loading
 // ------------------------------------------------------------------------------------
 
+namespace {
+
+using store::Condition;
+
+// Calls `fn` for every row of `table` with `status` (start-up reads the open rows only, however
+// long the history: OpenRowsSelect).
+template <typename Fn>
+Status ForEachWithStatus(store::Store& store, const char* table,
+                         const std::vector<std::string>& columns, std::string status, Fn&& fn) {
+  return store.Query(OpenRowsSelect(table, columns, std::move(status)), fn);
+}
+
+// The highest id of `table` (0 when empty): new ids continue after closed records too.
+Result<std::int64_t> MaxId(store::Store& store, const char* table) {
+  store::Select select;
+  select.table = table;
+  select.columns = {"max(id)"};
+  std::int64_t max = 0;
+  GPUHUB_RETURN_IF_ERROR(store.Query(select, [&](const store::Row& row) -> Status {
+    GPUHUB_ASSIGN_OR_RETURN(max, row.Int(0));
+    return Status::Ok();
+  }));
+  return max;
+}
+
+}  // namespace
+
 Status LoadMarket(store::Store& store, const market::ExchangeConfig& config,
                   const ledger::Ledger& ledger, MarketState& state) {
   market::Snapshot s;
-  GPUHUB_RETURN_IF_ERROR(store.Scan(
-      "market_machines",
-      {"id", "provider_id", "gpu", "gpus", "region", "vcpus", "ram_gb", "disk_gb", "created_at_us",
-       "offline_since_us", "blocked_mask", "hold_reason"},
-      "id", [&](const store::Row& row) -> Status {
-        market::Machine m;
-        GPUHUB_ASSIGN_OR_RETURN(m.id, row.Int(0));
-        GPUHUB_ASSIGN_OR_RETURN(m.provider_id, row.Int(1));
-        GPUHUB_ASSIGN_OR_RETURN(m.gpu, row.Text(2));
-        GPUHUB_ASSIGN_OR_RETURN(m.gpus, row.IntAs<int>(3));
-        GPUHUB_ASSIGN_OR_RETURN(m.region, row.Text(4));
-        GPUHUB_ASSIGN_OR_RETURN(m.vcpus, row.Int(5));
-        GPUHUB_ASSIGN_OR_RETURN(m.ram_gb, row.Int(6));
-        GPUHUB_ASSIGN_OR_RETURN(m.disk_gb, row.Int(7));
-        GPUHUB_ASSIGN_OR_RETURN(m.created_at, row.Int(8));
-        GPUHUB_ASSIGN_OR_RETURN(m.offline_since, row.Int(9));
-        GPUHUB_ASSIGN_OR_RETURN(m.blocked_mask, row.IntAs<std::uint32_t>(10));
-        GPUHUB_ASSIGN_OR_RETURN(m.hold_reason, row.Text(11));
+  GPUHUB_RETURN_IF_ERROR(
+      store.Scan("market_machines", MachineColumns(), "id", [&](const store::Row& row) -> Status {
+        GPUHUB_ASSIGN_OR_RETURN(auto m, MachineFromRow(row));
         s.machines.push_back(std::move(m));
         return Status::Ok();
       }));
   GPUHUB_RETURN_IF_ERROR(
-      store.Scan("market_asks",
-                 {"id", "provider_id", "machine_id", "gpu", "price_micros", "min_gpus",
-                  "available_until_us", "status", "created_at_us", "closed_at_us"},
-                 "id", [&](const store::Row& row) -> Status {
-                   market::Ask a;
-                   GPUHUB_ASSIGN_OR_RETURN(a.id, row.Int(0));
-                   GPUHUB_ASSIGN_OR_RETURN(a.provider_id, row.Int(1));
-                   GPUHUB_ASSIGN_OR_RETURN(a.machine_id, row.Int(2));
-                   GPUHUB_ASSIGN_OR_RETURN(a.gpu, row.Text(3));
-                   GPUHUB_ASSIGN_OR_RETURN(a.price_micros, row.Int(4));
-                   GPUHUB_ASSIGN_OR_RETURN(a.min_gpus, row.IntAs<int>(5));
-                   GPUHUB_ASSIGN_OR_RETURN(a.available_until, row.Int(6));
-                   GPUHUB_ASSIGN_OR_RETURN(a.status, row.Parsed(7, market::ParseAskStatus));
-                   GPUHUB_ASSIGN_OR_RETURN(a.created_at, row.Int(8));
-                   GPUHUB_ASSIGN_OR_RETURN(a.closed_at, row.Int(9));
-                   s.asks.push_back(std::move(a));
-                   return Status::Ok();
-                 }));
+      ForEachWithStatus(store, "market_asks", AskColumns(),
+                        std::string(market::AskStatusName(market::AskStatus::kOpen)),
+                        [&](const store::Row& row) -> Status {
+                          GPUHUB_ASSIGN_OR_RETURN(auto a, AskFromRow(row));
+                          s.asks.push_back(std::move(a));
+                          return Status::Ok();
+                        }));
   GPUHUB_RETURN_IF_ERROR(
-      store.Scan("market_bids",
-                 {"id", "customer_id", "gpu", "gpus", "region", "is_market", "limit_micros",
-                  "time_in_force", "expires_at_us", "currency", "status", "close_reason",
-                  "created_at_us", "closed_at_us", "lease_id", "hold_micros"},
-                 "id", [&](const store::Row& row) -> Status {
-                   market::Bid b;
-                   GPUHUB_ASSIGN_OR_RETURN(b.id, row.Int(0));
-                   GPUHUB_ASSIGN_OR_RETURN(b.customer_id, row.Int(1));
-                   GPUHUB_ASSIGN_OR_RETURN(b.gpu, row.Text(2));
-                   GPUHUB_ASSIGN_OR_RETURN(b.gpus, row.IntAs<int>(3));
-                   GPUHUB_ASSIGN_OR_RETURN(b.region, row.Text(4));
-                   GPUHUB_ASSIGN_OR_RETURN(b.is_market, row.IntAs<bool>(5));
-                   GPUHUB_ASSIGN_OR_RETURN(b.limit_micros, row.Int(6));
-                   GPUHUB_ASSIGN_OR_RETURN(b.time_in_force,
-                                           row.Parsed(7, market::ParseTimeInForce));
-                   GPUHUB_ASSIGN_OR_RETURN(b.expires_at, row.Int(8));
-                   GPUHUB_ASSIGN_OR_RETURN(b.currency, row.Parsed(9, ParseCurrency));
-                   GPUHUB_ASSIGN_OR_RETURN(b.status, row.Parsed(10, market::ParseBidStatus));
-                   GPUHUB_ASSIGN_OR_RETURN(b.close_reason,
-                                           row.Parsed(11, market::ParseBidCloseReason));
-                   GPUHUB_ASSIGN_OR_RETURN(b.created_at, row.Int(12));
-                   GPUHUB_ASSIGN_OR_RETURN(b.closed_at, row.Int(13));
-                   GPUHUB_ASSIGN_OR_RETURN(b.lease_id, row.Int(14));
-                   GPUHUB_ASSIGN_OR_RETURN(b.hold_micros, row.Int(15));
-                   s.bids.push_back(std::move(b));
-                   return Status::Ok();
-                 }));
+      ForEachWithStatus(store, "market_bids", BidColumns(),
+                        std::string(market::BidStatusName(market::BidStatus::kResting)),
+                        [&](const store::Row& row) -> Status {
+                          GPUHUB_ASSIGN_OR_RETURN(auto b, BidFromRow(row));
+                          s.bids.push_back(std::move(b));
+                          return Status::Ok();
+                        }));
+  // Paused leases are active ones (paused_at != 0).
   GPUHUB_RETURN_IF_ERROR(
-      store.Scan("market_leases",
-                 {"id", "bid_id", "ask_id", "machine_id", "provider_id", "customer_id", "gpu",
-                  "gpus", "gpu_mask", "price_micros", "fee_ppm", "currency", "started_at_us",
-                  "window_until_us", "hours_paid", "status", "ended_at_us", "end_reason",
-                  "paused_at_us", "shift_us", "credited_micros", "credited_provider_micros"},
-                 "id", [&](const store::Row& row) -> Status {
-                   market::Lease l;
-                   GPUHUB_ASSIGN_OR_RETURN(l.id, row.Int(0));
-                   GPUHUB_ASSIGN_OR_RETURN(l.bid_id, row.Int(1));
-                   GPUHUB_ASSIGN_OR_RETURN(l.ask_id, row.Int(2));
-                   GPUHUB_ASSIGN_OR_RETURN(l.machine_id, row.Int(3));
-                   GPUHUB_ASSIGN_OR_RETURN(l.provider_id, row.Int(4));
-                   GPUHUB_ASSIGN_OR_RETURN(l.customer_id, row.Int(5));
-                   GPUHUB_ASSIGN_OR_RETURN(l.gpu, row.Text(6));
-                   GPUHUB_ASSIGN_OR_RETURN(l.gpus, row.IntAs<int>(7));
-                   GPUHUB_ASSIGN_OR_RETURN(l.gpu_mask, row.IntAs<std::uint32_t>(8));
-                   GPUHUB_ASSIGN_OR_RETURN(l.price_micros, row.Int(9));
-                   GPUHUB_ASSIGN_OR_RETURN(l.fee_ppm, row.Int(10));
-                   GPUHUB_ASSIGN_OR_RETURN(l.currency, row.Parsed(11, ParseCurrency));
-                   GPUHUB_ASSIGN_OR_RETURN(l.started_at, row.Int(12));
-                   GPUHUB_ASSIGN_OR_RETURN(l.window_until, row.Int(13));
-                   GPUHUB_ASSIGN_OR_RETURN(l.hours_paid, row.Int(14));
-                   GPUHUB_ASSIGN_OR_RETURN(l.status, row.Parsed(15, market::ParseLeaseStatus));
-                   GPUHUB_ASSIGN_OR_RETURN(l.ended_at, row.Int(16));
-                   GPUHUB_ASSIGN_OR_RETURN(l.end_reason,
-                                           row.Parsed(17, market::ParseLeaseEndReason));
-                   GPUHUB_ASSIGN_OR_RETURN(l.paused_at, row.Int(18));
-                   GPUHUB_ASSIGN_OR_RETURN(l.shift_micros, row.Int(19));
-                   GPUHUB_ASSIGN_OR_RETURN(l.credited_micros, row.Int(20));
-                   GPUHUB_ASSIGN_OR_RETURN(l.credited_provider_micros, row.Int(21));
-                   s.leases.push_back(std::move(l));
-                   return Status::Ok();
-                 }));
-  GPUHUB_RETURN_IF_ERROR(store.Scan("market_trades",
-                                    {"id", "gpu", "price_micros", "gpus", "lease_id", "bid_id",
-                                     "ask_id", "maker", "created_at_us"},
-                                    "id", [&](const store::Row& row) -> Status {
-                                      market::Trade t;
-                                      GPUHUB_ASSIGN_OR_RETURN(t.id, row.Int(0));
-                                      GPUHUB_ASSIGN_OR_RETURN(t.gpu, row.Text(1));
-                                      GPUHUB_ASSIGN_OR_RETURN(t.price_micros, row.Int(2));
-                                      GPUHUB_ASSIGN_OR_RETURN(t.gpus, row.IntAs<int>(3));
-                                      GPUHUB_ASSIGN_OR_RETURN(t.lease_id, row.Int(4));
-                                      GPUHUB_ASSIGN_OR_RETURN(t.bid_id, row.Int(5));
-                                      GPUHUB_ASSIGN_OR_RETURN(t.ask_id, row.Int(6));
-                                      GPUHUB_ASSIGN_OR_RETURN(t.maker,
-                                                              row.Parsed(7, market::ParseSide));
-                                      GPUHUB_ASSIGN_OR_RETURN(t.created_at, row.Int(8));
-                                      s.trades.push_back(std::move(t));
+      ForEachWithStatus(store, "market_leases", LeaseColumns(),
+                        std::string(market::LeaseStatusName(market::LeaseStatus::kActive)),
+                        [&](const store::Row& row) -> Status {
+                          GPUHUB_ASSIGN_OR_RETURN(auto l, LeaseFromRow(row));
+                          s.leases.push_back(std::move(l));
+                          return Status::Ok();
+                        }));
+  GPUHUB_RETURN_IF_ERROR(
+      ForEachWithStatus(store, "market_payouts", PayoutColumns(),
+                        std::string(market::PayoutStatusName(market::PayoutStatus::kPending)),
+                        [&](const store::Row& row) -> Status {
+                          GPUHUB_ASSIGN_OR_RETURN(auto p, PayoutFromRow(row));
+                          s.payouts.push_back(std::move(p));
+                          return Status::Ok();
+                        }));
+  // The newest trades of each market (market data); every trade was on a listed machine, so the
+  // machines name every market that has any.
+  std::set<std::string> markets;
+  for (const auto& m : s.machines) markets.insert(m.gpu);
+  for (const auto& gpu : markets) {
+    store::Select select;
+    select.table = "market_trades";
+    select.columns = TradeColumns();
+    select.where = {{"gpu", Condition::Op::kEq, gpu}};
+    select.order_by = "id DESC";
+    select.limit = market::kRecentTradesPerMarket;
+    GPUHUB_RETURN_IF_ERROR(store.Query(select, [&](const store::Row& row) -> Status {
+      GPUHUB_ASSIGN_OR_RETURN(auto t, TradeFromRow(row));
+      s.trades.push_back(std::move(t));
+      return Status::Ok();
+    }));
+  }
+  GPUHUB_RETURN_IF_ERROR(store.Scan("market_provider_totals",
+                                    {"provider_id", "gross_micros", "fee_micros", "gpu_hours",
+                                     "lease_hours", "credited_micros", "paid_out_micros"},
+                                    "provider_id", [&](const store::Row& row) -> Status {
+                                      market::ProviderHistory h;
+                                      GPUHUB_ASSIGN_OR_RETURN(h.provider_id, row.Int(0));
+                                      GPUHUB_ASSIGN_OR_RETURN(h.gross_micros, row.Int(1));
+                                      GPUHUB_ASSIGN_OR_RETURN(h.fee_micros, row.Int(2));
+                                      GPUHUB_ASSIGN_OR_RETURN(h.gpu_hours, row.Int(3));
+                                      GPUHUB_ASSIGN_OR_RETURN(h.lease_hours, row.Int(4));
+                                      GPUHUB_ASSIGN_OR_RETURN(h.credited_micros, row.Int(5));
+                                      GPUHUB_ASSIGN_OR_RETURN(h.paid_out_micros, row.Int(6));
+                                      s.providers.push_back(h);
                                       return Status::Ok();
                                     }));
-  GPUHUB_RETURN_IF_ERROR(store.Scan("market_payouts",
-                                    {"id", "provider_id", "amount_micros", "status",
-                                     "created_at_us", "updated_at_us", "admin_id"},
-                                    "id", [&](const store::Row& row) -> Status {
-                                      market::Payout p;
-                                      GPUHUB_ASSIGN_OR_RETURN(p.id, row.Int(0));
-                                      GPUHUB_ASSIGN_OR_RETURN(p.provider_id, row.Int(1));
-                                      GPUHUB_ASSIGN_OR_RETURN(p.amount_micros, row.Int(2));
-                                      GPUHUB_ASSIGN_OR_RETURN(
-                                          p.status, row.Parsed(3, market::ParsePayoutStatus));
-                                      GPUHUB_ASSIGN_OR_RETURN(p.created_at, row.Int(4));
-                                      GPUHUB_ASSIGN_OR_RETURN(p.updated_at, row.Int(5));
-                                      GPUHUB_ASSIGN_OR_RETURN(p.admin_id, row.Int(6));
-                                      s.payouts.push_back(std::move(p));
-                                      return Status::Ok();
-                                    }));
+  market::LastIds& last = s.last_ids;
+  GPUHUB_ASSIGN_OR_RETURN(last.machine, MaxId(store, "market_machines"));
+  GPUHUB_ASSIGN_OR_RETURN(std::int64_t last_ask, MaxId(store, "market_asks"));
+  GPUHUB_ASSIGN_OR_RETURN(std::int64_t last_bid, MaxId(store, "market_bids"));
+  last.order = std::max(last_ask, last_bid);  // one sequence
+  GPUHUB_ASSIGN_OR_RETURN(last.lease, MaxId(store, "market_leases"));
+  GPUHUB_ASSIGN_OR_RETURN(last.trade, MaxId(store, "market_trades"));
+  GPUHUB_ASSIGN_OR_RETURN(last.payout, MaxId(store, "market_payouts"));
   GPUHUB_ASSIGN_OR_RETURN(state.exchange, market::Exchange::Restore(config, std::move(s)));
   return state.exchange.CheckInvariants(ledger);
 }

@@ -1211,6 +1211,13 @@ Result<std::vector<Trade>> Exchange::Trades(std::string_view gpu, std::size_t li
   return out;
 }
 
+Result<bool> Exchange::HoldsAllTrades(std::string_view gpu) const {
+  GPUHUB_ASSIGN_OR_RETURN(int index, FindMarket(gpu));
+  // The list only drops a trade once it holds kRecentTradesPerMarket (a restore loads at most
+  // that many), so a list that is not full is the whole history.
+  return markets_[static_cast<std::size_t>(index)].recent.size() < kRecentTradesPerMarket;
+}
+
 Result<std::vector<Offer>> Exchange::Offers(std::string_view gpu, TimestampMicros now) const {
   std::vector<int> markets;
   if (gpu.empty()) {

@@ -356,6 +356,9 @@ class Exchange {
   // not_found for an unknown market.
   Result<std::vector<Trade>> Trades(std::string_view gpu, std::size_t limit,
                                     TradeId before = 0) const;
+  // Whether Trades() sees every trade the market ever had (its recent list never dropped one):
+  // when not, pages older than the recent trades are the store's. not_found for an unknown market.
+  Result<bool> HoldsAllTrades(std::string_view gpu) const;
   // Asks that can be taken at `now`, cheapest first; `gpu` empty = every market.
   Result<std::vector<Offer>> Offers(std::string_view gpu, TimestampMicros now) const;
   Earnings ProviderEarnings(UserId provider, const ledger::Ledger& ledger) const;

@@ -670,6 +670,54 @@ CREATE TABLE spot_usage (
   PRIMARY KEY (user_id, month_start_us, lease_id, tax_country, rate_ppm, reverse_charge)
 );
 )sql"},
+      // Start-up loads only open market records and history lists page from the store (issue 15):
+      // indexes for both, and the providers' history totals kept as running totals (backfilled
+      // here from every lease and paid payout; fee per hour rounded half-even exactly as
+      // MulDivHalfEven does for positive amounts).
+      {13, "market_history",
+       R"sql(
+CREATE TABLE market_provider_totals (
+  provider_id BIGINT PRIMARY KEY REFERENCES users (id),
+  gross_micros BIGINT NOT NULL,
+  fee_micros BIGINT NOT NULL,
+  gpu_hours BIGINT NOT NULL,
+  lease_hours BIGINT NOT NULL,
+  credited_micros BIGINT NOT NULL,
+  paid_out_micros BIGINT NOT NULL
+);
+INSERT INTO market_provider_totals (provider_id, gross_micros, fee_micros, gpu_hours, lease_hours,
+                                    credited_micros, paid_out_micros)
+SELECT provider_id, SUM(gross), SUM(fee), SUM(gpu_hours), SUM(lease_hours), SUM(credited),
+       SUM(paid_out)
+FROM (
+  SELECT provider_id, price_micros * gpus * hours_paid AS gross,
+         ((price_micros * gpus * fee_ppm) / 1000000 +
+          CASE WHEN (price_micros * gpus * fee_ppm) % 1000000 > 500000 OR
+                    ((price_micros * gpus * fee_ppm) % 1000000 = 500000 AND
+                     ((price_micros * gpus * fee_ppm) / 1000000) % 2 = 1)
+               THEN 1 ELSE 0 END) * hours_paid AS fee,
+         gpus * hours_paid AS gpu_hours, hours_paid AS lease_hours,
+         credited_provider_micros AS credited, 0 AS paid_out
+  FROM market_leases
+  UNION ALL
+  SELECT provider_id, 0, 0, 0, 0, 0, amount_micros FROM market_payouts WHERE status = 'paid'
+) history
+GROUP BY provider_id;
+CREATE INDEX market_bids_by_status ON market_bids (status);
+CREATE INDEX market_asks_by_status ON market_asks (status);
+CREATE INDEX market_leases_by_status ON market_leases (status);
+CREATE INDEX market_payouts_by_status ON market_payouts (status);
+CREATE INDEX market_bids_by_customer_id ON market_bids (customer_id, id);
+CREATE INDEX market_leases_by_customer_id ON market_leases (customer_id, id);
+CREATE INDEX market_leases_by_provider_id ON market_leases (provider_id, id);
+CREATE INDEX market_asks_by_provider_id ON market_asks (provider_id, id);
+CREATE INDEX market_payouts_by_provider_id ON market_payouts (provider_id, id);
+CREATE INDEX market_trades_by_gpu_id ON market_trades (gpu, id);
+DROP INDEX market_bids_by_customer;
+DROP INDEX market_leases_by_customer;
+DROP INDEX market_leases_by_provider;
+DROP INDEX market_payouts_by_provider;
+)sql"},
   };
   return migrations;
 }
