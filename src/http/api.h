@@ -47,6 +47,10 @@ namespace gpuhub::rentals {
 struct TaxBlock;
 }
 
+namespace gpuhub::store {
+class ReadPool;
+}  // namespace gpuhub::store
+
 namespace gpuhub::http {
 
 using json = nlohmann::ordered_json;
@@ -83,10 +87,13 @@ struct ApiContext {
         logins(config.login_throttle),
         login_attempts_by_address(config.login_attempts_per_address),
         signups_by_address(config.signups_per_address),
-        renderers(kRenderThreads, kRenderQueue()) {}
+        renderers(kRenderThreads, kRenderQueue()),
+        history_readers(kHistoryReadThreads, kHistoryReadQueue()) {}
   static std::size_t kHashQueue();
   static std::size_t kRenderQueue();
+  static std::size_t kHistoryReadQueue();
   static constexpr int kRenderThreads = 1;
+  static constexpr int kHistoryReadThreads = 2;
 
   engine::Engine& engine;
   engine::MetricsRegistry& metrics;
@@ -98,6 +105,10 @@ struct ApiContext {
   RateLimiter agent_requests_by_host{RateLimit{kMaxAgentRequestsPerSecond, 1}};
   RateLimiter enrolments_by_address{RateLimit{kMaxEnrolmentsPerAddressPerMinute, 60}};
   WorkerPool renderers;  // invoice PDFs and pages, off the writer and the I/O threads
+  // History reads (closed market records, pages of history lists): on these threads, through
+  // `history` (read-only connections of its own), never on the writer's thread or connection.
+  WorkerPool history_readers;
+  store::ReadPool* history = nullptr;  // set by serve
   InFlightKeys in_flight;
   ManualClock* manual_clock = nullptr;  // set with --clock manual
   std::function<bool()> draining;       // the server is shutting down
@@ -134,6 +145,12 @@ Response BearerChallenge(std::string_view message);
 void RunAuthenticated(ApiContext& api, const Request& request, Responder respond,
                       std::uint32_t any_of_roles, UserAction action, bool idempotent = true,
                       bool key_reserved = false);
+// Authenticates on the writer (bearer token, CSRF, roles as RunAuthenticated) and calls `next`
+// with the user once the writer answered (on the writer's thread: `next` must only hand work on,
+// never block); errors are answered through `respond`.
+void AuthenticateThen(ApiContext& api, const Request& request, Responder respond,
+                      std::uint32_t any_of_roles,
+                      std::function<void(const engine::User&, Responder)> next);
 // The same without a user (scope "anonymous"); `idempotent` honours Idempotency-Key.
 // `key_reserved`: the caller already put InFlightId(request, key) in api.in_flight (because it did
 // slow work first, such as hashing a password); it is released when the response is ready.

@@ -10,6 +10,7 @@ namespace gpuhub::http {
 
 std::size_t ApiContext::kHashQueue() { return kMaxQueuedPasswordHashes; }
 std::size_t ApiContext::kRenderQueue() { return kMaxQueuedRenders; }
+std::size_t ApiContext::kHistoryReadQueue() { return kMaxQueuedHistoryReads; }
 
 bool InFlightKeys::Insert(const std::string& key) {
   std::lock_guard<std::mutex> lock(mutex_);
@@ -131,7 +132,8 @@ Result<Currency> OptionalCurrency(const json& body, Currency fallback) {
   if (!code) return fallback;
   auto c = ParseCurrency(*code);
   if (!c.ok()) {
-    return Status::InvalidArgument("field 'currency' must be USD, EUR or GBP (the wallet that pays)")
+    return Status::InvalidArgument(
+               "field 'currency' must be USD, EUR or GBP (the wallet that pays)")
         .WithField("currency");
   }
   return *c;
@@ -292,6 +294,20 @@ using RunBody = std::function<Result<engine::StoredResponse>(
     engine::Txn&, const std::string& key, const engine::Fingerprint& fingerprint, KeyMode mode)>;
 
 // The common path of both Run* functions. `scope` is computed on the writer (it needs the user).
+// The session's user when it has one of `any_of_roles` (0: any user).
+Result<engine::User> AuthenticateWithRoles(engine::Txn& txn, const std::string& token_hash,
+                                           std::uint32_t any_of_roles) {
+  auto user = engine::Authenticate(txn, token_hash);
+  if (!user.ok()) return user.status();
+  if (any_of_roles != 0 && (user->roles & any_of_roles) == 0) {
+    std::string names;
+    for (const auto& n : engine::RoleNames(any_of_roles))
+      names += (names.empty() ? "" : " or ") + n;
+    return Status::PermissionDenied("this endpoint needs the " + names + " role");
+  }
+  return *user;
+}
+
 void Run(ApiContext& api, const Request& request, Responder respond, bool idempotent, bool reserved,
          RunBody body) {
   std::string key;
@@ -374,17 +390,28 @@ void RunAuthenticated(ApiContext& api, const Request& request, Responder respond
       [token_hash, any_of_roles, action = std::move(action)](
           engine::Txn& txn, const std::string& key, const engine::Fingerprint& fingerprint,
           KeyMode mode) -> Result<engine::StoredResponse> {
-        auto user = engine::Authenticate(txn, token_hash);
+        auto user = AuthenticateWithRoles(txn, token_hash, any_of_roles);
         if (!user.ok()) return ToStored(user.status());
-        if (any_of_roles != 0 && (user->roles & any_of_roles) == 0) {
-          std::string names;
-          for (const auto& n : engine::RoleNames(any_of_roles))
-            names += (names.empty() ? "" : " or ") + n;
-          return ToStored(Status::PermissionDenied("this endpoint needs the " + names + " role"));
-        }
         const engine::User me = *user;
         return RunMaybeIdempotent(txn, "user:" + std::to_string(me.id), key, fingerprint, mode,
                                   [&](engine::Txn& t) { return action(t, me); });
+      });
+}
+
+void AuthenticateThen(ApiContext& api, const Request& request, Responder respond,
+                      std::uint32_t any_of_roles,
+                      std::function<void(const engine::User&, Responder)> next) {
+  Credentials credentials = CredentialsOf(request);
+  if (credentials.token.empty()) return respond(MissingToken());
+  if (!CsrfAllows(request, credentials)) return respond(CsrfRefused());
+  std::string token_hash = engine::HashToken(credentials.token);
+  api.engine.Execute<engine::User>(
+      [token_hash, any_of_roles](engine::Txn& txn) {
+        return AuthenticateWithRoles(txn, token_hash, any_of_roles);
+      },
+      [respond = std::move(respond), next = std::move(next)](Result<engine::User> user) mutable {
+        if (!user.ok()) return respond(Response::Error(user.status()));
+        next(*user, std::move(respond));
       });
 }
 

@@ -32,6 +32,7 @@
 #include "engine/wallets.h"
 #include "http/api.h"
 #include "http/limits.h"
+#include "http/market_json.h"
 #include "market/limits.h"
 
 #ifdef GPUHUB_HAVE_FIT
@@ -43,172 +44,6 @@ namespace gpuhub::http {
 namespace {
 
 using market::FormatPrice;
-
-json Time(TimestampMicros t) { return t == 0 ? json(nullptr) : json(FormatTimestamp(t)); }
-
-// A machine as its provider sees it, with what its host agent reported (`agent`) and what that
-// means for sales: offline_since (its agent silent: asks off the book, leases paused),
-// hold_reason (why nothing is sold: the host reports fewer or other GPUs) and blocked_gpus
-// (unhealthy: not sold to new leases).
-json MachineJson(const engine::State& state, TimestampMicros now, const market::Machine& m,
-                 int leased, market::OrderId open_ask) {
-  json blocked = json::array();
-  for (int i = 0; i < m.gpus; ++i) {
-    if (m.blocked_mask & (1u << i)) blocked.push_back(i);
-  }
-  return {{"id", m.id},
-          {"gpu", m.gpu},
-          {"gpus", m.gpus},
-          {"gpus_leased", leased},
-          {"gpus_free", m.gpus - leased},
-          {"region", m.region},
-          {"vcpus", m.vcpus},
-          {"ram_gb", m.ram_gb},
-          {"disk_gb", m.disk_gb},
-          {"open_ask_id", open_ask == 0 ? json(nullptr) : json(open_ask)},
-          {"created_at", FormatTimestamp(m.created_at)},
-          {"offline_since", Time(m.offline_since)},
-          {"hold_reason", m.hold_reason.empty() ? json(nullptr) : json(m.hold_reason)},
-          {"blocked_gpus", blocked},
-          {"agent", MachineAgentJson(state, m.id, now)}};
-}
-
-json AskJson(const market::Ask& a, int gpus_offered) {
-  return {{"id", a.id},
-          {"machine_id", a.machine_id},
-          {"gpu", a.gpu},
-          {"price_usd_per_gpu_hour", FormatPrice(a.price_micros)},
-          {"min_gpus", a.min_gpus},
-          {"available_until", FormatTimestamp(a.available_until)},
-          {"status", market::AskStatusName(a.status)},
-          {"gpus_offered", a.status == market::AskStatus::kOpen ? gpus_offered : 0},
-          {"created_at", FormatTimestamp(a.created_at)},
-          {"closed_at", Time(a.closed_at)}};
-}
-
-json BidJson(const engine::State& state, const market::Bid& b) {
-  auto image = state.agents->image_by_bid.find(b.id);
-  return {
-      {"id", b.id},
-      {"gpu", b.gpu},
-      {"gpus", b.gpus},
-      {"region", b.region.empty() ? json(nullptr) : json(b.region)},
-      {"market", b.is_market},
-      {"limit_usd_per_gpu_hour", b.is_market ? json(nullptr) : json(FormatPrice(b.limit_micros))},
-      {"time_in_force", market::TimeInForceName(b.time_in_force)},
-      {"expires_at", Time(b.expires_at)},
-      {"currency", CurrencyCode(b.currency)},
-      {"status", market::BidStatusName(b.status)},
-      {"close_reason", b.close_reason == market::BidCloseReason::kNone
-                           ? json(nullptr)
-                           : json(market::BidCloseReasonName(b.close_reason))},
-      {"lease_id", b.lease_id == 0 ? json(nullptr) : json(b.lease_id)},
-      {"hold",
-       b.status == market::BidStatus::kResting ? json(FormatMicros(b.hold_micros)) : json(nullptr)},
-      {"created_at", FormatTimestamp(b.created_at)},
-      {"closed_at", Time(b.closed_at)},
-      {"image", image == state.agents->image_by_bid.end() ? state.agents->config.default_image
-                                                          : image->second}};
-}
-
-// A lease; `connection` says how the customer reaches the machine (the agent's report), `billing`
-// whether hours are billed ("running") or not while the machine is offline ("paused").
-json LeaseJson(const engine::State& state, const market::Lease& l, bool as_provider) {
-  json indices = json::array();
-  for (int i = 0; i < market::kMaxGpusPerMachine; ++i) {
-    if (l.gpu_mask & (1u << i)) indices.push_back(i);
-  }
-  std::int64_t hour = l.HourMicros();
-  std::int64_t fee = MulDivHalfEven(hour, l.fee_ppm, market::kPpm).value();
-  json out = {{"id", l.id},
-              {"gpu", l.gpu},
-              {"gpus", l.gpus},
-              {"machine_id", l.machine_id},
-              {"gpu_indices", indices},
-              {"price_usd_per_gpu_hour", FormatPrice(l.price_micros)},
-              {"hourly_usd", FormatMicros(hour)},
-              {"currency", CurrencyCode(l.currency)},
-              {"status", market::LeaseStatusName(l.status)},
-              {"started_at", FormatTimestamp(l.started_at)},
-              {"paid_until", FormatTimestamp(l.PaidUntil())},
-              {"hours_paid", l.hours_paid},
-              {"charged_usd", FormatMicros(hour * l.hours_paid)},
-              {"available_until", FormatTimestamp(l.window_until)},
-              {"ended_at", Time(l.ended_at)},
-              {"end_reason", l.end_reason == market::LeaseEndReason::kNone
-                                 ? json(nullptr)
-                                 : json(market::LeaseEndReasonName(l.end_reason))},
-              {"bid_id", l.bid_id},
-              {"ask_id", l.ask_id},
-              {"billing", l.status != market::LeaseStatus::kActive ? "ended"
-                          : l.paused_at != 0                     ? "paused"
-                                                                 : "running"},
-              {"paused_at", Time(l.paused_at)},
-              {"downtime_credit_usd", FormatMicros(l.credited_micros)},
-              {"image", engine::LeaseImage(state, l)},
-              {"connection", LeaseConnectionJson(state, l.id)}};
-  if (as_provider) {
-    out["fee_usd_per_hour"] = FormatMicros(fee);
-    out["net_usd_per_hour"] = FormatMicros(hour - fee);
-    // Net of the downtime credits taken back from the payable.
-    out["earned_usd"] = FormatMicros((hour - fee) * l.hours_paid - l.credited_provider_micros);
-  }
-  return out;
-}
-
-// A customer's lease with the tax its hours carry now (the hourly price is net).
-json CustomerLeaseJson(const engine::Txn& txn, const market::Lease& l) {
-  json out = LeaseJson(txn.state, l, false);
-  out["tax"] = SpotTaxJson(txn.state, l.customer_id, l.HourMicros(), txn.now);
-  return out;
-}
-
-// Market data is written with JsonWriter, not built as a tree: these are the hottest public
-// reads, and they run on the writer thread.
-void WriteTrade(JsonWriter& w, const market::Trade& t) {
-  w.BeginObject()
-      .Key("id").Int(t.id)
-      .Key("gpu").String(t.gpu)
-      .Key("price_usd_per_gpu_hour").String(FormatPrice(t.price_micros))
-      .Key("gpus").Int(t.gpus)
-      .Key("maker").String(market::SideName(t.maker))
-      .Key("at").String(FormatTimestamp(t.created_at))
-      .EndObject();
-}
-void WriteOptionalPrice(JsonWriter& w, const std::optional<std::int64_t>& p) {
-  if (p) {
-    w.String(FormatPrice(*p));
-  } else {
-    w.Null();
-  }
-}
-
-json PayoutJson(const market::Payout& p) {
-  return {{"id", p.id},
-          {"amount", FormatMicros(p.amount_micros)},
-          {"currency", "USD"},
-          {"status", market::PayoutStatusName(p.status)},
-          {"created_at", FormatTimestamp(p.created_at)},
-          {"updated_at", FormatTimestamp(p.updated_at)}};
-}
-
-json OffersJson(const std::vector<market::Offer>& offers) {
-  json list = json::array();
-  for (const auto& o : offers) {
-    list.push_back({{"ask_id", o.ask_id},
-                    {"machine_id", o.machine_id},
-                    {"gpu", o.gpu},
-                    {"region", o.region},
-                    {"gpus_free", o.free_gpus},
-                    {"min_gpus", o.min_gpus},
-                    {"price_usd_per_gpu_hour", FormatPrice(o.price_micros)},
-                    {"available_until", FormatTimestamp(o.available_until)},
-                    {"vcpus", o.vcpus},
-                    {"ram_gb", o.ram_gb},
-                    {"disk_gb", o.disk_gb}});
-  }
-  return list;
-}
 
 const market::Exchange& X(engine::Txn& txn) { return txn.state.market->exchange; }
 
@@ -364,42 +199,6 @@ Result<std::int64_t> ParsePayoutAmount(const Request& r) {
   return *amount;
 }
 
-// Lists: `?limit=N` (1..kMaxPageSize), newest first; without it, the newest kMaxPageSize.
-static_assert(market::kMaxPageSize == kMaxListPageSize, "every list takes the same ?limit=");
-Result<std::size_t> ListLimit(const Request& r) {
-  return LimitQuery(r, "limit", market::kMaxPageSize, market::kMaxPageSize);
-}
-
-// A page of a history list (bids, leases, trades): `?limit=` and `?cursor=` (the `next_cursor`
-// of the page before; keyset, so rows arriving meanwhile neither shift nor repeat a page).
-struct Page {
-  std::size_t limit = 0;
-  std::int64_t before = 0;  // 0: from the newest
-};
-Result<Page> PageQuery(const Request& r, std::size_t default_limit = market::kMaxPageSize) {
-  GPUHUB_ASSIGN_OR_RETURN(std::size_t limit,
-                          LimitQuery(r, "limit", default_limit, market::kMaxPageSize));
-  Page page{limit, 0};
-  if (auto it = r.query.find("cursor"); it != r.query.end()) {
-    auto before = ParseInt64(it->second, "cursor");
-    if (!before.ok() || *before < 1) {
-      return Status::InvalidArgument("cursor must be the next_cursor of an earlier page")
-          .WithField("cursor");
-    }
-    page.before = *before;
-  }
-  return page;
-}
-
-// Lists are read one row past the page: "next_cursor" is the id of the page's last row when more
-// follow, else null.
-template <typename T>
-json TakePage(std::vector<T>& rows, std::size_t limit) {
-  if (rows.size() <= limit) return nullptr;
-  rows.resize(limit);
-  return std::to_string(rows.back().id);
-}
-
 }  // namespace
 
 void RegisterMarketRoutes(Router& router, ApiContext& api) {
@@ -424,8 +223,7 @@ void RegisterMarketRoutes(Router& router, ApiContext& api) {
           [](Txn& txn, const User& me, const std::size_t& limit) -> Result<Reply> {
             json list = json::array();
             for (const auto& v : X(txn).ListMachines(me.id, limit)) {
-              list.push_back(
-                  MachineJson(txn.state, txn.now, v.machine, v.leased_gpus, v.open_ask));
+              list.push_back(MachineJson(txn.state, txn.now, v.machine, v.leased_gpus, v.open_ask));
             }
             return Reply{200, {{"machines", list}}};
           }));
@@ -442,23 +240,6 @@ void RegisterMarketRoutes(Router& router, ApiContext& api) {
                    }
                    out["filled_lease_ids"] = leases;
                    return Reply{201, out};
-                 }));
-  router.Add(
-      "GET", "/v1/asks",
-      Authenticated<std::size_t>(api, kRoleProvider, ListLimit,
-                                 [](Txn& txn, const User& me, const std::size_t& limit) -> Result<Reply> {
-                             json list = json::array();
-                             for (const auto& a : X(txn).ListAsks(me.id, limit)) {
-                               list.push_back(AskJson(a, X(txn).FreeGpus(a.machine_id)));
-                             }
-                             return Reply{200, {{"asks", list}}};
-                           }));
-  router.Add("DELETE", "/v1/asks/{id}",
-             Authenticated<std::int64_t>(
-                 api, kRoleProvider, [](const Request& r) { return IdOnly(r, "ask"); },
-                 [](Txn& txn, const User& me, const std::int64_t& id) -> Result<Reply> {
-                   GPUHUB_ASSIGN_OR_RETURN(auto ask, engine::CancelAsk(txn, me.id, id));
-                   return Reply{200, AskJson(ask, 0)};
                  }));
   router.Add(
       "GET", "/v1/earnings",
@@ -487,17 +268,6 @@ void RegisterMarketRoutes(Router& router, ApiContext& api) {
                    GPUHUB_ASSIGN_OR_RETURN(auto p, engine::RequestPayout(txn, me.id, amount));
                    return Reply{201, PayoutJson(p)};
                  }));
-  router.Add(
-      "GET", "/v1/payouts",
-      Authenticated<std::size_t>(api, kRoleProvider, ListLimit,
-                                 [](Txn& txn, const User& me, const std::size_t& limit) -> Result<Reply> {
-                             json list = json::array();
-                             for (const auto& p : X(txn).ListPayouts(me.id, limit)) {
-                               list.push_back(PayoutJson(p));
-                             }
-                             return Reply{200, {{"payouts", list}}};
-                           }));
-
   // ----- Customers ---------------------------------------------------------------------------
   // A purchase: it needs a billing country (400 naming billing_country), its origin is recorded
   // as evidence, and the answer says the tax each hour carries (prices are net).
@@ -519,95 +289,25 @@ void RegisterMarketRoutes(Router& router, ApiContext& api) {
                    engine::NoteEvidence(txn, me.id, in.second);
                    json out = BidJson(txn.state, r.bid);
                    out["lease"] = r.lease ? CustomerLeaseJson(txn, *r.lease) : json(nullptr);
-                   std::int64_t hour = r.lease ? r.lease->HourMicros()
-                                               : spec.limit_micros * spec.gpus;
+                   std::int64_t hour =
+                       r.lease ? r.lease->HourMicros() : spec.limit_micros * spec.gpus;
                    out["tax"] = SpotTaxJson(txn.state, me.id, hour, txn.now);
                    return Reply{201, out};
                  }));
-  router.Add(
-      "GET", "/v1/bids",
-      Authenticated<Page>(api, kRoleCustomer, [](const Request& r) { return PageQuery(r); },
-                          [](Txn& txn, const User& me, const Page& page) -> Result<Reply> {
-                            auto bids = X(txn).ListBids(me.id, page.limit + 1, page.before);
-                            json next = TakePage(bids, page.limit);
-                            json list = json::array();
-                            for (const auto& b : bids) list.push_back(BidJson(txn.state, b));
-                            return Reply{200, {{"bids", list}, {"next_cursor", next}}};
-                          }));
-  router.Add("DELETE", "/v1/bids/{id}",
-             Authenticated<std::int64_t>(
-                 api, kRoleCustomer, [](const Request& r) { return IdOnly(r, "bid"); },
-                 [](Txn& txn, const User& me, const std::int64_t& id) -> Result<Reply> {
-                   GPUHUB_ASSIGN_OR_RETURN(auto bid, engine::CancelBid(txn, me.id, id));
-                   return Reply{200, BidJson(txn.state, bid)};
-                 }));
-  router.Add("GET", "/v1/leases",
-             Authenticated<std::pair<bool, Page>>(
-                 api, 0,
-                 [](const Request& r) -> Result<std::pair<bool, Page>> {
-                   GPUHUB_ASSIGN_OR_RETURN(Page page, PageQuery(r));
-                   auto it = r.query.find("as");
-                   if (it == r.query.end() || it->second == "customer") return {{false, page}};
-                   if (it->second == "provider") return {{true, page}};
-                   return Status::InvalidArgument("as must be customer or provider");
-                 },
-                 [](Txn& txn, const User& me,
-                    const std::pair<bool, Page>& query) -> Result<Reply> {
-                   const auto& [as_provider, page] = query;
-                   auto leases =
-                       as_provider
-                           ? X(txn).ListProviderLeases(me.id, page.limit + 1, page.before)
-                           : X(txn).ListCustomerLeases(me.id, page.limit + 1, page.before);
-                   json next = TakePage(leases, page.limit);
-                   json list = json::array();
-                   for (const auto& l : leases) {
-                     list.push_back(as_provider ? LeaseJson(txn.state, l, true)
-                                                : CustomerLeaseJson(txn, l));
-                   }
-                   return Reply{200, {{"leases", list}, {"next_cursor", next}}};
-                 }));
-  router.Add("GET", "/v1/leases/{id}",
-             Authenticated<std::int64_t>(
-                 api, 0, [](const Request& r) { return IdParam(r, "lease"); },
-                 [](Txn& txn, const User& me, const std::int64_t& id) -> Result<Reply> {
-                   const market::Lease* l = X(txn).FindLease(id);
-                   if (l == nullptr || (l->customer_id != me.id && l->provider_id != me.id)) {
-                     return Status::NotFound("no lease " + std::to_string(id) + " of yours");
-                   }
-                   return Reply{200, l->provider_id == me.id ? LeaseJson(txn.state, *l, true)
-                                                             : CustomerLeaseJson(txn, *l)};
-                 }));
-  router.Add("POST", "/v1/leases/{id}/stop",
-             Authenticated<std::int64_t>(
-                 api, kRoleCustomer, [](const Request& r) { return IdOnly(r, "lease"); },
-                 [](Txn& txn, const User& me, const std::int64_t& id) -> Result<Reply> {
-                   GPUHUB_ASSIGN_OR_RETURN(auto lease, engine::StopLease(txn, me.id, id));
-                   return Reply{200, CustomerLeaseJson(txn, lease)};
-                 }));
-
   // ----- Admins ------------------------------------------------------------------------------
-  router.Add(
-      "GET", "/v1/admin/payouts",
-      Authenticated<std::size_t>(api, kRoleAdmin, ListLimit,
-                                 [](Txn& txn, const User&, const std::size_t& limit) -> Result<Reply> {
-                             json list = json::array();
-                             for (const auto& p : X(txn).ListPendingPayouts(limit)) {
-                               json j = PayoutJson(p);
-                               const engine::User* u = engine::FindUser(txn.state, p.provider_id);
-                               j["username"] = u ? u->username : "";
-                               list.push_back(j);
-                             }
-                             return Reply{200, {{"payouts", list}}};
-                           }));
-  for (bool paid : {true, false}) {
-    router.Add("POST", paid ? "/v1/admin/payouts/{id}/paid" : "/v1/admin/payouts/{id}/reject",
-               Authenticated<std::int64_t>(
-                   api, kRoleAdmin, [](const Request& r) { return IdOnly(r, "payout"); },
-                   [paid](Txn& txn, const User& me, const std::int64_t& id) -> Result<Reply> {
-                     GPUHUB_ASSIGN_OR_RETURN(auto p, engine::ResolvePayout(txn, me.id, id, paid));
-                     return Reply{200, PayoutJson(p)};
-                   }));
-  }
+  router.Add("GET", "/v1/admin/payouts",
+             Authenticated<std::size_t>(
+                 api, kRoleAdmin, ListLimit,
+                 [](Txn& txn, const User&, const std::size_t& limit) -> Result<Reply> {
+                   json list = json::array();
+                   for (const auto& p : X(txn).ListPendingPayouts(limit)) {
+                     json j = PayoutJson(p);
+                     const engine::User* u = engine::FindUser(txn.state, p.provider_id);
+                     j["username"] = u ? u->username : "";
+                     list.push_back(j);
+                   }
+                   return Reply{200, {{"payouts", list}}};
+                 }));
   router.Add(
       "GET", "/v1/admin/market",
       Authenticated<Empty>(
@@ -663,9 +363,12 @@ void RegisterMarketRoutes(Router& router, ApiContext& api) {
         w.BeginArray();
         for (const auto& l : levels) {
           w.BeginObject()
-              .Key("price_usd_per_gpu_hour").String(FormatPrice(l.price))
-              .Key("gpus").Int(l.gpus)
-              .Key("orders").Int(l.orders)
+              .Key("price_usd_per_gpu_hour")
+              .String(FormatPrice(l.price))
+              .Key("gpus")
+              .Int(l.gpus)
+              .Key("orders")
+              .Int(l.orders)
               .EndObject();
         }
         w.EndArray();
@@ -679,22 +382,7 @@ void RegisterMarketRoutes(Router& router, ApiContext& api) {
       return reply;
     });
   });
-  router.Add("GET", "/v1/markets/{gpu}/trades", [&api](const Request& r, Responder respond) {
-    auto page = PageQuery(r, market::kDefaultPageSize);
-    if (!page.ok()) return respond(Response::Error(page.status()));
-    std::string gpu = r.path_params.at("gpu");
-    RunAnonymous(api, r, std::move(respond), false, [gpu, page = *page](Txn& txn) -> Result<Reply> {
-      GPUHUB_ASSIGN_OR_RETURN(auto trades, X(txn).Trades(gpu, page.limit + 1, page.before));
-      GPUHUB_ASSIGN_OR_RETURN(std::string name, X(txn).MarketName(gpu));
-      json next = TakePage(trades, page.limit);
-      Reply reply;
-      JsonWriter w(reply.serialized);
-      w.BeginObject().Key("gpu").String(name).Key("trades").BeginArray();
-      for (const auto& t : trades) WriteTrade(w, t);
-      w.EndArray().Key("next_cursor").Value(next).EndObject();
-      return reply;
-    });
-  });
+  RegisterMarketHistoryRoutes(router, api);
   router.Add("GET", "/v1/offers", [&api](const Request& r, Responder respond) {
     std::string gpu;
     if (auto it = r.query.find("gpu"); it != r.query.end()) gpu = it->second;
@@ -717,8 +405,9 @@ Result<bool> TakePricesField(std::string* body) {
   const json& prices = parsed["prices"];
   if (!prices.is_string() || (prices != "list" && prices != "market")) {
     return Status::InvalidArgument(
-        "field 'prices' must be \"list\" (the fleet's list prices) or \"market\" (live offers "
-        "on the spot exchange)")
+               "field 'prices' must be \"list\" (the fleet's list prices) or \"market\" (live "
+               "offers "
+               "on the spot exchange)")
         .WithField("prices");
   }
   bool market = prices == "market";

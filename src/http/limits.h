@@ -46,6 +46,9 @@ inline constexpr std::size_t kMaxQueuedPasswordHashes = 256;
 // Invoice PDFs/pages waiting for the renderer (one thread; a PDF takes tens of milliseconds):
 // beyond this the request gets 503 instead of an unbounded queue.
 inline constexpr std::size_t kMaxQueuedRenders = 64;
+// History reads (store pages of closed market records) waiting for a reader thread; beyond this a
+// request gets 503 rather than queueing without bound behind a slow database.
+inline constexpr std::size_t kMaxQueuedHistoryReads = 256;
 // Retries of one Idempotency-Key that may wait for its first request (a BTCPay top-up) at once;
 // beyond this a retry gets 409 at once.
 inline constexpr std::size_t kMaxWaitersPerKey = 32;

@@ -28,6 +28,7 @@
 #include "http/proxy.h"
 #include "http/server.h"
 #include "http/webhook_sender.h"
+#include "store/read_pool.h"
 #include "store/store.h"
 
 #ifdef GPUHUB_HAVE_FIT
@@ -233,7 +234,11 @@ int RunServe(const ServeOptions& options) {
   engine::AddStorageTickHooks(engine);
 
   Router router;
+  // History reads (closed market records, history pages) on connections of their own: declared
+  // before `api` so that the readers stop before it goes.
+  store::ReadPool history(options.db);
   ApiContext api(engine, metrics, config);
+  api.history = &history;
   api.manual_clock = manual_clock.get();
   WriterProxy proxy(config.proxy_threads, kMaxQueuedProxyRequests, config.proxy_timeout_seconds);
   api.proxy = &proxy;
@@ -351,6 +356,7 @@ int RunServe(const ServeOptions& options) {
   // finish now, while the server's I/O objects still exist for their answers to be dropped safely.
   api.hashers.Stop();
   api.renderers.Stop();
+  api.history_readers.Stop();
   proxy.Stop();
   spdlog::info("event=exit");
   FlushLogRepeats();

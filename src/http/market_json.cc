@@ -1,0 +1,206 @@
+#include "http/market_json.h"
+
+#include "core/strings.h"
+#include "engine/agents.h"
+#include "engine/market.h"
+#include "http/limits.h"
+#include "market/limits.h"
+
+namespace gpuhub::http {
+
+using market::FormatPrice;
+
+json TimeOrNull(TimestampMicros t) { return t == 0 ? json(nullptr) : json(FormatTimestamp(t)); }
+
+// A machine as its provider sees it, with what its host agent reported (`agent`) and what that
+// means for sales: offline_since (its agent silent: asks off the book, leases paused),
+// hold_reason (why nothing is sold: the host reports fewer or other GPUs) and blocked_gpus
+// (unhealthy: not sold to new leases).
+json MachineJson(const engine::State& state, TimestampMicros now, const market::Machine& m,
+                 int leased, market::OrderId open_ask) {
+  json blocked = json::array();
+  for (int i = 0; i < m.gpus; ++i) {
+    if (m.blocked_mask & (1u << i)) blocked.push_back(i);
+  }
+  return {{"id", m.id},
+          {"gpu", m.gpu},
+          {"gpus", m.gpus},
+          {"gpus_leased", leased},
+          {"gpus_free", m.gpus - leased},
+          {"region", m.region},
+          {"vcpus", m.vcpus},
+          {"ram_gb", m.ram_gb},
+          {"disk_gb", m.disk_gb},
+          {"open_ask_id", open_ask == 0 ? json(nullptr) : json(open_ask)},
+          {"created_at", FormatTimestamp(m.created_at)},
+          {"offline_since", TimeOrNull(m.offline_since)},
+          {"hold_reason", m.hold_reason.empty() ? json(nullptr) : json(m.hold_reason)},
+          {"blocked_gpus", blocked},
+          {"agent", MachineAgentJson(state, m.id, now)}};
+}
+
+json AskJson(const market::Ask& a, int gpus_offered) {
+  return {{"id", a.id},
+          {"machine_id", a.machine_id},
+          {"gpu", a.gpu},
+          {"price_usd_per_gpu_hour", FormatPrice(a.price_micros)},
+          {"min_gpus", a.min_gpus},
+          {"available_until", FormatTimestamp(a.available_until)},
+          {"status", market::AskStatusName(a.status)},
+          {"gpus_offered", a.status == market::AskStatus::kOpen ? gpus_offered : 0},
+          {"created_at", FormatTimestamp(a.created_at)},
+          {"closed_at", TimeOrNull(a.closed_at)}};
+}
+
+json BidJson(const engine::State& state, const market::Bid& b) {
+  auto image = state.agents->image_by_bid.find(b.id);
+  return {
+      {"id", b.id},
+      {"gpu", b.gpu},
+      {"gpus", b.gpus},
+      {"region", b.region.empty() ? json(nullptr) : json(b.region)},
+      {"market", b.is_market},
+      {"limit_usd_per_gpu_hour", b.is_market ? json(nullptr) : json(FormatPrice(b.limit_micros))},
+      {"time_in_force", market::TimeInForceName(b.time_in_force)},
+      {"expires_at", TimeOrNull(b.expires_at)},
+      {"currency", CurrencyCode(b.currency)},
+      {"status", market::BidStatusName(b.status)},
+      {"close_reason", b.close_reason == market::BidCloseReason::kNone
+                           ? json(nullptr)
+                           : json(market::BidCloseReasonName(b.close_reason))},
+      {"lease_id", b.lease_id == 0 ? json(nullptr) : json(b.lease_id)},
+      {"hold",
+       b.status == market::BidStatus::kResting ? json(FormatMicros(b.hold_micros)) : json(nullptr)},
+      {"created_at", FormatTimestamp(b.created_at)},
+      {"closed_at", TimeOrNull(b.closed_at)},
+      {"image", image == state.agents->image_by_bid.end() ? state.agents->config.default_image
+                                                          : image->second}};
+}
+
+// A lease; `connection` says how the customer reaches the machine (the agent's report), `billing`
+// whether hours are billed ("running") or not while the machine is offline ("paused").
+json LeaseJson(const engine::State& state, const market::Lease& l, bool as_provider) {
+  json indices = json::array();
+  for (int i = 0; i < market::kMaxGpusPerMachine; ++i) {
+    if (l.gpu_mask & (1u << i)) indices.push_back(i);
+  }
+  std::int64_t hour = l.HourMicros();
+  std::int64_t fee = MulDivHalfEven(hour, l.fee_ppm, market::kPpm).value();
+  json out = {{"id", l.id},
+              {"gpu", l.gpu},
+              {"gpus", l.gpus},
+              {"machine_id", l.machine_id},
+              {"gpu_indices", indices},
+              {"price_usd_per_gpu_hour", FormatPrice(l.price_micros)},
+              {"hourly_usd", FormatMicros(hour)},
+              {"currency", CurrencyCode(l.currency)},
+              {"status", market::LeaseStatusName(l.status)},
+              {"started_at", FormatTimestamp(l.started_at)},
+              {"paid_until", FormatTimestamp(l.PaidUntil())},
+              {"hours_paid", l.hours_paid},
+              {"charged_usd", FormatMicros(hour * l.hours_paid)},
+              {"available_until", FormatTimestamp(l.window_until)},
+              {"ended_at", TimeOrNull(l.ended_at)},
+              {"end_reason", l.end_reason == market::LeaseEndReason::kNone
+                                 ? json(nullptr)
+                                 : json(market::LeaseEndReasonName(l.end_reason))},
+              {"bid_id", l.bid_id},
+              {"ask_id", l.ask_id},
+              {"billing", l.status != market::LeaseStatus::kActive ? "ended"
+                          : l.paused_at != 0                       ? "paused"
+                                                                   : "running"},
+              {"paused_at", TimeOrNull(l.paused_at)},
+              {"downtime_credit_usd", FormatMicros(l.credited_micros)},
+              {"image", engine::LeaseImage(state, l)},
+              {"connection", LeaseConnectionJson(state, l.id)}};
+  if (as_provider) {
+    out["fee_usd_per_hour"] = FormatMicros(fee);
+    out["net_usd_per_hour"] = FormatMicros(hour - fee);
+    // Net of the downtime credits taken back from the payable.
+    out["earned_usd"] = FormatMicros((hour - fee) * l.hours_paid - l.credited_provider_micros);
+  }
+  return out;
+}
+
+// A customer's lease with the tax its hours carry now (the hourly price is net).
+json CustomerLeaseJson(const engine::Txn& txn, const market::Lease& l) {
+  json out = LeaseJson(txn.state, l, false);
+  out["tax"] = SpotTaxJson(txn.state, l.customer_id, l.HourMicros(), txn.now);
+  return out;
+}
+
+// Market data is written with JsonWriter, not built as a tree: these are the hottest public
+// reads, and they run on the writer thread.
+void WriteTrade(JsonWriter& w, const market::Trade& t) {
+  w.BeginObject()
+      .Key("id")
+      .Int(t.id)
+      .Key("gpu")
+      .String(t.gpu)
+      .Key("price_usd_per_gpu_hour")
+      .String(FormatPrice(t.price_micros))
+      .Key("gpus")
+      .Int(t.gpus)
+      .Key("maker")
+      .String(market::SideName(t.maker))
+      .Key("at")
+      .String(FormatTimestamp(t.created_at))
+      .EndObject();
+}
+void WriteOptionalPrice(JsonWriter& w, const std::optional<std::int64_t>& p) {
+  if (p) {
+    w.String(FormatPrice(*p));
+  } else {
+    w.Null();
+  }
+}
+
+json PayoutJson(const market::Payout& p) {
+  return {{"id", p.id},
+          {"amount", FormatMicros(p.amount_micros)},
+          {"currency", "USD"},
+          {"status", market::PayoutStatusName(p.status)},
+          {"created_at", FormatTimestamp(p.created_at)},
+          {"updated_at", FormatTimestamp(p.updated_at)}};
+}
+
+json OffersJson(const std::vector<market::Offer>& offers) {
+  json list = json::array();
+  for (const auto& o : offers) {
+    list.push_back({{"ask_id", o.ask_id},
+                    {"machine_id", o.machine_id},
+                    {"gpu", o.gpu},
+                    {"region", o.region},
+                    {"gpus_free", o.free_gpus},
+                    {"min_gpus", o.min_gpus},
+                    {"price_usd_per_gpu_hour", FormatPrice(o.price_micros)},
+                    {"available_until", FormatTimestamp(o.available_until)},
+                    {"vcpus", o.vcpus},
+                    {"ram_gb", o.ram_gb},
+                    {"disk_gb", o.disk_gb}});
+  }
+  return list;
+}
+
+// Lists: `?limit=N` (1..kMaxPageSize), newest first; without it, the newest kMaxPageSize.
+static_assert(market::kMaxPageSize == kMaxListPageSize, "every list takes the same ?limit=");
+Result<std::size_t> ListLimit(const Request& r) {
+  return LimitQuery(r, "limit", market::kMaxPageSize, market::kMaxPageSize);
+}
+
+Result<Page> PageQuery(const Request& r, std::size_t default_limit) {
+  GPUHUB_ASSIGN_OR_RETURN(std::size_t limit,
+                          LimitQuery(r, "limit", default_limit, market::kMaxPageSize));
+  Page page{limit, 0};
+  if (auto it = r.query.find("cursor"); it != r.query.end()) {
+    auto before = ParseInt64(it->second, "cursor");
+    if (!before.ok() || *before < 1) {
+      return Status::InvalidArgument("cursor must be the next_cursor of an earlier page")
+          .WithField("cursor");
+    }
+    page.before = *before;
+  }
+  return page;
+}
+
+}  // namespace gpuhub::http
