@@ -39,6 +39,8 @@ for n in "${sizes[@]}"; do
   fi
   db_mib=0
   [ -f "$work/h$n.db" ] && db_mib=$(du -m "$work/h$n.db" | cut -f1)
+  # The previous size's "listening on" must not be what the wait below finds.
+  rm -f "$work/out"
   t0=$(date +%s.%N)
   GPUHUB_LOG_LEVEL=warn "$bin" serve --listen 127.0.0.1:0 --db "$db" >"$work/out" 2>"$work/log" &
   server=$!

