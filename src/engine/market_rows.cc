@@ -183,13 +183,13 @@ store::Select OpenRowsSelect(const char* table, const std::vector<std::string>& 
 }
 
 store::Select HistoryPageSelect(const char* table, const std::vector<std::string>& columns,
-                                const char* owner_column, std::int64_t owner, std::int64_t before,
+                                const char* owner_column, store::Value owner, std::int64_t before,
                                 std::size_t limit) {
   using Op = store::Condition::Op;
   store::Select select;
   select.table = table;
   select.columns = columns;
-  select.where = {{owner_column, Op::kEq, owner}};
+  select.where = {{owner_column, Op::kEq, std::move(owner)}};
   if (before > 0) select.where.push_back({"id", Op::kLt, before});
   select.order_by = "id DESC";
   select.limit = limit;
@@ -197,15 +197,7 @@ store::Select HistoryPageSelect(const char* table, const std::vector<std::string
 }
 
 store::Select TradePageSelect(const std::string& gpu, std::int64_t before, std::size_t limit) {
-  using Op = store::Condition::Op;
-  store::Select select;
-  select.table = "market_trades";
-  select.columns = TradeColumns();
-  select.where = {{"gpu", Op::kEq, gpu}};
-  if (before > 0) select.where.push_back({"id", Op::kLt, before});
-  select.order_by = "id DESC";
-  select.limit = limit;
-  return select;
+  return HistoryPageSelect("market_trades", TradeColumns(), "gpu", gpu, before, limit);
 }
 
 }  // namespace gpuhub::engine

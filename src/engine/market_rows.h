@@ -33,11 +33,12 @@ Result<market::Payout> PayoutFromRow(const store::Row& row);
 // particular order; served by the (status) indexes of migration 13.
 store::Select OpenRowsSelect(const char* table, const std::vector<std::string>& columns,
                              std::string status);
-// A page of a history list: the newest rows of `table` whose `owner_column` is `owner`, with ids
+// A page of a history list: the newest rows of `table` whose `owner_column` is `owner` (an
+// account id; a market's name for trades), with ids
 // below `before` (0: from the newest), at most `limit`, newest first. Served by the
 // (owner_column, id) indexes of migration 13 without a sort.
 store::Select HistoryPageSelect(const char* table, const std::vector<std::string>& columns,
-                                const char* owner_column, std::int64_t owner, std::int64_t before,
+                                const char* owner_column, store::Value owner, std::int64_t before,
                                 std::size_t limit);
 // The same for a market's trades, by the (gpu, id) index. `gpu` is the market's name.
 store::Select TradePageSelect(const std::string& gpu, std::int64_t before, std::size_t limit);

@@ -1,5 +1,10 @@
 #include "engine/state.h"
 
+#include <spdlog/spdlog.h>
+
+#include <chrono>
+#include <functional>
+
 #include "engine/agents.h"
 #include "engine/billing.h"
 #include "engine/market.h"
@@ -43,6 +48,21 @@ State::State()
 }
 State::~State() = default;
 
+namespace {
+
+// One domain's load, timed into the log (event=domain_loaded): which part of start-up grows with
+// the history the database holds.
+Status Timed(const char* domain, const std::function<Status()>& load) {
+  const auto started = std::chrono::steady_clock::now();
+  Status s = load();
+  spdlog::info("event=domain_loaded domain={} ms={:.1f}", domain,
+               std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - started)
+                   .count());
+  return s;
+}
+
+}  // namespace
+
 Result<std::unique_ptr<State>> LoadState(store::Store& store, const DomainConfig& config) {
   auto state = std::make_unique<State>();
   GPUHUB_RETURN_IF_ERROR(store
@@ -56,13 +76,16 @@ Result<std::unique_ptr<State>> LoadState(store::Store& store, const DomainConfig
   GPUHUB_RETURN_IF_ERROR(LoadAccounts(store, state->accounts).WithContext("loading accounts"));
   GPUHUB_RETURN_IF_ERROR(
       LoadIdempotency(store, state->idempotency).WithContext("loading idempotency keys"));
-  GPUHUB_RETURN_IF_ERROR(LoadWallets(store, *state->wallets).WithContext("loading wallets"));
+  GPUHUB_RETURN_IF_ERROR(Timed("wallets", [&] {
+    return LoadWallets(store, *state->wallets).WithContext("loading wallets");
+  }));
   GPUHUB_RETURN_IF_ERROR(LoadTopups(store, *state->topups).WithContext("loading top-ups"));
-  GPUHUB_RETURN_IF_ERROR(LoadMarket(store, config.market, state->wallets->ledger, *state->market)
-                             .WithContext("loading the spot exchange"));
-  GPUHUB_RETURN_IF_ERROR(
-      LoadRentals(store, config.rentals, state->wallets->ledger, *state->rentals)
-          .WithContext("loading term rentals"));
+  GPUHUB_RETURN_IF_ERROR(Timed("market", [&] {
+    return LoadMarket(store, config.market, state->wallets->ledger, *state->market)
+        .WithContext("loading the spot exchange");
+  }));
+  GPUHUB_RETURN_IF_ERROR(LoadRentals(store, config.rentals, state->wallets->ledger, *state->rentals)
+                             .WithContext("loading term rentals"));
   GPUHUB_RETURN_IF_ERROR(
       LoadNotifications(store, *state->notifications).WithContext("loading notifications"));
   GPUHUB_RETURN_IF_ERROR(LoadSshKeys(store, *state->ssh_keys).WithContext("loading SSH keys"));
@@ -70,8 +93,9 @@ Result<std::unique_ptr<State>> LoadState(store::Store& store, const DomainConfig
   GPUHUB_RETURN_IF_ERROR(LoadAgents(store, *state->agents).WithContext("loading host agents"));
   billing::Party seller{config.seller.name, config.seller.address, config.seller.country,
                         config.seller.vat_id};
-  GPUHUB_RETURN_IF_ERROR(
-      LoadBilling(store, seller, *state->billing).WithContext("loading billing"));
+  GPUHUB_RETURN_IF_ERROR(Timed("billing", [&] {
+    return LoadBilling(store, seller, *state->billing).WithContext("loading billing");
+  }));
   BindSpotTax(*state);
   GPUHUB_RETURN_IF_ERROR(LoadStorage(store, config.storage, state->wallets->ledger,
                                      state->rentals->fleet, *state->storage)

@@ -1295,6 +1295,7 @@ void Exchange::Forget(const Changes& changes) {
     const UserId customer = it->second.bid.customer_id;
     EraseId(bids_by_customer_, customer, id);
     EraseIfZero(open_bids_by_customer_, customer);
+    EraseIfZero(active_leases_by_customer_, customer);  // PlaceBid's limit check made one
     bids_.erase(it);
   }
   for (LeaseId id : changes.leases) {
