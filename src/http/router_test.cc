@@ -28,6 +28,15 @@ TEST(RouterTest, MatchesPatternsAndCapturesParameters) {
   EXPECT_EQ(wrong.allowed_methods, std::vector<std::string>{"POST"});
   EXPECT_EQ(router.Find("GET", "/v1/topups/a/b").handler, nullptr);
   EXPECT_TRUE(router.Find("GET", "/v1/nothing").allowed_methods.empty());
+  // A parameter before a literal segment that differs: the next route is tried, and only the
+  // matching route's parameters come back.
+  router.Add("GET", "/v1/markets/{gpu}/book", [&](const Request&, Responder) { hit = 3; });
+  router.Add("GET", "/v1/markets/{market}/trades", [&](const Request&, Responder) { hit = 4; });
+  auto trades = router.Find("GET", "//v1/markets/h100-sxm/trades");
+  ASSERT_NE(trades.handler, nullptr);
+  EXPECT_EQ(trades.route, "/v1/markets/{market}/trades");
+  EXPECT_EQ(trades.params, (std::map<std::string, std::string>{{"market", "h100-sxm"}}));
+  EXPECT_EQ(router.Find("GET", "/v1/markets/h100-sxm/other").handler, nullptr);
 }
 
 TEST(RouterTest, MapsStatusCodesToHttp) {
