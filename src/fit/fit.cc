@@ -108,6 +108,14 @@ class Fitter {
     result.required = *single;
     result.needs_fp8 = NeedsFp8(workload_);
     required_bytes_ = result.required.card_bytes();
+    // Every candidate ends up ranked or excluded: room for all of them at once (growing the
+    // vectors moved every exclusion's strings several times per fit, callgrind).
+    std::size_t candidates = 0;
+    for (const TermGpu& g : catalog_.term) {
+      candidates += 1 + catalog_.discounts.size() + g.counts.size();
+    }
+    result.excluded.reserve(candidates);
+    result.ranked.reserve(candidates);
 
     // Single cards first; sets only when none of them is left standing.
     for (const TermGpu& g : catalog_.term) {
