@@ -409,6 +409,7 @@ class Connection : public std::enable_shared_from_this<Connection> {
     WaitUntil(deadline_);
   }
   void Disarm() { deadline_ = kNoDeadline; }
+  static constexpr std::size_t kIdleReadBytes = 16 * 1024;  // at most, per read of a new request
   static constexpr std::chrono::steady_clock::time_point kNoDeadline =
       std::chrono::steady_clock::time_point::max();
   static std::chrono::steady_clock::time_point Now() { return std::chrono::steady_clock::now(); }
@@ -448,16 +449,32 @@ class Connection : public std::enable_shared_from_this<Connection> {
     reading_body_ = false;
     if (fresh_ || buffer_.size() > 0) return ReadHeaderNow();
     Arm(server_.options.read_timeout_seconds);
+    // Idle until the next request's first bytes: they are read here (waiting for readiness and
+    // then reading was two passes through the scheduler per request).
     auto self = shared_from_this();
-    stream_.socket().async_wait(tcp::socket::wait_read, [self](beast::error_code ec) {
-      if (ec || self->timed_out_) return self->Close();  // idle for the read timeout, or gone
-      self->ReadHeaderNow();
-    });
+    stream_.async_read_some(
+        buffer_.prepare(beast::read_size(buffer_, kIdleReadBytes)),
+        [self](beast::error_code ec, std::size_t bytes) {
+          if (ec || self->timed_out_) return self->Close();  // idle for the read timeout, or gone
+          self->buffer_.commit(bytes);
+          self->ReadHeaderNow();
+        });
   }
 
   void ReadHeaderNow() {
     fresh_ = false;
     Arm(server_.options.header_timeout_seconds);
+    // Headers already in the buffer are parsed here; the rest is read as before (errors are those
+    // async_read_header gives).
+    while (!parser_->is_header_done() && buffer_.size() > 0) {
+      beast::error_code ec;
+      std::size_t used = parser_->put(buffer_.data(), ec);
+      buffer_.consume(used);
+      if (ec == bhttp::error::need_more) break;
+      if (ec) return OnHeader(ec, 0);
+      if (used == 0) break;
+    }
+    if (parser_->is_header_done()) return OnHeader({}, 0);
     bhttp::async_read_header(stream_, buffer_, *parser_,
                              beast::bind_front_handler(&Connection::OnHeader, shared_from_this()));
   }
