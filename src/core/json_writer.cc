@@ -316,8 +316,7 @@ JsonWriter& JsonWriter::Key(std::string_view key) {
   constexpr std::size_t kMaxFastKey = 64;
   std::size_t spaces = indent_ >= 0 ? static_cast<std::size_t>(indent_) * empty_.size() : 0;
   const auto& of = Classes().of;
-  bool fast = !after_key_ && !empty_.empty() && key.size() <= kMaxFastKey &&
-              spaces <= kBreakSpaces;
+  bool fast = !after_key_ && !empty_.empty() && key.size() <= kMaxFastKey && spaces <= kBreakSpaces;
   for (std::size_t i = 0; fast && i < key.size(); ++i) {
     fast = of[static_cast<unsigned char>(key[i])] == 0;
   }

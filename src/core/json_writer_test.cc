@@ -142,12 +142,24 @@ void Replay(JsonWriter& w, const OrderedJson& v, int& count, int every) {
     return;
   }
   switch (v.type()) {
-    case OrderedJson::value_t::null: w.Null(); return;
-    case OrderedJson::value_t::boolean: w.Bool(v.get<bool>()); return;
-    case OrderedJson::value_t::number_integer: w.Int(v.get<std::int64_t>()); return;
-    case OrderedJson::value_t::number_unsigned: w.Uint(v.get<std::uint64_t>()); return;
-    case OrderedJson::value_t::number_float: w.Double(v.get<double>()); return;
-    case OrderedJson::value_t::string: w.String(v.get_ref<const std::string&>()); return;
+    case OrderedJson::value_t::null:
+      w.Null();
+      return;
+    case OrderedJson::value_t::boolean:
+      w.Bool(v.get<bool>());
+      return;
+    case OrderedJson::value_t::number_integer:
+      w.Int(v.get<std::int64_t>());
+      return;
+    case OrderedJson::value_t::number_unsigned:
+      w.Uint(v.get<std::uint64_t>());
+      return;
+    case OrderedJson::value_t::number_float:
+      w.Double(v.get<double>());
+      return;
+    case OrderedJson::value_t::string:
+      w.String(v.get_ref<const std::string&>());
+      return;
     case OrderedJson::value_t::array:
       w.BeginArray();
       for (const auto& e : v) Replay(w, e, count, every);
@@ -161,7 +173,9 @@ void Replay(JsonWriter& w, const OrderedJson& v, int& count, int every) {
       }
       w.EndObject();
       return;
-    default: w.Value(v); return;
+    default:
+      w.Value(v);
+      return;
   }
 }
 

@@ -110,7 +110,8 @@ const Case kCases[] = {
     {R"("model": "405b", "workload": "infer", "precision": "int4", "explain": true)",
      R"(, "max_monthly_usd": 99999.5, "why_not": true)"},
     {R"("model": "405b", "workload": "full", "offload_optimizer": true)",
-     R"(, "max_monthly_usd": "10", "why_not": true)", R"(, "gpus": 8, "zero": 3)"},  // nothing fits: best null, reason
+     R"(, "max_monthly_usd": "10", "why_not": true)",
+     R"(, "gpus": 8, "zero": 3)"},  // nothing fits: best null, reason
     {R"("model": "7b", "workload": "infer", "batch": 32, "context": 32768)",
      R"(, "gpu": "H100 SXM", "top": 1, "explain": true)"},
     {R"("model": "deepseek-ai/DeepSeek-V3", "workload": "infer", "precision": "fp8")",
@@ -188,8 +189,8 @@ TEST(ReportWriter, ErrorsAreAnsweredBeforeAnyReport) {
     const char* field;
   };
   const Bad kBad[] = {
-      {R"({"model": "70b", "workload": "infer", "precision": "fp9"})",
-       StatusCode::kInvalidArgument, "precision"},
+      {R"({"model": "70b", "workload": "infer", "precision": "fp9"})", StatusCode::kInvalidArgument,
+       "precision"},
       {R"({"model": "70b", "top": "5"})", StatusCode::kInvalidArgument, "top"},
       {R"({"model": "70b", "gpu": "H100 SXM", "precision": "fp8", "workload": "infer",
           "region": "NOWHERE"})",

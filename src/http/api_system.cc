@@ -95,8 +95,9 @@ void Health(ApiContext& api, bool writer_only, Responder respond) {
     store::WriterRecord writer = api.engine.writer();
     std::optional<std::string> address = WriterAddress(api.engine, writer);
     if (!writer_only) return respond(Healthy(HealthBody(api, false, writer, address), "standby"));
-    Response r = RetryShortly(address ? "this node is a standby; the writer is " + *address
-                                      : std::string("this node is a standby; no writer is known yet"));
+    Response r =
+        RetryShortly(address ? "this node is a standby; the writer is " + *address
+                             : std::string("this node is a standby; no writer is known yet"));
     r.headers.emplace_back("X-Gpuhub-Role", "standby");
     return respond(std::move(r));
   }
@@ -106,18 +107,18 @@ void Health(ApiContext& api, bool writer_only, Responder respond) {
     return respond(WriterHealthy(api));
   }
   ApiContext* context = &api;
-  api.engine.Execute<int>([](engine::Txn&) -> Result<int> { return 0; },
-                          [respond, context](Result<int> r) {
-                            if (!r.ok()) return respond(Response::Error(r.status()));
-                            const engine::Engine& engine = context->engine;
-                            if (engine.role() == engine::EngineRole::kWriter) {
-                              return respond(WriterHealthy(*context));
-                            }
-                            store::WriterRecord writer = engine.writer();
-                            respond(Healthy(HealthBody(*context, false, writer,
-                                                       WriterAddress(engine, writer)),
-                                            "standby"));
-                          });
+  api.engine.Execute<int>(
+      [](engine::Txn&) -> Result<int> { return 0; },
+      [respond, context](Result<int> r) {
+        if (!r.ok()) return respond(Response::Error(r.status()));
+        const engine::Engine& engine = context->engine;
+        if (engine.role() == engine::EngineRole::kWriter) {
+          return respond(WriterHealthy(*context));
+        }
+        store::WriterRecord writer = engine.writer();
+        respond(
+            Healthy(HealthBody(*context, false, writer, WriterAddress(engine, writer)), "standby"));
+      });
 }
 
 bool SameSecret(const std::string& offered, const std::string& expected) {

@@ -173,9 +173,9 @@ struct Server::Impl {
         std::min(static_cast<std::size_t>(options.connections_reserved_for_new_addresses),
                  options.max_connections - 1);
     if (!options.shutdown_grace_seconds) options.shutdown_grace_seconds = kShutdownGraceSeconds;
-    timer_tick = std::chrono::seconds(std::max(
-        1, std::min({options.header_timeout_seconds, options.read_timeout_seconds,
-                     kWriteTimeoutSeconds})));
+    timer_tick = std::chrono::seconds(
+        std::max(1, std::min({options.header_timeout_seconds, options.read_timeout_seconds,
+                              kWriteTimeoutSeconds})));
     if (options.io_threads < 1) options.io_threads = 1;
     m.Gauge("gpuhub_http_open_connections", "Open HTTP connections",
             [this] { return static_cast<double>(connections.load()); });
@@ -452,13 +452,13 @@ class Connection : public std::enable_shared_from_this<Connection> {
     // Idle until the next request's first bytes: they are read here (waiting for readiness and
     // then reading was two passes through the scheduler per request).
     auto self = shared_from_this();
-    stream_.async_read_some(
-        buffer_.prepare(beast::read_size(buffer_, kIdleReadBytes)),
-        [self](beast::error_code ec, std::size_t bytes) {
-          if (ec || self->timed_out_) return self->Close();  // idle for the read timeout, or gone
-          self->buffer_.commit(bytes);
-          self->ReadHeaderNow();
-        });
+    stream_.async_read_some(buffer_.prepare(beast::read_size(buffer_, kIdleReadBytes)),
+                            [self](beast::error_code ec, std::size_t bytes) {
+                              if (ec || self->timed_out_)
+                                return self->Close();  // idle for the read timeout, or gone
+                              self->buffer_.commit(bytes);
+                              self->ReadHeaderNow();
+                            });
   }
 
   void ReadHeaderNow() {

@@ -635,9 +635,8 @@ TEST_F(ServerTest, AnswersAreWrittenByteForByte) {
     r.headers.emplace_back("ETag", "\"1\"");
     respond(std::move(r));
   });
-  router_.Add("GET", "/same", [](const Request&, Responder respond) {
-    respond(Response::Json(304, ""));
-  });
+  router_.Add("GET", "/same",
+              [](const Request&, Responder respond) { respond(Response::Json(304, "")); });
   router_.Add("GET", "/text", [](const Request&, Responder respond) {
     Response r = Response::Json(404, "no");
     r.content_type = "text/plain; charset=utf-8";
@@ -685,6 +684,48 @@ TEST_F(ServerTest, AnswersAreWrittenByteForByte) {
   EXPECT_EQ(Exchange(fd, "GET /ok HTTP/1.1\r\nHost: x\r\n" + id + "\r\n"),
             "HTTP/1.1 200 OK\r\nServer: gpuhub\r\nContent-Type: application/json\r\n"
             "X-Content-Type-Options: nosniff\r\nX-Request-Id: t-1\r\nContent-Length: 2\r\n\r\n{}");
+  ::close(fd);
+}
+
+// Requests that arrive together in one write (pipelined) or in pieces (a header cut anywhere, a
+// body after a pause) are each answered once, in order, on the same connection: the server
+// parses what is already in its buffer before it reads again.
+TEST_F(ServerTest, PipelinedAndSplitRequestsAreEachAnsweredOnceInOrder) {
+  router_.Add("GET", "/a",
+              [](const Request&, Responder respond) { respond(Response::Json(200, "\"a\"")); });
+  router_.Add("POST", "/echo",
+              [](const Request& r, Responder respond) { respond(Response::Json(200, r.body)); });
+  Start();
+  const int port = server_->port();
+  const std::string post =
+      "POST /echo HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+      "Content-Length: 9\r\n\r\n{\"n\":123}";
+  std::string all = RoundTrip(port, "GET /a HTTP/1.1\r\nHost: x\r\n\r\n" + post +
+                                        "GET /a HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n");
+  auto first = all.find("\r\n\r\n\"a\"");
+  auto second = all.find("\r\n\r\n{\"n\":123}");
+  auto third = all.rfind("\r\n\r\n\"a\"");
+  EXPECT_NE(first, std::string::npos) << all;
+  EXPECT_NE(second, std::string::npos) << all;
+  EXPECT_LT(first, second) << all;
+  EXPECT_LT(second, third) << all;
+  std::size_t answers = 0;
+  for (auto at = all.find("HTTP/1.1 200"); at != std::string::npos;
+       at = all.find("HTTP/1.1 200", at + 1)) {
+    ++answers;
+  }
+  EXPECT_EQ(answers, 3u) << all;
+  // One request in three pieces on a kept-alive connection, after a first one.
+  int fd = ConnectFrom(port, "127.0.0.1");
+  ASSERT_GE(fd, 0);
+  EXPECT_NE(Exchange(fd, post).find("{\"n\":123}"), std::string::npos);
+  ASSERT_TRUE(SendAll(fd, post.substr(0, 7)));
+  std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  ASSERT_TRUE(SendAll(fd, post.substr(7, post.size() - 12)));
+  std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  std::string answer = Exchange(fd, post.substr(post.size() - 5));
+  EXPECT_EQ(answer.rfind("HTTP/1.1 200", 0), 0u) << answer;
+  EXPECT_NE(answer.find("\r\n\r\n{\"n\":123}"), std::string::npos) << answer;
   ::close(fd);
 }
 
