@@ -5,7 +5,8 @@
 # bids, ORDERS/9 trades and ended leases, their ledger transfers), then `gpuhub serve` on it: the
 # seconds from exec to "listening on", and the resident memory (VmRSS) and its peak (VmHWM) once
 # it listens. GPUHUB_BENCH_PG_URL=postgresql://... (a scratch database: tables are created if
-# missing, nothing is truncated) measures PostgreSQL instead, one size per run.
+# missing, nothing is truncated) measures PostgreSQL instead, one size per run. The last columns are
+# the load times of the domains that hold history (the server's event=domain_loaded log lines).
 set -euo pipefail
 build_dir=${1:-build}
 shift || true
@@ -24,7 +25,8 @@ cleanup() {
 }
 trap cleanup EXIT
 echo "load average before: $(cut -d' ' -f1-3 /proc/loadavg) on $(nproc) cores"
-printf '%10s %10s %12s %10s %10s %10s\n' orders db_MiB startup_s rss_MiB peak_MiB gen_s
+printf '%10s %10s %12s %10s %10s %10s %11s %10s %11s\n' orders db_MiB startup_s rss_MiB peak_MiB gen_s \
+  wallets_ms market_ms billing_ms
 for n in "${sizes[@]}"; do
   if [ -n "${GPUHUB_BENCH_PG_URL:-}" ]; then
     db=$GPUHUB_BENCH_PG_URL
@@ -42,7 +44,7 @@ for n in "${sizes[@]}"; do
   # The previous size's "listening on" must not be what the wait below finds.
   rm -f "$work/out"
   t0=$(date +%s.%N)
-  GPUHUB_LOG_LEVEL=warn "$bin" serve --listen 127.0.0.1:0 --db "$db" >"$work/out" 2>"$work/log" &
+  GPUHUB_LOG_LEVEL=info "$bin" serve --listen 127.0.0.1:0 --db "$db" >"$work/out" 2>"$work/log" &
   server=$!
   for _ in $(seq 1 6000); do
     grep -q "listening on" "$work/out" 2>/dev/null && break
@@ -53,5 +55,8 @@ for n in "${sizes[@]}"; do
   rss=$(awk '/^VmRSS/ { printf "%.0f", $2 / 1024 }' "/proc/$server/status")
   peak=$(awk '/^VmHWM/ { printf "%.0f", $2 / 1024 }' "/proc/$server/status")
   kill "$server"; wait "$server" 2>/dev/null || true; server=""
-  printf '%10s %10s %12s %10s %10s %10s\n' "$n" "$db_mib" "$startup" "$rss" "$peak" "$gen_s"
+  loaded() { grep -o "event=domain_loaded domain=$1 ms=[0-9.]*" "$work/out" "$work/log" 2>/dev/null |
+    head -1 | sed 's/.*ms=//'; }
+  printf '%10s %10s %12s %10s %10s %10s %11s %10s %11s\n' "$n" "$db_mib" "$startup" "$rss" "$peak" \
+    "$gen_s" "$(loaded wallets)" "$(loaded market)" "$(loaded billing)"
 done
