@@ -2,7 +2,10 @@
 // PostgreSQL with GPUHUB_TEST_PG_URL and --pg), many keep-alive HTTP clients placing bids (GTC
 // that rest, IOC that trade against the asks on the book or are cancelled) and cancelling their
 // resting bids. Every 2xx answer was committed to the database before it was sent (group commit),
-// so this is durable throughput. Prints orders/s and latency percentiles per request.
+// so this is durable throughput. Prints orders/s and latency percentiles per request, and where
+// the engine's single writer spent the run (from its /metrics, before and after): batches
+// (one store transaction, one commit and its fsync each), commands and rows per batch, and the
+// time inside commits.
 //
 //   market_api_bench [--seconds N] [--clients N] [--pg]
 #include <algorithm>
@@ -19,6 +22,32 @@
 #include "harness.h"
 
 using namespace gpuhub::testing;
+
+namespace {
+
+// The value of an unlabelled series in Prometheus text ("name value"); 0 when absent.
+double Metric(const std::string& text, const std::string& name) {
+  std::size_t at = 0;
+  while ((at = text.find(name + " ", at)) != std::string::npos) {
+    if (at == 0 || text[at - 1] == '\n') return std::atof(text.c_str() + at + name.size() + 1);
+    at += name.size();
+  }
+  return 0;
+}
+
+struct WriterFigures {
+  double batches = 0, commands = 0, rows = 0, commit_seconds = 0;
+};
+
+WriterFigures ReadWriterFigures(HttpClient& client) {
+  std::string text = client.Call("GET", "/metrics").body;
+  return {Metric(text, "gpuhub_engine_batch_commands_count"),
+          Metric(text, "gpuhub_engine_batch_commands_sum"),
+          Metric(text, "gpuhub_engine_batch_rows_sum"),
+          Metric(text, "gpuhub_engine_commit_seconds_sum")};
+}
+
+}  // namespace
 
 int main(int argc, char** argv) {
   int seconds = 10, clients = 16;
@@ -81,6 +110,7 @@ int main(int argc, char** argv) {
   std::mutex m;
   std::vector<double> latencies_us;
   std::vector<std::thread> threads;
+  WriterFigures before = ReadWriterFigures(setup);
   auto started = std::chrono::steady_clock::now();
   for (int c = 0; c < clients; ++c) {
     threads.emplace_back([&, c] {
@@ -138,6 +168,15 @@ int main(int argc, char** argv) {
                      latencies_us.size() - 1,
                      static_cast<std::size_t>(q * static_cast<double>(latencies_us.size())))];
   };
+  WriterFigures after = ReadWriterFigures(setup);
+  double batches = after.batches - before.batches;
+  double commit_seconds = after.commit_seconds - before.commit_seconds;
+  std::printf(
+      "writer: %.0f batches (%.0f/s; one transaction and commit each), %.1f commands and %.1f rows "
+      "per batch, %.2f ms per commit, %.0f%% of the run inside commits\n",
+      batches, batches / elapsed, batches > 0 ? (after.commands - before.commands) / batches : 0.0,
+      batches > 0 ? (after.rows - before.rows) / batches : 0.0,
+      batches > 0 ? 1000 * commit_seconds / batches : 0.0, 100 * commit_seconds / elapsed);
   auto check = setup.Call("GET", "/v1/admin/market", nullptr, admin);
   std::printf(
       "durable orders through the API (%s, %d clients, %.1f s): %lld orders+cancels acknowledged "
