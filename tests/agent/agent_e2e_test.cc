@@ -53,11 +53,6 @@ class AgentE2eTest : public ServerFixture {
   std::string User(const std::string& name, const std::vector<std::string>& roles) {
     return SignUpAndLogIn(*client_, name, kPassword, roles);
   }
-  json Get(const std::string& path, const std::string& token) {
-    auto r = client_->Call("GET", path, nullptr, token);
-    EXPECT_EQ(r.status, 200) << path << ": " << r.body;
-    return r.Json();
-  }
   // Moves the server's clock, then waits for the agent's next heartbeat at the new time.
   void AdvanceAndWaitForHeartbeat(long long seconds) {
     Advance(seconds);

@@ -11,26 +11,13 @@
 namespace gpuhub::testing {
 namespace {
 
-constexpr const char* kPassword = "correct horse battery staple";
+constexpr const char* kPassword = kFixturePassword;
 
 // `days` from now; far enough in a manual clock's future too (it starts at the real time).
 std::string Later(int days) { return UtcTimeFromNow(std::chrono::hours(24 * days)); }
 
 class MarketApiTest : public ServerFixture {
  protected:
-  std::string User(const std::string& name, const std::vector<std::string>& roles) {
-    auto r = client_->Call("POST", "/v1/accounts",
-                           {{"username", name}, {"password", kPassword}, {"roles", roles}});
-    EXPECT_EQ(r.status, 201) << r.body;
-    std::string token = LogIn(*client_, name, kPassword);
-    EXPECT_TRUE(SetBillingCountry(*client_, token, "US"));  // a buyer needs one; US: no tax
-    return token;
-  }
-  json Get(const std::string& path, const std::string& token = "") {
-    auto r = client_->Call("GET", path, nullptr, token);
-    EXPECT_EQ(r.status, 200) << path << ": " << r.body;
-    return r.Json();
-  }
   std::string Available(const std::string& token, const char* currency = "USD") {
     json wallets = Get("/v1/wallets", token);  // kept alive: the loop walks into it
     for (const auto& w : wallets["wallets"]) {

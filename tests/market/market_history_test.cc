@@ -15,25 +15,10 @@
 namespace gpuhub::testing {
 namespace {
 
-constexpr const char* kPassword = "correct horse battery staple";
-
 std::string Later(int days) { return UtcTimeFromNow(std::chrono::hours(24 * days)); }
 
 class MarketHistoryTest : public ServerFixture {
  protected:
-  std::string User(const std::string& name, const std::vector<std::string>& roles) {
-    auto r = client_->Call("POST", "/v1/accounts",
-                           {{"username", name}, {"password", kPassword}, {"roles", roles}});
-    EXPECT_EQ(r.status, 201) << r.body;
-    std::string token = LogIn(*client_, name, kPassword);
-    EXPECT_TRUE(SetBillingCountry(*client_, token, "US"));
-    return token;
-  }
-  json Get(const std::string& path, const std::string& token = "") {
-    auto r = client_->Call("GET", path, nullptr, token);
-    EXPECT_EQ(r.status, 200) << path << ": " << r.body;
-    return r.Json();
-  }
   long long Machine(const std::string& provider) {
     auto m = client_->Call("POST", "/v1/machines",
                            {{"gpu", "H100 SXM"},

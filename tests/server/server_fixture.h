@@ -13,6 +13,9 @@
 
 namespace gpuhub::testing {
 
+// The password of every account User() makes.
+inline constexpr const char* kFixturePassword = "correct horse battery staple";
+
 class ServerFixture : public ::testing::TestWithParam<std::string> {
  protected:
   void SetUp() override {
@@ -46,6 +49,20 @@ class ServerFixture : public ::testing::TestWithParam<std::string> {
         {{"username", user}, {"amount", amount}, {"currency", currency}, {"reason", "test funds"}},
         admin_);
     ASSERT_EQ(r.status, 201) << r.body;
+  }
+  // A new account with `roles`, signed in (its bearer token), billing country US: a buyer needs
+  // one, and US charges no tax, so the figures stay net.
+  std::string User(const std::string& name, const std::vector<std::string>& roles) {
+    std::string token = SignUpAndLogIn(*client_, name, kFixturePassword, roles);
+    EXPECT_FALSE(token.empty()) << "sign-up of " << name;
+    EXPECT_TRUE(SetBillingCountry(*client_, token, "US"));
+    return token;
+  }
+  // GET `path` as `token`; anything but 200 fails the test (with the body).
+  json Get(const std::string& path, const std::string& token = "") {
+    auto r = client_->Call("GET", path, nullptr, token);
+    EXPECT_EQ(r.status, 200) << path << ": " << r.body;
+    return r.Json();
   }
   // Moves the manual clock (the time-driven work runs at once).
   void Advance(long long seconds) {
