@@ -129,9 +129,19 @@ Handler ClosedIs409(ApiContext& api, std::uint32_t roles, const char* what, Clos
       });
     };
     RunAuthenticated(api, r, std::move(check), roles,
-                     [caller, id = *id, action](Txn& txn, const User& me) {
+                     [caller, id = *id, action](Txn& txn, const User& me) -> Result<Reply> {
                        *caller = me;
-                       return action(txn, me, id);
+                       auto reply = action(txn, me, id);
+                       if (reply.ok() || reply.status().code() != StatusCode::kNotFound) {
+                         return reply;
+                       }
+                       // Not kept under the Idempotency-Key: the 404 may become a 409 after the
+                       // store lookup, and a retry with the same key must get that 409 again (a
+                       // replay would skip the lookup and answer the bare 404).
+                       Reply not_found{404, nullptr, /*replayable=*/false};
+                       not_found.serialized = ErrorBody("not_found", reply.status().message(),
+                                                        reply.status().field());
+                       return not_found;
                      });
   };
 }
