@@ -4,6 +4,9 @@
 //   BM_IssueStatements/accounts the engine's month-end tick on SQLite (synchronous=FULL): one
 //                               statement per account, numbered and committed in one transaction
 //                               (items/s = statements per second)
+//   BM_RecordNewLeaseHour/leases one command recording the first hour of a new lease for an
+//                               account that already ran `leases` leases this month (the engine's
+//                               writer, no database: bench/null_store.h); flat in `leases`
 //   BM_RenderPdf/lines          libharu, DejaVu Sans embedded (what GET /v1/invoices/N.pdf does)
 //   BM_RenderHtml/lines         the printable page
 #include <benchmark/benchmark.h>
@@ -13,6 +16,7 @@
 
 #include <filesystem>
 
+#include "../null_store.h"
 #include "billing/statement.h"
 #include "documents/render.h"
 #include "engine/accounts.h"
@@ -122,6 +126,48 @@ void BM_IssueStatements(benchmark::State& state) {
 }
 // Real time: the work happens on the engine's writer thread, not the benchmark's.
 BENCHMARK(BM_IssueStatements)->Arg(1)->Arg(100)->Arg(500)->UseRealTime()->Unit(benchmark::kMillisecond);
+
+void BM_RecordNewLeaseHour(benchmark::State& state) {
+  const std::int64_t leases = state.range(0);
+  ManualClock clock(kNov + 10 * kMicrosPerDay);
+  engine::MetricsRegistry metrics;
+  engine::EngineOptions options;
+  options.run_periodic_ticks = false;
+  engine::Engine e(std::make_unique<bench::NullStore>(), clock, metrics, options);
+  if (!e.Start().ok()) return state.SkipWithError("start");
+  auto hour = [](std::int64_t lease, std::int64_t user) {
+    return market::HourCharge{lease, user, 1, kNov + (lease % 200) * kMicrosPerHour, "H100 SXM", 2,
+                              2'885'000, 5'770'000, 190'000, 1'096'300};
+  };
+  auto user = e.ExecuteSync<std::int64_t>([&](engine::Txn& txn) -> Result<std::int64_t> {
+    GPUHUB_ASSIGN_OR_RETURN(auto u, engine::CreateUser(txn, "u", "h", engine::kRoleCustomer));
+    GPUHUB_RETURN_IF_ERROR(engine::SetBillingProfile(txn, u.id, {"DE", "", "", "Berlin"}).status());
+    std::vector<market::HourCharge> hours;
+    for (std::int64_t lease = 1; lease <= leases; ++lease) hours.push_back(hour(lease, u.id));
+    engine::RecordSpotHours(txn, hours);
+    txn.writes.Clear();
+    return u.id;
+  });
+  if (!user.ok()) return state.SkipWithError(user.status().ToString().c_str());
+  std::int64_t next = leases;
+  for (auto _ : state) {
+    auto r = e.ExecuteSync<int>([&](engine::Txn& txn) -> Result<int> {
+      engine::RecordSpotHours(txn, {hour(++next, *user)});
+      return 0;
+    });
+    if (!r.ok()) return state.SkipWithError(r.status().ToString().c_str());
+  }
+  e.Stop();
+  state.SetItemsProcessed(state.iterations());
+}
+// Real time: the work happens on the engine's writer thread. A fixed count: one setup per size.
+BENCHMARK(BM_RecordNewLeaseHour)
+    ->Arg(1'000)
+    ->Arg(10'000)
+    ->Arg(100'000)
+    ->Iterations(2'000)
+    ->UseRealTime()
+    ->Unit(benchmark::kMicrosecond);
 
 void BM_RenderPdf(benchmark::State& state) {
   billing::Document doc = Statement(static_cast<int>(state.range(0)));

@@ -8,6 +8,7 @@
 
 #include "billing/countries.h"
 #include "engine/accounts.h"
+#include "engine/billing_rows.h"
 #include "engine/limits.h"
 #include "engine/market.h"
 #include "engine/rental_billing.h"
@@ -26,6 +27,18 @@ using ledger::TransferRequest;
 BillingState& B(Txn& txn) { return *txn.state.billing; }
 
 std::int64_t Flag(bool b) { return b ? 1 : 0; }
+
+// BillingState::open_usage keeps each account-month's rows in lease order (lease ids grow, so a
+// new lease appends): an hour finds its row by binary search however many leases the account ran
+// that month (a linear search made each new lease cost as much as all the month's leases before).
+struct ByLease {
+  bool operator()(const billing::SpotUsage& u, std::int64_t lease) const {
+    return u.lease_id < lease;
+  }
+  bool operator()(std::int64_t lease, const billing::SpotUsage& u) const {
+    return lease < u.lease_id;
+  }
+};
 
 void WriteAccount(Txn& txn, std::int64_t user_id, const AccountBilling& a) {
   txn.writes.Upsert("billing_profiles",
@@ -351,7 +364,7 @@ Result<billing::RatePeriod> CloseTaxRate(Txn& txn, std::int64_t admin_id,
 void RecordSpotHours(Txn& txn, const std::vector<market::HourCharge>& hours) {
   if (hours.empty()) return;
   BillingState& b = B(txn);
-  std::set<std::tuple<TimestampMicros, std::int64_t, std::size_t>> touched;
+  std::set<std::tuple<TimestampMicros, std::int64_t, std::int64_t>> touched;
   for (const market::HourCharge& c : hours) {
     billing::SpotHour h;
     h.lease_id = c.lease_id;
@@ -366,18 +379,23 @@ void RecordSpotHours(Txn& txn, const std::vector<market::HourCharge>& hours) {
     GPUHUB_CHECK((h.tax.reverse_charge ? 0 : h.tax.rate_ppm) == c.rate_ppm);
     const TimestampMicros month = billing::MonthOf(c.at).start;
     std::vector<billing::SpotUsage>& rows = b.open_usage[{month, c.customer_id}];
-    std::size_t i = 0;
-    while (i < rows.size() && !billing::SameTreatment(rows[i], h)) ++i;
-    if (i == rows.size()) {
-      rows.push_back(billing::UsageOf(h));
+    auto [first, last] = std::equal_range(rows.begin(), rows.end(), c.lease_id, ByLease{});
+    auto row = std::find_if(first, last, [&](const billing::SpotUsage& u) {
+      return billing::SameTreatment(u, h);
+    });
+    if (row == last) {
+      rows.insert(last, billing::UsageOf(h));  // the end, but for a lease older than the newest
     } else {
-      Status added = billing::AddHour(rows[i], h);
+      Status added = billing::AddHour(*row, h);
       GPUHUB_CHECK_MSG(added.ok(), added.message().c_str());
     }
-    touched.insert({month, c.customer_id, i});
+    touched.insert({month, c.customer_id, c.lease_id});
   }
-  for (const auto& [month, user, i] : touched) {
-    WriteUsage(txn, user, month, b.open_usage.at({month, user})[i], 0);
+  // Every row of a touched lease (one, or one per treatment after a rate change mid-lease).
+  for (const auto& [month, user, lease] : touched) {
+    const std::vector<billing::SpotUsage>& rows = b.open_usage.at({month, user});
+    auto [first, last] = std::equal_range(rows.begin(), rows.end(), lease, ByLease{});
+    for (auto row = first; row != last; ++row) WriteUsage(txn, user, month, *row, 0);
   }
 }
 
@@ -558,6 +576,14 @@ Status CheckBillingInvariants(const State& state) {
     }
   }
   if (credited.size() != b.credited.size()) return fail("credited totals of unknown invoices");
+  for (const auto& [key, rows] : b.open_usage) {
+    auto unordered = std::adjacent_find(rows.begin(), rows.end(), [](const auto& a, const auto& n) {
+      return a.lease_id > n.lease_id;
+    });
+    if (unordered != rows.end()) {
+      return fail("open usage of account " + std::to_string(key.second) + " is out of lease order");
+    }
+  }
   return CheckRentalDocuments(state);
 }
 
@@ -709,32 +735,39 @@ Status LoadBilling(store::Store& store, const billing::Party& seller, BillingSta
     }
   }
   GPUHUB_RETURN_IF_ERROR(state.numbers.CheckGapless());
-  return store.Scan(
-      "spot_usage",
-      {"user_id", "month_start_us", "lease_id", "tax_country", "rate_ppm", "reverse_charge", "gpu",
-       "gpus", "price_micros", "hours", "net_micros", "tax_micros", "first_hour_at_us",
-       "last_hour_at_us", "document_id"},
-      "month_start_us, user_id, lease_id, first_hour_at_us", [&](const store::Row& row) -> Status {
-        GPUHUB_ASSIGN_OR_RETURN(std::int64_t document, row.Int(14));
-        if (document != 0) return Status::Ok();  // on its statement already
-        billing::SpotUsage u;
-        GPUHUB_ASSIGN_OR_RETURN(std::int64_t user, row.Int(0));
-        GPUHUB_ASSIGN_OR_RETURN(TimestampMicros month, row.Int(1));
-        GPUHUB_ASSIGN_OR_RETURN(u.lease_id, row.Int(2));
-        GPUHUB_ASSIGN_OR_RETURN(u.tax_country, row.Text(3));
-        GPUHUB_ASSIGN_OR_RETURN(u.rate_ppm, row.Int(4));
-        GPUHUB_ASSIGN_OR_RETURN(u.reverse_charge, row.IntAs<bool>(5));
-        GPUHUB_ASSIGN_OR_RETURN(u.gpu, row.Text(6));
-        GPUHUB_ASSIGN_OR_RETURN(u.gpus, row.Int(7));
-        GPUHUB_ASSIGN_OR_RETURN(u.price_micros, row.Int(8));
-        GPUHUB_ASSIGN_OR_RETURN(u.hours, row.Int(9));
-        GPUHUB_ASSIGN_OR_RETURN(u.net_micros, row.Int(10));
-        GPUHUB_ASSIGN_OR_RETURN(u.tax_micros, row.Int(11));
-        GPUHUB_ASSIGN_OR_RETURN(u.first_hour_at, row.Int(12));
-        GPUHUB_ASSIGN_OR_RETURN(u.last_hour_at, row.Int(13));
-        state.open_usage[{month, user}].push_back(std::move(u));
-        return Status::Ok();
-      });
+  // Only the rows not on a statement yet: those on one are the statement's lines (loaded above).
+  return store.Query(OpenSpotUsageSelect(), [&](const store::Row& row) -> Status {
+    billing::SpotUsage u;
+    GPUHUB_ASSIGN_OR_RETURN(std::int64_t user, row.Int(0));
+    GPUHUB_ASSIGN_OR_RETURN(TimestampMicros month, row.Int(1));
+    GPUHUB_ASSIGN_OR_RETURN(u.lease_id, row.Int(2));
+    GPUHUB_ASSIGN_OR_RETURN(u.tax_country, row.Text(3));
+    GPUHUB_ASSIGN_OR_RETURN(u.rate_ppm, row.Int(4));
+    GPUHUB_ASSIGN_OR_RETURN(u.reverse_charge, row.IntAs<bool>(5));
+    GPUHUB_ASSIGN_OR_RETURN(u.gpu, row.Text(6));
+    GPUHUB_ASSIGN_OR_RETURN(u.gpus, row.Int(7));
+    GPUHUB_ASSIGN_OR_RETURN(u.price_micros, row.Int(8));
+    GPUHUB_ASSIGN_OR_RETURN(u.hours, row.Int(9));
+    GPUHUB_ASSIGN_OR_RETURN(u.net_micros, row.Int(10));
+    GPUHUB_ASSIGN_OR_RETURN(u.tax_micros, row.Int(11));
+    GPUHUB_ASSIGN_OR_RETURN(u.first_hour_at, row.Int(12));
+    GPUHUB_ASSIGN_OR_RETURN(u.last_hour_at, row.Int(13));
+    // In lease order, as the engine keeps them (the query's order).
+    state.open_usage[{month, user}].push_back(std::move(u));
+    return Status::Ok();
+  });
+}
+
+store::Select OpenSpotUsageSelect() {
+  store::Select select;
+  select.table = "spot_usage";
+  select.columns = {"user_id",          "month_start_us", "lease_id",   "tax_country",
+                    "rate_ppm",         "reverse_charge", "gpu",        "gpus",
+                    "price_micros",     "hours",          "net_micros", "tax_micros",
+                    "first_hour_at_us", "last_hour_at_us"};
+  select.where = {{"document_id", store::Condition::Op::kEq, std::int64_t{0}}};
+  select.order_by = "month_start_us, user_id, lease_id, first_hour_at_us";
+  return select;
 }
 
 }  // namespace gpuhub::engine

@@ -718,6 +718,14 @@ DROP INDEX market_leases_by_customer;
 DROP INDEX market_leases_by_provider;
 DROP INDEX market_payouts_by_provider;
 )sql"},
+      // Billing's start-up reads only the spot usage not yet on a statement (document_id 0), in
+      // the order the engine keeps it, from this index: no full scan of a table that keeps every
+      // lease-month ever billed, and no sort (issue 15).
+      {15, "spot_usage_open",
+       R"sql(
+CREATE INDEX spot_usage_by_document_id
+  ON spot_usage (document_id, month_start_us, user_id, lease_id, first_hour_at_us);
+)sql"},
   };
   return migrations;
 }
