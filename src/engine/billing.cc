@@ -736,6 +736,14 @@ Status LoadBilling(store::Store& store, const billing::Party& seller, BillingSta
   }
   GPUHUB_RETURN_IF_ERROR(state.numbers.CheckGapless());
   // Only the rows not on a statement yet: those on one are the statement's lines (loaded above).
+  GPUHUB_RETURN_IF_ERROR(
+      store.Query(OpenSpotUsageCountSelect(), [&](const store::Row& row) -> Status {
+        GPUHUB_ASSIGN_OR_RETURN(TimestampMicros month, row.Int(0));
+        GPUHUB_ASSIGN_OR_RETURN(std::int64_t user, row.Int(1));
+        GPUHUB_ASSIGN_OR_RETURN(std::int64_t rows, row.Int(2));
+        state.open_usage[{month, user}].reserve(static_cast<std::size_t>(rows));
+        return Status::Ok();
+      }));
   return store.Query(OpenSpotUsageSelect(), [&](const store::Row& row) -> Status {
     billing::SpotUsage u;
     GPUHUB_ASSIGN_OR_RETURN(std::int64_t user, row.Int(0));
@@ -767,6 +775,15 @@ store::Select OpenSpotUsageSelect() {
                     "first_hour_at_us", "last_hour_at_us"};
   select.where = {{"document_id", store::Condition::Op::kEq, std::int64_t{0}}};
   select.order_by = "month_start_us, user_id, lease_id, first_hour_at_us";
+  return select;
+}
+
+store::Select OpenSpotUsageCountSelect() {
+  store::Select select;
+  select.table = "spot_usage";
+  select.columns = {"month_start_us", "user_id", "count(*)"};
+  select.where = {{"document_id", store::Condition::Op::kEq, std::int64_t{0}}};
+  select.group_by = {"month_start_us", "user_id"};
   return select;
 }
 

@@ -124,18 +124,30 @@ TEST_P(SpotUsagePlanTest, StartUpReadsOnlyOpenUsageThroughTheIndexInItsOrder) {
 
   const store::Select select = OpenSpotUsageSelect();
   store::ReadPool pool(url, 1);
-  auto plan = pool.ExplainPlan(select);
-  ASSERT_TRUE(plan.ok()) << plan.status().ToString();
-  const std::string text = Joined(*plan);
-  EXPECT_NE(text.find("spot_usage_by_document_id"), std::string::npos) << text;
-  if (GetParam() == "sqlite") {
-    // "SCAN t" is a full scan (of the table or of a whole index); a sort needs a temp b-tree.
-    EXPECT_EQ(text.find("SCAN "), std::string::npos) << text;
-    EXPECT_EQ(text.find("TEMP B-TREE"), std::string::npos) << text;
-  } else {
-    EXPECT_EQ(text.find("Seq Scan"), std::string::npos) << text;
-    EXPECT_EQ(text.find("Sort"), std::string::npos) << text;
+  // Both start-up reads (the counts, then the rows) use the index and sort nothing.
+  for (const store::Select& read : {OpenSpotUsageCountSelect(), select}) {
+    auto plan = pool.ExplainPlan(read);
+    ASSERT_TRUE(plan.ok()) << plan.status().ToString();
+    const std::string text = Joined(*plan);
+    EXPECT_NE(text.find("spot_usage_by_document_id"), std::string::npos) << text;
+    if (GetParam() == "sqlite") {
+      // "SCAN t" is a full scan (of the table or of a whole index); a sort needs a temp b-tree.
+      EXPECT_EQ(text.find("SCAN "), std::string::npos) << text;
+      EXPECT_EQ(text.find("TEMP B-TREE"), std::string::npos) << text;
+    } else {
+      EXPECT_EQ(text.find("Seq Scan"), std::string::npos) << text;
+      EXPECT_EQ(text.find("Sort"), std::string::npos) << text;
+    }
   }
+  std::map<std::pair<std::int64_t, std::int64_t>, std::int64_t> counts;
+  ASSERT_TRUE(pool.Query(OpenSpotUsageCountSelect(),
+                         [&](const store::Row& row) -> Status {
+                           counts[{row.Int(0).value(), row.Int(1).value()}] = row.Int(2).value();
+                           return Status::Ok();
+                         })
+                  .ok());
+  ASSERT_EQ(counts.size(), static_cast<std::size_t>(kOpenUsers));
+  for (const auto& [key, n] : counts) EXPECT_EQ(n, kLeasesPerUserMonth) << "user " << key.second;
 
   // What it reads: the open rows only, by month, user, lease and first hour.
   std::vector<std::tuple<std::int64_t, std::int64_t, std::int64_t>> read, sorted;
