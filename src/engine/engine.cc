@@ -7,6 +7,7 @@
 #include <chrono>
 
 #include "engine/limits.h"
+#include "engine/wallets.h"
 
 namespace gpuhub::engine {
 namespace {
@@ -417,6 +418,8 @@ bool Engine::ApplyBatch(std::deque<Command>& batch) {
       writes.Truncate(mark);
     }
   }
+  // The ledger totals the batch's commands changed commit with the transfers that changed them.
+  PersistChangedAccounts(*state_, writes);
   Status commit;
   if (!writes.empty()) {
     auto started = std::chrono::steady_clock::now();
@@ -428,6 +431,8 @@ bool Engine::ApplyBatch(std::deque<Command>& batch) {
   }
   batch_commands_.Observe(static_cast<double>(batch.size()));
   if (commit.ok()) {
+    // Durable now: what is beyond the ledger's window may leave memory (the store answers for it).
+    ForgetDurableTransfers(*state_, options_.domains.ledger_transfers_in_memory);
     for (auto& command : batch) command.done(commit);
     return true;
   }

@@ -17,15 +17,16 @@ namespace {
 // Exchange::CheckSettlement, which walks the leases in memory.
 Status LeaseHoursChargedOnce(const market::Exchange& exchange, const ledger::Ledger& ledger) {
   const std::int64_t hours = exchange.lease_hours_sold();
-  std::set<std::string> seen;
+  // Ids are unique (the ledger in memory, the store's UNIQUE(id) for what it forgot), so counting
+  // legs is counting hours; the whole history is read, from the store for the forgotten part.
   std::map<std::int64_t, std::int64_t> credited;  // provider -> sum of its lease_hour legs
   std::int64_t legs = 0;
-  for (const auto& t : ledger.Transfers()) {
-    if (t.code != "lease_hour") continue;
-    if (!seen.insert(t.id).second) return Status::Internal("lease-hour leg twice: " + t.id);
+  GPUHUB_RETURN_IF_ERROR(ledger.ForEachTransfer([&](const ledger::Transfer& t) -> Status {
+    if (t.code != "lease_hour") return Status::Ok();
     ++legs;
     credited[t.credit.owner_id] += t.amount_micros;
-  }
+    return Status::Ok();
+  }));
   if (legs != hours) {
     return Status::Internal("the ledger holds " + std::to_string(legs) +
                             " lease-hour charges but the providers' totals count " +

@@ -10,6 +10,12 @@ namespace gpuhub::engine {
 
 // Commands applied and committed together in one store transaction (group commit).
 inline constexpr std::size_t kMaxCommandsPerBatch = 1024;
+
+// The ledger's window: the newest transfers kept in memory (beside the account totals and every
+// open hold); older ones are read from the store when asked for. ~300 bytes each, so ~30 MB
+// whatever the length of history. The window is trimmed back to this size once it has grown by a
+// fifth, after a commit (the trim walks every account's recent history).
+inline constexpr std::size_t kLedgerTransfersInMemory = 100'000;
 // Commands waiting for the writer; beyond this Submit answers unavailable (back-pressure instead
 // of unbounded memory).
 inline constexpr std::size_t kMaxQueuedCommands = 100'000;

@@ -6,6 +6,7 @@
 #include "engine/billing.h"
 #include "engine/engine_test_fixture.h"
 #include "engine/invariants.h"
+#include "engine/ledger_archive.h"
 #include "engine/market_rows.h"
 #include "engine/wallets.h"
 #include "store/read_pool.h"
@@ -133,6 +134,154 @@ TEST_F(EngineMarketTest, TradesLeasesAndHoursSurviveRestarts) {
   EXPECT_EQ(earnings.lease_hours, 3);
   EXPECT_EQ(earnings.gpu_hours, 6);
   EXPECT_EQ(earnings.available_micros, 3 * 5'184'000);
+  CheckAll();
+}
+
+// The ledger keeps a window of 8 transfers here (100,000 in production): lease hours, holds
+// placed and released, restarts. Balances, the invariants (whose audits read the forgotten part
+// back from the store), history pages and the persisted totals all agree with a full replay.
+TEST_F(EngineMarketTest, TheLedgerForgetsOldTransfersAndTheStoreAnswersForThem) {
+  auto open_small = [&] {
+    EngineOptions options;
+    options.domains.market.gpus = {"H100 SXM", "A100 SXM"};
+    options.domains.market.regions = {"DFW-1", "IAD-1"};
+    options.domains.ledger_transfers_in_memory = 8;
+    OpenEngine(options, AddMarketTickHooks);
+  };
+  open_small();
+  auto bid = Lease(200 * kUsd, {"H100 SXM", 8, "IAD-1", 64, 512, 2000}, 2'000'000, 1);
+  ASSERT_TRUE(bid.lease.has_value());
+  // Resting bids under the ask: each holds money (a pending transfer); every other one cancelled.
+  std::vector<market::OrderId> resting;
+  for (int i = 0; i < 12; ++i) {
+    auto placed = Run<market::BidResult>([&](Txn& txn) {
+      market::BidSpec spec;
+      spec.gpu = "A100 SXM";
+      spec.gpus = 1;
+      spec.limit_micros = 1'000'000 + i * 1'000;
+      spec.time_in_force = market::TimeInForce::kGtc;
+      return PlaceBid(txn, customer_, spec);
+    });
+    if (i % 2 == 0) {
+      Run<market::Bid>([&](Txn& txn) { return CancelBid(txn, customer_, placed.bid.id); });
+    } else {
+      resting.push_back(placed.bid.id);
+    }
+  }
+  for (int h = 0; h < 6; ++h) Advance(kMicrosPerHour);  // six more lease hours
+  const std::int64_t wallet = Wallet();
+  auto ledger_of = [&] {
+    return Run<ledger::Ledger>(
+        [](Txn& txn) -> Result<ledger::Ledger> { return txn.state.wallets->ledger; });
+  };
+  ledger::Ledger windowed = ledger_of();
+  EXPECT_GT(windowed.FirstSequence(), 10);
+  EXPECT_LT(windowed.Transfers().size(), 40u);
+  CheckAll();  // CheckHistory, settlement of every hour and lease_hours_once read the store
+
+  // Every row of the store replayed from scratch gives the same books.
+  auto store = OpenMigrated(url_);
+  std::vector<ledger::Transfer> rows;
+  ASSERT_TRUE(store
+                  ->Scan("ledger_transfers", TransferColumns(), "sequence",
+                         [&](const store::Row& row) -> Status {
+                           GPUHUB_ASSIGN_OR_RETURN(auto t, TransferFromRow(row));
+                           rows.push_back(t);
+                           return Status::Ok();
+                         })
+                  .ok());
+  auto whole = ledger::Ledger::Restore(rows, {});
+  ASSERT_TRUE(whole.ok()) << whole.status().ToString();
+  EXPECT_EQ(whole->Accounts(), windowed.Accounts());
+  // The stored state of each pending transfer is how it ended.
+  for (const auto& t : rows) {
+    if (t.kind == ledger::TransferKind::kPending) {
+      EXPECT_EQ(t.state, whole->FindTransfer(t.id)->state) << t.id;
+    }
+  }
+  // The persisted totals are the accounts'.
+  std::size_t stored_accounts = 0;
+  ASSERT_TRUE(store
+                  ->Scan("ledger_accounts", {"kind", "owner_id", "currency", "debits_posted",
+                                             "credits_posted", "debits_pending", "credits_pending"},
+                         "kind, owner_id, currency",
+                         [&](const store::Row& row) -> Status {
+                           ledger::AccountBalance b;
+                           GPUHUB_ASSIGN_OR_RETURN(b.key.kind,
+                                                   row.Parsed(0, ledger::ParseAccountKind));
+                           GPUHUB_ASSIGN_OR_RETURN(b.key.owner_id, row.Int(1));
+                           GPUHUB_ASSIGN_OR_RETURN(b.key.currency, row.Parsed(2, ParseCurrency));
+                           GPUHUB_ASSIGN_OR_RETURN(b.debits_posted, row.Int(3));
+                           GPUHUB_ASSIGN_OR_RETURN(b.credits_posted, row.Int(4));
+                           GPUHUB_ASSIGN_OR_RETURN(b.debits_pending, row.Int(5));
+                           GPUHUB_ASSIGN_OR_RETURN(b.credits_pending, row.Int(6));
+                           EXPECT_EQ(b, windowed.GetAccount(b.key).value())
+                               << ledger::AccountKeyName(b.key);
+                           ++stored_accounts;
+                           return Status::Ok();
+                         })
+                  .ok());
+  EXPECT_EQ(stored_accounts, windowed.Accounts().size());
+  store.reset();
+  // History pages through the window and on into the store, as the full replay lists them.
+  auto all_pages = [](const ledger::Ledger& l, std::int64_t owner) {
+    std::vector<std::string> ids;
+    std::int64_t cursor = 0;
+    do {
+      auto page = l.ListOwnerTransfers(owner, cursor, 5);
+      EXPECT_TRUE(page.ok()) << page.status().ToString();
+      if (!page.ok()) break;
+      for (const auto& t : page->transfers) {
+        ids.push_back(t.id + "/" + std::string(ledger::TransferStateName(t.state)));
+      }
+      cursor = page->next_before_sequence;
+    } while (cursor != 0);
+    return ids;
+  };
+  auto paged = Run<std::vector<std::string>>([&](Txn& txn) -> Result<std::vector<std::string>> {
+    return all_pages(txn.state.wallets->ledger, customer_);
+  });
+  EXPECT_EQ(paged, all_pages(whole.value(), customer_));
+  EXPECT_GT(paged.size(), 20u);
+
+  // A restart starts from the persisted totals, the open holds and the newest transfers.
+  open_small();
+  EXPECT_EQ(Wallet(), wallet);
+  EXPECT_EQ(ledger_of().Accounts(), whole->Accounts());
+  CheckAll();
+  // The holds of bids placed long ago (forgotten from the window, kept as open) release.
+  for (market::OrderId id : resting) {
+    Run<market::Bid>([&](Txn& txn) { return CancelBid(txn, customer_, id); });
+  }
+  auto after = Run<std::array<ledger::AccountBalance, kCurrencyCount>>([&](Txn& txn) {
+    return txn.state.wallets->ledger.Wallets(customer_);
+  });
+  EXPECT_EQ(after[0].debits_pending, 0);
+  const std::int64_t held =
+      windowed.GetAccount(ledger::AccountKey::Wallet(customer_, Currency::kUsd))->debits_pending;
+  EXPECT_GT(held, 0);
+  EXPECT_EQ(Wallet(), wallet + held);
+  CheckAll();
+
+  // A transfer reusing a forgotten id: memory cannot see the clash, the store's UNIQUE(id)
+  // refuses the commit, the engine reloads, and no money moved.
+  const std::string old_id = rows.front().id;
+  const std::int64_t before = Wallet();
+  auto clash = engine_->ExecuteSync<int>([&](Txn& txn) -> Result<int> {
+    ledger::TransferRequest again;
+    again.id = old_id;
+    again.debit = ledger::AccountKey::System(ledger::AccountKind::kDeposits, Currency::kUsd);
+    again.credit = ledger::AccountKey::Wallet(customer_, Currency::kUsd);
+    again.amount_micros = 5 * kUsd;
+    again.code = "topup";
+    again.timestamp = txn.now;
+    auto applied = txn.state.wallets->ledger.Apply(again);
+    if (!applied.ok()) return applied.status();
+    WriteTransfers(txn, applied.transfers);
+    return 0;
+  });
+  EXPECT_EQ(clash.status().code(), StatusCode::kUnavailable) << clash.status().ToString();
+  EXPECT_EQ(Wallet(), before);
   CheckAll();
 }
 

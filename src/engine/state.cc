@@ -24,13 +24,15 @@ DomainConfig::DomainConfig(const DomainConfig& o)
       rentals(o.rentals),
       seller(o.seller),
       agents(std::make_unique<AgentsConfig>(*o.agents)),
-      storage(o.storage) {}
+      storage(o.storage),
+      ledger_transfers_in_memory(o.ledger_transfers_in_memory) {}
 DomainConfig& DomainConfig::operator=(const DomainConfig& o) {
   market = o.market;
   rentals = o.rentals;
   seller = o.seller;
   agents = std::make_unique<AgentsConfig>(*o.agents);
   storage = o.storage;
+  ledger_transfers_in_memory = o.ledger_transfers_in_memory;
   return *this;
 }
 
@@ -77,7 +79,7 @@ Result<std::unique_ptr<State>> LoadState(store::Store& store, const DomainConfig
   GPUHUB_RETURN_IF_ERROR(
       LoadIdempotency(store, state->idempotency).WithContext("loading idempotency keys"));
   GPUHUB_RETURN_IF_ERROR(Timed("wallets", [&] {
-    return LoadWallets(store, *state->wallets).WithContext("loading wallets");
+    return LoadWallets(store, config, *state->wallets).WithContext("loading wallets");
   }));
   GPUHUB_RETURN_IF_ERROR(LoadTopups(store, *state->topups).WithContext("loading top-ups"));
   GPUHUB_RETURN_IF_ERROR(Timed("market", [&] {

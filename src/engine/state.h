@@ -15,6 +15,7 @@
 
 #include "core/clock.h"
 #include "core/status.h"
+#include "engine/limits.h"
 #include "market/config.h"
 #include "rentals/config.h"
 #include "rentals/storage.h"
@@ -100,6 +101,8 @@ struct DomainConfig {
   SellerConfig seller;
   std::unique_ptr<AgentsConfig> agents;  // never null
   rentals::StorageConfig storage;  // its regions: where storage is sold (the fleet's)
+  // Newest ledger transfers kept in memory (kLedgerTransfersInMemory; tests use a small one).
+  std::size_t ledger_transfers_in_memory = kLedgerTransfersInMemory;
 };
 
 struct State {
@@ -126,7 +129,7 @@ Result<std::unique_ptr<State>> LoadState(store::Store& store, const DomainConfig
 // Per-domain loaders (called by LoadState).
 Status LoadAccounts(store::Store& store, AccountsState& state);
 Status LoadIdempotency(store::Store& store, IdempotencyState& state);
-Status LoadWallets(store::Store& store, WalletsState& state);
+Status LoadWallets(store::Store& store, const DomainConfig& config, WalletsState& state);
 Status LoadTopups(store::Store& store, TopupsState& state);
 // engine/ssh_keys.cc and engine/agents.cc.
 Status LoadSshKeys(store::Store& store, SshKeysState& state);

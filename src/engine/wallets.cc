@@ -1,5 +1,9 @@
 #include "engine/wallets.h"
 
+#include <spdlog/spdlog.h>
+
+#include <span>
+
 #include "engine/limits.h"
 #include "engine/market.h"
 
@@ -32,24 +36,43 @@ Result<std::vector<ledger::Transfer>> ApplyAndWrite(Txn& txn,
 }  // namespace
 
 void WriteTransfers(Txn& txn, const std::vector<ledger::Transfer>& transfers) {
+  const ledger::Ledger& ledger = txn.state.wallets->ledger;
   for (const auto& t : transfers) {
-    txn.writes.Insert("ledger_transfers",
-                      {{"sequence", t.sequence},
-                       {"id", t.id},
-                       {"kind", std::string(ledger::TransferKindName(t.kind))},
-                       {"debit_kind", std::string(ledger::AccountKindName(t.debit.kind))},
-                       {"debit_owner", t.debit.owner_id},
-                       {"debit_currency", std::string(CurrencyCode(t.debit.currency))},
-                       {"credit_kind", std::string(ledger::AccountKindName(t.credit.kind))},
-                       {"credit_owner", t.credit.owner_id},
-                       {"credit_currency", std::string(CurrencyCode(t.credit.currency))},
-                       {"amount_micros", t.amount_micros},
-                       {"pending_id", t.pending_id},
-                       {"code", t.code},
-                       {"memo", t.memo},
-                       {"timestamp_us", t.timestamp},
-                       {"state", std::string(ledger::TransferStateName(t.state))}});
+    WriteTransferRow(txn.writes, t, false);
+    if (t.kind == ledger::TransferKind::kPostPending ||
+        t.kind == ledger::TransferKind::kVoidPending) {
+      // The pending transfer's row says how it ended: start-up reads only the open ones.
+      auto pending = ledger.FindTransfer(t.pending_id);
+      GPUHUB_CHECK_MSG(pending.ok(), "a resolved pending transfer is in memory");
+      WriteTransferRow(txn.writes, *pending, true);
+    }
   }
+}
+
+void PersistChangedAccounts(State& state, store::WriteBatch& writes) {
+  WalletsState& w = *state.wallets;
+  std::vector<ledger::AccountBalance> changed = w.ledger.TakeChangedAccounts();
+  for (const ledger::Transfer& t : w.stale_rows) WriteTransferRow(writes, t, true);
+  w.stale_rows.clear();
+  if (changed.empty()) return;
+  for (const ledger::AccountBalance& a : changed) {
+    writes.Upsert("ledger_accounts",
+                  {{"kind", std::string(ledger::AccountKindName(a.key.kind))},
+                   {"owner_id", a.key.owner_id},
+                   {"currency", std::string(CurrencyCode(a.key.currency))},
+                   {"debits_posted", a.debits_posted},
+                   {"credits_posted", a.credits_posted},
+                   {"debits_pending", a.debits_pending},
+                   {"credits_pending", a.credits_pending}},
+                  3);
+  }
+  writes.Upsert("engine_meta",
+                {{"name", std::string(kLedgerAccountsThrough)}, {"value", w.ledger.LastSequence()}});
+}
+
+void ForgetDurableTransfers(State& state, std::size_t keep) {
+  ledger::Ledger& ledger = state.wallets->ledger;
+  if (ledger.Transfers().size() > keep + keep / 5) ledger.Forget(keep);
 }
 
 Result<ledger::Transfer> ManualCredit(Txn& txn, std::int64_t admin_id, std::int64_t user_id,
@@ -143,33 +166,37 @@ Status SeedDemoData(Engine& engine) {
       .status();
 }
 
-Status LoadWallets(store::Store& store, WalletsState& state) {
+namespace {
+
+// The whole history replayed (Ledger::Restore): when the persisted totals are not in step with
+// the transfers (a database written by a version without them and not migrated through 14, or
+// rows added beside the engine). Every account is then persisted again with the next commit.
+Result<ledger::Ledger> RebuildFromHistory(store::Store& store,
+                                          std::span<const ledger::FxRateChange> fx,
+                                          WalletsState& state) {
   std::vector<ledger::Transfer> transfers;
   GPUHUB_RETURN_IF_ERROR(
-      store.Scan("ledger_transfers",
-                 {"sequence", "id", "kind", "debit_kind", "debit_owner", "debit_currency",
-                  "credit_kind", "credit_owner", "credit_currency", "amount_micros", "pending_id",
-                  "code", "memo", "timestamp_us", "state"},
-                 "sequence", [&](const store::Row& row) -> Status {
-                   ledger::Transfer t;
-                   GPUHUB_ASSIGN_OR_RETURN(t.sequence, row.Int(0));
-                   GPUHUB_ASSIGN_OR_RETURN(t.id, row.Text(1));
-                   GPUHUB_ASSIGN_OR_RETURN(t.kind, row.Parsed(2, ledger::ParseTransferKind));
-                   GPUHUB_ASSIGN_OR_RETURN(t.debit.kind, row.Parsed(3, ledger::ParseAccountKind));
-                   GPUHUB_ASSIGN_OR_RETURN(t.debit.owner_id, row.Int(4));
-                   GPUHUB_ASSIGN_OR_RETURN(t.debit.currency, row.Parsed(5, ParseCurrency));
-                   GPUHUB_ASSIGN_OR_RETURN(t.credit.kind, row.Parsed(6, ledger::ParseAccountKind));
-                   GPUHUB_ASSIGN_OR_RETURN(t.credit.owner_id, row.Int(7));
-                   GPUHUB_ASSIGN_OR_RETURN(t.credit.currency, row.Parsed(8, ParseCurrency));
-                   GPUHUB_ASSIGN_OR_RETURN(t.amount_micros, row.Int(9));
-                   GPUHUB_ASSIGN_OR_RETURN(t.pending_id, row.Text(10));
-                   GPUHUB_ASSIGN_OR_RETURN(t.code, row.Text(11));
-                   GPUHUB_ASSIGN_OR_RETURN(t.memo, row.Text(12));
-                   GPUHUB_ASSIGN_OR_RETURN(t.timestamp, row.Int(13));
-                   GPUHUB_ASSIGN_OR_RETURN(t.state, row.Parsed(14, ledger::ParseTransferState));
+      store.Scan("ledger_transfers", TransferColumns(), "sequence",
+                 [&](const store::Row& row) -> Status {
+                   GPUHUB_ASSIGN_OR_RETURN(ledger::Transfer t, TransferFromRow(row));
                    transfers.push_back(std::move(t));
                    return Status::Ok();
                  }));
+  std::vector<ledger::Transfer> stored_states;
+  for (const auto& t : transfers) {
+    if (t.kind == ledger::TransferKind::kPending) stored_states.push_back(t);
+  }
+  GPUHUB_ASSIGN_OR_RETURN(ledger::Ledger ledger, ledger::Ledger::Restore(std::move(transfers), fx));
+  for (const ledger::Transfer& stored : stored_states) {
+    auto now = ledger.FindTransfer(stored.id);
+    if (now.ok() && now->state != stored.state) state.stale_rows.push_back(*now);
+  }
+  return ledger;
+}
+
+}  // namespace
+
+Status LoadWallets(store::Store& store, const DomainConfig& config, WalletsState& state) {
   std::vector<ledger::FxRateChange> fx;
   GPUHUB_RETURN_IF_ERROR(store.Scan(
       "fx_rate_changes", {"version", "base", "quote", "mid_rate_ppb", "spread_bps", "timestamp_us"},
@@ -184,7 +211,67 @@ Status LoadWallets(store::Store& store, WalletsState& state) {
         fx.push_back(c);
         return Status::Ok();
       }));
-  GPUHUB_ASSIGN_OR_RETURN(state.ledger, ledger::Ledger::Restore(std::move(transfers), fx));
+  using store::Condition;
+  auto one_int = [&](store::Select select) -> Result<std::int64_t> {
+    std::int64_t value = -1;
+    GPUHUB_RETURN_IF_ERROR(store.Query(select, [&](const store::Row& row) -> Status {
+      GPUHUB_ASSIGN_OR_RETURN(value, row.Int(0));
+      return Status::Ok();
+    }));
+    return value;
+  };
+  GPUHUB_ASSIGN_OR_RETURN(
+      std::int64_t last,
+      one_int({"ledger_transfers", {"max(sequence)"}, {}, {}, "", 0}));
+  GPUHUB_ASSIGN_OR_RETURN(
+      std::int64_t through,
+      one_int({"engine_meta",
+               {"value"},
+               {{"name", Condition::Op::kEq, std::string(kLedgerAccountsThrough)}},
+               {},
+               "",
+               1}));
+  state.archive = std::make_unique<StoreTransferArchive>(store);
+  if (through != last) {
+    spdlog::warn("event=ledger_rebuild reason=accounts_not_in_step accounts_through={} "
+                 "last_transfer={}",
+                 through, last);
+    GPUHUB_ASSIGN_OR_RETURN(state.ledger, RebuildFromHistory(store, fx, state));
+    state.ledger.set_archive(state.archive.get());
+    state.ledger.MarkAllAccountsChanged();
+    return Status::Ok();
+  }
+  ledger::Ledger::RestorePoint point;
+  point.last_sequence = last;
+  point.fx_changes = std::move(fx);
+  GPUHUB_RETURN_IF_ERROR(store.Scan(
+      "ledger_accounts",
+      {"kind", "owner_id", "currency", "debits_posted", "credits_posted", "debits_pending",
+       "credits_pending"},
+      "kind, owner_id, currency", [&](const store::Row& row) -> Status {
+        ledger::AccountBalance b;
+        GPUHUB_ASSIGN_OR_RETURN(b.key.kind, row.Parsed(0, ledger::ParseAccountKind));
+        GPUHUB_ASSIGN_OR_RETURN(b.key.owner_id, row.Int(1));
+        GPUHUB_ASSIGN_OR_RETURN(b.key.currency, row.Parsed(2, ParseCurrency));
+        GPUHUB_ASSIGN_OR_RETURN(b.debits_posted, row.Int(3));
+        GPUHUB_ASSIGN_OR_RETURN(b.credits_posted, row.Int(4));
+        GPUHUB_ASSIGN_OR_RETURN(b.debits_pending, row.Int(5));
+        GPUHUB_ASSIGN_OR_RETURN(b.credits_pending, row.Int(6));
+        point.accounts.push_back(b);
+        return Status::Ok();
+      }));
+  auto rows_into = [&](std::vector<ledger::Transfer>& out) {
+    return [&out](const store::Row& row) -> Status {
+      GPUHUB_ASSIGN_OR_RETURN(ledger::Transfer t, TransferFromRow(row));
+      out.push_back(std::move(t));
+      return Status::Ok();
+    };
+  };
+  GPUHUB_RETURN_IF_ERROR(store.Query(OpenPendingTransfersSelect(), rows_into(point.open_pending)));
+  const auto keep = static_cast<std::int64_t>(config.ledger_transfers_in_memory);
+  GPUHUB_RETURN_IF_ERROR(store.Query(TransfersAfterSelect(last - keep), rows_into(point.recent)));
+  GPUHUB_ASSIGN_OR_RETURN(state.ledger,
+                          ledger::Ledger::RestoreWindow(std::move(point), state.archive.get()));
   return Status::Ok();
 }
 

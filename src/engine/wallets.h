@@ -2,8 +2,13 @@
 // conversions. Top-up invoices are in engine/topups.h.
 //
 // Money moves only through ledger batches (ledger/ledger.h); every transfer a batch applies is
-// written to `ledger_transfers` in the same group commit, and LoadWallets rebuilds the ledger with
-// Ledger::Restore. Transfer ids are derived from what they do, so a retry can never move money
+// written to `ledger_transfers` in the same group commit (a post/void also rewrites the state of the
+// pending transfer it resolves), and so are the totals of the accounts the batch's commands changed
+// (`ledger_accounts`, with engine_meta kLedgerAccountsThrough = the last sequence they include).
+// LoadWallets starts the ledger from those totals, the open holds and the newest transfers
+// (Ledger::RestoreWindow); after each commit the ledger forgets what is beyond its window, and
+// StoreTransferArchive reads it back when asked for (engine/ledger_archive.h). Memory and start-up
+// therefore do not grow with history. Transfer ids are derived from what they do, so a retry can never move money
 // twice: "topup:<invoice id>", "manual:<sequence>", "fx:<sequence>:out" / ":in".
 //
 // All functions taking a Txn run on the writer thread.
@@ -11,12 +16,14 @@
 
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <set>
 #include <string>
 #include <vector>
 
 #include "core/money.h"
 #include "engine/engine.h"
+#include "engine/ledger_archive.h"
 #include "engine/state.h"
 #include "engine/topups.h"
 #include "ledger/ledger.h"
@@ -25,7 +32,20 @@ namespace gpuhub::engine {
 
 struct WalletsState {
   ledger::Ledger ledger;
+  std::unique_ptr<StoreTransferArchive> archive;  // the ledger's (null in a state never loaded)
+  // Rows to rewrite with the next commit: pending transfers whose stored state a full rebuild
+  // found stale (LoadWallets' fallback).
+  std::vector<ledger::Transfer> stale_rows;
 };
+
+// engine_meta: the last transfer sequence the persisted ledger_accounts include.
+inline constexpr const char* kLedgerAccountsThrough = "ledger_accounts_through";
+
+// Before a commit: queues the totals of every account changed since the last call (and the stale
+// rows), so that they commit with the transfers that changed them.
+void PersistChangedAccounts(State& state, store::WriteBatch& writes);
+// After a successful commit: trims the ledger's window back to `keep` once it has grown by a fifth.
+void ForgetDurableTransfers(State& state, std::size_t keep);
 
 // An admin's credit (a bank transfer): deposits -> the user's wallet, with the reason as memo.
 Result<ledger::Transfer> ManualCredit(Txn& txn, std::int64_t admin_id, std::int64_t user_id,

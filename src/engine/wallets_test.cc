@@ -5,6 +5,8 @@
 #include "engine/accounts.h"
 #include "engine/engine_test_fixture.h"
 #include "engine/limits.h"
+#include "engine/ledger_archive.h"
+#include "ledger/test_deposit.h"
 
 namespace gpuhub::engine {
 namespace {
@@ -117,6 +119,103 @@ TEST_F(WalletsTest, InvoicesExpireAndOpenOnesAreLimited) {
   auto other =
       engine_->ExecuteSync<Invoice>([&](Txn& txn) { return GetTopup(txn, user_ + 1, list[0].id); });
   EXPECT_EQ(other.status().code(), StatusCode::kNotFound);
+}
+
+// A database written before migration 14: pending transfers' rows still say "pending" after they
+// were posted or voided, and no totals are stored. The migration computes the totals and the
+// states from the history, and the next start takes the fast path (persisted totals) to the same
+// books.
+TEST(LedgerMigration, Migration14BuildsTheTotalsAndStatesFromHistory) {
+  std::filesystem::path dir;
+  const std::string url = FreshSqliteUrl("gpuhub_ledger_migration", "old.db", &dir);
+  auto opened = store::OpenStore(url);
+  ASSERT_TRUE(opened.ok());
+  std::unique_ptr<store::Store> store = std::move(opened).value();
+  ASSERT_TRUE(store->Migrate(13).ok());
+  ledger::Ledger ledger;
+  const TimestampMicros at = 1'700'000'000'000'000;
+  store::WriteBatch rows;
+  auto keep = [&](const ledger::BatchResult& r) {
+    ASSERT_TRUE(r.ok()) << r.message;
+    for (ledger::Transfer t : r.transfers) {
+      if (t.kind == ledger::TransferKind::kPending) t.state = ledger::TransferState::kPending;
+      WriteTransferRow(rows, t, false);  // as the old version wrote them: never updated
+    }
+  };
+  using ledger::AccountKey;
+  using ledger::TransferKind;
+  for (std::int64_t user = 1; user <= 4; ++user) {
+    keep(ledger::Deposit(ledger, user, 100'000'000 * user, Currency::kUsd,
+                         "topup:" + std::to_string(user), at));
+    keep(ledger::Deposit(ledger, user, 7'000'000, Currency::kEur,
+                         "topup:eur:" + std::to_string(user), at));
+    for (int h = 0; h < 3; ++h) {
+      ledger::TransferRequest hold;
+      hold.id = "hold:" + std::to_string(user) + ":" + std::to_string(h);
+      hold.kind = TransferKind::kPending;
+      hold.debit = AccountKey::Wallet(user, Currency::kUsd);
+      hold.credit = AccountKey::System(ledger::AccountKind::kHolds, Currency::kUsd);
+      hold.amount_micros = 3'000'000;
+      hold.code = "bid_hold";
+      hold.timestamp = at;
+      keep(ledger.Apply(hold));
+      if (h == 2) continue;  // stays open
+      ledger::TransferRequest resolve;
+      resolve.id = hold.id + ":done";
+      resolve.kind = h == 0 ? TransferKind::kPostPending : TransferKind::kVoidPending;
+      resolve.pending_id = hold.id;
+      resolve.amount_micros = h == 0 ? 2'000'000 : 0;  // posted for less
+      resolve.code = "bid_fill";
+      resolve.timestamp = at;
+      keep(ledger.Apply(resolve));
+    }
+  }
+  ASSERT_TRUE(store->Apply(rows).ok());
+  ASSERT_TRUE(store->Migrate().ok());
+
+  std::vector<ledger::AccountBalance> stored;
+  ASSERT_TRUE(store
+                  ->Scan("ledger_accounts",
+                         {"kind", "owner_id", "currency", "debits_posted", "credits_posted",
+                          "debits_pending", "credits_pending"},
+                         "kind, owner_id, currency",
+                         [&](const store::Row& row) -> Status {
+                           ledger::AccountBalance b;
+                           GPUHUB_ASSIGN_OR_RETURN(b.key.kind,
+                                                   row.Parsed(0, ledger::ParseAccountKind));
+                           GPUHUB_ASSIGN_OR_RETURN(b.key.owner_id, row.Int(1));
+                           GPUHUB_ASSIGN_OR_RETURN(b.key.currency, row.Parsed(2, ParseCurrency));
+                           GPUHUB_ASSIGN_OR_RETURN(b.debits_posted, row.Int(3));
+                           GPUHUB_ASSIGN_OR_RETURN(b.credits_posted, row.Int(4));
+                           GPUHUB_ASSIGN_OR_RETURN(b.debits_pending, row.Int(5));
+                           GPUHUB_ASSIGN_OR_RETURN(b.credits_pending, row.Int(6));
+                           stored.push_back(b);
+                           return Status::Ok();
+                         })
+                  .ok());
+  std::sort(stored.begin(), stored.end(),
+            [](const auto& a, const auto& b) { return a.key < b.key; });
+  EXPECT_EQ(stored, ledger.Accounts());
+  ASSERT_TRUE(store
+                  ->Scan("ledger_transfers", TransferColumns(), "sequence",
+                         [&](const store::Row& row) -> Status {
+                           GPUHUB_ASSIGN_OR_RETURN(auto t, TransferFromRow(row));
+                           EXPECT_EQ(t.state, ledger.FindTransfer(t.id)->state) << t.id;
+                           return Status::Ok();
+                         })
+                  .ok());
+  auto state = LoadState(*store);
+  ASSERT_TRUE(state.ok()) << state.status().ToString();
+  const ledger::Ledger& loaded = (*state)->wallets->ledger;
+  EXPECT_EQ(loaded.Accounts(), ledger.Accounts());
+  EXPECT_EQ(loaded.LastSequence(), ledger.LastSequence());
+  EXPECT_TRUE(loaded.CheckHistory().ok()) << loaded.CheckHistory().ToString();
+  EXPECT_EQ(loaded.FindTransfer("hold:3:2")->state, ledger::TransferState::kPending);
+  EXPECT_EQ(loaded.FindTransfer("hold:3:0")->state, ledger::TransferState::kPosted);
+  state->reset();
+  store.reset();
+  std::error_code ec;
+  std::filesystem::remove_all(dir, ec);
 }
 
 }  // namespace

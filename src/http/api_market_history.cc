@@ -26,6 +26,7 @@
 
 #include "engine/market.h"
 #include "engine/market_rows.h"
+#include "http/history_reads.h"
 #include "http/limits.h"
 #include "http/market_json.h"
 #include "market/limits.h"
@@ -40,67 +41,12 @@ using Op = store::Condition::Op;
 
 const market::Exchange& X(Txn& txn) { return txn.state.market->exchange; }
 
-Status NoHistory() {
-  return Status::Unavailable("history reads are not configured on this server");
-}
-
-// Runs `work` on a history reader thread; 503 when they are saturated.
-void OnReader(ApiContext& api, Responder respond, std::function<void(Responder)> work) {
-  auto shared = std::make_shared<Responder>(std::move(respond));
-  bool posted = api.history_readers.Post([shared, work = std::move(work)] { work(*shared); });
-  if (!posted) {
-    (*shared)(Response::Error(Status::Unavailable("too many history reads at once; retry")));
-  }
-}
-
-// The rows of `select`, parsed by `from_row`.
-template <typename T, typename FromRow>
-Result<std::vector<T>> ReadRows(store::ReadPool& pool, const store::Select& select,
-                                FromRow from_row) {
-  std::vector<T> rows;
-  GPUHUB_RETURN_IF_ERROR(pool.Query(select, [&](const store::Row& row) -> Status {
-    GPUHUB_ASSIGN_OR_RETURN(T record, from_row(row));
-    rows.push_back(std::move(record));
-    return Status::Ok();
-  }));
-  return rows;
-}
-
 store::Select ById(const char* table, const std::vector<std::string>& columns, std::int64_t id) {
   store::Select select;
   select.table = table;
   select.columns = columns;
   select.where = {{"id", Op::kEq, id}};
   return select;
-}
-
-// Authenticates, reads `read(pool, me)` on a reader thread, renders `render(txn, me, rows)` on the
-// writer.
-template <typename Rows>
-void ReadThenRender(ApiContext& api, const Request& request, Responder respond, std::uint32_t roles,
-                    std::function<Result<Rows>(store::ReadPool&, const User&)> read,
-                    std::function<Result<Reply>(Txn&, const User&, const Rows&)> render) {
-  if (api.history == nullptr) return respond(Response::Error(NoHistory()));
-  AuthenticateThen(api, request, std::move(respond), roles,
-                   [&api, request, roles, read = std::move(read), render = std::move(render)](
-                       const User& me, Responder respond) {
-                     OnReader(
-                         api, std::move(respond),
-                         [&api, request, roles, me, read, render](Responder respond) {
-                           auto rows = read(*api.history, me);
-                           if (!rows.ok()) return respond(Response::Error(rows.status()));
-                           RunAuthenticated(
-                               api, request, std::move(respond), roles,
-                               [me_id = me.id, rows = std::move(rows).value(), render](
-                                   Txn& txn, const User& user) {
-                                 // The same session, unless it was switched between the two hops.
-                                 if (user.id != me_id)
-                                   return Result<Reply>(Status::Unauthenticated("session changed"));
-                                 return render(txn, user, rows);
-                               },
-                               /*idempotent=*/false);
-                         });
-                   });
 }
 
 // A command on a record by id whose 404 is checked against the store: `closed(pool, caller, id)`

@@ -12,8 +12,10 @@
 // Amounts are decimal strings in and out, never JSON numbers.
 #include "core/strings.h"
 #include "engine/limits.h"
+#include "engine/ledger_archive.h"
 #include "engine/wallets.h"
 #include "http/api.h"
+#include "http/history_reads.h"
 #include "http/limits.h"
 #include "ledger/limits.h"
 
@@ -123,19 +125,33 @@ void RegisterWalletRoutes(Router& router, ApiContext& api) {
           }
           cursor = *v;
         }
-        RunAuthenticated(
+        auto render = [](const engine::User& me, const ledger::TransferPage& page) {
+          json list = json::array();
+          for (const auto& t : page.transfers) list.push_back(TransferJson(t, me.id));
+          json next = page.next_before_sequence ? json(std::to_string(page.next_before_sequence))
+                                                : json(nullptr);
+          return Reply{200, {{"transfers", list}, {"next_cursor", next}}};
+        };
+        if (api.history == nullptr) {  // no reader pool (tests): the ledger pages, on the writer
+          return RunAuthenticated(
+              api, r, std::move(respond), 0,
+              [limit, cursor, render](engine::Txn& txn, const engine::User& me) -> Result<Reply> {
+                GPUHUB_ASSIGN_OR_RETURN(auto page,
+                                        txn.state.wallets->ledger.ListOwnerTransfers(
+                                            me.id, cursor, static_cast<std::size_t>(limit)));
+                return render(me, page);
+              });
+        }
+        // History is the store's (the ledger keeps only its newest transfers): read beside the
+        // writer, keyset-paged on the (debit_owner, sequence) and (credit_owner, sequence) indexes.
+        ReadThenRender<ledger::TransferPage>(
             api, r, std::move(respond), 0,
-            [limit, cursor](engine::Txn& txn, const engine::User& me) -> Result<Reply> {
-              GPUHUB_ASSIGN_OR_RETURN(auto page,
-                                      txn.state.wallets->ledger.ListOwnerTransfers(
-                                          me.id, cursor, static_cast<std::size_t>(limit)));
-              json list = json::array();
-              for (const auto& t : page.transfers) list.push_back(TransferJson(t, me.id));
-              json next = page.next_before_sequence
-                              ? json(std::to_string(page.next_before_sequence))
-                              : json(nullptr);
-              return Reply{200, {{"transfers", list}, {"next_cursor", next}}};
-            });
+            [limit, cursor](store::ReadPool& pool, const engine::User& me) {
+              return engine::ReadOwnerTransfers(pool, me.id, cursor,
+                                                static_cast<std::size_t>(limit));
+            },
+            [render](engine::Txn&, const engine::User& me, const ledger::TransferPage& page)
+                -> Result<Reply> { return render(me, page); });
       }));
 
   router.Add("POST", "/v1/conversions", RequireBearer([&api](const Request& r, Responder respond) {

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <limits>
 #include <map>
+#include <optional>
 #include <string>
 #include <utility>
 
@@ -288,7 +289,7 @@ BatchResult Ledger::ApplyBatch(std::span<const TransferRequest> requests) {
     }
     auto it = transfer_index_.find(r.id);
     if (it != transfer_index_.end()) {
-      TransferResult e = CheckExisting(r, transfers_[it->second], &message);
+      TransferResult e = CheckExisting(r, At(it->second), &message);
       if (e != TransferResult::kExists) return fail(e, i, std::move(message));
       if (existing_count++ == 0) first_existing = i;
     }
@@ -297,7 +298,7 @@ BatchResult Ledger::ApplyBatch(std::span<const TransferRequest> requests) {
     out.result = TransferResult::kExists;
     out.transfers.reserve(requests.size());
     for (const TransferRequest& r : requests) {
-      out.transfers.push_back(transfers_[transfer_index_.at(r.id)]);
+      out.transfers.push_back(At(transfer_index_.at(r.id)));
     }
     return out;
   }
@@ -333,7 +334,7 @@ TransferResult Ledger::ApplyOne(const TransferRequest& r, std::string* message) 
   record.memo = r.memo;
   record.timestamp = r.timestamp;
   record.state = InitialState(r.kind);
-  std::size_t pending_index = kWholeBatch;
+  std::int64_t pending_sequence = 0;
 
   if (!IsResolution(r.kind)) {
     record.debit = *r.debit;
@@ -361,12 +362,24 @@ TransferResult Ledger::ApplyOne(const TransferRequest& r, std::string* message) 
     }
   } else {
     auto it = transfer_index_.find(r.pending_id);
-    if (it == transfer_index_.end()) {
+    std::optional<Transfer> archived;
+    if (it == transfer_index_.end() && archive_ != nullptr) {
+      // Open pending transfers are always in memory: one found only in the archive was resolved
+      // long ago, and says so below.
+      auto found = archive_->Find(r.pending_id);
+      if (!found.ok()) {
+        *message = in + "pending transfer " + Quoted(r.pending_id) +
+                   " could not be looked up: " + found.status().message();
+        return TransferResult::kPendingTransferNotFound;
+      }
+      archived = std::move(found).value();
+    }
+    if (it == transfer_index_.end() && !archived) {
       *message = in + "pending transfer " + Quoted(r.pending_id) + " not found";
       return TransferResult::kPendingTransferNotFound;
     }
-    pending_index = it->second;
-    const Transfer& p = transfers_[pending_index];
+    if (it != transfer_index_.end()) pending_sequence = it->second;
+    const Transfer& p = archived ? *archived : At(pending_sequence);
     if (p.kind != TransferKind::kPending) {
       *message = in + "transfer " + Quoted(p.id) + " is " + std::string(TransferKindName(p.kind)) +
                  ", not pending";
@@ -407,8 +420,12 @@ TransferResult Ledger::ApplyOne(const TransferRequest& r, std::string* message) 
     record.pending_id = r.pending_id;
     // Posting <= the held amount only shrinks debits_pending + debits_posted: no overflow, and the
     // debit account's limit holds because it held at least this much already.
+    if (archived) {  // not reachable: an archived pending is never open (see above)
+      *message = in + "pending transfer " + Quoted(r.pending_id) + " is not open";
+      return TransferResult::kPendingTransferNotFound;
+    }
   }
-  Commit(std::move(record), pending_index, &undo_);
+  Commit(std::move(record), pending_sequence, &undo_);
   return TransferResult::kOk;
 }
 
@@ -428,9 +445,40 @@ const Ledger::AccountState* Ledger::FindAccount(const AccountKey& key) const {
   return it == account_index_.end() ? nullptr : &accounts_[it->second];
 }
 
-void Ledger::Commit(Transfer record, std::size_t pending_index, UndoLog* undo) {
+Transfer& Ledger::At(std::int64_t sequence) {
+  if (sequence >= first_sequence_) {
+    return transfers_[static_cast<std::size_t>(sequence - first_sequence_)];
+  }
+  return pinned_.at(sequence);
+}
+
+const Transfer& Ledger::At(std::int64_t sequence) const {
+  return const_cast<Ledger*>(this)->At(sequence);
+}
+
+void Ledger::MarkChanged(std::size_t account) {
+  if (accounts_[account].changed) return;
+  accounts_[account].changed = true;
+  changed_.push_back(account);
+}
+
+std::vector<AccountBalance> Ledger::TakeChangedAccounts() {
+  std::vector<AccountBalance> out;
+  out.reserve(changed_.size());
+  for (std::size_t account : changed_) {
+    if (account >= accounts_.size() || !accounts_[account].changed) continue;
+    accounts_[account].changed = false;
+    out.push_back(accounts_[account].balance);
+  }
+  changed_.clear();
+  return out;
+}
+
+void Ledger::Commit(Transfer record, std::int64_t pending_sequence, UndoLog* undo) {
   const std::size_t d = AccountIndex(record.debit, undo);
   const std::size_t c = AccountIndex(record.credit, undo);
+  MarkChanged(d);
+  MarkChanged(c);
   AccountBalance& db = accounts_[d].balance;
   AccountBalance& cb = accounts_[c].balance;
   if (undo) {
@@ -449,7 +497,7 @@ void Ledger::Commit(Transfer record, std::size_t pending_index, UndoLog* undo) {
       break;
     case TransferKind::kPostPending:
     case TransferKind::kVoidPending: {
-      Transfer& pending = transfers_[pending_index];
+      Transfer& pending = At(pending_sequence);
       db.debits_pending -= pending.amount_micros;
       cb.credits_pending -= pending.amount_micros;
       if (record.kind == TransferKind::kPostPending) {
@@ -459,16 +507,15 @@ void Ledger::Commit(Transfer record, std::size_t pending_index, UndoLog* undo) {
       } else {
         pending.state = TransferState::kVoided;
       }
-      open_pending_.erase(pending_index);
-      if (undo) undo->resolved_pending.push_back(pending_index);
+      open_pending_.erase(pending_sequence);
+      if (undo) undo->resolved_pending.push_back(pending_sequence);
       break;
     }
   }
-  const std::size_t index = transfers_.size();
-  record.sequence = static_cast<std::int64_t>(index) + 1;
+  record.sequence = LastSequence() + 1;
   const std::int64_t sequence = record.sequence;
-  transfer_index_.emplace(record.id, index);
-  if (record.kind == TransferKind::kPending) open_pending_.insert(index);
+  transfer_index_.emplace(record.id, sequence);
+  if (record.kind == TransferKind::kPending) open_pending_.insert(sequence);
 
   accounts_[d].history.push_back(sequence);
   accounts_[c].history.push_back(sequence);
@@ -503,19 +550,20 @@ void Ledger::Rollback() {
     owner->second.pop_back();
     if (owner->second.empty()) owner_history_.erase(owner);
   }
-  for (std::size_t index : undo.resolved_pending) {
-    transfers_[index].state = TransferState::kPending;
-    open_pending_.insert(index);
+  for (std::int64_t sequence : undo.resolved_pending) {
+    At(sequence).state = TransferState::kPending;
+    open_pending_.insert(sequence);
   }
   for (std::size_t i = undo.transfers_before; i < transfers_.size(); ++i) {
     transfer_index_.erase(transfers_[i].id);
-    open_pending_.erase(i);
+    open_pending_.erase(transfers_[i].sequence);
   }
   transfers_.resize(undo.transfers_before);
   for (std::size_t i = undo.accounts_before; i < accounts_.size(); ++i) {
     account_index_.erase(accounts_[i].balance.key);
   }
   accounts_.resize(undo.accounts_before);
+  std::erase_if(changed_, [&](std::size_t a) { return a >= undo.accounts_before; });
 }
 
 void Ledger::CheckBatchBalances() const {
@@ -595,15 +643,17 @@ Result<std::array<AccountBalance, kCurrencyCount>> Ledger::Wallets(std::int64_t 
 
 Result<Transfer> Ledger::FindTransfer(std::string_view id) const {
   auto it = transfer_index_.find(std::string(id));
-  if (it == transfer_index_.end()) {
-    return Status::NotFound("no transfer with id " + Quoted(id));
+  if (it != transfer_index_.end()) return At(it->second);
+  if (archive_ != nullptr) {
+    GPUHUB_ASSIGN_OR_RETURN(std::optional<Transfer> archived, archive_->Find(id));
+    if (archived) return std::move(*archived);
   }
-  return transfers_[it->second];
+  return Status::NotFound("no transfer with id " + Quoted(id));
 }
 
-Result<TransferPage> Ledger::Page(const std::vector<std::int64_t>& history,
-                                  const std::vector<Transfer>& transfers,
-                                  std::int64_t before_sequence, std::size_t limit) {
+Result<TransferPage> Ledger::Page(
+    const std::vector<std::int64_t>& history, std::int64_t before_sequence, std::size_t limit,
+    const std::function<Result<std::vector<Transfer>>(std::int64_t, std::size_t)>& older) const {
   if (before_sequence < 0) {
     return Status::InvalidArgument("cursor must be >= 0, got " + std::to_string(before_sequence));
   }
@@ -619,10 +669,21 @@ Result<TransferPage> Ledger::Page(const std::vector<std::int64_t>& history,
   TransferPage page;
   page.transfers.reserve(count);
   for (std::size_t k = 0; k < count; ++k) {
-    const std::int64_t sequence = *(end - 1 - static_cast<std::ptrdiff_t>(k));
-    page.transfers.push_back(transfers[static_cast<std::size_t>(sequence - 1)]);
+    page.transfers.push_back(At(*(end - 1 - static_cast<std::ptrdiff_t>(k))));
   }
-  if (available > count) page.next_before_sequence = page.transfers.back().sequence;
+  bool more = available > count;
+  if (!more && first_sequence_ > 1 && archive_ != nullptr) {
+    // The window is exhausted: the rest (one more than needed, to know whether a page follows)
+    // is in the archive, below the window and below the cursor.
+    const std::int64_t below =
+        before_sequence == 0 ? first_sequence_ : std::min(before_sequence, first_sequence_);
+    GPUHUB_ASSIGN_OR_RETURN(std::vector<Transfer> rest, older(below, limit - count + 1));
+    more = rest.size() > limit - count;
+    for (std::size_t k = 0; k < rest.size() && page.transfers.size() < limit; ++k) {
+      page.transfers.push_back(std::move(rest[k]));
+    }
+  }
+  if (more) page.next_before_sequence = page.transfers.back().sequence;
   return page;
 }
 
@@ -632,7 +693,10 @@ Result<TransferPage> Ledger::ListAccountTransfers(const AccountKey& key,
   GPUHUB_RETURN_IF_ERROR(ValidateAccountKey(key));
   static const std::vector<std::int64_t> kNone;
   const AccountState* a = FindAccount(key);
-  return Page(a ? a->history : kNone, transfers_, before_sequence, limit);
+  return Page(a ? a->history : kNone, before_sequence, limit,
+              [&](std::int64_t before, std::size_t n) {
+                return archive_->AccountPage(key, before, n);
+              });
 }
 
 Result<TransferPage> Ledger::ListOwnerTransfers(std::int64_t owner_id, std::int64_t before_sequence,
@@ -642,7 +706,10 @@ Result<TransferPage> Ledger::ListOwnerTransfers(std::int64_t owner_id, std::int6
   }
   static const std::vector<std::int64_t> kNone;
   auto it = owner_history_.find(owner_id);
-  return Page(it == owner_history_.end() ? kNone : it->second, transfers_, before_sequence, limit);
+  return Page(it == owner_history_.end() ? kNone : it->second, before_sequence, limit,
+              [&](std::int64_t before, std::size_t n) {
+                return archive_->OwnerPage(owner_id, before, n);
+              });
 }
 
 std::vector<AccountBalance> Ledger::Accounts() const {
@@ -659,8 +726,8 @@ std::vector<AccountBalance> Ledger::Accounts() const {
 
 Status Ledger::ReplayTransfer(Transfer t) {
   const std::string where =
-      "transfer #" + std::to_string(transfers_.size() + 1) + " (" + Quoted(t.id) + "): ";
-  if (t.sequence != static_cast<std::int64_t>(transfers_.size()) + 1) {
+      "transfer #" + std::to_string(LastSequence() + 1) + " (" + Quoted(t.id) + "): ";
+  if (t.sequence != LastSequence() + 1) {
     return Status::Internal(where + "sequence " + std::to_string(t.sequence) + " out of order");
   }
   // The record must be something ApplyBatch could have produced: same shape rules as a request.
@@ -677,14 +744,14 @@ Status Ledger::ReplayTransfer(Transfer t) {
   std::string message;
   if (Validate(r, &message) != TransferResult::kOk) return Status::Internal(where + message);
   if (transfer_index_.contains(t.id)) return Status::Internal(where + "duplicate id");
-  std::size_t pending_index = kWholeBatch;
+  std::int64_t pending_sequence = 0;
   if (IsResolution(t.kind)) {
     auto it = transfer_index_.find(t.pending_id);
     if (it == transfer_index_.end()) {
       return Status::Internal(where + "pending transfer " + Quoted(t.pending_id) + " not found");
     }
-    pending_index = it->second;
-    const Transfer& p = transfers_[pending_index];
+    pending_sequence = it->second;
+    const Transfer& p = At(pending_sequence);
     if (p.kind != TransferKind::kPending || p.state != TransferState::kPending) {
       return Status::Internal(where + "resolves " + Quoted(p.id) + ", which is not open");
     }
@@ -709,7 +776,7 @@ Status Ledger::ReplayTransfer(Transfer t) {
     }
   }
   t.state = InitialState(t.kind);
-  Commit(std::move(t), pending_index, nullptr);
+  Commit(std::move(t), pending_sequence, nullptr);
   return Status::Ok();
 }
 
@@ -734,7 +801,174 @@ Result<Ledger> Ledger::Restore(std::vector<Transfer> transfers,
   if (Status s = ledger.CheckHistory(); !s.ok()) {
     return Status::Internal("ledger restore: " + s.message());
   }
+  ledger.TakeChangedAccounts();  // as persisted
   return ledger;
+}
+
+Result<Ledger> Ledger::RestoreWindow(RestorePoint point, const TransferArchive* archive) {
+  auto broken = [](const std::string& what) {
+    return Status::Internal("ledger restore: " + what);
+  };
+  Ledger ledger;
+  for (const FxRateChange& change : point.fx_changes) {
+    if (Status s = ledger.fx_.Apply(change); !s.ok()) {
+      return broken("FX change #" + std::to_string(change.version) + ": " + s.message());
+    }
+  }
+  if (point.last_sequence < 0) return broken("negative last sequence");
+  for (const AccountBalance& b : point.accounts) {
+    if (!ValidateAccountKey(b.key).ok()) return broken("invalid account " + AccountKeyName(b.key));
+    auto [it, inserted] = ledger.account_index_.try_emplace(b.key, ledger.accounts_.size());
+    if (!inserted) return broken("account " + AccountKeyName(b.key) + " twice");
+    AccountState state;
+    state.balance = b;
+    ledger.accounts_.push_back(std::move(state));
+  }
+  // The window: contiguous records up to last_sequence, their states recomputed from it.
+  ledger.first_sequence_ = point.recent.empty()
+                               ? point.last_sequence + 1
+                               : point.recent.front().sequence;
+  if (ledger.first_sequence_ < 1 ||
+      ledger.first_sequence_ + static_cast<std::int64_t>(point.recent.size()) - 1 !=
+          point.last_sequence) {
+    return broken("the recent transfers do not end at sequence " +
+                  std::to_string(point.last_sequence));
+  }
+  ledger.transfers_ = std::move(point.recent);
+  for (std::size_t i = 0; i < ledger.transfers_.size(); ++i) {
+    Transfer& t = ledger.transfers_[i];
+    const std::string where = "transfer " + Quoted(t.id) + ": ";
+    if (t.sequence != ledger.first_sequence_ + static_cast<std::int64_t>(i)) {
+      return broken(where + "sequence " + std::to_string(t.sequence) + " out of order");
+    }
+    TransferRequest r;
+    r.id = t.id;
+    r.kind = t.kind;
+    r.debit = t.debit;
+    r.credit = t.credit;
+    r.amount_micros = t.amount_micros;
+    r.pending_id = t.pending_id;
+    r.code = t.code;
+    r.memo = t.memo;
+    r.timestamp = t.timestamp;
+    std::string message;
+    if (ledger.Validate(r, &message) != TransferResult::kOk) return broken(message);
+    if (!ledger.transfer_index_.emplace(t.id, t.sequence).second) {
+      return broken(where + "duplicate id");
+    }
+    auto d = ledger.account_index_.find(t.debit);
+    auto c = ledger.account_index_.find(t.credit);
+    if (d == ledger.account_index_.end() || c == ledger.account_index_.end()) {
+      return broken(where + "names an account without totals");
+    }
+    ledger.accounts_[d->second].history.push_back(t.sequence);
+    ledger.accounts_[c->second].history.push_back(t.sequence);
+    if (t.debit.owner_id != 0) ledger.owner_history_[t.debit.owner_id].push_back(t.sequence);
+    if (t.credit.owner_id != 0 && t.credit.owner_id != t.debit.owner_id) {
+      ledger.owner_history_[t.credit.owner_id].push_back(t.sequence);
+    }
+    t.state = InitialState(t.kind);
+    if (!IsResolution(t.kind)) continue;
+    auto p = ledger.transfer_index_.find(t.pending_id);
+    // One resolving a pending transfer older than the window is checked below: that one must not
+    // be listed as open.
+    if (p == ledger.transfer_index_.end()) continue;
+    Transfer& pending = ledger.At(p->second);
+    if (pending.kind != TransferKind::kPending || pending.state != TransferState::kPending ||
+        pending.debit != t.debit || pending.credit != t.credit) {
+      return broken(where + "resolves " + Quoted(pending.id) + ", which is not an open pending "
+                    "transfer with the same accounts");
+    }
+    pending.state = t.kind == TransferKind::kPostPending ? TransferState::kPosted
+                                                         : TransferState::kVoided;
+  }
+  // Open pending transfers: in the window (and still pending there) or pinned before it.
+  std::unordered_set<std::string_view> resolved_ids;
+  for (const Transfer& t : ledger.transfers_) {
+    if (IsResolution(t.kind)) resolved_ids.insert(t.pending_id);
+  }
+  for (Transfer& p : point.open_pending) {
+    const std::string where = "open pending transfer " + Quoted(p.id) + ": ";
+    if (p.kind != TransferKind::kPending) return broken(where + "is not a pending transfer");
+    if (p.sequence < 1 || p.sequence > point.last_sequence) return broken(where + "bad sequence");
+    if (p.sequence >= ledger.first_sequence_) {
+      const Transfer& in_window = ledger.At(p.sequence);
+      if (in_window.id != p.id) return broken(where + "differs from the window's record");
+      if (in_window.state != TransferState::kPending) {
+        return broken(where + "was resolved by a newer transfer");
+      }
+      ledger.open_pending_.insert(p.sequence);
+      continue;
+    }
+    if (resolved_ids.contains(p.id)) return broken(where + "was resolved by a newer transfer");
+    if (!ValidateAccountKey(p.debit).ok() || !ValidateAccountKey(p.credit).ok() ||
+        p.debit == p.credit || p.debit.currency != p.credit.currency || p.amount_micros <= 0) {
+      return broken(where + "malformed");
+    }
+    if (!ledger.transfer_index_.emplace(p.id, p.sequence).second) {
+      return broken(where + "duplicate id");
+    }
+    p.state = TransferState::kPending;
+    ledger.open_pending_.insert(p.sequence);
+    ledger.pinned_.emplace(p.sequence, std::move(p));
+  }
+  for (const Transfer& t : ledger.transfers_) {
+    if (t.kind == TransferKind::kPending && t.state == TransferState::kPending &&
+        !ledger.open_pending_.contains(t.sequence)) {
+      return broken("pending transfer " + Quoted(t.id) +
+                    " is neither resolved nor listed as open");
+    }
+  }
+  if (Status s = ledger.CheckInvariants(); !s.ok()) return broken(s.message());
+  ledger.archive_ = archive;
+  return ledger;
+}
+
+std::size_t Ledger::Forget(std::size_t keep) {
+  if (transfers_.size() <= keep) return 0;
+  const std::size_t n = transfers_.size() - keep;
+  for (auto it = pinned_.begin(); it != pinned_.end();) {
+    if (it->second.state == TransferState::kPending) {
+      ++it;
+      continue;
+    }
+    transfer_index_.erase(it->second.id);
+    it = pinned_.erase(it);
+  }
+  for (std::size_t i = 0; i < n; ++i) {
+    Transfer& t = transfers_[i];
+    if (t.kind == TransferKind::kPending && t.state == TransferState::kPending) {
+      const std::int64_t sequence = t.sequence;
+      pinned_.emplace(sequence, std::move(t));
+    } else {
+      transfer_index_.erase(t.id);
+    }
+  }
+  transfers_.erase(transfers_.begin(), transfers_.begin() + static_cast<std::ptrdiff_t>(n));
+  first_sequence_ += static_cast<std::int64_t>(n);
+  auto trim = [&](std::vector<std::int64_t>& history) {
+    history.erase(history.begin(),
+                  std::lower_bound(history.begin(), history.end(), first_sequence_));
+  };
+  for (AccountState& a : accounts_) trim(a.history);
+  for (auto it = owner_history_.begin(); it != owner_history_.end();) {
+    trim(it->second);
+    it = it->second.empty() ? owner_history_.erase(it) : std::next(it);
+  }
+  return n;
+}
+
+Status Ledger::ForEachTransfer(const std::function<Status(const Transfer&)>& fn) const {
+  if (first_sequence_ > 1) {
+    if (archive_ == nullptr) {
+      return Status::FailedPrecondition("transfers before sequence " +
+                                        std::to_string(first_sequence_) +
+                                        " are not in memory and no archive is set");
+    }
+    GPUHUB_RETURN_IF_ERROR(archive_->ScanBefore(first_sequence_, fn));
+  }
+  for (const Transfer& t : transfers_) GPUHUB_RETURN_IF_ERROR(fn(t));
+  return Status::Ok();
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -742,21 +976,27 @@ Result<Ledger> Ledger::Restore(std::vector<Transfer> transfers,
 
 Status Ledger::CheckInvariants() const {
   auto broken = [](std::string what) { return Status::Internal("ledger invariant: " + what); };
-  if (transfer_index_.size() != transfers_.size()) {
-    return broken(std::to_string(transfers_.size()) + " transfers but " +
+  if (transfer_index_.size() != transfers_.size() + pinned_.size()) {
+    return broken(std::to_string(transfers_.size() + pinned_.size()) + " transfers but " +
                   std::to_string(transfer_index_.size()) + " ids");
   }
   if (account_index_.size() != accounts_.size()) return broken("account index out of step");
-  if (!transfers_.empty() &&
-      transfers_.back().sequence != static_cast<std::int64_t>(transfers_.size())) {
-    return broken("last sequence does not match the transfer count");
+  if (first_sequence_ < 1 ||
+      (!transfers_.empty() && (transfers_.front().sequence != first_sequence_ ||
+                               transfers_.back().sequence != LastSequence()))) {
+    return broken("the window's sequences do not match its bounds");
+  }
+  if (!pinned_.empty() && pinned_.rbegin()->first >= first_sequence_) {
+    return broken("a pinned pending transfer is inside the window");
   }
 
   // What the open pending transfers account for, per account.
   std::vector<std::pair<Wide, Wide>> open(accounts_.size());  // debits, credits
-  for (std::size_t index : open_pending_) {
-    if (index >= transfers_.size()) return broken("open pending index out of range");
-    const Transfer& p = transfers_[index];
+  for (std::int64_t sequence : open_pending_) {
+    if (sequence > LastSequence() || (sequence < first_sequence_ && !pinned_.contains(sequence))) {
+      return broken("open pending transfer #" + std::to_string(sequence) + " is not in memory");
+    }
+    const Transfer& p = At(sequence);
     if (p.kind != TransferKind::kPending || p.state != TransferState::kPending) {
       return broken("transfer " + Quoted(p.id) + " is listed as open but is not pending");
     }
@@ -816,17 +1056,32 @@ Status Ledger::CheckInvariants() const {
 Status Ledger::CheckHistory() const {
   auto broken = [](std::string what) { return Status::Internal("ledger history: " + what); };
   std::map<AccountKey, AccountBalance> totals;
-  std::map<AccountKey, std::vector<std::int64_t>> histories;
-  std::map<std::int64_t, std::vector<std::int64_t>> owners;
-  // For each pending transfer, the state its resolution (if any) gives it.
-  std::vector<TransferState> derived(transfers_.size(), TransferState::kPosted);
-  std::unordered_set<std::size_t> still_open;
-  for (std::size_t i = 0; i < transfers_.size(); ++i) {
-    const Transfer& t = transfers_[i];
+  std::map<AccountKey, std::vector<std::int64_t>> histories;  // of the window
+  std::map<std::int64_t, std::vector<std::int64_t>> owners;   // of the window
+  // Pending transfers open at this point of the replay: memory is bounded by the open holds, not
+  // by the length of history.
+  struct Open {
+    std::int64_t sequence;
+    AccountKey debit, credit;
+    std::int64_t amount_micros;
+    TransferState recorded;  // the state its record says it ended in
+  };
+  std::unordered_map<std::string, Open> open;
+  // The state each transfer in memory (window or pinned) must have, from the replay.
+  std::unordered_map<std::int64_t, TransferState> derived;
+  auto in_memory = [&](std::int64_t sequence) {
+    return sequence >= first_sequence_ || pinned_.contains(sequence);
+  };
+  std::int64_t expected = 1;
+  auto replay = [&](const Transfer& t) -> Status {
     const std::string where = "transfer " + Quoted(t.id) + ": ";
-    if (t.sequence != static_cast<std::int64_t>(i) + 1) return broken(where + "bad sequence");
-    auto idx = transfer_index_.find(t.id);
-    if (idx == transfer_index_.end() || idx->second != i) return broken(where + "not indexed");
+    if (t.sequence != expected++) return broken(where + "bad sequence");
+    if (in_memory(t.sequence)) {
+      auto idx = transfer_index_.find(t.id);
+      if (idx == transfer_index_.end() || idx->second != t.sequence) {
+        return broken(where + "not indexed");
+      }
+    }
     if (t.debit.currency != t.credit.currency || t.debit == t.credit || t.amount_micros < 0) {
       return broken(where + "malformed");
     }
@@ -838,21 +1093,24 @@ Status Ledger::CheckHistory() const {
       case TransferKind::kSinglePhase:
         d.debits_posted += t.amount_micros;
         c.credits_posted += t.amount_micros;
-        derived[i] = TransferState::kPosted;
+        if (in_memory(t.sequence)) derived[t.sequence] = TransferState::kPosted;
         break;
       case TransferKind::kPending:
         d.debits_pending += t.amount_micros;
         c.credits_pending += t.amount_micros;
-        derived[i] = TransferState::kPending;
-        still_open.insert(i);
+        if (in_memory(t.sequence)) derived[t.sequence] = TransferState::kPending;
+        if (!open.emplace(t.id, Open{t.sequence, t.debit, t.credit, t.amount_micros, t.state})
+                 .second) {
+          return broken(where + "id used twice");
+        }
         break;
       case TransferKind::kPostPending:
       case TransferKind::kVoidPending: {
-        auto p = transfer_index_.find(t.pending_id);
-        if (p == transfer_index_.end() || p->second >= i || !still_open.contains(p->second)) {
+        auto p = open.find(t.pending_id);
+        if (p == open.end()) {
           return broken(where + "resolves a transfer that is not an earlier open pending one");
         }
-        const Transfer& pending = transfers_[p->second];
+        const Open& pending = p->second;
         if (pending.debit != t.debit || pending.credit != t.credit) {
           return broken(where + "accounts differ from its pending transfer");
         }
@@ -867,25 +1125,60 @@ Status Ledger::CheckHistory() const {
           d.debits_posted += t.amount_micros;
           c.credits_posted += t.amount_micros;
         }
-        still_open.erase(p->second);
-        derived[p->second] = post ? TransferState::kPosted : TransferState::kVoided;
-        derived[i] = post ? TransferState::kPosted : TransferState::kVoided;
+        const TransferState state = post ? TransferState::kPosted : TransferState::kVoided;
+        if (in_memory(pending.sequence)) {
+          derived[pending.sequence] = state;
+        } else if (pending.recorded != state) {
+          return broken("archived transfer " + Quoted(p->first) + " is recorded " +
+                        std::string(TransferStateName(pending.recorded)) + ", history says " +
+                        std::string(TransferStateName(state)));
+        }
+        if (in_memory(t.sequence)) derived[t.sequence] = state;
+        open.erase(p);
         break;
       }
     }
-    histories[t.debit].push_back(t.sequence);
-    histories[t.credit].push_back(t.sequence);
-    if (t.debit.owner_id != 0) owners[t.debit.owner_id].push_back(t.sequence);
-    if (t.credit.owner_id != 0 && t.credit.owner_id != t.debit.owner_id) {
-      owners[t.credit.owner_id].push_back(t.sequence);
+    if (t.sequence >= first_sequence_) {
+      histories[t.debit].push_back(t.sequence);
+      histories[t.credit].push_back(t.sequence);
+      if (t.debit.owner_id != 0) owners[t.debit.owner_id].push_back(t.sequence);
+      if (t.credit.owner_id != 0 && t.credit.owner_id != t.debit.owner_id) {
+        owners[t.credit.owner_id].push_back(t.sequence);
+      }
+    }
+    return Status::Ok();
+  };
+  if (first_sequence_ > 1) {
+    if (archive_ == nullptr) {
+      return Status::FailedPrecondition("ledger history: transfers before sequence " +
+                                        std::to_string(first_sequence_) +
+                                        " are not in memory and no archive is set");
+    }
+    GPUHUB_RETURN_IF_ERROR(archive_->ScanBefore(first_sequence_, [&](const Transfer& t) -> Status {
+      if (pinned_.contains(t.sequence) && pinned_.at(t.sequence).id != t.id) {
+        return broken("pinned transfer #" + std::to_string(t.sequence) + " differs from the archive");
+      }
+      return replay(t);
+    }));
+    if (expected != first_sequence_) return broken("the archive ends before the window starts");
+  }
+  for (const Transfer& t : transfers_) GPUHUB_RETURN_IF_ERROR(replay(t));
+  for (const Transfer& t : transfers_) {
+    if (t.state != derived.at(t.sequence)) {
+      return broken("transfer " + Quoted(t.id) + " is " + std::string(TransferStateName(t.state)) +
+                    ", history says " + std::string(TransferStateName(derived.at(t.sequence))));
     }
   }
-  for (std::size_t i = 0; i < transfers_.size(); ++i) {
-    if (transfers_[i].state != derived[i]) {
-      return broken("transfer " + Quoted(transfers_[i].id) + " is " +
-                    std::string(TransferStateName(transfers_[i].state)) + ", history says " +
-                    std::string(TransferStateName(derived[i])));
+  for (const auto& [sequence, t] : pinned_) {
+    if (t.state != derived.at(sequence)) return broken("pinned transfer " + Quoted(t.id) + " state");
+  }
+  std::unordered_set<std::int64_t> still_open;
+  for (const auto& [id, p] : open) {
+    if (!in_memory(p.sequence) && p.recorded != TransferState::kPending) {
+      return broken("archived transfer " + Quoted(id) + " is open but recorded " +
+                    std::string(TransferStateName(p.recorded)));
     }
+    still_open.insert(p.sequence);
   }
   if (still_open != open_pending_) return broken("open pending set differs from history");
   if (totals.size() != accounts_.size()) return broken("account count differs from history");
@@ -894,7 +1187,10 @@ Status Ledger::CheckHistory() const {
     if (a == nullptr) return broken(AccountKeyName(key) + " missing");
     if (!(a->balance == balance))
       return broken(AccountKeyName(key) + " totals differ from history");
-    if (a->history != histories[key]) return broken(AccountKeyName(key) + " history differs");
+    auto h = histories.find(key);
+    if (a->history != (h == histories.end() ? std::vector<std::int64_t>{} : h->second)) {
+      return broken(AccountKeyName(key) + " history differs");
+    }
   }
   if (owners.size() != owner_history_.size()) return broken("owner count differs from history");
   for (const auto& [owner, sequences] : owners) {

@@ -13,6 +13,17 @@
 // as they are applied (BatchResult::transfers, SetFxRate's FxRateChange) for the engine to persist;
 // Restore() rebuilds an identical ledger from them.
 //
+// Memory does not grow with history: the account totals, every open pending transfer and a window
+// of the newest transfers stay in memory; Forget() drops older ones (the engine calls it once they
+// are durable) and a TransferArchive (the store) answers for them: FindTransfer, the history pages
+// and CheckHistory read it for what memory no longer holds. RestoreWindow() starts a ledger from
+// persisted totals, the open pending transfers and the newest transfers, without reading history.
+// TakeChangedAccounts() hands out the totals that changed, for the engine to persist beside the
+// transfers in the same commit.
+// A new id is checked for duplicates against the transfers in memory only (the archive is not asked
+// on the write path): every id the product builds derives from a new domain id, and the store's
+// UNIQUE(id) refuses the commit of one that slipped through (the engine then reloads).
+//
 // Holds are pending debits (TigerBeetle's two-phase transfers), not transfers into a hold account:
 // a pending transfer reserves funds in the wallet itself (held = debits_pending), posting moves
 // money straight to its destination in one step and releases any rest, voiding needs no reverse
@@ -40,6 +51,8 @@
 #include <array>
 #include <cstddef>
 #include <cstdint>
+#include <functional>
+#include <map>
 #include <span>
 #include <string>
 #include <string_view>
@@ -51,6 +64,7 @@
 #include "core/clock.h"
 #include "core/money.h"
 #include "core/status.h"
+#include "ledger/archive.h"
 #include "ledger/fx.h"
 #include "ledger/limits.h"
 #include "ledger/types.h"
@@ -117,11 +131,13 @@ class Ledger {
   // The user's wallets in USD, EUR, GBP (kAllCurrencies order), zeros where never used.
   // invalid_argument unless user_id > 0.
   Result<std::array<AccountBalance, kCurrencyCount>> Wallets(std::int64_t user_id) const;
-  // not_found when no transfer has this id.
+  // not_found when no transfer has this id (in memory or, when set, in the archive); the archive's
+  // errors as they are.
   Result<Transfer> FindTransfer(std::string_view id) const;
   // Transfers whose debit or credit is `key` (including post/void of its pending transfers), newest
   // first, with sequence < before_sequence (0 = start from the newest). limit: 1..
-  // kMaxTransfersPageSize. invalid_argument for a bad key, cursor (< 0) or limit.
+  // kMaxTransfersPageSize. invalid_argument for a bad key, cursor (< 0) or limit. Pages past the
+  // window in memory come from the archive (without one they end there).
   Result<TransferPage> ListAccountTransfers(const AccountKey& key, std::int64_t before_sequence,
                                             std::size_t limit) const;
   // The same over every account owned by owner_id (> 0): wallets and payables in all currencies;
@@ -131,9 +147,17 @@ class Ledger {
 
   const FxTable& Fx() const { return fx_; }
   // Sequence of the newest transfer (0 when empty).
-  std::int64_t LastSequence() const { return static_cast<std::int64_t>(transfers_.size()); }
-  // Every transfer in sequence order (transfers[i].sequence == i + 1). Invalidated by any command.
+  std::int64_t LastSequence() const {
+    return first_sequence_ - 1 + static_cast<std::int64_t>(transfers_.size());
+  }
+  // Sequence of the oldest transfer in the window (1 while nothing was forgotten).
+  std::int64_t FirstSequence() const { return first_sequence_; }
+  // The transfers in memory, in sequence order (transfers[i].sequence == FirstSequence() + i); all
+  // of them while nothing was forgotten. Invalidated by any command.
   std::span<const Transfer> Transfers() const { return transfers_; }
+  // Every transfer ever applied, in sequence order: the archive's (before FirstSequence()), then
+  // the window's. failed_precondition when history was forgotten and no archive is set.
+  Status ForEachTransfer(const std::function<Status(const Transfer&)>& fn) const;
   // Every account ever touched, ordered by key (the trial balance).
   std::vector<AccountBalance> Accounts() const;
 
@@ -150,6 +174,37 @@ class Ledger {
   static Result<Ledger> Restore(std::vector<Transfer> transfers,
                                 std::span<const FxRateChange> fx_changes);
 
+  // What RestoreWindow starts from: the persisted state as of last_sequence.
+  struct RestorePoint {
+    std::int64_t last_sequence = 0;
+    std::vector<AccountBalance> accounts;  // every account's totals (any order)
+    std::vector<Transfer> open_pending;    // every pending transfer not yet posted or voided
+    std::vector<Transfer> recent;          // the newest transfers, contiguous, up to last_sequence
+    std::vector<FxRateChange> fx_changes;  // in version order
+  };
+  // A ledger from persisted totals instead of a replay of history. Checked: account keys valid and
+  // unique, `recent` contiguous and ending at last_sequence with well-formed records and unique
+  // ids, every open pending transfer pending and not resolved by a recent transfer, every pending
+  // transfer in `recent` either resolved there or listed as open, and CheckInvariants() (pending
+  // totals equal the open pending transfers, debits equal credits per currency). Any violation is
+  // `internal`. States of `recent` records are recomputed, not trusted. `archive` may be null.
+  static Result<Ledger> RestoreWindow(RestorePoint point, const TransferArchive* archive);
+
+  // The archive that answers for forgotten transfers (not owned; must outlive the ledger's use).
+  void set_archive(const TransferArchive* archive) { archive_ = archive; }
+  // Drops all but the newest `keep` transfers from memory (open pending ones stay, resolved pending
+  // ones kept from earlier calls go). Only for transfers the archive holds: the engine calls it
+  // after the commit that made them durable. Returns how many left the window.
+  std::size_t Forget(std::size_t keep);
+  // The totals of every account changed since the last call, in no particular order, and forgets
+  // that they changed (a failed batch may leave an unchanged account in the list: harmless).
+  std::vector<AccountBalance> TakeChangedAccounts();
+  // Lists every account for the next TakeChangedAccounts (a rebuilt ledger whose totals must all
+  // be persisted again).
+  void MarkAllAccountsChanged() {
+    for (std::size_t i = 0; i < accounts_.size(); ++i) MarkChanged(i);
+  }
+
   // ----- Invariants ----------------------------------------------------------------------------
 
   // Cheap enough to run after every command in tests (O(accounts + open pending transfers)):
@@ -158,14 +213,18 @@ class Ledger {
   // credits_posted); each account's pending totals equal the sum of its open pending transfers;
   // ids unique (one id per transfer).
   Status CheckInvariants() const;
-  // Thorough, O(transfers): replays the whole history into fresh totals and compares them with
-  // the live accounts, and checks sequences, id index, post/void links and states.
+  // Thorough, O(transfers): replays the whole history (the archive's, then the window's) into fresh
+  // totals and compares them with the live accounts, and checks sequences, the id index, post/void
+  // links, the states in memory and the per-account histories of the window. Memory: O(accounts +
+  // open pending transfers), whatever the length of history. failed_precondition when history was
+  // forgotten and no archive is set.
   Status CheckHistory() const;
 
  private:
   struct AccountState {
     AccountBalance balance;
-    std::vector<std::int64_t> history;  // sequences touching the account, ascending
+    std::vector<std::int64_t> history;  // sequences in the window touching the account, ascending
+    bool changed = false;               // listed in changed_ since the last TakeChangedAccounts
   };
   // What a batch changed, so that a failure midway can put everything back.
   struct UndoLog {
@@ -174,7 +233,7 @@ class Ledger {
     std::vector<std::pair<std::size_t, AccountBalance>> balances;  // before each change
     std::vector<std::size_t> history_appends;         // account index per history push_back
     std::vector<std::int64_t> owner_history_appends;  // owner id per owner-history push_back
-    std::vector<std::size_t> resolved_pending;        // pending transfers resolved in the batch
+    std::vector<std::int64_t> resolved_pending;       // sequences of pendings resolved in the batch
     void Reset(std::size_t transfers, std::size_t accounts) {
       transfers_before = transfers;
       accounts_before = accounts;
@@ -189,25 +248,36 @@ class Ledger {
   TransferResult CheckExisting(const TransferRequest& request, const Transfer& existing,
                                std::string* message) const;
   TransferResult ApplyOne(const TransferRequest& request, std::string* message);
-  // Moves the money of a checked record (pending_index: the transfer a post/void resolves) and
+  // Moves the money of a checked record (pending_sequence: the transfer a post/void resolves) and
   // appends it; records what it changed in `undo` when given.
-  void Commit(Transfer record, std::size_t pending_index, UndoLog* undo);
+  void Commit(Transfer record, std::int64_t pending_sequence, UndoLog* undo);
+  // The transfer in memory with this sequence (window or pinned); it must be there.
+  Transfer& At(std::int64_t sequence);
+  const Transfer& At(std::int64_t sequence) const;
+  void MarkChanged(std::size_t account);
   void Rollback();
   void CheckBatchBalances() const;  // GPUHUB_CHECKs on the accounts the batch touched
   std::size_t AccountIndex(const AccountKey& key, UndoLog* undo);
   const AccountState* FindAccount(const AccountKey& key) const;
   Status ReplayTransfer(Transfer transfer);
-  static Result<TransferPage> Page(const std::vector<std::int64_t>& history,
-                                   const std::vector<Transfer>& transfers,
-                                   std::int64_t before_sequence, std::size_t limit);
+  // A page from the window's `history`, continued from the archive (`older`) past the window.
+  Result<TransferPage> Page(const std::vector<std::int64_t>& history, std::int64_t before_sequence,
+                            std::size_t limit,
+                            const std::function<Result<std::vector<Transfer>>(
+                                std::int64_t before, std::size_t limit)>& older) const;
 
-  std::vector<Transfer> transfers_;                              // index = sequence - 1
-  std::unordered_map<std::string, std::size_t> transfer_index_;  // id -> index in transfers_
+  std::vector<Transfer> transfers_;  // the window: sequence = first_sequence_ + index
+  std::int64_t first_sequence_ = 1;
+  // Open pending transfers older than the window (and ones resolved since the last Forget).
+  std::map<std::int64_t, Transfer> pinned_;
+  std::unordered_map<std::string, std::int64_t> transfer_index_;  // id -> sequence (in memory)
   std::vector<AccountState> accounts_;
   std::unordered_map<AccountKey, std::size_t, AccountKeyHash> account_index_;
-  std::unordered_map<std::int64_t, std::vector<std::int64_t>> owner_history_;
-  // Indices (in transfers_) of pending transfers not yet posted or voided.
-  std::unordered_set<std::size_t> open_pending_;
+  std::unordered_map<std::int64_t, std::vector<std::int64_t>> owner_history_;  // window only
+  // Sequences of pending transfers not yet posted or voided.
+  std::unordered_set<std::int64_t> open_pending_;
+  std::vector<std::size_t> changed_;  // accounts changed since TakeChangedAccounts
+  const TransferArchive* archive_ = nullptr;
   FxTable fx_;
   UndoLog undo_;  // scratch of the batch being applied; kept to reuse its capacity
 };

@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "ledger/ledger.h"
+#include "ledger/memory_archive.h"
 
 namespace gpuhub::ledger {
 namespace {
@@ -197,10 +198,22 @@ class Simulation {
  public:
   explicit Simulation(std::uint64_t seed) : rng_(seed) {}
 
+  // Keeps only the newest `keep` transfers in memory (Forget every few commands), the rest in
+  // `archive`, as the engine does with the store.
+  void KeepWindow(MemoryArchive* archive, std::size_t keep) {
+    archive_ = archive;
+    keep_ = keep;
+    ledger_.set_archive(archive);
+  }
+
   void Run(std::int64_t commands) {
     for (step_ = 0; step_ < commands; ++step_) {
       now_ += 1 + static_cast<TimestampMicros>(Below(5'000'000));
       OneCommand();
+      if (archive_ != nullptr) {
+        archive_->AddNewer(ledger_.Transfers());
+        if (step_ % 37 == 0) forgotten_ += ledger_.Forget(keep_);
+      }
       Status inv = ledger_.CheckInvariants();
       ASSERT_TRUE(inv.ok()) << "after command " << step_ << ": " << inv.ToString();
       if (step_ % 5000 == 0) {
@@ -221,7 +234,7 @@ class Simulation {
       Totals mine{a.debits_posted, a.credits_posted, a.debits_pending, a.credits_pending};
       ASSERT_EQ(mine, it->second) << AccountKeyName(a.key);
     }
-    ASSERT_EQ(ledger_.Transfers().size(), shadow_.transfers.size());
+    ASSERT_EQ(ledger_.LastSequence(), static_cast<std::int64_t>(shadow_.transfers.size()));
     for (const Transfer& t : ledger_.Transfers()) {
       auto it = shadow_.transfers.find(t.id);
       ASSERT_NE(it, shadow_.transfers.end()) << t.id;
@@ -233,6 +246,8 @@ class Simulation {
   }
 
   const Ledger& ledger() const { return ledger_; }
+  const Shadow& shadow() const { return shadow_; }
+  std::size_t forgotten() const { return forgotten_; }
   const std::vector<FxRateChange>& fx_changes() const { return fx_changes_; }
   const std::map<TransferResult, int>& outcomes() const { return outcomes_; }
   int fills_undone() const { return fills_undone_; }
@@ -502,9 +517,30 @@ class Simulation {
                 amount, "payout")});
   }
 
+  // A batch applied earlier. With a window, one whose transfers are all still in memory: a new id
+  // is checked against memory only (ledger.h), so resubmitting a forgotten one is the store's to
+  // refuse (UNIQUE), not the ledger's.
+  const std::vector<TransferRequest>* PickApplied() {
+    if (applied_.empty()) return nullptr;
+    if (archive_ == nullptr) return &applied_[Below(applied_.size())];
+    const std::size_t recent = std::min<std::size_t>(applied_.size(), 100);
+    for (int attempt = 0; attempt < 20; ++attempt) {
+      const auto& batch = applied_[applied_.size() - 1 - Below(recent)];
+      bool all_in_memory = true;
+      for (const TransferRequest& r : batch) {
+        all_in_memory = all_in_memory &&
+                        std::any_of(ledger_.Transfers().begin(), ledger_.Transfers().end(),
+                                    [&](const Transfer& t) { return t.id == r.id; });
+      }
+      if (all_in_memory) return &batch;
+    }
+    return nullptr;
+  }
+
   void Resubmit() {
-    if (applied_.empty()) return TopUp();
-    std::vector<TransferRequest> batch = applied_[Below(applied_.size())];
+    const std::vector<TransferRequest>* picked = PickApplied();
+    if (picked == nullptr) return TopUp();
+    std::vector<TransferRequest> batch = *picked;
     for (TransferRequest& r : batch) {
       r.timestamp = now_;  // a retry arrives later: still the same transfer
       // Resubmitting a post/void may name the accounts it resolved; that is still identical.
@@ -519,8 +555,9 @@ class Simulation {
   }
 
   void Conflict() {
-    if (applied_.empty()) return TopUp();
-    std::vector<TransferRequest> batch = applied_[Below(applied_.size())];
+    const std::vector<TransferRequest>* picked = PickApplied();
+    if (picked == nullptr) return TopUp();
+    std::vector<TransferRequest> batch = *picked;
     TransferRequest& r = batch[Below(batch.size())];
     switch (Below(4)) {
       case 0:
@@ -629,8 +666,9 @@ class Simulation {
   }
 
   void MixedResubmission() {
-    if (applied_.empty()) return TopUp();
-    std::vector<TransferRequest> batch = applied_[Below(applied_.size())];
+    const std::vector<TransferRequest>* picked = PickApplied();
+    if (picked == nullptr) return TopUp();
+    std::vector<TransferRequest> batch = *picked;
     const Currency c = batch[0].debit ? batch[0].debit->currency : Currency::kUsd;
     batch.push_back(Leg(NewId("extra"), TransferKind::kSinglePhase,
                         System(AccountKind::kDeposits, c), AccountKey::Wallet(User(), c), 1,
@@ -678,6 +716,9 @@ class Simulation {
   std::vector<std::vector<TransferRequest>> applied_;
   std::vector<std::string> pendings_;
   std::vector<FxRateChange> fx_changes_;
+  MemoryArchive* archive_ = nullptr;
+  std::size_t keep_ = 0;
+  std::size_t forgotten_ = 0;
   std::map<TransferResult, int> outcomes_;
   int fills_undone_ = 0;  // fills whose void was rolled back because the legs could not be paid
 };
@@ -741,6 +782,124 @@ TEST(LedgerSimulation, RandomCommandsKeepTheBooksRight) {
     ASSERT_TRUE(a.ok() && b.ok());
     EXPECT_EQ(a->transfers, b->transfers);
     EXPECT_EQ(a->next_before_sequence, b->next_before_sequence);
+  }
+}
+
+// The same simulation with only the newest 400 transfers in memory and the rest in an archive (the
+// store, in production): every answer, balance and state is the shadow's, history pages equal a
+// ledger that kept everything, and RestoreWindow from persisted totals rebuilds the same books.
+TEST(LedgerSimulation, AWindowOfRecentTransfersAnswersLikeTheWholeHistory) {
+  const auto seed = static_cast<std::uint64_t>(EnvOr("GPUHUB_LEDGER_SIM_SEED", 20261201));
+  SCOPED_TRACE("seed " + std::to_string(seed));
+  constexpr std::size_t kKeep = 400;
+  MemoryArchive archive;
+  Simulation sim(seed);
+  sim.KeepWindow(&archive, kKeep);
+  sim.Run(40'000);
+  ASSERT_FALSE(::testing::Test::HasFatalFailure());
+  sim.CompareWithShadow();
+  const Ledger& windowed = sim.ledger();
+  ASSERT_TRUE(windowed.CheckHistory().ok()) << windowed.CheckHistory().ToString();
+  EXPECT_GT(sim.forgotten(), 10'000u);
+  EXPECT_GT(windowed.FirstSequence(), 10'000);
+  EXPECT_LE(windowed.Transfers().size(), kKeep + 37 * 4);
+  EXPECT_GT(archive.asked(), 0);
+
+  // Every transfer ever made is found, in the state the shadow says.
+  for (const auto& [id, expected] : sim.shadow().transfers) {
+    auto t = windowed.FindTransfer(id);
+    ASSERT_TRUE(t.ok()) << id << ": " << t.status().ToString();
+    EXPECT_EQ(t->state, expected.state) << id;
+    EXPECT_EQ(t->amount_micros, expected.amount) << id;
+  }
+
+  // A ledger that kept everything (Restore of every row) pages the same, page by page.
+  std::vector<Transfer> rows;
+  for (const auto& [sequence, t] : archive.all()) rows.push_back(t);
+  ASSERT_EQ(static_cast<std::int64_t>(rows.size()), windowed.LastSequence());
+  auto whole = Ledger::Restore(rows, sim.fx_changes());
+  ASSERT_TRUE(whole.ok()) << whole.status().ToString();
+  EXPECT_EQ(whole->Accounts(), windowed.Accounts());
+  auto same_pages = [](const Ledger& a, const Ledger& b, auto list) {
+    std::int64_t cursor_a = 0, cursor_b = 0;
+    std::size_t seen = 0;
+    do {
+      auto pa = list(a, cursor_a);
+      auto pb = list(b, cursor_b);
+      EXPECT_TRUE(pa.ok() && pb.ok());
+      if (!pa.ok() || !pb.ok()) return seen;
+      EXPECT_EQ(pa->transfers, pb->transfers);
+      EXPECT_EQ(pa->next_before_sequence, pb->next_before_sequence);
+      seen += pa->transfers.size();
+      cursor_a = pa->next_before_sequence;
+      cursor_b = pb->next_before_sequence;
+    } while (cursor_a != 0 && !::testing::Test::HasFailure());
+    return seen;
+  };
+  std::size_t paged = 0;
+  for (std::int64_t owner = 1; owner <= kProviders; ++owner) {
+    paged += same_pages(whole.value(), windowed, [&](const Ledger& l, std::int64_t cursor) {
+      return l.ListOwnerTransfers(owner, cursor, 97);
+    });
+    paged += same_pages(whole.value(), windowed, [&](const Ledger& l, std::int64_t cursor) {
+      return l.ListAccountTransfers(AccountKey::Wallet(owner, Currency::kEur), cursor, 50);
+    });
+  }
+  EXPECT_GT(paged, 20'000u);
+
+  // From persisted totals: accounts, open pending transfers, the newest 300 transfers.
+  Ledger::RestorePoint point;
+  point.last_sequence = windowed.LastSequence();
+  point.accounts = windowed.Accounts();
+  for (const Transfer& t : whole->Transfers()) {
+    if (t.kind == TransferKind::kPending && t.state == TransferState::kPending) {
+      point.open_pending.push_back(t);
+    }
+  }
+  ASSERT_GT(point.open_pending.size(), 5u);
+  point.recent.assign(whole->Transfers().end() - 300, whole->Transfers().end());
+  point.fx_changes = sim.fx_changes();
+  {
+    auto restored = Ledger::RestoreWindow(point, &archive);
+    ASSERT_TRUE(restored.ok()) << restored.status().ToString();
+    EXPECT_EQ(restored->Accounts(), windowed.Accounts());
+    EXPECT_EQ(restored->LastSequence(), windowed.LastSequence());
+    EXPECT_TRUE(restored->CheckHistory().ok()) << restored->CheckHistory().ToString();
+    EXPECT_EQ(restored->Fx(), windowed.Fx());
+    for (std::int64_t owner = 1; owner <= kUsers; ++owner) {
+      same_pages(whole.value(), restored.value(), [&](const Ledger& l, std::int64_t cursor) {
+        return l.ListOwnerTransfers(owner, cursor, 200);
+      });
+    }
+  }
+  // What RestoreWindow refuses: a missing open hold, a window that does not end at the last
+  // sequence, a hold listed as open that the window resolves, an account without totals.
+  {
+    Ledger::RestorePoint bad = point;
+    bad.open_pending.pop_back();
+    EXPECT_EQ(Ledger::RestoreWindow(bad, &archive).status().code(), StatusCode::kInternal);
+  }
+  {
+    Ledger::RestorePoint bad = point;
+    bad.recent.pop_back();
+    EXPECT_EQ(Ledger::RestoreWindow(bad, &archive).status().code(), StatusCode::kInternal);
+  }
+  {
+    Ledger::RestorePoint bad = point;
+    for (const Transfer& t : bad.recent) {
+      if (t.kind == TransferKind::kVoidPending || t.kind == TransferKind::kPostPending) {
+        Transfer resolved = whole->FindTransfer(t.pending_id).value();
+        resolved.state = TransferState::kPending;
+        bad.open_pending.push_back(resolved);
+        break;
+      }
+    }
+    EXPECT_EQ(Ledger::RestoreWindow(bad, &archive).status().code(), StatusCode::kInternal);
+  }
+  {
+    Ledger::RestorePoint bad = point;
+    bad.accounts.erase(bad.accounts.begin());
+    EXPECT_EQ(Ledger::RestoreWindow(bad, &archive).status().code(), StatusCode::kInternal);
   }
 }
 

@@ -718,6 +718,50 @@ DROP INDEX market_leases_by_customer;
 DROP INDEX market_leases_by_provider;
 DROP INDEX market_payouts_by_provider;
 )sql"},
+      // The ledger out of memory: each account's totals persisted beside the transfers (the engine
+      // upserts the changed ones in every commit), a pending transfer's row says whether it was
+      // posted or voided, and the indexes that start-up (open holds) and history pages use.
+      // Built here once from the history: the totals as a replay would add them up.
+      {14, "ledger_accounts",
+       R"sql(
+CREATE TABLE ledger_accounts (
+  kind TEXT NOT NULL,
+  owner_id BIGINT NOT NULL,
+  currency TEXT NOT NULL,
+  debits_posted BIGINT NOT NULL,
+  credits_posted BIGINT NOT NULL,
+  debits_pending BIGINT NOT NULL,
+  credits_pending BIGINT NOT NULL,
+  PRIMARY KEY (kind, owner_id, currency)
+);
+UPDATE ledger_transfers SET state = 'posted'
+  WHERE kind = 'pending' AND id IN (SELECT pending_id FROM ledger_transfers
+                                    WHERE kind = 'post_pending');
+UPDATE ledger_transfers SET state = 'voided'
+  WHERE kind = 'pending' AND id IN (SELECT pending_id FROM ledger_transfers
+                                    WHERE kind = 'void_pending');
+INSERT INTO ledger_accounts (kind, owner_id, currency, debits_posted, credits_posted,
+                             debits_pending, credits_pending)
+SELECT kind, owner_id, currency, SUM(dp), SUM(cp), SUM(dq), SUM(cq) FROM (
+  SELECT debit_kind AS kind, debit_owner AS owner_id, debit_currency AS currency,
+         CASE WHEN kind IN ('single_phase', 'post_pending') THEN amount_micros ELSE 0 END AS dp,
+         0 AS cp,
+         CASE WHEN kind = 'pending' AND state = 'pending' THEN amount_micros ELSE 0 END AS dq,
+         0 AS cq
+  FROM ledger_transfers
+  UNION ALL
+  SELECT credit_kind, credit_owner, credit_currency, 0,
+         CASE WHEN kind IN ('single_phase', 'post_pending') THEN amount_micros ELSE 0 END, 0,
+         CASE WHEN kind = 'pending' AND state = 'pending' THEN amount_micros ELSE 0 END
+  FROM ledger_transfers
+) legs
+GROUP BY kind, owner_id, currency;
+INSERT INTO engine_meta (name, value)
+SELECT 'ledger_accounts_through', COALESCE(MAX(sequence), 0) FROM ledger_transfers;
+CREATE INDEX ledger_transfers_by_state ON ledger_transfers (state, sequence);
+CREATE INDEX ledger_transfers_by_debit_owner ON ledger_transfers (debit_owner, sequence);
+CREATE INDEX ledger_transfers_by_credit_owner ON ledger_transfers (credit_owner, sequence);
+)sql"},
       // Billing's start-up reads only the spot usage not yet on a statement (document_id 0), in
       // the order the engine keeps it, from this index: no full scan of a table that keeps every
       // lease-month ever billed, and no sort (issue 15).

@@ -1,0 +1,67 @@
+// The ledger's archive in the store: the transfers Ledger::Forget dropped from memory are rows of
+// ledger_transfers, read back by id, by sequence and by owner (indexes of migration 14).
+//
+// Contract: the store is the engine's (the writer thread's) and must outlive the archive; every
+// call is one query on it, from the writer thread (the ledger's owner). Rows are read as
+// WriteTransferRow wrote them.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "ledger/archive.h"
+#include "ledger/ledger.h"
+#include "store/store.h"
+
+namespace gpuhub::store {
+class ReadPool;
+}
+
+namespace gpuhub::engine {
+
+// The columns of ledger_transfers, in the order TransferFromRow reads them.
+const std::vector<std::string>& TransferColumns();
+Result<ledger::Transfer> TransferFromRow(const store::Row& row);
+// Queues the row of `t` (insert: a new transfer; upsert: a pending transfer's new state).
+void WriteTransferRow(store::WriteBatch& writes, const ledger::Transfer& t, bool upsert);
+
+// The reads of the ledger's history (tests check their plans use the indexes of migration 14):
+// start-up's open holds and newest transfers, one transfer by id, and one side (debit or credit)
+// of an owner's or an account's page, newest first below before_sequence.
+store::Select OpenPendingTransfersSelect();
+store::Select TransfersAfterSelect(std::int64_t after_sequence);
+store::Select TransferByIdSelect(std::string_view id);
+store::Select OwnerSideSelect(std::string_view side, std::int64_t owner_id,
+                              std::int64_t before_sequence, std::size_t limit);
+store::Select AccountSideSelect(std::string_view side, const ledger::AccountKey& key,
+                                std::int64_t before_sequence, std::size_t limit);
+
+// One page of an owner's transfers (wallets and payables, both sides), newest first, with sequence
+// < before_sequence (0: from the newest), read beside the writer (GET /v1/transfers): the same
+// page as Ledger::ListOwnerTransfers.
+Result<ledger::TransferPage> ReadOwnerTransfers(store::ReadPool& pool, std::int64_t owner_id,
+                                                std::int64_t before_sequence, std::size_t limit);
+
+class StoreTransferArchive : public ledger::TransferArchive {
+ public:
+  explicit StoreTransferArchive(store::Store& store) : store_(store) {}
+
+  Result<std::optional<ledger::Transfer>> Find(std::string_view id) const override;
+  Status ScanBefore(std::int64_t before_sequence,
+                    const std::function<Status(const ledger::Transfer&)>& fn) const override;
+  Result<std::vector<ledger::Transfer>> AccountPage(const ledger::AccountKey& key,
+                                                    std::int64_t before_sequence,
+                                                    std::size_t limit) const override;
+  Result<std::vector<ledger::Transfer>> OwnerPage(std::int64_t owner_id,
+                                                  std::int64_t before_sequence,
+                                                  std::size_t limit) const override;
+
+ private:
+  // The two sides' pages merged newest first, without duplicates, at most `limit`.
+  Result<std::vector<ledger::Transfer>> Merged(const store::Select& debit_side,
+                                               const store::Select& credit_side,
+                                               std::size_t limit) const;
+  store::Store& store_;
+};
+
+}  // namespace gpuhub::engine

@@ -1,0 +1,121 @@
+// The ledger's reads of history use their indexes, on SQLite and PostgreSQL: start-up's open holds
+// and newest transfers, a forgotten transfer by id, and both sides of an owner's or an account's
+// history page (migration 14). The database's own plan is read (SQLite EXPLAIN QUERY PLAN,
+// PostgreSQL EXPLAIN) on a table filled like a real one (40,000 transfers of 400 owners, a few
+// holds open) and analyzed; no planner setting is changed.
+#include <gtest/gtest.h>
+#include <libpq-fe.h>
+
+#include <string>
+#include <vector>
+
+#include "engine/ledger_archive.h"
+#include "store/read_pool.h"
+#include "store/store.h"
+#include "store/test_databases.h"
+
+namespace gpuhub::engine {
+namespace {
+
+constexpr int kOwners = 400;
+constexpr int kTransfers = 40'000;
+constexpr int kOpenEvery = 997;
+
+class LedgerHistoryPlanTest : public ::testing::TestWithParam<std::string> {
+ protected:
+  void SetUp() override {
+    url_ = store::FreshDatabase(GetParam());
+    if (url_.empty()) GTEST_SKIP() << "GPUHUB_TEST_PG_URL is unset: PostgreSQL cases skipped";
+    auto opened = store::OpenStore(url_);
+    ASSERT_TRUE(opened.ok()) << opened.status().ToString();
+    store_ = std::move(opened).value();
+    ASSERT_TRUE(store_->Migrate().ok());
+    store::WriteBatch batch;
+    for (int i = 1; i <= kTransfers; ++i) {
+      ledger::Transfer t;
+      t.sequence = i;
+      t.id = "t:" + std::to_string(i);
+      const bool hold = i % 3 == 0;
+      t.kind = hold ? ledger::TransferKind::kPending : ledger::TransferKind::kSinglePhase;
+      t.state = hold && i % kOpenEvery != 0 ? ledger::TransferState::kVoided
+                : hold                      ? ledger::TransferState::kPending
+                                            : ledger::TransferState::kPosted;
+      t.debit = ledger::AccountKey::Wallet(1 + i % kOwners, Currency::kUsd);
+      t.credit = hold ? ledger::AccountKey::System(ledger::AccountKind::kHolds, Currency::kUsd)
+                      : ledger::AccountKey::Payable(1 + (i * 7) % kOwners, Currency::kUsd);
+      t.amount_micros = 1'000'000;
+      t.code = "lease_hour";
+      t.timestamp = i;
+      WriteTransferRow(batch, t, false);
+      if (i % 5'000 == 0) {
+        ASSERT_TRUE(store_->Apply(batch).ok());
+        batch.Clear();
+      }
+    }
+    if (GetParam() == "postgresql") {
+      PGconn* conn = PQconnectdb(url_.c_str());
+      ASSERT_EQ(PQstatus(conn), CONNECTION_OK) << PQerrorMessage(conn);
+      PGresult* r = PQexec(conn, "ANALYZE");
+      EXPECT_EQ(PQresultStatus(r), PGRES_COMMAND_OK) << PQerrorMessage(conn);
+      PQclear(r);
+      PQfinish(conn);
+    }
+  }
+
+  // The plan names `index` (SQLite's and PostgreSQL's names), scans no table and sorts nothing;
+  // the query returns `rows` rows.
+  void ExpectIndexed(const store::Select& select, const std::string& sqlite_index,
+                     const std::string& postgres_index, int rows) {
+    store::ReadPool pool(url_, 1);
+    auto plan = pool.ExplainPlan(select);
+    ASSERT_TRUE(plan.ok()) << plan.status().ToString();
+    std::string text;
+    for (const auto& line : *plan) text += line + "\n";
+    const std::string& index = GetParam() == "sqlite" ? sqlite_index : postgres_index;
+    EXPECT_NE(text.find(index), std::string::npos) << text;
+    if (GetParam() == "sqlite") {
+      EXPECT_EQ(text.find("SCAN "), std::string::npos) << text;
+      EXPECT_EQ(text.find("TEMP B-TREE"), std::string::npos) << text;
+    } else {
+      EXPECT_EQ(text.find("Seq Scan"), std::string::npos) << text;
+      if (text.find("Sort") != std::string::npos) {
+        EXPECT_NE(text.find("Bitmap Index Scan on " + index), std::string::npos) << text;
+      }
+    }
+    int got = 0;
+    ASSERT_TRUE(pool.Query(select, [&](const store::Row&) {
+                      ++got;
+                      return Status::Ok();
+                    }).ok());
+    EXPECT_EQ(got, rows) << text;
+  }
+
+  std::string url_;
+  std::unique_ptr<store::Store> store_;
+};
+
+TEST_P(LedgerHistoryPlanTest, StartUpReadsOnlyOpenHoldsAndTheNewestTransfers) {
+  ExpectIndexed(OpenPendingTransfersSelect(), "ledger_transfers_by_state",
+                "ledger_transfers_by_state", kTransfers / (3 * kOpenEvery));
+  ExpectIndexed(TransfersAfterSelect(kTransfers - 100), "sqlite_autoindex_ledger_transfers_1",
+                "ledger_transfers_pkey", 100);
+}
+
+TEST_P(LedgerHistoryPlanTest, ForgottenTransfersAndHistoryPagesWalkTheirIndexes) {
+  ExpectIndexed(TransferByIdSelect("t:12345"), "sqlite_autoindex_ledger_transfers_2",
+                "ledger_transfers_id_key", 1);
+  ExpectIndexed(OwnerSideSelect("debit", 7, kTransfers / 2, 50), "ledger_transfers_by_debit_owner",
+                "ledger_transfers_by_debit_owner", 50);
+  ExpectIndexed(OwnerSideSelect("credit", 7, kTransfers, 50), "ledger_transfers_by_credit_owner",
+                "ledger_transfers_by_credit_owner", 50);
+  ExpectIndexed(
+      AccountSideSelect("debit", ledger::AccountKey::Wallet(7, Currency::kUsd), kTransfers, 20),
+      "ledger_transfers_by_debit_owner", "ledger_transfers_by_debit_owner", 20);
+}
+
+INSTANTIATE_TEST_SUITE_P(Databases, LedgerHistoryPlanTest,
+                         ::testing::Values("sqlite", "postgresql"),
+                         [](const auto& info) { return info.param; });
+
+}  // namespace
+}  // namespace gpuhub::engine
