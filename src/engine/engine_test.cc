@@ -197,8 +197,8 @@ TEST(EngineTest, AFailedCommandsWritesAreDropped) {
   int rows = 0;
   ASSERT_TRUE(store
                   ->Scan("engine_meta", {"name"}, "name",
-                         [&](const store::Row& row) {
-                           rows += row.Text(0).value() == "ghost";
+                         [&](const store::Row&) {
+                           ++rows;
                            return Status::Ok();
                          })
                   .ok());

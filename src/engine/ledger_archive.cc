@@ -37,6 +37,37 @@ Result<ledger::Transfer> TransferFromRow(const store::Row& row) {
   return t;
 }
 
+const std::vector<std::string>& AccountColumns() {
+  static const std::vector<std::string> kColumns = {
+      "kind",           "owner_id",       "currency",       "debits_posted",
+      "credits_posted", "debits_pending", "credits_pending"};
+  return kColumns;
+}
+
+Result<ledger::AccountBalance> AccountFromRow(const store::Row& row) {
+  ledger::AccountBalance b;
+  GPUHUB_ASSIGN_OR_RETURN(b.key.kind, row.Parsed(0, ledger::ParseAccountKind));
+  GPUHUB_ASSIGN_OR_RETURN(b.key.owner_id, row.Int(1));
+  GPUHUB_ASSIGN_OR_RETURN(b.key.currency, row.Parsed(2, ParseCurrency));
+  GPUHUB_ASSIGN_OR_RETURN(b.debits_posted, row.Int(3));
+  GPUHUB_ASSIGN_OR_RETURN(b.credits_posted, row.Int(4));
+  GPUHUB_ASSIGN_OR_RETURN(b.debits_pending, row.Int(5));
+  GPUHUB_ASSIGN_OR_RETURN(b.credits_pending, row.Int(6));
+  return b;
+}
+
+void WriteAccountRow(store::WriteBatch& writes, const ledger::AccountBalance& a) {
+  writes.Upsert("ledger_accounts",
+                {{"kind", std::string(ledger::AccountKindName(a.key.kind))},
+                 {"owner_id", a.key.owner_id},
+                 {"currency", std::string(CurrencyCode(a.key.currency))},
+                 {"debits_posted", a.debits_posted},
+                 {"credits_posted", a.credits_posted},
+                 {"debits_pending", a.debits_pending},
+                 {"credits_pending", a.credits_pending}},
+                3);
+}
+
 void WriteTransferRow(store::WriteBatch& writes, const ledger::Transfer& t, bool upsert) {
   store::WriteBatch::Columns columns = {
       {"sequence", t.sequence},

@@ -22,6 +22,13 @@ namespace gpuhub::engine {
 // The columns of ledger_transfers, in the order TransferFromRow reads them.
 const std::vector<std::string>& TransferColumns();
 Result<ledger::Transfer> TransferFromRow(const store::Row& row);
+// The columns of ledger_accounts (an account's persisted totals), in the order AccountFromRow
+// reads them; the first three are the key.
+const std::vector<std::string>& AccountColumns();
+Result<ledger::AccountBalance> AccountFromRow(const store::Row& row);
+// Queues the upsert of an account's totals.
+void WriteAccountRow(store::WriteBatch& writes, const ledger::AccountBalance& account);
+
 // Queues the row of `t` (insert: a new transfer; upsert: a pending transfer's new state).
 void WriteTransferRow(store::WriteBatch& writes, const ledger::Transfer& t, bool upsert);
 

@@ -202,19 +202,9 @@ TEST_F(EngineMarketTest, TheLedgerForgetsOldTransfersAndTheStoreAnswersForThem) 
   // The persisted totals are the accounts'.
   std::size_t stored_accounts = 0;
   ASSERT_TRUE(store
-                  ->Scan("ledger_accounts", {"kind", "owner_id", "currency", "debits_posted",
-                                             "credits_posted", "debits_pending", "credits_pending"},
-                         "kind, owner_id, currency",
+                  ->Scan("ledger_accounts", AccountColumns(), "kind, owner_id, currency",
                          [&](const store::Row& row) -> Status {
-                           ledger::AccountBalance b;
-                           GPUHUB_ASSIGN_OR_RETURN(b.key.kind,
-                                                   row.Parsed(0, ledger::ParseAccountKind));
-                           GPUHUB_ASSIGN_OR_RETURN(b.key.owner_id, row.Int(1));
-                           GPUHUB_ASSIGN_OR_RETURN(b.key.currency, row.Parsed(2, ParseCurrency));
-                           GPUHUB_ASSIGN_OR_RETURN(b.debits_posted, row.Int(3));
-                           GPUHUB_ASSIGN_OR_RETURN(b.credits_posted, row.Int(4));
-                           GPUHUB_ASSIGN_OR_RETURN(b.debits_pending, row.Int(5));
-                           GPUHUB_ASSIGN_OR_RETURN(b.credits_pending, row.Int(6));
+                           GPUHUB_ASSIGN_OR_RETURN(ledger::AccountBalance b, AccountFromRow(row));
                            EXPECT_EQ(b, windowed.GetAccount(b.key).value())
                                << ledger::AccountKeyName(b.key);
                            ++stored_accounts;

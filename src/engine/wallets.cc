@@ -55,17 +55,7 @@ void PersistChangedAccounts(State& state, store::WriteBatch& writes) {
   for (const ledger::Transfer& t : w.stale_rows) WriteTransferRow(writes, t, true);
   w.stale_rows.clear();
   if (changed.empty()) return;
-  for (const ledger::AccountBalance& a : changed) {
-    writes.Upsert("ledger_accounts",
-                  {{"kind", std::string(ledger::AccountKindName(a.key.kind))},
-                   {"owner_id", a.key.owner_id},
-                   {"currency", std::string(CurrencyCode(a.key.currency))},
-                   {"debits_posted", a.debits_posted},
-                   {"credits_posted", a.credits_posted},
-                   {"debits_pending", a.debits_pending},
-                   {"credits_pending", a.credits_pending}},
-                  3);
-  }
+  for (const ledger::AccountBalance& a : changed) WriteAccountRow(writes, a);
   writes.Upsert("engine_meta",
                 {{"name", std::string(kLedgerAccountsThrough)}, {"value", w.ledger.LastSequence()}});
 }
@@ -212,8 +202,9 @@ Status LoadWallets(store::Store& store, const DomainConfig& config, WalletsState
         return Status::Ok();
       }));
   using store::Condition;
+  // A missing row reads 0 (a database without transfers has no marker yet).
   auto one_int = [&](store::Select select) -> Result<std::int64_t> {
-    std::int64_t value = -1;
+    std::int64_t value = 0;
     GPUHUB_RETURN_IF_ERROR(store.Query(select, [&](const store::Row& row) -> Status {
       GPUHUB_ASSIGN_OR_RETURN(value, row.Int(0));
       return Status::Ok();
@@ -245,18 +236,9 @@ Status LoadWallets(store::Store& store, const DomainConfig& config, WalletsState
   point.last_sequence = last;
   point.fx_changes = std::move(fx);
   GPUHUB_RETURN_IF_ERROR(store.Scan(
-      "ledger_accounts",
-      {"kind", "owner_id", "currency", "debits_posted", "credits_posted", "debits_pending",
-       "credits_pending"},
-      "kind, owner_id, currency", [&](const store::Row& row) -> Status {
-        ledger::AccountBalance b;
-        GPUHUB_ASSIGN_OR_RETURN(b.key.kind, row.Parsed(0, ledger::ParseAccountKind));
-        GPUHUB_ASSIGN_OR_RETURN(b.key.owner_id, row.Int(1));
-        GPUHUB_ASSIGN_OR_RETURN(b.key.currency, row.Parsed(2, ParseCurrency));
-        GPUHUB_ASSIGN_OR_RETURN(b.debits_posted, row.Int(3));
-        GPUHUB_ASSIGN_OR_RETURN(b.credits_posted, row.Int(4));
-        GPUHUB_ASSIGN_OR_RETURN(b.debits_pending, row.Int(5));
-        GPUHUB_ASSIGN_OR_RETURN(b.credits_pending, row.Int(6));
+      "ledger_accounts", AccountColumns(), "kind, owner_id, currency",
+      [&](const store::Row& row) -> Status {
+        GPUHUB_ASSIGN_OR_RETURN(ledger::AccountBalance b, AccountFromRow(row));
         point.accounts.push_back(b);
         return Status::Ok();
       }));

@@ -38,7 +38,7 @@ struct WalletsState {
   std::vector<ledger::Transfer> stale_rows;
 };
 
-// engine_meta: the last transfer sequence the persisted ledger_accounts include.
+// engine_meta: the last transfer sequence the persisted ledger_accounts include (no row: none).
 inline constexpr const char* kLedgerAccountsThrough = "ledger_accounts_through";
 
 // Before a commit: queues the totals of every account changed since the last call (and the stale

@@ -175,20 +175,9 @@ TEST(LedgerMigration, Migration14BuildsTheTotalsAndStatesFromHistory) {
 
   std::vector<ledger::AccountBalance> stored;
   ASSERT_TRUE(store
-                  ->Scan("ledger_accounts",
-                         {"kind", "owner_id", "currency", "debits_posted", "credits_posted",
-                          "debits_pending", "credits_pending"},
-                         "kind, owner_id, currency",
+                  ->Scan("ledger_accounts", AccountColumns(), "kind, owner_id, currency",
                          [&](const store::Row& row) -> Status {
-                           ledger::AccountBalance b;
-                           GPUHUB_ASSIGN_OR_RETURN(b.key.kind,
-                                                   row.Parsed(0, ledger::ParseAccountKind));
-                           GPUHUB_ASSIGN_OR_RETURN(b.key.owner_id, row.Int(1));
-                           GPUHUB_ASSIGN_OR_RETURN(b.key.currency, row.Parsed(2, ParseCurrency));
-                           GPUHUB_ASSIGN_OR_RETURN(b.debits_posted, row.Int(3));
-                           GPUHUB_ASSIGN_OR_RETURN(b.credits_posted, row.Int(4));
-                           GPUHUB_ASSIGN_OR_RETURN(b.debits_pending, row.Int(5));
-                           GPUHUB_ASSIGN_OR_RETURN(b.credits_pending, row.Int(6));
+                           GPUHUB_ASSIGN_OR_RETURN(ledger::AccountBalance b, AccountFromRow(row));
                            stored.push_back(b);
                            return Status::Ok();
                          })

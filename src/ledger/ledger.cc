@@ -108,6 +108,21 @@ TransferState InitialState(TransferKind kind) {
   return TransferState::kPosted;
 }
 
+// The request that would have produced a stored record (its shape is checked like a request's).
+TransferRequest RequestOf(const Transfer& t) {
+  TransferRequest r;
+  r.id = t.id;
+  r.kind = t.kind;
+  r.debit = t.debit;
+  r.credit = t.credit;
+  r.amount_micros = t.amount_micros;
+  r.pending_id = t.pending_id;
+  r.code = t.code;
+  r.memo = t.memo;
+  r.timestamp = t.timestamp;
+  return r;
+}
+
 std::string Amount(std::int64_t micros, Currency c) {
   return FormatMicros(micros) + " " + std::string(CurrencyCode(c));
 }
@@ -731,18 +746,10 @@ Status Ledger::ReplayTransfer(Transfer t) {
     return Status::Internal(where + "sequence " + std::to_string(t.sequence) + " out of order");
   }
   // The record must be something ApplyBatch could have produced: same shape rules as a request.
-  TransferRequest r;
-  r.id = t.id;
-  r.kind = t.kind;
-  r.debit = t.debit;
-  r.credit = t.credit;
-  r.amount_micros = t.amount_micros;
-  r.pending_id = t.pending_id;
-  r.code = t.code;
-  r.memo = t.memo;
-  r.timestamp = t.timestamp;
   std::string message;
-  if (Validate(r, &message) != TransferResult::kOk) return Status::Internal(where + message);
+  if (Validate(RequestOf(t), &message) != TransferResult::kOk) {
+    return Status::Internal(where + message);
+  }
   if (transfer_index_.contains(t.id)) return Status::Internal(where + "duplicate id");
   std::int64_t pending_sequence = 0;
   if (IsResolution(t.kind)) {
@@ -841,18 +848,8 @@ Result<Ledger> Ledger::RestoreWindow(RestorePoint point, const TransferArchive* 
     if (t.sequence != ledger.first_sequence_ + static_cast<std::int64_t>(i)) {
       return broken(where + "sequence " + std::to_string(t.sequence) + " out of order");
     }
-    TransferRequest r;
-    r.id = t.id;
-    r.kind = t.kind;
-    r.debit = t.debit;
-    r.credit = t.credit;
-    r.amount_micros = t.amount_micros;
-    r.pending_id = t.pending_id;
-    r.code = t.code;
-    r.memo = t.memo;
-    r.timestamp = t.timestamp;
     std::string message;
-    if (ledger.Validate(r, &message) != TransferResult::kOk) return broken(message);
+    if (ledger.Validate(RequestOf(t), &message) != TransferResult::kOk) return broken(message);
     if (!ledger.transfer_index_.emplace(t.id, t.sequence).second) {
       return broken(where + "duplicate id");
     }

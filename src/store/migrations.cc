@@ -757,7 +757,8 @@ SELECT kind, owner_id, currency, SUM(dp), SUM(cp), SUM(dq), SUM(cq) FROM (
 ) legs
 GROUP BY kind, owner_id, currency;
 INSERT INTO engine_meta (name, value)
-SELECT 'ledger_accounts_through', COALESCE(MAX(sequence), 0) FROM ledger_transfers;
+SELECT 'ledger_accounts_through', sequence FROM ledger_transfers
+WHERE sequence = (SELECT MAX(sequence) FROM ledger_transfers);
 CREATE INDEX ledger_transfers_by_state ON ledger_transfers (state, sequence);
 CREATE INDEX ledger_transfers_by_debit_owner ON ledger_transfers (debit_owner, sequence);
 CREATE INDEX ledger_transfers_by_credit_owner ON ledger_transfers (credit_owner, sequence);

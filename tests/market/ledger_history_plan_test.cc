@@ -4,7 +4,6 @@
 // PostgreSQL EXPLAIN) on a table filled like a real one (40,000 transfers of 400 owners, a few
 // holds open) and analyzed; no planner setting is changed.
 #include <gtest/gtest.h>
-#include <libpq-fe.h>
 
 #include <string>
 #include <vector>
@@ -13,6 +12,7 @@
 #include "store/read_pool.h"
 #include "store/store.h"
 #include "store/test_databases.h"
+#include "plan_checks.h"
 
 namespace gpuhub::engine {
 namespace {
@@ -52,42 +52,16 @@ class LedgerHistoryPlanTest : public ::testing::TestWithParam<std::string> {
         batch.Clear();
       }
     }
-    if (GetParam() == "postgresql") {
-      PGconn* conn = PQconnectdb(url_.c_str());
-      ASSERT_EQ(PQstatus(conn), CONNECTION_OK) << PQerrorMessage(conn);
-      PGresult* r = PQexec(conn, "ANALYZE");
-      EXPECT_EQ(PQresultStatus(r), PGRES_COMMAND_OK) << PQerrorMessage(conn);
-      PQclear(r);
-      PQfinish(conn);
-    }
+    store::AnalyzeIfPostgres(GetParam(), url_);
   }
 
-  // The plan names `index` (SQLite's and PostgreSQL's names), scans no table and sorts nothing;
-  // the query returns `rows` rows.
+  // The plan names the index (SQLite's or PostgreSQL's name for it), scans no table and sorts
+  // nothing (plan_checks.h); the query returns `rows` rows.
   void ExpectIndexed(const store::Select& select, const std::string& sqlite_index,
                      const std::string& postgres_index, int rows) {
-    store::ReadPool pool(url_, 1);
-    auto plan = pool.ExplainPlan(select);
-    ASSERT_TRUE(plan.ok()) << plan.status().ToString();
-    std::string text;
-    for (const auto& line : *plan) text += line + "\n";
-    const std::string& index = GetParam() == "sqlite" ? sqlite_index : postgres_index;
-    EXPECT_NE(text.find(index), std::string::npos) << text;
-    if (GetParam() == "sqlite") {
-      EXPECT_EQ(text.find("SCAN "), std::string::npos) << text;
-      EXPECT_EQ(text.find("TEMP B-TREE"), std::string::npos) << text;
-    } else {
-      EXPECT_EQ(text.find("Seq Scan"), std::string::npos) << text;
-      if (text.find("Sort") != std::string::npos) {
-        EXPECT_NE(text.find("Bitmap Index Scan on " + index), std::string::npos) << text;
-      }
-    }
-    int got = 0;
-    ASSERT_TRUE(pool.Query(select, [&](const store::Row&) {
-                      ++got;
-                      return Status::Ok();
-                    }).ok());
-    EXPECT_EQ(got, rows) << text;
+    EXPECT_EQ(store::ExpectPlanUsesIndex(GetParam(), url_, select,
+                                         GetParam() == "sqlite" ? sqlite_index : postgres_index),
+              rows);
   }
 
   std::string url_;

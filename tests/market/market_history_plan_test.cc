@@ -7,7 +7,6 @@
 // with statistics, as they would in production; no planner setting is changed (no
 // enable_seqscan=off).
 #include <gtest/gtest.h>
-#include <libpq-fe.h>
 
 #include <algorithm>
 #include <map>
@@ -20,6 +19,7 @@
 #include "store/read_pool.h"
 #include "store/store.h"
 #include "store/test_databases.h"
+#include "plan_checks.h"
 
 namespace gpuhub::engine {
 namespace {
@@ -34,12 +34,6 @@ constexpr int kPayouts = 10'000;
 constexpr int kBids = 40'000;    // every 3rd filled: a lease and a trade
 constexpr int kAsks = 8'000;     // one open, the rest expired
 constexpr int kOpenEvery = 997;  // a few resting bids among them
-
-std::string Joined(const std::vector<std::string>& plan) {
-  std::string out;
-  for (const auto& line : plan) out += line + "\n";
-  return out;
-}
 
 class MarketHistoryPlanTest : public ::testing::TestWithParam<std::string> {
  protected:
@@ -165,44 +159,10 @@ class MarketHistoryPlanTest : public ::testing::TestWithParam<std::string> {
   }
 
   // Statistics, as a database that has been running has them (autovacuum; SQLite's ANALYZE).
-  void Analyze() {
-    if (GetParam() == "postgresql") {
-      PGconn* conn = PQconnectdb(url_.c_str());
-      ASSERT_EQ(PQstatus(conn), CONNECTION_OK) << PQerrorMessage(conn);
-      PGresult* r = PQexec(conn, "ANALYZE");
-      EXPECT_EQ(PQresultStatus(r), PGRES_COMMAND_OK) << PQerrorMessage(conn);
-      PQclear(r);
-      PQfinish(conn);
-    }
-  }
+  void Analyze() { store::AnalyzeIfPostgres(GetParam(), url_); }
 
-  // The plan names `index`, and neither scans a table whole nor sorts. PostgreSQL: for an owner
-  // with few rows its cheapest plan reads all of them through the index (a bitmap scan) and sorts
-  // those; that sort is bounded by the owner's rows, so it is accepted when fed by `index`.
   void ExpectIndexed(const store::Select& select, const std::string& index) {
-    store::ReadPool pool(url_, 1);
-    auto plan = pool.ExplainPlan(select);
-    ASSERT_TRUE(plan.ok()) << plan.status().ToString();
-    const std::string text = Joined(*plan);
-    EXPECT_NE(text.find(index), std::string::npos) << select.table << ":\n" << text;
-    if (GetParam() == "sqlite") {
-      // "SCAN t" alone is a full scan; "SCAN t USING INDEX" would walk a whole index.
-      EXPECT_EQ(text.find("SCAN "), std::string::npos) << text;
-      EXPECT_EQ(text.find("TEMP B-TREE"), std::string::npos) << text;
-    } else {
-      EXPECT_EQ(text.find("Seq Scan"), std::string::npos) << text;
-      if (text.find("Sort") != std::string::npos) {
-        EXPECT_NE(text.find("Bitmap Index Scan on " + index), std::string::npos) << text;
-      }
-    }
-    // And the query runs.
-    int rows = 0;
-    ASSERT_TRUE(pool.Query(select,
-                           [&](const store::Row&) {
-                             ++rows;
-                             return Status::Ok();
-                           })
-                    .ok());
+    const int rows = store::ExpectPlanUsesIndex(GetParam(), url_, select, index);
     if (select.limit > 0) {
       EXPECT_LE(rows, static_cast<int>(select.limit));
     }

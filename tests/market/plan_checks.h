@@ -1,0 +1,58 @@
+// Shared by the query-plan tests (market_history_plan_test, ledger_history_plan_test): statistics
+// as production would have them, and what "served by an index" means on each database.
+#pragma once
+
+#include <gtest/gtest.h>
+#include <libpq-fe.h>
+
+#include <string>
+
+#include "store/read_pool.h"
+#include "store/store.h"
+
+namespace gpuhub::store {
+
+// ANALYZE on PostgreSQL (`database` is the test parameter: "sqlite" or "postgresql"), so that the
+// planner chooses with statistics; nothing on SQLite.
+inline void AnalyzeIfPostgres(const std::string& database, const std::string& url) {
+  if (database != "postgresql") return;
+  PGconn* conn = PQconnectdb(url.c_str());
+  ASSERT_EQ(PQstatus(conn), CONNECTION_OK) << PQerrorMessage(conn);
+  PGresult* r = PQexec(conn, "ANALYZE");
+  EXPECT_EQ(PQresultStatus(r), PGRES_COMMAND_OK) << PQerrorMessage(conn);
+  PQclear(r);
+  PQfinish(conn);
+}
+
+// Expects the plan of `select` to name `index` and neither scan a table whole nor sort; returns
+// how many rows the query returns (it runs). PostgreSQL: for an owner with few rows its cheapest
+// plan reads all of them through the index (a bitmap scan) and sorts those; that sort is bounded by
+// the owner's rows, so it is accepted when fed by `index`.
+inline int ExpectPlanUsesIndex(const std::string& database, const std::string& url,
+                               const Select& select, const std::string& index) {
+  ReadPool pool(url, 1);
+  auto plan = pool.ExplainPlan(select);
+  EXPECT_TRUE(plan.ok()) << plan.status().ToString();
+  if (!plan.ok()) return -1;
+  std::string text;
+  for (const auto& line : *plan) text += line + "\n";
+  EXPECT_NE(text.find(index), std::string::npos) << select.table << ":\n" << text;
+  if (database == "sqlite") {
+    // "SCAN t" alone is a full scan; "SCAN t USING INDEX" would walk a whole index.
+    EXPECT_EQ(text.find("SCAN "), std::string::npos) << text;
+    EXPECT_EQ(text.find("TEMP B-TREE"), std::string::npos) << text;
+  } else {
+    EXPECT_EQ(text.find("Seq Scan"), std::string::npos) << text;
+    if (text.find("Sort") != std::string::npos) {
+      EXPECT_NE(text.find("Bitmap Index Scan on " + index), std::string::npos) << text;
+    }
+  }
+  int rows = 0;
+  EXPECT_TRUE(pool.Query(select, [&](const Row&) {
+                    ++rows;
+                    return Status::Ok();
+                  }).ok());
+  return rows;
+}
+
+}  // namespace gpuhub::store
