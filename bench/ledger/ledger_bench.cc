@@ -50,6 +50,31 @@ void Require(const BatchResult& b, benchmark::State& state) {
   }
 }
 
+// The same with the engine's window: the newest 100,000 transfers stay in memory, the ledger
+// forgets back to that once it has grown by a fifth (engine/wallets.cc ForgetDurableTransfers),
+// so this includes the amortised cost of forgetting and memory stays flat however long it runs.
+void BM_SingleTransferWithWindow(benchmark::State& state) {
+  constexpr std::size_t kKeep = 100'000;
+  Ledger ledger = FundedLedger();
+  std::int64_t n = 0;
+  std::size_t forgotten = 0;
+  for (auto _ : state) {
+    ++n;
+    TransferRequest r =
+        Request("t:" + std::to_string(n), TransferKind::kSinglePhase,
+                AccountKey::Wallet(1 + n % kCustomers, Currency::kUsd),
+                AccountKey::Payable(1 + n % kProviders, Currency::kUsd), 2'500'000, "spend");
+    BatchResult b = ledger.Apply(r);
+    Require(b, state);
+    benchmark::DoNotOptimize(b);
+    if (ledger.Transfers().size() > kKeep + kKeep / 5) forgotten += ledger.Forget(kKeep);
+  }
+  state.SetItemsProcessed(state.iterations());
+  state.counters["in_memory"] = static_cast<double>(ledger.Transfers().size());
+  state.counters["forgotten"] = static_cast<double>(forgotten);
+}
+BENCHMARK(BM_SingleTransferWithWindow);
+
 // One single-phase transfer per command: customer -> provider payable.
 void BM_SingleTransfer(benchmark::State& state) {
   Ledger ledger = FundedLedger();

@@ -932,8 +932,15 @@ std::size_t Ledger::Forget(std::size_t keep) {
     transfer_index_.erase(it->second.id);
     it = pinned_.erase(it);
   }
+  // Only the accounts and owners of the forgotten transfers hold sequences below the new start.
+  std::unordered_set<std::size_t> accounts;
+  std::unordered_set<std::int64_t> owners;
   for (std::size_t i = 0; i < n; ++i) {
     Transfer& t = transfers_[i];
+    accounts.insert(account_index_.at(t.debit));
+    accounts.insert(account_index_.at(t.credit));
+    if (t.debit.owner_id != 0) owners.insert(t.debit.owner_id);
+    if (t.credit.owner_id != 0) owners.insert(t.credit.owner_id);
     if (t.kind == TransferKind::kPending && t.state == TransferState::kPending) {
       const std::int64_t sequence = t.sequence;
       pinned_.emplace(sequence, std::move(t));
@@ -947,10 +954,12 @@ std::size_t Ledger::Forget(std::size_t keep) {
     history.erase(history.begin(),
                   std::lower_bound(history.begin(), history.end(), first_sequence_));
   };
-  for (AccountState& a : accounts_) trim(a.history);
-  for (auto it = owner_history_.begin(); it != owner_history_.end();) {
+  for (std::size_t a : accounts) trim(accounts_[a].history);
+  for (std::int64_t owner : owners) {
+    auto it = owner_history_.find(owner);
+    if (it == owner_history_.end()) continue;
     trim(it->second);
-    it = it->second.empty() ? owner_history_.erase(it) : std::next(it);
+    if (it->second.empty()) owner_history_.erase(it);
   }
   return n;
 }
