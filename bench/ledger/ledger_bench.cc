@@ -44,6 +44,13 @@ Ledger FundedLedger() {
   return ledger;
 }
 
+// The n-th customer -> provider payable transfer.
+TransferRequest Spend(std::int64_t n) {
+  return Request("t:" + std::to_string(n), TransferKind::kSinglePhase,
+                 AccountKey::Wallet(1 + n % kCustomers, Currency::kUsd),
+                 AccountKey::Payable(1 + n % kProviders, Currency::kUsd), 2'500'000, "spend");
+}
+
 void Require(const BatchResult& b, benchmark::State& state) {
   if (b.result != TransferResult::kOk && b.result != TransferResult::kExists) {
     state.SkipWithError(b.message.c_str());
@@ -60,11 +67,7 @@ void BM_SingleTransferWithWindow(benchmark::State& state) {
   std::size_t forgotten = 0;
   for (auto _ : state) {
     ++n;
-    TransferRequest r =
-        Request("t:" + std::to_string(n), TransferKind::kSinglePhase,
-                AccountKey::Wallet(1 + n % kCustomers, Currency::kUsd),
-                AccountKey::Payable(1 + n % kProviders, Currency::kUsd), 2'500'000, "spend");
-    BatchResult b = ledger.Apply(r);
+    BatchResult b = ledger.Apply(Spend(n));
     Require(b, state);
     benchmark::DoNotOptimize(b);
     if (ledger.Transfers().size() > kKeep + kKeep / 5) forgotten += ledger.Forget(kKeep);
@@ -81,11 +84,7 @@ void BM_SingleTransfer(benchmark::State& state) {
   std::int64_t n = 0;
   for (auto _ : state) {
     ++n;
-    TransferRequest r =
-        Request("t:" + std::to_string(n), TransferKind::kSinglePhase,
-                AccountKey::Wallet(1 + n % kCustomers, Currency::kUsd),
-                AccountKey::Payable(1 + n % kProviders, Currency::kUsd), 2'500'000, "spend");
-    BatchResult b = ledger.Apply(r);
+    BatchResult b = ledger.Apply(Spend(n));
     Require(b, state);
     benchmark::DoNotOptimize(b);
   }

@@ -6,7 +6,6 @@
 //   statements (numbers, lines, amounts) of an engine that ran the month through, and the usage
 //   reloaded equals the usage the engine held before it stopped.
 #include <gtest/gtest.h>
-#include <libpq-fe.h>
 
 #include <algorithm>
 #include <map>
@@ -28,6 +27,7 @@
 #include "store/read_pool.h"
 #include "store/store.h"
 #include "store/test_databases.h"
+#include "store/test_plans.h"
 
 namespace gpuhub::billing {
 // Readable failures (gtest prints bytes otherwise).
@@ -48,22 +48,6 @@ constexpr int kLeasesPerUserMonth = 5;
 constexpr int kOpenUsers = 20;  // accounts with usage in the open month
 
 TimestampMicros At(const char* text) { return ParseTimestamp(text).value(); }
-
-std::string Joined(const std::vector<std::string>& plan) {
-  std::string out;
-  for (const auto& line : plan) out += line + "\n";
-  return out;
-}
-
-void Analyze(const std::string& backend, const std::string& url) {
-  if (backend != "postgresql") return;
-  PGconn* conn = PQconnectdb(url.c_str());
-  ASSERT_EQ(PQstatus(conn), CONNECTION_OK) << PQerrorMessage(conn);
-  PGresult* r = PQexec(conn, "ANALYZE");
-  EXPECT_EQ(PQresultStatus(r), PGRES_COMMAND_OK) << PQerrorMessage(conn);
-  PQclear(r);
-  PQfinish(conn);
-}
 
 class SpotUsagePlanTest : public ::testing::TestWithParam<std::string> {};
 
@@ -120,24 +104,14 @@ TEST_P(SpotUsagePlanTest, StartUpReadsOnlyOpenUsageThroughTheIndexInItsOrder) {
     ASSERT_TRUE(db->Apply(batch).ok());
     batch.Clear();
   }
-  Analyze(GetParam(), url);
+  store::AnalyzeIfPostgres(GetParam(), url);
 
   const store::Select select = OpenSpotUsageSelect();
   store::ReadPool pool(url, 1);
   // Both start-up reads (the counts, then the rows) use the index and sort nothing.
   for (const store::Select& read : {OpenSpotUsageCountSelect(), select}) {
-    auto plan = pool.ExplainPlan(read);
-    ASSERT_TRUE(plan.ok()) << plan.status().ToString();
-    const std::string text = Joined(*plan);
-    EXPECT_NE(text.find("spot_usage_by_document_id"), std::string::npos) << text;
-    if (GetParam() == "sqlite") {
-      // "SCAN t" is a full scan (of the table or of a whole index); a sort needs a temp b-tree.
-      EXPECT_EQ(text.find("SCAN "), std::string::npos) << text;
-      EXPECT_EQ(text.find("TEMP B-TREE"), std::string::npos) << text;
-    } else {
-      EXPECT_EQ(text.find("Seq Scan"), std::string::npos) << text;
-      EXPECT_EQ(text.find("Sort"), std::string::npos) << text;
-    }
+    store::ExpectPlanUsesIndex(GetParam(), url, read, "spot_usage_by_document_id",
+                               /*bounded_sort_ok=*/false);
   }
   std::map<std::pair<std::int64_t, std::int64_t>, std::int64_t> counts;
   ASSERT_TRUE(pool.Query(OpenSpotUsageCountSelect(),

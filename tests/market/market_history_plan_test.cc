@@ -19,7 +19,7 @@
 #include "store/read_pool.h"
 #include "store/store.h"
 #include "store/test_databases.h"
-#include "plan_checks.h"
+#include "store/test_plans.h"
 
 namespace gpuhub::engine {
 namespace {
