@@ -7,6 +7,7 @@
 #include <tuple>
 
 #include "billing/countries.h"
+#include "billing/limits.h"
 #include "engine/accounts.h"
 #include "engine/billing_rows.h"
 #include "engine/limits.h"
@@ -407,30 +408,51 @@ Result<std::size_t> IssueDueStatements(Txn& txn) {
     const billing::Month month = billing::MonthOf(it->first.first);
     if (month.end > txn.now) break;  // the oldest open month has not ended yet
     const std::int64_t user = it->first.second;
+    const std::vector<billing::SpotUsage>& rows = it->second;
     // Everything that can fail happens before Commit; a statement that cannot be built (limits)
-    // stays open and is logged, and the others go on: a tick never half-applies.
-    auto doc = billing::BuildSpotStatement(month, it->second, txn.now);
-    if (doc.ok()) {
+    // stays open and is logged, and the others go on: a tick never half-applies. A month with more
+    // usage rows than one document may hold (billing::kMaxLinesPerDocument) is stated in parts,
+    // each a numbered invoice of its own ("part 2 of 3"), all issued in the same command.
+    const std::size_t per_part = billing::kMaxLinesPerDocument;
+    const std::size_t parts = (rows.size() + per_part - 1) / per_part;
+    const std::string source = "spot:" + std::to_string(user) + ":" + billing::MonthKey(month);
+    std::vector<Document> ready;
+    Status failed;
+    for (std::size_t p = 0; p < parts && failed.ok(); ++p) {
+      const auto first = rows.begin() + static_cast<std::ptrdiff_t>(p * per_part);
+      const auto last = rows.begin() + static_cast<std::ptrdiff_t>(
+                                           std::min(rows.size(), (p + 1) * per_part));
+      auto doc = billing::BuildSpotStatement(month, {first, last}, txn.now);
+      if (!doc.ok()) {
+        failed = doc.status();
+        break;
+      }
       doc->user_id = user;
-      doc->source = "spot:" + std::to_string(user) + ":" + billing::MonthKey(month);
-      Status ready = Prepare(txn, *doc).status();
-      if (ready.ok()) {
-        Document stored = Commit(txn, std::move(*doc));
-        for (const billing::SpotUsage& u : it->second) {
-          WriteUsage(txn, user, month.start, u, stored.id);
+      doc->source = p == 0 ? source : source + ":part" + std::to_string(p + 1);
+      if (parts > 1) {
+        doc->title += " (part " + std::to_string(p + 1) + " of " + std::to_string(parts) + ")";
+      }
+      failed = Prepare(txn, *doc).status();
+      ready.push_back(std::move(*doc));
+    }
+    if (failed.ok()) {
+      for (std::size_t p = 0; p < ready.size(); ++p) {
+        Document stored = Commit(txn, std::move(ready[p]));
+        for (std::size_t i = p * per_part; i < std::min(rows.size(), (p + 1) * per_part); ++i) {
+          WriteUsage(txn, user, month.start, rows[i], stored.id);
         }
-        spdlog::info("event=statement_issued number={} user={} month={} net={} tax={} gross={}",
-                     stored.number, user, billing::MonthKey(month),
+        spdlog::info("event=statement_issued number={} user={} month={} part={}/{} net={} tax={} "
+                     "gross={}",
+                     stored.number, user, billing::MonthKey(month), p + 1, parts,
                      FormatMicros(stored.net_micros), FormatMicros(stored.tax_micros),
                      FormatMicros(stored.gross_micros));
-        it = b.open_usage.erase(it);
-        ++issued;
-        continue;
       }
-      doc = ready;
+      it = b.open_usage.erase(it);
+      ++issued;
+      continue;
     }
     spdlog::error("event=statement_failed user={} month={} error=\"{}\"", user,
-                  billing::MonthKey(month), doc.status().ToString());
+                  billing::MonthKey(month), failed.ToString());
     ++it;
   }
   return issued;

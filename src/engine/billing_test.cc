@@ -5,6 +5,7 @@
 #include <random>
 
 #include "billing/countries.h"
+#include "billing/limits.h"
 #include "engine/accounts.h"
 #include "engine/engine_test_fixture.h"
 #include "engine/market.h"
@@ -219,6 +220,40 @@ TEST_F(EngineBillingTest, MonthlyStatementsHoldEveryLeaseHourOfTheirMonth) {
   Open();
   EXPECT_EQ(Documents(carl_), carl);  // the same documents come back from the database
   CheckAll();
+}
+
+// A month with more usage rows than one document may hold (a customer running thousands of short
+// leases) is stated in parts, each a numbered invoice, instead of failing at every tick forever.
+TEST_F(EngineBillingTest, AMonthWithMoreLeasesThanOneInvoiceHoldsIsStatedInParts) {
+  Profile(carl_, {"DE", "", "", "Berlin"});
+  const std::int64_t leases = static_cast<std::int64_t>(billing::kMaxLinesPerDocument) + 3;
+  Run<int>([&](Txn& txn) -> Result<int> {
+    std::vector<market::HourCharge> hours;
+    for (std::int64_t lease = 1; lease <= leases; ++lease) {
+      hours.push_back({lease, carl_, 1, At("2026-11-30T20:00:00Z"), "H100 SXM", 1, 2'000'000,
+                       2'000'000, 190'000, 380'000});
+    }
+    RecordSpotHours(txn, hours);
+    return 0;
+  });
+  AdvanceTo("2026-12-01T00:00:00Z");
+  auto docs = Documents(carl_);
+  ASSERT_EQ(docs.size(), 2u);
+  const Document& second = docs[0];  // newest first
+  const Document& first = docs[1];
+  EXPECT_EQ(first.number, "2026-000001");
+  EXPECT_EQ(second.number, "2026-000002");
+  EXPECT_EQ(first.lines.size(), billing::kMaxLinesPerDocument);
+  EXPECT_EQ(second.lines.size(), 3u);
+  EXPECT_EQ(first.title, "Spot GPU usage, November 2026 (part 1 of 2)");
+  EXPECT_EQ(second.title, "Spot GPU usage, November 2026 (part 2 of 2)");
+  EXPECT_EQ(first.net_micros + second.net_micros, leases * 2'000'000);
+  EXPECT_EQ(first.tax_micros + second.tax_micros, leases * 380'000);
+  // Stated once: the next ticks issue nothing more, and a restart finds both.
+  Advance(kMicrosPerHour);
+  EXPECT_EQ(Documents(carl_).size(), 2u);
+  Open();
+  EXPECT_EQ(Documents(carl_), docs);
 }
 
 TEST_F(EngineBillingTest, CreditNotesGiveBackAndNeverExceedTheInvoice) {
