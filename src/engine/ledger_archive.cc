@@ -93,8 +93,9 @@ void WriteTransferRow(store::WriteBatch& writes, const ledger::Transfer& t, bool
 }
 
 store::Select OpenPendingTransfersSelect() {
+  // Served by the partial index ledger_transfers_open (migration 16).
   return {"ledger_transfers", TransferColumns(),
-          {{"state", Condition::Op::kEq, std::string("pending")}}, {}, "state, sequence", 0};
+          {{"state", Condition::Op::kEq, std::string("pending")}}, {}, "sequence", 0};
 }
 
 store::Select TransfersAfterSelect(std::int64_t after_sequence) {

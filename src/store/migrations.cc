@@ -771,6 +771,14 @@ CREATE INDEX ledger_transfers_by_credit_owner ON ledger_transfers (credit_owner,
 CREATE INDEX spot_usage_by_document_id
   ON spot_usage (document_id, month_start_us, user_id, lease_id, first_hour_at_us);
 )sql"},
+      // Start-up's open holds from a partial index that holds only them: a transfer that is not
+      // a pending hold never enters it, and a hold leaves it when it is posted or voided (the full
+      // (state, sequence) index of migration 14 took an entry for every transfer ever made).
+      {16, "ledger_open_holds_index",
+       R"sql(
+DROP INDEX ledger_transfers_by_state;
+CREATE INDEX ledger_transfers_open ON ledger_transfers (sequence) WHERE state = 'pending';
+)sql"},
   };
   return migrations;
 }
