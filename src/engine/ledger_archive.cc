@@ -1,6 +1,7 @@
 #include "engine/ledger_archive.h"
 
 #include <algorithm>
+#include <functional>
 #include <limits>
 
 #include "store/read_pool.h"
@@ -147,6 +148,23 @@ std::vector<ledger::Transfer> NewestUnique(std::vector<ledger::Transfer> out, st
   return out;
 }
 
+// Both sides of a page (debit, credit), each newest first and at most `limit`, read by `query` (the
+// writer's store or a reader pool), merged newest first without duplicates, at most `limit`.
+Result<std::vector<ledger::Transfer>> BothSides(
+    const std::function<Status(const store::Select&, const std::function<Status(const store::Row&)>&)>&
+        query,
+    const store::Select& debit_side, const store::Select& credit_side, std::size_t limit) {
+  std::vector<ledger::Transfer> rows;
+  for (const store::Select* select : {&debit_side, &credit_side}) {
+    GPUHUB_RETURN_IF_ERROR(query(*select, [&](const store::Row& row) -> Status {
+      GPUHUB_ASSIGN_OR_RETURN(ledger::Transfer t, TransferFromRow(row));
+      rows.push_back(std::move(t));
+      return Status::Ok();
+    }));
+  }
+  return NewestUnique(std::move(rows), limit);
+}
+
 }  // namespace
 
 Result<ledger::TransferPage> ReadOwnerTransfers(store::ReadPool& pool, std::int64_t owner_id,
@@ -156,18 +174,13 @@ Result<ledger::TransferPage> ReadOwnerTransfers(store::ReadPool& pool, std::int6
   }
   const std::int64_t below =
       before_sequence == 0 ? std::numeric_limits<std::int64_t>::max() : before_sequence;
-  std::vector<ledger::Transfer> rows;
-  for (const char* side : {"debit", "credit"}) {
-    GPUHUB_RETURN_IF_ERROR(
-        pool.Query(OwnerSideSelect(side, owner_id, below, limit + 1),
-                   [&](const store::Row& row) -> Status {
-                     GPUHUB_ASSIGN_OR_RETURN(ledger::Transfer t, TransferFromRow(row));
-                     rows.push_back(std::move(t));
-                     return Status::Ok();
-                   }));
-  }
+  // One more than the page, to know whether another follows.
   ledger::TransferPage page;
-  page.transfers = NewestUnique(std::move(rows), limit + 1);
+  GPUHUB_ASSIGN_OR_RETURN(
+      page.transfers,
+      BothSides([&](const store::Select& s, const auto& fn) { return pool.Query(s, fn); },
+                OwnerSideSelect("debit", owner_id, below, limit + 1),
+                OwnerSideSelect("credit", owner_id, below, limit + 1), limit + 1));
   if (page.transfers.size() > limit) {
     page.transfers.resize(limit);
     page.next_before_sequence = page.transfers.back().sequence;
@@ -198,30 +211,19 @@ Status StoreTransferArchive::ScanBefore(
   });
 }
 
-Result<std::vector<ledger::Transfer>> StoreTransferArchive::Merged(
-    const store::Select& debit_side, const store::Select& credit_side, std::size_t limit) const {
-  std::vector<ledger::Transfer> out;
-  for (const store::Select* select : {&debit_side, &credit_side}) {
-    GPUHUB_RETURN_IF_ERROR(store_.Query(*select, [&](const store::Row& row) -> Status {
-      GPUHUB_ASSIGN_OR_RETURN(ledger::Transfer t, TransferFromRow(row));
-      out.push_back(std::move(t));
-      return Status::Ok();
-    }));
-  }
-  return NewestUnique(std::move(out), limit);
-}
-
 Result<std::vector<ledger::Transfer>> StoreTransferArchive::AccountPage(
     const ledger::AccountKey& key, std::int64_t before_sequence, std::size_t limit) const {
-  return Merged(AccountSideSelect("debit", key, before_sequence, limit),
-                AccountSideSelect("credit", key, before_sequence, limit), limit);
+  return BothSides([&](const store::Select& s, const auto& fn) { return store_.Query(s, fn); },
+                   AccountSideSelect("debit", key, before_sequence, limit),
+                   AccountSideSelect("credit", key, before_sequence, limit), limit);
 }
 
 Result<std::vector<ledger::Transfer>> StoreTransferArchive::OwnerPage(std::int64_t owner_id,
                                                                       std::int64_t before_sequence,
                                                                       std::size_t limit) const {
-  return Merged(OwnerSideSelect("debit", owner_id, before_sequence, limit),
-                OwnerSideSelect("credit", owner_id, before_sequence, limit), limit);
+  return BothSides([&](const store::Select& s, const auto& fn) { return store_.Query(s, fn); },
+                   OwnerSideSelect("debit", owner_id, before_sequence, limit),
+                   OwnerSideSelect("credit", owner_id, before_sequence, limit), limit);
 }
 
 }  // namespace gpuhub::engine

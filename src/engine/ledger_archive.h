@@ -64,10 +64,6 @@ class StoreTransferArchive : public ledger::TransferArchive {
                                                   std::size_t limit) const override;
 
  private:
-  // The two sides' pages merged newest first, without duplicates, at most `limit`.
-  Result<std::vector<ledger::Transfer>> Merged(const store::Select& debit_side,
-                                               const store::Select& credit_side,
-                                               std::size_t limit) const;
   store::Store& store_;
 };
 

@@ -16,15 +16,18 @@ void RegisterAdminRoutes(Router& router, ApiContext& api) {
                    api, r, std::move(respond), engine::kRoleAdmin,
                    [](engine::Txn& txn, const engine::User&) -> Result<Reply> {
                      // With the real clock the tick bills a lease-hour up to one period late.
+                     // On the writer: no replay of the history the ledger keeps in the store only.
                      engine::InvariantReport report = engine::CheckStateInvariants(
-                         txn.state, txn.now - 2 * engine::kTickIntervalMicros);
+                         txn.state, txn.now - 2 * engine::kTickIntervalMicros,
+                         /*replay_stored_history=*/false);
                      json checks = json::array();
                      for (const auto& c : report.checks) {
                        json check = {{"name", c.name}, {"ok", c.status.ok()}};
                        if (!c.status.ok()) check["message"] = c.status.message();
                        checks.push_back(std::move(check));
                      }
-                     return Reply{200, {{"ok", report.ok()}, {"checks", checks}}};
+                     return Reply{200,
+                                  {{"ok", report.ok()}, {"checks", checks}, {"skipped", report.skipped}}};
                    });
              }));
   router.Add(

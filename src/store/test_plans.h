@@ -6,12 +6,32 @@
 #include <gtest/gtest.h>
 #include <libpq-fe.h>
 
+#include <memory>
 #include <string>
 
 #include "store/read_pool.h"
 #include "store/store.h"
+#include "store/test_databases.h"
 
 namespace gpuhub::store {
+
+// A test on a fresh, migrated database of the parameter's kind ("sqlite", "postgresql"); skipped
+// when PostgreSQL is not configured. A derived SetUp calls this one first and returns when
+// IsSkipped() or HasFatalFailure().
+class FreshDatabaseTest : public ::testing::TestWithParam<std::string> {
+ protected:
+  void SetUp() override {
+    url_ = FreshDatabase(GetParam());
+    if (url_.empty()) GTEST_SKIP() << "GPUHUB_TEST_PG_URL is unset: PostgreSQL cases skipped";
+    auto opened = OpenStore(url_);
+    ASSERT_TRUE(opened.ok()) << opened.status().ToString();
+    store_ = std::move(opened).value();
+    ASSERT_TRUE(store_->Migrate().ok());
+  }
+
+  std::string url_;
+  std::unique_ptr<Store> store_;
+};
 
 // ANALYZE on PostgreSQL (`database` is the test parameter: "sqlite" or "postgresql"), so that the
 // planner chooses with statistics; nothing on SQLite.

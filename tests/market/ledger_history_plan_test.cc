@@ -21,15 +21,11 @@ constexpr int kOwners = 400;
 constexpr int kTransfers = 40'000;
 constexpr int kOpenEvery = 997;
 
-class LedgerHistoryPlanTest : public ::testing::TestWithParam<std::string> {
+class LedgerHistoryPlanTest : public store::FreshDatabaseTest {
  protected:
   void SetUp() override {
-    url_ = store::FreshDatabase(GetParam());
-    if (url_.empty()) GTEST_SKIP() << "GPUHUB_TEST_PG_URL is unset: PostgreSQL cases skipped";
-    auto opened = store::OpenStore(url_);
-    ASSERT_TRUE(opened.ok()) << opened.status().ToString();
-    store_ = std::move(opened).value();
-    ASSERT_TRUE(store_->Migrate().ok());
+    store::FreshDatabaseTest::SetUp();
+    if (IsSkipped() || HasFatalFailure()) return;
     store::WriteBatch batch;
     for (int i = 1; i <= kTransfers; ++i) {
       ledger::Transfer t;
@@ -64,8 +60,6 @@ class LedgerHistoryPlanTest : public ::testing::TestWithParam<std::string> {
               rows);
   }
 
-  std::string url_;
-  std::unique_ptr<store::Store> store_;
 };
 
 TEST_P(LedgerHistoryPlanTest, StartUpReadsOnlyOpenHoldsAndTheNewestTransfers) {

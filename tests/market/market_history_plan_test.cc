@@ -35,15 +35,11 @@ constexpr int kBids = 40'000;    // every 3rd filled: a lease and a trade
 constexpr int kAsks = 8'000;     // one open, the rest expired
 constexpr int kOpenEvery = 997;  // a few resting bids among them
 
-class MarketHistoryPlanTest : public ::testing::TestWithParam<std::string> {
+class MarketHistoryPlanTest : public store::FreshDatabaseTest {
  protected:
   void SetUp() override {
-    url_ = store::FreshDatabase(GetParam());
-    if (url_.empty()) GTEST_SKIP() << "GPUHUB_TEST_PG_URL is unset: PostgreSQL cases skipped";
-    auto opened = store::OpenStore(url_);
-    ASSERT_TRUE(opened.ok()) << opened.status().ToString();
-    store_ = std::move(opened).value();
-    ASSERT_TRUE(store_->Migrate().ok());
+    store::FreshDatabaseTest::SetUp();
+    if (IsSkipped() || HasFatalFailure()) return;
     Fill();
     Analyze();
   }
@@ -168,8 +164,6 @@ class MarketHistoryPlanTest : public ::testing::TestWithParam<std::string> {
     }
   }
 
-  std::string url_;
-  std::unique_ptr<store::Store> store_;
 };
 
 TEST_P(MarketHistoryPlanTest, HistoryPagesWalkTheOwnerIndexNewestFirst) {
