@@ -225,6 +225,9 @@ bool IsIdentifier(std::string_view name);
 
 // Builds the portable SQL of a write with numbered placeholders: "$1, $2" when `dollar`
 // (PostgreSQL) or "?1, ?2" (SQLite). Both databases accept INSERT ... ON CONFLICT (...) DO UPDATE.
+// The text depends only on the write's shape (kind, table, columns, key_columns), never on its
+// values: the backends build it once per shape and keep the prepared statement
+// (store/statement_cache.h).
 std::string WriteSql(const Write& write, bool dollar);
 // The SELECT of a Scan, the same for both databases: "SELECT a, b FROM t ORDER BY a" (no ORDER BY
 // when `order_by` is empty). The table and columns must be identifiers (checked: they come from

@@ -281,18 +281,6 @@ TEST(SqliteWriterLockTest, ASymlinkOrAHardLinkToTheSameFileIsTheSameDatabase) {
   std::filesystem::remove_all(dir);
 }
 
-// Runs one statement on `url` outside any store; the first value of the first row ("" if none).
-std::string QueryOne(const std::string& url, const std::string& sql) {
-  PGconn* conn = PQconnectdb(url.c_str());
-  EXPECT_EQ(PQstatus(conn), CONNECTION_OK) << PQerrorMessage(conn);
-  PGresult* r = PQexec(conn, sql.c_str());
-  EXPECT_EQ(PQresultStatus(r), PGRES_TUPLES_OK) << PQerrorMessage(conn);
-  std::string value = PQntuples(r) > 0 ? PQgetvalue(r, 0, 0) : "";
-  PQclear(r);
-  PQfinish(conn);
-  return value;
-}
-
 // The writer's session is terminated (a failover, an operator, a network cut): its advisory lock
 // is gone with it, another engine takes the lock and a new term, and the first engine cannot
 // commit anything again, not even on a fresh connection, until it released and re-competed.

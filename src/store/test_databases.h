@@ -1,4 +1,5 @@
-// The store tests' databases (store_test, backup_test): one fresh database per call.
+// The store tests' databases (store_test, backup_test): one fresh database per call, and a way
+// to ask PostgreSQL behind a store's back.
 #pragma once
 
 #include <gtest/gtest.h>
@@ -34,6 +35,18 @@ inline std::string FreshDatabase(const std::string& backend) {
   auto slash = url.rfind('/');
   auto query = url.find('?', slash);
   return url.substr(0, slash + 1) + name + (query == std::string::npos ? "" : url.substr(query));
+}
+
+// Runs one statement on `url` outside any store; the first value of the first row ("" if none).
+inline std::string QueryOne(const std::string& url, const std::string& sql) {
+  PGconn* conn = PQconnectdb(url.c_str());
+  EXPECT_EQ(PQstatus(conn), CONNECTION_OK) << PQerrorMessage(conn);
+  PGresult* r = PQexec(conn, sql.c_str());
+  EXPECT_EQ(PQresultStatus(r), PGRES_TUPLES_OK) << PQerrorMessage(conn);
+  std::string value = PQntuples(r) > 0 ? PQgetvalue(r, 0, 0) : "";
+  PQclear(r);
+  PQfinish(conn);
+  return value;
 }
 
 }  // namespace gpuhub::store

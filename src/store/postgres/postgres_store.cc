@@ -134,6 +134,7 @@ Status PostgresStore::EnsureConnected() {
                                "broke or was terminated); this engine must step down");
   }
   if (PQstatus(conn_) == CONNECTION_OK) return Status::Ok();
+  ForgetPrepared();
   PQreset(conn_);
   if (PQstatus(conn_) != CONNECTION_OK) return Error("reconnect");
   return SetUpSession();
@@ -173,6 +174,7 @@ void PostgresStore::ReleaseWriterLock() {
   // new session (EnsureConnected).
   // A failed connect leaves a connection object in CONNECTION_BAD: EnsureConnected resets it.
   PQfinish(conn_);
+  ForgetPrepared();
   conn_ = PQconnectdb(url_.c_str());
   if (PQstatus(conn_) == CONNECTION_OK) (void)SetUpSession();
 }
@@ -221,9 +223,28 @@ Status PostgresStore::ApplyMigration(const Migration& migration) {
   return s;
 }
 
+Status PostgresStore::PrepareShapes(const WriteBatch& batch) {
+  for (const Write& w : batch.writes()) {
+    if (prepared_.Find(w) != nullptr) continue;
+    // Outside any transaction: a prepared statement lives as long as the session, whatever
+    // becomes of the batch. One round trip per new shape, a few dozen per session.
+    std::string name = "gpuhub_w" + std::to_string(++statements_named_);
+    PgResult r(PQprepare(conn_, name.c_str(), WriteSql(w, /*dollar=*/true).c_str(), 0, nullptr));
+    if (PQresultStatus(r.get()) != PGRES_COMMAND_OK) {
+      Status s = Status::Unavailable(description_ + ": prepare a write to " + w.table + ": " +
+                                     Trimmed(PQresultErrorMessage(r.get())));
+      NoteConnectionState();
+      return s;
+    }
+    prepared_.Add(w, std::move(name));
+  }
+  return Status::Ok();
+}
+
 Status PostgresStore::Apply(const WriteBatch& batch) {
   if (batch.empty()) return Status::Ok();
   GPUHUB_RETURN_IF_ERROR(EnsureConnected());
+  GPUHUB_RETURN_IF_ERROR(PrepareShapes(batch));
   // Pipeline mode: every statement of the batch goes out in one round trip, then one Sync.
   if (PQenterPipelineMode(conn_) != 1) return Error("pipeline mode");
   std::vector<std::string> texts;
@@ -239,7 +260,7 @@ Status PostgresStore::Apply(const WriteBatch& batch) {
   }
   for (const Write& w : batch.writes()) {
     if (!sent) break;
-    std::string sql = WriteSql(w, /*dollar=*/true);
+    const std::string* statement = prepared_.Find(w);  // PrepareShapes added every shape
     texts.clear();
     texts.reserve(w.values.size());
     params.assign(w.values.size(), nullptr);
@@ -251,8 +272,8 @@ Status PostgresStore::Apply(const WriteBatch& batch) {
         params[i] = s->c_str();
       }
     }
-    sent = PQsendQueryParams(conn_, sql.c_str(), static_cast<int>(params.size()), nullptr,
-                             params.data(), nullptr, nullptr, 0) == 1;
+    sent = PQsendQueryPrepared(conn_, statement->c_str(), static_cast<int>(params.size()),
+                               params.data(), nullptr, nullptr, 0) == 1;
   }
   if (sent)
     sent = PQsendQueryParams(conn_, "COMMIT", 0, nullptr, nullptr, nullptr, nullptr, 0) == 1;
@@ -263,6 +284,7 @@ Status PostgresStore::Apply(const WriteBatch& batch) {
       // The pipeline state is unknown and a new session would not hold the lock: step down.
       lock_lost_ = true;
     } else {
+      ForgetPrepared();
       PQreset(conn_);  // start over on a fresh connection
     }
     return err;
@@ -287,6 +309,10 @@ Status PostgresStore::Apply(const WriteBatch& batch) {
       std::string why = st == PGRES_PIPELINE_ABORTED ? std::string("batch aborted")
                                                      : Trimmed(PQresultErrorMessage(r.get()));
       if (fenced && index == 1) why = FencedMessage(writer_term_) + " (" + why + ")";
+      // invalid_sql_statement_name: the session lost statements we prepared (DISCARD ALL behind
+      // our back): the next Apply prepares every shape again, under new names.
+      const char* code = PQresultErrorField(r.get(), PG_DIAG_SQLSTATE);
+      if (code != nullptr && std::string_view(code) == "26000") ForgetPrepared();
       first_error = Status::Unavailable(description_ + ": " + why);
     }
     if (index == statements - 1 && st == PGRES_COMMAND_OK && first_error.ok()) committed = true;

@@ -11,11 +11,17 @@
 // Every Apply of a store holding a writer term runs the fence first, in the same transaction and
 // pipeline: SELECT ... FROM engine_writer WHERE term = $1 FOR SHARE, which errors unless exactly
 // one row matched.
+//
+// Writes are named prepared statements, one per write shape (store/statement_cache.h) and session:
+// a shape's first Apply on a session prepares it (outside the transaction, before BEGIN), every
+// later row only binds and executes it, so the server parses and plans each shape once per
+// session, not every row. A new session (a reset, a reconnect, ReleaseWriterLock) starts with none.
 #pragma once
 
 #include <memory>
 #include <string>
 
+#include "store/statement_cache.h"
 #include "store/store.h"
 
 struct pg_conn;
@@ -62,6 +68,10 @@ class PostgresStore final : public Store {
   void NoteConnectionState();
   // Gives the advisory lock back at once when this session holds it and is healthy.
   void UnlockWhileConnected();
+  // Prepares, on this session, the shapes of `batch` it has not prepared yet.
+  Status PrepareShapes(const WriteBatch& batch);
+  // The session changed (reset, reconnected) or may have lost its statements: prepare again.
+  void ForgetPrepared() { prepared_.Clear(); }
   Status Error(std::string_view what) const;
   // Runs one SELECT with its parameters ($1...) bound in order; `what` names it in errors.
   Status RunSelect(const std::string& sql, const std::vector<Value>& parameters,
@@ -73,6 +83,8 @@ class PostgresStore final : public Store {
   bool holds_lock_ = false;
   bool lock_lost_ = false;
   bool read_only_ = false;
+  StatementCache<std::string> prepared_;  // statement names on this session, by write shape
+  std::uint64_t statements_named_ = 0;    // names are never reused, even across sessions
 };
 
 // The URL with any password removed, safe for logs.

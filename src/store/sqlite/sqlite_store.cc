@@ -94,6 +94,7 @@ Result<std::vector<std::string>> SqliteStore::Columns(std::string_view table) {
 
 SqliteStore::~SqliteStore() {
   for (auto& [sql, stmt] : statements_) sqlite3_finalize(stmt);
+  writes_.ForEach([](sqlite3_stmt* stmt) { sqlite3_finalize(stmt); });
   sqlite3_close(db_);
   if (lock_fd_ >= 0) ::close(lock_fd_);
   if (file_lock_fd_ >= 0) ::close(file_lock_fd_);
@@ -220,6 +221,21 @@ Result<sqlite3_stmt*> SqliteStore::Prepared(const std::string& sql) {
   return stmt;
 }
 
+Result<sqlite3_stmt*> SqliteStore::PreparedWrite(const Write& write) {
+  if (sqlite3_stmt** cached = writes_.Find(write)) {
+    // Apply resets a statement after its step; bindings are all overwritten (same shape, same
+    // number of values), so there is nothing to clear.
+    return *cached;
+  }
+  const std::string sql = WriteSql(write, /*dollar=*/false);
+  sqlite3_stmt* stmt = nullptr;
+  if (sqlite3_prepare_v3(db_, sql.c_str(), static_cast<int>(sql.size()), SQLITE_PREPARE_PERSISTENT,
+                         &stmt, nullptr) != SQLITE_OK) {
+    return Error("prepare '" + sql + "'");
+  }
+  return writes_.Add(write, stmt);
+}
+
 Status SqliteStore::Apply(const WriteBatch& batch) {
   if (batch.empty()) return Status::Ok();
   if (sqlite3_exec(db_, "BEGIN IMMEDIATE", nullptr, nullptr, nullptr) != SQLITE_OK) {
@@ -244,7 +260,7 @@ Status SqliteStore::Apply(const WriteBatch& batch) {
     }
   }
   for (const Write& w : batch.writes()) {
-    auto stmt_or = Prepared(WriteSql(w, /*dollar=*/false));
+    auto stmt_or = PreparedWrite(w);
     if (!stmt_or.ok()) return fail(stmt_or.status());
     sqlite3_stmt* stmt = *stmt_or;
     for (std::size_t i = 0; i < w.values.size(); ++i) {

@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "store/statement_cache.h"
 #include "store/store.h"
 
 struct sqlite3;
@@ -61,6 +62,9 @@ class SqliteStore final : public Store {
   Status Exec(const std::string& sql);
   Status Error(std::string_view what) const;
   Result<sqlite3_stmt*> Prepared(const std::string& sql);
+  // The prepared statement of `write`'s shape (store/statement_cache.h); Apply resets it after its
+  // step.
+  Result<sqlite3_stmt*> PreparedWrite(const Write& write);
   // Runs one SELECT with its parameters bound in order; `what` names it in errors.
   Status RunSelect(const std::string& sql, const std::vector<Value>& parameters,
                    const std::function<Status(const Row&)>& fn, std::string_view what);
@@ -69,7 +73,8 @@ class SqliteStore final : public Store {
   sqlite3* db_ = nullptr;
   int lock_fd_ = -1;       // the sidecar path + ".lock", flock()ed (what earlier versions take)
   int file_lock_fd_ = -1;  // the database file itself, OFD-locked at kSqliteEngineLockOffset
-  std::map<std::string, sqlite3_stmt*> statements_;
+  std::map<std::string, sqlite3_stmt*> statements_;  // by SQL: reads, the fence
+  StatementCache<sqlite3_stmt*> writes_;              // by shape: Apply's rows
 };
 
 }  // namespace gpuhub::store
