@@ -5,6 +5,8 @@
 #include <sys/file.h>
 #include <unistd.h>
 
+#include <spdlog/spdlog.h>
+
 #include <cerrno>
 #include <cstring>
 
@@ -12,7 +14,8 @@
 
 namespace gpuhub::store {
 
-Result<std::unique_ptr<SqliteStore>> SqliteStore::Open(const std::string& path, Mode mode) {
+Result<std::unique_ptr<SqliteStore>> SqliteStore::Open(const std::string& path, Mode mode,
+                                                       SqliteWalOptions wal) {
   sqlite3* db = nullptr;
   int flags = mode == Mode::kReadOnly ? SQLITE_OPEN_READONLY
               : mode == Mode::kReader  ? SQLITE_OPEN_READWRITE  // shares the WAL index; never creates
@@ -37,6 +40,14 @@ Result<std::unique_ptr<SqliteStore>> SqliteStore::Open(const std::string& path, 
   }
   for (const char* pragma : pragmas) {
     GPUHUB_RETURN_IF_ERROR(store->Exec(pragma).WithContext("sqlite:" + path));
+  }
+  if (mode == Mode::kDatabase) {
+    // Our hook replaces SQLite's automatic checkpoint (sqlite3_wal_autocheckpoint is a wal hook
+    // too): commits only note the WAL's size and wake the checkpointer.
+    store->wal_ = wal;
+    store->next_writer_checkpoint_pages_ = wal.max_pages;
+    sqlite3_wal_hook(db, &SqliteStore::OnWalCommit, store.get());
+    if (wal.background) store->checkpointer_ = std::make_unique<WalCheckpointer>(path);
   }
   return store;
 }
@@ -93,6 +104,20 @@ Result<std::vector<std::string>> SqliteStore::Columns(std::string_view table) {
 }
 
 SqliteStore::~SqliteStore() {
+  SqliteWalStats stats = wal_stats();
+  if (writer_term_ != 0 && (stats.background.runs > 0 || stats.writer_checkpoints > 0)) {
+    // An engine's database (CLI verbs stay quiet): what the WAL cost this run; a checkpointer
+    // that lags shows as writer checkpoints.
+    spdlog::info(
+        "event=sqlite_wal_closed db=\"{}\" wal_pages={} background_checkpoints={} "
+        "background_complete={} background_failures={} writer_checkpoints={} "
+        "writer_checkpoint_failures={}",
+        path_, stats.wal_pages, stats.background.runs, stats.background.complete,
+        stats.background.failures, stats.writer_checkpoints, stats.writer_checkpoint_failures);
+  }
+  // The checkpointer's connection first: the writer's close, when it is the last connection to the
+  // database, checkpoints the whole WAL and removes it (as SQLite always did).
+  checkpointer_.reset();
   for (auto& [sql, stmt] : statements_) sqlite3_finalize(stmt);
   writes_.ForEach([](sqlite3_stmt* stmt) { sqlite3_finalize(stmt); });
   sqlite3_close(db_);
@@ -236,6 +261,52 @@ Result<sqlite3_stmt*> SqliteStore::PreparedWrite(const Write& write) {
   return writes_.Add(write, stmt);
 }
 
+int SqliteStore::OnWalCommit(void* arg, sqlite3*, const char*, int pages) {
+  auto* store = static_cast<SqliteStore*>(arg);
+  store->wal_pages_ = pages;
+  // As SQLite's automatic checkpoint would, at every commit that leaves the WAL this long. Once a
+  // checkpoint has copied every frame, the next commit starts the WAL over and the requests stop
+  // until it is this long again; while they cannot (a commit came first), each commit asks for
+  // the frames it added.
+  if (pages >= store->wal_.checkpoint_pages && store->checkpointer_) {
+    store->checkpointer_->Request();
+  }
+  return SQLITE_OK;
+}
+
+void SqliteStore::BoundWal() {
+  if (wal_pages_ < next_writer_checkpoint_pages_) return;
+  // RESTART: waits (the busy timeout) for the checkpointer and for readers of old snapshots, copies
+  // every frame, fsyncs the database file, and makes the next commit start the WAL over.
+  int wal_pages = -1, copied_pages = -1;
+  std::unique_lock<std::mutex> exclusive;  // waits for the checkpointer's run in flight
+  if (checkpointer_) exclusive = checkpointer_->Exclusive();
+  int rc = sqlite3_wal_checkpoint_v2(db_, "main", SQLITE_CHECKPOINT_RESTART, &wal_pages,
+                                     &copied_pages);
+  if (rc == SQLITE_OK) {
+    ++writer_checkpoints_;
+    next_writer_checkpoint_pages_ = wal_.max_pages;
+    return;
+  }
+  // A reader held an old snapshot for the whole busy timeout: the commit itself is durable; try
+  // again max_pages later rather than make every commit wait.
+  ++writer_checkpoint_failures_;
+  next_writer_checkpoint_pages_ = wal_pages_ + wal_.max_pages;
+  spdlog::warn(
+      "event=sqlite_wal_over_limit db=\"{}\" wal_pages={} limit_pages={} error=\"{}\" "
+      "next_attempt_pages={}",
+      path_, wal_pages_, wal_.max_pages, sqlite3_errmsg(db_), next_writer_checkpoint_pages_);
+}
+
+SqliteWalStats SqliteStore::wal_stats() const {
+  SqliteWalStats stats;
+  stats.wal_pages = wal_pages_;
+  stats.writer_checkpoints = writer_checkpoints_;
+  stats.writer_checkpoint_failures = writer_checkpoint_failures_;
+  if (checkpointer_) stats.background = checkpointer_->stats();
+  return stats;
+}
+
 Status SqliteStore::Apply(const WriteBatch& batch) {
   if (batch.empty()) return Status::Ok();
   if (sqlite3_exec(db_, "BEGIN IMMEDIATE", nullptr, nullptr, nullptr) != SQLITE_OK) {
@@ -281,6 +352,7 @@ Status SqliteStore::Apply(const WriteBatch& batch) {
   if (sqlite3_exec(db_, "COMMIT", nullptr, nullptr, nullptr) != SQLITE_OK) {
     return fail(Error("commit"));
   }
+  BoundWal();
   return Status::Ok();
 }
 

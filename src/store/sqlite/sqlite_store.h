@@ -4,6 +4,11 @@
 // loss (not a process crash) can lose the last transactions after the engine has already answered
 // "201 Created" for them. Money acknowledgements must survive power loss; group commit amortizes
 // the extra fsync over every command of a batch.
+//
+// Checkpoints (kDatabase): not inside the writer's COMMIT (SQLite's automatic checkpoint is off)
+// but on a thread of their own (store/sqlite/wal_checkpointer.h), woken by a commit that leaves
+// the WAL at kSqliteWalCheckpointPages or more; past kSqliteWalMaxPages the writer checkpoints
+// itself, so the WAL stays bounded when that thread lags or fails (store/limits.h).
 #pragma once
 
 #include <map>
@@ -11,6 +16,8 @@
 #include <string>
 #include <vector>
 
+#include "store/limits.h"
+#include "store/sqlite/wal_checkpointer.h"
 #include "store/statement_cache.h"
 #include "store/store.h"
 
@@ -18,6 +25,20 @@ struct sqlite3;
 struct sqlite3_stmt;
 
 namespace gpuhub::store {
+
+// When the WAL is checkpointed (kDatabase only; tests make the limits small).
+struct SqliteWalOptions {
+  int checkpoint_pages = kSqliteWalCheckpointPages;  // wakes the background checkpointer
+  int max_pages = kSqliteWalMaxPages;                // the writer checkpoints itself
+  bool background = true;  // false: no checkpointer thread (tests of the writer's own bound)
+};
+// Where the WAL's checkpoints stand, for tests and operators.
+struct SqliteWalStats {
+  int wal_pages = 0;  // frames in the WAL after the last commit (since it last started over)
+  std::uint64_t writer_checkpoints = 0;          // the writer's own, past max_pages
+  std::uint64_t writer_checkpoint_failures = 0;  // of which timed out (a long reader)
+  WalCheckpointer::Stats background;             // no runs without a checkpointer
+};
 
 class SqliteStore final : public Store {
  public:
@@ -30,7 +51,8 @@ class SqliteStore final : public Store {
   // Opens or creates the database file; sets WAL (kDatabase), synchronous=FULL, a busy timeout and
   // foreign keys.
   static Result<std::unique_ptr<SqliteStore>> Open(const std::string& path,
-                                                   Mode mode = Mode::kDatabase);
+                                                   Mode mode = Mode::kDatabase,
+                                                   SqliteWalOptions wal = {});
   ~SqliteStore() override;
 
   std::string Describe() const override { return "sqlite:" + path_; }
@@ -53,6 +75,8 @@ class SqliteStore final : public Store {
   // Runs SQL from code (the backup's own table).
   Status ExecScript(const std::string& sql) { return Exec(sql); }
 
+  SqliteWalStats wal_stats() const;
+
  protected:
   Status ApplyMigration(const Migration& migration) override;
   Status EnsureMigrationsTable() override;
@@ -65,6 +89,10 @@ class SqliteStore final : public Store {
   // The prepared statement of `write`'s shape (store/statement_cache.h); Apply resets it after its
   // step.
   Result<sqlite3_stmt*> PreparedWrite(const Write& write);
+  // sqlite3_wal_hook: after every commit, with the WAL's size in pages.
+  static int OnWalCommit(void* store, sqlite3* db, const char* name, int pages);
+  // After Apply's commit: the writer's own checkpoint when the WAL reached max_pages.
+  void BoundWal();
   // Runs one SELECT with its parameters bound in order; `what` names it in errors.
   Status RunSelect(const std::string& sql, const std::vector<Value>& parameters,
                    const std::function<Status(const Row&)>& fn, std::string_view what);
@@ -75,6 +103,12 @@ class SqliteStore final : public Store {
   int file_lock_fd_ = -1;  // the database file itself, OFD-locked at kSqliteEngineLockOffset
   std::map<std::string, sqlite3_stmt*> statements_;  // by SQL: reads, the fence
   StatementCache<sqlite3_stmt*> writes_;              // by shape: Apply's rows
+  SqliteWalOptions wal_;
+  int wal_pages_ = 0;                     // set by OnWalCommit
+  int next_writer_checkpoint_pages_ = 0;  // max_pages, or later after a failed attempt
+  std::uint64_t writer_checkpoints_ = 0;
+  std::uint64_t writer_checkpoint_failures_ = 0;
+  std::unique_ptr<WalCheckpointer> checkpointer_;  // kDatabase with background
 };
 
 }  // namespace gpuhub::store
