@@ -162,6 +162,60 @@ TEST_P(StoreTest, AFailingBatchWritesNothing) {
   EXPECT_TRUE(store->Apply(good).ok());
 }
 
+// A batch is applied in order, however a backend sends it (one prepared statement per row today;
+// a backend that groups rows into multi-row statements must keep this): a key written twice in a
+// run of one shape keeps its last value, a delete after upserts of a key wins until the next
+// upsert, and a duplicate insert deep in a long run still fails the whole batch.
+TEST_P(StoreTest, LongRunsOfOneShapeKeepTheirOrderAndRepeatedKeys) {
+  auto store = Open();
+  ASSERT_TRUE(store);
+  ASSERT_TRUE(store->Migrate().ok());
+  WriteBatch batch;
+  std::map<std::string, std::int64_t> expected;
+  for (int i = 0; i < 150; ++i) {  // 150 upserts of 45 keys: each key again 45 rows later
+    const std::string name = "k" + std::to_string(i % 45);
+    batch.Upsert("engine_meta", {{"name", name}, {"value", std::int64_t{i}}});
+    expected[name] = i;
+  }
+  batch.Delete("engine_meta", {{"name", std::string("k7")}});
+  expected.erase("k7");
+  for (int i = 0; i < 70; ++i) {  // a run past 64 rows, of another shape
+    const std::string name = "n" + std::to_string(i);
+    batch.Insert("engine_meta", {{"name", name}, {"value", std::int64_t{1000 + i}}});
+    expected[name] = 1000 + i;
+  }
+  batch.Upsert("engine_meta", {{"name", std::string("k8")}, {"value", std::int64_t{-8}}});
+  expected["k8"] = -8;
+  ASSERT_TRUE(store->Apply(batch).ok());
+  std::map<std::string, std::int64_t> found;
+  ASSERT_TRUE(store
+                  ->Scan("engine_meta", {"name", "value"}, "name",
+                         [&](const Row& row) {
+                           const std::string name = row.Text(0).value();
+                           if (name[0] == 'k' || name[0] == 'n') found[name] = row.Int(1).value();
+                           return Status::Ok();
+                         })
+                  .ok());
+  EXPECT_EQ(found, expected);
+
+  WriteBatch bad;
+  for (int i = 0; i < 100; ++i) {
+    // m0..m49, then n5 (already there) at position 50, then m50..
+    const std::string name = i == 50 ? std::string("n5") : "m" + std::to_string(i);
+    bad.Insert("engine_meta", {{"name", name}, {"value", std::int64_t{i}}});
+  }
+  EXPECT_EQ(store->Apply(bad).code(), StatusCode::kUnavailable);
+  int m_rows = 0;
+  ASSERT_TRUE(store
+                  ->Scan("engine_meta", {"name"}, "name",
+                         [&](const Row& row) {
+                           m_rows += row.Text(0).value()[0] == 'm';
+                           return Status::Ok();
+                         })
+                  .ok());
+  EXPECT_EQ(m_rows, 0);
+}
+
 TEST_P(StoreTest, OnlyOneEngineHoldsTheWriterLock) {
   auto first = Open();
   auto second = Open();
