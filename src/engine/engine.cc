@@ -78,6 +78,7 @@ Status Engine::Start() {
   GPUHUB_CHECK_MSG(!started_, "Engine::Start called twice");
   GPUHUB_RETURN_IF_ERROR(BecomeWriter());
   started_ = true;
+  committer_ = std::thread([this] { CommitterLoop(); });
   writer_ = std::thread([this] { WriterLoop(); });
   return Status::Ok();
 }
@@ -90,6 +91,7 @@ Status Engine::StartStandby() {
     writer_seen_ = *seen;
   }
   started_ = true;
+  committer_ = std::thread([this] { CommitterLoop(); });
   writer_ = std::thread([this] { WriterLoop(); });
   return Status::Ok();
 }
@@ -135,6 +137,7 @@ Status Engine::BecomeWriter() {
     GPUHUB_RETURN_IF_ERROR(store_->Apply(batch));
   }
   state_ = std::move(state);
+  state_->wallets->archive->SerializeWith(&store_mutex_);
   state_valid_ = true;
   writer_since_us_.store(clock_.NowMicros());
   terms_won_.Add();
@@ -158,6 +161,13 @@ void Engine::Stop() {
   }
   wake_.notify_all();
   if (writer_.joinable()) writer_.join();
+  // The writer returns with nothing in flight; the committer has nothing left to do.
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    committer_stopping_ = true;
+  }
+  commit_wake_.notify_all();
+  if (committer_.joinable()) committer_.join();
 }
 
 void Engine::AddTickHook(TickHook hook) {
@@ -190,6 +200,8 @@ bool Engine::Serving(std::chrono::steady_clock::duration max_batch) const {
   std::int64_t limit = std::chrono::duration_cast<std::chrono::nanoseconds>(max_batch).count();
   std::int64_t started = batch_started_ns_.load();
   if (started != 0 && now - started > limit) return false;
+  std::int64_t committing = commit_started_ns_.load();
+  if (committing != 0 && now - committing > limit) return false;
   if (waiting && now - last_taken_ns_.load() > limit) return false;
   return true;
 }
@@ -278,14 +290,18 @@ bool Engine::ServeAsWriter() {
     bool check_due = false;
     {
       std::unique_lock<std::mutex> lock(mutex_);
-      auto ready = [&] { return stopping_ || !queue_.empty(); };
+      auto ready = [&] { return stopping_ || !queue_.empty() || commit_finished_; };
       if (ticks || checks) {
         auto until = ticks && checks ? std::min(next_tick, next_check) : ticks ? next_tick : next_check;
         wake_.wait_until(lock, until, ready);
       } else {
         wake_.wait(lock, ready);
       }
-      if (queue_.empty() && stopping_) return false;
+      if (queue_.empty() && stopping_) {
+        lock.unlock();
+        FinishInFlight(nullptr);  // everything queued is committed (or refused) before Stop returns
+        return false;
+      }
       last_taken_ns_.store(SteadyNanos());
       auto now = steady_clock::now();
       tick_due = ticks && now >= next_tick;
@@ -298,6 +314,14 @@ bool Engine::ServeAsWriter() {
     }
     if (check_due) {
       next_check = steady_clock::now() + microseconds(kWriterCheckIntervalMicros);
+      // The store is the committer's while a batch is in flight.
+      if (FinishInFlight(nullptr) == Finished::kSteppedDown) {
+        Status refuse = Status::Unavailable("this node lost the writer role; retry");
+        for (auto& command : batch) command.done(refuse);
+        batch.clear();
+        if (role() == EngineRole::kStandby) return true;
+        continue;
+      }
       if (Status term = store_->CheckWriterTerm(); !term.ok()) {
         Status refuse = Status::Unavailable("this node lost the writer role; retry");
         for (auto& command : batch) command.done(refuse);
@@ -320,9 +344,10 @@ bool Engine::ServeAsWriter() {
     }
     bool still_writer = true;
     if (!batch.empty()) {
-      batch_started_ns_.store(SteadyNanos());
       still_writer = ApplyBatch(batch);
-      batch_started_ns_.store(0);
+    } else {
+      // Woken by the committer: answer the batch it finished.
+      still_writer = FinishInFlight(nullptr) != Finished::kSteppedDown;
     }
     batch.clear();
     if (!still_writer) {
@@ -382,6 +407,7 @@ Status Engine::Reload() {
     return loaded.status();
   }
   state_ = std::move(loaded).value();
+  state_->wallets->archive->SerializeWith(&store_mutex_);
   state_valid_ = true;
   return Status::Ok();
 }
@@ -393,6 +419,14 @@ bool Engine::ApplyBatch(std::deque<Command>& batch) {
     if (!options_.high_availability) return Status::Ok();
     return store_->CheckWriterTerm();
   };
+  if (!state_valid_) {
+    // Reloading reads the store: nothing may be in flight.
+    if (FinishInFlight(nullptr) == Finished::kSteppedDown) {
+      Status refuse = Status::Unavailable("this node lost the writer role; retry");
+      for (auto& command : batch) command.done(refuse);
+      return false;
+    }
+  }
   if (!state_valid_) {
     Status s = Reload();
     if (!s.ok()) {
@@ -407,6 +441,7 @@ bool Engine::ApplyBatch(std::deque<Command>& batch) {
     }
     spdlog::warn("event=state_reloaded");
   }
+  batch_started_ns_.store(SteadyNanos());
   store::WriteBatch writes;
   for (auto& command : batch) {
     std::size_t mark = writes.size();
@@ -420,30 +455,96 @@ bool Engine::ApplyBatch(std::deque<Command>& batch) {
   }
   // The ledger totals the batch's commands changed commit with the transfers that changed them.
   PersistChangedAccounts(*state_, writes);
-  Status commit;
-  if (!writes.empty()) {
+  batch_commands_.Observe(static_cast<double>(batch.size()));
+  const std::int64_t last_sequence = state_->wallets->ledger.LastSequence();
+  // This batch commits after the one in flight, and none of its commands is answered before that
+  // one is durable (they may have read what it wrote).
+  Finished before = FinishInFlight(&batch);
+  batch_started_ns_.store(0);
+  if (before == Finished::kSteppedDown) return false;
+  if (before == Finished::kFailed) return true;
+  if (writes.empty()) {
+    for (auto& command : batch) command.done(Status::Ok());
+    return true;
+  }
+  in_flight_.emplace(InFlight{std::move(batch), std::move(writes), last_sequence});
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    commit_requested_ = true;
+  }
+  commit_wake_.notify_one();
+  return true;
+}
+
+void Engine::CommitterLoop() {
+  while (true) {
+    {
+      std::unique_lock<std::mutex> lock(mutex_);
+      commit_wake_.wait(lock, [&] { return commit_requested_ || committer_stopping_; });
+      if (!commit_requested_) return;
+      commit_requested_ = false;
+    }
+    // in_flight_ is the writer's, but it neither reads nor changes it until commit_finished_.
+    const store::WriteBatch& writes = in_flight_->writes;
     auto started = std::chrono::steady_clock::now();
-    commit = store_->Apply(writes);
+    commit_started_ns_.store(SteadyNanos());
+    Status commit;
+    {
+      std::lock_guard<std::recursive_mutex> store_lock(store_mutex_);
+      commit = store_->Apply(writes);
+    }
+    commit_started_ns_.store(0);
     commit_seconds_.Observe(
         std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count());
     batch_rows_.Observe(static_cast<double>(writes.size()));
     (commit.ok() ? commits_ok_ : commits_failed_).Add();
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      commit_result_ = std::move(commit);
+      commit_finished_ = true;
+    }
+    wake_.notify_one();
   }
-  batch_commands_.Observe(static_cast<double>(batch.size()));
+}
+
+Engine::Finished Engine::FinishInFlight(std::deque<Command>* applied_after) {
+  if (!in_flight_) return Finished::kOk;
+  Status commit;
+  {
+    std::unique_lock<std::mutex> lock(mutex_);
+    wake_.wait(lock, [&] { return commit_finished_; });
+    commit_finished_ = false;
+    commit = std::move(commit_result_);
+  }
+  InFlight finished = std::move(*in_flight_);
+  in_flight_.reset();
   if (commit.ok()) {
-    // Durable now: what is beyond the ledger's window may leave memory (the store answers for it).
-    ForgetDurableTransfers(*state_, options_.domains.ledger_transfers_in_memory);
-    for (auto& command : batch) command.done(commit);
-    return true;
+    // Durable now: what is beyond the ledger's window may leave memory (the store answers for
+    // it). Transfers of a batch applied after this one are not durable yet: they stay.
+    ForgetDurableTransfers(*state_, options_.domains.ledger_transfers_in_memory +
+                                        static_cast<std::size_t>(
+                                            state_->wallets->ledger.LastSequence() -
+                                            finished.last_sequence));
+    for (auto& command : finished.commands) command.done(commit);
+    return Finished::kOk;
   }
-  spdlog::error("event=commit_failed commands={} rows={} error=\"{}\"", batch.size(),
-                writes.size(), commit.ToString());
+  spdlog::error("event=commit_failed commands={} rows={} error=\"{}\"",
+                finished.commands.size(), finished.writes.size(), commit.ToString());
   Status refuse =
       Status::Unavailable("the change could not be saved (database unavailable); retry");
-  if (Status term = lost_term(); !term.ok()) {
-    for (auto& command : batch) command.done(refuse);
-    StepDown(term);
-    return false;
+  auto refuse_all = [&] {
+    for (auto& command : finished.commands) command.done(refuse);
+    if (applied_after != nullptr) {
+      for (auto& command : *applied_after) command.done(refuse);
+      applied_after->clear();
+    }
+  };
+  if (options_.high_availability) {
+    if (Status term = store_->CheckWriterTerm(); !term.ok()) {
+      refuse_all();
+      StepDown(term);
+      return Finished::kSteppedDown;
+    }
   }
   // The database rolled the batch back; so must memory.
   Status reload = Reload();
@@ -452,8 +553,8 @@ bool Engine::ApplyBatch(std::deque<Command>& batch) {
   } else {
     spdlog::error("event=state_reload_failed error=\"{}\"", reload.ToString());
   }
-  for (auto& command : batch) command.done(refuse);
-  return true;
+  refuse_all();
+  return Finished::kFailed;
 }
 
 }  // namespace gpuhub::engine

@@ -15,6 +15,16 @@
 // writer retries the load before each batch. Chosen over undo logs because it needs no per-domain
 // undo code and start-up already exercises exactly the same loading path.
 //
+// Pipelined commit: a batch's rows commit on a second thread (the committer) while the writer
+// applies the next batch in memory; at most one batch is in flight. The next batch is submitted,
+// and the earlier one's completions called, only once the earlier commit returned: a command is
+// still answered only after its own batch and every batch before it are durable, so a read never
+// answers with something that could be rolled back. A failed commit refuses the batch in flight
+// AND the batch applied on top of it (memory holds both), then reloads as above. Whatever else
+// the writer asks of the store (term checks, reloads) waits until nothing is in flight; the
+// ledger's archive reads (transfers older than its window, all durable) take store_mutex_, which
+// the committer holds for the length of a commit.
+//
 // A command that returns an error has the rows it wrote dropped from the batch (its in-memory
 // changes must not have happened: domain code validates before it mutates).
 //
@@ -173,8 +183,15 @@ class Engine {
   Status BecomeWriter();
   // Drops the state and the lock; retakes the lock at once when it can, else becomes a standby.
   void StepDown(const Status& why);
-  // false when the writer term was lost during the batch.
+  // Applies `batch` in memory, waits for the batch in flight, then hands this one's rows to the
+  // committer. false when the writer term was lost (the engine stepped down).
   bool ApplyBatch(std::deque<Command>& batch);
+  enum class Finished { kOk, kFailed, kSteppedDown };
+  // Waits for the batch in flight (none: kOk at once) and answers its commands. On a failed
+  // commit it also refuses `applied_after` (applied on top of it, never submitted), then steps
+  // down (kSteppedDown, the writer term lost) or reloads memory (kFailed).
+  Finished FinishInFlight(std::deque<Command>* applied_after);
+  void CommitterLoop();
   Status Reload();
   void FailQueued(const Status& why);
 
@@ -191,9 +208,27 @@ class Engine {
   std::atomic<TimestampMicros> writer_since_us_{0};
   std::vector<TickHook> tick_hooks_;
 
+  // The batch being committed (see "Pipelined commit"): its commands, rows, and the ledger's last
+  // transfer sequence once it was applied (what is durable when its commit returns).
+  struct InFlight {
+    std::deque<Command> commands;
+    store::WriteBatch writes;
+    std::int64_t last_sequence = 0;
+  };
+  std::optional<InFlight> in_flight_;  // set and cleared by the writer thread
+  // Held by the committer for a commit and by archive reads (recursive: a read may run inside
+  // another one's row callback).
+  std::recursive_mutex store_mutex_;
+  std::thread committer_;
+  std::atomic<std::int64_t> commit_started_ns_{0};  // for Serving: 0 while nothing commits
+
   mutable std::mutex mutex_;
-  std::condition_variable wake_;
-  std::condition_variable drained_;
+  std::condition_variable wake_;         // the writer: commands queued, a commit finished, stop
+  std::condition_variable commit_wake_;  // the committer: a batch to commit, stop
+  bool commit_requested_ = false;        // guarded by mutex_: in_flight_ awaits the committer
+  bool commit_finished_ = false;         // guarded by mutex_: commit_result_ is set
+  bool committer_stopping_ = false;      // guarded by mutex_
+  Status commit_result_;                 // guarded by mutex_
   std::deque<Command> queue_;
   bool stopping_ = false;
   bool started_ = false;

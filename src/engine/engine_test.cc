@@ -4,7 +4,10 @@
 
 #include <atomic>
 #include <chrono>
+#include <condition_variable>
 #include <functional>
+#include <mutex>
+#include <optional>
 #include <thread>
 
 #include "engine/accounts.h"
@@ -25,8 +28,21 @@ class FlakyStore final : public store::Store {
   void ReleaseWriterLock() override { inner_->ReleaseWriterLock(); }
   Result<int> SchemaVersion() override { return inner_->SchemaVersion(); }
   Status Apply(const store::WriteBatch& batch) override {
+    ++applies_entered;
+    {
+      std::unique_lock<std::mutex> lock(gate_mutex);
+      gate_cv.wait(lock, [&] { return !gate_closed; });
+    }
     if (fail) return Status::Unavailable("disk on fire");
     return inner_->Apply(batch);
+  }
+  // While closed, every Apply waits (a commit in flight, as long as a test needs).
+  void SetGate(bool closed) {
+    {
+      std::lock_guard<std::mutex> lock(gate_mutex);
+      gate_closed = closed;
+    }
+    gate_cv.notify_all();
   }
   Status Scan(std::string_view table, const std::vector<std::string>& columns,
               std::string_view order_by,
@@ -44,6 +60,10 @@ class FlakyStore final : public store::Store {
   }
   std::atomic<bool> fail{false};
   std::atomic<bool> fail_reads{false};
+  std::atomic<int> applies_entered{0};
+  std::mutex gate_mutex;
+  std::condition_variable gate_cv;
+  bool gate_closed = false;
 
  protected:
   Status ApplyMigration(const store::Migration&) override { return Status::Ok(); }
@@ -120,6 +140,117 @@ TEST(EngineTest, AFailedCommitFailsTheBatchAndRebuildsStateFromTheStore) {
   store->fail = false;
   // Memory forgot "lost" with the database: the name is free and ids continue from the store.
   EXPECT_EQ(AddUser(engine, "lost").value(), 2);
+}
+
+// Pipelined commit: while one batch commits, the next is applied in memory. A command of that next
+// batch that read what the first one wrote must not be answered before the first is durable, and
+// when the first commit fails, the batch applied on top of it fails with it.
+class PipelineTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    auto flaky = std::make_unique<FlakyStore>(OpenMigrated(TempDb()));
+    store_ = flaky.get();
+    engine_ = std::make_unique<Engine>(std::move(flaky), clock_, metrics_);
+    ASSERT_TRUE(engine_->Start().ok());
+    ASSERT_EQ(AddUser(*engine_, "kept").value(), 1);
+  }
+  void TearDown() override {
+    store_->SetGate(false);
+    engine_->Stop();
+  }
+  // Sends AddUser(name) and waits until its batch's commit is inside the store (held at the gate).
+  std::thread AddUserInFlight(const std::string& name, Result<std::int64_t>& out) {
+    int entered = store_->applies_entered.load();
+    std::thread t([this, name, &out] { out = AddUser(*engine_, name); });
+    WaitUntil([&] { return store_->applies_entered.load() > entered; });
+    return t;
+  }
+  // Queues a command that reports whether `name` is in memory; `applied` turns true once it ran.
+  void QueueLookup(const std::string& name, std::atomic<bool>& applied,
+                   std::optional<Result<bool>>& answer, std::mutex& m) {
+    engine_->Execute<bool>(
+        [name, &applied](Txn& txn) -> Result<bool> {
+          bool found = false;
+          for (const auto& [id, u] : txn.state.accounts.users) found |= u.username == name;
+          applied = true;
+          return found;
+        },
+        [&answer, &m](Result<bool> r) {
+          std::lock_guard<std::mutex> lock(m);
+          answer.emplace(std::move(r));
+        });
+  }
+  static void WaitUntil(const std::function<bool()>& condition) {
+    auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+    while (!condition()) {
+      ASSERT_LT(std::chrono::steady_clock::now(), deadline) << "timed out";
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    }
+  }
+  ManualClock clock_{1'000'000};
+  MetricsRegistry metrics_;
+  FlakyStore* store_ = nullptr;
+  std::unique_ptr<Engine> engine_;
+};
+
+TEST_F(PipelineTest, AReadOfAnUncommittedBatchIsAnsweredOnlyOnceThatBatchIsDurable) {
+  store_->SetGate(true);
+  Result<std::int64_t> first = Status::Internal("not answered");
+  std::thread adder = AddUserInFlight("first", first);
+  std::atomic<bool> applied{false};
+  std::optional<Result<bool>> answer;
+  std::mutex m;
+  QueueLookup("first", applied, answer, m);
+  // The lookup runs while "first" is still committing, and sees it in memory...
+  WaitUntil([&] { return applied.load(); });
+  std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  {
+    std::lock_guard<std::mutex> lock(m);
+    EXPECT_FALSE(answer.has_value()) << "answered before the batch it read was durable";
+  }
+  // ...and is answered once it is.
+  store_->SetGate(false);
+  adder.join();
+  EXPECT_EQ(first.value(), 2);
+  WaitUntil([&] {
+    std::lock_guard<std::mutex> lock(m);
+    return answer.has_value();
+  });
+  std::lock_guard<std::mutex> lock(m);
+  EXPECT_TRUE(answer->value());
+}
+
+TEST_F(PipelineTest, AFailedCommitFailsTheBatchAppliedOnTopOfItAndMemoryForgetsBoth) {
+  store_->SetGate(true);
+  store_->fail = true;
+  Result<std::int64_t> first = Status::Internal("not answered");
+  std::thread adder = AddUserInFlight("first", first);
+  std::atomic<bool> applied{false};
+  std::optional<Result<bool>> answer;
+  std::mutex m;
+  QueueLookup("first", applied, answer, m);
+  Result<std::int64_t> second = Status::Internal("not answered");
+  std::thread adder2([&] { second = AddUser(*engine_, "second"); });
+  WaitUntil([&] { return applied.load(); });
+  store_->SetGate(false);
+  adder.join();
+  adder2.join();
+  EXPECT_EQ(first.status().code(), StatusCode::kUnavailable);
+  WaitUntil([&] {
+    std::lock_guard<std::mutex> lock(m);
+    return answer.has_value();
+  });
+  {
+    std::lock_guard<std::mutex> lock(m);
+    // It read "first", which never became durable: it must not say it exists.
+    EXPECT_EQ(answer->status().code(), StatusCode::kUnavailable);
+  }
+  // "second" was applied on top of the failed batch (refused with it) or after the reload
+  // (refused by the still failing store): either way it is not there.
+  EXPECT_EQ(second.status().code(), StatusCode::kUnavailable);
+  store_->fail = false;
+  EXPECT_EQ(AddUser(*engine_, "first").value(), 2);
+  EXPECT_EQ(AddUser(*engine_, "second").value(), 3);
 }
 
 // GET /healthz answers from Serving without a round trip through the queue: it must say false

@@ -189,6 +189,7 @@ Result<ledger::TransferPage> ReadOwnerTransfers(store::ReadPool& pool, std::int6
 }
 
 Result<std::optional<ledger::Transfer>> StoreTransferArchive::Find(std::string_view id) const {
+  auto lock = LockStore();
   std::optional<ledger::Transfer> found;
   GPUHUB_RETURN_IF_ERROR(store_.Query(TransferByIdSelect(id), [&](const store::Row& row) -> Status {
     GPUHUB_ASSIGN_OR_RETURN(found, TransferFromRow(row));
@@ -199,6 +200,7 @@ Result<std::optional<ledger::Transfer>> StoreTransferArchive::Find(std::string_v
 
 Status StoreTransferArchive::ScanBefore(
     std::int64_t before_sequence, const std::function<Status(const ledger::Transfer&)>& fn) const {
+  auto lock = LockStore();
   store::Select select{"ledger_transfers",
                        TransferColumns(),
                        {{"sequence", Condition::Op::kLt, before_sequence}},
@@ -213,6 +215,7 @@ Status StoreTransferArchive::ScanBefore(
 
 Result<std::vector<ledger::Transfer>> StoreTransferArchive::AccountPage(
     const ledger::AccountKey& key, std::int64_t before_sequence, std::size_t limit) const {
+  auto lock = LockStore();
   return BothSides([&](const store::Select& s, const auto& fn) { return store_.Query(s, fn); },
                    AccountSideSelect("debit", key, before_sequence, limit),
                    AccountSideSelect("credit", key, before_sequence, limit), limit);
@@ -221,6 +224,7 @@ Result<std::vector<ledger::Transfer>> StoreTransferArchive::AccountPage(
 Result<std::vector<ledger::Transfer>> StoreTransferArchive::OwnerPage(std::int64_t owner_id,
                                                                       std::int64_t before_sequence,
                                                                       std::size_t limit) const {
+  auto lock = LockStore();
   return BothSides([&](const store::Select& s, const auto& fn) { return store_.Query(s, fn); },
                    OwnerSideSelect("debit", owner_id, before_sequence, limit),
                    OwnerSideSelect("credit", owner_id, before_sequence, limit), limit);

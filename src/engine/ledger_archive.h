@@ -6,6 +6,7 @@
 // WriteTransferRow wrote them.
 #pragma once
 
+#include <mutex>
 #include <string>
 #include <vector>
 
@@ -52,6 +53,9 @@ Result<ledger::TransferPage> ReadOwnerTransfers(store::ReadPool& pool, std::int6
 class StoreTransferArchive : public ledger::TransferArchive {
  public:
   explicit StoreTransferArchive(store::Store& store) : store_(store) {}
+  // Every read holds `store_mutex` (the engine's: its committer holds it for the length of a
+  // commit on the same store, whose connection serves one caller at a time). Null: no lock.
+  void SerializeWith(std::recursive_mutex* store_mutex) { store_mutex_ = store_mutex; }
 
   Result<std::optional<ledger::Transfer>> Find(std::string_view id) const override;
   Status ScanBefore(std::int64_t before_sequence,
@@ -64,7 +68,12 @@ class StoreTransferArchive : public ledger::TransferArchive {
                                                   std::size_t limit) const override;
 
  private:
+  std::unique_lock<std::recursive_mutex> LockStore() const {
+    return store_mutex_ ? std::unique_lock<std::recursive_mutex>(*store_mutex_)
+                        : std::unique_lock<std::recursive_mutex>();
+  }
   store::Store& store_;
+  std::recursive_mutex* store_mutex_ = nullptr;
 };
 
 }  // namespace gpuhub::engine
