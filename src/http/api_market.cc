@@ -287,12 +287,20 @@ void RegisterMarketRoutes(Router& router, ApiContext& api) {
                      GPUHUB_RETURN_IF_ERROR(engine::RecordLaunchSpec(txn, r.bid.id, request.image));
                    }
                    engine::NoteEvidence(txn, me.id, in.second);
-                   json out = BidJson(txn.state, r.bid);
-                   out["lease"] = r.lease ? CustomerLeaseJson(txn, *r.lease) : json(nullptr);
+                   Reply reply{201, {}};
+                   JsonWriter w(reply.serialized);
+                   w.BeginObject();
+                   WriteBidMembers(w, txn.state, r.bid);
+                   w.Key("lease");
+                   if (r.lease) {
+                     w.Value(CustomerLeaseJson(txn, *r.lease));
+                   } else {
+                     w.Null();
+                   }
                    std::int64_t hour =
                        r.lease ? r.lease->HourMicros() : spec.limit_micros * spec.gpus;
-                   out["tax"] = SpotTaxJson(txn.state, me.id, hour, txn.now);
-                   return Reply{201, out};
+                   w.Key("tax").Value(SpotTaxJson(txn.state, me.id, hour, txn.now)).EndObject();
+                   return reply;
                  }));
   // ----- Admins ------------------------------------------------------------------------------
   router.Add("GET", "/v1/admin/payouts",

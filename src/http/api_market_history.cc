@@ -116,13 +116,18 @@ void RegisterMarketHistoryRoutes(Router& router, ApiContext& api) {
                        const std::vector<market::Bid>& rows) -> Result<Reply> {
           std::vector<market::Bid> bids = rows;
           json next = TakePage(bids, page.limit);
-          json list = json::array();
+          Reply reply;
+          JsonWriter w(reply.serialized);
+          w.BeginObject().Key("bids").BeginArray();
           for (const auto& stored : bids) {
             // A resting bid's latest state is the exchange's.
             const market::Bid* open = X(txn).FindBid(stored.id);
-            list.push_back(BidJson(txn.state, open != nullptr ? *open : stored));
+            w.BeginObject();
+            WriteBidMembers(w, txn.state, open != nullptr ? *open : stored);
+            w.EndObject();
           }
-          return Reply{200, {{"bids", list}, {"next_cursor", next}}};
+          w.EndArray().Key("next_cursor").Value(next).EndObject();
+          return reply;
         });
   });
   router.Add("GET", "/v1/leases", [&api](const Request& r, Responder respond) {
@@ -305,7 +310,9 @@ void RegisterMarketHistoryRoutes(Router& router, ApiContext& api) {
                                 std::string(market::BidStatusName(market::BidStatus::kResting))),
                          [](Txn& txn, const User& me, std::int64_t id) -> Result<Reply> {
                            GPUHUB_ASSIGN_OR_RETURN(auto bid, engine::CancelBid(txn, me.id, id));
-                           return Reply{200, BidJson(txn.state, bid)};
+                           Reply reply;
+                           reply.serialized = BidBody(txn.state, bid);
+                           return reply;
                          }));
   router.Add("POST", "/v1/leases/{id}/stop",
              ClosedIs409(api, kRoleCustomer, "lease",

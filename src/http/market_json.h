@@ -20,7 +20,9 @@ json TimeOrNull(TimestampMicros t);
 json MachineJson(const engine::State& state, TimestampMicros now, const market::Machine& m,
                  int leased, market::OrderId open_ask);
 json AskJson(const market::Ask& a, int gpus_offered);
-json BidJson(const engine::State& state, const market::Bid& b);
+// A bid's members (the caller opens and closes the object, and may add its own), and a bid alone.
+void WriteBidMembers(JsonWriter& w, const engine::State& state, const market::Bid& b);
+std::string BidBody(const engine::State& state, const market::Bid& b);
 // A lease; `connection` says how the customer reaches the machine (the agent's report), `billing`
 // whether hours are billed ("running") or not while the machine is offline ("paused").
 json LeaseJson(const engine::State& state, const market::Lease& l, bool as_provider);
