@@ -8,7 +8,7 @@ build_packages=(
   libboost1.74-dev nlohmann-json3-dev libtomlplusplus-dev libcli11-dev
   libsqlite3-dev libpq-dev libsodium-dev libspdlog-dev libfmt-dev
   libgtest-dev libgmock-dev googletest libbenchmark-dev libssl-dev openssl ca-certificates
-  libhpdf-dev fonts-dejavu-core
+  libhpdf-dev fonts-dejavu-core libjemalloc-dev
 )
 # wrk and valgrind: bench/http/side_by_side.sh, load.sh and profile.sh; poppler-utils (pdftotext):
 # the tests read invoice PDFs back.

@@ -27,6 +27,14 @@ double MillisSince(std::chrono::steady_clock::time_point start) {
       .count();
 }
 
+// Adds the microseconds since `start` to `counter` and restarts `start`.
+void AddMicrosSince(CounterSeries& counter, std::chrono::steady_clock::time_point& start) {
+  auto now = std::chrono::steady_clock::now();
+  counter.Add(static_cast<std::uint64_t>(
+      std::chrono::duration_cast<std::chrono::microseconds>(now - start).count()));
+  start = now;
+}
+
 }  // namespace
 
 Engine::Engine(std::unique_ptr<store::Store> store, const Clock& clock, MetricsRegistry& metrics,
@@ -51,6 +59,14 @@ Engine::Engine(std::unique_ptr<store::Store> store, const Clock& clock, MetricsR
       commit_seconds_(metrics.Histogram("gpuhub_engine_commit_seconds",
                                         "Latency of one batch's store transaction",
                                         MetricsRegistry::LatencyBounds())),
+      writer_applying_us_(metrics.Counter("gpuhub_engine_writer_microseconds_total",
+                                          "Writer thread time by what it did", {{"phase", "apply"}})),
+      writer_waiting_us_(metrics.Counter("gpuhub_engine_writer_microseconds_total",
+                                         "Writer thread time by what it did",
+                                         {{"phase", "wait_commit"}})),
+      writer_answering_us_(metrics.Counter("gpuhub_engine_writer_microseconds_total",
+                                           "Writer thread time by what it did",
+                                           {{"phase", "answer"}})),
       terms_won_(metrics.Counter("gpuhub_engine_writer_terms_total",
                                  "Writer terms this process claimed (start and takeovers)")),
       step_downs_(metrics.Counter("gpuhub_engine_step_downs_total",
@@ -442,6 +458,7 @@ bool Engine::ApplyBatch(std::deque<Command>& batch) {
     spdlog::warn("event=state_reloaded");
   }
   batch_started_ns_.store(SteadyNanos());
+  auto phase_started = std::chrono::steady_clock::now();
   store::WriteBatch writes;
   for (auto& command : batch) {
     std::size_t mark = writes.size();
@@ -457,13 +474,16 @@ bool Engine::ApplyBatch(std::deque<Command>& batch) {
   PersistChangedAccounts(*state_, writes);
   batch_commands_.Observe(static_cast<double>(batch.size()));
   const std::int64_t last_sequence = state_->wallets->ledger.LastSequence();
+  AddMicrosSince(writer_applying_us_, phase_started);
   // This batch commits after the one in flight, and none of its commands is answered before that
   // one is durable (they may have read what it wrote).
-  Finished before = FinishInFlight(&batch);
+  std::deque<Command> durable;
+  Finished before = FinishInFlight(&batch, &durable);
   batch_started_ns_.store(0);
   if (before == Finished::kSteppedDown) return false;
   if (before == Finished::kFailed) return true;
   if (writes.empty()) {
+    for (auto& command : durable) command.done(Status::Ok());
     for (auto& command : batch) command.done(Status::Ok());
     return true;
   }
@@ -473,6 +493,10 @@ bool Engine::ApplyBatch(std::deque<Command>& batch) {
     commit_requested_ = true;
   }
   commit_wake_.notify_one();
+  // Answered while the next commit runs, not before it starts.
+  phase_started = std::chrono::steady_clock::now();
+  for (auto& command : durable) command.done(Status::Ok());
+  AddMicrosSince(writer_answering_us_, phase_started);
   return true;
 }
 
@@ -507,12 +531,15 @@ void Engine::CommitterLoop() {
   }
 }
 
-Engine::Finished Engine::FinishInFlight(std::deque<Command>* applied_after) {
+Engine::Finished Engine::FinishInFlight(std::deque<Command>* applied_after,
+                                        std::deque<Command>* durable) {
   if (!in_flight_) return Finished::kOk;
   Status commit;
   {
+    auto waiting_since = std::chrono::steady_clock::now();
     std::unique_lock<std::mutex> lock(mutex_);
     wake_.wait(lock, [&] { return commit_finished_; });
+    AddMicrosSince(writer_waiting_us_, waiting_since);
     commit_finished_ = false;
     commit = std::move(commit_result_);
   }
@@ -525,7 +552,11 @@ Engine::Finished Engine::FinishInFlight(std::deque<Command>* applied_after) {
                                         static_cast<std::size_t>(
                                             state_->wallets->ledger.LastSequence() -
                                             finished.last_sequence));
-    for (auto& command : finished.commands) command.done(commit);
+    if (durable != nullptr) {
+      *durable = std::move(finished.commands);
+    } else {
+      for (auto& command : finished.commands) command.done(commit);
+    }
     return Finished::kOk;
   }
   spdlog::error("event=commit_failed commands={} rows={} error=\"{}\"",

@@ -189,8 +189,11 @@ class Engine {
   enum class Finished { kOk, kFailed, kSteppedDown };
   // Waits for the batch in flight (none: kOk at once) and answers its commands. On a failed
   // commit it also refuses `applied_after` (applied on top of it, never submitted), then steps
-  // down (kSteppedDown, the writer term lost) or reloads memory (kFailed).
-  Finished FinishInFlight(std::deque<Command>* applied_after);
+  // down (kSteppedDown, the writer term lost) or reloads memory (kFailed). `durable`: when given,
+  // a committed batch's commands are moved there for the caller to answer (once it has handed the
+  // next batch to the committer) instead of answered here.
+  Finished FinishInFlight(std::deque<Command>* applied_after,
+                          std::deque<Command>* durable = nullptr);
   void CommitterLoop();
   Status Reload();
   void FailQueued(const Status& why);
@@ -244,6 +247,11 @@ class Engine {
   HistogramSeries& batch_commands_;
   HistogramSeries& batch_rows_;
   HistogramSeries& commit_seconds_;
+  // Where the writer thread's time goes, in microseconds: applying commands, waiting for the
+  // committer, answering commands.
+  CounterSeries& writer_applying_us_;
+  CounterSeries& writer_waiting_us_;
+  CounterSeries& writer_answering_us_;
   CounterSeries& terms_won_;
   CounterSeries& step_downs_;
 };

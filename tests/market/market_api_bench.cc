@@ -37,6 +37,7 @@ double Metric(const std::string& text, const std::string& name) {
 
 struct WriterFigures {
   double batches = 0, commands = 0, rows = 0, commit_seconds = 0;
+  double applying_us = 0, waiting_us = 0, answering_us = 0;
 };
 
 WriterFigures ReadWriterFigures(HttpClient& client) {
@@ -44,7 +45,10 @@ WriterFigures ReadWriterFigures(HttpClient& client) {
   return {Metric(text, "gpuhub_engine_batch_commands_count"),
           Metric(text, "gpuhub_engine_batch_commands_sum"),
           Metric(text, "gpuhub_engine_batch_rows_sum"),
-          Metric(text, "gpuhub_engine_commit_seconds_sum")};
+          Metric(text, "gpuhub_engine_commit_seconds_sum"),
+          Metric(text, "gpuhub_engine_writer_microseconds_total{phase=\"apply\"}"),
+          Metric(text, "gpuhub_engine_writer_microseconds_total{phase=\"wait_commit\"}"),
+          Metric(text, "gpuhub_engine_writer_microseconds_total{phase=\"answer\"}")};
 }
 
 }  // namespace
@@ -177,6 +181,19 @@ int main(int argc, char** argv) {
       batches, batches / elapsed, batches > 0 ? (after.commands - before.commands) / batches : 0.0,
       batches > 0 ? (after.rows - before.rows) / batches : 0.0,
       batches > 0 ? 1000 * commit_seconds / batches : 0.0, 100 * commit_seconds / elapsed);
+  // The writer thread: applying (commands in memory, their answers built), waiting for the
+  // committer (pipelined commit: the batch before is still committing), answering.
+  auto share = [&](double after_us, double before_us) {
+    return (after_us - before_us) / 1e6 / elapsed * 100;
+  };
+  std::printf("writer thread: %.0f%% applying, %.0f%% waiting for the commit before, %.0f%% "
+              "answering, %.0f%% idle or between batches\n",
+              share(after.applying_us, before.applying_us),
+              share(after.waiting_us, before.waiting_us),
+              share(after.answering_us, before.answering_us),
+              100 - share(after.applying_us, before.applying_us) -
+                  share(after.waiting_us, before.waiting_us) -
+                  share(after.answering_us, before.answering_us));
   auto check = setup.Call("GET", "/v1/admin/market", nullptr, admin);
   std::printf(
       "durable orders through the API (%s, %d clients, %.1f s): %lld orders+cancels acknowledged "
