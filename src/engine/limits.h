@@ -16,6 +16,9 @@ inline constexpr std::size_t kMaxCommandsPerBatch = 1024;
 // whatever the length of history. The window is trimmed back to this size once it has grown by a
 // fifth, after a commit (the trim walks every account's recent history).
 inline constexpr std::size_t kLedgerTransfersInMemory = 100'000;
+// Transfers between two checkpoints of the ledger's account totals (engine/wallets.h): a start-up
+// replays at most this many onto the stored totals (milliseconds); fewer rows in every commit.
+inline constexpr std::int64_t kLedgerAccountsCheckpointTransfers = 10'000;
 // Commands waiting for the writer; beyond this Submit answers unavailable (back-pressure instead
 // of unbounded memory).
 inline constexpr std::size_t kMaxQueuedCommands = 100'000;

@@ -51,13 +51,18 @@ void WriteTransfers(Txn& txn, const std::vector<ledger::Transfer>& transfers) {
 
 void PersistChangedAccounts(State& state, store::WriteBatch& writes) {
   WalletsState& w = *state.wallets;
-  std::vector<ledger::AccountBalance> changed = w.ledger.TakeChangedAccounts();
   for (const ledger::Transfer& t : w.stale_rows) WriteTransferRow(writes, t, true);
   w.stale_rows.clear();
-  if (changed.empty()) return;
-  for (const ledger::AccountBalance& a : changed) WriteAccountRow(writes, a);
-  writes.Upsert("engine_meta",
-                {{"name", std::string(kLedgerAccountsThrough)}, {"value", w.ledger.LastSequence()}});
+  const std::int64_t last = w.ledger.LastSequence();
+  if (!w.accounts_checkpoint_due &&
+      last - w.accounts_persisted_through < w.accounts_checkpoint_every) {
+    return;
+  }
+  for (const ledger::AccountBalance& a : w.ledger.TakeChangedAccounts()) WriteAccountRow(writes, a);
+  writes.Upsert("engine_meta", {{"name", std::string(kLedgerAccountsThrough)}, {"value", last}});
+  // A failed commit reloads the state from the store, and with it these two.
+  w.accounts_persisted_through = last;
+  w.accounts_checkpoint_due = false;
 }
 
 void ForgetDurableTransfers(State& state, std::size_t keep) {
@@ -202,9 +207,9 @@ Status LoadWallets(store::Store& store, const DomainConfig& config, WalletsState
         return Status::Ok();
       }));
   using store::Condition;
-  // A missing row reads 0 (a database without transfers has no marker yet).
-  auto one_int = [&](store::Select select) -> Result<std::int64_t> {
-    std::int64_t value = 0;
+  // A missing row reads `missing` (a database without transfers has no marker yet).
+  auto one_int = [&](store::Select select, std::int64_t missing = 0) -> Result<std::int64_t> {
+    std::int64_t value = missing;
     GPUHUB_RETURN_IF_ERROR(store.Query(select, [&](const store::Row& row) -> Status {
       GPUHUB_ASSIGN_OR_RETURN(value, row.Int(0));
       return Status::Ok();
@@ -221,19 +226,29 @@ Status LoadWallets(store::Store& store, const DomainConfig& config, WalletsState
                {{"name", Condition::Op::kEq, std::string(kLedgerAccountsThrough)}},
                {},
                "",
-               1}));
+               1},
+              last == 0 ? 0 : -1));
   state.archive = std::make_unique<StoreTransferArchive>(store);
-  if (through != last) {
+  const auto keep = static_cast<std::int64_t>(config.ledger_transfers_in_memory);
+  state.accounts_checkpoint_every =
+      std::max<std::int64_t>(1, std::min<std::int64_t>(kLedgerAccountsCheckpointTransfers, keep / 2));
+  // The totals must be a checkpoint inside the window read below (the transfers after it are
+  // replayed onto them); anything else (rows written beside the engine, no marker) is rebuilt.
+  if (through < 0 || through > last || last - through > keep) {
     spdlog::warn("event=ledger_rebuild reason=accounts_not_in_step accounts_through={} "
                  "last_transfer={}",
                  through, last);
     GPUHUB_ASSIGN_OR_RETURN(state.ledger, RebuildFromHistory(store, fx, state));
     state.ledger.set_archive(state.archive.get());
     state.ledger.MarkAllAccountsChanged();
+    state.accounts_persisted_through = last;
+    state.accounts_checkpoint_due = true;
     return Status::Ok();
   }
   ledger::Ledger::RestorePoint point;
   point.last_sequence = last;
+  point.accounts_through = through;
+  state.accounts_persisted_through = through;
   point.fx_changes = std::move(fx);
   GPUHUB_RETURN_IF_ERROR(store.Scan(
       "ledger_accounts", AccountColumns(), "kind, owner_id, currency",
@@ -250,7 +265,6 @@ Status LoadWallets(store::Store& store, const DomainConfig& config, WalletsState
     };
   };
   GPUHUB_RETURN_IF_ERROR(store.Query(OpenPendingTransfersSelect(), rows_into(point.open_pending)));
-  const auto keep = static_cast<std::int64_t>(config.ledger_transfers_in_memory);
   GPUHUB_RETURN_IF_ERROR(store.Query(TransfersAfterSelect(last - keep), rows_into(point.recent)));
   GPUHUB_ASSIGN_OR_RETURN(state.ledger,
                           ledger::Ledger::RestoreWindow(std::move(point), state.archive.get()));

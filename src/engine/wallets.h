@@ -3,10 +3,12 @@
 //
 // Money moves only through ledger batches (ledger/ledger.h); every transfer a batch applies is
 // written to `ledger_transfers` in the same group commit (a post/void also rewrites the state of the
-// pending transfer it resolves), and so are the totals of the accounts the batch's commands changed
-// (`ledger_accounts`, with engine_meta kLedgerAccountsThrough = the last sequence they include).
-// LoadWallets starts the ledger from those totals, the open holds and the newest transfers
-// (Ledger::RestoreWindow); after each commit the ledger forgets what is beyond its window, and
+// pending transfer it resolves). The totals of the accounts changed since the last checkpoint are
+// written every kLedgerAccountsCheckpointTransfers transfers (`ledger_accounts`, with engine_meta
+// kLedgerAccountsThrough = the last sequence they include), not in every commit: at 256 clients
+// they were over a quarter of all rows written. LoadWallets starts the ledger from those totals,
+// the open holds and the newest transfers, replaying the transfers after the checkpoint onto the
+// totals (Ledger::RestoreWindow); after each commit the ledger forgets what is beyond its window, and
 // StoreTransferArchive reads it back when asked for (engine/ledger_archive.h). Memory and start-up
 // therefore do not grow with history. Transfer ids are derived from what they do, so a retry can never move money
 // twice: "topup:<invoice id>", "manual:<sequence>", "fx:<sequence>:out" / ":in".
@@ -36,13 +38,20 @@ struct WalletsState {
   // Rows to rewrite with the next commit: pending transfers whose stored state a full rebuild
   // found stale (LoadWallets' fallback).
   std::vector<ledger::Transfer> stale_rows;
+  // The sequence the stored ledger_accounts include, and how many transfers may follow it before
+  // the next checkpoint writes the totals again (at most half the window LoadWallets reads, so
+  // that a start-up always finds the transfers to replay in it).
+  std::int64_t accounts_persisted_through = 0;
+  std::int64_t accounts_checkpoint_every = 1;
+  bool accounts_checkpoint_due = false;  // a rebuilt ledger: persist every account at once
 };
 
 // engine_meta: the last transfer sequence the persisted ledger_accounts include (no row: none).
 inline constexpr const char* kLedgerAccountsThrough = "ledger_accounts_through";
 
-// Before a commit: queues the totals of every account changed since the last call (and the stale
-// rows), so that they commit with the transfers that changed them.
+// Before a commit: queues the stale rows, and at a checkpoint (accounts_checkpoint_every transfers
+// since the last one, or due) the totals of every account changed since the last checkpoint with
+// the marker, so that they commit with the transfers up to the marker.
 void PersistChangedAccounts(State& state, store::WriteBatch& writes);
 // After a successful commit: trims the ledger's window back to `keep` once it has grown by a fifth.
 void ForgetDurableTransfers(State& state, std::size_t keep);

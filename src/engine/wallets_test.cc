@@ -64,6 +64,59 @@ TEST_F(WalletsTest, ASettledInvoiceCreditsOnceAndSurvivesARestart) {
   EXPECT_EQ(missing.status().code(), StatusCode::kNotFound);
 }
 
+// The account totals are written at checkpoints (here every 4 transfers: half of a window of 8),
+// not in every commit; a start replays the transfers after the last checkpoint onto them.
+TEST_F(WalletsTest, TotalsAreCheckpointedAndAStartReplaysTheTransfersAfterThem) {
+  EngineOptions small;
+  small.domains.ledger_transfers_in_memory = 8;
+  OpenEngine(small, AddTopupTickHooks);
+  auto marker = [&] {
+    auto store = OpenMigrated(url_);
+    std::int64_t through = -1;
+    EXPECT_TRUE(store
+                    ->Query({"engine_meta",
+                             {"value"},
+                             {{"name", store::Condition::Op::kEq,
+                               std::string(kLedgerAccountsThrough)}},
+                             {},
+                             "",
+                             1},
+                            [&](const store::Row& row) -> Status {
+                              GPUHUB_ASSIGN_OR_RETURN(through, row.Int(0));
+                              return Status::Ok();
+                            })
+                    .ok());
+    return through;
+  };
+  auto credit = [&](std::int64_t micros) {
+    Run<int>([&](Txn& txn) -> Result<int> {
+      GPUHUB_RETURN_IF_ERROR(
+          ManualCredit(txn, 2, user_, Currency::kUsd, micros, "wire").status());
+      return 0;
+    });
+  };
+  std::int64_t total = 0;
+  for (int i = 1; i <= 6; ++i) {
+    credit(i * 1'000'000);
+    total += i * 1'000'000;
+    // Transfers 1-3 wait for the checkpoint at 4; 5 and 6 for the next one at 8.
+    EXPECT_EQ(marker(), i < 4 ? -1 : 4) << "after transfer " << i;
+  }
+  OpenEngine(small, AddTopupTickHooks);
+  EXPECT_EQ(Available(Currency::kUsd), total);
+  // The replayed accounts are written at the next checkpoint, and a start from it agrees.
+  credit(7'000'000);
+  credit(8'000'000);
+  total += 15'000'000;
+  EXPECT_EQ(marker(), 8);
+  OpenEngine(small, AddTopupTickHooks);
+  EXPECT_EQ(Available(Currency::kUsd), total);
+  auto ok = Run<std::string>([](Txn& txn) -> Result<std::string> {
+    return txn.state.wallets->ledger.CheckInvariants().ToString();
+  });
+  EXPECT_EQ(ok, "ok");
+}
+
 TEST_F(WalletsTest, ConvertsAtTheRateWithSpreadAndRefusesOverdrafts) {
   Run<int>([&](Txn& txn) -> Result<int> {
     GPUHUB_RETURN_IF_ERROR(

@@ -4,7 +4,10 @@
 #include <limits>
 #include <map>
 #include <optional>
+#include <set>
 #include <string>
+#include <unordered_map>
+#include <unordered_set>
 #include <utility>
 
 namespace gpuhub::ledger {
@@ -812,10 +815,79 @@ Result<Ledger> Ledger::Restore(std::vector<Transfer> transfers,
   return ledger;
 }
 
+// Totals as of an older checkpoint: the ledger as it was then (its holds open then: those still
+// open that are older, and those the newer transfers resolve), then the newer transfers replayed
+// onto it exactly as Restore replays history. Open holds must come out as the store lists them.
+Result<Ledger> Ledger::RestoreFromCheckpoint(RestorePoint point, const TransferArchive* archive) {
+  auto broken = [](const std::string& what) {
+    return Status::Internal("ledger restore: " + what);
+  };
+  const std::int64_t through = point.accounts_through;
+  const std::int64_t first =
+      point.recent.empty() ? point.last_sequence + 1 : point.recent.front().sequence;
+  if (through > point.last_sequence || through < first - 1) {
+    return broken("the account totals (as of transfer #" + std::to_string(through) +
+                  ") are not within the window of transfers #" + std::to_string(first) + "-#" +
+                  std::to_string(point.last_sequence));
+  }
+  auto split = std::find_if(point.recent.begin(), point.recent.end(),
+                            [&](const Transfer& t) { return t.sequence > through; });
+  std::vector<Transfer> newer(std::make_move_iterator(split),
+                              std::make_move_iterator(point.recent.end()));
+  point.recent.erase(split, point.recent.end());
+  std::unordered_map<std::string_view, const Transfer*> older_by_id;
+  for (const Transfer& t : point.recent) older_by_id.emplace(t.id, &t);
+  std::set<std::int64_t> open_now;
+  RestorePoint then;
+  then.last_sequence = through;
+  then.accounts_through = through;
+  then.accounts = std::move(point.accounts);
+  then.fx_changes = point.fx_changes;
+  for (Transfer& p : point.open_pending) {
+    open_now.insert(p.sequence);
+    if (p.sequence <= through) then.open_pending.push_back(std::move(p));
+  }
+  std::unordered_set<std::string_view> created_newer;
+  for (const Transfer& t : newer) {
+    created_newer.insert(t.id);
+    if (!IsResolution(t.kind) || created_newer.contains(t.pending_id)) continue;
+    Transfer pending;
+    if (auto it = older_by_id.find(t.pending_id); it != older_by_id.end()) {
+      pending = *it->second;
+    } else {
+      if (archive == nullptr) return broken("no archive to read " + Quoted(t.pending_id) + " from");
+      GPUHUB_ASSIGN_OR_RETURN(std::optional<Transfer> archived, archive->Find(t.pending_id));
+      if (!archived) return broken(Quoted(t.id) + " resolves an unknown " + Quoted(t.pending_id));
+      pending = std::move(*archived);
+    }
+    pending.state = TransferState::kPending;
+    then.open_pending.push_back(std::move(pending));
+  }
+  then.recent = std::move(point.recent);
+  GPUHUB_ASSIGN_OR_RETURN(Ledger ledger, RestoreWindow(std::move(then), archive));
+  for (Transfer& t : newer) {
+    if (Status s = ledger.ReplayTransfer(std::move(t)); !s.ok()) return broken(s.message());
+  }
+  if (ledger.LastSequence() != point.last_sequence) {
+    return broken("the recent transfers do not end at sequence " +
+                  std::to_string(point.last_sequence));
+  }
+  std::set<std::int64_t> open_after(ledger.open_pending_.begin(), ledger.open_pending_.end());
+  if (open_after != open_now) {
+    return broken("the open holds after replaying transfers #" + std::to_string(through + 1) +
+                  "-#" + std::to_string(point.last_sequence) + " are not those the store lists");
+  }
+  if (Status s = ledger.CheckInvariants(); !s.ok()) return broken(s.message());
+  return ledger;
+}
+
 Result<Ledger> Ledger::RestoreWindow(RestorePoint point, const TransferArchive* archive) {
   auto broken = [](const std::string& what) {
     return Status::Internal("ledger restore: " + what);
   };
+  if (point.accounts_through >= 0 && point.accounts_through != point.last_sequence) {
+    return RestoreFromCheckpoint(std::move(point), archive);
+  }
   Ledger ledger;
   for (const FxRateChange& change : point.fx_changes) {
     if (Status s = ledger.fx_.Apply(change); !s.ok()) {

@@ -177,6 +177,12 @@ class Ledger {
   // What RestoreWindow starts from: the persisted state as of last_sequence.
   struct RestorePoint {
     std::int64_t last_sequence = 0;
+    // The sequence `accounts` are the totals as of (the engine persists them every few thousand
+    // transfers, not in every commit): -1 means last_sequence. Older: the transfers of `recent`
+    // after it are replayed onto them, so it must not be older than the window (>= the first
+    // recent sequence - 1); holds those transfers resolve that are older than the window are read
+    // from the archive.
+    std::int64_t accounts_through = -1;
     std::vector<AccountBalance> accounts;  // every account's totals (any order)
     std::vector<Transfer> open_pending;    // every pending transfer not yet posted or voided
     std::vector<Transfer> recent;          // the newest transfers, contiguous, up to last_sequence
@@ -260,6 +266,7 @@ class Ledger {
   std::size_t AccountIndex(const AccountKey& key, UndoLog* undo);
   const AccountState* FindAccount(const AccountKey& key) const;
   Status ReplayTransfer(Transfer transfer);
+  static Result<Ledger> RestoreFromCheckpoint(RestorePoint point, const TransferArchive* archive);
   // A page from the window's `history`, continued from the archive (`older`) past the window.
   Result<TransferPage> Page(const std::vector<std::int64_t>& history, std::int64_t before_sequence,
                             std::size_t limit,

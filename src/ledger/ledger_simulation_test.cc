@@ -872,6 +872,38 @@ TEST(LedgerSimulation, AWindowOfRecentTransfersAnswersLikeTheWholeHistory) {
       });
     }
   }
+  // From totals as of an older checkpoint (the engine writes them every few thousand transfers):
+  // the transfers after it are replayed onto them, holds they resolve read from the window or the
+  // archive; any checkpoint inside the window gives the same books.
+  for (std::int64_t back : {1, 7, 150, 300}) {
+    SCOPED_TRACE("totals as of " + std::to_string(back) + " transfers ago");
+    Ledger::RestorePoint older = point;
+    older.accounts_through = point.last_sequence - back;
+    auto then = Ledger::Restore(
+        std::vector<Transfer>(whole->Transfers().begin(), whole->Transfers().end() - back),
+        sim.fx_changes());
+    ASSERT_TRUE(then.ok()) << then.status().ToString();
+    older.accounts = then->Accounts();
+    auto restored = Ledger::RestoreWindow(older, &archive);
+    ASSERT_TRUE(restored.ok()) << restored.status().ToString();
+    EXPECT_EQ(restored->Accounts(), windowed.Accounts());
+    EXPECT_EQ(restored->LastSequence(), windowed.LastSequence());
+    EXPECT_TRUE(restored->CheckHistory().ok()) << restored->CheckHistory().ToString();
+    // The accounts the replay changed are the ones the next checkpoint must write.
+    EXPECT_FALSE(restored->TakeChangedAccounts().empty());
+    // Refused: totals older than the window, totals that are not the checkpoint's, a missing hold.
+    Ledger::RestorePoint bad = older;
+    bad.accounts_through = point.last_sequence - 301;
+    EXPECT_EQ(Ledger::RestoreWindow(bad, &archive).status().code(), StatusCode::kInternal);
+    if (back >= 150) {  // a stretch that moved holds: today's totals said to be older ones
+      bad = older;
+      bad.accounts = windowed.Accounts();
+      EXPECT_EQ(Ledger::RestoreWindow(bad, &archive).status().code(), StatusCode::kInternal);
+    }
+    bad = older;
+    bad.open_pending.pop_back();
+    EXPECT_EQ(Ledger::RestoreWindow(bad, &archive).status().code(), StatusCode::kInternal);
+  }
   // What RestoreWindow refuses: a missing open hold, a window that does not end at the last
   // sequence, a hold listed as open that the window resolves, an account without totals.
   {
