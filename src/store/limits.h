@@ -16,15 +16,16 @@ inline constexpr std::int64_t kSqliteBusyTimeoutMs = 5000;
 inline constexpr std::int64_t kSqliteEngineLockOffset = std::int64_t{1} << 40;
 // SQLite's write-ahead log, in pages (frames; 4 KiB each by default). A commit that leaves the WAL
 // at kSqliteWalCheckpointPages or more wakes the background checkpointer
-// (store/sqlite/wal_checkpointer.h: SQLite's own default threshold, 1000 pages, but off the
-// writer's thread). A commit that leaves it at kSqliteWalMaxPages or more (the checkpointer lags,
+// (store/sqlite/wal_checkpointer.h; ten times SQLite's default of 1000 pages: under 256 clients
+// that default checkpointed every commit or two, writing the same hot index pages to the database
+// file and fsyncing it again and again; market_api_bench +10%). A commit that leaves it at kSqliteWalMaxPages or more (the checkpointer lags,
 // fails, or the WAL never found a moment to start over) makes the writer checkpoint it itself
 // (RESTART: waits up to kSqliteBusyTimeoutMs for readers, then the next commit starts the WAL at
-// its beginning), so the file stays near 40 MiB at most. Only a reader that holds one snapshot
+// its beginning), so the file stays near 200 MiB at most. Only a reader that holds one snapshot
 // longer than that can keep the WAL growing (SQLite cannot copy pages a reader may still need); the
 // writer then retries every kSqliteWalMaxPages more pages, not at every commit.
-inline constexpr int kSqliteWalCheckpointPages = 1000;
-inline constexpr int kSqliteWalMaxPages = 10000;
+inline constexpr int kSqliteWalCheckpointPages = 10000;
+inline constexpr int kSqliteWalMaxPages = 50000;
 // PostgreSQL: how long to wait for the server when connecting.
 inline constexpr int kPostgresConnectTimeoutSeconds = 10;
 // How long AcquireWriterLock waits for the advisory lock before reporting the database in use (an
