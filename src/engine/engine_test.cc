@@ -165,20 +165,32 @@ class PipelineTest : public ::testing::Test {
     WaitUntil([&] { return store_->applies_entered.load() > entered; });
     return t;
   }
-  // Queues a command that reports whether `name` is in memory; `applied` turns true once it ran.
-  void QueueLookup(const std::string& name, std::atomic<bool>& applied,
-                   std::optional<Result<bool>>& answer, std::mutex& m) {
+  // Holds the gate shut, sends AddUser("first") (its commit held in the store), and queues a
+  // lookup of "first" behind it.
+  std::thread FirstInFlightThenLookup(Result<std::int64_t>& first) {
+    store_->SetGate(true);
+    std::thread adder = AddUserInFlight("first", first);
     engine_->Execute<bool>(
-        [name, &applied](Txn& txn) -> Result<bool> {
+        [this](Txn& txn) -> Result<bool> {
           bool found = false;
-          for (const auto& [id, u] : txn.state.accounts.users) found |= u.username == name;
-          applied = true;
+          for (const auto& [id, u] : txn.state.accounts.users) found |= u.username == "first";
+          lookup_applied_ = true;
           return found;
         },
-        [&answer, &m](Result<bool> r) {
-          std::lock_guard<std::mutex> lock(m);
-          answer.emplace(std::move(r));
+        [this](Result<bool> r) {
+          std::lock_guard<std::mutex> lock(lookup_mutex_);
+          lookup_answer_.emplace(std::move(r));
         });
+    return adder;
+  }
+  bool LookupAnswered() {
+    std::lock_guard<std::mutex> lock(lookup_mutex_);
+    return lookup_answer_.has_value();
+  }
+  Result<bool> LookupAnswer() {
+    WaitUntil([&] { return LookupAnswered(); });
+    std::lock_guard<std::mutex> lock(lookup_mutex_);
+    return *lookup_answer_;
   }
   static void WaitUntil(const std::function<bool()>& condition) {
     auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
@@ -191,60 +203,38 @@ class PipelineTest : public ::testing::Test {
   MetricsRegistry metrics_;
   FlakyStore* store_ = nullptr;
   std::unique_ptr<Engine> engine_;
+  std::atomic<bool> lookup_applied_{false};
+  std::mutex lookup_mutex_;
+  std::optional<Result<bool>> lookup_answer_;
 };
 
 TEST_F(PipelineTest, AReadOfAnUncommittedBatchIsAnsweredOnlyOnceThatBatchIsDurable) {
-  store_->SetGate(true);
   Result<std::int64_t> first = Status::Internal("not answered");
-  std::thread adder = AddUserInFlight("first", first);
-  std::atomic<bool> applied{false};
-  std::optional<Result<bool>> answer;
-  std::mutex m;
-  QueueLookup("first", applied, answer, m);
+  std::thread adder = FirstInFlightThenLookup(first);
   // The lookup runs while "first" is still committing, and sees it in memory...
-  WaitUntil([&] { return applied.load(); });
+  WaitUntil([&] { return lookup_applied_.load(); });
   std::this_thread::sleep_for(std::chrono::milliseconds(50));
-  {
-    std::lock_guard<std::mutex> lock(m);
-    EXPECT_FALSE(answer.has_value()) << "answered before the batch it read was durable";
-  }
+  EXPECT_FALSE(LookupAnswered()) << "answered before the batch it read was durable";
   // ...and is answered once it is.
   store_->SetGate(false);
   adder.join();
   EXPECT_EQ(first.value(), 2);
-  WaitUntil([&] {
-    std::lock_guard<std::mutex> lock(m);
-    return answer.has_value();
-  });
-  std::lock_guard<std::mutex> lock(m);
-  EXPECT_TRUE(answer->value());
+  EXPECT_TRUE(LookupAnswer().value());
 }
 
 TEST_F(PipelineTest, AFailedCommitFailsTheBatchAppliedOnTopOfItAndMemoryForgetsBoth) {
-  store_->SetGate(true);
   store_->fail = true;
   Result<std::int64_t> first = Status::Internal("not answered");
-  std::thread adder = AddUserInFlight("first", first);
-  std::atomic<bool> applied{false};
-  std::optional<Result<bool>> answer;
-  std::mutex m;
-  QueueLookup("first", applied, answer, m);
+  std::thread adder = FirstInFlightThenLookup(first);
   Result<std::int64_t> second = Status::Internal("not answered");
   std::thread adder2([&] { second = AddUser(*engine_, "second"); });
-  WaitUntil([&] { return applied.load(); });
+  WaitUntil([&] { return lookup_applied_.load(); });
   store_->SetGate(false);
   adder.join();
   adder2.join();
   EXPECT_EQ(first.status().code(), StatusCode::kUnavailable);
-  WaitUntil([&] {
-    std::lock_guard<std::mutex> lock(m);
-    return answer.has_value();
-  });
-  {
-    std::lock_guard<std::mutex> lock(m);
-    // It read "first", which never became durable: it must not say it exists.
-    EXPECT_EQ(answer->status().code(), StatusCode::kUnavailable);
-  }
+  // It read "first", which never became durable: it must not say it exists.
+  EXPECT_EQ(LookupAnswer().status().code(), StatusCode::kUnavailable);
   // "second" was applied on top of the failed batch (refused with it) or after the reload
   // (refused by the still failing store): either way it is not there.
   EXPECT_EQ(second.status().code(), StatusCode::kUnavailable);

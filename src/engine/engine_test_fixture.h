@@ -40,6 +40,25 @@ inline std::unique_ptr<store::Store> OpenMigrated(const std::string& url) {
   return std::move(store).value();
 }
 
+// engine_meta's ledger_accounts_through in the database at `url`: the transfer the stored account
+// totals include (-1: no row yet).
+inline std::int64_t StoredLedgerAccountsThrough(const std::string& url) {
+  std::int64_t through = -1;
+  Status read = OpenMigrated(url)->Query(
+      {"engine_meta",
+       {"value"},
+       {{"name", store::Condition::Op::kEq, std::string(kLedgerAccountsThrough)}},
+       {},
+       "",
+       1},
+      [&](const store::Row& row) -> Status {
+        GPUHUB_ASSIGN_OR_RETURN(through, row.Int(0));
+        return Status::Ok();
+      });
+  EXPECT_TRUE(read.ok()) << read.ToString();
+  return through;
+}
+
 // One engine on a fresh SQLite database, with a manual clock. OpenEngine (re)starts it the way a
 // server restart does: the state comes back from the database.
 class EngineOnSqliteTest : public ::testing::Test {

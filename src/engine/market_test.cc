@@ -218,20 +218,7 @@ TEST_F(EngineMarketTest, TheLedgerForgetsOldTransfersAndTheStoreAnswersForThem) 
   }
   // The persisted totals are the accounts' as of the last checkpoint (every 4 transfers with this
   // window of 8), which the marker names.
-  std::int64_t through = -1;
-  ASSERT_TRUE(store
-                  ->Query({"engine_meta",
-                           {"value"},
-                           {{"name", store::Condition::Op::kEq,
-                             std::string(kLedgerAccountsThrough)}},
-                           {},
-                           "",
-                           1},
-                          [&](const store::Row& row) -> Status {
-                            GPUHUB_ASSIGN_OR_RETURN(through, row.Int(0));
-                            return Status::Ok();
-                          })
-                  .ok());
+  const std::int64_t through = StoredLedgerAccountsThrough(url_);
   EXPECT_LE(through, windowed.LastSequence());
   EXPECT_GT(through, windowed.LastSequence() - 4);
   auto then = ledger::Ledger::Restore(

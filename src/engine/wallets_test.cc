@@ -70,24 +70,7 @@ TEST_F(WalletsTest, TotalsAreCheckpointedAndAStartReplaysTheTransfersAfterThem) 
   EngineOptions small;
   small.domains.ledger_transfers_in_memory = 8;
   OpenEngine(small, AddTopupTickHooks);
-  auto marker = [&] {
-    auto store = OpenMigrated(url_);
-    std::int64_t through = -1;
-    EXPECT_TRUE(store
-                    ->Query({"engine_meta",
-                             {"value"},
-                             {{"name", store::Condition::Op::kEq,
-                               std::string(kLedgerAccountsThrough)}},
-                             {},
-                             "",
-                             1},
-                            [&](const store::Row& row) -> Status {
-                              GPUHUB_ASSIGN_OR_RETURN(through, row.Int(0));
-                              return Status::Ok();
-                            })
-                    .ok());
-    return through;
-  };
+  auto marker = [&] { return StoredLedgerAccountsThrough(url_); };
   auto credit = [&](std::int64_t micros) {
     Run<int>([&](Txn& txn) -> Result<int> {
       GPUHUB_RETURN_IF_ERROR(
