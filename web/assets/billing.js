@@ -8,6 +8,12 @@ import { money, timestamp } from './format.js';
 const PAGE = 20;
 let before = null;
 let countriesLoaded = false;
+// The page's first read of the profile may answer after the user already chose a country (the
+// country list arrives first) or even saved it: a read started before a save is dropped, and the
+// form keeps what the user typed or chose (found by the e2e suite: the read put the old, empty
+// country back into the form just before the click on Save).
+let saves = 0;
+let edited = false;
 
 async function loadCountries() {
   if (countriesLoaded) return;
@@ -46,10 +52,13 @@ function fill(p) {
 }
 
 export async function loadBillingProfile() {
+  const savesBefore = saves;
+  edited = false;  // a new load (another sign-in): only what is typed from now on is kept
   try {
     await loadCountries();
     const p = await api('GET', '/v1/billing-profile');
-    fill(p);
+    if (saves !== savesBefore) return;
+    if (!edited) fill(p);
     renderStatus(p);
   } catch (err) {
     replace($('#billing-status'), errorBox('Billing details could not be loaded: ' + err.message));
@@ -72,9 +81,11 @@ async function onSave(e) {
   };
   const button = form.querySelector('button[type="submit"]');
   setBusy(button, true);
+  saves += 1;
   try {
     const p = await api('PUT', '/v1/billing-profile', body);
     fill(p);
+    edited = false;
     renderStatus(p);
   } catch (err) {
     showFormError(form, err);
@@ -125,5 +136,7 @@ export async function loadDocuments(reset = true) {
 
 export function initBilling() {
   $('#billing-form').addEventListener('submit', onSave);
+  $('#billing-form').addEventListener('input', () => { edited = true; });
+  $('#billing-form').addEventListener('change', () => { edited = true; });
   $('#more-documents').addEventListener('click', () => loadDocuments(false));
 }
