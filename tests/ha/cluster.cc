@@ -103,10 +103,14 @@ std::string QueryPostgres(const std::string& url, const std::string& sql) {
 }
 
 int TerminateWriterSession(const std::string& db_url) {
-  std::string n = QueryPostgres(db_url,
-                                "SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity "
-                                "WHERE application_name = 'gpuhub writer' AND datname = "
-                                "current_database()");
+  // The session that holds the writer's advisory lock: a killed writer's session may still be
+  // listed under the same name for a moment after its process died (CI once saw the cut of a
+  // round fail while one was).
+  std::string n = QueryPostgres(
+      db_url,
+      "SELECT count(pg_terminate_backend(a.pid)) FROM pg_stat_activity a JOIN pg_locks l ON "
+      "l.pid = a.pid WHERE l.locktype = 'advisory' AND l.granted AND a.application_name = "
+      "'gpuhub writer' AND a.datname = current_database()");
   return n.rfind("ERROR", 0) == 0 || n.empty() ? -1 : std::stoi(n);
 }
 
