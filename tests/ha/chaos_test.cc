@@ -128,6 +128,18 @@ TEST_P(ChaosTest, EveryAcknowledgedOperationSurvivesTenWriterKillsExactlyOnce) {
     std::atomic<int> round_acks{0};
     std::atomic<int> advances{0};
     std::vector<std::thread> clients;
+    // An ASSERT below returns while the clients run: stop and join them on the way out, so the
+    // failure is reported instead of std::terminate (a joinable thread destroyed) swallowing it.
+    struct JoinOnExit {
+      std::atomic<bool>& stop;
+      std::vector<std::thread>& threads;
+      ~JoinOnExit() {
+        stop = true;
+        for (auto& t : threads) {
+          if (t.joinable()) t.join();
+        }
+      }
+    } join_on_exit{stop, clients};
     for (int t = 0; t < kClients; ++t) {
       clients.emplace_back([&, t] {
         std::mt19937 rng(static_cast<unsigned>(round * 100 + t));
