@@ -27,6 +27,13 @@ double MillisSince(std::chrono::steady_clock::time_point start) {
       .count();
 }
 
+Status LostWriterRole() { return Status::Unavailable("this node lost the writer role; retry"); }
+
+void Refuse(std::deque<Command>& commands, const Status& why) {
+  for (auto& command : commands) command.done(why);
+  commands.clear();
+}
+
 // Adds the microseconds since `start` to `counter` and restarts `start`.
 void AddMicrosSince(CounterSeries& counter, std::chrono::steady_clock::time_point& start) {
   auto now = std::chrono::steady_clock::now();
@@ -332,16 +339,12 @@ bool Engine::ServeAsWriter() {
       next_check = steady_clock::now() + microseconds(kWriterCheckIntervalMicros);
       // The store is the committer's while a batch is in flight.
       if (FinishInFlight(nullptr) == Finished::kSteppedDown) {
-        Status refuse = Status::Unavailable("this node lost the writer role; retry");
-        for (auto& command : batch) command.done(refuse);
-        batch.clear();
+        Refuse(batch, LostWriterRole());
         if (role() == EngineRole::kStandby) return true;
         continue;
       }
       if (Status term = store_->CheckWriterTerm(); !term.ok()) {
-        Status refuse = Status::Unavailable("this node lost the writer role; retry");
-        for (auto& command : batch) command.done(refuse);
-        batch.clear();
+        Refuse(batch, LostWriterRole());
         StepDown(term);
         if (role() == EngineRole::kStandby) return true;
         continue;
@@ -412,7 +415,7 @@ void Engine::StepDown(const Status& why) {
     std::lock_guard<std::mutex> lock(mutex_);
     is_writer_ = false;
   }
-  FailQueued(Status::Unavailable("this node lost the writer role; retry"));
+  FailQueued(LostWriterRole());
   spdlog::warn("event=standby reason=lost_writer_term term={}", term);
 }
 
@@ -428,28 +431,27 @@ Status Engine::Reload() {
   return Status::Ok();
 }
 
+// After a failure of the store: when the writer term is gone with it (HA), the engine steps down
+// instead of reloading a state it may no longer write.
+Status Engine::WriterTermLost() {
+  if (!options_.high_availability) return Status::Ok();
+  return store_->CheckWriterTerm();
+}
+
 bool Engine::ApplyBatch(std::deque<Command>& batch) {
-  // A failure of the store: when the writer term is gone with it, step down (HA) instead of
-  // reloading a state this engine may no longer write.
-  auto lost_term = [this]() -> Status {
-    if (!options_.high_availability) return Status::Ok();
-    return store_->CheckWriterTerm();
-  };
   if (!state_valid_) {
-    // Reloading reads the store: nothing may be in flight.
+    // Reloading reads the store: nothing may be in flight (and what is may fail and step down).
     if (FinishInFlight(nullptr) == Finished::kSteppedDown) {
-      Status refuse = Status::Unavailable("this node lost the writer role; retry");
-      for (auto& command : batch) command.done(refuse);
+      Refuse(batch, LostWriterRole());
       return false;
     }
   }
-  if (!state_valid_) {
+  if (!state_valid_) {  // still: the load before this batch failed, or the one just now did
     Status s = Reload();
     if (!s.ok()) {
       spdlog::error("event=state_reload_failed error=\"{}\"", s.ToString());
-      Status refuse = Status::Unavailable("the database is unavailable; retry shortly");
-      for (auto& command : batch) command.done(refuse);
-      if (Status term = lost_term(); !term.ok()) {
+      Refuse(batch, Status::Unavailable("the database is unavailable; retry shortly"));
+      if (Status term = WriterTermLost(); !term.ok()) {
         StepDown(term);
         return false;
       }
@@ -564,18 +566,13 @@ Engine::Finished Engine::FinishInFlight(std::deque<Command>* applied_after,
   Status refuse =
       Status::Unavailable("the change could not be saved (database unavailable); retry");
   auto refuse_all = [&] {
-    for (auto& command : finished.commands) command.done(refuse);
-    if (applied_after != nullptr) {
-      for (auto& command : *applied_after) command.done(refuse);
-      applied_after->clear();
-    }
+    Refuse(finished.commands, refuse);
+    if (applied_after != nullptr) Refuse(*applied_after, refuse);
   };
-  if (options_.high_availability) {
-    if (Status term = store_->CheckWriterTerm(); !term.ok()) {
-      refuse_all();
-      StepDown(term);
-      return Finished::kSteppedDown;
-    }
+  if (Status term = WriterTermLost(); !term.ok()) {
+    refuse_all();
+    StepDown(term);
+    return Finished::kSteppedDown;
   }
   // The database rolled the batch back; so must memory.
   Status reload = Reload();

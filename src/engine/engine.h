@@ -195,6 +195,7 @@ class Engine {
   Finished FinishInFlight(std::deque<Command>* applied_after,
                           std::deque<Command>* durable = nullptr);
   void CommitterLoop();
+  Status WriterTermLost();
   Status Reload();
   void FailQueued(const Status& why);
 
