@@ -381,5 +381,23 @@ JsonWriter& JsonWriter::Value(const nlohmann::ordered_json& value) {
   Append(out_, value, indent_, static_cast<int>(empty_.size()));
   return *this;
 }
+JsonWriter& JsonWriter::RawMembers(std::string_view text) {
+  Separate();
+  out_.append(text);
+  return *this;
+}
+std::string JsonWriter::MembersText(int indent, int depth,
+                                    const std::function<void(JsonWriter&)>& write) {
+  std::string out;
+  JsonWriter w(out, indent);
+  // Open `depth` containers (the text before the members is dropped), then write the members as
+  // the first of their object: what comes before the first one is the separator RawMembers
+  // writes itself ("\n" and the indentation; nothing when compact).
+  for (int i = 0; i < depth; ++i) w.Open('{');
+  std::size_t start = out.size();
+  write(w);
+  if (indent >= 0 && out.size() > start) start += 1 + static_cast<std::size_t>(indent) * depth;
+  return out.substr(start);
+}
 
 }  // namespace gpuhub

@@ -13,6 +13,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <nlohmann/json_fwd.hpp>
 #include <string>
 #include <string_view>
@@ -52,6 +53,20 @@ class JsonWriter {
   JsonWriter& Null();
   // A value that is a tree already (written at this writer's indent and depth).
   JsonWriter& Value(const nlohmann::ordered_json& value);
+
+  int indent() const { return indent_; }
+  // Containers open now (0 at the top level; the members of an object opened there are at 1).
+  int depth() const { return static_cast<int>(empty_.size()); }
+  // Members written before and kept as text: one or more members ("key": value, separated as this
+  // writer separates them) that MembersText rendered at this writer's indent and depth, appended
+  // as they are, with the separator before them that the next member gets here. Text rendered
+  // for another indent or depth would come out misindented: the caller keys it by both.
+  JsonWriter& RawMembers(std::string_view text);
+  // The members `write` writes into an object at `depth` (>= 1), as text for RawMembers at that
+  // indent and depth: for answers that repeat parts that do not change between requests (the
+  // fit report's catalog figures of each card and count), written once instead of every time.
+  static std::string MembersText(int indent, int depth,
+                                 const std::function<void(JsonWriter&)>& write);
 
  private:
   // A comma before every element or member but the first of its container (and, indented, the

@@ -222,6 +222,44 @@ TEST(JsonWriterTest, StreamingWriterMatchesTheTreeAtEveryIndent) {
   EXPECT_NE(deep_out.find(std::string(84, ' ') + "1,"), std::string::npos);
 }
 
+// Members kept as text (MembersText) and written with RawMembers come out exactly as the same
+// members written one by one: first in their object or after others, followed by more, at every
+// indent and at depths 1 to 4, members that hold containers too.
+TEST(JsonWriterTest, RawMembersMatchTheMembersWrittenOneByOne) {
+  auto kept = [](JsonWriter& w) {
+    w.Key("n").Double(1490.0).Key("list").BeginArray().String("a").String("b").EndArray();
+    w.Key("o").BeginObject().Key("x").Int(-1).EndObject().Key("e").BeginArray().EndArray();
+  };
+  for (int indent : {-1, 0, 2, 4}) {
+    for (int depth = 1; depth <= 4; ++depth) {
+      for (bool first : {true, false}) {
+        auto document = [&](bool raw) {
+          std::string out;
+          JsonWriter w(out, indent);
+          w.BeginObject();
+          for (int d = 1; d < depth; ++d) w.Key("level").BeginObject();
+          EXPECT_EQ(w.depth(), depth);
+          if (!first) w.Key("before").Bool(true);
+          if (raw) {
+            w.RawMembers(JsonWriter::MembersText(indent, depth, kept));
+          } else {
+            kept(w);
+          }
+          w.Key("after").Null();
+          for (int d = 0; d < depth; ++d) w.EndObject();
+          EXPECT_EQ(w.depth(), 0);
+          return out;
+        };
+        std::string expected = document(false);
+        EXPECT_EQ(document(true), expected) << "indent " << indent << " depth " << depth;
+        EXPECT_TRUE(nlohmann::json::accept(expected)) << expected;
+      }
+    }
+  }
+  EXPECT_EQ(JsonWriter::MembersText(2, 2, [](JsonWriter& w) { w.Key("a").Int(1).Key("b").Int(2); }),
+            "\"a\": 1,\n    \"b\": 2");
+}
+
 TEST(JsonWriterTest, AppendJsonAppends) {
   std::string out = "x=";
   AppendJson(out, OrderedJson{{"k", "v"}});

@@ -50,6 +50,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "catalog/catalog.h"
 #include "core/status.h"
@@ -65,7 +66,43 @@ enum class RequestKind { kSize, kFit, kPlan };
 Result<RequestFields> ParseRequestJson(std::string_view body, RequestKind kind);
 
 std::string SizeReportJson(const SizeRequest& request, const sizing::MemoryEstimate& estimate);
-std::string FitReportJson(const FitRequest& request, const FitResult& result);
+// The parts of the fit report's CONFIG objects that depend only on the catalog: for each card and
+// count it rents, "gpu" .. "hourly_usd" and "vram_gb" .. "exact" (prices, link, regions, stock),
+// written once as text at the depths the fit report puts them ("best", "alternatives") instead of
+// formatted again on every request (callgrind, bench/http/profile.sh: they were about a quarter of
+// POST /v1/fit's instructions). A part is used only for a candidate whose card, count, prices,
+// discount and stock are the ones it was written from, so the report's bytes are the same with or
+// without it (report_writer_test.cc compares them). Keeps pointers into `catalog`: must not
+// outlive it. Immutable once built: safe to share between threads.
+class ConfigTexts {
+ public:
+  explicit ConfigTexts(const catalog::Catalog& catalog);
+
+  struct Parts {
+    const catalog::TermGpu* gpu = nullptr;
+    int count = 0;
+    int indent = 0;
+    int depth = 0;  // the JSON writer's depth inside the CONFIG object
+    std::int64_t monthly_micros = 0;
+    std::int64_t weekly_micros = 0;
+    std::int64_t hourly_micros = 0;
+    std::int64_t discount_ppm = 0;
+    bool in_stock = false;
+    std::string head;  // "gpu" .. "hourly_usd"
+    std::string tail;  // "vram_gb" .. "exact"
+  };
+  // The parts written for this candidate at this indent and depth, or nullptr.
+  const Parts* Find(const Candidate& c, int indent, int depth) const;
+
+ private:
+  const catalog::Catalog* catalog_;
+  std::vector<std::vector<Parts>> by_card_;  // catalog.term's order
+};
+
+// With `texts` (built from the catalog the result was fitted on) the catalog's parts of each
+// CONFIG are copied from it; the bytes are the same without.
+std::string FitReportJson(const FitRequest& request, const FitResult& result,
+                          const ConfigTexts* texts = nullptr);
 std::string GuideJson(const Guide& guide);
 // With `hourly_rate_micros`, every term card also carries "break_even_hours_vs_rate": the hours per
 // month above which its monthly term costs less than paying that rate per GPU-hour.
@@ -80,6 +117,7 @@ std::string ModelsJson(const std::vector<sizing::BundledModel>& bundled);
 // invalid_argument (400) or not_found (404, unknown model) with a message for the client.
 Result<std::string> HandleSizeJson(std::string_view body, const std::string& data_dir);
 Result<std::string> HandleFitJson(std::string_view body, const std::string& data_dir,
-                                  const catalog::Catalog& catalog);
+                                  const catalog::Catalog& catalog,
+                                  const ConfigTexts* texts = nullptr);
 
 }  // namespace gpuhub::fit

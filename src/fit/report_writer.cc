@@ -6,6 +6,8 @@
 // is ~77k. The bytes are exactly those of the tree the other reports still build from json_parts.h
 // (same members, same order, same number formatting): report_json_test.cc compares both byte for
 // byte over models, precisions, workloads, profiles, filters, --explain and --why-not.
+#include <algorithm>
+#include <functional>
 #include <string>
 #include <string_view>
 #include <type_traits>
@@ -168,16 +170,19 @@ void WriteNotes(JsonWriter& w, const sizing::ModelShape& model,
   w.EndArray();
 }
 
-// json_parts::ConfigJson
-void WriteConfig(JsonWriter& w, const Candidate& c, bool explain) {
+// json_parts::ConfigJson, in three runs of members: the catalog's (head, tail: ConfigTexts keeps
+// them as text) around the request's (the job's share of each card).
+void WriteConfigHead(JsonWriter& w, const Candidate& c) {
   const catalog::TermGpu& g = *c.gpu;
-  w.BeginObject();
   Field(w, "gpu", g.name);
   Field(w, "count", c.count);
   Field(w, "configuration", ConfigurationName(g.name, c.count));
   Field(w, "monthly_usd", Usd(c.monthly_micros));
   Field(w, "weekly_usd", Usd(c.weekly_micros));
   Field(w, "hourly_usd", Usd(c.hourly_micros));
+}
+
+void WriteConfigFigures(JsonWriter& w, const Candidate& c) {
   Field(w, "headroom_gb_per_card", Gb(c.headroom_bytes_per_card));
   Field(w, "tight", c.tight);
   w.Key("decode_ceiling_tok_s");
@@ -187,6 +192,10 @@ void WriteConfig(JsonWriter& w, const Candidate& c, bool explain) {
     w.Null();
   }
   Field(w, "per_card_gb", Gb(c.per_card_bytes));
+}
+
+void WriteConfigTail(JsonWriter& w, const Candidate& c) {
+  const catalog::TermGpu& g = *c.gpu;
   Field(w, "vram_gb", g.vram_gb);
   Field(w, "discount_percent", Round(static_cast<double>(c.discount_ppm) / 1e4, 4));
   Field(w, "list_monthly_usd", Usd(g.monthly_micros));
@@ -203,9 +212,30 @@ void WriteConfig(JsonWriter& w, const Candidate& c, bool explain) {
   Field(w, "weekly_usd", Exact(c.weekly_micros));
   Field(w, "hourly_usd", Exact(c.hourly_micros));
   w.EndObject();
+}
+
+void WriteConfig(JsonWriter& w, const Candidate& c, bool explain, const ConfigTexts* texts) {
+  w.BeginObject();
+  const ConfigTexts::Parts* parts =
+      texts != nullptr ? texts->Find(c, w.indent(), w.depth()) : nullptr;
+  if (parts != nullptr) {
+    w.RawMembers(parts->head);
+  } else {
+    WriteConfigHead(w, c);
+  }
+  WriteConfigFigures(w, c);
+  if (parts != nullptr) {
+    w.RawMembers(parts->tail);
+  } else {
+    WriteConfigTail(w, c);
+  }
   if (explain) Field(w, "explain", ExplainCandidate(c));
   w.EndObject();
 }
+
+constexpr int kReportIndent = 2;
+// The depths of CONFIG members in the fit report: "best" (2) and each of "alternatives" (3).
+constexpr int kConfigDepths[] = {2, 3};
 
 }  // namespace
 
@@ -233,10 +263,74 @@ std::string SizeReportJson(const SizeRequest& request, const sizing::MemoryEstim
   return out;
 }
 
-std::string FitReportJson(const FitRequest& request, const FitResult& result) {
+ConfigTexts::ConfigTexts(const catalog::Catalog& catalog) : catalog_(&catalog) {
+  by_card_.resize(catalog.term.size());
+  for (std::size_t i = 0; i < catalog.term.size(); ++i) {
+    const catalog::TermGpu& g = catalog.term[i];
+    // Every count Fit can rank a card in: one card, the discounted set sizes, the card's own.
+    std::vector<int> counts = {1};
+    for (const auto& d : catalog.discounts) counts.push_back(d.count);
+    counts.insert(counts.end(), g.counts.begin(), g.counts.end());
+    std::sort(counts.begin(), counts.end());
+    counts.erase(std::unique(counts.begin(), counts.end()), counts.end());
+    for (int count : counts) {
+      if (!g.AllowsCount(count)) continue;
+      auto monthly = catalog::SetPriceMicros(catalog, g, count, catalog::Term::kMonthly);
+      auto weekly = catalog::SetPriceMicros(catalog, g, count, catalog::Term::kWeekly);
+      auto hourly = catalog::SetPriceMicros(catalog, g, count, catalog::Term::kHourly);
+      if (!monthly.ok() || !weekly.ok() || !hourly.ok()) continue;  // Fit refuses these
+      Candidate c;
+      c.gpu = &g;
+      c.count = count;
+      c.monthly_micros = *monthly;
+      c.weekly_micros = *weekly;
+      c.hourly_micros = *hourly;
+      c.discount_ppm = catalog.DiscountPpm(count);
+      c.in_stock = g.free_now >= count;
+      for (int depth : kConfigDepths) {
+        Parts p;
+        p.gpu = &g;
+        p.count = count;
+        p.indent = kReportIndent;
+        p.depth = depth;
+        p.monthly_micros = c.monthly_micros;
+        p.weekly_micros = c.weekly_micros;
+        p.hourly_micros = c.hourly_micros;
+        p.discount_ppm = c.discount_ppm;
+        p.in_stock = c.in_stock;
+        p.head = JsonWriter::MembersText(kReportIndent, depth,
+                                         [&](JsonWriter& w) { WriteConfigHead(w, c); });
+        p.tail = JsonWriter::MembersText(kReportIndent, depth,
+                                         [&](JsonWriter& w) { WriteConfigTail(w, c); });
+        by_card_[i].push_back(std::move(p));
+      }
+    }
+  }
+}
+
+const ConfigTexts::Parts* ConfigTexts::Find(const Candidate& c, int indent, int depth) const {
+  const auto& term = catalog_->term;
+  // Only a card of this catalog (std::less orders pointers into different objects too).
+  if (term.empty() || std::less<>()(c.gpu, term.data()) ||
+      !std::less<>()(c.gpu, term.data() + term.size())) {
+    return nullptr;
+  }
+  for (const Parts& p : by_card_[static_cast<std::size_t>(c.gpu - term.data())]) {
+    if (p.count == c.count && p.indent == indent && p.depth == depth) {
+      bool same = p.monthly_micros == c.monthly_micros && p.weekly_micros == c.weekly_micros &&
+                  p.hourly_micros == c.hourly_micros && p.discount_ppm == c.discount_ppm &&
+                  p.in_stock == c.in_stock;
+      return same ? &p : nullptr;
+    }
+  }
+  return nullptr;
+}
+
+std::string FitReportJson(const FitRequest& request, const FitResult& result,
+                          const ConfigTexts* texts) {
   std::string out;
   out.reserve(8192);
-  JsonWriter w(out, 2);
+  JsonWriter w(out, kReportIndent);
   w.BeginObject();
   w.Key("model");
   WriteModel(w, request.model);
@@ -266,11 +360,11 @@ std::string FitReportJson(const FitRequest& request, const FitResult& result) {
     w.Null();
     Field(w, "reason", result.reason);
   } else {
-    WriteConfig(w, result.ranked.front(), request.explain);
+    WriteConfig(w, result.ranked.front(), request.explain, texts);
   }
   w.Key("alternatives").BeginArray();
   for (std::size_t i = 1; i < result.ranked.size() && static_cast<int>(i) < request.top; ++i) {
-    WriteConfig(w, result.ranked[i], request.explain);
+    WriteConfig(w, result.ranked[i], request.explain, texts);
   }
   w.EndArray();
   if (request.why_not) {

@@ -5,7 +5,10 @@
 // multi-card sets, nothing fitting, an inline config.json, and the error answers.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <functional>
 #include <nlohmann/json.hpp>
+#include <vector>
 
 #include "fit/json_parts.h"
 #include "fit/report_json.h"
@@ -138,6 +141,8 @@ const Case kCases[] = {
 
 TEST(ReportWriter, FitReportIsByteForByteTheNlohmannTree) {
   int nothing_fits = 0, with_explain = 0, with_excluded = 0, multi_card = 0;
+  const ConfigTexts texts(Fleet());
+  int from_texts = 0, configs = 0;
   for (const Case& c : kCases) {
     std::string body = std::string("{") + c.body + c.fit_only + "}";
     auto fields = ParseRequestJson(body, RequestKind::kFit);
@@ -152,6 +157,18 @@ TEST(ReportWriter, FitReportIsByteForByteTheNlohmannTree) {
     auto answered = HandleFitJson(body, Context().data_dir, Fleet());
     ASSERT_TRUE(answered.ok()) << body;
     EXPECT_EQ(*answered, written) << body;
+    // With the catalog's parts of each CONFIG kept as text (the server's way), the same bytes.
+    EXPECT_EQ(FitReportJson(*request, *result, &texts), written) << body;
+    auto served = HandleFitJson(body, Context().data_dir, Fleet(), &texts);
+    ASSERT_TRUE(served.ok()) << body;
+    EXPECT_EQ(*served, written) << body;
+    int top = static_cast<int>(std::min<std::size_t>(result->ranked.size(),
+                                                     static_cast<std::size_t>(request->top)));
+    for (int i = 0; i < top; ++i) {
+      configs += 1;
+      from_texts += texts.Find(result->ranked[static_cast<std::size_t>(i)], 2, i == 0 ? 2 : 3) !=
+                    nullptr;
+    }
     nothing_fits += result->ranked.empty();
     with_explain += written.find("\"explain\": [") != std::string::npos;
     with_excluded += written.find("\"excluded\": [\n") != std::string::npos;
@@ -162,6 +179,59 @@ TEST(ReportWriter, FitReportIsByteForByteTheNlohmannTree) {
   EXPECT_GE(with_explain, 4);
   EXPECT_GE(with_excluded, 4);
   EXPECT_GE(multi_card, 1);
+  // Every listed configuration of these cases is a card and count of the catalog at its list
+  // prices: all of them come from the texts.
+  EXPECT_GT(configs, 20);
+  EXPECT_EQ(from_texts, configs);
+}
+
+// A candidate whose figures are not those the texts were written from (another card object,
+// another price, discount or stock) is written member by member, so the report stays the
+// truth whatever Fit puts in it.
+TEST(ReportWriter, ConfigTextsServeOnlyTheFiguresTheyWereWrittenFrom) {
+  const ConfigTexts texts(Fleet());
+  auto fields = ParseRequestJson(
+      R"({"model": "70b", "workload": "infer", "precision": "fp8", "top": 3})", RequestKind::kFit);
+  ASSERT_TRUE(fields.ok());
+  auto request = ResolveFitRequest(*fields, Context(), Fleet());
+  ASSERT_TRUE(request.ok());
+  auto result = Fit(Fleet(), request->model, request->workload, request->filters);
+  ASSERT_TRUE(result.ok());
+  ASSERT_GE(result->ranked.size(), 2u);
+  const Candidate& best = result->ranked.front();
+  const ConfigTexts::Parts* parts = texts.Find(best, 2, 2);
+  ASSERT_NE(parts, nullptr);
+  EXPECT_EQ(parts->head.substr(0, 7), "\"gpu\": ");
+  EXPECT_NE(parts->tail.find("\"exact\": {\n      \"monthly_usd\""), std::string::npos)
+      << parts->tail;
+  EXPECT_EQ(texts.Find(best, 2, 4), nullptr);   // a depth it was not written for
+  EXPECT_EQ(texts.Find(best, -1, 2), nullptr);  // another indent
+
+  catalog::Catalog copy = Fleet();
+  std::vector<std::function<void(FitResult&)>> changes = {
+      [](FitResult& r) { r.ranked.front().monthly_micros += 1; },
+      [](FitResult& r) { r.ranked.front().weekly_micros -= 1; },
+      [](FitResult& r) { r.ranked.front().hourly_micros += 10; },
+      [](FitResult& r) { r.ranked.front().discount_ppm = 50000; },
+      [](FitResult& r) { r.ranked.front().in_stock = !r.ranked.front().in_stock; },
+      [](FitResult& r) { r.ranked.front().count = 3; },
+      [&copy](FitResult& r) {  // the same card in another catalog, where its link differs
+        for (catalog::TermGpu& g : copy.term) {
+          if (g.name != r.ranked.front().gpu->name) continue;
+          g.link = "changed";
+          r.ranked.front().gpu = &g;
+        }
+      },
+  };
+  for (std::size_t i = 0; i < changes.size(); ++i) {
+    FitResult changed = *result;
+    changes[i](changed);
+    EXPECT_EQ(texts.Find(changed.ranked.front(), 2, 2), nullptr) << "change " << i;
+    std::string written = FitReportJson(*request, changed, &texts);
+    EXPECT_EQ(written, FitReportJson(*request, changed)) << "change " << i;
+    EXPECT_EQ(written, TreeFitReport(*request, changed)) << "change " << i;
+    EXPECT_NE(written, FitReportJson(*request, *result, &texts)) << "change " << i;
+  }
 }
 
 TEST(ReportWriter, SizeReportIsByteForByteTheNlohmannTree) {

@@ -28,6 +28,8 @@ namespace {
 struct ReadData {
   std::string data_dir;
   std::optional<catalog::Catalog> catalog;
+  // POST /v1/fit's catalog figures of each card and count, written once (fit/report_json.h).
+  std::optional<fit::ConfigTexts> config_texts;
   std::string catalog_json;
   std::string guide_json;
   std::string models_json;
@@ -86,6 +88,7 @@ void RegisterReadRoutes(Router& router, ApiContext& api, const std::string& data
     // A logical name: the answer must not tell clients where the server keeps its files.
     data->catalog->source = "catalog.toml";
     data->catalog_json = fit::CatalogJson(*data->catalog);
+    data->config_texts.emplace(*data->catalog);
     auto guide = fit::BuildGuide(*data->catalog);
     if (guide.ok()) {
       data->guide_json = fit::GuideJson(*guide);
@@ -138,7 +141,7 @@ void RegisterReadRoutes(Router& router, ApiContext& api, const std::string& data
       return FitOnMarketPrices(api, std::shared_ptr<const catalog::Catalog>(data, &*data->catalog),
                                data->data_dir, std::move(body), std::move(respond));
     }
-    auto out = fit::HandleFitJson(body, data->data_dir, *data->catalog);
+    auto out = fit::HandleFitJson(body, data->data_dir, *data->catalog, &*data->config_texts);
     respond(out.ok() ? Response::Json(200, *out) : Response::Error(out.status()));
   });
   router.Add("GET", "/v1/use-cases/{use}",
