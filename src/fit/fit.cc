@@ -96,11 +96,28 @@ struct Evaluation {
   std::string reason;
 };
 
+// An exclusion as the rules found it: what its sentence is made of, written only when someone
+// reads it (FitOptions::exclusion_reasons, or nothing fits). Writing every sentence of every
+// fit was ~20k of POST /v1/fit's ~150k instructions (callgrind) for answers that list none.
+struct Pending {
+  const TermGpu* gpu = nullptr;
+  int count = 1;
+  Exclusion kind = Exclusion::kDoesNotFit;
+  double card_bytes = 0;            // kDoesNotFit: each card's share
+  int fitting_count = 0;            // kSmallerSetFits: the set that holds the job
+  std::int64_t monthly_micros = 0;  // kOverBudget: the set's price
+  std::string message;              // kCannotSize: the sizing engine's
+};
+
 class Fitter {
  public:
   Fitter(const Catalog& catalog, const sizing::ModelShape& model, const sizing::Workload& workload,
-         const Filters& filters)
-      : catalog_(catalog), model_(model), workload_(workload), filters_(filters) {}
+         const Filters& filters, const FitOptions& options)
+      : catalog_(catalog),
+        model_(model),
+        workload_(workload),
+        filters_(filters),
+        options_(options) {}
 
   Result<FitResult> Run() {
     FitResult result;
@@ -114,7 +131,7 @@ class Fitter {
     for (const TermGpu& g : catalog_.term) {
       candidates += 1 + catalog_.discounts.size() + g.counts.size();
     }
-    result.excluded.reserve(candidates);
+    pending_.reserve(candidates);
     result.ranked.reserve(candidates);
 
     // Single cards first; sets only when none of them is left standing.
@@ -127,14 +144,11 @@ class Fitter {
       int fitting_count = 0;
       for (int count : SetCounts(g)) {
         if (!result.considered_sets) {
-          Exclude(result, g, count, Exclusion::kSingleCardFits,
-                  "a single card holds this job; sets are considered only when none does");
+          Exclude(g, count, Exclusion::kSingleCardFits);
           continue;
         }
         if (smaller_set_fits) {
-          Exclude(result, g, count, Exclusion::kSmallerSetFits,
-                  ConfigurationName(g.name, fitting_count) +
-                      " already holds the job; a larger set only costs more");
+          Exclude(g, count, Exclusion::kSmallerSetFits).fitting_count = fitting_count;
           continue;
         }
         GPUHUB_RETURN_IF_ERROR(Consider(g, count, result, &smaller_set_fits));
@@ -152,6 +166,13 @@ class Fitter {
                        }
                        return a.gpu->name < b.gpu->name;
                      });
+    // Every candidate left out is listed; its sentence when asked for, and always when nothing
+    // fits (the answer's reason quotes them).
+    bool sentences = options_.exclusion_reasons || result.ranked.empty();
+    result.excluded.reserve(pending_.size());
+    for (const Pending& p : pending_) {
+      result.excluded.push_back({p.gpu->name, p.count, p.kind, sentences ? Reason(p) : ""});
+    }
     if (result.ranked.empty()) result.reason = NothingFitsReason(result);
     return result;
   }
@@ -180,68 +201,101 @@ class Fitter {
     return it->second;
   }
 
-  void Exclude(FitResult& result, const TermGpu& g, int count, Exclusion kind, std::string reason) {
-    result.excluded.push_back({g.name, count, kind, std::move(reason)});
+  Pending& Exclude(const TermGpu& g, int count, Exclusion kind) {
+    Pending& p = pending_.emplace_back();
+    p.gpu = &g;
+    p.count = count;
+    p.kind = kind;
+    return p;
+  }
+
+  // The sentence for people: "needs 71.30 GB, A40 has 48 GB".
+  std::string Reason(const Pending& p) const {
+    const TermGpu& g = *p.gpu;
+    switch (p.kind) {
+      case Exclusion::kGpuFilter:
+        return "not the card asked for (--gpu)";
+      case Exclusion::kCountNotRented: {
+        std::string counts;
+        for (int n : g.counts) counts += (counts.empty() ? "" : ", ") + std::to_string(n);
+        return g.name + " is rented in sets of " + counts + " only";
+      }
+      case Exclusion::kNotCuda:
+        return g.name + " runs " + std::string(catalog::StackName(g.stack)) + ", not CUDA";
+      case Exclusion::kRegion: {
+        std::string regions;
+        for (const auto& r : g.regions) regions += (regions.empty() ? "" : ", ") + r;
+        return g.name + " is offered in " + regions + " only, not " + *filters_.region;
+      }
+      case Exclusion::kNeedsFp8:
+        return Fp8Reason(workload_) + " need an FP8 card; " + g.name + " has no FP8";
+      case Exclusion::kSingleCardFits:
+        return "a single card holds this job; sets are considered only when none does";
+      case Exclusion::kShardedTraining:
+        return ShardedTrainingReason(g, p.count);
+      case Exclusion::kCannotSize:
+        return "cannot be sized on " + std::to_string(p.count) + " cards: " + p.message;
+      case Exclusion::kDoesNotFit: {
+        std::string share = p.count == 1 ? "needs " + Gb(p.card_bytes)
+                                         : "needs " + Gb(p.card_bytes) + " per card";
+        return share + ", " + g.name + " has " + VramText(g);
+      }
+      case Exclusion::kSmallerSetFits:
+        return ConfigurationName(g.name, p.fitting_count) +
+               " already holds the job; a larger set only costs more";
+      case Exclusion::kOutOfStock:
+        return std::to_string(g.free_now) + " " + g.name + " free now, the set needs " +
+               std::to_string(p.count);
+      case Exclusion::kOverBudget:
+        return "$" + catalog::FormatUsd(p.monthly_micros) + "/month is over the $" +
+               catalog::FormatUsd(*filters_.max_monthly_micros) + " budget";
+    }
+    return "";
   }
 
   // Applies the rules to one candidate; ranks it or records why not. `fits_memory` (optional) is
   // set when the set holds the job, whatever stock and budget say.
   Status Consider(const TermGpu& g, int count, FitResult& result, bool* fits_memory = nullptr) {
     if (filters_.gpu && catalog_.FindTerm(*filters_.gpu) != &g) {
-      Exclude(result, g, count, Exclusion::kGpuFilter, "not the card asked for (--gpu)");
+      Exclude(g, count, Exclusion::kGpuFilter);
       return Status::Ok();
     }
     if (!g.AllowsCount(count)) {
-      std::string counts;
-      for (int n : g.counts) counts += (counts.empty() ? "" : ", ") + std::to_string(n);
-      Exclude(result, g, count, Exclusion::kCountNotRented,
-              g.name + " is rented in sets of " + counts + " only");
+      Exclude(g, count, Exclusion::kCountNotRented);
       return Status::Ok();
     }
     if (filters_.cuda_only && g.stack != catalog::Stack::kCuda) {
-      Exclude(result, g, count, Exclusion::kNotCuda,
-              g.name + " runs " + std::string(catalog::StackName(g.stack)) + ", not CUDA");
+      Exclude(g, count, Exclusion::kNotCuda);
       return Status::Ok();
     }
     if (filters_.region && !g.InRegion(*filters_.region)) {
-      std::string regions;
-      for (const auto& r : g.regions) regions += (regions.empty() ? "" : ", ") + r;
-      Exclude(result, g, count, Exclusion::kRegion,
-              g.name + " is offered in " + regions + " only, not " + *filters_.region);
+      Exclude(g, count, Exclusion::kRegion);
       return Status::Ok();
     }
     if (result.needs_fp8 && !g.fp8) {
-      Exclude(result, g, count, Exclusion::kNeedsFp8,
-              Fp8Reason(workload_) + " need an FP8 card; " + g.name + " has no FP8");
+      Exclude(g, count, Exclusion::kNeedsFp8);
       return Status::Ok();
     }
     if (count > 1 && workload_.method == Method::kFullFineTune &&
         !catalog::AllowsShardedTraining(g.sharded_training, count)) {
-      Exclude(result, g, count, Exclusion::kShardedTraining, ShardedTrainingReason(g, count));
+      Exclude(g, count, Exclusion::kShardedTraining);
       return Status::Ok();
     }
     auto sized = EstimateFor(count);
     if (!sized.ok()) {
       if (count == 1) return sized.status();
-      Exclude(
-          result, g, count, Exclusion::kCannotSize,
-          "cannot be sized on " + std::to_string(count) + " cards: " + sized.status().message());
+      Exclude(g, count, Exclusion::kCannotSize).message = sized.status().message();
       return Status::Ok();
     }
     std::shared_ptr<const sizing::MemoryEstimate> e = *std::move(sized);
     double vram_bytes = g.vram_gb * sizing::kBytesPerGb;
     if (e->card_bytes() > vram_bytes) {
-      std::string share = count == 1 ? "needs " + Gb(e->card_bytes())
-                                     : "needs " + Gb(e->card_bytes()) + " per card";
-      Exclude(result, g, count, Exclusion::kDoesNotFit,
-              share + ", " + g.name + " has " + VramText(g));
+      Exclude(g, count, Exclusion::kDoesNotFit).card_bytes = e->card_bytes();
       return Status::Ok();
     }
     if (fits_memory != nullptr) *fits_memory = true;
     if (filters_.in_stock && g.free_now < count) {
-      Exclude(result, g, count, Exclusion::kOutOfStock,
-              std::to_string(g.free_now) + " " + g.name + " free now, the set needs " +
-                  std::to_string(count));
+      Exclude(g, count, Exclusion::kOutOfStock);
       return Status::Ok();
     }
     Candidate c;
@@ -258,9 +312,7 @@ class Fitter {
     GPUHUB_ASSIGN_OR_RETURN(c.hourly_micros,
                             catalog::SetPriceMicros(catalog_, g, count, catalog::Term::kHourly));
     if (filters_.max_monthly_micros && c.monthly_micros > *filters_.max_monthly_micros) {
-      Exclude(result, g, count, Exclusion::kOverBudget,
-              "$" + catalog::FormatUsd(c.monthly_micros) + "/month is over the $" +
-                  catalog::FormatUsd(*filters_.max_monthly_micros) + " budget");
+      Exclude(g, count, Exclusion::kOverBudget).monthly_micros = c.monthly_micros;
       return Status::Ok();
     }
     c.in_stock = g.free_now >= count;
@@ -353,6 +405,8 @@ class Fitter {
   const sizing::ModelShape& model_;
   const sizing::Workload& workload_;
   const Filters& filters_;
+  const FitOptions& options_;
+  std::vector<Pending> pending_;  // in the order the rules left them out
   double required_bytes_ = 0;
   std::map<int, std::shared_ptr<const sizing::MemoryEstimate>> estimates_;
 };
@@ -423,9 +477,10 @@ Status ValidateFitInput(const Catalog& catalog, const sizing::Workload& workload
 }
 
 Result<FitResult> Fit(const Catalog& catalog, const sizing::ModelShape& model,
-                      const sizing::Workload& workload, const Filters& filters) {
+                      const sizing::Workload& workload, const Filters& filters,
+                      const FitOptions& options) {
   GPUHUB_RETURN_IF_ERROR(ValidateFitInput(catalog, workload, filters));
-  return Fitter(catalog, model, workload, filters).Run();
+  return Fitter(catalog, model, workload, filters, options).Run();
 }
 
 std::vector<std::string> ExplainCandidate(const Candidate& c) {

@@ -100,8 +100,15 @@ struct FitResult {
 Status ValidateFitInput(const catalog::Catalog& catalog, const sizing::Workload& workload,
                         const Filters& filters);
 
+struct FitOptions {
+  // Each Excluded's `reason` sentence. Without, they are "" unless nothing fits (FitResult::reason
+  // quotes them then); the list itself (card, count, kind) is always complete.
+  bool exclusion_reasons = true;
+};
+
 Result<FitResult> Fit(const catalog::Catalog& catalog, const sizing::ModelShape& model,
-                      const sizing::Workload& workload, const Filters& filters);
+                      const sizing::Workload& workload, const Filters& filters,
+                      const FitOptions& options = {});
 
 // True when the workload needs an FP8 card: FP8 weights (inference, LoRA base) or FP8 KV cache.
 bool NeedsFp8(const sizing::Workload& workload);

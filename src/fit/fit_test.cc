@@ -663,6 +663,42 @@ TEST(FitProperties, NoCheaperFittingCandidateLeftOut) {
   }
 }
 
+// Without exclusion sentences (POST /v1/fit without why_not) the answer is the same: the same
+// ranking, the same exclusions (card, count, kind) in the same order, and when nothing fits the
+// same reason and sentences (the reason quotes them); otherwise the sentences are empty.
+TEST(FitProperties, ExclusionSentencesOnlyWhenAskedOrNothingFits) {
+  const Catalog& c = Fleet();
+  int without = 0, nothing_fits = 0;
+  for (const Scenario& s : AllScenarios()) {
+    SCOPED_TRACE(s.Describe());
+    auto full = Fit(c, Model(s.preset), s.workload, s.filters);
+    auto lean = Fit(c, Model(s.preset), s.workload, s.filters, {.exclusion_reasons = false});
+    ASSERT_TRUE(full.ok() && lean.ok());
+    ASSERT_EQ(lean->ranked.size(), full->ranked.size());
+    for (std::size_t i = 0; i < full->ranked.size(); ++i) {
+      EXPECT_EQ(lean->ranked[i].gpu, full->ranked[i].gpu);
+      EXPECT_EQ(lean->ranked[i].count, full->ranked[i].count);
+      EXPECT_EQ(lean->ranked[i].monthly_micros, full->ranked[i].monthly_micros);
+    }
+    EXPECT_EQ(lean->reason, full->reason);
+    EXPECT_EQ(lean->considered_sets, full->considered_sets);
+    ASSERT_EQ(lean->excluded.size(), full->excluded.size());
+    for (std::size_t i = 0; i < full->excluded.size(); ++i) {
+      const Excluded& a = lean->excluded[i];
+      const Excluded& b = full->excluded[i];
+      EXPECT_EQ(a.gpu, b.gpu);
+      EXPECT_EQ(a.count, b.count);
+      EXPECT_EQ(a.kind, b.kind);
+      EXPECT_FALSE(b.reason.empty());
+      EXPECT_EQ(a.reason, full->ranked.empty() ? b.reason : "");
+      without += a.reason.empty();
+    }
+    nothing_fits += full->ranked.empty();
+  }
+  EXPECT_GT(without, 1000);
+  EXPECT_GT(nothing_fits, 10);
+}
+
 TEST(Fit, ExclusionNames) {
   EXPECT_EQ(ExclusionName(Exclusion::kDoesNotFit), "does_not_fit");
   EXPECT_EQ(ExclusionName(Exclusion::kOverBudget), "over_budget");
