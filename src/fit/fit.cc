@@ -169,9 +169,14 @@ class Fitter {
     // Every candidate left out is listed; its sentence when asked for, and always when nothing
     // fits (the answer's reason quotes them).
     bool sentences = options_.exclusion_reasons || result.ranked.empty();
-    result.excluded.reserve(pending_.size());
-    for (const Pending& p : pending_) {
-      result.excluded.push_back({p.gpu->name, p.count, p.kind, sentences ? Reason(p) : ""});
+    result.excluded.resize(pending_.size());  // filled in place: no temporaries to move
+    for (std::size_t i = 0; i < pending_.size(); ++i) {
+      const Pending& p = pending_[i];
+      Excluded& x = result.excluded[i];
+      x.gpu = p.gpu->name;
+      x.count = p.count;
+      x.kind = p.kind;
+      if (sentences) x.reason = Reason(p);
     }
     if (result.ranked.empty()) result.reason = NothingFitsReason(result);
     return result;
