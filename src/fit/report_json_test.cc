@@ -203,6 +203,60 @@ TEST(RequestJson, BadBodiesNameTheField) {
             "request body is larger than 1048576 bytes");
 }
 
+// Flat bodies are read off the parser's events, the others through the tree: both give what the
+// tree always gave. A repeated field keeps its last value (whatever the first one was), a nested
+// "config" and non-object roots answer as before, numbers keep their JSON type.
+TEST(RequestJson, FlatAndNestedBodiesReadAlike) {
+  auto parse = [](const std::string& body) { return ParseRequestJson(body, RequestKind::kFit); };
+  auto repeated = parse(R"({"model": "7b", "top": "five", "model": "70b", "top": 3})");
+  ASSERT_TRUE(repeated.ok()) << repeated.status().ToString();
+  EXPECT_EQ(repeated->model, "70b");
+  EXPECT_EQ(repeated->top, 3);
+  auto flat = parse(R"({"model":"70b","context":8192,"explain":true,"max_monthly_usd":1500.5,
+                        "in_stock":false,"region":"DFW-1","kv_precision":"fp8"})");
+  ASSERT_TRUE(flat.ok()) << flat.status().ToString();
+  EXPECT_EQ(flat->model, "70b");
+  EXPECT_EQ(flat->context, 8192);
+  EXPECT_TRUE(flat->explain);
+  EXPECT_EQ(flat->max_monthly_usd, "1500.5");
+  EXPECT_FALSE(flat->in_stock);
+  EXPECT_EQ(flat->region, "DFW-1");
+  EXPECT_EQ(flat->kv_precision, "fp8");
+  auto nested = parse(R"({"config": {"hidden_size": 4096, "list": [1, 2.5]}, "workload": "infer"})");
+  ASSERT_TRUE(nested.ok()) << nested.status().ToString();
+  EXPECT_EQ(nested->config_json, R"({"hidden_size":4096,"list":[1,2.5]})");
+  EXPECT_EQ(nested->workload, "infer");
+  auto empty = parse("{}");
+  ASSERT_TRUE(empty.ok());
+  EXPECT_FALSE(empty->model.has_value());
+  struct Bad {
+    std::string body;
+    const char* message;
+  };
+  const Bad kBad[] = {
+      {"", "request body is not valid JSON"},
+      {R"({"model": "70b")", "request body is not valid JSON"},
+      {R"({"model": "70b"} x)", "request body is not valid JSON"},
+      {"[1, 2]", "request body must be a JSON object"},
+      {"\"70b\"", "request body must be a JSON object"},
+      {"7", "request body must be a JSON object"},
+      {std::string(40, '[') + std::string(40, ']'), "request body is nested deeper than 32 levels"},
+      {R"({"model": null})", "field 'model' must be present with a value (omit it instead of null), "
+                             "got null"},
+      {R"({"context": 18446744073709551615})", "field 'context' must be a whole number within "
+                                               "range, got an integer"},
+      {R"({"context": 8192.5})", "field 'context' must be a whole number, got a number"},
+      {R"({"top": [5]})", "field 'top' must be a whole number, got an array"},
+      {R"({"model": "70b", "context": -1, "top": "x"})", "field 'top' must be a whole number, got "
+                                                         "a string"},
+  };
+  for (const Bad& b : kBad) {
+    auto r = parse(b.body);
+    ASSERT_FALSE(r.ok()) << b.body;
+    EXPECT_EQ(r.status().message(), b.message) << b.body;
+  }
+}
+
 TEST(RequestJson, ResolveErrorsComeThrough) {
   struct Row {
     const char* body;
