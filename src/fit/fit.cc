@@ -96,8 +96,8 @@ struct Evaluation {
   std::string reason;
 };
 
-// An exclusion as the rules found it: what its sentence is made of, written only when someone
-// reads it (FitOptions::exclusion_reasons, or nothing fits). Writing every sentence of every
+// An exclusion as the rules found it: what its entry and sentence are made of, written only when
+// someone reads them (FitOptions::exclusions, or nothing fits). Writing every sentence of every
 // fit was ~20k of POST /v1/fit's ~150k instructions (callgrind) for answers that list none.
 struct Pending {
   const TermGpu* gpu = nullptr;
@@ -139,10 +139,13 @@ class Fitter {
       GPUHUB_RETURN_IF_ERROR(Consider(g, 1, result));
     }
     result.considered_sets = result.ranked.empty();
+    std::vector<int> set_counts;  // one buffer for every card's (growing one per card was 45
+                                  // allocations per fit)
+    set_counts.reserve(catalog_.discounts.size() + 8);
     for (const TermGpu& g : catalog_.term) {
       bool smaller_set_fits = false;
       int fitting_count = 0;
-      for (int count : SetCounts(g)) {
+      for (int count : SetCounts(g, set_counts)) {
         if (!result.considered_sets) {
           Exclude(g, count, Exclusion::kSingleCardFits);
           continue;
@@ -166,17 +169,18 @@ class Fitter {
                        }
                        return a.gpu->name < b.gpu->name;
                      });
-    // Every candidate left out is listed; its sentence when asked for, and always when nothing
+    // The candidates left out, with their sentences, when asked for, and always when nothing
     // fits (the answer's reason quotes them).
-    bool sentences = options_.exclusion_reasons || result.ranked.empty();
-    result.excluded.resize(pending_.size());  // filled in place: no temporaries to move
-    for (std::size_t i = 0; i < pending_.size(); ++i) {
-      const Pending& p = pending_[i];
-      Excluded& x = result.excluded[i];
-      x.gpu = p.gpu->name;
-      x.count = p.count;
-      x.kind = p.kind;
-      if (sentences) x.reason = Reason(p);
+    if (options_.exclusions || result.ranked.empty()) {
+      result.excluded.resize(pending_.size());  // filled in place: no temporaries to move
+      for (std::size_t i = 0; i < pending_.size(); ++i) {
+        const Pending& p = pending_[i];
+        Excluded& x = result.excluded[i];
+        x.gpu = p.gpu->name;
+        x.count = p.count;
+        x.kind = p.kind;
+        x.reason = Reason(p);
+      }
     }
     if (result.ranked.empty()) result.reason = NothingFitsReason(result);
     return result;
@@ -185,8 +189,8 @@ class Fitter {
  private:
   // Counts above one that the fleet rents: every count of a card except 1, plus the counts it is
   // not rented in (so --why-not can say "B200 is rented from 2").
-  std::vector<int> SetCounts(const TermGpu& g) const {
-    std::vector<int> counts;
+  const std::vector<int>& SetCounts(const TermGpu& g, std::vector<int>& counts) const {
+    counts.clear();
     for (const auto& d : catalog_.discounts) counts.push_back(d.count);
     for (int n : g.counts) {
       if (n > 1 && std::find(counts.begin(), counts.end(), n) == counts.end()) counts.push_back(n);

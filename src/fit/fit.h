@@ -101,9 +101,9 @@ Status ValidateFitInput(const catalog::Catalog& catalog, const sizing::Workload&
                         const Filters& filters);
 
 struct FitOptions {
-  // Each Excluded's `reason` sentence. Without, they are "" unless nothing fits (FitResult::reason
-  // quotes them then); the list itself (card, count, kind) is always complete.
-  bool exclusion_reasons = true;
+  // FitResult::excluded, every candidate left out with its sentence. Without, it is empty unless
+  // nothing fits (FitResult::reason quotes those sentences then). The ranking is the same.
+  bool exclusions = true;
 };
 
 Result<FitResult> Fit(const catalog::Catalog& catalog, const sizing::ModelShape& model,
