@@ -262,10 +262,15 @@ std::string DumpJson(const nlohmann::json& value, int indent) {
 // ",\n" and enough indentation for the depths real answers have, appended in one piece (one
 // append per member instead of three was ~10% of the fit report's instructions).
 constexpr std::size_t kBreakSpaces = 64;
-const std::string& Break() {
-  static const std::string line = ",\n" + std::string(kBreakSpaces, ' ');
+// One space more than the longest break: PlainKey copies 2 + kBreakSpaces bytes from either
+// the comma or the line break.
+constexpr std::array<char, 2 + kBreakSpaces + 1> kBreak = [] {
+  std::array<char, 2 + kBreakSpaces + 1> line{};
+  line[0] = ',';
+  line[1] = '\n';
+  for (std::size_t i = 2; i < line.size(); ++i) line[i] = ' ';
   return line;
-}
+}();
 
 void JsonWriter::Separate() {
   if (after_key_) {
@@ -282,9 +287,9 @@ void JsonWriter::Separate() {
   std::size_t spaces = static_cast<std::size_t>(indent_) * empty_.size();
   std::size_t skip = first ? 1 : 0;  // the first member has no comma before it
   if (spaces <= kBreakSpaces) {
-    out_.append(Break(), skip, 2 - skip + spaces);
+    out_.append(kBreak.data() + skip, 2 - skip + spaces);
   } else {
-    out_.append(Break(), skip, 2 - skip);
+    out_.append(kBreak.data() + skip, 2 - skip);
     Indent(out_, static_cast<int>(spaces));
   }
 }
@@ -309,11 +314,11 @@ JsonWriter& JsonWriter::BeginObject() { return Open('{'); }
 JsonWriter& JsonWriter::EndObject() { return Close('}'); }
 JsonWriter& JsonWriter::BeginArray() { return Open('['); }
 JsonWriter& JsonWriter::EndArray() { return Close(']'); }
-JsonWriter& JsonWriter::Key(std::string_view key) {
-  // Keys are short literals that need no escaping: the separator, the quoted key and the colon
+JsonWriter& JsonWriter::AnyKey(std::string_view key) {
+  // Keys are short texts that need no escaping: the separator, the quoted key and the colon
   // are put together here and appended once (four appends per member were a third of the fit
   // report's cost, callgrind).
-  constexpr std::size_t kMaxFastKey = 64;
+  constexpr std::size_t kMaxFastKey = JsonKey::kMaxPlainBytes;
   std::size_t spaces = indent_ >= 0 ? static_cast<std::size_t>(indent_) * empty_.size() : 0;
   const auto& of = Classes().of;
   bool fast = !after_key_ && !empty_.empty() && key.size() <= kMaxFastKey && spaces <= kBreakSpaces;
@@ -327,14 +332,32 @@ JsonWriter& JsonWriter::Key(std::string_view key) {
     after_key_ = true;
     return *this;
   }
-  char line[2 + kBreakSpaces + 1 + kMaxFastKey + 3];
-  std::size_t n = 0;
-  if (empty_.back() == 0) line[n++] = ',';
+  return PlainKey(key, spaces);
+}
+
+JsonWriter& JsonWriter::Key(JsonKey key) {
+  // The name was checked when the program was compiled: no scan here (the scan and the table it
+  // reads were about a third of each member's cost, callgrind).
+  std::size_t spaces = indent_ >= 0 ? static_cast<std::size_t>(indent_) * empty_.size() : 0;
+  if (!key.plain() || after_key_ || empty_.empty() || spaces > kBreakSpaces) {
+    return AnyKey(key.text());
+  }
+  return PlainKey(key.text(), spaces);
+}
+
+JsonWriter& JsonWriter::PlainKey(std::string_view key, std::size_t spaces) {
+  // ",\n" + indentation, the quoted key and the colon in one piece: the line break and the
+  // indentation copied from kBreak in one fixed-size move, then cut to length.
+  char line[2 + kBreakSpaces + 1 + JsonKey::kMaxPlainBytes + 3];
+  std::size_t skip = empty_.back() != 0 ? 1 : 0;  // no comma before the first member
   empty_.back() = 0;
+  std::size_t n;
   if (indent_ >= 0) {
-    line[n++] = '\n';
-    std::memset(line + n, ' ', spaces);
-    n += spaces;
+    std::memcpy(line, kBreak.data() + skip, 2 + kBreakSpaces);
+    n = 2 - skip + spaces;
+  } else {
+    line[0] = ',';
+    n = 1 - skip;
   }
   line[n++] = '"';
   std::memcpy(line + n, key.data(), key.size());

@@ -17,9 +17,35 @@
 #include <nlohmann/json_fwd.hpp>
 #include <string>
 #include <string_view>
+#include <type_traits>
 #include <vector>
 
 namespace gpuhub {
+
+// A member name written in the source (w.Key("monthly_usd")), looked at when the program is
+// compiled: one that needs no escaping and is short (every name this project writes) costs no
+// scan at run time. Others are written through the general path, escaped as always.
+class JsonKey {
+ public:
+  static constexpr std::size_t kMaxPlainBytes = 64;
+  template <std::size_t N>
+  consteval JsonKey(const char (&name)[N])  // NOLINT: implicit, from literals only
+      : text_(name, N - 1), plain_(IsPlain(text_)) {}
+  constexpr std::string_view text() const { return text_; }
+  constexpr bool plain() const { return plain_; }
+
+ private:
+  static consteval bool IsPlain(std::string_view s) {
+    if (s.size() > kMaxPlainBytes) return false;
+    for (char c : s) {
+      auto b = static_cast<unsigned char>(c);
+      if (b < 0x20 || b >= 0x80 || c == '"' || c == '\\') return false;
+    }
+    return true;
+  }
+  std::string_view text_;
+  bool plain_;
+};
 
 // indent < 0: compact ({"a":1,"b":[1,2]}); indent >= 0: one member per line, `indent` spaces per
 // level ("key": value).
@@ -44,7 +70,14 @@ class JsonWriter {
   JsonWriter& EndObject();
   JsonWriter& BeginArray();
   JsonWriter& EndArray();
-  JsonWriter& Key(std::string_view key);  // the next value is this member's
+  // The next value is this member's. A literal name (JsonKey) is checked at compile time; any
+  // other text is checked and escaped here.
+  JsonWriter& Key(JsonKey key);
+  template <typename Text>
+    requires(!std::is_array_v<Text> && std::is_convertible_v<const Text&, std::string_view>)
+  JsonWriter& Key(const Text& key) {
+    return AnyKey(key);
+  }
   JsonWriter& String(std::string_view value);
   JsonWriter& Int(std::int64_t value);
   JsonWriter& Uint(std::uint64_t value);
@@ -73,6 +106,8 @@ class JsonWriter {
   // line break and indentation before each).
   void Separate();
   JsonWriter& Open(char bracket);
+  JsonWriter& AnyKey(std::string_view key);
+  JsonWriter& PlainKey(std::string_view key, std::size_t spaces);
   JsonWriter& Close(char bracket);
   std::string& out_;
   int indent_;

@@ -260,6 +260,34 @@ TEST(JsonWriterTest, RawMembersMatchTheMembersWrittenOneByOne) {
             "\"a\": 1,\n    \"b\": 2");
 }
 
+// Literal names are looked at when compiling: plain ones take the quick path, the others (quotes,
+// control bytes, non-ASCII, over 64 bytes) are escaped like any text.
+static_assert(JsonKey("monthly_usd").plain());
+static_assert(JsonKey("").plain());
+static_assert(!JsonKey("a\"b").plain());
+static_assert(!JsonKey("tab\t").plain());
+static_assert(!JsonKey("caf\xc3\xa9").plain());
+static_assert(!JsonKey("kkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkk").plain());
+
+TEST(JsonWriterTest, LiteralKeysMatchTheTree) {
+  for (int indent : {-1, 0, 2, 4}) {
+    std::string out;
+    JsonWriter w(out, indent);
+    w.BeginObject().Key("plain").Int(1).Key("a\"b").Int(2).Key("tab\t").BeginObject();
+    w.Key("caf\xc3\xa9").Int(3).Key("").Int(4).EndObject();
+    w.Key("kkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkk").Int(5);
+    std::string runtime = "run\x01time";
+    w.Key(runtime).Int(6).Key(std::string_view("view")).Int(7).EndObject();
+    OrderedJson tree = {{"plain", 1},
+                        {"a\"b", 2},
+                        {"tab\t", {{"caf\xc3\xa9", 3}, {"", 4}}},
+                        {std::string(65, 'k'), 5},
+                        {"run\x01time", 6},
+                        {"view", 7}};
+    EXPECT_EQ(out, DumpJson(tree, indent)) << indent;
+  }
+}
+
 TEST(JsonWriterTest, AppendJsonAppends) {
   std::string out = "x=";
   AppendJson(out, OrderedJson{{"k", "v"}});

@@ -682,7 +682,7 @@ Result<std::string> HandleFitJson(std::string_view body, const std::string& data
                           ResolveFitRequest(fields, RequestContext{data_dir, false}, catalog));
   GPUHUB_ASSIGN_OR_RETURN(FitResult result,
                           Fit(catalog, request.model, request.workload, request.filters,
-                              FitOptions{.exclusion_reasons = request.why_not}));
+                              FitOptions{.exclusions = request.why_not}));
   return FitReportJson(request, result, texts);
 }
 

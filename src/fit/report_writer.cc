@@ -49,14 +49,14 @@ void Put(JsonWriter& w, const T& v) {
 }
 
 template <typename T>
-void Field(JsonWriter& w, std::string_view key, const T& v) {
+void Field(JsonWriter& w, JsonKey key, const T& v) {
   w.Key(key);
   Put(w, v);
 }
 
 // A filter that is not set is null.
 template <typename T>
-void FieldOrNull(JsonWriter& w, std::string_view key, const std::optional<T>& v) {
+void FieldOrNull(JsonWriter& w, JsonKey key, const std::optional<T>& v) {
   w.Key(key);
   if (v) {
     Put(w, *v);
