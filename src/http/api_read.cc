@@ -126,7 +126,7 @@ void RegisterReadRoutes(Router& router, ApiContext& api, const std::string& data
     Status checked = CheckJsonBody(r);
     if (!checked.ok()) return respond(Response::Error(checked));
     auto out = fit::HandleSizeJson(r.body, data->data_dir);
-    respond(out.ok() ? Response::Json(200, *out) : Response::Error(out.status()));
+    respond(out.ok() ? Response::Json(200, std::move(*out)) : Response::Error(out.status()));
   });
   router.Add("POST", "/v1/fit", [data, unavailable, &api](const Request& r, Responder respond) {
     if (!data->catalog) return respond(unavailable());
@@ -142,7 +142,7 @@ void RegisterReadRoutes(Router& router, ApiContext& api, const std::string& data
                                data->data_dir, std::move(body), std::move(respond));
     }
     auto out = fit::HandleFitJson(body, data->data_dir, *data->catalog, &*data->config_texts);
-    respond(out.ok() ? Response::Json(200, *out) : Response::Error(out.status()));
+    respond(out.ok() ? Response::Json(200, std::move(*out)) : Response::Error(out.status()));
   });
   router.Add("GET", "/v1/use-cases/{use}",
              [data, unavailable, &api](const Request& r, Responder respond) {
