@@ -1,6 +1,7 @@
 #include "fit/report_json.h"
 
 #include <cmath>
+#include <iterator>
 #include <nlohmann/json.hpp>
 #include <utility>
 #include <vector>
@@ -400,6 +401,9 @@ class FlatRequest {
   bool binary(Json::binary_t&) { return false; }
   bool start_object(std::size_t) { return !std::exchange(opened_, true); }  // the root only
   bool key(Json::string_t& k) {
+    // More members than there are fields cannot all be fields: the tree path answers (and this
+    // check stays linear).
+    if (members.size() >= std::size(kFields)) return false;
     for (const auto& m : members) {
       if (m.first == k) return false;  // repeated: the tree keeps the first place, last value
     }

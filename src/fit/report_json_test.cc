@@ -255,6 +255,12 @@ TEST(RequestJson, FlatAndNestedBodiesReadAlike) {
     ASSERT_FALSE(r.ok()) << b.body;
     EXPECT_EQ(r.status().message(), b.message) << b.body;
   }
+  // More members than there are fields: the first unknown one is named, as always.
+  std::string many = R"({"top": 3)";
+  for (int i = 0; i < 200; ++i) many += ", \"x" + std::to_string(i) + "\": 1";
+  auto r = parse(many + "}");
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().field(), "x0");
 }
 
 TEST(RequestJson, ResolveErrorsComeThrough) {
