@@ -79,15 +79,9 @@ class ConfigTexts {
   explicit ConfigTexts(const catalog::Catalog& catalog);
 
   struct Parts {
-    const catalog::TermGpu* gpu = nullptr;
-    int count = 0;
+    Candidate from;  // its card, count, prices, discount and stock (no share of the job)
     int indent = 0;
-    int depth = 0;  // the JSON writer's depth inside the CONFIG object
-    std::int64_t monthly_micros = 0;
-    std::int64_t weekly_micros = 0;
-    std::int64_t hourly_micros = 0;
-    std::int64_t discount_ppm = 0;
-    bool in_stock = false;
+    int depth = 0;     // the JSON writer's depth inside the CONFIG object
     std::string head;  // "gpu" .. "hourly_usd"
     std::string tail;  // "vram_gb" .. "exact"
   };

@@ -289,15 +289,9 @@ ConfigTexts::ConfigTexts(const catalog::Catalog& catalog) : catalog_(&catalog) {
       c.in_stock = g.free_now >= count;
       for (int depth : kConfigDepths) {
         Parts p;
-        p.gpu = &g;
-        p.count = count;
+        p.from = c;
         p.indent = kReportIndent;
         p.depth = depth;
-        p.monthly_micros = c.monthly_micros;
-        p.weekly_micros = c.weekly_micros;
-        p.hourly_micros = c.hourly_micros;
-        p.discount_ppm = c.discount_ppm;
-        p.in_stock = c.in_stock;
         p.head = JsonWriter::MembersText(kReportIndent, depth,
                                          [&](JsonWriter& w) { WriteConfigHead(w, c); });
         p.tail = JsonWriter::MembersText(kReportIndent, depth,
@@ -316,10 +310,11 @@ const ConfigTexts::Parts* ConfigTexts::Find(const Candidate& c, int indent, int 
     return nullptr;
   }
   for (const Parts& p : by_card_[static_cast<std::size_t>(c.gpu - term.data())]) {
-    if (p.count == c.count && p.indent == indent && p.depth == depth) {
-      bool same = p.monthly_micros == c.monthly_micros && p.weekly_micros == c.weekly_micros &&
-                  p.hourly_micros == c.hourly_micros && p.discount_ppm == c.discount_ppm &&
-                  p.in_stock == c.in_stock;
+    const Candidate& f = p.from;
+    if (f.count == c.count && p.indent == indent && p.depth == depth) {
+      bool same = f.monthly_micros == c.monthly_micros && f.weekly_micros == c.weekly_micros &&
+                  f.hourly_micros == c.hourly_micros && f.discount_ppm == c.discount_ppm &&
+                  f.in_stock == c.in_stock;
       return same ? &p : nullptr;
     }
   }
