@@ -255,6 +255,21 @@ TEST(RequestJson, FlatAndNestedBodiesReadAlike) {
     ASSERT_FALSE(r.ok()) << b.body;
     EXPECT_EQ(r.status().message(), b.message) << b.body;
   }
+  // With a nested value (the tree path) the first error in the body's order is answered, not
+  // the first in sorted order; a repeated name keeps its first place and its last value.
+  auto ordered = parse(R"({"config": {"b": 1, "a": [2]}, "zzz": 1, "top": "x", "aaa": 2})");
+  ASSERT_FALSE(ordered.ok());
+  EXPECT_EQ(ordered.status().field(), "zzz");
+  auto last = parse(R"({"config": {}, "top": "x", "bogus": 1, "top": 3})");
+  ASSERT_FALSE(last.ok());
+  EXPECT_EQ(last.status().field(), "bogus");
+  auto first = parse(R"({"config": {}, "top": 3, "bogus": 1, "top": "x"})");
+  ASSERT_FALSE(first.ok());
+  EXPECT_EQ(first.status().field(), "top");
+  auto kept = parse(R"({"config": {"z": 1, "a": {"y": 2, "b": 3}}, "top": 2, "top": 4})");
+  ASSERT_TRUE(kept.ok()) << kept.status().ToString();
+  EXPECT_EQ(kept->top, 4);
+  EXPECT_EQ(kept->config_json, R"({"a":{"b":3,"y":2},"z":1})");
   // More members than there are fields: the first unknown one is named, as always.
   std::string many = R"({"top": 3)";
   for (int i = 0; i < 200; ++i) many += ", \"x" + std::to_string(i) + "\": 1";
