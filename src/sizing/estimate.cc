@@ -1,6 +1,7 @@
 #include "sizing/estimate.h"
 
 #include <algorithm>
+#include <charconv>
 #include <cmath>
 #include <cstdio>
 
@@ -185,9 +186,15 @@ std::string FormatCount(double count) {
   exponent -= exponent % 3;  // engineering notation: e3, e6, e9, e12
   if (exponent < 3) return FormatFixed(count, 0);
   double mantissa = count / std::pow(10.0, exponent);
+  // std::to_chars with a precision is printf's "%.3g" (the standard defines it so) without
+  // printf's format parsing and locale (it was most of this function's cost in every fit).
   char buf[64];
-  std::snprintf(buf, sizeof buf, "%.3g", mantissa);
-  return std::string(buf) + "e" + std::to_string(exponent);
+  auto [end, ec] = std::to_chars(buf, buf + sizeof buf, mantissa, std::chars_format::general, 3);
+  if (ec != std::errc()) end = buf + std::snprintf(buf, sizeof buf, "%.3g", mantissa);
+  std::string out(buf, end);
+  out += 'e';
+  out += std::to_string(exponent);
+  return out;
 }
 
 std::string FormatGb(double bytes) { return FormatFixed(bytes / kBytesPerGb, 2) + " GB"; }
@@ -219,24 +226,49 @@ constexpr int kGuideAdapterRank = 16;
 constexpr double kAdapterBytesPerParam = 16;  // weights + grads + master + Adam, spec §2
 
 std::string KvFormula(const ModelShape& m, const Workload& w, double bytes) {
-  std::string f = "2 x " + std::to_string(m.layers) + " layers x ";
+  // Appended piece by piece into one string (chains of operator+ made a temporary per piece).
+  std::string f;
+  f.reserve(160);
   if (m.kv_lora_rank > 0) {
     // MLA caches one compressed latent (K and V together) plus the decoupled rope key.
-    f = std::to_string(m.layers) + " layers x (kv_lora_rank " + std::to_string(m.kv_lora_rank) +
-        " + rope " + std::to_string(m.qk_rope_head_dim) + ") latent";
-  } else if (m.kv_elements_per_token_per_layer == 2.0 * m.kv_heads * m.head_dim) {
-    f += std::to_string(m.kv_heads) + " kv heads x " + std::to_string(m.head_dim) + " head_dim";
+    f += std::to_string(m.layers);
+    f += " layers x (kv_lora_rank ";
+    f += std::to_string(m.kv_lora_rank);
+    f += " + rope ";
+    f += std::to_string(m.qk_rope_head_dim);
+    f += ") latent";
   } else {
-    f += FormatFixed(m.kv_elements_per_token_per_layer / 2, 0) + " elements";
+    f += "2 x ";
+    f += std::to_string(m.layers);
+    f += " layers x ";
+    if (m.kv_elements_per_token_per_layer == 2.0 * m.kv_heads * m.head_dim) {
+      f += std::to_string(m.kv_heads);
+      f += " kv heads x ";
+      f += std::to_string(m.head_dim);
+      f += " head_dim";
+    } else {
+      f += FormatFixed(m.kv_elements_per_token_per_layer / 2, 0);
+      f += " elements";
+    }
   }
-  f += " x " + FormatFixed(BytesPerParam(w.kv_precision), 0) + " B (" +
-       std::string(PrecisionName(w.kv_precision)) + ") x " + std::to_string(w.context_tokens) +
-       " tokens x batch " + std::to_string(w.batch);
+  f += " x ";
+  f += FormatFixed(BytesPerParam(w.kv_precision), 0);
+  f += " B (";
+  f += PrecisionName(w.kv_precision);
+  f += ") x ";
+  f += std::to_string(w.context_tokens);
+  f += " tokens x batch ";
+  f += std::to_string(w.batch);
   if (m.sliding_window_layers > 0) {
-    f += " (" + std::to_string(m.sliding_window_layers) + " sliding-window layers keep at most " +
-         std::to_string(m.sliding_window) + " tokens)";
+    f += " (";
+    f += std::to_string(m.sliding_window_layers);
+    f += " sliding-window layers keep at most ";
+    f += std::to_string(m.sliding_window);
+    f += " tokens)";
   }
-  return f + " = " + FormatGb(bytes);
+  f += " = ";
+  f += FormatGb(bytes);
+  return f;
 }
 
 // Divides a whole-model figure over `gpus` cards and says so in the formula.
@@ -344,6 +376,7 @@ Result<MemoryEstimate> EstimateMemory(const ModelShape& model, const Workload& w
   GPUHUB_RETURN_IF_ERROR(ValidateShape(model));
   GPUHUB_RETURN_IF_ERROR(ValidateWorkload(workload));
   MemoryEstimate e;
+  e.components.reserve(8);  // room for what the profiles list (3 to about 8): no moves while adding
   e.model_id = model.id;
   e.method = workload.method;
   e.profile = workload.profile.value_or(model.nominal ? Profile::kGuide : Profile::kDetailed);

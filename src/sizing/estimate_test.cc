@@ -2,6 +2,12 @@
 
 #include <gtest/gtest.h>
 
+#include <cmath>
+#include <cstdio>
+#include <random>
+#include <string>
+#include <vector>
+
 namespace gpuhub::sizing {
 namespace {
 
@@ -168,6 +174,19 @@ TEST(Format, Counts) {
   EXPECT_EQ(FormatCount(8.03e9), "8.03e9");
   EXPECT_EQ(FormatCount(405e9), "405e9");
   EXPECT_EQ(FormatCount(35e6), "35e6");
+  // The mantissa is printf's "%.3g" of it, over every magnitude and rounding edge.
+  std::mt19937_64 rng(20261202);
+  std::uniform_real_distribution<double> exponent(3.0, 15.0);
+  std::vector<double> counts = {999.5, 1000, 999999, 999500, 1.2345e12, 9.995e9, 9.9949e9};
+  for (int i = 0; i < 20000; ++i) counts.push_back(std::pow(10.0, exponent(rng)));
+  for (double count : counts) {
+    int e = static_cast<int>(std::floor(std::log10(count)));
+    e -= e % 3;
+    if (e < 3) continue;  // written as a whole number (FormatFixed)
+    char mantissa[64];
+    std::snprintf(mantissa, sizeof mantissa, "%.3g", count / std::pow(10.0, e));
+    EXPECT_EQ(FormatCount(count), std::string(mantissa) + "e" + std::to_string(e)) << count;
+  }
 }
 
 }  // namespace
