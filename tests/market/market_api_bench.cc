@@ -7,7 +7,21 @@
 // (one store transaction, one commit and its fsync each), commands and rows per batch, and the
 // time inside commits; on SQLite, the WAL's checkpoints (background and the writer's own).
 //
-//   market_api_bench [--seconds N] [--clients N] [--pg]
+// Two load generators: `epoll` (default): one thread drives every client's keep-alive connection
+// with non-blocking sockets and pre-formatted requests, like wrk, so that the 2 cores measured are
+// mostly the server's; `threads`: a blocking HttpClient and a thread per client (the figures
+// before 2026-12-02 were taken with it; its 256 threads compete with the server for the cores and
+// add their scheduling delay to every round trip).
+//
+//   market_api_bench [--seconds N] [--clients N] [--pg] [--driver epoll|threads]
+#include <arpa/inet.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <sys/epoll.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
 #include <algorithm>
 #include <atomic>
 #include <chrono>
@@ -16,6 +30,7 @@
 #include <mutex>
 #include <random>
 #include <string>
+#include <string_view>
 #include <thread>
 #include <vector>
 
@@ -51,15 +66,224 @@ WriterFigures ReadWriterFigures(HttpClient& client) {
           Metric(text, "gpuhub_engine_writer_microseconds_total{phase=\"answer\"}")};
 }
 
+
+// What the clients saw.
+struct Tally {
+  std::atomic<long long> orders{0}, cancels{0}, fills{0}, errors{0};
+  std::mutex m;
+  std::vector<double> latencies_us;
+
+  void Error(int status, const std::string& body) {
+    if (errors++ == 0) std::fprintf(stderr, "first error: %d %s\n", status, body.c_str());
+  }
+};
+
+// One client's next request: 40% a cancel of its newest resting bid (when it has one), else a bid:
+// 75% GTC that rests below the asks, 25% IOC that crosses (30% of them at 9.000) or finds nothing.
+struct NextRequest {
+  bool cancel = false;
+  long long cancel_id = 0;
+  std::string method, path, body;
+};
+
+NextRequest Choose(std::mt19937_64& rng, std::vector<long long>& resting) {
+  NextRequest r;
+  if (!resting.empty() && rng() % 100 < 40) {
+    r.cancel = true;
+    r.cancel_id = resting.back();
+    resting.pop_back();
+    r.method = "DELETE";
+    r.path = "/v1/bids/" + std::to_string(r.cancel_id);
+    return r;
+  }
+  bool gtc = rng() % 100 < 75;
+  int gpus = 1 + static_cast<int>(rng() % 2);
+  std::string limit =
+      gtc ? "1." + std::to_string(100 + rng() % 800) : (rng() % 10 < 3 ? "9.000" : "2.000");
+  r.method = "POST";
+  r.path = "/v1/bids";
+  r.body = "{\"gpu\":\"H100 SXM\",\"gpus\":" + std::to_string(gpus) +
+           ",\"limit_usd_per_gpu_hour\":\"" + limit + "\",\"time_in_force\":\"" +
+           (gtc ? "gtc" : "ioc") + "\"}";
+  return r;
+}
+
+// Counts an answer; a resting bid's id goes to `resting` (the answer starts {"id":N,...}).
+void Record(Tally& tally, const NextRequest& request, int status, const std::string& body,
+            std::vector<long long>& resting, double us, std::vector<double>& mine) {
+  if (status < 200 || status >= 300) {
+    tally.Error(status, body);
+    return;
+  }
+  if (request.cancel) {
+    ++tally.cancels;
+  } else {
+    static constexpr std::string_view kIdPrefix = "{\"id\":";
+    if (body.compare(0, kIdPrefix.size(), kIdPrefix) != 0) {
+      tally.Error(status, body);
+      return;
+    }
+    long long id = std::atoll(body.c_str() + kIdPrefix.size());
+    if (body.find("\"status\":\"resting\"") != std::string::npos) resting.push_back(id);
+    if (body.find("\"status\":\"filled\"") != std::string::npos) ++tally.fills;
+  }
+  ++tally.orders;
+  mine.push_back(us);
+}
+
+void RunThreadClients(int port, const std::vector<std::string>& tokens, std::atomic<bool>& stop,
+                      Tally& tally) {
+  std::vector<std::thread> threads;
+  for (std::size_t c = 0; c < tokens.size(); ++c) {
+    threads.emplace_back([&, c] {
+      HttpClient client(port);
+      std::mt19937_64 rng(static_cast<unsigned>(c) + 1);
+      std::vector<long long> resting;
+      std::vector<double> mine;
+      while (!stop.load()) {
+        auto t0 = std::chrono::steady_clock::now();
+        NextRequest next = Choose(rng, resting);
+        HttpResponse resp =
+            client.Send(next.method, next.path, next.body,
+                        {{"Content-Type", "application/json"},
+                         {"Authorization", "Bearer " + tokens[c]}});
+        double us = std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0)
+                        .count();
+        Record(tally, next, resp.status, resp.body, resting, us, mine);
+      }
+      std::lock_guard<std::mutex> lock(tally.m);
+      tally.latencies_us.insert(tally.latencies_us.end(), mine.begin(), mine.end());
+    });
+  }
+  while (!stop.load()) std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  for (auto& t : threads) t.join();
+}
+
+// Every client on one thread: a non-blocking keep-alive connection each, one request in flight
+// per connection (as a thread per client has), epoll for readiness.
+void RunEpollClients(int port, const std::vector<std::string>& tokens, std::atomic<bool>& stop,
+                     Tally& tally) {
+  struct Client {
+    int fd = -1;
+    std::mt19937_64 rng;
+    std::vector<long long> resting;
+    NextRequest request;
+    std::string out;
+    std::size_t sent = 0;
+    std::string in;
+    std::chrono::steady_clock::time_point started;
+  };
+  const int epoll = ::epoll_create1(EPOLL_CLOEXEC);
+  std::vector<Client> clients(tokens.size());
+  std::vector<double> mine;
+  auto send_next = [&](std::size_t c) {
+    Client& cl = clients[c];
+    cl.request = Choose(cl.rng, cl.resting);
+    cl.out = cl.request.method + " " + cl.request.path +
+             " HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer " + tokens[c] + "\r\n";
+    if (cl.request.method == "POST") {
+      cl.out += "Content-Type: application/json\r\nContent-Length: " +
+                std::to_string(cl.request.body.size()) + "\r\n";
+    }
+    cl.out += "\r\n" + cl.request.body;
+    cl.sent = 0;
+    cl.in.clear();
+    cl.started = std::chrono::steady_clock::now();
+    // Loopback takes a request this small whole; EPOLLOUT covers the rare partial write.
+    ssize_t n = ::send(cl.fd, cl.out.data(), cl.out.size(), MSG_NOSIGNAL);
+    if (n > 0) cl.sent = static_cast<std::size_t>(n);
+    epoll_event ev{};
+    ev.events = cl.sent < cl.out.size() ? EPOLLIN | EPOLLOUT : EPOLLIN;
+    ev.data.u64 = c;
+    ::epoll_ctl(epoll, EPOLL_CTL_MOD, cl.fd, &ev);
+  };
+  for (std::size_t c = 0; c < clients.size(); ++c) {
+    Client& cl = clients[c];
+    cl.rng.seed(c + 1);
+    cl.fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    sockaddr_in addr{};
+    addr.sin_family = AF_INET;
+    addr.sin_port = htons(static_cast<uint16_t>(port));
+    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    if (::connect(cl.fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0) {
+      tally.Error(0, "connect failed");
+      return;
+    }
+    int one = 1;
+    ::setsockopt(cl.fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+    ::fcntl(cl.fd, F_SETFL, ::fcntl(cl.fd, F_GETFL) | O_NONBLOCK);
+    epoll_event ev{};
+    ev.events = EPOLLIN;
+    ev.data.u64 = c;
+    ::epoll_ctl(epoll, EPOLL_CTL_ADD, cl.fd, &ev);
+  }
+  for (std::size_t c = 0; c < clients.size(); ++c) send_next(c);
+  std::vector<epoll_event> events(clients.size());
+  char buffer[65536];
+  while (!stop.load()) {
+    int ready = ::epoll_wait(epoll, events.data(), static_cast<int>(events.size()), 50);
+    for (int e = 0; e < ready; ++e) {
+      std::size_t c = events[static_cast<std::size_t>(e)].data.u64;
+      Client& cl = clients[c];
+      if (cl.sent < cl.out.size()) {
+        ssize_t n = ::send(cl.fd, cl.out.data() + cl.sent, cl.out.size() - cl.sent, MSG_NOSIGNAL);
+        if (n > 0) cl.sent += static_cast<std::size_t>(n);
+        if (cl.sent == cl.out.size()) {
+          epoll_event ev{};
+          ev.events = EPOLLIN;
+          ev.data.u64 = c;
+          ::epoll_ctl(epoll, EPOLL_CTL_MOD, cl.fd, &ev);
+        }
+      }
+      ssize_t n;
+      while ((n = ::recv(cl.fd, buffer, sizeof buffer, 0)) > 0) {
+        cl.in.append(buffer, static_cast<std::size_t>(n));
+      }
+      if (n == 0) {
+        tally.Error(0, "the server closed a connection");
+        stop = true;
+        break;
+      }
+      // A whole answer: status line, headers, Content-Length bytes of body.
+      std::size_t head_end = cl.in.find("\r\n\r\n");
+      if (head_end == std::string::npos) continue;
+      std::size_t length_at = cl.in.find("Content-Length: ");
+      if (length_at == std::string::npos || length_at > head_end) {
+        tally.Error(0, "an answer without Content-Length: " + cl.in.substr(0, head_end));
+        stop = true;
+        break;
+      }
+      std::size_t length = std::strtoull(cl.in.c_str() + length_at + 16, nullptr, 10);
+      if (cl.in.size() < head_end + 4 + length) continue;
+      int status = std::atoi(cl.in.c_str() + 9);  // "HTTP/1.1 201 Created"
+      double us =
+          std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - cl.started)
+              .count();
+      Record(tally, cl.request, status, cl.in.substr(head_end + 4, length), cl.resting, us, mine);
+      send_next(c);
+    }
+  }
+  for (Client& cl : clients) ::close(cl.fd);
+  ::close(epoll);
+  std::lock_guard<std::mutex> lock(tally.m);
+  tally.latencies_us.insert(tally.latencies_us.end(), mine.begin(), mine.end());
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
   int seconds = 10, clients = 16;
   bool pg = false;
+  std::string driver = "epoll";
   for (int i = 1; i < argc; ++i) {
+    if (!std::strcmp(argv[i], "--driver") && i + 1 < argc) driver = argv[++i];
     if (!std::strcmp(argv[i], "--seconds") && i + 1 < argc) seconds = std::atoi(argv[++i]);
     if (!std::strcmp(argv[i], "--clients") && i + 1 < argc) clients = std::atoi(argv[++i]);
     if (!std::strcmp(argv[i], "--pg")) pg = true;
+  }
+  if (driver != "epoll" && driver != "threads") {
+    std::fprintf(stderr, "--driver is epoll or threads\n");
+    return 2;
   }
   TempDir dir;
   std::string db = FreshDatabaseUrl(pg ? "postgresql" : "sqlite", dir);
@@ -110,60 +334,22 @@ int main(int argc, char** argv) {
   }
 
   std::atomic<bool> stop{false};
-  std::atomic<long long> orders{0}, cancels{0}, fills{0}, errors{0};
-  std::mutex m;
-  std::vector<double> latencies_us;
-  std::vector<std::thread> threads;
+  Tally tally;
   WriterFigures before = ReadWriterFigures(setup);
   auto started = std::chrono::steady_clock::now();
-  for (int c = 0; c < clients; ++c) {
-    threads.emplace_back([&, c] {
-      HttpClient client(server.port());
-      std::mt19937_64 rng(static_cast<unsigned>(c) + 1);
-      std::vector<long long> resting;
-      std::vector<double> mine;
-      while (!stop.load()) {
-        auto t0 = std::chrono::steady_clock::now();
-        HttpResponse resp;
-        bool cancel = !resting.empty() && rng() % 100 < 40;
-        if (cancel) {
-          long long id = resting.back();
-          resting.pop_back();
-          resp = client.Call("DELETE", "/v1/bids/" + std::to_string(id), nullptr,
-                             tokens[static_cast<std::size_t>(c)]);
-          if (resp.status == 200) ++cancels;
-        } else {
-          bool gtc = rng() % 100 < 75;
-          json body = {{"gpu", "H100 SXM"}, {"gpus", 1 + static_cast<int>(rng() % 2)}};
-          // GTC bids rest below the asks; IOC bids cross (and open a lease) or find nothing.
-          body["limit_usd_per_gpu_hour"] =
-              gtc ? "1." + std::to_string(100 + rng() % 800) : (rng() % 10 < 3 ? "9.000" : "2.000");
-          body["time_in_force"] = gtc ? "gtc" : "ioc";
-          resp = client.Call("POST", "/v1/bids", body, tokens[static_cast<std::size_t>(c)]);
-          if (resp.status == 201) {
-            json b = resp.Json();
-            if (b["status"] == "resting") resting.push_back(b["id"]);
-            if (b["status"] == "filled") ++fills;
-          }
-        }
-        double us = std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0)
-                        .count();
-        if (resp.status >= 200 && resp.status < 300) {
-          ++orders;
-          mine.push_back(us);
-        } else if (errors++ == 0) {
-          std::fprintf(stderr, "first error: %d %s\n", resp.status, resp.body.c_str());
-        }
-      }
-      std::lock_guard<std::mutex> lock(m);
-      latencies_us.insert(latencies_us.end(), mine.begin(), mine.end());
-    });
-  }
+  std::thread load([&] {
+    if (driver == "epoll") {
+      RunEpollClients(server.port(), tokens, stop, tally);
+    } else {
+      RunThreadClients(server.port(), tokens, stop, tally);
+    }
+  });
   std::this_thread::sleep_for(std::chrono::seconds(seconds));
   stop = true;
-  for (auto& t : threads) t.join();
+  load.join();
   double elapsed =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+  std::vector<double>& latencies_us = tally.latencies_us;
   std::sort(latencies_us.begin(), latencies_us.end());
   auto at = [&](double q) {
     return latencies_us.empty()
@@ -196,15 +382,16 @@ int main(int argc, char** argv) {
                   share(after.answering_us, before.answering_us));
   auto check = setup.Call("GET", "/v1/admin/market", nullptr, admin);
   std::printf(
-      "durable orders through the API (%s, %d clients, %.1f s): %lld orders+cancels acknowledged "
+      "durable orders through the API (%s, %d clients, %s driver, %.1f s): %lld orders+cancels acknowledged "
       "(%.0f/s), %lld cancels, %lld fills, %lld errors; latency p50 %.2f ms, p99 %.2f ms, p99.9 "
       "%.2f ms; invariants %s, settlement %s\n",
-      pg ? "PostgreSQL" : "SQLite", clients, elapsed, orders.load(),
-      static_cast<double>(orders.load()) / elapsed, cancels.load(), fills.load(), errors.load(),
+      pg ? "PostgreSQL" : "SQLite", clients, driver.c_str(), elapsed, tally.orders.load(),
+      static_cast<double>(tally.orders.load()) / elapsed, tally.cancels.load(),
+      tally.fills.load(), tally.errors.load(),
       at(0.5) / 1000, at(0.99) / 1000, at(0.999) / 1000,
       check.Json()["invariants"].get<std::string>().c_str(),
       check.Json()["settlement"].get<std::string>().c_str());
-  const bool ok = errors.load() == 0 && check.Json()["invariants"] == "ok";
+  const bool ok = tally.errors.load() == 0 && check.Json()["invariants"] == "ok";
   // SQLite: the WAL's checkpoints of the run, from the event the store logs when it closes.
   server.Terminate();
   const std::string log = server.Log();
