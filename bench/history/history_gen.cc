@@ -2,13 +2,16 @@
 // real server would write, ledger included) for the start-up and memory figures of
 // bench/history/startup.sh:
 //
-//   history_gen --db URL --orders N
+//   history_gen --db URL --orders N [--invoiced]
 //
 // Per ten commands: eight IOC bids priced under the only ask (each a closed, cancelled bid), one
 // IOC market bid that fills (a closed bid, a trade and a lease) and the stop of that lease (an
 // ended lease). So N orders leave N closed bids, N/9 trades and N/9 ended leases behind, plus
 // their ledger transfers. The market is "H100 SXM" in region DFW-1 (both in data/catalog.toml), so
 // `gpuhub serve --db URL` loads the result. 256 commands are kept in flight (group commit).
+// --invoiced: the orders are placed in the previous month (a manual clock), and that month's spot
+// statement is then issued as the tick would (in parts of billing::kMaxLinesPerDocument lines: a
+// line per lease), so the history is what it is after a month end: closed, and on invoices.
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
@@ -24,6 +27,7 @@
 #include "engine/engine.h"
 #include "engine/market.h"
 #include "engine/wallets.h"
+#include "billing/statement.h"
 #include "store/store.h"
 
 namespace gpuhub::engine {
@@ -34,7 +38,7 @@ constexpr std::int64_t kAskMicrosPerHour = 2'500'000;  // $2.50 per GPU-hour
 constexpr const char* kGpu = "H100 SXM";
 constexpr const char* kRegion = "DFW-1";
 
-int Run(const std::string& url, std::int64_t orders) {
+int Run(const std::string& url, std::int64_t orders, bool invoiced) {
   auto opened = store::OpenStore(url);
   if (!opened.ok()) {
     std::fprintf(stderr, "history_gen: %s\n", opened.status().ToString().c_str());
@@ -45,7 +49,11 @@ int Run(const std::string& url, std::int64_t orders) {
     std::fprintf(stderr, "history_gen: %s\n", s.ToString().c_str());
     return 1;
   }
-  RealClock clock;
+  RealClock real_clock;
+  const TimestampMicros now = real_clock.NowMicros();
+  const TimestampMicros last_month = billing::MonthOf(billing::MonthOf(now).start - 1).start;
+  ManualClock manual_clock(last_month + std::int64_t{24} * 3600 * 1000000);
+  Clock& clock = invoiced ? static_cast<Clock&>(manual_clock) : real_clock;
   MetricsRegistry metrics;
   EngineOptions options;
   options.run_periodic_ticks = false;
@@ -132,6 +140,20 @@ int Run(const std::string& url, std::int64_t orders) {
     std::unique_lock<std::mutex> lock(m);
     cv.wait(lock, [&] { return in_flight == 0; });
   }
+  std::int64_t statements = 0;
+  if (invoiced && failed == 0) {
+    manual_clock.Set(now);
+    for (;;) {
+      auto issued = engine.ExecuteSync<std::size_t>(
+          [](Txn& txn) -> Result<std::size_t> { return IssueDueStatements(txn); });
+      if (!issued.ok()) {
+        std::fprintf(stderr, "history_gen: statements: %s\n", issued.status().ToString().c_str());
+        return 1;
+      }
+      if (*issued == 0) break;
+      statements += static_cast<std::int64_t>(*issued);
+    }
+  }
   double seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
   engine.Stop();
@@ -140,9 +162,11 @@ int Run(const std::string& url, std::int64_t orders) {
                  static_cast<long long>(failed), first_error.c_str());
     return 1;
   }
-  std::printf("history_gen: %lld orders (%lld fills, leases ended) in %.1f s (%.0f/s) into %s\n",
-              static_cast<long long>(orders), static_cast<long long>(orders / 9), seconds,
-              static_cast<double>(orders) / seconds, url.c_str());
+  std::printf("history_gen: %lld orders (%lld fills, leases ended; %lld account-month statements) "
+              "in %.1f s (%.0f/s) into %s\n",
+              static_cast<long long>(orders), static_cast<long long>(orders / 9),
+              static_cast<long long>(statements), seconds, static_cast<double>(orders) / seconds,
+              url.c_str());
   return 0;
 }
 
@@ -152,19 +176,22 @@ int Run(const std::string& url, std::int64_t orders) {
 int main(int argc, char** argv) {
   std::string url;
   long long orders = 100000;
+  bool invoiced = false;
   for (int i = 1; i < argc; ++i) {
     if (!std::strcmp(argv[i], "--db") && i + 1 < argc) {
       url = argv[++i];
+    } else if (!std::strcmp(argv[i], "--invoiced")) {
+      invoiced = true;
     } else if (!std::strcmp(argv[i], "--orders") && i + 1 < argc) {
       orders = std::atoll(argv[++i]);
     } else {
-      std::fprintf(stderr, "usage: history_gen --db URL [--orders N]\n");
+      std::fprintf(stderr, "usage: history_gen --db URL [--orders N] [--invoiced]\n");
       return 2;
     }
   }
   if (url.empty() || orders < 1) {
-    std::fprintf(stderr, "usage: history_gen --db URL [--orders N]\n");
+    std::fprintf(stderr, "usage: history_gen --db URL [--orders N] [--invoiced]\n");
     return 2;
   }
-  return gpuhub::engine::Run(url, orders);
+  return gpuhub::engine::Run(url, orders, invoiced);
 }

@@ -7,6 +7,8 @@
 # it listens. GPUHUB_BENCH_PG_URL=postgresql://... (a scratch database: tables are created if
 # missing, nothing is truncated) measures PostgreSQL instead, one size per run. The last columns are
 # the load times of the domains that hold history (the server's event=domain_loaded log lines).
+# HISTORY_GEN_FLAGS=--invoiced: the history is last month's, on its issued statements (a line per
+# lease), as after a month end.
 set -euo pipefail
 build_dir=${1:-build}
 shift || true
@@ -36,7 +38,8 @@ for n in "${sizes[@]}"; do
   gen_s=0
   if [ "$n" -gt 0 ]; then
     t0=$(date +%s.%N)
-    "$gen" --db "$db" --orders "$n" >"$work/gen.out" 2>"$work/gen.err" || { cat "$work/gen.err" >&2; exit 1; }
+    # shellcheck disable=SC2086
+    "$gen" --db "$db" --orders "$n" ${HISTORY_GEN_FLAGS:-} >"$work/gen.out" 2>"$work/gen.err" || { cat "$work/gen.err" >&2; exit 1; }
     gen_s=$(awk -v a="$t0" -v b="$(date +%s.%N)" 'BEGIN { printf "%.1f", b - a }')
   fi
   db_mib=0

@@ -193,6 +193,13 @@ void NumberSeries::Observe(const DocumentNumber& number) {
   ++s.count;
 }
 
+void NumberSeries::ObserveSeries(DocumentKind kind, std::int64_t year, std::int64_t count,
+                                 std::int64_t last) {
+  Series& s = series_[{kind, year}];
+  s.last = std::max(s.last, last);
+  s.count += count;
+}
+
 Status NumberSeries::CheckGapless() const {
   for (const auto& [key, s] : series_) {
     if (s.count != s.last) {

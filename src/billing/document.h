@@ -138,6 +138,9 @@ class NumberSeries {
   DocumentNumber Take(DocumentKind kind, TimestampMicros at);
   // Restoring from the store: one existing number (any order). CheckGapless afterwards.
   void Observe(const DocumentNumber& number);
+  // Restoring a whole series at once: `count` documents, the highest numbered `last` (the
+  // database's count and maximum; CheckGapless afterwards).
+  void ObserveSeries(DocumentKind kind, std::int64_t year, std::int64_t count, std::int64_t last);
   // internal unless every series holds exactly 1..n, each once.
   Status CheckGapless() const;
   // Documents of a series so far.

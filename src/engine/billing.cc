@@ -3,6 +3,9 @@
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
+#include <functional>
+#include <limits>
+#include <unordered_map>
 #include <set>
 #include <tuple>
 
@@ -68,56 +71,6 @@ void WriteRateChange(Txn& txn, const TaxRateChange& c) {
                                          {"created_at_us", c.created_at}});
 }
 
-void WriteDocument(Txn& txn, const Document& d) {
-  txn.writes.Insert("tax_documents",
-                    {{"id", d.id},
-                     {"kind", std::string(billing::DocumentKindName(d.kind))},
-                     {"number", d.number},
-                     {"year", d.year},
-                     {"sequence", d.sequence},
-                     {"user_id", d.user_id},
-                     {"source", d.source},
-                     {"title", d.title},
-                     {"issued_at_us", d.issued_at},
-                     {"supply_from_us", d.supply_from},
-                     {"supply_until_us", d.supply_until},
-                     {"currency", std::string(CurrencyCode(d.currency))},
-                     {"seller_name", d.seller.name},
-                     {"seller_address", d.seller.address},
-                     {"seller_country", d.seller.country},
-                     {"seller_vat_id", d.seller.vat_id},
-                     {"buyer_name", d.buyer.name},
-                     {"buyer_address", d.buyer.address},
-                     {"buyer_country", d.buyer.country},
-                     {"buyer_vat_id", d.buyer.vat_id},
-                     {"net_micros", d.net_micros},
-                     {"tax_micros", d.tax_micros},
-                     {"gross_micros", d.gross_micros},
-                     {"reverse_charge", Flag(d.reverse_charge)},
-                     {"tax_note", d.tax_note},
-                     {"evidence_country", d.evidence.billing_country},
-                     {"evidence_address", d.evidence.ip_address},
-                     {"evidence_ip_country", d.evidence.ip_country},
-                     {"evidence_at_us", d.evidence.at},
-                     {"corrects", d.corrects},
-                     {"reason", d.reason}});
-  for (std::size_t i = 0; i < d.lines.size(); ++i) {
-    const billing::Line& l = d.lines[i];
-    txn.writes.Insert("tax_document_lines", {{"document_id", d.id},
-                                             {"line", static_cast<std::int64_t>(i + 1)},
-                                             {"description", l.description},
-                                             {"quantity", l.quantity},
-                                             {"unit", l.unit},
-                                             {"unit_net_micros", l.unit_net_micros},
-                                             {"net_micros", l.net_micros},
-                                             {"tax_country", l.tax_country},
-                                             {"rate_ppm", l.rate_ppm},
-                                             {"reverse_charge", Flag(l.reverse_charge)},
-                                             {"tax_micros", l.tax_micros},
-                                             {"gross_micros", l.gross_micros}});
-  }
-}
-
 void WriteUsage(Txn& txn, std::int64_t user_id, TimestampMicros month_start,
                 const billing::SpotUsage& u, std::int64_t document_id) {
   txn.writes.Upsert("spot_usage",
@@ -157,13 +110,27 @@ billing::Party BuyerParty(const State& state, std::int64_t user_id) {
   return p;
 }
 
+// A document by number or by source: memory first, then the store (documents that left it).
+Result<std::optional<Document>> FindDocument(const BillingState& b, bool by_number,
+                                             const std::string& key) {
+  const auto& index = by_number ? b.by_number : b.by_source;
+  if (auto it = index.find(key); it != index.end()) return std::optional<Document>(b.documents.at(it->second));
+  if (b.archive == nullptr || b.documents_forgotten_through == 0) {
+    return std::optional<Document>();
+  }
+  return by_number ? b.archive->ByNumber(key, b.documents_forgotten_through)
+                   : b.archive->BySource(key, b.documents_forgotten_through);
+}
+
 // Everything IssueDocument checks before it changes anything; the number the document will get.
 Result<billing::DocumentNumber> Prepare(const Txn& txn, Document& doc) {
   const BillingState& b = *txn.state.billing;
   if (FindUser(txn.state, doc.user_id) == nullptr) {
     return Status::NotFound("no account " + std::to_string(doc.user_id));
   }
-  if (doc.source.empty() || b.by_source.count(doc.source)) {
+  if (doc.source.empty()) return Status::InvalidArgument("a tax document needs a source");
+  GPUHUB_ASSIGN_OR_RETURN(auto same_source, FindDocument(b, /*by_number=*/false, doc.source));
+  if (same_source) {
     return Status::Conflict("a tax document for '" + doc.source + "' exists already");
   }
   if (doc.seller.name.empty()) doc.seller = b.seller;
@@ -188,11 +155,8 @@ Document Commit(Txn& txn, Document doc) {
   doc.number = billing::FormatDocumentNumber(n);
   b.by_number[doc.number] = doc.id;
   b.by_source[doc.source] = doc.id;
-  b.documents_by_user[doc.user_id].push_back(doc.id);
-  if (doc.kind == DocumentKind::kCreditNote) {
-    b.credited[b.by_number.at(doc.corrects)].Add(doc);
-  }
-  WriteDocument(txn, doc);
+  b.lines_in_memory += doc.lines.size();
+  WriteDocumentRows(txn.writes, doc);
   b.documents[doc.id] = doc;
   return doc;
 }
@@ -468,16 +432,13 @@ Result<CreditNoteResult> IssueCreditNote(Txn& txn, std::int64_t admin_id,
                                          std::optional<std::int64_t> net_micros,
                                          const std::string& reason,
                                          const std::string& refunded_by) {
-  BillingState& b = B(txn);
-  auto found = b.by_number.find(invoice_number);
-  if (found == b.by_number.end()) {
-    return Status::NotFound("no invoice '" + invoice_number.substr(0, 32) + "'");
-  }
-  const Document& invoice = b.documents.at(found->second);
+  GPUHUB_ASSIGN_OR_RETURN(auto found, FindDocument(B(txn), /*by_number=*/true, invoice_number));
+  if (!found) return Status::NotFound("no invoice '" + invoice_number.substr(0, 32) + "'");
+  const Document invoice = std::move(*found);
   if (refunded_by.empty()) GPUHUB_RETURN_IF_ERROR(CheckAdminMayCredit(txn.state, invoice, txn.now));
-  GPUHUB_ASSIGN_OR_RETURN(Document note,
-                          billing::BuildCreditNote(invoice, CreditedOf(txn.state, invoice.id),
-                                                   net_micros, reason, txn.now));
+  GPUHUB_ASSIGN_OR_RETURN(billing::Credited credited, CreditedOf(txn.state, invoice));
+  GPUHUB_ASSIGN_OR_RETURN(Document note, billing::BuildCreditNote(invoice, credited, net_micros,
+                                                                  reason, txn.now));
   // A refund paid elsewhere is found again by its source (and never documented twice).
   if (!refunded_by.empty()) note.source = refunded_by;
   GPUHUB_ASSIGN_OR_RETURN(billing::DocumentNumber number, Prepare(txn, note));
@@ -518,49 +479,98 @@ Result<CreditNoteResult> IssueCreditNote(Txn& txn, std::int64_t admin_id,
 }
 
 Result<Document> DocumentBySource(const State& state, const std::string& source) {
-  const BillingState& b = *state.billing;
-  auto it = b.by_source.find(source);
-  if (it == b.by_source.end()) return Status::NotFound("no tax document for '" + source + "'");
-  return b.documents.at(it->second);
+  GPUHUB_ASSIGN_OR_RETURN(auto found, FindDocument(*state.billing, /*by_number=*/false, source));
+  if (!found) return Status::NotFound("no tax document for '" + source + "'");
+  return std::move(*found);
 }
 
 Result<Document> GetDocument(const State& state, std::int64_t user_id, const std::string& number) {
-  const BillingState& b = *state.billing;
-  auto it = b.by_number.find(number);
-  if (it != b.by_number.end()) {
-    const Document& d = b.documents.at(it->second);
-    if (user_id == 0 || d.user_id == user_id) return d;
-  }
+  GPUHUB_ASSIGN_OR_RETURN(auto found, FindDocument(*state.billing, /*by_number=*/true, number));
+  if (found && (user_id == 0 || found->user_id == user_id)) return std::move(*found);
   return Status::NotFound("no invoice '" + number.substr(0, 32) + "'");
 }
 
-std::vector<Document> ListDocuments(const State& state, std::int64_t user_id, std::size_t limit,
-                                    std::int64_t before_id) {
+Result<std::vector<Document>> ListDocuments(const State& state, std::int64_t user_id,
+                                            std::size_t limit, std::int64_t before_id) {
   std::vector<Document> out;
   const BillingState& b = *state.billing;
-  auto it = b.documents_by_user.find(user_id);
-  if (it == b.documents_by_user.end()) return out;
-  const auto& ids = it->second;
-  auto end = before_id > 0 ? std::lower_bound(ids.begin(), ids.end(), before_id) : ids.end();
-  for (auto id = std::make_reverse_iterator(end); id != ids.rend() && out.size() < limit; ++id) {
-    out.push_back(b.documents.at(*id));
+  // Memory holds the newest documents (a window of a few thousand): walk it newest first.
+  auto end = before_id > 0 ? b.documents.lower_bound(before_id) : b.documents.end();
+  for (auto it = std::make_reverse_iterator(end); it != b.documents.rend() && out.size() < limit;
+       ++it) {
+    if (it->second.user_id != user_id) continue;
+    Document d = it->second;
+    d.lines.clear();  // a list shows totals; the same shape as the store's rows
+    out.push_back(std::move(d));
+  }
+  if (out.size() < limit && b.archive != nullptr && b.documents_forgotten_through > 0) {
+    std::int64_t below = b.documents_forgotten_through + 1;
+    if (before_id > 0) below = std::min(below, before_id);
+    GPUHUB_ASSIGN_OR_RETURN(auto older, b.archive->UserPage(user_id, below, limit - out.size()));
+    for (auto& d : older) out.push_back(std::move(d));
   }
   return out;
 }
 
-billing::Credited CreditedOf(const State& state, std::int64_t invoice_id) {
-  auto it = state.billing->credited.find(invoice_id);
-  return it == state.billing->credited.end() ? billing::Credited{} : it->second;
+Result<billing::Credited> CreditedOf(const State& state, const Document& invoice) {
+  const BillingState& b = *state.billing;
+  billing::Credited credited;
+  if (b.archive != nullptr && b.documents_forgotten_through > 0) {
+    GPUHUB_ASSIGN_OR_RETURN(auto notes,
+                            b.archive->CreditNotesOf(invoice.number, b.documents_forgotten_through));
+    for (const Document& note : notes) credited.Add(note);
+  }
+  for (const auto& [id, d] : b.documents) {
+    if (d.kind == DocumentKind::kCreditNote && d.corrects == invoice.number) credited.Add(d);
+  }
+  return credited;
+}
+
+void ForgetDurableDocuments(State& state, DocumentWindow window, std::size_t not_durable) {
+  BillingState& b = *state.billing;
+  if (b.archive == nullptr) return;
+  auto beyond = [&](std::size_t slack) {
+    return b.documents.size() > not_durable &&
+           (b.documents.size() - not_durable > window.documents + window.documents / slack ||
+            b.lines_in_memory > window.lines + window.lines / slack);
+  };
+  if (!beyond(5)) return;
+  while (beyond(/*no slack*/ std::numeric_limits<std::size_t>::max())) {
+    auto oldest = b.documents.begin();
+    b.by_number.erase(oldest->second.number);
+    b.by_source.erase(oldest->second.source);
+    b.lines_in_memory -= oldest->second.lines.size();
+    b.documents_forgotten_through = oldest->first;
+    b.documents.erase(oldest);
+  }
+}
+
+// Every document, the store's (those that left memory) then memory's, in id order.
+Status ForEachDocument(const BillingState& b, const std::function<Status(const Document&)>& fn) {
+  if (b.archive != nullptr && b.documents_forgotten_through > 0) {
+    GPUHUB_RETURN_IF_ERROR(b.archive->ScanAll(b.documents_forgotten_through, fn));
+  }
+  for (const auto& [id, d] : b.documents) GPUHUB_RETURN_IF_ERROR(fn(d));
+  return Status::Ok();
 }
 
 Status CheckBillingInvariants(const State& state) {
   const BillingState& b = *state.billing;
   auto fail = [](const std::string& what) { return Status::Internal("billing: " + what); };
   billing::NumberSeries series;
+  // The whole history passes through here once (from the store, a chunk at a time); what stays is
+  // a set of numbers and sources and each credited invoice's totals.
   std::set<std::string> numbers, sources;
-  std::map<std::int64_t, billing::Credited> credited;
-  for (const auto& [id, d] : b.documents) {
+  struct InvoiceTotals {
+    std::int64_t id = 0, user_id = 0, net_micros = 0, tax_micros = 0;
+    billing::Credited credited;
+  };
+  std::unordered_map<std::string, InvoiceTotals> invoices;
+  std::int64_t last_id = 0;
+  GPUHUB_RETURN_IF_ERROR(ForEachDocument(b, [&](const Document& d) -> Status {
     GPUHUB_RETURN_IF_ERROR(billing::CheckDocument(d).WithContext(d.number));
+    if (d.id <= last_id) return fail(d.number + " is out of id order");
+    last_id = d.id;
     auto parsed = billing::ParseDocumentNumber(d.number);
     if (!parsed.ok() || parsed->kind != d.kind || parsed->year != d.year ||
         parsed->sequence != d.sequence || d.year != CivilDateOf(d.issued_at).year) {
@@ -568,36 +578,38 @@ Status CheckBillingInvariants(const State& state) {
     }
     if (!numbers.insert(d.number).second) return fail(d.number + " is used twice");
     if (!sources.insert(d.source).second) return fail(d.source + " is billed twice");
+    series.Observe(*parsed);
+    if (d.kind == DocumentKind::kInvoice) {
+      invoices[d.number] = {d.id, d.user_id, d.net_micros, d.tax_micros, {}};
+    } else {
+      auto inv = invoices.find(d.corrects);
+      if (inv == invoices.end()) return fail(d.number + " corrects an unknown invoice");
+      InvoiceTotals& i = inv->second;
+      if (i.user_id != d.user_id || i.id > d.id) {
+        return fail(d.number + " corrects " + d.corrects + " wrongly");
+      }
+      i.credited.Add(d);
+      if (i.credited.net_micros > i.net_micros || i.credited.tax_micros > i.tax_micros) {
+        return fail(d.corrects + " is credited beyond its amounts");
+      }
+    }
+    return Status::Ok();
+  }));
+  GPUHUB_RETURN_IF_ERROR(series.CheckGapless());
+  std::size_t lines = 0;
+  for (const auto& [id, d] : b.documents) {
+    lines += d.lines.size();
     if (b.by_number.at(d.number) != id || b.by_source.at(d.source) != id) {
       return fail(d.number + " is indexed wrongly");
     }
-    series.Observe(*parsed);
-    if (d.kind == DocumentKind::kCreditNote) {
-      auto inv = b.by_number.find(d.corrects);
-      if (inv == b.by_number.end()) return fail(d.number + " corrects an unknown invoice");
-      const Document& i = b.documents.at(inv->second);
-      if (i.kind != DocumentKind::kInvoice || i.user_id != d.user_id || i.id > d.id) {
-        return fail(d.number + " corrects " + d.corrects + " wrongly");
-      }
-      billing::Credited& c = credited[i.id];
-      c.Add(d);
-      if (c.net_micros > i.net_micros || c.tax_micros > i.tax_micros) {
-        return fail(i.number + " is credited beyond its amounts");
-      }
-    }
   }
-  GPUHUB_RETURN_IF_ERROR(series.CheckGapless());
   if (b.by_number.size() != b.documents.size() || b.by_source.size() != b.documents.size()) {
     return fail("indexes hold documents that do not exist");
   }
-  for (const auto& [id, c] : credited) {
-    billing::Credited kept = CreditedOf(state, id);
-    if (kept.net_micros != c.net_micros || kept.tax_micros != c.tax_micros ||
-        kept.notes != c.notes) {
-      return fail("credited totals of document " + std::to_string(id) + " disagree");
-    }
+  if (lines != b.lines_in_memory) return fail("the count of lines in memory is wrong");
+  if (!b.documents.empty() && b.documents.begin()->first <= b.documents_forgotten_through) {
+    return fail("a forgotten document is still in memory");
   }
-  if (credited.size() != b.credited.size()) return fail("credited totals of unknown invoices");
   for (const auto& [key, rows] : b.open_usage) {
     auto unordered = std::adjacent_find(rows.begin(), rows.end(), [](const auto& a, const auto& n) {
       return a.lease_id > n.lease_id;
@@ -609,9 +621,18 @@ Status CheckBillingInvariants(const State& state) {
   return CheckRentalDocuments(state);
 }
 
-billing::TaxReport TaxReportOf(const State& state, TimestampMicros from, TimestampMicros until) {
+Result<billing::TaxReport> TaxReportOf(const State& state, TimestampMicros from,
+                                       TimestampMicros until) {
+  const BillingState& b = *state.billing;
   billing::TaxReportBuilder report(from, until);
-  for (const auto& [id, d] : state.billing->documents) report.Add(d);
+  if (b.archive != nullptr && b.documents_forgotten_through > 0) {
+    GPUHUB_RETURN_IF_ERROR(b.archive->ScanIssued(from, until, b.documents_forgotten_through,
+                                                 [&](const Document& d) {
+                                                   report.Add(d);
+                                                   return Status::Ok();
+                                                 }));
+  }
+  for (const auto& [id, d] : b.documents) report.Add(d);
   return report.Finish();
 }
 
@@ -621,7 +642,8 @@ void AddBillingTickHooks(Engine& engine) {
 
 // ----- Loading -----------------------------------------------------------------------------------
 
-Status LoadBilling(store::Store& store, const billing::Party& seller, BillingState& state) {
+Status LoadBilling(store::Store& store, const billing::Party& seller, DocumentWindow window,
+                   BillingState& state) {
   state.seller = seller;
   GPUHUB_RETURN_IF_ERROR(store.Scan(
       "billing_profiles",
@@ -674,88 +696,70 @@ Status LoadBilling(store::Store& store, const billing::Party& seller, BillingSta
         state.rate_changes.push_back(std::move(c));
         return Status::Ok();
       }));
-  GPUHUB_RETURN_IF_ERROR(store.Scan(
-      "tax_documents",
-      {"id", "kind", "number", "year", "sequence", "user_id", "source", "title", "issued_at_us",
-       "supply_from_us", "supply_until_us", "currency", "seller_name", "seller_address",
-       "seller_country", "seller_vat_id", "buyer_name", "buyer_address", "buyer_country",
-       "buyer_vat_id", "net_micros", "tax_micros", "gross_micros", "reverse_charge", "tax_note",
-       "evidence_country", "evidence_address", "evidence_ip_country", "evidence_at_us",
-       "corrects", "reason"},
-      "id", [&](const store::Row& row) -> Status {
-        Document d;
-        GPUHUB_ASSIGN_OR_RETURN(d.id, row.Int(0));
-        GPUHUB_ASSIGN_OR_RETURN(d.kind, row.Parsed(1, billing::ParseDocumentKind));
-        GPUHUB_ASSIGN_OR_RETURN(d.number, row.Text(2));
-        GPUHUB_ASSIGN_OR_RETURN(d.year, row.Int(3));
-        GPUHUB_ASSIGN_OR_RETURN(d.sequence, row.Int(4));
-        GPUHUB_ASSIGN_OR_RETURN(d.user_id, row.Int(5));
-        GPUHUB_ASSIGN_OR_RETURN(d.source, row.Text(6));
-        GPUHUB_ASSIGN_OR_RETURN(d.title, row.Text(7));
-        GPUHUB_ASSIGN_OR_RETURN(d.issued_at, row.Int(8));
-        GPUHUB_ASSIGN_OR_RETURN(d.supply_from, row.Int(9));
-        GPUHUB_ASSIGN_OR_RETURN(d.supply_until, row.Int(10));
-        GPUHUB_ASSIGN_OR_RETURN(d.currency, row.Parsed(11, ParseCurrency));
-        GPUHUB_ASSIGN_OR_RETURN(d.seller.name, row.Text(12));
-        GPUHUB_ASSIGN_OR_RETURN(d.seller.address, row.Text(13));
-        GPUHUB_ASSIGN_OR_RETURN(d.seller.country, row.Text(14));
-        GPUHUB_ASSIGN_OR_RETURN(d.seller.vat_id, row.Text(15));
-        GPUHUB_ASSIGN_OR_RETURN(d.buyer.name, row.Text(16));
-        GPUHUB_ASSIGN_OR_RETURN(d.buyer.address, row.Text(17));
-        GPUHUB_ASSIGN_OR_RETURN(d.buyer.country, row.Text(18));
-        GPUHUB_ASSIGN_OR_RETURN(d.buyer.vat_id, row.Text(19));
-        GPUHUB_ASSIGN_OR_RETURN(d.net_micros, row.Int(20));
-        GPUHUB_ASSIGN_OR_RETURN(d.tax_micros, row.Int(21));
-        GPUHUB_ASSIGN_OR_RETURN(d.gross_micros, row.Int(22));
-        GPUHUB_ASSIGN_OR_RETURN(d.reverse_charge, row.IntAs<bool>(23));
-        GPUHUB_ASSIGN_OR_RETURN(d.tax_note, row.Text(24));
-        GPUHUB_ASSIGN_OR_RETURN(d.evidence.billing_country, row.Text(25));
-        GPUHUB_ASSIGN_OR_RETURN(d.evidence.ip_address, row.Text(26));
-        GPUHUB_ASSIGN_OR_RETURN(d.evidence.ip_country, row.Text(27));
-        GPUHUB_ASSIGN_OR_RETURN(d.evidence.at, row.Int(28));
-        GPUHUB_ASSIGN_OR_RETURN(d.corrects, row.Text(29));
-        GPUHUB_ASSIGN_OR_RETURN(d.reason, row.Text(30));
-        state.next_document_id = std::max(state.next_document_id, d.id + 1);
+  // Every series from the store's aggregates (number, source and (kind, year, sequence) are
+  // UNIQUE there: count == highest and lowest == 1 is gapless), then the newest documents.
+  GPUHUB_RETURN_IF_ERROR(store.Query(SeriesSelect(), [&](const store::Row& row) -> Status {
+    GPUHUB_ASSIGN_OR_RETURN(DocumentKind kind, row.Parsed(0, billing::ParseDocumentKind));
+    GPUHUB_ASSIGN_OR_RETURN(std::int64_t year, row.Int(1));
+    GPUHUB_ASSIGN_OR_RETURN(std::int64_t count, row.Int(2));
+    GPUHUB_ASSIGN_OR_RETURN(std::int64_t last, row.Int(3));
+    GPUHUB_ASSIGN_OR_RETURN(std::int64_t lowest, row.Int(4));
+    if (lowest != 1) {
+      return Status::Internal("the " + std::string(billing::DocumentKindName(kind)) +
+                              " series of " + std::to_string(year) + " starts at " +
+                              std::to_string(lowest));
+    }
+    state.numbers.ObserveSeries(kind, year, count, last);
+    return Status::Ok();
+  }));
+  std::int64_t last_id = 0;
+  GPUHUB_RETURN_IF_ERROR(store.Query(LastDocumentIdSelect(), [&](const store::Row& row) -> Status {
+    GPUHUB_ASSIGN_OR_RETURN(last_id, row.Int(0));
+    return Status::Ok();
+  }));
+  state.next_document_id = last_id + 1;
+  state.archive = std::make_unique<DocumentArchive>(store);
+  // The newest window.documents documents, fewer when their lines pass window.lines (counted
+  // first, so that a start never reads more lines than memory keeps).
+  state.documents_forgotten_through =
+      std::max<std::int64_t>(0, last_id - static_cast<std::int64_t>(window.documents));
+  std::vector<std::pair<std::int64_t, std::size_t>> line_counts;
+  GPUHUB_RETURN_IF_ERROR(store.Query(LineCountsAfterSelect(state.documents_forgotten_through),
+                                     [&](const store::Row& row) -> Status {
+                                       GPUHUB_ASSIGN_OR_RETURN(std::int64_t id, row.Int(0));
+                                       GPUHUB_ASSIGN_OR_RETURN(std::int64_t n, row.Int(1));
+                                       line_counts.emplace_back(id, static_cast<std::size_t>(n));
+                                       return Status::Ok();
+                                     }));
+  std::size_t lines = 0;
+  for (auto it = line_counts.rbegin(); it != line_counts.rend(); ++it) {
+    lines += it->second;
+    if (lines > window.lines) {
+      state.documents_forgotten_through = it->first;
+      break;
+    }
+  }
+  GPUHUB_RETURN_IF_ERROR(store.Query(
+      DocumentsAfterSelect(state.documents_forgotten_through),
+      [&](const store::Row& row) -> Status {
+        GPUHUB_ASSIGN_OR_RETURN(Document d, DocumentFromRow(row));
+        state.by_number[d.number] = d.id;
+        state.by_source[d.source] = d.id;
         state.documents[d.id] = std::move(d);
         return Status::Ok();
       }));
-  GPUHUB_RETURN_IF_ERROR(store.Scan(
-      "tax_document_lines",
-      {"document_id", "line", "description", "quantity", "unit", "unit_net_micros", "net_micros",
-       "tax_country", "rate_ppm", "reverse_charge", "tax_micros", "gross_micros"},
-      "document_id, line", [&](const store::Row& row) -> Status {
+  GPUHUB_RETURN_IF_ERROR(store.Query(
+      LinesAfterSelect(state.documents_forgotten_through), [&](const store::Row& row) -> Status {
         GPUHUB_ASSIGN_OR_RETURN(std::int64_t id, row.Int(0));
         auto it = state.documents.find(id);
         if (it == state.documents.end()) {
           return Status::Internal("a line of unknown tax document " + std::to_string(id));
         }
-        billing::Line l;
-        GPUHUB_ASSIGN_OR_RETURN(l.description, row.Text(2));
-        GPUHUB_ASSIGN_OR_RETURN(l.quantity, row.Int(3));
-        GPUHUB_ASSIGN_OR_RETURN(l.unit, row.Text(4));
-        GPUHUB_ASSIGN_OR_RETURN(l.unit_net_micros, row.Int(5));
-        GPUHUB_ASSIGN_OR_RETURN(l.net_micros, row.Int(6));
-        GPUHUB_ASSIGN_OR_RETURN(l.tax_country, row.Text(7));
-        GPUHUB_ASSIGN_OR_RETURN(l.rate_ppm, row.Int(8));
-        GPUHUB_ASSIGN_OR_RETURN(l.reverse_charge, row.IntAs<bool>(9));
-        GPUHUB_ASSIGN_OR_RETURN(l.tax_micros, row.Int(10));
-        GPUHUB_ASSIGN_OR_RETURN(l.gross_micros, row.Int(11));
-        it->second.lines.push_back(std::move(l));
+        GPUHUB_ASSIGN_OR_RETURN(billing::Line line, LineFromRow(row));
+        it->second.lines.push_back(std::move(line));
+        ++state.lines_in_memory;
         return Status::Ok();
       }));
-  for (const auto& [id, d] : state.documents) {
-    state.by_number[d.number] = id;
-    state.by_source[d.source] = id;
-    state.documents_by_user[d.user_id].push_back(id);
-    state.numbers.Observe({d.kind, d.year, d.sequence});
-    if (d.kind == DocumentKind::kCreditNote) {
-      auto inv = state.by_number.find(d.corrects);
-      if (inv == state.by_number.end()) {
-        return Status::Internal("credit note " + d.number + " corrects an unknown invoice");
-      }
-      state.credited[inv->second].Add(d);
-    }
-  }
   GPUHUB_RETURN_IF_ERROR(state.numbers.CheckGapless());
   // Only the rows not on a statement yet: those on one are the statement's lines (loaded above).
   GPUHUB_RETURN_IF_ERROR(

@@ -26,7 +26,9 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <map>
+#include <memory>
 #include <optional>
 #include <string>
 #include <unordered_map>
@@ -38,7 +40,9 @@
 #include "billing/statement.h"
 #include "billing/tax_rates.h"
 #include "billing/tax_report.h"
+#include "engine/document_archive.h"
 #include "engine/engine.h"
+#include "engine/limits.h"
 #include "engine/state.h"
 #include "market/exchange.h"
 
@@ -67,11 +71,15 @@ struct BillingState {
   billing::TaxRateTable rates = billing::TaxRateTable::Defaults();
   std::vector<TaxRateChange> rate_changes;
   std::map<std::int64_t, AccountBilling> accounts;
+  // Tax documents: the newest in memory (id > documents_forgotten_through, with their lines and
+  // two indexes), every older one in the store only (the archive reads them back). Null archive:
+  // a state never loaded from a store, which forgets nothing.
   std::map<std::int64_t, billing::Document> documents;  // by id
   std::unordered_map<std::string, std::int64_t> by_number;
   std::unordered_map<std::string, std::int64_t> by_source;
-  std::map<std::int64_t, std::vector<std::int64_t>> documents_by_user;  // ids, oldest first
-  std::map<std::int64_t, billing::Credited> credited;  // invoice id -> what notes gave back
+  std::int64_t documents_forgotten_through = 0;
+  std::size_t lines_in_memory = 0;  // of `documents`
+  std::unique_ptr<DocumentArchive> archive;
   billing::NumberSeries numbers;
   std::int64_t next_document_id = 1;
   // Spot usage not yet on a statement: (month start, user) -> rows.
@@ -148,16 +156,32 @@ Result<CreditNoteResult> IssueCreditNote(Txn& txn, std::int64_t admin_id,
                                          const std::string& reason,
                                          const std::string& refunded_by = "");
 // The document issued for `source` ("rental:12:charge:3"); not_found when there is none.
+// Documents that left memory are read from the store (unavailable when it cannot answer).
 Result<billing::Document> DocumentBySource(const State& state, const std::string& source);
 
 // not_found unless the document exists and belongs to `user_id` (0: any user, for admins).
 Result<billing::Document> GetDocument(const State& state, std::int64_t user_id,
                                       const std::string& number);
 // The user's documents newest first: at most `limit`, older than `before_id` when it is > 0.
-std::vector<billing::Document> ListDocuments(const State& state, std::int64_t user_id,
-                                             std::size_t limit, std::int64_t before_id = 0);
+// Totals only: a listed document's lines may be empty (GetDocument has them).
+Result<std::vector<billing::Document>> ListDocuments(const State& state, std::int64_t user_id,
+                                                     std::size_t limit,
+                                                     std::int64_t before_id = 0);
 // What credit notes gave back of an invoice so far.
-billing::Credited CreditedOf(const State& state, std::int64_t invoice_id);
+Result<billing::Credited> CreditedOf(const State& state, const billing::Document& invoice);
+// Every document in id order: the store's (those that left memory, a chunk at a time) then
+// memory's. Stops at the first error of `fn`.
+Status ForEachDocument(const BillingState& billing,
+                       const std::function<Status(const billing::Document&)>& fn);
+// How many documents memory keeps: at most `documents`, and fewer when their lines pass `lines`.
+struct DocumentWindow {
+  std::size_t documents = kTaxDocumentsInMemory;
+  std::size_t lines = kTaxDocumentLinesInMemory;
+};
+// Once memory holds more than the window (+ a fifth), drops its oldest documents down to the
+// window, never one of the newest `not_durable` (the engine: after a commit, the documents of the
+// batch applied after it).
+void ForgetDurableDocuments(State& state, DocumentWindow window, std::size_t not_durable);
 
 // Every rule of the stored documents, for tests and the admin check: each document valid
 // (billing::CheckDocument), every series gapless and unique, sources unique, credit notes within
@@ -165,9 +189,13 @@ billing::Credited CreditedOf(const State& state, std::int64_t invoice_id);
 Status CheckBillingInvariants(const State& state);
 
 // The tax report of the documents issued in [from, until) (billing/tax_report.h).
-billing::TaxReport TaxReportOf(const State& state, TimestampMicros from, TimestampMicros until);
+Result<billing::TaxReport> TaxReportOf(const State& state, TimestampMicros from,
+                                       TimestampMicros until);
 
 void AddBillingTickHooks(Engine& engine);
-Status LoadBilling(store::Store& store, const billing::Party& seller, BillingState& state);
+// Loads profiles, rate changes, the newest documents (the window), every series' count
+// (gapless, from the store's aggregates) and the open spot usage.
+Status LoadBilling(store::Store& store, const billing::Party& seller, DocumentWindow window,
+                   BillingState& state);
 
 }  // namespace gpuhub::engine

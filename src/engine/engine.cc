@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <chrono>
 
+#include "engine/billing.h"
 #include "engine/limits.h"
 #include "engine/wallets.h"
 
@@ -159,9 +160,7 @@ Status Engine::BecomeWriter() {
     batch.Upsert("engine_meta", {{"name", std::string(kManualClockMeta)}, {"value", now}});
     GPUHUB_RETURN_IF_ERROR(store_->Apply(batch));
   }
-  state_ = std::move(state);
-  state_->wallets->archive->SerializeWith(&store_mutex_);
-  state_valid_ = true;
+  AdoptState(std::move(state));
   writer_since_us_.store(clock_.NowMicros());
   terms_won_.Add();
   {
@@ -425,10 +424,15 @@ Status Engine::Reload() {
     state_valid_ = false;
     return loaded.status();
   }
-  state_ = std::move(loaded).value();
-  state_->wallets->archive->SerializeWith(&store_mutex_);
-  state_valid_ = true;
+  AdoptState(std::move(loaded).value());
   return Status::Ok();
+}
+
+void Engine::AdoptState(std::unique_ptr<State> state) {
+  state_ = std::move(state);
+  state_->wallets->archive->SerializeWith(&store_mutex_);
+  state_->billing->archive->SerializeWith(&store_mutex_);
+  state_valid_ = true;
 }
 
 // After a failure of the store: when the writer term is gone with it (HA), the engine steps down
@@ -476,6 +480,7 @@ bool Engine::ApplyBatch(std::deque<Command>& batch) {
   PersistChangedAccounts(*state_, writes);
   batch_commands_.Observe(static_cast<double>(batch.size()));
   const std::int64_t last_sequence = state_->wallets->ledger.LastSequence();
+  const std::int64_t last_document_id = state_->billing->next_document_id - 1;
   AddMicrosSince(writer_applying_us_, phase_started);
   // This batch commits after the one in flight, and none of its commands is answered before that
   // one is durable (they may have read what it wrote).
@@ -489,7 +494,8 @@ bool Engine::ApplyBatch(std::deque<Command>& batch) {
     for (auto& command : batch) command.done(Status::Ok());
     return true;
   }
-  in_flight_.emplace(InFlight{std::move(batch), std::move(writes), last_sequence});
+  in_flight_.emplace(
+      InFlight{std::move(batch), std::move(writes), last_sequence, last_document_id});
   {
     std::lock_guard<std::mutex> lock(mutex_);
     commit_requested_ = true;
@@ -554,6 +560,11 @@ Engine::Finished Engine::FinishInFlight(std::deque<Command>* applied_after,
                                         static_cast<std::size_t>(
                                             state_->wallets->ledger.LastSequence() -
                                             finished.last_sequence));
+    ForgetDurableDocuments(*state_,
+                           {options_.domains.tax_documents_in_memory,
+                            options_.domains.tax_document_lines_in_memory},
+                           static_cast<std::size_t>(state_->billing->next_document_id - 1 -
+                                                    finished.last_document_id));
     if (durable != nullptr) {
       *durable = std::move(finished.commands);
     } else {

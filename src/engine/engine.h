@@ -213,12 +213,16 @@ class Engine {
   std::vector<TickHook> tick_hooks_;
 
   // The batch being committed (see "Pipelined commit"): its commands, rows, and the ledger's last
-  // transfer sequence once it was applied (what is durable when its commit returns).
+  // transfer sequence and billing's last document id once it was applied (what is durable when
+  // its commit returns).
   struct InFlight {
     std::deque<Command> commands;
     store::WriteBatch writes;
     std::int64_t last_sequence = 0;
+    std::int64_t last_document_id = 0;
   };
+  // A state just loaded reads its archives (ledger, documents) under store_mutex_.
+  void AdoptState(std::unique_ptr<State> state);
   std::optional<InFlight> in_flight_;  // set and cleared by the writer thread
   // Held by the committer for a commit and by archive reads (recursive: a read may run inside
   // another one's row callback).

@@ -128,6 +128,15 @@ inline constexpr std::size_t kMaxDeliveryErrorBytes = 256;
 inline constexpr std::size_t kMaxStatementsPerTick = 500;
 inline constexpr std::size_t kMaxTaxRateChanges = 100'000;
 inline constexpr std::size_t kMaxTaxRateNoteBytes = 200;
+// Tax documents kept in memory: the newest ones (the window is trimmed back to this size once it
+// has grown by a fifth, after a commit); older ones are read from the store when asked for
+// (engine/document_archive.h), so memory does not grow with the years of invoices and their lines
+// (a monthly statement has a line per lease): at most this many documents and, whatever their
+// size, this many lines (~200 bytes each). Documents the archive reads at once when it walks many
+// (a tax report's period, the admin check).
+inline constexpr std::size_t kTaxDocumentsInMemory = 2'000;
+inline constexpr std::size_t kTaxDocumentLinesInMemory = 50'000;
+inline constexpr std::int64_t kDocumentArchiveChunk = 1'000;
 // Billing profiles kept (one per account at most, so the account limit bounds it too).
 inline constexpr std::size_t kMaxBillingProfiles = kMaxUsers;
 

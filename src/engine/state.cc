@@ -25,7 +25,9 @@ DomainConfig::DomainConfig(const DomainConfig& o)
       seller(o.seller),
       agents(std::make_unique<AgentsConfig>(*o.agents)),
       storage(o.storage),
-      ledger_transfers_in_memory(o.ledger_transfers_in_memory) {}
+      ledger_transfers_in_memory(o.ledger_transfers_in_memory),
+      tax_documents_in_memory(o.tax_documents_in_memory),
+      tax_document_lines_in_memory(o.tax_document_lines_in_memory) {}
 DomainConfig& DomainConfig::operator=(const DomainConfig& o) {
   market = o.market;
   rentals = o.rentals;
@@ -33,6 +35,8 @@ DomainConfig& DomainConfig::operator=(const DomainConfig& o) {
   agents = std::make_unique<AgentsConfig>(*o.agents);
   storage = o.storage;
   ledger_transfers_in_memory = o.ledger_transfers_in_memory;
+  tax_documents_in_memory = o.tax_documents_in_memory;
+  tax_document_lines_in_memory = o.tax_document_lines_in_memory;
   return *this;
 }
 
@@ -96,7 +100,10 @@ Result<std::unique_ptr<State>> LoadState(store::Store& store, const DomainConfig
   billing::Party seller{config.seller.name, config.seller.address, config.seller.country,
                         config.seller.vat_id};
   GPUHUB_RETURN_IF_ERROR(Timed("billing", [&] {
-    return LoadBilling(store, seller, *state->billing).WithContext("loading billing");
+    return LoadBilling(store, seller,
+                       {config.tax_documents_in_memory, config.tax_document_lines_in_memory},
+                       *state->billing)
+        .WithContext("loading billing");
   }));
   BindSpotTax(*state);
   GPUHUB_RETURN_IF_ERROR(LoadStorage(store, config.storage, state->wallets->ledger,

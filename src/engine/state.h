@@ -103,6 +103,10 @@ struct DomainConfig {
   rentals::StorageConfig storage;  // its regions: where storage is sold (the fleet's)
   // Newest ledger transfers kept in memory (kLedgerTransfersInMemory; tests use a small one).
   std::size_t ledger_transfers_in_memory = kLedgerTransfersInMemory;
+  // Newest tax documents kept in memory, and their lines at most (kTaxDocumentsInMemory,
+  // kTaxDocumentLinesInMemory; tests use small ones).
+  std::size_t tax_documents_in_memory = kTaxDocumentsInMemory;
+  std::size_t tax_document_lines_in_memory = kTaxDocumentLinesInMemory;
 };
 
 struct State {

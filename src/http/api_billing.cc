@@ -78,7 +78,7 @@ json SummaryJson(const Document& d) {
           {"links", Links(d)}};
 }
 
-json DocumentJson(const engine::State& state, const Document& d) {
+Result<json> DocumentJson(const engine::State& state, const Document& d) {
   json lines = json::array();
   for (const auto& l : d.lines) {
     lines.push_back({{"description", l.description},
@@ -113,7 +113,7 @@ json DocumentJson(const engine::State& state, const Document& d) {
   out["evidence"] = EvidenceJson(d.evidence);
   out["reason"] = TextOrNull(d.reason);
   if (d.kind == billing::DocumentKind::kInvoice) {
-    billing::Credited c = engine::CreditedOf(state, d.id);
+    GPUHUB_ASSIGN_OR_RETURN(billing::Credited c, engine::CreditedOf(state, d));
     out["credited"] = {{"net", FormatMicros(c.net_micros)},
                        {"tax", FormatMicros(c.tax_micros)},
                        {"gross", FormatMicros(c.gross_micros)},
@@ -314,21 +314,22 @@ void GetDocumentHandler(ApiContext& api, const Request& r, Responder respond, bo
                    [number = path->number, any_user](Txn& txn, const User& me) -> Result<Reply> {
                      GPUHUB_ASSIGN_OR_RETURN(
                          Document d, engine::GetDocument(txn.state, any_user ? 0 : me.id, number));
-                     return Reply{200, DocumentJson(txn.state, d)};
+                     GPUHUB_ASSIGN_OR_RETURN(json body, DocumentJson(txn.state, d));
+                     return Reply{200, std::move(body)};
                    });
 }
 
-json DocumentList(const engine::State& state, std::int64_t user_id, std::size_t limit,
-                  std::int64_t before) {
+Result<json> DocumentList(const engine::State& state, std::int64_t user_id, std::size_t limit,
+                          std::int64_t before) {
   json list = json::array();
-  auto docs = engine::ListDocuments(state, user_id, limit + 1, before);
+  GPUHUB_ASSIGN_OR_RETURN(auto docs, engine::ListDocuments(state, user_id, limit + 1, before));
   json next = nullptr;
   if (docs.size() > limit) {
     docs.pop_back();
     next = docs.back().id;
   }
   for (const auto& d : docs) list.push_back(SummaryJson(d));
-  return {{"invoices", list}, {"next_before", next}};
+  return json{{"invoices", list}, {"next_before", next}};
 }
 
 Result<std::int64_t> BeforeQuery(const Request& r) {
@@ -407,7 +408,8 @@ void RegisterBillingRoutes(Router& router, ApiContext& api) {
                RunAuthenticated(
                    api, r, std::move(respond), 0,
                    [n = *limit, b = *before](Txn& txn, const User& me) -> Result<Reply> {
-                     return Reply{200, DocumentList(txn.state, me.id, n, b)};
+                     GPUHUB_ASSIGN_OR_RETURN(json body, DocumentList(txn.state, me.id, n, b));
+                     return Reply{200, std::move(body)};
                    });
              }));
 
@@ -559,8 +561,10 @@ void RegisterBillingRoutes(Router& router, ApiContext& api) {
                if (!period.ok()) return respond(Response::Error(period.status()));
                RunAuthenticated(api, r, std::move(respond), engine::kRoleAdmin,
                                 [p = *period](Txn& txn, const User&) -> Result<Reply> {
-                                  return Reply{200, TaxReportJson(engine::TaxReportOf(
-                                                        txn.state, p.first, p.second))};
+                                  GPUHUB_ASSIGN_OR_RETURN(
+                                      auto report,
+                                      engine::TaxReportOf(txn.state, p.first, p.second));
+                                  return Reply{200, TaxReportJson(report)};
                                 });
              }));
 
@@ -604,7 +608,8 @@ void RegisterBillingRoutes(Router& router, ApiContext& api) {
                      const User* u =
                          canonical.ok() ? engine::FindUserByName(txn.state, *canonical) : nullptr;
                      if (u == nullptr) return Status::NotFound("no account '" + name.substr(0, 40) + "'");
-                     return Reply{200, DocumentList(txn.state, u->id, n, b)};
+                     GPUHUB_ASSIGN_OR_RETURN(json body, DocumentList(txn.state, u->id, n, b));
+                     return Reply{200, std::move(body)};
                    });
              }));
 
@@ -640,9 +645,8 @@ void RegisterBillingRoutes(Router& router, ApiContext& api) {
                 Txn& txn, const User& me) -> Result<Reply> {
               GPUHUB_ASSIGN_OR_RETURN(auto out,
                                       engine::IssueCreditNote(txn, me.id, number, amount, reason));
-              return Reply{201,
-                           {{"credit_note", DocumentJson(txn.state, out.note)},
-                            {"transfer_ids", out.transfer_ids}}};
+              GPUHUB_ASSIGN_OR_RETURN(json note, DocumentJson(txn.state, out.note));
+              return Reply{201, {{"credit_note", std::move(note)}, {"transfer_ids", out.transfer_ids}}};
             });
       }));
 }

@@ -779,6 +779,17 @@ CREATE INDEX spot_usage_by_document_id
 DROP INDEX ledger_transfers_by_state;
 CREATE INDEX ledger_transfers_open ON ledger_transfers (sequence) WHERE state = 'pending';
 )sql"},
+      // Tax documents out of memory (engine/document_archive.h): the engine keeps the newest and
+      // reads older ones back by number and source (their UNIQUE indexes), an account's list by
+      // (user_id, id) pages, an invoice's credit notes from a partial index that holds only credit
+      // notes, and a tax report's period by issue time.
+      {17, "tax_documents_archive",
+       R"sql(
+CREATE INDEX tax_documents_by_user_id ON tax_documents (user_id, id);
+DROP INDEX tax_documents_by_user;
+CREATE INDEX tax_documents_credit_notes ON tax_documents (corrects) WHERE kind = 'credit_note';
+CREATE INDEX tax_documents_by_issued ON tax_documents (issued_at_us);
+)sql"},
   };
   return migrations;
 }

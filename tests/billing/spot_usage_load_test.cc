@@ -203,7 +203,14 @@ class Runner {
   std::vector<billing::Document> Documents(std::int64_t user) {
     return Run<std::vector<billing::Document>>(
         [&](Txn& txn) -> Result<std::vector<billing::Document>> {
-          return ListDocuments(txn.state, user, 100);
+          // The list has totals; each document read whole (lines too) by its number.
+          GPUHUB_ASSIGN_OR_RETURN(auto listed, ListDocuments(txn.state, user, 100));
+          std::vector<billing::Document> whole;
+          for (const auto& d : listed) {
+            GPUHUB_ASSIGN_OR_RETURN(billing::Document full, GetDocument(txn.state, user, d.number));
+            whole.push_back(std::move(full));
+          }
+          return whole;
         });
   }
 
