@@ -554,48 +554,43 @@ Status ForEachDocument(const BillingState& b, const std::function<Status(const D
   return Status::Ok();
 }
 
-Status CheckBillingInvariants(const State& state) {
+Status DocumentRules::Add(const Document& d) {
+  auto fail = [](const std::string& what) { return Status::Internal("billing: " + what); };
+  GPUHUB_RETURN_IF_ERROR(billing::CheckDocument(d).WithContext(d.number));
+  if (d.id <= last_id_) return fail(d.number + " is out of id order");
+  last_id_ = d.id;
+  ++documents_;
+  auto parsed = billing::ParseDocumentNumber(d.number);
+  if (!parsed.ok() || parsed->kind != d.kind || parsed->year != d.year ||
+      parsed->sequence != d.sequence || d.year != CivilDateOf(d.issued_at).year) {
+    return fail(d.number + " does not match its kind, year and sequence");
+  }
+  if (!numbers_.insert(d.number).second) return fail(d.number + " is used twice");
+  if (!sources_.insert(d.source).second) return fail(d.source + " is billed twice");
+  series_.Observe(*parsed);
+  if (d.kind == DocumentKind::kInvoice) {
+    invoices_[d.number] = {d.id, d.user_id, d.net_micros, d.tax_micros, {}};
+    return Status::Ok();
+  }
+  ++credit_notes_;
+  auto inv = invoices_.find(d.corrects);
+  if (inv == invoices_.end()) return fail(d.number + " corrects an unknown invoice");
+  InvoiceTotals& i = inv->second;
+  if (i.user_id != d.user_id || i.id > d.id) {
+    return fail(d.number + " corrects " + d.corrects + " wrongly");
+  }
+  i.credited.Add(d);
+  if (i.credited.net_micros > i.net_micros || i.credited.tax_micros > i.tax_micros) {
+    return fail(d.corrects + " is credited beyond its amounts");
+  }
+  return Status::Ok();
+}
+
+Status DocumentRules::Finish() const { return series_.CheckGapless(); }
+
+Status CheckBillingMemory(const State& state) {
   const BillingState& b = *state.billing;
   auto fail = [](const std::string& what) { return Status::Internal("billing: " + what); };
-  billing::NumberSeries series;
-  // The whole history passes through here once (from the store, a chunk at a time); what stays is
-  // a set of numbers and sources and each credited invoice's totals.
-  std::set<std::string> numbers, sources;
-  struct InvoiceTotals {
-    std::int64_t id = 0, user_id = 0, net_micros = 0, tax_micros = 0;
-    billing::Credited credited;
-  };
-  std::unordered_map<std::string, InvoiceTotals> invoices;
-  std::int64_t last_id = 0;
-  GPUHUB_RETURN_IF_ERROR(ForEachDocument(b, [&](const Document& d) -> Status {
-    GPUHUB_RETURN_IF_ERROR(billing::CheckDocument(d).WithContext(d.number));
-    if (d.id <= last_id) return fail(d.number + " is out of id order");
-    last_id = d.id;
-    auto parsed = billing::ParseDocumentNumber(d.number);
-    if (!parsed.ok() || parsed->kind != d.kind || parsed->year != d.year ||
-        parsed->sequence != d.sequence || d.year != CivilDateOf(d.issued_at).year) {
-      return fail(d.number + " does not match its kind, year and sequence");
-    }
-    if (!numbers.insert(d.number).second) return fail(d.number + " is used twice");
-    if (!sources.insert(d.source).second) return fail(d.source + " is billed twice");
-    series.Observe(*parsed);
-    if (d.kind == DocumentKind::kInvoice) {
-      invoices[d.number] = {d.id, d.user_id, d.net_micros, d.tax_micros, {}};
-    } else {
-      auto inv = invoices.find(d.corrects);
-      if (inv == invoices.end()) return fail(d.number + " corrects an unknown invoice");
-      InvoiceTotals& i = inv->second;
-      if (i.user_id != d.user_id || i.id > d.id) {
-        return fail(d.number + " corrects " + d.corrects + " wrongly");
-      }
-      i.credited.Add(d);
-      if (i.credited.net_micros > i.net_micros || i.credited.tax_micros > i.tax_micros) {
-        return fail(d.corrects + " is credited beyond its amounts");
-      }
-    }
-    return Status::Ok();
-  }));
-  GPUHUB_RETURN_IF_ERROR(series.CheckGapless());
   std::size_t lines = 0;
   for (const auto& [id, d] : b.documents) {
     lines += d.lines.size();
@@ -621,18 +616,22 @@ Status CheckBillingInvariants(const State& state) {
   return CheckRentalDocuments(state);
 }
 
-Result<billing::TaxReport> TaxReportOf(const State& state, TimestampMicros from,
+Status CheckBillingInvariants(const State& state) {
+  DocumentRules rules;
+  GPUHUB_RETURN_IF_ERROR(
+      ForEachDocument(*state.billing, [&](const Document& d) { return rules.Add(d); }));
+  GPUHUB_RETURN_IF_ERROR(rules.Finish());
+  return CheckBillingMemory(state);
+}
+
+Result<billing::TaxReport> TaxReportOf(const DocumentArchive& archive, TimestampMicros from,
                                        TimestampMicros until) {
-  const BillingState& b = *state.billing;
   billing::TaxReportBuilder report(from, until);
-  if (b.archive != nullptr && b.documents_forgotten_through > 0) {
-    GPUHUB_RETURN_IF_ERROR(b.archive->ScanIssued(from, until, b.documents_forgotten_through,
-                                                 [&](const Document& d) {
-                                                   report.Add(d);
-                                                   return Status::Ok();
-                                                 }));
-  }
-  for (const auto& [id, d] : b.documents) report.Add(d);
+  GPUHUB_ASSIGN_OR_RETURN(std::int64_t last, archive.LastId());
+  GPUHUB_RETURN_IF_ERROR(archive.ScanIssued(from, until, last, [&](const Document& d) {
+    report.Add(d);
+    return Status::Ok();
+  }));
   return report.Finish();
 }
 

@@ -245,16 +245,38 @@ Result<billing::Line> LineFromRow(const store::Row& row) {
   return l;
 }
 
+DocumentArchive::DocumentArchive(store::Store& store)
+    : query_([&store](const store::Select& select,
+                      const std::function<Status(const store::Row&)>& fn) {
+        return store.Query(select, fn);
+      }) {}
+
+DocumentArchive::DocumentArchive(store::ReadPool& pool)
+    : query_([&pool](const store::Select& select,
+                     const std::function<Status(const store::Row&)>& fn) {
+        return pool.Query(select, fn);
+      }) {}
+
+Result<std::int64_t> DocumentArchive::LastId() const {
+  auto lock = LockStore();
+  std::int64_t last = 0;
+  GPUHUB_RETURN_IF_ERROR(query_(LastDocumentIdSelect(), [&](const store::Row& row) -> Status {
+    GPUHUB_ASSIGN_OR_RETURN(last, row.Int(0));
+    return Status::Ok();
+  }));
+  return last;
+}
+
 Result<std::optional<Document>> DocumentArchive::One(const store::Select& select) const {
   auto lock = LockStore();
   std::optional<Document> found;
-  GPUHUB_RETURN_IF_ERROR(store_.Query(select, [&](const store::Row& row) -> Status {
+  GPUHUB_RETURN_IF_ERROR(query_(select, [&](const store::Row& row) -> Status {
     GPUHUB_ASSIGN_OR_RETURN(found, DocumentFromRow(row));
     return Status::Ok();
   }));
   if (!found) return found;
   GPUHUB_RETURN_IF_ERROR(
-      store_.Query(LineRangeSelect(found->id, found->id), [&](const store::Row& row) -> Status {
+      query_(LineRangeSelect(found->id, found->id), [&](const store::Row& row) -> Status {
         GPUHUB_ASSIGN_OR_RETURN(billing::Line line, LineFromRow(row));
         found->lines.push_back(std::move(line));
         return Status::Ok();
@@ -278,7 +300,7 @@ Result<std::vector<Document>> DocumentArchive::UserPage(std::int64_t user_id,
   std::vector<Document> page;
   if (limit == 0) return page;
   auto lock = LockStore();
-  GPUHUB_RETURN_IF_ERROR(store_.Query(UserDocumentsSelect(user_id, before_id, limit),
+  GPUHUB_RETURN_IF_ERROR(query_(UserDocumentsSelect(user_id, before_id, limit),
                                       [&](const store::Row& row) -> Status {
                                         GPUHUB_ASSIGN_OR_RETURN(Document d, DocumentFromRow(row));
                                         page.push_back(std::move(d));
@@ -291,7 +313,7 @@ Result<std::vector<Document>> DocumentArchive::CreditNotesOf(std::string_view in
                                                              std::int64_t through) const {
   std::vector<Document> notes;
   auto lock = LockStore();
-  GPUHUB_RETURN_IF_ERROR(store_.Query(CreditNotesOfSelect(invoice_number, through),
+  GPUHUB_RETURN_IF_ERROR(query_(CreditNotesOfSelect(invoice_number, through),
                                       [&](const store::Row& row) -> Status {
                                         GPUHUB_ASSIGN_OR_RETURN(Document d, DocumentFromRow(row));
                                         notes.push_back(std::move(d));
@@ -309,14 +331,14 @@ Status DocumentArchive::ScanRange(std::int64_t first, std::int64_t last,
     {
       auto lock = LockStore();
       GPUHUB_RETURN_IF_ERROR(
-          store_.Query(DocumentRangeSelect(lo, hi), [&](const store::Row& row) -> Status {
+          query_(DocumentRangeSelect(lo, hi), [&](const store::Row& row) -> Status {
             GPUHUB_ASSIGN_OR_RETURN(Document d, DocumentFromRow(row));
             if (keep(d)) chunk.emplace(d.id, std::move(d));
             return Status::Ok();
           }));
       if (chunk.empty()) continue;
       GPUHUB_RETURN_IF_ERROR(
-          store_.Query(LineRangeSelect(lo, hi), [&](const store::Row& row) -> Status {
+          query_(LineRangeSelect(lo, hi), [&](const store::Row& row) -> Status {
             GPUHUB_ASSIGN_OR_RETURN(std::int64_t id, row.Int(0));
             auto it = chunk.find(id);
             if (it == chunk.end()) return Status::Ok();  // a document `keep` left out
@@ -336,7 +358,7 @@ Status DocumentArchive::ScanIssued(TimestampMicros from, TimestampMicros until,
   std::int64_t first = 0, last = 0;
   {
     auto lock = LockStore();
-    GPUHUB_RETURN_IF_ERROR(store_.Query(DocumentsIssuedSelect(from, until, through),
+    GPUHUB_RETURN_IF_ERROR(query_(DocumentsIssuedSelect(from, until, through),
                                         [&](const store::Row& row) -> Status {
                                           GPUHUB_ASSIGN_OR_RETURN(first, row.Int(0));
                                           GPUHUB_ASSIGN_OR_RETURN(last, row.Int(1));

@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "billing/document.h"
+#include "store/read_pool.h"
 #include "store/store.h"
 
 namespace gpuhub::engine {
@@ -49,10 +50,15 @@ Result<billing::Line> LineFromRow(const store::Row& row);  // columns 2.. of Lin
 
 class DocumentArchive {
  public:
-  explicit DocumentArchive(store::Store& store) : store_(store) {}
+  // The engine's store (from the writer thread), or a pool of reader connections (beside it: the
+  // admin check's walk of the whole history).
+  explicit DocumentArchive(store::Store& store);
+  explicit DocumentArchive(store::ReadPool& pool);
   // Every read holds `store_mutex` (the engine's: its committer holds it for a commit on the same
   // store). Null: no lock.
   void SerializeWith(std::recursive_mutex* store_mutex) { store_mutex_ = store_mutex; }
+  // The highest stored id (0: none).
+  Result<std::int64_t> LastId() const;
 
   // With their lines.
   Result<std::optional<billing::Document>> ByNumber(std::string_view number,
@@ -84,7 +90,8 @@ class DocumentArchive {
                    const std::function<bool(const billing::Document&)>& keep,
                    const std::function<Status(const billing::Document&)>& fn) const;
 
-  store::Store& store_;
+  std::function<Status(const store::Select&, const std::function<Status(const store::Row&)>&)>
+      query_;
   std::recursive_mutex* store_mutex_ = nullptr;
 };
 

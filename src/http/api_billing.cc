@@ -27,7 +27,9 @@
 #include "documents/render.h"
 #include "engine/accounts.h"
 #include "engine/billing.h"
+#include "engine/document_archive.h"
 #include "http/api.h"
+#include "http/history_reads.h"
 #include "http/limits.h"
 #include "http/web_session.h"
 
@@ -77,6 +79,13 @@ json SummaryJson(const Document& d) {
           {"corrects", TextOrNull(d.corrects)},
           {"links", Links(d)}};
 }
+
+// What the walk of every stored document found (GET /v1/admin/billing).
+struct StoredDocumentsCheck {
+  Status rules;
+  std::int64_t documents = 0;
+  std::int64_t credit_notes = 0;
+};
 
 Result<json> DocumentJson(const engine::State& state, const Document& d) {
   json lines = json::array();
@@ -559,31 +568,44 @@ void RegisterBillingRoutes(Router& router, ApiContext& api) {
                                                                  Responder respond) {
                auto period = ReportPeriod(r);
                if (!period.ok()) return respond(Response::Error(period.status()));
-               RunAuthenticated(api, r, std::move(respond), engine::kRoleAdmin,
-                                [p = *period](Txn& txn, const User&) -> Result<Reply> {
-                                  GPUHUB_ASSIGN_OR_RETURN(
-                                      auto report,
-                                      engine::TaxReportOf(txn.state, p.first, p.second));
-                                  return Reply{200, TaxReportJson(report)};
-                                });
+               // Read on a history reader thread (a period's documents and lines), not the writer.
+               ReadThenRender<billing::TaxReport>(
+                   api, r, std::move(respond), engine::kRoleAdmin,
+                   [p = *period](store::ReadPool& pool, const User&) {
+                     return engine::TaxReportOf(engine::DocumentArchive(pool), p.first, p.second);
+                   },
+                   [](Txn&, const User&, const billing::TaxReport& report) -> Result<Reply> {
+                     return Reply{200, TaxReportJson(report)};
+                   });
              }));
 
-  // Every rule of the stored documents (engine::CheckBillingInvariants) and the series so far.
+  // Every rule of the stored documents (engine::DocumentRules), walked on a reader thread (the
+  // whole history, a chunk at a time: never on the writer), then what memory holds
+  // (engine::CheckBillingMemory) on the writer.
   router.Add("GET", "/v1/admin/billing", RequireBearer([&api](const Request& r, Responder respond) {
-               RunAuthenticated(
+               ReadThenRender<StoredDocumentsCheck>(
                    api, r, std::move(respond), engine::kRoleAdmin,
-                   [](Txn& txn, const User&) -> Result<Reply> {
-                     Status invariants = engine::CheckBillingInvariants(txn.state);
+                   [](store::ReadPool& pool, const User&) -> Result<StoredDocumentsCheck> {
+                     engine::DocumentArchive archive(pool);
+                     GPUHUB_ASSIGN_OR_RETURN(std::int64_t last, archive.LastId());
+                     engine::DocumentRules rules;
+                     Status checked =
+                         archive.ScanAll(last, [&](const Document& d) { return rules.Add(d); });
+                     if (checked.code() == StatusCode::kUnavailable) return checked;
+                     if (checked.ok()) checked = rules.Finish();
+                     return StoredDocumentsCheck{checked, rules.documents(), rules.credit_notes()};
+                   },
+                   [](Txn& txn, const User&, const StoredDocumentsCheck& stored) -> Result<Reply> {
+                     Status invariants =
+                         stored.rules.ok() ? engine::CheckBillingMemory(txn.state) : stored.rules;
                      const auto& b = *txn.state.billing;
-                     std::size_t notes = 0, open = 0;
-                     for (const auto& [id, d] : b.documents) {
-                       notes += d.kind == billing::DocumentKind::kCreditNote ? 1 : 0;
-                     }
+                     std::size_t open = 0;
                      for (const auto& [key, rows] : b.open_usage) open += rows.size();
                      return Reply{200,
                                   {{"invariants", invariants.ok() ? "ok" : invariants.ToString()},
-                                   {"documents", b.documents.size()},
-                                   {"credit_notes", notes},
+                                   {"documents", stored.documents},
+                                   {"credit_notes", stored.credit_notes},
+                                   {"documents_in_memory", b.documents.size()},
                                    {"open_usage_rows", open},
                                    {"tax_rate_changes", b.rate_changes.size()}}};
                    });
