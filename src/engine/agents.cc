@@ -572,9 +572,45 @@ std::string HostStatus(const State& state, const AgentHost& host, TimestampMicro
   return now - host.last_seen > OfflineAfter(*state.agents) ? "offline" : "online";
 }
 
-std::string LeaseImage(const State& state, const market::Lease& lease) {
-  auto it = state.agents->image_by_bid.find(lease.bid_id);
-  return it != state.agents->image_by_bid.end() ? it->second : state.agents->config.default_image;
+std::string BidImage(const State& state, market::OrderId bid_id, const StoredImages* stored) {
+  auto it = state.agents->image_by_bid.find(bid_id);
+  if (it != state.agents->image_by_bid.end()) return it->second;
+  if (stored != nullptr) {
+    if (auto s = stored->find(bid_id); s != stored->end()) return s->second;
+  }
+  return state.agents->config.default_image;
+}
+
+std::string LeaseImage(const State& state, const market::Lease& lease,
+                       const StoredImages* stored) {
+  return BidImage(state, lease.bid_id, stored);
+}
+
+store::Select LaunchSpecSelect(market::OrderId bid_id) {
+  return {"launch_specs", {"bid_id", "image"}, {{"bid_id", store::Condition::Op::kEq, bid_id}},
+          {}, "", 1};
+}
+
+void ForgetClosedLaunchSpecs(State& state) {
+  auto& images = state.agents->image_by_bid;
+  const market::Exchange& x = state.market->exchange;
+  // Most ticks: every spec's bid still rests (a filled or cancelled one is the exception).
+  bool any_closed = false;
+  for (const auto& [bid, image] : images) {
+    if (x.FindBid(bid) == nullptr) {
+      any_closed = true;
+      break;
+    }
+  }
+  if (!any_closed) return;
+  const std::vector<market::OrderId> open = x.OpenBidIds();
+  for (auto it = images.begin(); it != images.end();) {
+    if (std::binary_search(open.begin(), open.end(), it->first)) {
+      ++it;
+    } else {
+      it = images.erase(it);
+    }
+  }
 }
 
 std::vector<std::pair<TimestampMicros, UsageHour>> WorkloadUsage(const State& state,
@@ -610,9 +646,14 @@ void AddAgentTickHooks(Engine& engine) {
   // The grace runs from when this engine became the writer: a standby that takes over after the
   // writer died must not take every machine offline for the heartbeats that went nowhere meanwhile.
   engine.AddTickHook([&engine](Txn& txn) { return CheckAgentsOffline(txn, engine.writer_since()); });
+  engine.AddTickHook([](Txn& txn) {
+    ForgetClosedLaunchSpecs(txn.state);
+    return Status::Ok();
+  });
 }
 
-Status LoadAgents(store::Store& store, AgentsState& a) {
+Status LoadAgents(store::Store& store, const std::vector<market::OrderId>& open_bids,
+                  AgentsState& a) {
   GPUHUB_RETURN_IF_ERROR(store.Scan(
       "agent_hosts",
       {"id", "kind", "owner_id", "machine_id", "node_id", "credential_hash", "enrolled_at_us",
@@ -745,12 +786,15 @@ Status LoadAgents(store::Store& store, AgentsState& a) {
         a.downtime_by_rental.emplace(c.rental_id, c);
         return Status::Ok();
       }));
-  return store.Scan("launch_specs", {"bid_id", "image"}, "bid_id",
-                    [&](const store::Row& row) -> Status {
-                      GPUHUB_ASSIGN_OR_RETURN(std::int64_t bid, row.Int(0));
-                      GPUHUB_ASSIGN_OR_RETURN(a.image_by_bid[bid], row.Text(1));
-                      return Status::Ok();
-                    });
+  // Only the open bids' specs (one primary-key read each: their number is the open market's, not
+  // the history's).
+  for (market::OrderId bid : open_bids) {
+    GPUHUB_RETURN_IF_ERROR(store.Query(LaunchSpecSelect(bid), [&](const store::Row& row) -> Status {
+      GPUHUB_ASSIGN_OR_RETURN(a.image_by_bid[bid], row.Text(1));
+      return Status::Ok();
+    }));
+  }
+  return Status::Ok();
 }
 
 }  // namespace gpuhub::engine

@@ -208,7 +208,10 @@ struct AgentsState {
   std::map<std::string, EnrolmentToken> tokens;  // by hash
   std::map<std::string, WorkloadRecord> workloads;
   std::map<std::pair<std::string, TimestampMicros>, UsageHour> usage;  // (workload, hour start)
-  std::map<std::int64_t, std::string> image_by_bid;  // launch specs of bids
+  // Launch specs of the open bids (resting, or whose lease is live: Exchange::OpenBidIds); a
+  // closed bid's leaves memory at the next tick (ForgetClosedLaunchSpecs) and is the store's
+  // (launch_specs, LaunchSpecSelect).
+  std::map<std::int64_t, std::string> image_by_bid;
   std::multimap<std::int64_t, RentalDowntimeCredit> downtime_by_rental;
   std::int64_t next_host_id = 1;
   std::int64_t next_downtime_credit_id = 1;
@@ -340,8 +343,18 @@ const AgentHost* FindHostOfNode(const State& state, std::int64_t node_id);
 const WorkloadRecord* FindWorkload(const State& state, const std::string& workload_id);
 // "online", "offline" (silent past the limit, as of `now`) or "revoked".
 std::string HostStatus(const State& state, const AgentHost& host, TimestampMicros now);
-// The image a lease runs (its bid's launch spec, or the default).
-std::string LeaseImage(const State& state, const market::Lease& lease);
+// The image a bid's leases run: its launch spec (memory's while the bid is open, else `stored`:
+// what a history page read from launch_specs), or the default.
+using StoredImages = std::map<std::int64_t, std::string>;
+std::string BidImage(const State& state, market::OrderId bid_id,
+                     const StoredImages* stored = nullptr);
+// The image a lease runs (its bid's).
+std::string LeaseImage(const State& state, const market::Lease& lease,
+                       const StoredImages* stored = nullptr);
+// The launch spec of one bid (a history page's reads, by primary key).
+store::Select LaunchSpecSelect(market::OrderId bid_id);
+// Drops the launch specs of bids that are no longer open (tick hook of AddAgentTickHooks).
+void ForgetClosedLaunchSpecs(State& state);
 // A term rental's downtime credits, oldest first.
 std::vector<RentalDowntimeCredit> RentalDowntimeCredits(const State& state, std::int64_t rental_id);
 // Usage of a workload, hour by hour (oldest first).
@@ -356,6 +369,8 @@ std::vector<std::pair<TimestampMicros, UsageHour>> WorkloadUsage(const State& st
 void AddAgentTickHooks(Engine& engine);
 Status CheckAgentsOffline(Txn& txn, TimestampMicros watch_from);
 
-Status LoadAgents(store::Store& store, AgentsState& state);
+// `open_bids`: Exchange::OpenBidIds() of the loaded market (the launch specs kept in memory).
+Status LoadAgents(store::Store& store, const std::vector<market::OrderId>& open_bids,
+                  AgentsState& state);
 
 }  // namespace gpuhub::engine

@@ -10,6 +10,7 @@
 #include "engine/market.h"
 #include "engine/ssh_keys.h"
 #include "engine/wallets.h"
+#include "store/read_pool.h"
 
 namespace gpuhub::engine {
 namespace {
@@ -250,6 +251,62 @@ TEST_F(AgentsEngineTest, AHeartbeatAnswersTheLeasesGpusByUuidWithTheCustomersKey
   hb = Beat(host, Gpus(8));
   ASSERT_TRUE(hb.ok());
   EXPECT_TRUE(hb->workloads.empty());
+}
+
+// A launch spec lives in memory as long as its bid is open business (resting, or its lease live):
+// the tick drops the others, a restart loads only the open ones, and the store keeps every one
+// (history pages read it by primary key).
+TEST_F(AgentsEngineTest, LaunchSpecsOfClosedBidsLeaveMemoryAndStayInTheStore) {
+  auto images = [&] {
+    return Run<std::map<std::int64_t, std::string>>(
+        [](Txn& txn) -> Result<std::map<std::int64_t, std::string>> {
+          return txn.state.agents->image_by_bid;
+        });
+  };
+  auto forget = [&] {
+    Run<int>([](Txn& txn) -> Result<int> {
+      ForgetClosedLaunchSpecs(txn.state);
+      return 0;
+    });
+  };
+  auto bought = BuyAtMarket(1, "ghcr.io/acme/train:1");  // filled: its lease is live
+  ASSERT_TRUE(bought.lease.has_value());
+  auto resting = Run<market::BidResult>([&](Txn& txn) -> Result<market::BidResult> {
+    market::BidSpec spec;
+    spec.gpu = "H100 SXM";
+    spec.gpus = 1;
+    spec.limit_micros = 1'000'000;  // under the ask: it rests
+    spec.time_in_force = market::TimeInForce::kGtc;
+    GPUHUB_ASSIGN_OR_RETURN(auto r, PlaceBid(txn, customer_, spec));
+    GPUHUB_RETURN_IF_ERROR(RecordLaunchSpec(txn, r.bid.id, "ghcr.io/acme/serve:2"));
+    return r;
+  });
+  ASSERT_EQ(resting.bid.status, market::BidStatus::kResting);
+  forget();
+  EXPECT_EQ(images().size(), 2u);  // both still open
+  Run<market::Lease>([&](Txn& txn) { return StopLease(txn, customer_, bought.lease->id); });
+  forget();
+  EXPECT_EQ(images(), (std::map<std::int64_t, std::string>{{resting.bid.id, "ghcr.io/acme/serve:2"}}));
+  // The ended lease still names its image when a page hands in what it read from the store.
+  StoredImages read;
+  {
+    store::ReadPool pool(url_, 1);  // as a history page reads it, beside the writer
+    ASSERT_TRUE(pool.Query(LaunchSpecSelect(bought.bid.id), [&](const store::Row& row) -> Status {
+                      GPUHUB_ASSIGN_OR_RETURN(read[bought.bid.id], row.Text(1));
+                      return Status::Ok();
+                    })
+                    .ok());
+  }
+  auto stored = Run<std::string>([&](Txn& txn) -> Result<std::string> {
+    EXPECT_EQ(BidImage(txn.state, bought.bid.id), "nvidia/cuda:12.4.1-base-ubuntu22.04");
+    return BidImage(txn.state, bought.bid.id, &read);
+  });
+  EXPECT_EQ(stored, "ghcr.io/acme/train:1");
+  Open();  // a restart loads only the open bid's spec
+  EXPECT_EQ(images(), (std::map<std::int64_t, std::string>{{resting.bid.id, "ghcr.io/acme/serve:2"}}));
+  Run<market::Bid>([&](Txn& txn) { return CancelBid(txn, customer_, resting.bid.id); });
+  forget();
+  EXPECT_TRUE(images().empty());
 }
 
 TEST_F(AgentsEngineTest, MeasuredInventoryHoldsAndBlocksTheListing) {

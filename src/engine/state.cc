@@ -96,7 +96,8 @@ Result<std::unique_ptr<State>> LoadState(store::Store& store, const DomainConfig
       LoadNotifications(store, *state->notifications).WithContext("loading notifications"));
   GPUHUB_RETURN_IF_ERROR(LoadSshKeys(store, *state->ssh_keys).WithContext("loading SSH keys"));
   state->agents->config = *config.agents;
-  GPUHUB_RETURN_IF_ERROR(LoadAgents(store, *state->agents).WithContext("loading host agents"));
+  GPUHUB_RETURN_IF_ERROR(LoadAgents(store, state->market->exchange.OpenBidIds(), *state->agents)
+                             .WithContext("loading host agents"));
   billing::Party seller{config.seller.name, config.seller.address, config.seller.country,
                         config.seller.vat_id};
   GPUHUB_RETURN_IF_ERROR(Timed("billing", [&] {

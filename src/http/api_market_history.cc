@@ -103,18 +103,25 @@ void RegisterMarketHistoryRoutes(Router& router, ApiContext& api) {
   router.Add("GET", "/v1/bids", [&api](const Request& r, Responder respond) {
     auto page = PageQuery(r);
     if (!page.ok()) return respond(Response::Error(page.status()));
-    ReadThenRender<std::vector<market::Bid>>(
+    ReadThenRender<RowsWithImages<market::Bid>>(
         api, r, std::move(respond), kRoleCustomer,
-        [page = *page](store::ReadPool& pool, const User& me) {
-          return ReadRows<market::Bid>(
-              pool,
-              engine::HistoryPageSelect("market_bids", engine::BidColumns(), "customer_id", me.id,
-                                        page.before, page.limit + 1),
-              engine::BidFromRow);
+        [page = *page](store::ReadPool& pool, const User& me) -> Result<RowsWithImages<market::Bid>> {
+          RowsWithImages<market::Bid> out;
+          GPUHUB_ASSIGN_OR_RETURN(
+              out.rows, ReadRows<market::Bid>(
+                            pool,
+                            engine::HistoryPageSelect("market_bids", engine::BidColumns(),
+                                                      "customer_id", me.id, page.before,
+                                                      page.limit + 1),
+                            engine::BidFromRow));
+          std::vector<std::int64_t> ids;
+          for (const auto& b : out.rows) ids.push_back(b.id);
+          GPUHUB_RETURN_IF_ERROR(ReadLaunchSpecs(pool, ids, out.images));
+          return out;
         },
         [page = *page](Txn& txn, const User&,
-                       const std::vector<market::Bid>& rows) -> Result<Reply> {
-          std::vector<market::Bid> bids = rows;
+                       const RowsWithImages<market::Bid>& read) -> Result<Reply> {
+          std::vector<market::Bid> bids = read.rows;
           json next = TakePage(bids, page.limit);
           Reply reply;
           JsonWriter w(reply.serialized);
@@ -123,7 +130,7 @@ void RegisterMarketHistoryRoutes(Router& router, ApiContext& api) {
             // A resting bid's latest state is the exchange's.
             const market::Bid* open = X(txn).FindBid(stored.id);
             w.BeginObject();
-            WriteBidMembers(w, txn.state, open != nullptr ? *open : stored);
+            WriteBidMembers(w, txn.state, open != nullptr ? *open : stored, &read.images);
             w.EndObject();
           }
           w.EndArray().Key("next_cursor").Value(next).EndObject();
@@ -141,25 +148,33 @@ void RegisterMarketHistoryRoutes(Router& router, ApiContext& api) {
       }
       as_provider = true;
     }
-    ReadThenRender<std::vector<market::Lease>>(
+    ReadThenRender<RowsWithImages<market::Lease>>(
         api, r, std::move(respond), 0,
-        [page = *page, as_provider](store::ReadPool& pool, const User& me) {
-          return ReadRows<market::Lease>(
-              pool,
-              engine::HistoryPageSelect("market_leases", engine::LeaseColumns(),
-                                        as_provider ? "provider_id" : "customer_id", me.id,
-                                        page.before, page.limit + 1),
-              engine::LeaseFromRow);
+        [page = *page, as_provider](store::ReadPool& pool,
+                                    const User& me) -> Result<RowsWithImages<market::Lease>> {
+          RowsWithImages<market::Lease> out;
+          GPUHUB_ASSIGN_OR_RETURN(
+              out.rows, ReadRows<market::Lease>(
+                            pool,
+                            engine::HistoryPageSelect("market_leases", engine::LeaseColumns(),
+                                                      as_provider ? "provider_id" : "customer_id",
+                                                      me.id, page.before, page.limit + 1),
+                            engine::LeaseFromRow));
+          std::vector<std::int64_t> ids;
+          for (const auto& l : out.rows) ids.push_back(l.bid_id);
+          GPUHUB_RETURN_IF_ERROR(ReadLaunchSpecs(pool, ids, out.images));
+          return out;
         },
         [page = *page, as_provider](Txn& txn, const User&,
-                                    const std::vector<market::Lease>& rows) -> Result<Reply> {
-          std::vector<market::Lease> leases = rows;
+                                    const RowsWithImages<market::Lease>& read) -> Result<Reply> {
+          std::vector<market::Lease> leases = read.rows;
           json next = TakePage(leases, page.limit);
           json list = json::array();
           for (const auto& stored : leases) {
             const market::Lease* live = X(txn).FindLease(stored.id);
             const market::Lease& l = live != nullptr ? *live : stored;
-            list.push_back(as_provider ? LeaseJson(txn.state, l, true) : CustomerLeaseJson(txn, l));
+            list.push_back(as_provider ? LeaseJson(txn.state, l, true, &read.images)
+                                       : CustomerLeaseJson(txn, l, &read.images));
           }
           return Reply{200, {{"leases", list}, {"next_cursor", next}}};
         });
@@ -218,21 +233,29 @@ void RegisterMarketHistoryRoutes(Router& router, ApiContext& api) {
   router.Add("GET", "/v1/leases/{id}", [&api](const Request& r, Responder respond) {
     auto id = IdParam(r, "lease");
     if (!id.ok()) return respond(Response::Error(id.status()));
-    ReadThenRender<std::vector<market::Lease>>(
+    ReadThenRender<RowsWithImages<market::Lease>>(
         api, r, std::move(respond), 0,
-        [id = *id](store::ReadPool& pool, const User&) {
-          return ReadRows<market::Lease>(pool, ById("market_leases", engine::LeaseColumns(), id),
-                                         engine::LeaseFromRow);
+        [id = *id](store::ReadPool& pool,
+                   const User&) -> Result<RowsWithImages<market::Lease>> {
+          RowsWithImages<market::Lease> out;
+          GPUHUB_ASSIGN_OR_RETURN(
+              out.rows, ReadRows<market::Lease>(
+                            pool, ById("market_leases", engine::LeaseColumns(), id),
+                            engine::LeaseFromRow));
+          if (!out.rows.empty()) {
+            GPUHUB_RETURN_IF_ERROR(ReadLaunchSpecs(pool, {out.rows.front().bid_id}, out.images));
+          }
+          return out;
         },
         [id = *id](Txn& txn, const User& me,
-                   const std::vector<market::Lease>& rows) -> Result<Reply> {
+                   const RowsWithImages<market::Lease>& read) -> Result<Reply> {
           const market::Lease* l = X(txn).FindLease(id);
-          if (l == nullptr && !rows.empty()) l = &rows.front();
+          if (l == nullptr && !read.rows.empty()) l = &read.rows.front();
           if (l == nullptr || (l->customer_id != me.id && l->provider_id != me.id)) {
             return Status::NotFound("no lease " + std::to_string(id) + " of yours");
           }
-          return Reply{200, l->provider_id == me.id ? LeaseJson(txn.state, *l, true)
-                                                    : CustomerLeaseJson(txn, *l)};
+          return Reply{200, l->provider_id == me.id ? LeaseJson(txn.state, *l, true, &read.images)
+                                                    : CustomerLeaseJson(txn, *l, &read.images)};
         });
   });
 

@@ -10,6 +10,7 @@
 #include <memory>
 #include <vector>
 
+#include "engine/agents.h"
 #include "http/api.h"
 #include "store/read_pool.h"
 
@@ -39,6 +40,27 @@ Result<std::vector<T>> ReadRows(store::ReadPool& pool, const store::Select& sele
     return Status::Ok();
   }));
   return rows;
+}
+
+// Rows of a history page and the launch specs of their bids (a closed bid's is no longer in
+// memory: engine/agents.h).
+template <typename T>
+struct RowsWithImages {
+  std::vector<T> rows;
+  engine::StoredImages images;
+};
+
+// The launch specs of `bid_ids` (one primary-key read each; a page has at most kMaxListPageSize).
+inline Status ReadLaunchSpecs(store::ReadPool& pool, const std::vector<std::int64_t>& bid_ids,
+                              engine::StoredImages& images) {
+  for (std::int64_t bid : bid_ids) {
+    GPUHUB_RETURN_IF_ERROR(
+        pool.Query(engine::LaunchSpecSelect(bid), [&](const store::Row& row) -> Status {
+          GPUHUB_ASSIGN_OR_RETURN(images[bid], row.Text(1));
+          return Status::Ok();
+        }));
+  }
+  return Status::Ok();
 }
 
 // Authenticates, reads `read(pool, me)` on a reader thread, renders `render(txn, me, rows)` on the

@@ -55,7 +55,8 @@ json AskJson(const market::Ask& a, int gpus_offered) {
 // Written, not built as a tree: placing and cancelling bids are the hottest writes, and their
 // answer is made on the writer thread (a perf profile of market_api_bench put the tree at a
 // quarter of the writer's time).
-void WriteBidMembers(JsonWriter& w, const engine::State& state, const market::Bid& b) {
+void WriteBidMembers(JsonWriter& w, const engine::State& state, const market::Bid& b,
+                     const engine::StoredImages* stored) {
   auto optional_time = [&w](TimestampMicros t) {
     if (t == 0) {
       w.Null();
@@ -101,10 +102,7 @@ void WriteBidMembers(JsonWriter& w, const engine::State& state, const market::Bi
   }
   w.Key("created_at").String(FormatTimestamp(b.created_at)).Key("closed_at");
   optional_time(b.closed_at);
-  auto image = state.agents->image_by_bid.find(b.id);
-  w.Key("image").String(image == state.agents->image_by_bid.end()
-                            ? state.agents->config.default_image
-                            : image->second);
+  w.Key("image").String(engine::BidImage(state, b.id, stored));
 }
 
 std::string BidBody(const engine::State& state, const market::Bid& b) {
@@ -118,7 +116,8 @@ std::string BidBody(const engine::State& state, const market::Bid& b) {
 
 // A lease; `connection` says how the customer reaches the machine (the agent's report), `billing`
 // whether hours are billed ("running") or not while the machine is offline ("paused").
-json LeaseJson(const engine::State& state, const market::Lease& l, bool as_provider) {
+json LeaseJson(const engine::State& state, const market::Lease& l, bool as_provider,
+               const engine::StoredImages* stored) {
   json indices = json::array();
   for (int i = 0; i < market::kMaxGpusPerMachine; ++i) {
     if (l.gpu_mask & (1u << i)) indices.push_back(i);
@@ -150,7 +149,7 @@ json LeaseJson(const engine::State& state, const market::Lease& l, bool as_provi
                                                                    : "running"},
               {"paused_at", TimeOrNull(l.paused_at)},
               {"downtime_credit_usd", FormatMicros(l.credited_micros)},
-              {"image", engine::LeaseImage(state, l)},
+              {"image", engine::LeaseImage(state, l, stored)},
               {"connection", LeaseConnectionJson(state, l.id)}};
   if (as_provider) {
     out["fee_usd_per_hour"] = FormatMicros(fee);
@@ -162,8 +161,9 @@ json LeaseJson(const engine::State& state, const market::Lease& l, bool as_provi
 }
 
 // A customer's lease with the tax its hours carry now (the hourly price is net).
-json CustomerLeaseJson(const engine::Txn& txn, const market::Lease& l) {
-  json out = LeaseJson(txn.state, l, false);
+json CustomerLeaseJson(const engine::Txn& txn, const market::Lease& l,
+                       const engine::StoredImages* stored) {
+  json out = LeaseJson(txn.state, l, false, stored);
   out["tax"] = SpotTaxJson(txn.state, l.customer_id, l.HourMicros(), txn.now);
   return out;
 }

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "core/json_writer.h"
+#include "engine/agents.h"
 #include "engine/engine.h"
 #include "http/api.h"
 #include "market/exchange.h"
@@ -21,13 +22,17 @@ json MachineJson(const engine::State& state, TimestampMicros now, const market::
                  int leased, market::OrderId open_ask);
 json AskJson(const market::Ask& a, int gpus_offered);
 // A bid's members (the caller opens and closes the object, and may add its own), and a bid alone.
-void WriteBidMembers(JsonWriter& w, const engine::State& state, const market::Bid& b);
+// `stored`: the launch specs a history page read for closed bids (an open bid's is in memory).
+void WriteBidMembers(JsonWriter& w, const engine::State& state, const market::Bid& b,
+                     const engine::StoredImages* stored = nullptr);
 std::string BidBody(const engine::State& state, const market::Bid& b);
 // A lease; `connection` says how the customer reaches the machine (the agent's report), `billing`
 // whether hours are billed ("running") or not while the machine is offline ("paused").
-json LeaseJson(const engine::State& state, const market::Lease& l, bool as_provider);
+json LeaseJson(const engine::State& state, const market::Lease& l, bool as_provider,
+               const engine::StoredImages* stored = nullptr);
 // A customer's lease with the tax its hours carry now (the hourly price is net).
-json CustomerLeaseJson(const engine::Txn& txn, const market::Lease& l);
+json CustomerLeaseJson(const engine::Txn& txn, const market::Lease& l,
+                       const engine::StoredImages* stored = nullptr);
 // Market data is written with JsonWriter, not built as a tree (the hottest public reads).
 void WriteTrade(JsonWriter& w, const market::Trade& t);
 void WriteOptionalPrice(JsonWriter& w, const std::optional<std::int64_t>& p);

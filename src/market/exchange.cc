@@ -1157,6 +1157,16 @@ std::vector<Payout> Exchange::ListPendingPayouts(std::size_t limit) const {
   return out;
 }
 
+std::vector<OrderId> Exchange::OpenBidIds() const {
+  std::vector<OrderId> ids;
+  ids.reserve(bids_.size() + leases_.size());
+  for (const auto& [id, state] : bids_) ids.push_back(id);
+  for (const auto& [id, lease] : leases_) ids.push_back(lease.bid_id);
+  std::sort(ids.begin(), ids.end());
+  ids.erase(std::unique(ids.begin(), ids.end()), ids.end());
+  return ids;
+}
+
 std::size_t Exchange::resting_bid_count() const {
   std::size_t n = 0;
   for (const auto& m : markets_) n += m.book.bid_orders();

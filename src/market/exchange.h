@@ -367,6 +367,10 @@ class Exchange {
   // Lease-hours sold by every provider, ever (the ledger holds one lease_hour leg per hour).
   std::int64_t lease_hours_sold() const;
 
+  // The bids that are still open business: resting ones and those whose lease is live (what is
+  // kept beside them, such as a bid's launch spec, lives as long as they do). Ascending.
+  std::vector<OrderId> OpenBidIds() const;
+
   std::size_t machine_count() const { return machines_.size(); }
   std::size_t active_lease_count() const { return active_leases_; }
   std::size_t resting_bid_count() const;

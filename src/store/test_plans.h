@@ -33,6 +33,17 @@ class FreshDatabaseTest : public ::testing::TestWithParam<std::string> {
   std::unique_ptr<Store> store_;
 };
 
+// Accounts 1..count ("u1", "u2", ...; no password can log in) for the tables that refer to users.
+inline void AddPlanTestUsers(WriteBatch& batch, int count, const std::string& roles) {
+  for (int u = 1; u <= count; ++u) {
+    batch.Upsert("users", {{"id", std::int64_t{u}},
+                           {"username", "u" + std::to_string(u)},
+                           {"password_hash", std::string("!")},
+                           {"roles", roles},
+                           {"created_at_us", std::int64_t{1}}});
+  }
+}
+
 // ANALYZE on PostgreSQL (`database` is the test parameter: "sqlite" or "postgresql"), so that the
 // planner chooses with statistics; nothing on SQLite.
 inline void AnalyzeIfPostgres(const std::string& database, const std::string& url) {
