@@ -34,13 +34,7 @@ class DocumentArchivePlanTest : public store::FreshDatabaseTest {
     store::FreshDatabaseTest::SetUp();
     if (IsSkipped() || HasFatalFailure()) return;
     store::WriteBatch batch;
-    for (int u = 1; u <= kUsers; ++u) {
-      batch.Upsert("users", {{"id", std::int64_t{u}},
-                             {"username", "u" + std::to_string(u)},
-                             {"password_hash", std::string("!")},
-                             {"roles", std::string("customer")},
-                             {"created_at_us", std::int64_t{1}}});
-    }
+    store::AddPlanTestUsers(batch, kUsers, "customer");
     ASSERT_TRUE(store_->Apply(batch).ok());
     batch.Clear();
     for (int id = 1; id <= kDocuments; ++id) {

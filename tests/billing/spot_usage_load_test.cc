@@ -59,13 +59,7 @@ TEST_P(SpotUsagePlanTest, StartUpReadsOnlyOpenUsageThroughTheIndexInItsOrder) {
   std::unique_ptr<store::Store> db = std::move(opened).value();
   ASSERT_TRUE(db->Migrate().ok());
   store::WriteBatch batch;
-  for (int u = 1; u <= kUsers; ++u) {
-    batch.Upsert("users", {{"id", std::int64_t{u}},
-                           {"username", "u" + std::to_string(u)},
-                           {"password_hash", std::string("!")},
-                           {"roles", std::string("customer")},
-                           {"created_at_us", std::int64_t{1}}});
-  }
+  store::AddPlanTestUsers(batch, kUsers, "customer");
   ASSERT_TRUE(db->Apply(batch).ok());
   batch.Clear();
   // Two years of months on statements (document ids from 1), then the open month, whose rows are

@@ -46,13 +46,7 @@ class MarketHistoryPlanTest : public store::FreshDatabaseTest {
 
   void Fill() {
     store::WriteBatch batch;
-    for (int u = 1; u <= kCustomers + kProviders; ++u) {
-      batch.Upsert("users", {{"id", std::int64_t{u}},
-                             {"username", "u" + std::to_string(u)},
-                             {"password_hash", std::string("!")},
-                             {"roles", std::string("customer,provider")},
-                             {"created_at_us", std::int64_t{1}}});
-    }
+    store::AddPlanTestUsers(batch, kCustomers + kProviders, "customer,provider");
     for (int m = 1; m <= kProviders; ++m) {
       batch.Upsert("market_machines", {{"id", std::int64_t{m}},
                                        {"provider_id", std::int64_t{kCustomers + m}},
@@ -232,13 +226,7 @@ TEST_P(MarketHistoryMigrationTest, TotalsAreBackfilledExactlyAsTheExchangeCounts
   std::unique_ptr<store::Store> db = std::move(opened).value();
   ASSERT_TRUE(db->Migrate(12).ok());
   store::WriteBatch batch;
-  for (int u = 1; u <= 3; ++u) {
-    batch.Upsert("users", {{"id", std::int64_t{u}},
-                           {"username", "u" + std::to_string(u)},
-                           {"password_hash", std::string("!")},
-                           {"roles", std::string("provider")},
-                           {"created_at_us", std::int64_t{1}}});
-  }
+  store::AddPlanTestUsers(batch, 3, "provider");
   batch.Upsert("market_machines", {{"id", std::int64_t{1}},
                                    {"provider_id", std::int64_t{1}},
                                    {"gpu", std::string("H100 SXM")},
