@@ -93,6 +93,11 @@ void WriteTransferRow(store::WriteBatch& writes, const ledger::Transfer& t, bool
   }
 }
 
+void WriteTransferState(store::WriteBatch& writes, const ledger::Transfer& t) {
+  writes.Update("ledger_transfers", {{"sequence", t.sequence},
+                                     {"state", std::string(ledger::TransferStateName(t.state))}});
+}
+
 store::Select OpenPendingTransfersSelect() {
   // Served by the partial index ledger_transfers_open (migration 16).
   return {"ledger_transfers", TransferColumns(),

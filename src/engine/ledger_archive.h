@@ -30,8 +30,10 @@ Result<ledger::AccountBalance> AccountFromRow(const store::Row& row);
 // Queues the upsert of an account's totals.
 void WriteAccountRow(store::WriteBatch& writes, const ledger::AccountBalance& account);
 
-// Queues the row of `t` (insert: a new transfer; upsert: a pending transfer's new state).
+// Queues the row of `t` (insert: a new transfer; upsert: the whole row again).
 void WriteTransferRow(store::WriteBatch& writes, const ledger::Transfer& t, bool upsert);
+// Queues a stored pending transfer's new state (posted or voided), and nothing else of its row.
+void WriteTransferState(store::WriteBatch& writes, const ledger::Transfer& t);
 
 // The reads of the ledger's history (tests check their plans use the indexes of migration 14):
 // start-up's open holds and newest transfers, one transfer by id, and one side (debit or credit)

@@ -41,10 +41,11 @@ void WriteTransfers(Txn& txn, const std::vector<ledger::Transfer>& transfers) {
     WriteTransferRow(txn.writes, t, false);
     if (t.kind == ledger::TransferKind::kPostPending ||
         t.kind == ledger::TransferKind::kVoidPending) {
-      // The pending transfer's row says how it ended: start-up reads only the open ones.
+      // The pending transfer's row says how it ended: start-up reads only the open ones. Its
+      // state alone: the row's other columns, and the indexes on them, do not change.
       auto pending = ledger.FindTransfer(t.pending_id);
       GPUHUB_CHECK_MSG(pending.ok(), "a resolved pending transfer is in memory");
-      WriteTransferRow(txn.writes, *pending, true);
+      WriteTransferState(txn.writes, *pending);
     }
   }
 }

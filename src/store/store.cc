@@ -66,6 +66,11 @@ void WriteBatch::Insert(std::string table, Columns columns) {
   Add(Write::Kind::kInsert, std::move(table), std::move(columns), 1);
 }
 
+void WriteBatch::Update(std::string table, Columns columns, std::size_t key_columns) {
+  GPUHUB_CHECK_MSG(key_columns < columns.size(), "an update sets at least one column");
+  Add(Write::Kind::kUpdate, std::move(table), std::move(columns), key_columns);
+}
+
 void WriteBatch::Delete(std::string table, Columns key) {
   std::size_t n = key.size();
   Add(Write::Kind::kDelete, std::move(table), std::move(key), n);
@@ -83,6 +88,19 @@ std::string WriteSql(const Write& write, bool dollar) {
   if (write.kind == Write::Kind::kDelete) {
     sql = "DELETE FROM " + write.table + " WHERE ";
     for (std::size_t i = 0; i < write.columns.size(); ++i) {
+      if (i) sql += " AND ";
+      sql += write.columns[i] + " = " + placeholder(i);
+    }
+    return sql;
+  }
+  if (write.kind == Write::Kind::kUpdate) {
+    sql = "UPDATE " + write.table + " SET ";
+    for (std::size_t i = write.key_columns; i < write.columns.size(); ++i) {
+      if (i > write.key_columns) sql += ", ";
+      sql += write.columns[i] + " = " + placeholder(i);
+    }
+    sql += " WHERE ";
+    for (std::size_t i = 0; i < write.key_columns; ++i) {
       if (i) sql += " AND ";
       sql += write.columns[i] + " = " + placeholder(i);
     }

@@ -74,6 +74,7 @@ struct Write {
     kUpsert,  // insert, or update the non-key columns of the row with the same key
     kInsert,  // insert; a row with the same key already there fails the batch
     kDelete,  // delete the row with this key (no error when there is none)
+    kUpdate,  // set the non-key columns of the row with this key (no error when there is none)
   };
   Kind kind = Kind::kUpsert;
   std::string table;
@@ -113,6 +114,9 @@ class WriteBatch {
   void Upsert(std::string table, Columns columns, std::size_t key_columns = 1);
   void Insert(std::string table, Columns columns);
   void Delete(std::string table, Columns key);
+  // Only the columns named (the key first, `key_columns` of them): an existing row's change
+  // (the others keep their values, and indexes on them are not touched).
+  void Update(std::string table, Columns columns, std::size_t key_columns = 1);
 
   bool empty() const { return writes_.empty(); }
   std::size_t size() const { return writes_.size(); }

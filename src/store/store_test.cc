@@ -132,6 +132,46 @@ TEST_P(StoreTest, AppliesUpsertsInsertsAndDeletesAndScansThemBack) {
   EXPECT_EQ(body, "{\"x\":\"\xc3\xa9\"}");
 }
 
+// An update sets only the columns it names, on the row with its key; a key with no row is no
+// error and writes nothing.
+TEST_P(StoreTest, AnUpdateSetsOnlyItsColumns) {
+  auto store = Open();
+  ASSERT_TRUE(store);
+  ASSERT_TRUE(store->Migrate().ok());
+  WriteBatch batch;
+  batch.Upsert("idempotency_keys", {{"scope", std::string("user:1")},
+                                    {"idem_key", std::string("k1")},
+                                    {"fingerprint", std::string("f")},
+                                    {"status_code", std::int64_t{201}},
+                                    {"response_body", std::string("{}")},
+                                    {"created_at_us", std::int64_t{5}}},
+               2);
+  // In the batch that inserted the row, and on a key that has none.
+  batch.Update("idempotency_keys", {{"scope", std::string("user:1")},
+                                    {"idem_key", std::string("k1")},
+                                    {"status_code", std::int64_t{409}}},
+               2);
+  batch.Update("idempotency_keys", {{"scope", std::string("user:2")},
+                                    {"idem_key", std::string("k1")},
+                                    {"status_code", std::int64_t{500}}},
+               2);
+  ASSERT_TRUE(store->Apply(batch).ok());
+  std::vector<std::string> rows;
+  ASSERT_TRUE(store
+                  ->Scan("idempotency_keys",
+                         {"scope", "fingerprint", "status_code", "response_body", "created_at_us"},
+                         "scope, idem_key",
+                         [&](const Row& row) {
+                           rows.push_back(row.Text(0).value() + " " + row.Text(1).value() + " " +
+                                          std::to_string(row.Int(2).value()) + " " +
+                                          row.Text(3).value() + " " +
+                                          std::to_string(row.Int(4).value()));
+                           return Status::Ok();
+                         })
+                  .ok());
+  EXPECT_EQ(rows, std::vector<std::string>{"user:1 f 409 {} 5"});
+}
+
 TEST_P(StoreTest, AFailingBatchWritesNothing) {
   auto store = Open();
   ASSERT_TRUE(store);
@@ -391,6 +431,8 @@ TEST(WriteSqlTest, BuildsPortableUpserts) {
             "excluded.c");
   batch.Delete("t", {{"a", std::int64_t{1}}});
   EXPECT_EQ(WriteSql(batch.writes()[1], false), "DELETE FROM t WHERE a = ?1");
+  batch.Update("t", {{"a", std::int64_t{1}}, {"b", std::int64_t{2}}, {"c", std::string("x")}});
+  EXPECT_EQ(WriteSql(batch.writes()[2], true), "UPDATE t SET b = $2, c = $3 WHERE a = $1");
 }
 
 TEST(RowTest, TypedAccessorsForLoaders) {
