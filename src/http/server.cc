@@ -25,6 +25,7 @@
 #include <utility>
 #include <vector>
 
+#include "core/thread_name.h"
 #include "http/limits.h"
 #include "http/static_files.h"
 
@@ -970,7 +971,10 @@ void Server::Run(std::function<void()> before_stop) {
   impl_->Accept();
   std::vector<std::thread> threads;
   for (int i = 1; i < impl_->options.io_threads; ++i) {
-    threads.emplace_back([this] { impl_->ioc.run(); });
+    threads.emplace_back([this] {
+      NameThisThread("gpuhub-http");
+      impl_->ioc.run();
+    });
   }
   impl_->ioc.run();
   for (auto& t : threads) t.join();

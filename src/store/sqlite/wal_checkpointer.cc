@@ -3,10 +3,15 @@
 #include <spdlog/spdlog.h>
 #include <sqlite3.h>
 
+#include "core/thread_name.h"
+
 namespace gpuhub::store {
 
 WalCheckpointer::WalCheckpointer(std::string path)
-    : path_(std::move(path)), thread_([this] { Run(); }) {}
+    : path_(std::move(path)), thread_([this] {
+        NameThisThread("gpuhub-wal-ckpt");
+        Run();
+      }) {}
 
 WalCheckpointer::~WalCheckpointer() {
   {
