@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <chrono>
 
+#include "core/thread_name.h"
 #include "engine/billing.h"
 #include "engine/limits.h"
 #include "engine/wallets.h"
@@ -253,6 +254,7 @@ Status Engine::RunTickHooks(Txn& txn) {
 }
 
 void Engine::WriterLoop() {
+  NameThisThread("gpuhub-writer");
   while (true) {
     if (role() == EngineRole::kStandby && !Campaign()) return;
     if (!ServeAsWriter()) return;
@@ -466,16 +468,45 @@ bool Engine::ApplyBatch(std::deque<Command>& batch) {
   batch_started_ns_.store(SteadyNanos());
   auto phase_started = std::chrono::steady_clock::now();
   store::WriteBatch writes;
-  for (auto& command : batch) {
-    std::size_t mark = writes.size();
-    Txn txn(*state_, writes, clock_.NowMicros());
-    if (command.apply(txn)) {
-      commands_applied_.Add();
-    } else {
-      commands_failed_.Add();
-      writes.Truncate(mark);
+  auto apply_from = [&](std::size_t first) {
+    for (std::size_t i = first; i < batch.size(); ++i) {
+      std::size_t mark = writes.size();
+      Txn txn(*state_, writes, clock_.NowMicros());
+      if (batch[i].apply(txn)) {
+        commands_applied_.Add();
+      } else {
+        commands_failed_.Add();
+        writes.Truncate(mark);
+      }
     }
+  };
+  apply_from(0);
+  AddMicrosSince(writer_applying_us_, phase_started);
+  // Group commit: while the batch before commits, the commands that arrive join this one. Left in
+  // the queue, they would wait for this batch's commit as well as the one in flight, and the
+  // batches would stay small (a third of the clients each at 256 connections, against half).
+  while (in_flight_) {
+    const std::size_t first = batch.size();
+    {
+      std::unique_lock<std::mutex> lock(mutex_);
+      wake_.wait(lock, [&] {
+        return commit_finished_ || stopping_ ||
+               (!queue_.empty() && batch.size() < options_.max_commands_per_batch);
+      });
+      if (commit_finished_ || stopping_) break;
+      const std::size_t n =
+          std::min(queue_.size(), options_.max_commands_per_batch - batch.size());
+      for (std::size_t i = 0; i < n; ++i) {
+        batch.push_back(std::move(queue_.front()));
+        queue_.pop_front();
+      }
+      last_taken_ns_.store(SteadyNanos());
+    }
+    AddMicrosSince(writer_waiting_us_, phase_started);
+    apply_from(first);
+    AddMicrosSince(writer_applying_us_, phase_started);
   }
+  AddMicrosSince(writer_waiting_us_, phase_started);
   // The ledger totals the batch's commands changed commit with the transfers that changed them.
   PersistChangedAccounts(*state_, writes);
   batch_commands_.Observe(static_cast<double>(batch.size()));
@@ -509,6 +540,7 @@ bool Engine::ApplyBatch(std::deque<Command>& batch) {
 }
 
 void Engine::CommitterLoop() {
+  NameThisThread("gpuhub-commit");
   while (true) {
     {
       std::unique_lock<std::mutex> lock(mutex_);

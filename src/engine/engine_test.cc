@@ -243,6 +243,40 @@ TEST_F(PipelineTest, AFailedCommitFailsTheBatchAppliedOnTopOfItAndMemoryForgetsB
   EXPECT_EQ(AddUser(*engine_, "second").value(), 3);
 }
 
+// Group commit: commands that arrive one by one while a commit is in flight are applied as they
+// come (not left queued until it ends) and commit together, in one batch, right after it.
+TEST_F(PipelineTest, CommandsArrivingWhileACommitIsInFlightJoinTheNextBatch) {
+  store_->SetGate(true);
+  Result<std::int64_t> first = Status::Internal("not answered");
+  std::thread adder = AddUserInFlight("first", first);
+  const int applies_before = store_->applies_entered.load();
+  constexpr int kLate = 3;
+  std::atomic<int> applied{0};
+  std::vector<Result<std::int64_t>> late(kLate, Status::Internal("not answered"));
+  std::vector<std::thread> senders;
+  for (int i = 0; i < kLate; ++i) {
+    // One at a time: each is sent after the one before was applied.
+    senders.emplace_back([this, i, &applied, &late] {
+      late[i] = engine_->ExecuteSync<std::int64_t>([&, i](Txn& txn) -> Result<std::int64_t> {
+        GPUHUB_ASSIGN_OR_RETURN(User u,
+                                CreateUser(txn, "late" + std::to_string(i), "hash", kRoleCustomer));
+        ++applied;
+        return u.id;
+      });
+    });
+    WaitUntil([&] { return applied.load() == i + 1; });
+  }
+  // All three were applied while "first" was still inside the store, and none is answered.
+  EXPECT_EQ(store_->applies_entered.load(), applies_before);
+  for (const auto& r : late) EXPECT_FALSE(r.ok());
+  store_->SetGate(false);
+  adder.join();
+  for (auto& t : senders) t.join();
+  EXPECT_EQ(first.value(), 2);
+  for (int i = 0; i < kLate; ++i) EXPECT_EQ(late[i].value(), 3 + i);
+  EXPECT_EQ(store_->applies_entered.load(), applies_before + 1) << "one batch for the three";
+}
+
 // GET /healthz answers from Serving without a round trip through the queue: it must say false
 // whenever the writer is not known to be serving (not started, stuck in a batch, state not loaded
 // after a failed commit, stopped).
