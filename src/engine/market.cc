@@ -24,7 +24,11 @@ std::string Code(Currency c) { return std::string(CurrencyCode(c)); }
 // leases, trades), and the ledger transfers first of all, in the order they were applied. Then the
 // records that closed leave memory: their final rows are in this batch (a failed commit reloads
 // the state from the store, so nothing is lost when it does not commit).
-void Write(Txn& txn, Changes& changes) {
+// `first_new_order`: the first order id the command could have made. A bid made by an earlier
+// command has its row already (this batch or a committed one), and what changes on a bid after it
+// is made is its outcome: only those columns are written, so the row's owner index is not touched
+// (a cancel on the durable-orders path, issue 15).
+void Write(Txn& txn, Changes& changes, market::OrderId first_new_order) {
   changes.Normalize();
   market::Exchange& x = X(txn);
   WriteTransfers(txn, changes.transfers);
@@ -59,6 +63,17 @@ void Write(Txn& txn, Changes& changes) {
   }
   for (auto id : changes.bids) {
     const market::Bid& b = *x.FindBid(id);
+    if (id < first_new_order) {
+      txn.writes.Update(
+          "market_bids",
+          {{"id", b.id},
+           {"status", std::string(market::BidStatusName(b.status))},
+           {"close_reason", std::string(market::BidCloseReasonName(b.close_reason))},
+           {"closed_at_us", b.closed_at},
+           {"lease_id", b.lease_id},
+           {"hold_micros", b.hold_micros}});
+      continue;
+    }
     txn.writes.Upsert("market_bids",
                       {{"id", b.id},
                        {"customer_id", b.customer_id},
@@ -142,8 +157,9 @@ void Write(Txn& txn, Changes& changes) {
 template <typename T, typename Fn>
 Result<T> Run(Txn& txn, Fn&& fn) {
   Changes changes;
+  const market::OrderId first_new_order = X(txn).next_order_id();
   Result<T> result = fn(changes);
-  if (result.ok()) Write(txn, changes);
+  if (result.ok()) Write(txn, changes, first_new_order);
   return result;
 }
 
@@ -204,8 +220,9 @@ Result<market::Payout> ResolvePayout(Txn& txn, std::int64_t admin, market::Payou
 Status AdvanceMarket(Txn& txn) {
   if (X(txn).NextEventAt() > txn.now) return Status::Ok();
   Changes changes;
+  const market::OrderId first_new_order = X(txn).next_order_id();
   X(txn).AdvanceTo(L(txn), txn.now, &changes);
-  Write(txn, changes);
+  Write(txn, changes, first_new_order);
   return Status::Ok();
 }
 

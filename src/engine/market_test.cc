@@ -364,6 +364,96 @@ TEST_F(EngineMarketTest, AFailedCommandLeavesNoRows) {
   CheckAll();
 }
 
+// A bid made by an earlier command gets only its outcome written (status, reason, close time,
+// lease, hold): the stored row must still be the whole bid, whether it was cancelled, filled by an
+// ask that came later, or made and closed inside one command.
+TEST_F(EngineMarketTest, ABidsStoredRowIsTheBidAfterEveryOutcome) {
+  Run<int>([&](Txn& txn) -> Result<int> {
+    GPUHUB_RETURN_IF_ERROR(
+        ManualCredit(txn, admin_, customer_, Currency::kUsd, 100 * kUsd, "test").status());
+    return 0;
+  });
+  auto gtc = [&](std::int64_t limit_micros) {
+    return Run<market::BidResult>([&](Txn& txn) {
+      market::BidSpec spec;
+      spec.gpu = "H100 SXM";
+      spec.gpus = 1;
+      spec.limit_micros = limit_micros;
+      spec.time_in_force = market::TimeInForce::kGtc;
+      spec.expires_at = txn.now + kMicrosPerDay;
+      return PlaceBid(txn, customer_, spec);
+    });
+  };
+  market::BidResult cancelled = gtc(1'500'000);
+  market::BidResult filled = gtc(2'500'000);
+  ASSERT_EQ(cancelled.bid.status, market::BidStatus::kResting);
+  ASSERT_EQ(filled.bid.status, market::BidStatus::kResting);
+  std::vector<market::Bid> expected;
+  expected.push_back(Run<market::Bid>(
+      [&](Txn& txn) { return CancelBid(txn, customer_, cancelled.bid.id); }));
+  auto m = Run<market::Machine>([&](Txn& txn) {
+    return AddMachine(txn, provider_, {"H100 SXM", 8, "IAD-1", 1, 1, 1});
+  });
+  Run<market::Ask>([&](Txn& txn) {
+    return PlaceAsk(txn, provider_, {m.id, 2'000'000, 1, txn.now + kMicrosPerDay});
+  });
+  // The ask met the resting bid: it closed as filled, with its lease.
+  market::Snapshot records = Records();
+  ASSERT_EQ(records.leases.size(), 1u);
+  market::Bid fill = filled.bid;
+  fill.status = market::BidStatus::kFilled;
+  fill.close_reason = market::BidCloseReason::kFilled;
+  fill.lease_id = records.leases[0].id;
+  fill.closed_at = records.leases[0].started_at;
+  expected.push_back(fill);
+  // Made and closed by one command (an IOC bid below every ask): one whole row.
+  market::BidResult unmatched = Run<market::BidResult>([&](Txn& txn) {
+    market::BidSpec spec;
+    spec.gpu = "H100 SXM";
+    spec.gpus = 1;
+    spec.limit_micros = 1'000'000;
+    return PlaceBid(txn, customer_, spec);
+  });
+  ASSERT_EQ(unmatched.bid.status, market::BidStatus::kCancelled);
+  expected.push_back(unmatched.bid);
+
+  store::ReadPool reads(url_, 1);
+  for (const market::Bid& bid : expected) {
+    store::Select select;
+    select.table = "market_bids";
+    select.columns = BidColumns();
+    select.where = {{"id", store::Condition::Op::kEq, bid.id}};
+    std::vector<market::Bid> stored;
+    ASSERT_TRUE(reads
+                    .Query(select,
+                           [&](const store::Row& row) -> Status {
+                             GPUHUB_ASSIGN_OR_RETURN(auto b, BidFromRow(row));
+                             stored.push_back(b);
+                             return Status::Ok();
+                           })
+                    .ok());
+    ASSERT_EQ(stored.size(), 1u) << bid.id;
+    EXPECT_EQ(stored[0], bid) << bid.id;
+  }
+  EXPECT_EQ(expected[0].status, market::BidStatus::kCancelled);
+  EXPECT_EQ(expected[0].close_reason, market::BidCloseReason::kCancelledByUser);
+  EXPECT_GT(expected[0].closed_at, 0);
+  // Nothing resting: the partial index of resting bids holds none of them.
+  std::int64_t resting = -1;
+  store::Select count;
+  count.table = "market_bids";
+  count.columns = {"count(*)"};
+  count.where = {{"status", store::Condition::Op::kEq, std::string("resting")}};
+  ASSERT_TRUE(reads.Query(count, [&](const store::Row& row) -> Status {
+                     GPUHUB_ASSIGN_OR_RETURN(resting, row.Int(0));
+                     return Status::Ok();
+                   }).ok());
+  EXPECT_EQ(resting, 0);
+  Open();
+  EXPECT_TRUE(Records().bids.empty());
+  CheckAll();
+}
+
 TEST_F(EngineMarketTest, DemoSeedingIsIdempotent) {
   std::vector<DemoOffer> offers = {{"H100 SXM", 2'880'000}, {"A100 SXM", 1'790'000}};
   ASSERT_TRUE(SeedDemoMarket(*engine_, offers, {"DFW-1", "IAD-1"}).ok());

@@ -372,6 +372,8 @@ class Exchange {
   std::vector<OrderId> OpenBidIds() const;
 
   std::size_t machine_count() const { return machines_.size(); }
+  // The id the next ask or bid will get: orders with a lower id were made by earlier commands.
+  OrderId next_order_id() const { return next_order_id_; }
   std::size_t active_lease_count() const { return active_leases_; }
   std::size_t resting_bid_count() const;
   std::size_t open_ask_count() const;
