@@ -494,12 +494,10 @@ bool Engine::ApplyBatch(std::deque<Command>& batch) {
                (!queue_.empty() && batch.size() < options_.max_commands_per_batch);
       });
       if (commit_finished_ || stopping_) break;
-      const std::size_t n =
-          std::min(queue_.size(), options_.max_commands_per_batch - batch.size());
-      for (std::size_t i = 0; i < n; ++i) {
-        batch.push_back(std::move(queue_.front()));
-        queue_.pop_front();
-      }
+      // One at a time, so that the batch goes to the committer as soon as the commit before
+      // ends, not once a burst that came meanwhile has all been applied.
+      batch.push_back(std::move(queue_.front()));
+      queue_.pop_front();
       last_taken_ns_.store(SteadyNanos());
     }
     AddMicrosSince(writer_waiting_us_, phase_started);
@@ -515,13 +513,13 @@ bool Engine::ApplyBatch(std::deque<Command>& batch) {
   AddMicrosSince(writer_applying_us_, phase_started);
   // This batch commits after the one in flight, and none of its commands is answered before that
   // one is durable (they may have read what it wrote).
-  std::deque<Command> durable;
+  std::optional<InFlight> durable;
   Finished before = FinishInFlight(&batch, &durable);
   batch_started_ns_.store(0);
   if (before == Finished::kSteppedDown) return false;
   if (before == Finished::kFailed) return true;
   if (writes.empty()) {
-    for (auto& command : durable) command.done(Status::Ok());
+    if (durable) FinishDurable(*durable);
     for (auto& command : batch) command.done(Status::Ok());
     return true;
   }
@@ -532,11 +530,29 @@ bool Engine::ApplyBatch(std::deque<Command>& batch) {
     commit_requested_ = true;
   }
   commit_wake_.notify_one();
-  // Answered while the next commit runs, not before it starts.
+  // Finished (memory windows, answers, and freeing its rows) while the next commit runs, not
+  // before it starts: the committer waited ~0.24 ms per batch for this (issue 15).
   phase_started = std::chrono::steady_clock::now();
-  for (auto& command : durable) command.done(Status::Ok());
+  if (durable) FinishDurable(*durable);
+  durable.reset();
   AddMicrosSince(writer_answering_us_, phase_started);
   return true;
+}
+
+void Engine::FinishDurable(InFlight& finished) {
+  // What is beyond the ledger's window may leave memory (the store answers for it). Transfers of
+  // a batch applied after this one are not durable yet: they stay.
+  ForgetDurableTransfers(*state_, options_.domains.ledger_transfers_in_memory +
+                                      static_cast<std::size_t>(
+                                          state_->wallets->ledger.LastSequence() -
+                                          finished.last_sequence));
+  ForgetDurableDocuments(*state_,
+                         {options_.domains.tax_documents_in_memory,
+                          options_.domains.tax_document_lines_in_memory},
+                         static_cast<std::size_t>(state_->billing->next_document_id - 1 -
+                                                  finished.last_document_id));
+  for (auto& command : finished.commands) command.done(Status::Ok());
+  finished.commands.clear();
 }
 
 void Engine::CommitterLoop() {
@@ -572,7 +588,7 @@ void Engine::CommitterLoop() {
 }
 
 Engine::Finished Engine::FinishInFlight(std::deque<Command>* applied_after,
-                                        std::deque<Command>* durable) {
+                                        std::optional<InFlight>* durable) {
   if (!in_flight_) return Finished::kOk;
   Status commit;
   {
@@ -586,21 +602,10 @@ Engine::Finished Engine::FinishInFlight(std::deque<Command>* applied_after,
   InFlight finished = std::move(*in_flight_);
   in_flight_.reset();
   if (commit.ok()) {
-    // Durable now: what is beyond the ledger's window may leave memory (the store answers for
-    // it). Transfers of a batch applied after this one are not durable yet: they stay.
-    ForgetDurableTransfers(*state_, options_.domains.ledger_transfers_in_memory +
-                                        static_cast<std::size_t>(
-                                            state_->wallets->ledger.LastSequence() -
-                                            finished.last_sequence));
-    ForgetDurableDocuments(*state_,
-                           {options_.domains.tax_documents_in_memory,
-                            options_.domains.tax_document_lines_in_memory},
-                           static_cast<std::size_t>(state_->billing->next_document_id - 1 -
-                                                    finished.last_document_id));
     if (durable != nullptr) {
-      *durable = std::move(finished.commands);
+      durable->emplace(std::move(finished));
     } else {
-      for (auto& command : finished.commands) command.done(commit);
+      FinishDurable(finished);
     }
     return Finished::kOk;
   }

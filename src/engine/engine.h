@@ -187,13 +187,17 @@ class Engine {
   // committer. false when the writer term was lost (the engine stepped down).
   bool ApplyBatch(std::deque<Command>& batch);
   enum class Finished { kOk, kFailed, kSteppedDown };
+  struct InFlight;
   // Waits for the batch in flight (none: kOk at once) and answers its commands. On a failed
   // commit it also refuses `applied_after` (applied on top of it, never submitted), then steps
   // down (kSteppedDown, the writer term lost) or reloads memory (kFailed). `durable`: when given,
-  // a committed batch's commands are moved there for the caller to answer (once it has handed the
-  // next batch to the committer) instead of answered here.
+  // a committed batch is moved there for the caller to finish (FinishDurable) once it has handed
+  // the next batch to the committer, instead of finished here.
   Finished FinishInFlight(std::deque<Command>* applied_after,
-                          std::deque<Command>* durable = nullptr);
+                          std::optional<InFlight>* durable = nullptr);
+  // A committed batch: what is beyond the memory windows leaves memory, its commands are
+  // answered.
+  void FinishDurable(InFlight& finished);
   void CommitterLoop();
   Status WriterTermLost();
   Status Reload();
