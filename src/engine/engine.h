@@ -16,7 +16,9 @@
 // undo code and start-up already exercises exactly the same loading path.
 //
 // Pipelined commit: a batch's rows commit on a second thread (the committer) while the writer
-// applies the next batch in memory; at most one batch is in flight. The next batch is submitted,
+// applies the next batch in memory; at most one batch is in flight. Commands that arrive while it
+// commits join the next batch as they come (group commit), up to max_commands_per_batch, and that
+// batch goes to the committer as soon as the commit before it returns. The next batch is submitted,
 // and the earlier one's completions called, only once the earlier commit returned: a command is
 // still answered only after its own batch and every batch before it are durable, so a read never
 // answers with something that could be rolled back. A failed commit refuses the batch in flight
