@@ -786,15 +786,8 @@ Status LoadAgents(store::Store& store, const std::vector<market::OrderId>& open_
         a.downtime_by_rental.emplace(c.rental_id, c);
         return Status::Ok();
       }));
-  // Only the open bids' specs (one primary-key read each: their number is the open market's, not
-  // the history's).
-  for (market::OrderId bid : open_bids) {
-    GPUHUB_RETURN_IF_ERROR(store.Query(LaunchSpecSelect(bid), [&](const store::Row& row) -> Status {
-      GPUHUB_ASSIGN_OR_RETURN(a.image_by_bid[bid], row.Text(1));
-      return Status::Ok();
-    }));
-  }
-  return Status::Ok();
+  // Only the open bids' specs: their number is the open market's, not the history's.
+  return ReadLaunchSpecs(store, open_bids, a.image_by_bid);
 }
 
 }  // namespace gpuhub::engine

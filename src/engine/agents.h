@@ -211,7 +211,7 @@ struct AgentsState {
   // Launch specs of the open bids (resting, or whose lease is live: Exchange::OpenBidIds); a
   // closed bid's leaves memory at the next tick (ForgetClosedLaunchSpecs) and is the store's
   // (launch_specs, LaunchSpecSelect).
-  std::map<std::int64_t, std::string> image_by_bid;
+  std::map<std::int64_t, std::string> image_by_bid;  // a StoredImages
   std::multimap<std::int64_t, RentalDowntimeCredit> downtime_by_rental;
   std::int64_t next_host_id = 1;
   std::int64_t next_downtime_credit_id = 1;
@@ -351,8 +351,22 @@ std::string BidImage(const State& state, market::OrderId bid_id,
 // The image a lease runs (its bid's).
 std::string LeaseImage(const State& state, const market::Lease& lease,
                        const StoredImages* stored = nullptr);
-// The launch spec of one bid (a history page's reads, by primary key).
+// The launch spec of one bid (by primary key).
 store::Select LaunchSpecSelect(market::OrderId bid_id);
+// The launch specs of `bid_ids` into `images`, one primary-key read each (start-up's open bids, a
+// history page's rows). `reader`: a store::Store or a store::ReadPool.
+template <typename Reader>
+Status ReadLaunchSpecs(Reader& reader, const std::vector<market::OrderId>& bid_ids,
+                       StoredImages& images) {
+  for (market::OrderId bid : bid_ids) {
+    GPUHUB_RETURN_IF_ERROR(
+        reader.Query(LaunchSpecSelect(bid), [&](const store::Row& row) -> Status {
+          GPUHUB_ASSIGN_OR_RETURN(images[bid], row.Text(1));
+          return Status::Ok();
+        }));
+  }
+  return Status::Ok();
+}
 // Drops the launch specs of bids that are no longer open (tick hook of AddAgentTickHooks).
 void ForgetClosedLaunchSpecs(State& state);
 // A term rental's downtime credits, oldest first.

@@ -484,7 +484,7 @@ bool Engine::ApplyBatch(std::deque<Command>& batch) {
   AddMicrosSince(writer_applying_us_, phase_started);
   // Group commit: while the batch before commits, the commands that arrive join this one. Left in
   // the queue, they would wait for this batch's commit as well as the one in flight, and the
-  // batches would stay small (a third of the clients each at 256 connections, against half).
+  // batches would stay small (at 256 connections ~83 commands a batch before, ~100 since).
   while (in_flight_) {
     const std::size_t first = batch.size();
     {
@@ -531,7 +531,7 @@ bool Engine::ApplyBatch(std::deque<Command>& batch) {
   }
   commit_wake_.notify_one();
   // Finished (memory windows, answers, and freeing its rows) while the next commit runs, not
-  // before it starts: the committer waited ~0.24 ms per batch for this (issue 15).
+  // before it starts.
   phase_started = std::chrono::steady_clock::now();
   if (durable) FinishDurable(*durable);
   durable.reset();

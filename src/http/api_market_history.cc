@@ -116,7 +116,7 @@ void RegisterMarketHistoryRoutes(Router& router, ApiContext& api) {
                             engine::BidFromRow));
           std::vector<std::int64_t> ids;
           for (const auto& b : out.rows) ids.push_back(b.id);
-          GPUHUB_RETURN_IF_ERROR(ReadLaunchSpecs(pool, ids, out.images));
+          GPUHUB_RETURN_IF_ERROR(engine::ReadLaunchSpecs(pool, ids, out.images));
           return out;
         },
         [page = *page](Txn& txn, const User&,
@@ -162,7 +162,7 @@ void RegisterMarketHistoryRoutes(Router& router, ApiContext& api) {
                             engine::LeaseFromRow));
           std::vector<std::int64_t> ids;
           for (const auto& l : out.rows) ids.push_back(l.bid_id);
-          GPUHUB_RETURN_IF_ERROR(ReadLaunchSpecs(pool, ids, out.images));
+          GPUHUB_RETURN_IF_ERROR(engine::ReadLaunchSpecs(pool, ids, out.images));
           return out;
         },
         [page = *page, as_provider](Txn& txn, const User&,
@@ -243,7 +243,8 @@ void RegisterMarketHistoryRoutes(Router& router, ApiContext& api) {
                             pool, ById("market_leases", engine::LeaseColumns(), id),
                             engine::LeaseFromRow));
           if (!out.rows.empty()) {
-            GPUHUB_RETURN_IF_ERROR(ReadLaunchSpecs(pool, {out.rows.front().bid_id}, out.images));
+            GPUHUB_RETURN_IF_ERROR(
+                engine::ReadLaunchSpecs(pool, {out.rows.front().bid_id}, out.images));
           }
           return out;
         },

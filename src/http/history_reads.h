@@ -50,19 +50,6 @@ struct RowsWithImages {
   engine::StoredImages images;
 };
 
-// The launch specs of `bid_ids` (one primary-key read each; a page has at most kMaxListPageSize).
-inline Status ReadLaunchSpecs(store::ReadPool& pool, const std::vector<std::int64_t>& bid_ids,
-                              engine::StoredImages& images) {
-  for (std::int64_t bid : bid_ids) {
-    GPUHUB_RETURN_IF_ERROR(
-        pool.Query(engine::LaunchSpecSelect(bid), [&](const store::Row& row) -> Status {
-          GPUHUB_ASSIGN_OR_RETURN(images[bid], row.Text(1));
-          return Status::Ok();
-        }));
-  }
-  return Status::Ok();
-}
-
 // Authenticates, reads `read(pool, me)` on a reader thread, renders `render(txn, me, rows)` on the
 // writer.
 template <typename Rows>
