@@ -31,10 +31,13 @@ inline constexpr std::size_t kNewAddressReserveDivisor = 16;
 // so that one client holding idle sockets cannot take all of kMaxConnections. 0 in the config file
 // means no per-address cap (behind a reverse proxy every client has the proxy's address).
 inline constexpr std::size_t kMaxConnectionsPerAddress = 256;
-// Bytes of a connection's read buffer beyond the headers: chunk-size lines with their extensions and
-// the trailer of a chunked body must fit in it (a longer one is 413), so that no line the parser
-// waits for can grow without bound. The body itself streams through it (kMaxBodyBytes).
-inline constexpr std::size_t kMaxReadBufferSlackBytes = 64 * 1024;
+// A chunk-size line with its extensions, and the last chunk's line with the whole trailer (every
+// field of it together), must each fit in this many bytes (413 otherwise), so that nothing the
+// parser waits for can grow without bound, and no trailer field can reach Beast's 64 KiB limit
+// of one field (which it reports by throwing). The body itself streams (kMaxBodyBytes).
+inline constexpr std::size_t kMaxChunkLineBytes = 64 * 1024;
+// Bytes of a connection's read buffer beyond the headers' limit: room for kMaxChunkLineBytes.
+inline constexpr std::size_t kMaxReadBufferSlackBytes = kMaxChunkLineBytes;
 // After accept() fails (out of file descriptors: the same error repeats at once), the next try
 // waits this long instead of spinning on the CPU and the log.
 inline constexpr int kAcceptRetryMilliseconds = 100;
@@ -49,6 +52,9 @@ inline constexpr std::size_t kMaxQueuedRenders = 64;
 // History reads (store pages of closed market records) waiting for a reader thread; beyond this a
 // request gets 503 rather than queueing without bound behind a slow database.
 inline constexpr std::size_t kMaxQueuedHistoryReads = 256;
+// Admin requests (http/api.h AdminOnly) authorized and waiting for their handler's thread; beyond
+// this 503.
+inline constexpr std::size_t kMaxQueuedAdminRequests = 256;
 // Retries of one Idempotency-Key that may wait for its first request (a BTCPay top-up) at once;
 // beyond this a retry gets 409 at once.
 inline constexpr std::size_t kMaxWaitersPerKey = 32;
@@ -62,6 +68,8 @@ inline constexpr std::size_t kMaxListPageSize = 500;
 // start. A short one can be guessed offline from one signed delivery; 32 bytes is the key size of
 // HMAC-SHA256 (BTCPay Server generates longer ones).
 inline constexpr std::size_t kMinWebhookSecretBytes = 32;
+// [metrics] bearer_token: at least this long (a scraper's token is as guessable as any secret).
+inline constexpr std::size_t kMinMetricsTokenBytes = 32;
 // A warning or error identical to one written less than this ago is counted, not written again
 // (http/log_sink.h); the count is written when the window ends.
 inline constexpr int kLogRepeatWindowSeconds = 10;

@@ -92,6 +92,7 @@ class ServerTest : public ::testing::Test {
     options.connections_reserved_for_new_addresses = reserved_for_new_addresses_;
     options.header_timeout_seconds = header_timeout_seconds_;
     options.read_timeout_seconds = read_timeout_seconds_;
+    options.max_header_bytes = max_header_bytes_;
     server_ = std::make_unique<Server>(options, router_, metrics_);
     ASSERT_TRUE(server_->Listen().ok());
     thread_ = std::thread([this] { server_->Run(nullptr); });
@@ -118,9 +119,16 @@ class ServerTest : public ::testing::Test {
   std::ptrdiff_t reserved_for_new_addresses_ = -1;
   int header_timeout_seconds_ = 0;
   int read_timeout_seconds_ = 0;
+  std::size_t max_header_bytes_ = 0;  // 0: kMaxHeaderBytes
   std::unique_ptr<Server> server_;
   std::thread thread_;
 };
+
+long long CounterValue(const std::string& text, const std::string& name) {
+  auto at = text.find("\n" + name + " ");
+  if (at == std::string::npos) return 0;
+  return std::atoll(text.c_str() + at + name.size() + 2);
+}
 
 TEST_F(ServerTest, AHandlerThatThrowsIsAnswered500AndDoesNotHoldUpShutdown) {
   router_.Add("GET", "/throw",
@@ -261,10 +269,82 @@ TEST_F(ServerTest, OverlongChunkExtensionsAndTrailersAre413) {
   EXPECT_EQ(calls.load(), 2);
 }
 
-long long CounterValue(const std::string& text, const std::string& name) {
-  auto at = text.find("\n" + name + " ");
-  if (at == std::string::npos) return 0;
-  return std::atoll(text.c_str() + at + name.size() + 2);
+
+// One trailer field of more than 64 KiB made Beast's field container throw std::length_error inside
+// its read operation, out of io_context::run: the process died (issue 25). Now 413 on that
+// connection, and every other client goes on.
+TEST_F(ServerTest, ATrailerFieldOver64KiBIs413AndTheServerLivesOn) {
+  std::atomic<int> calls{0};
+  router_.Add("POST", "/v1/size", Counting(&calls));
+  router_.Add("GET", "/ping", Counting(&calls));
+  Start();
+  const std::string head = "POST /v1/size HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n"
+                           "2\r\n{}\r\n0\r\n";
+  for (std::size_t value_bytes : {65'534u, 65'537u, 70'000u, 200'000u}) {
+    std::string request = head + "X-Big: " + std::string(value_bytes, 'v') + "\r\n\r\n";
+    std::string reply = RoundTrip(server_->port(), request);
+    EXPECT_EQ(reply.rfind("HTTP/1.1 413", 0), 0u) << value_bytes << ": " << reply.substr(0, 300);
+    EXPECT_NE(reply.find("Connection: close"), std::string::npos) << reply.substr(0, 300);
+  }
+  // The same, split into many small packets, and pipelined behind a good request.
+  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  std::string pipelined = "GET /ping HTTP/1.1\r\nHost: x\r\n\r\n" + head + "X-Big: " +
+                          std::string(100'000, 'v') + "\r\n\r\n";
+  std::string reply = RoundTripOn(fd, server_->port(), pipelined, 5000);
+  EXPECT_EQ(reply.rfind("HTTP/1.1 200", 0), 0u) << reply.substr(0, 300);
+  EXPECT_NE(reply.find("HTTP/1.1 413"), std::string::npos) << reply.substr(0, 600);
+  // Still serving.
+  EXPECT_EQ(Get("GET", "/ping").rfind("HTTP/1.1 200", 0), 0u);
+  EXPECT_EQ(calls.load(), 2);
+  EXPECT_EQ(CounterValue(metrics_.Render(), "gpuhub_http_handler_exceptions_total"), 0)
+      << "refused by the limit, not caught as an exception";
+}
+
+// The trailer limit (kMaxChunkLineBytes) holds for the trailer in all: 80 fields of 1 KB were
+// accepted (the buffer had room for the headers' 16 KiB too); a trailer under the limit is fine.
+TEST_F(ServerTest, TheTrailerLimitCountsEveryFieldTogether) {
+  std::atomic<int> calls{0};
+  router_.Add("POST", "/echo", Counting(&calls));
+  Start();
+  auto with_fields = [](int fields, std::size_t bytes_each) {
+    std::string r = "POST /echo HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n"
+                    "Connection: close\r\n\r\n2\r\n{}\r\n0\r\n";
+    for (int i = 0; i < fields; ++i) {
+      r += "X-T" + std::to_string(i) + ": " + std::string(bytes_each, 't') + "\r\n";
+    }
+    return r + "\r\n";
+  };
+  std::string reply = RoundTrip(server_->port(), with_fields(80, 1000));
+  EXPECT_EQ(reply.rfind("HTTP/1.1 413", 0), 0u) << reply.substr(0, 300);
+  EXPECT_NE(reply.find(std::to_string(kMaxChunkLineBytes)), std::string::npos) << reply;
+  EXPECT_EQ(calls.load(), 0);
+  reply = RoundTrip(server_->port(), with_fields(60, 1000));  // ~60 KB: under 64 KiB
+  EXPECT_EQ(reply.rfind("HTTP/1.1 200", 0), 0u) << reply.substr(0, 300);
+  EXPECT_EQ(calls.load(), 1);
+}
+
+// With the header limit raised past Beast's 64 KiB per field, a longer header field is a limit
+// (431), not an exception that ends the process.
+TEST_F(ServerTest, AHeaderFieldBeastCannotStoreIs431) {
+  std::atomic<int> calls{0};
+  router_.Add("GET", "/ping", Counting(&calls));
+  max_header_bytes_ = 256 * 1024;
+  Start();
+  std::string reply = RoundTrip(server_->port(), "GET /ping HTTP/1.1\r\nHost: x\r\nX-Big: " +
+                                                     std::string(100'000, 'h') + "\r\n\r\n");
+  EXPECT_EQ(reply.rfind("HTTP/1.1 431", 0), 0u) << reply.substr(0, 300);
+  EXPECT_EQ(Get("GET", "/ping").rfind("HTTP/1.1 200", 0), 0u);
+  EXPECT_EQ(calls.load(), 1);
+}
+
+// Handler exceptions of any type are answered 500 and counted.
+TEST_F(ServerTest, HandlerExceptionsAreCounted) {
+  router_.Add("GET", "/std", [](const Request&, Responder) { throw std::length_error("x"); });
+  router_.Add("GET", "/int", [](const Request&, Responder) { throw 42; });
+  Start();
+  EXPECT_EQ(Get("GET", "/std").rfind("HTTP/1.1 500", 0), 0u);
+  EXPECT_EQ(Get("GET", "/int").rfind("HTTP/1.1 500", 0), 0u);
+  EXPECT_EQ(CounterValue(metrics_.Render(), "gpuhub_http_handler_exceptions_total"), 2);
 }
 
 // Out of file descriptors, accept() fails at once for as long as the connection waits in the
