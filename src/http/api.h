@@ -108,6 +108,9 @@ struct ApiContext {
   // History reads (closed market records, pages of history lists): on these threads, through
   // `history` (read-only connections of its own), never on the writer's thread or connection.
   WorkerPool history_readers;
+  // Admin requests whose caller the writer has confirmed an admin (AdminOnly), run here: their
+  // handlers parse and submit as on an I/O thread, which the writer's completion must not do.
+  WorkerPool admin_requests{1, kMaxQueuedAdminRequests};
   store::ReadPool* history = nullptr;  // set by serve
   InFlightKeys in_flight;
   ManualClock* manual_clock = nullptr;  // set with --clock manual
@@ -132,6 +135,11 @@ using AnonymousAction = std::function<Result<Reply>(engine::Txn&)>;
 // Wraps a handler of an authenticated endpoint: a request without any bearer token is answered
 // 401 before its body is even looked at (a forged token is caught by RunAuthenticated).
 Handler RequireBearer(Handler handler);
+// An admin route (every /v1/admin/ path; serve's router wrapper applies it): 401 without a token,
+// 403 unless the token is an admin's, both before the request's body or query is looked at (a
+// customer learns nothing of what the route would accept). Then `handler` runs as before, on
+// api.admin_requests (503 when kMaxQueuedAdminRequests wait), and checks the role again itself.
+Handler AdminOnly(ApiContext& api, Handler handler);
 // 401 unauthenticated with `message` and WWW-Authenticate: Bearer.
 Response BearerChallenge(std::string_view message);
 
@@ -177,7 +185,7 @@ Status CheckJsonContentType(const Request& request);
 // invalid_argument when deeper than max_depth (scans brackets outside strings).
 Status CheckJsonDepth(std::string_view text, int max_depth);
 // A JSON text as a request body: no NUL byte (the parser would stop there and ignore what
-// follows), at most kMaxJsonDepth deep.
+// follows), at most kMaxJsonDepth deep, no object naming a member twice (http/json_keys.h).
 Status CheckJsonText(std::string_view text);
 // CheckJsonContentType and CheckJsonText: every JSON body goes through it before parsing.
 Status CheckJsonBody(const Request& request);

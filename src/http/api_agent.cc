@@ -522,7 +522,7 @@ void RegisterAgentRoutes(Router& router, ApiContext& api) {
                  }));
 
   // ----- Admins -------------------------------------------------------------------------------
-  router.Add("GET", "/v1/admin/hosts",
+  router.Add("GET", "/v1/admin/hosts?limit",
              Authenticated<std::size_t>(
                  api, kRoleAdmin,
                  [](const Request& r) {

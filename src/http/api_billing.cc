@@ -409,7 +409,7 @@ void RegisterBillingRoutes(Router& router, ApiContext& api) {
                                 });
              }));
 
-  router.Add("GET", "/v1/invoices", RequireBearer([&api](const Request& r, Responder respond) {
+  router.Add("GET", "/v1/invoices?limit&before", RequireBearer([&api](const Request& r, Responder respond) {
                auto limit = LimitQuery(r, "limit", kDefaultPageSize, kMaxListPageSize);
                if (!limit.ok()) return respond(Response::Error(limit.status().WithField("limit")));
                auto before = BeforeQuery(r);
@@ -446,7 +446,7 @@ void RegisterBillingRoutes(Router& router, ApiContext& api) {
         });
   });
 
-  router.Add("GET", "/v1/tax-rates", [&api](const Request& r, Responder respond) {
+  router.Add("GET", "/v1/tax-rates?country&at", [&api](const Request& r, Responder respond) {
     std::string country;
     if (auto it = r.query.find("country"); it != r.query.end()) country = ToLower(it->second);
     for (char& c : country) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
@@ -564,7 +564,7 @@ void RegisterBillingRoutes(Router& router, ApiContext& api) {
              }));
 
   // The tax report of a period (billing/tax_report.h): what a VAT return is filled from.
-  router.Add("GET", "/v1/admin/tax-report", RequireBearer([&api](const Request& r,
+  router.Add("GET", "/v1/admin/tax-report?from&until", RequireBearer([&api](const Request& r,
                                                                  Responder respond) {
                auto period = ReportPeriod(r);
                if (!period.ok()) return respond(Response::Error(period.status()));
@@ -611,7 +611,7 @@ void RegisterBillingRoutes(Router& router, ApiContext& api) {
                    });
              }));
 
-  router.Add("GET", "/v1/admin/invoices", RequireBearer([&api](const Request& r,
+  router.Add("GET", "/v1/admin/invoices?limit&before&username", RequireBearer([&api](const Request& r,
                                                                Responder respond) {
                auto limit = LimitQuery(r, "limit", kDefaultPageSize, kMaxListPageSize);
                if (!limit.ok()) return respond(Response::Error(limit.status().WithField("limit")));

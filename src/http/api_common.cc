@@ -3,6 +3,7 @@
 #include "core/clock.h"
 #include "core/json_writer.h"
 #include "core/strings.h"
+#include "http/json_keys.h"
 #include "http/limits.h"
 #include "http/web_session.h"
 
@@ -177,7 +178,8 @@ Status CheckJsonText(std::string_view text) {
   if (text.find('\0') != std::string_view::npos) {
     return Status::InvalidArgument("request body is not valid JSON (it holds a NUL byte)");
   }
-  return CheckJsonDepth(text, kMaxJsonDepth);
+  GPUHUB_RETURN_IF_ERROR(CheckJsonDepth(text, kMaxJsonDepth));
+  return CheckNoDuplicateKeys(text);
 }
 
 Status CheckJsonBody(const Request& request) {
@@ -377,6 +379,23 @@ Handler RequireBearer(Handler handler) {
     if (!CsrfAllows(request, credentials)) return respond(CsrfRefused());
     handler(request, std::move(respond));
   };
+}
+
+Handler AdminOnly(ApiContext& api, Handler handler) {
+  auto shared = std::make_shared<const Handler>(std::move(handler));
+  return RequireBearer([&api, shared](const Request& request, Responder respond) {
+    auto copy = std::make_shared<const Request>(request);
+    AuthenticateThen(api, request, std::move(respond), engine::kRoleAdmin,
+                     [&api, shared, copy](const engine::User&, Responder respond) {
+                       auto run = [shared, copy, respond]() mutable {
+                         (*shared)(*copy, std::move(respond));
+                       };
+                       if (!api.admin_requests.Post(std::move(run))) {
+                         respond(Response::Error(503, "unavailable",
+                                                 "too many admin requests at once; retry"));
+                       }
+                     });
+  });
 }
 
 void RunAuthenticated(ApiContext& api, const Request& request, Responder respond,

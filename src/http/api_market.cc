@@ -217,7 +217,7 @@ void RegisterMarketRoutes(Router& router, ApiContext& api) {
                    return Reply{201, MachineJson(txn.state, txn.now, m, 0, 0)};
                  }));
   router.Add(
-      "GET", "/v1/machines",
+      "GET", "/v1/machines?limit",
       Authenticated<std::size_t>(
           api, kRoleProvider, ListLimit,
           [](Txn& txn, const User& me, const std::size_t& limit) -> Result<Reply> {
@@ -303,7 +303,7 @@ void RegisterMarketRoutes(Router& router, ApiContext& api) {
                    return reply;
                  }));
   // ----- Admins ------------------------------------------------------------------------------
-  router.Add("GET", "/v1/admin/payouts",
+  router.Add("GET", "/v1/admin/payouts?limit",
              Authenticated<std::size_t>(
                  api, kRoleAdmin, ListLimit,
                  [](Txn& txn, const User&, const std::size_t& limit) -> Result<Reply> {
@@ -359,7 +359,7 @@ void RegisterMarketRoutes(Router& router, ApiContext& api) {
       return reply;
     });
   });
-  router.Add("GET", "/v1/markets/{gpu}/book", [&api](const Request& r, Responder respond) {
+  router.Add("GET", "/v1/markets/{gpu}/book?levels", [&api](const Request& r, Responder respond) {
     auto levels = LimitQuery(r, "levels", market::kDefaultPageSize, market::kMaxBookLevels);
     if (!levels.ok()) return respond(Response::Error(levels.status()));
     std::string gpu = r.path_params.at("gpu");
@@ -391,7 +391,7 @@ void RegisterMarketRoutes(Router& router, ApiContext& api) {
     });
   });
   RegisterMarketHistoryRoutes(router, api);
-  router.Add("GET", "/v1/offers", [&api](const Request& r, Responder respond) {
+  router.Add("GET", "/v1/offers?gpu", [&api](const Request& r, Responder respond) {
     std::string gpu;
     if (auto it = r.query.find("gpu"); it != r.query.end()) gpu = it->second;
     RunAnonymous(api, r, std::move(respond), false, [gpu](Txn& txn) -> Result<Reply> {

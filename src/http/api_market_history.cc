@@ -100,7 +100,7 @@ void RegisterMarketHistoryRoutes(Router& router, ApiContext& api) {
   using engine::kRoleProvider;
 
   // ----- Lists ----------------------------------------------------------------------------------
-  router.Add("GET", "/v1/bids", [&api](const Request& r, Responder respond) {
+  router.Add("GET", "/v1/bids?limit&cursor", [&api](const Request& r, Responder respond) {
     auto page = PageQuery(r);
     if (!page.ok()) return respond(Response::Error(page.status()));
     ReadThenRender<RowsWithImages<market::Bid>>(
@@ -137,7 +137,7 @@ void RegisterMarketHistoryRoutes(Router& router, ApiContext& api) {
           return reply;
         });
   });
-  router.Add("GET", "/v1/leases", [&api](const Request& r, Responder respond) {
+  router.Add("GET", "/v1/leases?limit&cursor&as", [&api](const Request& r, Responder respond) {
     auto page = PageQuery(r);
     if (!page.ok()) return respond(Response::Error(page.status()));
     bool as_provider = false;
@@ -179,7 +179,7 @@ void RegisterMarketHistoryRoutes(Router& router, ApiContext& api) {
           return Reply{200, {{"leases", list}, {"next_cursor", next}}};
         });
   });
-  router.Add("GET", "/v1/asks", [&api](const Request& r, Responder respond) {
+  router.Add("GET", "/v1/asks?limit&cursor", [&api](const Request& r, Responder respond) {
     auto page = PageQuery(r);
     if (!page.ok()) return respond(Response::Error(page.status()));
     ReadThenRender<std::vector<market::Ask>>(
@@ -204,7 +204,7 @@ void RegisterMarketHistoryRoutes(Router& router, ApiContext& api) {
           return Reply{200, {{"asks", list}, {"next_cursor", next}}};
         });
   });
-  router.Add("GET", "/v1/payouts", [&api](const Request& r, Responder respond) {
+  router.Add("GET", "/v1/payouts?limit&cursor", [&api](const Request& r, Responder respond) {
     auto page = PageQuery(r);
     if (!page.ok()) return respond(Response::Error(page.status()));
     ReadThenRender<std::vector<market::Payout>>(
@@ -262,7 +262,7 @@ void RegisterMarketHistoryRoutes(Router& router, ApiContext& api) {
 
   // ----- Trades (public) -------------------------------------------------------------------------
   // The recent trades are in memory (market data); a page past them reads the store.
-  router.Add("GET", "/v1/markets/{gpu}/trades", [&api](const Request& r, Responder respond) {
+  router.Add("GET", "/v1/markets/{gpu}/trades?limit&cursor", [&api](const Request& r, Responder respond) {
     auto page = PageQuery(r, market::kDefaultPageSize);
     if (!page.ok()) return respond(Response::Error(page.status()));
     struct Recent {

@@ -87,7 +87,7 @@ constexpr std::size_t kDeliveriesShown = 20;
 }  // namespace
 
 void RegisterNotificationRoutes(Router& router, ApiContext& api) {
-  router.Add("GET", "/v1/notifications",
+  router.Add("GET", "/v1/notifications?limit&before",
              Authenticated<std::pair<std::size_t, std::int64_t>>(
                  api, 0,
                  [](const Request& r) -> Result<std::pair<std::size_t, std::int64_t>> {

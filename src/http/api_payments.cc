@@ -491,7 +491,7 @@ void RegisterPaymentRoutes(Router& router, ApiContext& api) {
                Topup(api, r, std::move(respond));
              }));
 
-  router.Add("GET", "/v1/topups", RequireBearer([&api](const Request& r, Responder respond) {
+  router.Add("GET", "/v1/topups?limit", RequireBearer([&api](const Request& r, Responder respond) {
                // Newest first: the newest 50 unless ?limit= says otherwise (1..500).
                auto limit = LimitQuery(r, "limit", kDefaultPageSize, kMaxListPageSize);
                if (!limit.ok()) return respond(Response::Error(limit.status()));
@@ -525,7 +525,7 @@ void RegisterPaymentRoutes(Router& router, ApiContext& api) {
   router.Add("POST", "/v1/payments/webhook",
              [&api](const Request& r, Responder respond) { Webhook(api, r, std::move(respond)); });
 
-  router.Add("GET", "/v1/admin/payments/held",
+  router.Add("GET", "/v1/admin/payments/held?limit",
              RequireBearer([&api](const Request& r, Responder respond) {
                auto limit = LimitQuery(r, "limit", kDefaultPageSize, kMaxListPageSize);
                if (!limit.ok()) return respond(Response::Error(limit.status()));

@@ -455,7 +455,7 @@ void RegisterRentalRoutes(Router& router, ApiContext& api) {
                      return Order(txn, me, spec, origin, short_wallet.get());
                    });
              }));
-  router.Add("GET", "/v1/rentals",
+  router.Add("GET", "/v1/rentals?limit",
              Authenticated<std::size_t>(
                  api, kRoleCustomer, ListLimit,
                  [](Txn& txn, const User& me, const std::size_t& limit) -> Result<Reply> {
@@ -559,7 +559,7 @@ void RegisterRentalRoutes(Router& router, ApiContext& api) {
     std::int64_t after = 0;
     std::size_t limit = rentals::kMaxPageSize;
   };
-  router.Add("GET", "/v1/admin/nodes",
+  router.Add("GET", "/v1/admin/nodes?gpu&region&limit&after",
              Authenticated<NodeQuery>(
                  api, kRoleAdmin,
                  [](const Request& r) -> Result<NodeQuery> {

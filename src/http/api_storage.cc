@@ -453,7 +453,7 @@ void RegisterStorageRoutes(Router& router, ApiContext& api) {
                    GPUHUB_ASSIGN_OR_RETURN(auto v, engine::CreateVolume(txn, me.id, spec));
                    return Reply{201, VolumeJson(txn, v)};
                  }));
-  router.Add("GET", "/v1/volumes",
+  router.Add("GET", "/v1/volumes?limit",
              Authenticated<std::size_t>(
                  api, kRoleCustomer, ListLimit,
                  [](Txn& txn, const User& me, const std::size_t& limit) -> Result<Reply> {
@@ -541,7 +541,7 @@ void RegisterStorageRoutes(Router& router, ApiContext& api) {
                    }
                    return Reply{201, SnapshotJson(txn, *s)};
                  }));
-  router.Add("GET", "/v1/snapshots",
+  router.Add("GET", "/v1/snapshots?limit",
              Authenticated<std::size_t>(
                  api, kRoleCustomer, ListLimit,
                  [](Txn& txn, const User& me, const std::size_t& limit) -> Result<Reply> {
@@ -666,7 +666,7 @@ void RegisterStorageRoutes(Router& router, ApiContext& api) {
                    GPUHUB_ASSIGN_OR_RETURN(auto h, engine::AddStorageHost(txn, spec));
                    return Reply{201, HostJson(txn, h)};
                  }));
-  router.Add("GET", "/v1/admin/storage-hosts",
+  router.Add("GET", "/v1/admin/storage-hosts?region",
              Authenticated<std::string>(
                  api, kRoleAdmin,
                  [](const Request& r) -> Result<std::string> {

@@ -6,7 +6,7 @@
 //                        header X-Gpuhub-Role.
 //   GET /healthz/writer  the same on the writer, 503 on a standby: a load balancer's check for the
 //                        backend that takes writes (docs/operations.md).
-//   GET /metrics         Prometheus text format 0.0.4.
+//   GET /metrics         Prometheus text format 0.0.4, to [metrics] allow or its bearer token.
 // and the forwarding of the API from a standby to the writer (proxy.h).
 #include <sodium.h>
 
@@ -169,7 +169,16 @@ void RegisterSystemRoutes(Router& router, ApiContext& api) {
   router.Add("GET", "/healthz/writer", [&api](const Request&, Responder respond) {
     Health(api, true, std::move(respond));
   });
-  router.Add("GET", "/metrics", [&api](const Request&, Responder respond) {
+  router.Add("GET", "/metrics", [&api](const Request& request, Responder respond) {
+    const std::string& token = api.config.metrics_bearer_token;
+    std::string offered = request.BearerToken();
+    bool token_ok = !token.empty() && offered.size() == token.size() &&
+                    sodium_memcmp(offered.data(), token.data(), token.size()) == 0;
+    if (!token_ok && !api.config.metrics_allow.Allows(request.remote_address)) {
+      return respond(Response::Error(
+          403, "permission_denied",
+          "/metrics is served to the addresses in [metrics] allow, or with its bearer token"));
+    }
     Response r = Response::Json(200, api.metrics.Render());
     r.content_type = "text/plain; version=0.0.4; charset=utf-8";
     r.headers.emplace_back("Cache-Control", "no-store");

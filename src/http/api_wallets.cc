@@ -106,7 +106,7 @@ void RegisterWalletRoutes(Router& router, ApiContext& api) {
              }));
 
   router.Add(
-      "GET", "/v1/transfers", RequireBearer([&api](const Request& r, Responder respond) {
+      "GET", "/v1/transfers?limit&cursor", RequireBearer([&api](const Request& r, Responder respond) {
         std::int64_t limit = kDefaultPageSize, cursor = 0;
         if (auto it = r.query.find("limit"); it != r.query.end()) {
           auto v = ParseInt64(it->second, "limit");

@@ -91,10 +91,12 @@ Result<ServiceConfig> ParseServiceConfig(std::string_view toml_text, std::string
   for (const auto& [key, node] : root) {
     if (key.str() != "server" && key.str() != "auth" && key.str() != "payments" &&
         key.str() != "market" && key.str() != "rentals" && key.str() != "webhooks" &&
-        key.str() != "agents" && key.str() != "billing" && key.str() != "ha") {
-      return Status::InvalidArgument(where(node, key.str()) +
-                                     " is not a known section ([server], [auth], [payments], "
-                                     "[market], [rentals], [webhooks], [agents], [billing], [ha])");
+        key.str() != "agents" && key.str() != "billing" && key.str() != "ha" &&
+        key.str() != "metrics") {
+      return Status::InvalidArgument(
+          where(node, key.str()) +
+          " is not a known section ([server], [auth], [payments], [market], [rentals], "
+          "[webhooks], [agents], [billing], [ha], [metrics])");
     }
     if (!node.is_table())
       return Status::InvalidArgument(where(node, key.str()) + " must be a table");
@@ -290,6 +292,40 @@ Result<ServiceConfig> ParseServiceConfig(std::string_view toml_text, std::string
     seller.country = checked->country;
     seller.vat_id = checked->vat_id;
   }
+  if (const toml::table* m = root["metrics"].as_table()) {
+    GPUHUB_RETURN_IF_ERROR(known(*m, "metrics", {"allow", "bearer_token"}));
+    if (const toml::node* n = m->get("allow")) {
+      std::vector<std::string> networks;
+      const toml::array* list = n->as_array();
+      if (list) {
+        for (const auto& item : *list) {
+          if (!item.is_string()) {
+            list = nullptr;
+            break;
+          }
+          networks.push_back(*item.value<std::string>());
+        }
+      }
+      if (!list) {
+        return Status::InvalidArgument(where(*n, "metrics.allow") +
+                                       " must be a list of networks such as [\"127.0.0.0/8\"]");
+      }
+      auto filter = AddressFilter::Parse(networks);
+      if (!filter.ok()) {
+        return Status::InvalidArgument(where(*n, "metrics.allow") + ": " +
+                                       filter.status().message());
+      }
+      config.metrics_allow = std::move(filter).value();
+    }
+    GPUHUB_RETURN_IF_ERROR(text(*m, "metrics", "bearer_token", &config.metrics_bearer_token));
+    if (!config.metrics_bearer_token.empty() &&
+        config.metrics_bearer_token.size() < kMinMetricsTokenBytes) {
+      return Status::InvalidArgument(
+          where(*m->get("bearer_token"), "metrics.bearer_token") + " is " +
+          std::to_string(config.metrics_bearer_token.size()) + " bytes; it must be at least " +
+          std::to_string(kMinMetricsTokenBytes) + " (e.g. `openssl rand -hex 32`)");
+    }
+  }
   if (const toml::table* h = root["ha"].as_table()) {
     GPUHUB_RETURN_IF_ERROR(known(
         *h, "ha", {"standby", "advertise_address", "proxy_threads", "proxy_timeout_seconds"}));
@@ -317,6 +353,10 @@ Result<ServiceConfig> ParseServiceConfig(std::string_view toml_text, std::string
     config.proxy_timeout_seconds = static_cast<int>(timeout);
   }
   return config;
+}
+
+AddressFilter ServiceConfig::DefaultMetricsAllow() {
+  return AddressFilter::Parse({"127.0.0.0/8", "::1/128"}).value();
 }
 
 Result<ServiceConfig> LoadServiceConfig(const std::string& path) {

@@ -68,6 +68,7 @@
 #include "core/status.h"
 #include "engine/accounts.h"
 #include "engine/state.h"
+#include "http/address_filter.h"
 #include "http/limits.h"
 
 namespace gpuhub::http {
@@ -141,6 +142,13 @@ struct ServiceConfig {
   engine::SellerConfig seller;
   std::string country_header;
   std::string pdf_font;  // the TrueType font of invoice PDFs; "": documents::kDefaultPdfFont
+  // [metrics]: GET /metrics is answered to client addresses in `allow` (default loopback only),
+  // or to any address that sends `Authorization: Bearer <bearer_token>` when a token is set (at
+  // least kMinMetricsTokenBytes). Everyone else gets 403: the counters tell an outsider the
+  // platform's volume, its error rates and who is being throttled.
+  AddressFilter metrics_allow = DefaultMetricsAllow();
+  std::string metrics_bearer_token;  // secret: never logged
+  static AddressFilter DefaultMetricsAllow();
 };
 
 // Parses the TOML text of a config file; errors name the file, line and key.

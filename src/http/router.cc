@@ -119,9 +119,44 @@ std::vector<std::string> Segments(std::string_view path) {
 }  // namespace
 
 void Router::Add(std::string method, std::string pattern, Handler handler) {
+  std::vector<std::string> query_params;
+  if (auto question = pattern.find('?'); question != std::string::npos) {
+    for (const auto& name : Split(std::string_view(pattern).substr(question + 1), '&')) {
+      if (!name.empty()) query_params.push_back(name);
+    }
+    pattern.resize(question);
+  }
+  // The query is checked inside the handler, behind whatever wraps it (an admin route's role
+  // check answers 403 before anything of the request is judged).
+  handler = [handler = std::move(handler), query_params, route = method + " " + pattern](
+                const Request& request, Responder respond) {
+    for (const auto& [name, value] : request.query) {
+      if (std::find(query_params.begin(), query_params.end(), name) != query_params.end()) continue;
+      std::string shown = name.substr(0, 64), takes;
+      for (const auto& known : query_params) takes += (takes.empty() ? "" : ", ") + known;
+      return respond(Response::Error(
+          Status::InvalidArgument("unknown query parameter '" + shown + "' (" + route + " takes " +
+                                  (takes.empty() ? "none" : takes) + ")")
+              .WithField(shown)));
+    }
+    handler(request, std::move(respond));
+  };
   if (wrap_) handler = wrap_(method, pattern, std::move(handler));
-  Route r{std::move(method), pattern, Segments(pattern), std::move(handler)};
+  Route r{std::move(method), pattern, Segments(pattern), std::move(handler),
+          std::move(query_params)};
   routes_.push_back(std::move(r));
+}
+
+std::string Router::UnknownQueryParameter(const Match& match,
+                                          const std::map<std::string, std::string>& query) {
+  for (const auto& [name, value] : query) {
+    bool known = false;
+    if (match.query_params) {
+      for (const auto& allowed : *match.query_params) known = known || allowed == name;
+    }
+    if (!known) return name;
+  }
+  return "";
 }
 
 Router::Match Router::Find(const std::string& method, const std::string& path) const {
@@ -156,6 +191,7 @@ Router::Match Router::Find(const std::string& method, const std::string& path) c
     }
     if (route.method == method || (method == "HEAD" && route.method == "GET")) {
       match.handler = &route.handler;
+      match.query_params = &route.query_params;
       match.route = route.pattern;
       match.params = std::move(params);
       return match;
@@ -204,7 +240,11 @@ Result<std::map<std::string, std::string>> ParseQuery(std::string_view query) {
     if (eq != std::string::npos) {
       GPUHUB_ASSIGN_OR_RETURN(value, UrlDecode(std::string_view(part).substr(eq + 1), true));
     }
-    out[name] = value;
+    if (!out.emplace(name, std::move(value)).second) {
+      return Status::InvalidArgument("query parameter '" + name.substr(0, 64) +
+                                     "' is given more than once")
+          .WithField(name.substr(0, 64));
+    }
   }
   return out;
 }

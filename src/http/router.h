@@ -62,7 +62,10 @@ std::string ErrorBody(std::string_view code, std::string_view message, std::stri
 class Router {
  public:
   // Pattern segments in braces capture: "/v1/topups/{id}". The pattern is also the route's name
-  // in metrics and logs (so ids never become metric labels).
+  // in metrics and logs (so ids never become metric labels). The query parameters the route reads
+  // follow a '?', separated by '&': "/v1/leases?limit&cursor&as". Any other query parameter is
+  // refused by the route itself (400 naming it, behind any wrapper), as unknown body fields are, so that
+  // `/v1/rentals?username=victim` is an error rather than silently the caller's own list.
   void Add(std::string method, std::string pattern, Handler handler);
   // Every handler added after this call goes through `wrap` first (nullptr: none): `gpuhub serve`
   // makes the routes that need the writer forward to it from a standby.
@@ -75,7 +78,11 @@ class Router {
     std::string route;  // the pattern
     std::map<std::string, std::string> params;
     std::vector<std::string> allowed_methods;  // when the path matched but the method did not
+    const std::vector<std::string>* query_params = nullptr;  // with handler: the ones it reads
   };
+  // The first query parameter of `query` that `match` does not read (sorted by name), or "".
+  static std::string UnknownQueryParameter(const Match& match,
+                                           const std::map<std::string, std::string>& query);
   Match Find(const std::string& method, const std::string& path) const;
 
  private:
@@ -84,6 +91,7 @@ class Router {
     std::string pattern;
     std::vector<std::string> segments;
     Handler handler;
+    std::vector<std::string> query_params;
   };
   std::vector<Route> routes_;
   Wrapper wrap_;
@@ -92,7 +100,8 @@ class Router {
 // Percent-decodes a URL component; invalid_argument for bad escapes or NUL bytes. `plus_is_space`
 // for query strings.
 Result<std::string> UrlDecode(std::string_view text, bool plus_is_space);
-// Splits "a=1&b=2" (decoding both sides).
+// Splits "a=1&b=2" (decoding both sides); a name given twice is invalid_argument (which one would
+// count is not the client's guess to make).
 Result<std::map<std::string, std::string>> ParseQuery(std::string_view query);
 
 }  // namespace gpuhub::http

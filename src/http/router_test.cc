@@ -39,6 +39,36 @@ TEST(RouterTest, MatchesPatternsAndCapturesParameters) {
   EXPECT_EQ(router.Find("GET", "/v1/markets/h100-sxm/other").handler, nullptr);
 }
 
+TEST(RouterTest, APatternNamesTheQueryParametersItsRouteReads) {
+  Router router;
+  std::string wrapped_pattern;
+  router.SetWrapper([&](const std::string&, const std::string& pattern, Handler h) {
+    wrapped_pattern = pattern;
+    return h;
+  });
+  router.Add("GET", "/v1/leases?limit&cursor&as", [](const Request&, Responder) {});
+  router.Add("GET", "/v1/wallets", [](const Request&, Responder) {});
+  EXPECT_EQ(wrapped_pattern, "/v1/wallets");
+  auto leases = router.Find("GET", "/v1/leases");
+  ASSERT_NE(leases.handler, nullptr);
+  EXPECT_EQ(leases.route, "/v1/leases") << "the metric label is the path alone";
+  EXPECT_EQ(Router::UnknownQueryParameter(leases, {{"limit", "5"}, {"as", "provider"}}), "");
+  EXPECT_EQ(Router::UnknownQueryParameter(leases, {{"limit", "5"}, {"username", "victim"}}),
+            "username");
+  auto wallets = router.Find("GET", "/v1/wallets");
+  ASSERT_NE(wallets.handler, nullptr);
+  EXPECT_EQ(Router::UnknownQueryParameter(wallets, {}), "");
+  EXPECT_EQ(Router::UnknownQueryParameter(wallets, {{"limit", "1"}}), "limit");
+  // The handler refuses them itself (behind any wrapper), naming the parameter.
+  Request request;
+  request.query = {{"username", "victim"}};
+  Response answer;
+  (*leases.handler)(request, [&](Response r) { answer = std::move(r); });
+  EXPECT_EQ(answer.status, 400);
+  EXPECT_NE(answer.body.find("\"field\":\"username\""), std::string::npos) << answer.body;
+  EXPECT_NE(answer.body.find("takes limit, cursor, as"), std::string::npos) << answer.body;
+}
+
 TEST(RouterTest, MapsStatusCodesToHttp) {
   EXPECT_EQ(HttpStatusOf(StatusCode::kInvalidArgument), 400);
   EXPECT_EQ(HttpStatusOf(StatusCode::kUnauthenticated), 401);
@@ -66,6 +96,10 @@ TEST(RouterTest, DecodesUrlsStrictly) {
   ASSERT_TRUE(q.ok());
   EXPECT_EQ(q->at("limit"), "10");
   EXPECT_EQ(q->at("flag"), "");
+  // A name given twice: which would count is not the client's guess to make.
+  auto twice = ParseQuery("limit=1&limit=500");
+  ASSERT_FALSE(twice.ok());
+  EXPECT_EQ(twice.status().field(), "limit");
 }
 
 TEST(RequestTest, ReadsBearerTokens) {

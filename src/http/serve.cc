@@ -243,6 +243,8 @@ int RunServe(const ServeOptions& options) {
   WriterProxy proxy(config.proxy_threads, kMaxQueuedProxyRequests, config.proxy_timeout_seconds);
   api.proxy = &proxy;
   router.SetWrapper([&api](const std::string& method, const std::string& pattern, Handler h) {
+    // On a standby the whole request goes to the writer first, whose router checks the role.
+    if (pattern.starts_with("/v1/admin/")) h = AdminOnly(api, std::move(h));
     return AnsweredByEveryNode(method, pattern) ? h : WriterRoute(api, std::move(h));
   });
   RegisterSystemRoutes(router, api);
