@@ -77,21 +77,6 @@ Result<std::string> CanonicalUsername(std::string_view username) {
   return out;
 }
 
-Status ValidatePassword(std::string_view password) {
-  if (password.size() < kMinPasswordBytes) {
-    return Status::InvalidArgument("password must be at least " +
-                                   std::to_string(kMinPasswordBytes) + " characters long");
-  }
-  if (password.size() > kMaxPasswordBytes) {
-    return Status::InvalidArgument("password must be at most " + std::to_string(kMaxPasswordBytes) +
-                                   " bytes long");
-  }
-  if (password.find('\0') != std::string_view::npos) {
-    return Status::InvalidArgument("password must not contain NUL characters");
-  }
-  return Status::Ok();
-}
-
 namespace {
 std::uint64_t Ops(const PasswordHashing& h) {
   return h.ops_limit ? h.ops_limit : crypto_pwhash_OPSLIMIT_INTERACTIVE;
@@ -215,13 +200,19 @@ Result<Session> CreateSession(Txn& txn, std::int64_t user_id, const std::string&
   if (!accounts.users.count(user_id)) return Status::NotFound("no such user");
   if (accounts.sessions.count(token_hash)) return Status::Internal("session token collision");
   auto& mine = accounts.sessions_by_user[user_id];
+  // Logins in one microsecond (a manual clock, a burst) all had the same creation time, and the
+  // token hash, which is random, decided which one was "oldest": the cap ended sessions at random
+  // (issue 25). A user's sessions now get distinct, increasing creation times, so order by
+  // (creation time, token hash) is login order, across restarts too (the time is stored).
+  TimestampMicros created_at = txn.now;
+  if (!mine.empty()) created_at = std::max(created_at, mine.rbegin()->first + 1);
   while (mine.size() >= kMaxSessionsPerUser) {
     std::string oldest = mine.begin()->second;
     ForgetSession(accounts, oldest);
     txn.writes.Delete("sessions", {{"token_hash", oldest}});
     if (!accounts.sessions_by_user.count(user_id)) break;
   }
-  Session s{token_hash, user_id, txn.now, txn.now + kSessionLifetimeMicros};
+  Session s{token_hash, user_id, created_at, txn.now + kSessionLifetimeMicros};
   RememberSession(accounts, s);
   WriteSession(txn, s);
   return s;

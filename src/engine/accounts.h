@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "core/status.h"
+#include "engine/account_rules.h"
 #include "engine/engine.h"
 #include "engine/state.h"
 
@@ -22,8 +23,7 @@ namespace gpuhub::engine {
 
 // "Alice_1" -> "alice_1"; invalid_argument (with the rule in the message) otherwise.
 Result<std::string> CanonicalUsername(std::string_view username);
-// invalid_argument unless kMinPasswordBytes..kMaxPasswordBytes and free of NUL bytes.
-Status ValidatePassword(std::string_view password);
+// ValidatePassword and the reserved usernames: engine/account_rules.h.
 
 // Argon2id work factor. Defaults are libsodium's "interactive" limits (about 64 MiB and a few
 // hundred milliseconds); tests lower them in the config file.
@@ -61,6 +61,10 @@ const User* FindUserByName(const State& state, const std::string& canonical_user
 const User* FindUser(const State& state, std::int64_t user_id);
 // Adds roles to a user (never removes).
 Result<User> GrantRoles(Txn& txn, std::int64_t user_id, std::uint32_t roles);
+// A user holds at most kMaxSessionsPerUser sessions: at the cap, a new one ends the oldest (by
+// creation time, then token hash). Creation times of one user's sessions strictly increase (a
+// login in the microsecond of the previous one, or after the clock stepped back, is dated one
+// microsecond after it), so the oldest is the one logged in first. Expiry is txn.now + lifetime.
 Result<Session> CreateSession(Txn& txn, std::int64_t user_id, const std::string& token_hash);
 // unauthenticated when the token is unknown or expired.
 Result<User> Authenticate(const Txn& txn, const std::string& token_hash);

@@ -135,6 +135,56 @@ TEST_F(SessionTest, KeepsAtMostTheNewestSessionsPerUser) {
   EXPECT_TRUE(alive(hashes.back()));
 }
 
+// The 60th login of one instant ended sessions #2, #7 and #9 while #1 lived: equal creation times
+// left the order to the random token hashes (issue 25). Logins k past the cap end exactly the k
+// first, in one instant, after a clock that stepped back, and across a restart.
+TEST_F(SessionTest, TheCapEndsExactlyTheOldestSessions) {
+  constexpr std::size_t kExtra = 9;
+  std::vector<std::string> hashes;
+  auto user_id = engine_->ExecuteSync<std::int64_t>([&](Txn& txn) -> Result<std::int64_t> {
+    GPUHUB_ASSIGN_OR_RETURN(User u, CreateUser(txn, "bob", "h", kRoleCustomer));
+    return u.id;
+  });
+  ASSERT_TRUE(user_id.ok());
+  auto log_in = [&](TimestampMicros now) {
+    hashes.push_back(HashToken(NewSessionToken()));
+    auto made = engine_->ExecuteSync<Session>([&](Txn& txn) {
+      txn.now = now;
+      return CreateSession(txn, *user_id, hashes.back());
+    });
+    ASSERT_TRUE(made.ok()) << made.status().ToString();
+  };
+  auto alive = [&](const std::string& h) {
+    return engine_
+        ->ExecuteSync<int>([&](Txn& txn) -> Result<int> {
+          GPUHUB_RETURN_IF_ERROR(Authenticate(txn, h).status());
+          return 1;
+        })
+        .ok();
+  };
+  auto expect_newest_alive = [&](const char* when) {
+    std::size_t dead = hashes.size() - kMaxSessionsPerUser;
+    for (std::size_t i = 0; i < hashes.size(); ++i) {
+      EXPECT_EQ(alive(hashes[i]), i >= dead) << "login #" << i + 1 << " " << when;
+    }
+  };
+  const TimestampMicros t = clock_.NowMicros();
+  // One instant: every login has the same txn.now.
+  for (std::size_t i = 0; i < kMaxSessionsPerUser + kExtra; ++i) log_in(t);
+  expect_newest_alive("(one instant)");
+  // The clock steps back an hour: the newest logins are still the newest.
+  for (std::size_t i = 0; i < kExtra; ++i) log_in(t - 3'600'000'000);
+  expect_newest_alive("(clock stepped back)");
+  // A restart reads the stored creation times back: the order survives it.
+  OpenEngine();
+  for (std::size_t i = 0; i < kExtra; ++i) log_in(t);
+  expect_newest_alive("(after a restart)");
+  auto count = engine_->ExecuteSync<int>([&](Txn& txn) -> Result<int> {
+    return static_cast<int>(txn.state.accounts.sessions_by_user.at(*user_id).size());
+  });
+  EXPECT_EQ(count.value(), static_cast<int>(kMaxSessionsPerUser));
+}
+
 TEST_F(SessionTest, IdempotencyReplaysRefusesMismatchesAndExpires) {
   int runs = 0;
   auto call = [&](const std::string& key, const std::string& fingerprint,

@@ -40,11 +40,13 @@ inline constexpr std::int64_t kRetakeWriterLockMicros = 1 * kMicrosPerSecond;
 // letter or digit (so "Alice" and "alice" are the same account).
 inline constexpr std::size_t kMinUsernameBytes = 3;
 inline constexpr std::size_t kMaxUsernameBytes = 32;
-// Passwords: at least 10 characters (bytes), at most 1024 bytes (Argon2 hashes any length, but a
-// megabyte "password" is a denial-of-service attempt, not a secret).
-inline constexpr std::size_t kMinPasswordBytes = 10;
+// Passwords: at least 10 characters (code points, engine/account_rules.h), at most 1024 bytes
+// (Argon2 hashes any length, but a megabyte "password" is a denial-of-service attempt, not a
+// secret).
+inline constexpr std::size_t kMinPasswordCharacters = 10;
 inline constexpr std::size_t kMaxPasswordBytes = 1024;
-// Bearer sessions live 30 days, and a user keeps at most 50 (the oldest is dropped at login).
+// Bearer sessions live 30 days, and a user keeps at most 50: a login beyond that ends the user's
+// oldest session (by creation time; engine/accounts.h).
 inline constexpr std::int64_t kSessionLifetimeMicros = 30 * kMicrosPerDay;
 inline constexpr std::size_t kMaxSessionsPerUser = 50;
 inline constexpr std::size_t kMaxUsers = 10'000'000;
