@@ -49,6 +49,8 @@ void SignUp(ApiContext& api, const Request& request, Responder respond) {
   if (!password.ok()) return respond(Response::Error(password.status()));
   auto canonical = engine::CanonicalUsername(*username);
   if (!canonical.ok()) return respond(Response::Error(canonical.status().WithField("username")));
+  Status free_name = engine::CheckUsernameNotReserved(*canonical);
+  if (!free_name.ok()) return respond(Response::Error(free_name.WithField("username")));
   Status valid = engine::ValidatePassword(*password);
   if (!valid.ok()) return respond(Response::Error(valid.WithField("password")));
   auto roles = ParseSignupRoles(*body);
