@@ -30,10 +30,16 @@ bool DecodeUtf8(std::string_view text, std::vector<char32_t>& out) {
   while (i < text.size()) {
     auto byte = [&](std::size_t k) { return static_cast<unsigned char>(text[k]); };
     unsigned char b0 = byte(i);
-    std::size_t length = b0 < 0x80 ? 1 : (b0 >> 5) == 0x6 ? 2 : (b0 >> 4) == 0xE ? 3
-                                     : (b0 >> 3) == 0x1E ? 4 : 0;
+    std::size_t length = b0 < 0x80           ? 1
+                         : (b0 >> 5) == 0x6  ? 2
+                         : (b0 >> 4) == 0xE  ? 3
+                         : (b0 >> 3) == 0x1E ? 4
+                                             : 0;
     if (length == 0 || i + length > text.size()) return false;
-    char32_t cp = length == 1 ? b0 : length == 2 ? (b0 & 0x1F) : length == 3 ? (b0 & 0x0F) : (b0 & 0x07);
+    char32_t cp = length == 1   ? b0
+                  : length == 2 ? (b0 & 0x1F)
+                  : length == 3 ? (b0 & 0x0F)
+                                : (b0 & 0x07);
     for (std::size_t k = 1; k < length; ++k) {
       if ((byte(i + k) & 0xC0) != 0x80) return false;
       cp = (cp << 6) | (byte(i + k) & 0x3F);
@@ -55,14 +61,13 @@ bool IsCombiningMark(char32_t c) {
 // Unicode White_Space, and the zero-width characters that look like nothing at all.
 bool IsBlank(char32_t c) {
   return (c >= 0x09 && c <= 0x0D) || c == 0x20 || c == 0x85 || c == 0xA0 || c == 0x1680 ||
-         (c >= 0x2000 && c <= 0x200D) || c == 0x2028 || c == 0x2029 || c == 0x202F ||
-         c == 0x205F || c == 0x2060 || c == 0x3000 || c == 0xFEFF;
+         (c >= 0x2000 && c <= 0x200D) || c == 0x2028 || c == 0x2029 || c == 0x202F || c == 0x205F ||
+         c == 0x2060 || c == 0x3000 || c == 0xFEFF;
 }
 
 const std::unordered_set<std::string>& CommonPasswords() {
-  static const std::unordered_set<std::string> list = ParsePasswordList(
-      std::string_view(reinterpret_cast<const char*>(kCommonPasswordsText),
-                       kCommonPasswordsTextSize));
+  static const std::unordered_set<std::string> list = ParsePasswordList(std::string_view(
+      reinterpret_cast<const char*>(kCommonPasswordsText), kCommonPasswordsTextSize));
   return list;
 }
 
@@ -156,37 +161,54 @@ namespace {
 // Names an impostor would sign up with to pass for the platform or its staff: refused as the whole
 // name (after the folding of UsernameForms).
 constexpr std::string_view kReservedUsernames[] = {
-    "abuse",      "account",     "accounts",   "admin",       "admins",      "administrator",
-    "administrators", "api",     "billing",    "compliance",  "contact",     "email",
-    "finance",    "gpuhub",      "help",       "helpdesk",    "hostmaster",  "info",
-    "legal",      "mail",        "moderator",  "moderators",  "mod",         "noc",
-    "noreply",    "official",    "operator",   "operators",   "ops",         "owner",
-    "payment",    "payments",    "postmaster", "privacy",     "root",        "sales",
-    "security",   "staff",       "superuser",  "support",     "sysadmin",    "system",
-    "team",       "webmaster",   "www",        "trust",       "safety",
+    "abuse",          "account",   "accounts",   "admin",      "admins",     "administrator",
+    "administrators", "api",       "billing",    "compliance", "contact",    "email",
+    "finance",        "gpuhub",    "help",       "helpdesk",   "hostmaster", "info",
+    "legal",          "mail",      "moderator",  "moderators", "mod",        "noc",
+    "noreply",        "official",  "operator",   "operators",  "ops",        "owner",
+    "payment",        "payments",  "postmaster", "privacy",    "root",       "sales",
+    "security",       "staff",     "superuser",  "support",    "sysadmin",   "system",
+    "team",           "webmaster", "www",        "trust",      "safety",
 };
 
 // Staff words refused also as one part of a name between separators ("support-team", "john.admin"):
 // the whole list would catch ordinary names such as "acme-sales" or "mail.bob".
 constexpr std::string_view kStaffWords[] = {
-    "abuse",    "admin",     "admins",    "administrator", "billing",   "gpuhub",
-    "helpdesk", "hostmaster", "moderator", "noreply",      "official",  "operator",
-    "postmaster", "root",    "security",  "staff",         "superuser", "support",
+    "abuse",      "admin",      "admins",    "administrator", "billing",   "gpuhub",
+    "helpdesk",   "hostmaster", "moderator", "noreply",       "official",  "operator",
+    "postmaster", "root",       "security",  "staff",         "superuser", "support",
 };
 
 std::string LeetToLetters(std::string_view s, char one) {
   std::string out(s);
   for (char& c : out) {
     switch (c) {
-      case '0': c = 'o'; break;
-      case '1': c = one; break;
-      case '3': c = 'e'; break;
-      case '4': c = 'a'; break;
-      case '5': c = 's'; break;
-      case '7': c = 't'; break;
-      case '8': c = 'b'; break;
-      case '9': c = 'g'; break;
-      default: break;
+      case '0':
+        c = 'o';
+        break;
+      case '1':
+        c = one;
+        break;
+      case '3':
+        c = 'e';
+        break;
+      case '4':
+        c = 'a';
+        break;
+      case '5':
+        c = 's';
+        break;
+      case '7':
+        c = 't';
+        break;
+      case '8':
+        c = 'b';
+        break;
+      case '9':
+        c = 'g';
+        break;
+      default:
+        break;
     }
   }
   return out;

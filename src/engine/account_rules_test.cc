@@ -56,12 +56,12 @@ TEST(PasswordRulesTest, LengthCountsCharactersNotBytes) {
 }
 
 TEST(PasswordRulesTest, TextThatIsNotUtf8IsRefused) {
-  for (const std::string& bad : {std::string("abcdefghij\xff"),         // not a UTF-8 byte
-                                 std::string("abcdefghij\xc3"),         // truncated
-                                 std::string("abcdefghij\x80"),         // stray continuation
-                                 std::string("abcdefghij\xc0\xaf"),     // overlong '/'
-                                 std::string("abcdefghij\xe0\x80\xaf"), // overlong '/'
-                                 std::string("abcdefghij\xed\xa0\x80"), // surrogate U+D800
+  for (const std::string& bad : {std::string("abcdefghij\xff"),          // not a UTF-8 byte
+                                 std::string("abcdefghij\xc3"),          // truncated
+                                 std::string("abcdefghij\x80"),          // stray continuation
+                                 std::string("abcdefghij\xc0\xaf"),      // overlong '/'
+                                 std::string("abcdefghij\xe0\x80\xaf"),  // overlong '/'
+                                 std::string("abcdefghij\xed\xa0\x80"),  // surrogate U+D800
                                  std::string("abcdefghij\xf4\x90\x80\x80")}) {  // > U+10FFFF
     ExpectRefused(bad, "valid UTF-8");
     EXPECT_FALSE(PasswordCharacters(bad).ok());
@@ -74,10 +74,26 @@ TEST(PasswordRulesTest, OneRepeatedCharacterOrOnlySpacesIsRefused) {
        {std::string(12, 'x'), std::string("AaAaAaAaAaAa"), std::string("a a a a a a a a"),
         std::string("\t\t\t\t\t\t\t\t\t\t"),
         // Ten no-break spaces, ten ideographic spaces, ten zero-width spaces.
-        [] { std::string s; for (int i = 0; i < 10; ++i) s += "\xc2\xa0"; return s; }(),
-        [] { std::string s; for (int i = 0; i < 10; ++i) s += "\xe3\x80\x80"; return s; }(),
-        [] { std::string s; for (int i = 0; i < 10; ++i) s += "\xe2\x80\x8b"; return s; }(),
-        [] { std::string s; for (int i = 0; i < 10; ++i) s += "\xc3\xa9"; return s; }()}) {
+        [] {
+          std::string s;
+          for (int i = 0; i < 10; ++i) s += "\xc2\xa0";
+          return s;
+        }(),
+        [] {
+          std::string s;
+          for (int i = 0; i < 10; ++i) s += "\xe3\x80\x80";
+          return s;
+        }(),
+        [] {
+          std::string s;
+          for (int i = 0; i < 10; ++i) s += "\xe2\x80\x8b";
+          return s;
+        }(),
+        [] {
+          std::string s;
+          for (int i = 0; i < 10; ++i) s += "\xc3\xa9";
+          return s;
+        }()}) {
     ExpectRefused(weak, "two different characters");
   }
   EXPECT_TRUE(ValidatePassword("ab ab ab ab ab").ok());
@@ -98,7 +114,8 @@ TEST(PasswordRulesTest, CommonPasswordsAreRefusedWhateverTheirCase) {
 }
 
 TEST(PasswordRulesTest, TheListLoaderSkipsItsHeader) {
-  auto list = ParsePasswordList("# header\n# Licence: MIT\n\nPassword\r\nqwerty\n#not-a-password\nabc");
+  auto list =
+      ParsePasswordList("# header\n# Licence: MIT\n\nPassword\r\nqwerty\n#not-a-password\nabc");
   EXPECT_EQ(list.size(), 3u);
   EXPECT_TRUE(list.count("password"));
   EXPECT_TRUE(list.count("qwerty"));
@@ -107,8 +124,9 @@ TEST(PasswordRulesTest, TheListLoaderSkipsItsHeader) {
   // The embedded list: its header did not become entries, and its first and last entries are in.
   EXPECT_TRUE(IsCommonPassword("password"));
   EXPECT_TRUE(IsCommonPassword("eyphed"));
-  EXPECT_FALSE(IsCommonPassword("# licence: mit. copyright (c) 2025 daniel miessler (seclists); "
-                                "the licence text follows."));
+  EXPECT_FALSE(
+      IsCommonPassword("# licence: mit. copyright (c) 2025 daniel miessler (seclists); "
+                       "the licence text follows."));
 }
 
 TEST(ReservedUsernameTest, StaffNamesAndTheirVariantsAreReserved) {
@@ -117,9 +135,9 @@ TEST(ReservedUsernameTest, StaffNamesAndTheirVariantsAreReserved) {
         "abuse", "postmaster", "hostmaster", "webmaster", "system", "staff", "official",
         "moderator", "operator", "owner", "payments", "sales", "info", "noc", "api", "www", "mail",
         // Variants: case (folded by CanonicalUsername), separators, digits around and inside.
-        "Admin", "ADMINISTRATOR", "ad-min", "ad.min", "admin_", "admin2", "2admin", "adm1n",
-        "r00t", "supp0rt", "h3lp", "5ales", "gpu-hub", "gpu_hub", "9puhub", "the-gpuhub",
-        "gpuhubsupport", "support-team", "john.admin", "billing_dept", "official.nvidia"}) {
+        "Admin", "ADMINISTRATOR", "ad-min", "ad.min", "admin_", "admin2", "2admin", "adm1n", "r00t",
+        "supp0rt", "h3lp", "5ales", "gpu-hub", "gpu_hub", "9puhub", "the-gpuhub", "gpuhubsupport",
+        "support-team", "john.admin", "billing_dept", "official.nvidia"}) {
     auto canonical = CanonicalUsername(name);
     ASSERT_TRUE(canonical.ok()) << name;
     Status s = CheckUsernameNotReserved(*canonical);
@@ -130,9 +148,10 @@ TEST(ReservedUsernameTest, StaffNamesAndTheirVariantsAreReserved) {
 
 TEST(ReservedUsernameTest, OrdinaryNamesAreFree) {
   for (const char* name :
-       {"alice", "bob", "carol", "ada", "henry", "early_bird", "loaduser", "victim", "payer",
-        "badminton", "rooted", "helper", "acme-sales", "mail.bob", "informatics", "apiary",
-        "12345", "dora", "mallory", "bootstrap", "salesforce-fan"}) {
+       {"alice",      "bob",       "carol",         "ada",       "henry",  "early_bird",
+        "loaduser",   "victim",    "payer",         "badminton", "rooted", "helper",
+        "acme-sales", "mail.bob",  "informatics",   "apiary",    "12345",  "dora",
+        "mallory",    "bootstrap", "salesforce-fan"}) {
     auto canonical = CanonicalUsername(name);
     ASSERT_TRUE(canonical.ok()) << name;
     EXPECT_TRUE(CheckUsernameNotReserved(*canonical).ok())

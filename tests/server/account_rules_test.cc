@@ -65,7 +65,8 @@ TEST_P(AccountRulesTest, LoginsPastTheCapEndTheOldestSessionsOnly) {
   constexpr int kCap = 50;  // engine::kMaxSessionsPerUser
   constexpr int kExtra = 4;
   std::vector<std::string> tokens = {User("henry", {"customer"})};  // signs up and logs in
-  while (static_cast<int>(tokens.size()) < kCap + kExtra) tokens.push_back(LogIn(*client_, "henry"));
+  while (static_cast<int>(tokens.size()) < kCap + kExtra)
+    tokens.push_back(LogIn(*client_, "henry"));
   for (int i = 0; i < kCap + kExtra; ++i) {
     ASSERT_FALSE(tokens[i].empty()) << "login #" << i + 1;
     int status = client_->Call("GET", "/v1/accounts/me", nullptr, tokens[i]).status;
