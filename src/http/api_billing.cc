@@ -29,6 +29,7 @@
 #include "engine/billing.h"
 #include "engine/billing_checks.h"
 #include "engine/document_archive.h"
+#include "engine/rentals.h"
 #include "http/api.h"
 #include "http/history_reads.h"
 #include "http/limits.h"
