@@ -41,9 +41,9 @@ Result<billing::Document> ChargeInvoice(const State& state, const rentals::Charg
   doc.kind = billing::DocumentKind::kInvoice;
   doc.user_id = c.customer_id;
   doc.source = ChargeSource(c);
-  doc.title = std::string(c.kind == rentals::ChargeKind::kRenewal    ? "Term rental renewal"
-                         : c.kind == rentals::ChargeKind::kExtraNvme ? "Extra NVMe of term rental"
-                                                                     : "Term rental") +
+  doc.title = std::string(c.kind == rentals::ChargeKind::kRenewal     ? "Term rental renewal"
+                          : c.kind == rentals::ChargeKind::kExtraNvme ? "Extra NVMe of term rental"
+                                                                      : "Term rental") +
               " " + std::to_string(c.rental_id) + ", term " + std::to_string(c.period);
   doc.issued_at = c.at;
   doc.supply_from = c.period_start != 0 ? c.period_start : c.at;
@@ -134,9 +134,9 @@ Result<billing::Document> IssueRefundNote(Txn& txn, const rentals::Charge& refun
   std::string reason = "refund of rental " + std::to_string(refund.rental_id) + " term " +
                        std::to_string(refund.period);
   if (paid->kind == rentals::ChargeKind::kExtraNvme) reason += " (extra NVMe)";
-  GPUHUB_ASSIGN_OR_RETURN(CreditNoteResult note,
-                          IssueCreditNote(txn, 0, invoice.number, std::nullopt, reason,
-                                          ChargeSource(refund)));
+  GPUHUB_ASSIGN_OR_RETURN(
+      CreditNoteResult note,
+      IssueCreditNote(txn, 0, invoice.number, std::nullopt, reason, ChargeSource(refund)));
   return note.note;
 }
 

@@ -117,11 +117,11 @@ class RentalBillingTest : public EngineOnSqliteTest {
 // on the 77.35 refund and the renewal invoice was never credited.
 TEST_F(RentalBillingTest, ReleasingARenewedRentalWithExtraNvmeCreditsEachChargeItsOwnInvoice) {
   const std::int64_t buyer = AddUser("berta", {"DE", "", "", "Berlin"});
-  Run<rentals::Node>(
-      [](Txn& txn) { return AddRentalNode(txn, {"RTX 3090", "FRA-1", 0, "fra1-a", {}, {}}); });
+  Run<rentals::Node>([](Txn& txn) {
+    return AddRentalNode(txn, {"RTX 3090", "FRA-1", 0, "fra1-a", {}, {}});
+  });
   Credit(buyer, 500 * kUsd);
-  auto rental =
-      Run<rentals::Rental>([&](Txn& txn) { return OrderRental(txn, buyer, Week()); });
+  auto rental = Run<rentals::Rental>([&](Txn& txn) { return OrderRental(txn, buyer, Week()); });
   Run<rentals::Renewal>(
       [&](Txn& txn) { return PayRentalRenewal(txn, buyer, rental.id, std::nullopt); });
   Advance(kDay);
@@ -169,9 +169,10 @@ TEST_F(RentalBillingTest, ReleasingARenewedRentalWithExtraNvmeCreditsEachChargeI
   auto docs = Run<std::vector<billing::Document>>(
       [&](Txn& txn) { return ListDocuments(txn.state, buyer, 20); });
   ASSERT_EQ(docs.size(), 6u);  // four invoices, two credit notes
-  EXPECT_EQ(std::count_if(docs.begin(), docs.end(),
-                          [](const auto& d) { return d.kind == billing::DocumentKind::kCreditNote; }),
-            2);
+  EXPECT_EQ(
+      std::count_if(docs.begin(), docs.end(),
+                    [](const auto& d) { return d.kind == billing::DocumentKind::kCreditNote; }),
+      2);
   EXPECT_NE(DocumentOf(nvme_week2).title.find("Extra NVMe"), std::string::npos);
   CheckBilling("after the release");
   Open();  // the same from the store
@@ -182,8 +183,9 @@ TEST_F(RentalBillingTest, ReleasingARenewedRentalWithExtraNvmeCreditsEachChargeI
 // the one of the charge it refunds, and a charge without its document.
 TEST_F(RentalBillingTest, TheBillingCheckNamesACreditNoteOnTheWrongInvoiceAndAMissingDocument) {
   const std::int64_t buyer = AddUser("berta", {"DE", "", "", "Berlin"});
-  Run<rentals::Node>(
-      [](Txn& txn) { return AddRentalNode(txn, {"RTX 3090", "FRA-1", 0, "", {}, {}}); });
+  Run<rentals::Node>([](Txn& txn) {
+    return AddRentalNode(txn, {"RTX 3090", "FRA-1", 0, "", {}, {}});
+  });
   Credit(buyer, 500 * kUsd);
   auto rental = Run<rentals::Rental>([&](Txn& txn) { return OrderRental(txn, buyer, Week()); });
   Run<rentals::Renewal>(
@@ -276,44 +278,51 @@ TEST_F(RentalBillingTest, SimulatedOrdersRenewalsExtrasAndReleasesKeepEveryCharg
       if (pick(3) == 0) spec.term = rentals::Term::kMonth;
       spec.extra_nvme_tb = static_cast<std::int64_t>(pick(3));
       what = "order";
-      s = engine_->ExecuteSync<rentals::Rental>([&](Txn& txn) {
-                    return OrderRental(txn, buyer, spec);
-                  }).status();
+      s = engine_
+              ->ExecuteSync<rentals::Rental>(
+                  [&](Txn& txn) { return OrderRental(txn, buyer, spec); })
+              .status();
     } else {
       const rentals::Rental& target = rentals_of[pick(rentals_of.size())];
       if (action < 5) {
         what = "renew";
-        s = engine_->ExecuteSync<rentals::Renewal>([&](Txn& txn) {
-                      return PayRentalRenewal(txn, buyer, target.id, std::nullopt);
-                    }).status();
+        s = engine_
+                ->ExecuteSync<rentals::Renewal>(
+                    [&](Txn& txn) { return PayRentalRenewal(txn, buyer, target.id, std::nullopt); })
+                .status();
       } else if (action < 7) {
         what = "extra_nvme";
         const auto tb = static_cast<std::int64_t>(1 + pick(2));
-        s = engine_->ExecuteSync<rentals::Rental>([&](Txn& txn) {
-                      return AddRentalExtraNvme(txn, buyer, target.id, tb);
-                    }).status();
+        s = engine_
+                ->ExecuteSync<rentals::Rental>(
+                    [&](Txn& txn) { return AddRentalExtraNvme(txn, buyer, target.id, tb); })
+                .status();
       } else if (action < 8) {
         what = "release";
-        s = engine_->ExecuteSync<rentals::Rental>([&](Txn& txn) {
-                      return ReleaseRental(txn, buyer, target.id);
-                    }).status();
+        s = engine_
+                ->ExecuteSync<rentals::Rental>(
+                    [&](Txn& txn) { return ReleaseRental(txn, buyer, target.id); })
+                .status();
       } else if (action < 10) {
         what = "advance";
         Advance(static_cast<std::int64_t>(1 + pick(72)) * kMicrosPerHour);
       } else {
         // The report's order on one rental: renew, add NVMe, release (each step can be refused).
         what = "renew_extra_release";
-        s = engine_->ExecuteSync<rentals::Renewal>([&](Txn& txn) {
-                      return PayRentalRenewal(txn, buyer, target.id, std::nullopt);
-                    }).status();
+        s = engine_
+                ->ExecuteSync<rentals::Renewal>(
+                    [&](Txn& txn) { return PayRentalRenewal(txn, buyer, target.id, std::nullopt); })
+                .status();
         EXPECT_NE(s.code(), StatusCode::kInternal) << s.ToString();
-        s = engine_->ExecuteSync<rentals::Rental>([&](Txn& txn) {
-                      return AddRentalExtraNvme(txn, buyer, target.id, 1);
-                    }).status();
+        s = engine_
+                ->ExecuteSync<rentals::Rental>(
+                    [&](Txn& txn) { return AddRentalExtraNvme(txn, buyer, target.id, 1); })
+                .status();
         EXPECT_NE(s.code(), StatusCode::kInternal) << s.ToString();
-        s = engine_->ExecuteSync<rentals::Rental>([&](Txn& txn) {
-                      return ReleaseRental(txn, buyer, target.id);
-                    }).status();
+        s = engine_
+                ->ExecuteSync<rentals::Rental>(
+                    [&](Txn& txn) { return ReleaseRental(txn, buyer, target.id); })
+                .status();
       }
     }
     // Refusals are the customer's (no stock, no money, wrong state), never the books'.
@@ -333,10 +342,11 @@ TEST_F(RentalBillingTest, SimulatedOrdersRenewalsExtrasAndReleasesKeepEveryCharg
       refunded_nvme += p.id == c.refund_of && p.kind == rentals::ChargeKind::kExtraNvme;
     }
   }
-  std::printf("rental billing simulation: %d orders, %d renewals, %d extra NVMe, %d releases, "
-              "%zu charges (%lld refunds, %lld of extra NVMe)\n",
-              done["order"], done["renew"], done["extra_nvme"], done["release"], charges.size(),
-              static_cast<long long>(refunds), static_cast<long long>(refunded_nvme));
+  std::printf(
+      "rental billing simulation: %d orders, %d renewals, %d extra NVMe, %d releases, "
+      "%zu charges (%lld refunds, %lld of extra NVMe)\n",
+      done["order"], done["renew"], done["extra_nvme"], done["release"], charges.size(),
+      static_cast<long long>(refunds), static_cast<long long>(refunded_nvme));
   EXPECT_GT(done["order"], 5);
   EXPECT_GT(done["renew"], 5);
   EXPECT_GT(done["extra_nvme"], 5);

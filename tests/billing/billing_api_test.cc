@@ -468,13 +468,13 @@ TEST_P(BillingApiTest, EachPaidTermHasItsInvoiceAtTheRateOfItsPaymentAndARefundI
 // notes, each against the invoice of the charge it refunds; the admin checks say ok and match every
 // charge.
 TEST_P(BillingApiTest, ARenewedRentalWithExtraNvmeReleasedGetsACreditNotePerRefund) {
-  auto node = client_->Call("POST", "/v1/admin/nodes", {{"gpu", "RTX 3090"}, {"region", "DFW-1"}},
-                            admin_);
+  auto node =
+      client_->Call("POST", "/v1/admin/nodes", {{"gpu", "RTX 3090"}, {"region", "DFW-1"}}, admin_);
   ASSERT_EQ(node.status, 201) << node.body;
   std::string berta = Customer("berta", "DE", "500");
-  auto made = client_->Call("POST", "/v1/rentals",
-                            {{"gpu", "RTX 3090"}, {"count", 1}, {"term", "week"}, {"auto_renew", false}},
-                            T(berta));
+  auto made = client_->Call(
+      "POST", "/v1/rentals",
+      {{"gpu", "RTX 3090"}, {"count", 1}, {"term", "week"}, {"auto_renew", false}}, T(berta));
   ASSERT_EQ(made.status, 201) << made.body;
   const std::string id = std::to_string(made.Json()["id"].get<long long>());
   auto renewed = client_->Call("POST", "/v1/rentals/" + id + "/renew", json::object(), T(berta));
@@ -482,8 +482,8 @@ TEST_P(BillingApiTest, ARenewedRentalWithExtraNvmeReleasedGetsACreditNotePerRefu
   Advance(24 * 3600);
   auto nvme = client_->Call("POST", "/v1/rentals/" + id + "/extra-nvme", {{"add_tb", 1}}, T(berta));
   ASSERT_EQ(nvme.status, 200) << nvme.body;
-  auto released = client_->Call("POST", "/v1/rentals/" + id + "/release", {{"confirm", true}},
-                                T(berta));
+  auto released =
+      client_->Call("POST", "/v1/rentals/" + id + "/release", {{"confirm", true}}, T(berta));
   ASSERT_EQ(released.status, 200) << released.body;
 
   json detail = Get("/v1/rentals/" + id, berta);
