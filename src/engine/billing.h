@@ -184,33 +184,7 @@ struct DocumentWindow {
 // batch applied after it).
 void ForgetDurableDocuments(State& state, DocumentWindow window, std::size_t not_durable);
 
-// The rules of the stored documents, fed every document in id order: each valid
-// (billing::CheckDocument), its number its kind, year and sequence, numbers and sources unique,
-// credit notes within their invoices; Finish: every series gapless. Keeps the numbers, the sources
-// and each invoice's totals of what it was fed (a walk of the whole history, on a reader).
-class DocumentRules {
- public:
-  Status Add(const billing::Document& d);
-  Status Finish() const;
-  std::int64_t documents() const { return documents_; }
-  std::int64_t credit_notes() const { return credit_notes_; }
-
- private:
-  struct InvoiceTotals {
-    std::int64_t id = 0, user_id = 0, net_micros = 0, tax_micros = 0;
-    billing::Credited credited;
-  };
-  billing::NumberSeries series_;
-  std::set<std::string> numbers_, sources_;
-  std::unordered_map<std::string, InvoiceTotals> invoices_;
-  std::int64_t last_id_ = 0, documents_ = 0, credit_notes_ = 0;
-};
-// Billing's invariants that memory answers (cheap enough for the writer): the window's indexes
-// and line count, the open usage's order, every rental charge's document.
-Status CheckBillingMemory(const State& state);
-// Everything, for tests and `gpuhub admin verify`: every document (the store's, then memory's)
-// through DocumentRules, then CheckBillingMemory.
-Status CheckBillingInvariants(const State& state);
+// The checks of all this (DocumentRules, CheckBillingInvariants): engine/billing_checks.h.
 
 // The tax report of the stored documents issued in [from, until) (billing/tax_report.h): every
 // document committed when it starts, read through `archive` (a reader's: a year of statements is

@@ -1,4 +1,5 @@
 #include "engine/billing.h"
+#include "engine/billing_checks.h"
 
 #include <gtest/gtest.h>
 

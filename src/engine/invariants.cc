@@ -3,6 +3,7 @@
 #include <map>
 #include <set>
 
+#include "engine/billing_checks.h"
 #include "engine/market.h"
 #include "engine/rentals.h"
 #include "engine/wallets.h"
@@ -63,6 +64,39 @@ Status SessionsBelongToUsers(const AccountsState& accounts) {
   return Status::Ok();
 }
 
+// Billing: what memory holds, the documents' rules and every rental charge against its document.
+// On the writer (no replay) with part of the documents in the store only, the rules (gapless
+// series, credit notes within their invoices) need the whole history and are skipped, and the
+// charges whose documents may have left memory are counted, not failed.
+void AddBillingChecks(const State& state, bool replay_stored_history, InvariantReport& report) {
+  if (state.billing == nullptr) return;
+  const BillingState& billing = *state.billing;
+  report.checks.push_back({"billing.memory", CheckBillingMemory(state)});
+  const bool all_in_memory = billing.archive == nullptr || billing.documents_forgotten_through == 0;
+  if (replay_stored_history || all_in_memory) {
+    AllDocumentsCheck all = CheckAllDocuments(state);
+    report.checks.push_back({"billing.documents", all.rules});
+    report.checks.push_back({"billing.charge_documents", all.charges});
+    return;
+  }
+  const std::string where = " (documents up to #" +
+                            std::to_string(billing.documents_forgotten_through) +
+                            " are in the store only); GET /v1/admin/billing and `gpuhub admin "
+                            "verify` check them all";
+  report.skipped.push_back("billing.documents: the rules of every document not walked here" +
+                           where);
+  if (state.rentals == nullptr) return;
+  ChargeDocumentIndex memory = MemoryChargeDocuments(billing);
+  ChargeDocumentCounts counts;
+  Status matched = CheckChargeDocuments(state.rentals->fleet, {&memory},
+                                        ChargesUnmatchedInMemoryThrough(state, memory), &counts);
+  report.checks.push_back({"billing.charge_documents", matched});
+  if (matched.ok() && counts.unmatched > 0) {
+    report.skipped.push_back("billing.charge_documents: " + std::to_string(counts.unmatched) +
+                             " rental charges not matched to their documents" + where);
+  }
+}
+
 }  // namespace
 
 bool InvariantReport::ok() const {
@@ -109,6 +143,7 @@ InvariantReport CheckStateInvariants(const State& state, TimestampMicros now,
   // charge in the ledger with its amounts, one per paid term.
   report.checks.push_back({"rentals.invariants", state.rentals->fleet.CheckInvariants()});
   report.checks.push_back({"rentals.settlement", state.rentals->fleet.CheckSettlement(ledger)});
+  AddBillingChecks(state, replay_stored_history, report);
   return report;
 }
 

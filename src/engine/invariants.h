@@ -5,8 +5,14 @@
 // CheckSettlement) are what the simulation tests run after every step; this adds the cross-checks
 // those tests did beside them. A new domain adds its checks here.
 //
-// Reads the state, never changes it. O(transfers + lease-hours): the ledger's forgotten history is
-// read back from the store (ledger/archive.h) unless the caller asks not to (below).
+// Billing (engine/billing_checks.h): billing.memory (the document window's indexes, open spot
+// usage), billing.documents (every document valid, each series gapless, credit notes within their
+// invoices) and billing.charge_documents (every rental charge its document with its amounts, every
+// refund its own credit note against the invoice of the charge it refunds, one to one).
+//
+// Reads the state, never changes it. O(transfers + lease-hours + documents): the ledger's
+// forgotten history and the documents that left memory are read back from the store
+// (ledger/archive.h, engine/document_archive.h) unless the caller asks not to (below).
 #pragma once
 
 #include <string>
@@ -38,7 +44,10 @@ struct InvariantReport {
 // (ledger.history, market.lease_hours_once) run only while the whole history is in memory; once
 // the ledger forgot part of it they are listed in `skipped` instead of reading all of it from the
 // store (the live endpoint runs on the writer thread: a replay of 10M orders' history there would
-// hold every write for tens of seconds; `gpuhub admin verify` replays it beside the server).
+// hold every write for tens of seconds; `gpuhub admin verify` replays it beside the server). The
+// same for billing once memory forgot documents: billing.documents is skipped, and
+// billing.charge_documents matches what memory holds and lists, in `skipped`, how many charges it
+// could not match because their documents may be in the store only (never a failure for that).
 InvariantReport CheckStateInvariants(const State& state, TimestampMicros now = 0,
                                      bool replay_stored_history = true);
 

@@ -7,14 +7,15 @@
 #include "billing/countries.h"
 #include "engine/billing.h"
 #include "engine/rentals.h"
+#include "rentals/limits.h"
 
 namespace gpuhub::engine {
-namespace {
 
-// The invoice of a rental charge is found again by this (a refund credits it).
 std::string ChargeSource(const rentals::Charge& c) {
   return "rental:" + std::to_string(c.rental_id) + ":charge:" + std::to_string(c.id);
 }
+
+namespace {
 
 std::string Day(TimestampMicros t) { return FormatTimestamp(t).substr(0, 10); }
 
@@ -25,6 +26,9 @@ std::string Describe(const rentals::Rental* r, const rentals::Charge& c) {
             std::string(rentals::TermName(r->term));
   }
   what += " term " + std::to_string(c.period);
+  if (c.kind == rentals::ChargeKind::kExtraNvme) {
+    what += ", " + std::to_string(c.extra_nvme_gb / rentals::kGbPerTb) + " TB extra NVMe";
+  }
   if (c.period_start != 0) what += ", " + Day(c.period_start) + " to " + Day(c.period_end);
   return what;
 }
@@ -37,8 +41,9 @@ Result<billing::Document> ChargeInvoice(const State& state, const rentals::Charg
   doc.kind = billing::DocumentKind::kInvoice;
   doc.user_id = c.customer_id;
   doc.source = ChargeSource(c);
-  doc.title = std::string(c.kind == rentals::ChargeKind::kRenewal ? "Term rental renewal"
-                                                                  : "Term rental") +
+  doc.title = std::string(c.kind == rentals::ChargeKind::kRenewal     ? "Term rental renewal"
+                          : c.kind == rentals::ChargeKind::kExtraNvme ? "Extra NVMe of term rental"
+                                                                      : "Term rental") +
               " " + std::to_string(c.rental_id) + ", term " + std::to_string(c.period);
   doc.issued_at = c.at;
   doc.supply_from = c.period_start != 0 ? c.period_start : c.at;
@@ -91,28 +96,56 @@ rentals::TaxFunction RentalTaxFunction(const State& state) {
   };
 }
 
+// The charge `refund` gives back: by refund_of (records before issue 11 name none: then the term
+// charge of its period, as rentals::Refunds says). Null when the fleet has no such charge.
+std::optional<rentals::Charge> RefundedCharge(const rentals::Fleet& fleet,
+                                              const rentals::Charge& refund) {
+  std::optional<rentals::Charge> paid;
+  for (const rentals::Charge& c : fleet.ChargesOf(refund.rental_id)) {
+    if (c.id < refund.id && rentals::Refunds(refund, c)) paid = c;
+  }
+  return paid;
+}
+
+namespace {
+
+// The credit note of a refund: the whole invoice of the charge it gives back, which carries that
+// charge's net, tax and gross (a refund returns exactly what its charge moved).
+Result<billing::Document> IssueRefundNote(Txn& txn, const rentals::Charge& refund) {
+  std::optional<rentals::Charge> paid = RefundedCharge(txn.state.rentals->fleet, refund);
+  if (!paid) {
+    return Status::Internal("refund " + std::to_string(refund.id) + " names no charge it refunds");
+  }
+  GPUHUB_ASSIGN_OR_RETURN(billing::Document invoice,
+                          DocumentBySource(txn.state, ChargeSource(*paid)));
+  GPUHUB_ASSIGN_OR_RETURN(billing::Credited credited, CreditedOf(txn.state, invoice));
+  // Crediting what is left would not be this refund's amounts: the documents would disagree with
+  // the money, so the note is an admin's to settle.
+  if (credited.notes > 0) {
+    return Status::FailedPrecondition(invoice.number + " was already credited by " +
+                                      std::to_string(credited.notes) + " credit note(s)");
+  }
+  if (invoice.net_micros != refund.amount.net_micros ||
+      invoice.tax_micros != refund.amount.tax_micros ||
+      invoice.gross_micros != refund.amount.gross_micros) {
+    return Status::Internal(invoice.number + " does not bill what refund " +
+                            std::to_string(refund.id) + " returns");
+  }
+  std::string reason = "refund of rental " + std::to_string(refund.rental_id) + " term " +
+                       std::to_string(refund.period);
+  if (paid->kind == rentals::ChargeKind::kExtraNvme) reason += " (extra NVMe)";
+  GPUHUB_ASSIGN_OR_RETURN(
+      CreditNoteResult note,
+      IssueCreditNote(txn, 0, invoice.number, std::nullopt, reason, ChargeSource(refund)));
+  return note.note;
+}
+
+}  // namespace
+
 Status OnRentalCharged(Txn& txn, const rentals::Charge& charge) {
   Result<billing::Document> issued = Status::Internal("not issued");
   if (charge.kind == rentals::ChargeKind::kRefund) {
-    // The refund of a period: a credit note against that period's invoice.
-    std::string source;
-    for (const auto& c : txn.state.rentals->fleet.ChargesOf(charge.rental_id)) {
-      if (c.period == charge.period && c.kind != rentals::ChargeKind::kRefund && c.id < charge.id) {
-        source = ChargeSource(c);
-      }
-    }
-    auto invoice = DocumentBySource(txn.state, source);
-    if (!invoice.ok()) {
-      issued = invoice.status();
-    } else {
-      std::optional<std::int64_t> net;
-      if (charge.amount.net_micros < invoice->net_micros) net = charge.amount.net_micros;
-      auto note = IssueCreditNote(txn, 0, invoice->number, net,
-                                  "refund of rental " + std::to_string(charge.rental_id) +
-                                      " term " + std::to_string(charge.period),
-                                  ChargeSource(charge));
-      issued = note.ok() ? Result<billing::Document>(note->note) : note.status();
-    }
+    issued = IssueRefundNote(txn, charge);
   } else {
     auto doc = ChargeInvoice(txn.state, charge);
     issued = doc.ok() ? IssueDocument(txn, std::move(doc).value()) : doc.status();
@@ -151,32 +184,6 @@ Status CheckAdminMayCredit(const State& state, const billing::Document& invoice,
           std::to_string(rental_id) +
           ", which has not started: releasing the rental refunds that term in full with its "
           "own credit note; credit notes here are for terms that ran");
-    }
-  }
-  return Status::Ok();
-}
-
-Status CheckRentalDocuments(const State& state) {
-  if (state.rentals == nullptr || state.billing == nullptr) return Status::Ok();
-  for (const rentals::Charge& c : state.rentals->fleet.Records().charges) {
-    auto fail = [&](const std::string& what) {
-      return Status::Internal("billing: rental " + std::to_string(c.rental_id) + " charge " +
-                              std::to_string(c.id) + " (" +
-                              std::string(rentals::ChargeKindName(c.kind)) + "): " + what);
-    };
-    auto doc = DocumentBySource(state, ChargeSource(c));
-    if (!doc.ok()) return fail("has no tax document");
-    const bool refund = c.kind == rentals::ChargeKind::kRefund;
-    if (doc->kind != (refund ? billing::DocumentKind::kCreditNote
-                             : billing::DocumentKind::kInvoice) ||
-        doc->user_id != c.customer_id) {
-      return fail(doc->number + " is not its " + (refund ? "credit note" : "invoice"));
-    }
-    if (doc->gross_micros != c.amount.gross_micros ||
-        (!refund && (doc->net_micros != c.amount.net_micros ||
-                     doc->tax_micros != c.amount.tax_micros))) {
-      return fail(doc->number + " says " + FormatMicros(doc->gross_micros) + " gross, the charge " +
-                  FormatMicros(c.amount.gross_micros));
     }
   }
   return Status::Ok();

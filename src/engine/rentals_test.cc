@@ -4,6 +4,7 @@
 
 #include "engine/accounts.h"
 #include "engine/billing.h"
+#include "engine/billing_checks.h"
 #include "engine/engine_test_fixture.h"
 #include "engine/limits.h"
 #include "engine/notifications.h"

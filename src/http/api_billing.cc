@@ -27,7 +27,9 @@
 #include "documents/render.h"
 #include "engine/accounts.h"
 #include "engine/billing.h"
+#include "engine/billing_checks.h"
 #include "engine/document_archive.h"
+#include "engine/rentals.h"
 #include "http/api.h"
 #include "http/history_reads.h"
 #include "http/limits.h"
@@ -80,11 +82,14 @@ json SummaryJson(const Document& d) {
           {"links", Links(d)}};
 }
 
-// What the walk of every stored document found (GET /v1/admin/billing).
+// What the walk of every stored document found (GET /v1/admin/billing): the rules, and the
+// documents of rental charges (ids <= last_id) for the writer to match against the charges.
 struct StoredDocumentsCheck {
   Status rules;
   std::int64_t documents = 0;
   std::int64_t credit_notes = 0;
+  std::int64_t last_id = 0;
+  std::shared_ptr<const engine::ChargeDocumentIndex> charge_documents;
 };
 
 Result<json> DocumentJson(const engine::State& state, const Document& d) {
@@ -580,8 +585,9 @@ void RegisterBillingRoutes(Router& router, ApiContext& api) {
              }));
 
   // Every rule of the stored documents (engine::DocumentRules), walked on a reader thread (the
-  // whole history, a chunk at a time: never on the writer), then what memory holds
-  // (engine::CheckBillingMemory) on the writer.
+  // whole history, a chunk at a time: never on the writer), then on the writer what memory holds
+  // (engine::CheckBillingMemory) and every rental charge against its document, from what the walk
+  // collected and the documents issued since (in memory).
   router.Add("GET", "/v1/admin/billing", RequireBearer([&api](const Request& r, Responder respond) {
                ReadThenRender<StoredDocumentsCheck>(
                    api, r, std::move(respond), engine::kRoleAdmin,
@@ -589,22 +595,43 @@ void RegisterBillingRoutes(Router& router, ApiContext& api) {
                      engine::DocumentArchive archive(pool);
                      GPUHUB_ASSIGN_OR_RETURN(std::int64_t last, archive.LastId());
                      engine::DocumentRules rules;
-                     Status checked =
-                         archive.ScanAll(last, [&](const Document& d) { return rules.Add(d); });
-                     if (checked.code() == StatusCode::kUnavailable) return checked;
-                     if (checked.ok()) checked = rules.Finish();
-                     return StoredDocumentsCheck{checked, rules.documents(), rules.credit_notes()};
+                     auto charge_documents = std::make_shared<engine::ChargeDocumentIndex>();
+                     Status broken;
+                     Status checked = archive.ScanAll(last, [&](const Document& d) {
+                       charge_documents->Add(d);
+                       if (broken.ok()) broken = rules.Add(d);
+                       return Status::Ok();
+                     });
+                     if (!checked.ok()) return checked;
+                     if (broken.ok()) broken = rules.Finish();
+                     return StoredDocumentsCheck{broken, rules.documents(), rules.credit_notes(),
+                                                 last, std::move(charge_documents)};
                    },
                    [](Txn& txn, const User&, const StoredDocumentsCheck& stored) -> Result<Reply> {
-                     Status invariants =
-                         stored.rules.ok() ? engine::CheckBillingMemory(txn.state) : stored.rules;
                      const auto& b = *txn.state.billing;
+                     // Memory forgot documents the walk did not read (more were issued meanwhile
+                     // than its slack): matching without them would call their charges unbilled.
+                     if (b.documents_forgotten_through > stored.last_id) {
+                       return Status::Unavailable(
+                           "documents left memory while the check read the store; run it again");
+                     }
+                     engine::ChargeDocumentIndex newer =
+                         engine::MemoryChargeDocuments(b, stored.last_id);
+                     engine::ChargeDocumentCounts counts;
+                     Status invariants = stored.rules;
+                     if (invariants.ok()) invariants = engine::CheckBillingMemory(txn.state);
+                     if (invariants.ok() && txn.state.rentals != nullptr) {
+                       invariants = engine::CheckChargeDocuments(
+                           txn.state.rentals->fleet, {stored.charge_documents.get(), &newer},
+                           /*unmatched_through=*/0, &counts);
+                     }
                      std::size_t open = 0;
                      for (const auto& [key, rows] : b.open_usage) open += rows.size();
                      return Reply{200,
                                   {{"invariants", invariants.ok() ? "ok" : invariants.ToString()},
                                    {"documents", stored.documents},
                                    {"credit_notes", stored.credit_notes},
+                                   {"rental_charges_matched", counts.charges},
                                    {"documents_in_memory", b.documents.size()},
                                    {"open_usage_rows", open},
                                    {"tax_rate_changes", b.rate_changes.size()}}};

@@ -265,6 +265,8 @@ class Fleet {
   std::vector<Event> History(RentalId id) const;
   NextTransition Next(const Rental& rental) const;
   std::vector<Charge> ChargesOf(RentalId id) const;
+  // Every charge of the fleet, by id (the billing check walks them without copying).
+  const std::map<ChargeId, Charge>& Charges() const { return charges_; }
   // Stock per card (configuration order) and region.
   std::vector<StockByCard> Stock() const;
   // The canonical name of a configured card; not_found when unknown.

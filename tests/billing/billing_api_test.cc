@@ -463,6 +463,72 @@ TEST_P(BillingApiTest, EachPaidTermHasItsInvoiceAtTheRateOfItsPaymentAndARefundI
   EXPECT_EQ(Get("/v1/admin/rentals", admin_)["settlement"], "ok");
 }
 
+// Issue 25 through the API: a week of an RTX 3090 in Germany, renewed, 1 TB of extra NVMe added a
+// day in, released. Two refunds (the renewal, 77.35, and the next week's NVMe, 2.499), two credit
+// notes, each against the invoice of the charge it refunds; the admin checks say ok and match every
+// charge.
+TEST_P(BillingApiTest, ARenewedRentalWithExtraNvmeReleasedGetsACreditNotePerRefund) {
+  auto node =
+      client_->Call("POST", "/v1/admin/nodes", {{"gpu", "RTX 3090"}, {"region", "DFW-1"}}, admin_);
+  ASSERT_EQ(node.status, 201) << node.body;
+  std::string berta = Customer("berta", "DE", "500");
+  auto made = client_->Call(
+      "POST", "/v1/rentals",
+      {{"gpu", "RTX 3090"}, {"count", 1}, {"term", "week"}, {"auto_renew", false}}, T(berta));
+  ASSERT_EQ(made.status, 201) << made.body;
+  const std::string id = std::to_string(made.Json()["id"].get<long long>());
+  auto renewed = client_->Call("POST", "/v1/rentals/" + id + "/renew", json::object(), T(berta));
+  ASSERT_EQ(renewed.status, 200) << renewed.body;
+  Advance(24 * 3600);
+  auto nvme = client_->Call("POST", "/v1/rentals/" + id + "/extra-nvme", {{"add_tb", 1}}, T(berta));
+  ASSERT_EQ(nvme.status, 200) << nvme.body;
+  auto released =
+      client_->Call("POST", "/v1/rentals/" + id + "/release", {{"confirm", true}}, T(berta));
+  ASSERT_EQ(released.status, 200) << released.body;
+
+  json detail = Get("/v1/rentals/" + id, berta);
+  ASSERT_EQ(detail["charges"].size(), 6u) << detail.dump();
+  std::map<long long, json> by_id;
+  for (const auto& c : detail["charges"]) by_id[c["id"].get<long long>()] = c;
+  int notes = 0;
+  for (const auto& c : detail["charges"]) {
+    if (c["kind"] != "refund") continue;
+    ++notes;
+    const json& paid = by_id.at(c["refund_of"].get<long long>());
+    json note = Get("/v1/invoices/" + c["invoice"]["number"].get<std::string>(), berta);
+    json invoice = Get("/v1/invoices/" + paid["invoice"]["number"].get<std::string>(), berta);
+    EXPECT_EQ(note["kind"], "credit_note");
+    EXPECT_EQ(note["corrects"], invoice["number"]) << note.dump();
+    for (const char* amount : {"net", "tax", "gross"}) {
+      EXPECT_EQ(note[amount], invoice[amount]) << amount;
+    }
+    if (paid["kind"] == "renewal") {
+      EXPECT_EQ(Micros(note["net"]), 65'000'000);
+      EXPECT_EQ(Micros(note["tax"]), 12'350'000);
+      EXPECT_EQ(Micros(note["gross"]), 77'350'000);
+    } else {
+      EXPECT_EQ(paid["kind"], "extra_nvme");
+      EXPECT_EQ(Micros(note["net"]), 2'100'000);
+      EXPECT_EQ(Micros(note["tax"]), 399'000);
+      EXPECT_EQ(Micros(note["gross"]), 2'499'000);
+    }
+  }
+  EXPECT_EQ(notes, 2);
+  json billing = Get("/v1/admin/billing", admin_);
+  EXPECT_EQ(billing["invariants"], "ok") << billing.dump();
+  EXPECT_EQ(billing["credit_notes"], 2);
+  EXPECT_EQ(billing["rental_charges_matched"], 6);
+  json invariants = Get("/v1/admin/invariants", admin_);
+  EXPECT_EQ(invariants["ok"], true) << invariants.dump();
+  std::vector<std::string> names;
+  for (const auto& c : invariants["checks"]) names.push_back(c["name"]);
+  for (const char* name : {"billing.memory", "billing.documents", "billing.charge_documents"}) {
+    EXPECT_NE(std::find(names.begin(), names.end(), name), names.end()) << invariants.dump();
+  }
+  Restart();
+  ExpectInvariants();
+}
+
 INSTANTIATE_TEST_SUITE_P(Backends, BillingApiTest, ::testing::Values("sqlite", "postgresql"),
                          [](const auto& info) { return info.param; });
 

@@ -130,6 +130,8 @@ class BillingServerTest : public ::testing::TestWithParam<std::string> {
     EXPECT_EQ(l["invariants"], "ok") << l.dump();
     json m = Get("/v1/admin/market", admin_);
     EXPECT_EQ(m["settlement"], "ok") << m.dump();
+    json all = Get("/v1/admin/invariants", admin_);  // billing's lines included
+    EXPECT_EQ(all["ok"], true) << all.dump();
   }
 
   TempDir dir_;

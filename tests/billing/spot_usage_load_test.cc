@@ -19,6 +19,7 @@
 #include "core/clock.h"
 #include "engine/accounts.h"
 #include "engine/billing.h"
+#include "engine/billing_checks.h"
 #include "engine/billing_rows.h"
 #include "engine/engine.h"
 #include "engine/market.h"
