@@ -111,14 +111,14 @@ TEST_P(WebhooksToInternalAddressesTest, AreRefusedAndBadUrlsNameTheField) {
   WebhookReceiver receiver;
   std::string port = std::to_string(receiver.port());
   // An internal IP literal, in any of its spellings or inside an IPv6 form, is refused at once.
-  for (std::string bad :
-       {std::string("ftp://example.com/x"), std::string("https://user:secret@example.com/hook"),
-        std::string("https://example.com/#frag"), std::string("not a url"),
-        std::string("https://example.com:70000/"), "http://127.0.0.1:" + port + "/hook",
-        "http://127.1:" + port, "http://2130706433:" + port, "http://[::ffff:127.0.0.1]:" + port,
-        "http://[::127.0.0.1]/", "http://[::ffff:0:10.0.0.1]/", "http://[64:ff9b::a9fe:a9fe]/",
-        "http://[64:ff9b:1::8.8.8.8]/", "http://[2002:a00:1::]/",
-        "http://[2001:0:4136:e378:8000:63bf:80ff:fffe]/", "http://169.254.169.254/latest"}) {
+  for (const std::string& bad : std::vector<std::string>{
+           "ftp://example.com/x", "https://user:secret@example.com/hook",
+           "https://example.com/#frag", "not a url", "https://example.com:70000/",
+           "http://127.0.0.1:" + port + "/hook", "http://127.1:" + port,
+           "http://2130706433:" + port, "http://[::ffff:127.0.0.1]:" + port,
+           "http://[::127.0.0.1]/", "http://[::ffff:0:10.0.0.1]/", "http://[64:ff9b::a9fe:a9fe]/",
+           "http://[64:ff9b:1::8.8.8.8]/", "http://[2002:a00:1::]/",
+           "http://[2001:0:4136:e378:8000:63bf:80ff:fffe]/", "http://169.254.169.254/latest"}) {
     auto r = client_->Call("PUT", "/v1/accounts/me/webhook", {{"url", bad}}, alice_);
     EXPECT_EQ(r.status, 400) << bad << " " << r.body;
     EXPECT_EQ(r.Json()["error"]["field"], "url") << bad;
