@@ -97,7 +97,8 @@ TEST(WebhookSenderTest, ARedirectIsAFailedAttemptAndNeverFollowed) {
   for (int status : {301, 302, 303, 307, 308}) {
     SCOPED_TRACE(status);
     Listener redirector("HTTP/1.1 " + std::to_string(status) + " Moved\r\nLocation: " +
-                        target.url() + "/internal\r\nContent-Length: 0\r\nConnection: close\r\n\r\n");
+                        target.url() +
+                        "/internal\r\nContent-Length: 0\r\nConnection: close\r\n\r\n");
     WebhookAttempt a = PostWebhook(redirector.url() + "/hook", "{\"id\":1}", "whsec_test", 7,
                                    LoopbackAllowed());
     EXPECT_FALSE(a.delivered);

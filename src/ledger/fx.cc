@@ -226,8 +226,8 @@ enum class Given { kFrom, kTo };
 // and to = from x num / den (ConvertFrom, rounded down), from = to x den / num (ConvertTo, rounded
 // up). Rounding goes the platform's way on both sides because half-even does not: at spread 0 it
 // rounds up as often as down, and a customer looping USD -> EUR -> USD picked the amounts where it
-// rounded up and made 0.000001 a trip. Bounds: amounts <= 1e18, m <= 1e12, keep <= 1e4, so num and den stay below 1e16
-// (int64) and amount x num below 1e34 (int128).
+// rounded up and made 0.000001 a trip. Bounds: amounts <= 1e18, m <= 1e12, keep <= 1e4, so num
+// and den stay below 1e16 (int64) and amount x num below 1e34 (int128).
 Result<FxQuote> Convert(const FxTable& table, Currency from, Currency to, Given given,
                         std::int64_t given_micros) {
   const bool from_given = given == Given::kFrom;

@@ -439,9 +439,12 @@ TEST(FxTable, NoWalkThroughThreeConsistentPairsEndsWithMore) {
     std::int64_t gbp_usd = m * 100'000, eur_gbp = n * 10'000, eur_usd = m * n;
     if (eur_usd < kMinFxRatePpb || eur_usd > kMaxFxRatePpb) continue;
     FxTable table;
-    ASSERT_TRUE(table.Apply({1, Currency::kGbp, Currency::kUsd, gbp_usd, SomeSpread(rng), kT}).ok());
-    ASSERT_TRUE(table.Apply({2, Currency::kEur, Currency::kGbp, eur_gbp, SomeSpread(rng), kT}).ok());
-    ASSERT_TRUE(table.Apply({3, Currency::kEur, Currency::kUsd, eur_usd, SomeSpread(rng), kT}).ok());
+    ASSERT_TRUE(
+        table.Apply({1, Currency::kGbp, Currency::kUsd, gbp_usd, SomeSpread(rng), kT}).ok());
+    ASSERT_TRUE(
+        table.Apply({2, Currency::kEur, Currency::kGbp, eur_gbp, SomeSpread(rng), kT}).ok());
+    ASSERT_TRUE(
+        table.Apply({3, Currency::kEur, Currency::kUsd, eur_usd, SomeSpread(rng), kT}).ok());
     SCOPED_TRACE("GBP/USD " + FormatFxRatePpb(gbp_usd) + ", EUR/GBP " + FormatFxRatePpb(eur_gbp) +
                  ", EUR/USD " + FormatFxRatePpb(eur_usd) + ", trial " + std::to_string(trial));
     MidValues mid;
