@@ -104,6 +104,37 @@ Result<std::int64_t> MulDivHalfEven(std::int64_t a, std::int64_t b, std::int64_t
   return static_cast<std::int64_t>(quotient);
 }
 
+namespace {
+
+enum class Toward { kFloor, kCeil };
+
+Result<std::int64_t> MulDivDirected(std::int64_t a, std::int64_t b, std::int64_t c, Toward toward) {
+  if (c <= 0) return Status::InvalidArgument("division by a non-positive number");
+  __int128 product = static_cast<__int128>(a) * b;
+  // C++ division truncates toward zero; step once more where that is the wrong way.
+  __int128 quotient = product / c;
+  __int128 remainder = product % c;
+  if (remainder != 0) {
+    if (toward == Toward::kFloor && remainder < 0) --quotient;
+    if (toward == Toward::kCeil && remainder > 0) ++quotient;
+  }
+  if (quotient > std::numeric_limits<std::int64_t>::max() ||
+      quotient < std::numeric_limits<std::int64_t>::min()) {
+    return Status::InvalidArgument("amount overflows");
+  }
+  return static_cast<std::int64_t>(quotient);
+}
+
+}  // namespace
+
+Result<std::int64_t> MulDivFloor(std::int64_t a, std::int64_t b, std::int64_t c) {
+  return MulDivDirected(a, b, c, Toward::kFloor);
+}
+
+Result<std::int64_t> MulDivCeil(std::int64_t a, std::int64_t b, std::int64_t c) {
+  return MulDivDirected(a, b, c, Toward::kCeil);
+}
+
 Result<Money> Add(Money a, Money b) {
   if (a.currency != b.currency) return Status::InvalidArgument("currency mismatch");
   Money out{0, a.currency};

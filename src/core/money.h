@@ -2,8 +2,9 @@
 //
 // Contract: all arithmetic is checked; overflow and currency mismatch are errors (Result), never
 // wrap-around. Decimal strings are the only external representation ("12.500000"): JSON carries
-// amounts as strings, never as numbers. Rounding happens in exactly one place, MulDivHalfEven, and
-// only where a rule says so (FX conversion and fees at settlement).
+// amounts as strings, never as numbers. Rounding happens only in the MulDiv helpers below and only
+// where a rule says so: half-even for fees at settlement, toward the platform for FX conversions
+// (ledger/fx.h: what the customer receives rounded down, what the customer pays rounded up).
 #pragma once
 
 #include <compare>
@@ -52,6 +53,10 @@ bool CheckedMul(std::int64_t a, std::int64_t b, std::int64_t* out);
 
 // round_half_even(a * b / c), computed in 128 bits. c must be > 0. Errors on overflow of the result.
 Result<std::int64_t> MulDivHalfEven(std::int64_t a, std::int64_t b, std::int64_t c);
+// floor(a * b / c) and ceil(a * b / c) (toward -inf and +inf), computed in 128 bits. c must be > 0.
+// Errors on overflow of the result.
+Result<std::int64_t> MulDivFloor(std::int64_t a, std::int64_t b, std::int64_t c);
+Result<std::int64_t> MulDivCeil(std::int64_t a, std::int64_t b, std::int64_t c);
 
 Result<Money> Add(Money a, Money b);
 Result<Money> Subtract(Money a, Money b);

@@ -61,6 +61,28 @@ TEST(MulDivHalfEven, RoundsHalfToEven) {
   EXPECT_FALSE(MulDivHalfEven(1, 1, 0).ok());
 }
 
+TEST(MulDivFloorCeil, RoundTowardMinusAndPlusInfinity) {
+  EXPECT_EQ(*MulDivFloor(5, 1, 2), 2);  // 2.5
+  EXPECT_EQ(*MulDivCeil(5, 1, 2), 3);
+  EXPECT_EQ(*MulDivFloor(29, 1, 10), 2);  // 2.9
+  EXPECT_EQ(*MulDivCeil(21, 1, 10), 3);   // 2.1
+  EXPECT_EQ(*MulDivFloor(-5, 1, 2), -3);  // -2.5
+  EXPECT_EQ(*MulDivCeil(-5, 1, 2), -2);
+  EXPECT_EQ(*MulDivFloor(5, -1, 2), -3);
+  EXPECT_EQ(*MulDivFloor(6, 1, 2), 3);  // exact: no step
+  EXPECT_EQ(*MulDivCeil(6, 1, 2), 3);
+  EXPECT_EQ(*MulDivFloor(-6, 1, 2), -3);
+  EXPECT_EQ(*MulDivFloor(0, 7, 3), 0);
+  EXPECT_EQ(*MulDivCeil(0, 7, 3), 0);
+  EXPECT_EQ(*MulDivCeil(1, 1, 1'000'000'000'000), 1);
+  EXPECT_EQ(*MulDivFloor(INT64_MAX, 3, 3), INT64_MAX);
+  EXPECT_EQ(*MulDivCeil(INT64_MAX, 3, 3), INT64_MAX);
+  EXPECT_FALSE(MulDivCeil(INT64_MAX, 2, 1).ok());
+  EXPECT_FALSE(MulDivFloor(INT64_MIN, 2, 1).ok());
+  EXPECT_FALSE(MulDivFloor(1, 1, 0).ok());
+  EXPECT_FALSE(MulDivCeil(1, 1, -1).ok());
+}
+
 TEST(Money, CheckedArithmetic) {
   Money a{5, Currency::kUsd}, b{7, Currency::kUsd}, e{1, Currency::kEur};
   EXPECT_EQ(Add(a, b)->micros, 12);

@@ -66,7 +66,7 @@ struct Conversion {
   std::vector<ledger::Transfer> transfers;
 };
 // The customer pays amount_micros of `from` and receives the converted amount in `to` (rate and
-// spread of the FX table, rounded half-even once).
+// spread of the FX table, rounded down once: ledger/fx.h).
 Result<Conversion> Convert(Txn& txn, std::int64_t user_id, Currency from, Currency to,
                            std::int64_t amount_micros);
 

@@ -2,7 +2,8 @@
 //
 //   GET    /v1/notifications[?limit=N&before=ID]   newest first; next_before pages back
 //   PUT    /v1/accounts/me/webhook {"url", "rotate_secret"?}  sets the URL (http or https, no
-//          credentials); the signing secret is made once and shown in the answer
+//          credentials, no internal IP literal as the host unless [webhooks]
+//          allow_private_addresses); the signing secret is made once and shown in the answer
 //   GET    /v1/accounts/me/webhook                  the URL, the secret and the recent deliveries
 //   DELETE /v1/accounts/me/webhook                  -> 204; pending deliveries are dropped
 //
@@ -17,6 +18,7 @@
 #include "engine/limits.h"
 #include "engine/notifications.h"
 #include "http/api.h"
+#include "http/internal_address.h"
 
 namespace gpuhub::http {
 namespace {
@@ -67,11 +69,35 @@ struct WebhookInput {
   bool rotate = false;
 };
 
-Result<WebhookInput> ParseWebhook(const Request& r) {
+// A host that is an IP literal is judged here, so a customer hears at once that the URL can never
+// be delivered to; a name is judged at each delivery, on what it resolves to then.
+Status CheckLiteralHost(const std::string& url) {
+  std::size_t start = url.find("://") + 3;  // ValidateWebhookUrl: http:// or https://
+  std::string_view authority = std::string_view(url).substr(start);
+  authority = authority.substr(0, authority.find_first_of("/?"));
+  std::string_view host = authority;
+  if (!authority.empty() && authority.front() == '[') {
+    host = authority.substr(0, authority.find(']') + 1);  // "[::1]"
+  } else {
+    host = authority.substr(0, authority.find(':'));
+  }
+  std::optional<std::string> address = LiteralAddress(host);
+  if (address && IsInternalAddress(*address)) {
+    return Status::InvalidArgument("url must not point at an internal address (" + *address +
+                                   "): loopback, private, link-local, shared, multicast and "
+                                   "reserved networks, and the IPv6 forms that carry them, are "
+                                   "refused")
+        .WithField("url");
+  }
+  return Status::Ok();
+}
+
+Result<WebhookInput> ParseWebhook(const Request& r, bool allow_private_addresses) {
   GPUHUB_ASSIGN_OR_RETURN(json body, ParseJsonObject(r, {"url", "rotate_secret"}));
   WebhookInput in;
   GPUHUB_ASSIGN_OR_RETURN(std::string url, RequiredString(body, "url"));
   GPUHUB_ASSIGN_OR_RETURN(in.url, engine::ValidateWebhookUrl(url));
+  if (!allow_private_addresses) GPUHUB_RETURN_IF_ERROR(CheckLiteralHost(in.url));
   if (auto it = body.find("rotate_secret"); it != body.end() && !it->is_null()) {
     if (!it->is_boolean()) {
       return Status::InvalidArgument("field 'rotate_secret' must be true or false")
@@ -118,7 +144,10 @@ void RegisterNotificationRoutes(Router& router, ApiContext& api) {
                  }));
   router.Add("PUT", "/v1/accounts/me/webhook",
              Authenticated<WebhookInput>(
-                 api, 0, ParseWebhook,
+                 api, 0,
+                 [allow = api.config.webhooks_allow_private_addresses](const Request& r) {
+                   return ParseWebhook(r, allow);
+                 },
                  [](Txn& txn, const User& me, const WebhookInput& in) -> Result<Reply> {
                    GPUHUB_ASSIGN_OR_RETURN(auto hook,
                                            engine::SetWebhook(txn, me.id, in.url, in.rotate));

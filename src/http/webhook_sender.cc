@@ -1,15 +1,13 @@
 #include "http/webhook_sender.h"
 
-#include <arpa/inet.h>
-#include <netdb.h>
 #include <sodium.h>
 #include <spdlog/spdlog.h>
-#include <sys/socket.h>
 
 #include <vector>
 
 #include "engine/limits.h"
 #include "engine/notifications.h"
+#include "http/internal_address.h"
 #include "net/http_client.h"
 #include "net/url.h"
 
@@ -35,18 +33,6 @@ SplitUrl Split(const std::string& url) {
   return out;
 }
 
-bool InV4(std::uint32_t a, std::uint32_t net, int bits) {
-  std::uint32_t mask = bits == 0 ? 0 : ~std::uint32_t{0} << (32 - bits);
-  return (a & mask) == (net & mask);
-}
-
-bool InternalV4(std::uint32_t a) {
-  return InV4(a, 0x00000000, 8) || InV4(a, 0x0a000000, 8) || InV4(a, 0x64400000, 10) ||
-         InV4(a, 0x7f000000, 8) || InV4(a, 0xa9fe0000, 16) || InV4(a, 0xac100000, 12) ||
-         InV4(a, 0xc0000000, 24) || InV4(a, 0xc0a80000, 16) || InV4(a, 0xc6120000, 15) ||
-         InV4(a, 0xe0000000, 3);  // multicast and reserved up to 255.255.255.255
-}
-
 }  // namespace
 
 std::string WebhookSignatureHeader(std::string_view secret, std::int64_t unix_seconds,
@@ -64,28 +50,6 @@ std::string WebhookSignatureHeader(std::string_view secret, std::int64_t unix_se
   char hex[sizeof mac * 2 + 1];
   sodium_bin2hex(hex, sizeof hex, mac, sizeof mac);
   return "t=" + t + ",v1=" + hex;
-}
-
-bool IsInternalAddress(std::string_view numeric) {
-  std::string text(numeric);
-  in_addr v4{};
-  if (::inet_pton(AF_INET, text.c_str(), &v4) == 1) return InternalV4(ntohl(v4.s_addr));
-  in6_addr v6{};
-  if (::inet_pton(AF_INET6, text.c_str(), &v6) != 1) return true;  // not an address: refuse
-  const unsigned char* b = v6.s6_addr;
-  bool zero_prefix = true;
-  for (int i = 0; i < 10; ++i) zero_prefix = zero_prefix && b[i] == 0;
-  if (zero_prefix && b[10] == 0xff && b[11] == 0xff) {  // ::ffff:a.b.c.d
-    return InternalV4((std::uint32_t{b[12]} << 24) | (std::uint32_t{b[13]} << 16) |
-                      (std::uint32_t{b[14]} << 8) | b[15]);
-  }
-  bool all_zero = zero_prefix && b[10] == 0 && b[11] == 0 && b[12] == 0 && b[13] == 0 &&
-                  b[14] == 0;
-  if (all_zero && (b[15] == 0 || b[15] == 1)) return true;  // :: and ::1
-  if ((b[0] & 0xfe) == 0xfc) return true;                    // fc00::/7 unique local
-  if (b[0] == 0xfe && (b[1] & 0xc0) == 0x80) return true;    // fe80::/10 link-local
-  if (b[0] == 0xff) return true;                             // multicast
-  return false;
 }
 
 WebhookSender::WebhookSender(engine::Engine& engine, engine::MetricsRegistry& metrics,
@@ -145,18 +109,18 @@ std::size_t WebhookSender::Round() {
     return 0;
   }
   // In parallel: one slow endpoint must not hold back the others' notifications.
-  std::vector<Outcome> outcomes(jobs->size());
+  std::vector<WebhookAttempt> outcomes(jobs->size());
   std::vector<std::thread> threads;
   for (std::size_t i = 0; i < jobs->size(); ++i) {
     threads.emplace_back([this, &jobs, &outcomes, i] {
       const engine::DeliveryJob& job = (*jobs)[i];
-      outcomes[i] = Send(job.url, job.body, job.secret, job.id);
+      outcomes[i] = PostWebhook(job.url, job.body, job.secret, job.id, options_);
     });
   }
   for (auto& t : threads) t.join();
   for (std::size_t i = 0; i < jobs->size(); ++i) {
     const engine::DeliveryJob& job = (*jobs)[i];
-    const Outcome& o = outcomes[i];
+    const WebhookAttempt& o = outcomes[i];
     auto recorded = engine_.ExecuteSync<int>([&](engine::Txn& txn) -> Result<int> {
       GPUHUB_RETURN_IF_ERROR(engine::RecordDeliveryAttempt(txn, job.id, o.delivered,
                                                            o.status_code, o.error, o.permanent));
@@ -177,10 +141,10 @@ std::size_t WebhookSender::Round() {
   return jobs->size();
 }
 
-WebhookSender::Outcome WebhookSender::Send(const std::string& url, const std::string& body,
-                                           const std::string& secret,
-                                           std::int64_t delivery_id) const {
-  Outcome out;
+WebhookAttempt PostWebhook(const std::string& url, const std::string& body,
+                           const std::string& secret, std::int64_t delivery_id,
+                           const WebhookSenderOptions& options) {
+  WebhookAttempt out;
   if (secret.empty()) {
     out.error = "the account's webhook was removed";
     out.permanent = true;
@@ -193,29 +157,6 @@ WebhookSender::Outcome WebhookSender::Send(const std::string& url, const std::st
     out.permanent = true;
     return out;
   }
-  if (!options_.allow_private_addresses) {
-    addrinfo hints{};
-    hints.ai_socktype = SOCK_STREAM;
-    addrinfo* found = nullptr;
-    if (::getaddrinfo(parsed->host.c_str(), parsed->port.c_str(), &hints, &found) != 0) {
-      out.error = "cannot resolve " + parsed->host;
-      return out;  // DNS may come back: retried
-    }
-    for (addrinfo* a = found; a != nullptr; a = a->ai_next) {
-      char text[INET6_ADDRSTRLEN] = {};
-      const void* addr = a->ai_family == AF_INET
-                             ? static_cast<const void*>(&reinterpret_cast<sockaddr_in*>(a->ai_addr)->sin_addr)
-                             : static_cast<const void*>(&reinterpret_cast<sockaddr_in6*>(a->ai_addr)->sin6_addr);
-      ::inet_ntop(a->ai_family, addr, text, sizeof text);
-      if (IsInternalAddress(text)) {
-        out.error = "refused: " + parsed->host + " resolves to an internal address (" + text + ")";
-        out.permanent = true;
-        break;
-      }
-    }
-    ::freeaddrinfo(found);
-    if (out.permanent) return out;
-  }
   std::int64_t now = std::chrono::duration_cast<std::chrono::seconds>(
                          std::chrono::system_clock::now().time_since_epoch())
                          .count();
@@ -223,17 +164,30 @@ WebhookSender::Outcome WebhookSender::Send(const std::string& url, const std::st
   request.With("Gpuhub-Signature", WebhookSignatureHeader(secret, now, body))
       .With("Gpuhub-Delivery", std::to_string(delivery_id));
   net::ClientOptions client;
-  client.timeout = options_.timeout;
+  client.timeout = options.timeout;
   client.max_response_bytes = kMaxWebhookResponseBytes;
   client.user_agent = "gpuhub-webhooks";
+  if (!options.allow_private_addresses) {
+    client.check_address = [host = parsed->host](std::string_view address) {
+      if (!IsInternalAddress(address)) return Status::Ok();
+      return Status::PermissionDenied("refused: " + host + " resolves to an internal address (" +
+                                      std::string(address) + ")");
+    };
+  }
   auto answer = net::Fetch(split.base, request, client);
   if (!answer.ok()) {
     out.error = answer.status().message();
+    // Refused by the address check; anything else (DNS, connect, timeout) may come back.
+    out.permanent = answer.status().code() == StatusCode::kPermissionDenied;
     return out;
   }
   out.status_code = answer->status;
   out.delivered = answer->ok();
-  if (!out.delivered) out.error = "answered " + std::to_string(answer->status);
+  if (answer->status >= 300 && answer->status < 400) {
+    out.error = "answered " + std::to_string(answer->status) + "; redirects are not followed";
+  } else if (!out.delivered) {
+    out.error = "answered " + std::to_string(answer->status);
+  }
   return out;
 }
 

@@ -13,9 +13,16 @@
 // A receiver recomputes v1 over the exact bytes it received and compares in constant time, and
 // refuses a t too far from its own clock (replays).
 //
-// Addresses: unless allow_private_addresses, a URL whose host resolves to a loopback, private,
-// link-local, carrier-grade NAT, multicast or unspecified address is refused (a permanent failure,
-// not retried): a customer's URL must not reach the platform's own network.
+// Addresses: unless allow_private_addresses, a URL whose host resolves to an internal address
+// (http/internal_address.h: loopback, private, link-local, carrier-grade NAT, multicast,
+// unspecified, and the IPv6 forms that carry one of those inside) is refused (a permanent
+// failure, not retried): a customer's URL must not reach the platform's own network. The check
+// runs on the addresses the HTTP client resolved and then connects to, so a name whose DNS answer
+// changes between a check and the connection cannot slip past it.
+//
+// Redirects are never followed: a 3xx is a failed attempt like any other non-2xx ("answered 302;
+// redirects are not followed"), retried on the schedule and failed after the last one. Following
+// one would let a public receiver send us on to an internal address with the signed body.
 #pragma once
 
 #include <atomic>
@@ -36,14 +43,24 @@ namespace gpuhub::http {
 std::string WebhookSignatureHeader(std::string_view secret, std::int64_t unix_seconds,
                                    std::string_view body);
 
-// Whether a numeric address is one a customer's webhook must not reach (see above).
-bool IsInternalAddress(std::string_view numeric_address);
-
 struct WebhookSenderOptions {
   bool allow_private_addresses = false;
   std::chrono::milliseconds poll_interval{1000};
   std::chrono::milliseconds timeout{10000};  // one delivery: resolve, connect, TLS, write, read
 };
+
+struct WebhookAttempt {
+  bool delivered = false;
+  int status_code = 0;  // 0: no answer
+  std::string error;
+  bool permanent = false;  // not worth retrying (refused address, bad URL, webhook removed)
+};
+
+// One signed POST of `body` to `url` (signed at the wall clock's now), as described above.
+// Blocking, bounded by options.timeout; safe to call from several threads at once.
+WebhookAttempt PostWebhook(const std::string& url, const std::string& body,
+                           const std::string& secret, std::int64_t delivery_id,
+                           const WebhookSenderOptions& options);
 
 class WebhookSender {
  public:
@@ -58,17 +75,9 @@ class WebhookSender {
   void Stop();
 
  private:
-  struct Outcome {
-    bool delivered = false;
-    int status_code = 0;
-    std::string error;
-    bool permanent = false;
-  };
   void Loop();
   // One round: claims and sends what is due; the number of deliveries attempted.
   std::size_t Round();
-  Outcome Send(const std::string& url, const std::string& body, const std::string& secret,
-               std::int64_t delivery_id) const;
 
   engine::Engine& engine_;
   WebhookSenderOptions options_;

@@ -223,9 +223,11 @@ enum class Given { kFrom, kTo };
 // r_eff = num / den is
 //   from == base:  m/1e9 x keep/1e4 = (m x keep) / (1e9 x 1e4)
 //   from == quote: 1e9/m x keep/1e4 = (1e9 x keep) / (m x 1e4)
-// and to = from x num / den (ConvertFrom), from = to x den / num (ConvertTo), each one
-// MulDivHalfEven. Bounds: amounts <= 1e18, m <= 1e12, keep <= 1e4, so num and den stay below 1e16
-// (int64) and amount x num below 1e34 (int128).
+// and to = from x num / den (ConvertFrom, rounded down), from = to x den / num (ConvertTo, rounded
+// up). Rounding goes the platform's way on both sides because half-even does not: at spread 0 it
+// rounds up as often as down, and a customer looping USD -> EUR -> USD picked the amounts where it
+// rounded up and made 0.000001 a trip. Bounds: amounts <= 1e18, m <= 1e12, keep <= 1e4, so num
+// and den stay below 1e16 (int64) and amount x num below 1e34 (int128).
 Result<FxQuote> Convert(const FxTable& table, Currency from, Currency to, Given given,
                         std::int64_t given_micros) {
   const bool from_given = given == Given::kFrom;
@@ -241,7 +243,7 @@ Result<FxQuote> Convert(const FxTable& table, Currency from, Currency to, Given 
   const std::int64_t num = (from_base ? rate->mid_rate_ppb : kFxRateScale) * keep;
   const std::int64_t den = (from_base ? kFxRateScale : rate->mid_rate_ppb) * kBpsScale;
   Result<std::int64_t> converted =
-      from_given ? MulDivHalfEven(given_micros, num, den) : MulDivHalfEven(given_micros, den, num);
+      from_given ? MulDivFloor(given_micros, num, den) : MulDivCeil(given_micros, den, num);
   GPUHUB_ASSIGN_OR_RETURN(std::int64_t other_micros,
                           CheckConverted(converted, given_micros, from_given ? from : to));
   FxQuote q = QuoteFor(*rate, from, to);

@@ -6,8 +6,13 @@
 // per billion (1.08 -> 1'080'000'000). A spread in basis points is charged against the customer:
 // the customer always pays in `from` and receives `to`, at the effective rate
 //   r_eff = r_mid(from -> to) x (1 - spread_bps / 10000).
-// Every conversion is one rational expression rounded once, half-even (MulDivHalfEven), in 128-bit
-// integer arithmetic: no floating point anywhere.
+// Every conversion is one rational expression rounded once, in the platform's favour whatever the
+// spread, in 128-bit integer arithmetic (no floating point anywhere): what the customer receives is
+// rounded down, what the customer pays is rounded up. So a conversion never hands out more than
+// its input is worth at mid, exactly:  to_micros x den_mid <= from_micros x num_mid, and no loop
+// of conversions through one pair (or through pairs whose mid rates multiply to 1 around the
+// loop) ends with more than it started. (Mid rates that an operator sets inconsistently around a
+// triangle are an arbitrage no rounding can close: the spread has to cover it.)
 #pragma once
 
 #include <array>
@@ -93,12 +98,12 @@ class FxTable {
   // Number of changes applied so far (0 for a new table).
   std::int64_t Version() const { return version_; }
 
-  // Customer pays exactly from_micros of `from`: to = from_micros x r_eff, rounded half-even.
+  // Customer pays exactly from_micros of `from`: to = from_micros x r_eff, rounded down.
   // Errors: from_micros outside 1..kMaxTransferAmountMicros or a result outside that range
   // (invalid_argument: "too small to convert" when it rounds to 0); no rate for the pair
   // (failed_precondition).
   Result<FxQuote> ConvertFrom(Currency from, Currency to, std::int64_t from_micros) const;
-  // Customer must deliver exactly to_micros of `to`: from = to_micros / r_eff, rounded half-even.
+  // Customer must deliver exactly to_micros of `to`: from = to_micros / r_eff, rounded up.
   // Same errors as ConvertFrom. Used at settlement: a USD-priced lease hour paid from a EUR wallet
   // debits ConvertTo(EUR, USD, price).from_micros.
   Result<FxQuote> ConvertTo(Currency from, Currency to, std::int64_t to_micros) const;

@@ -175,7 +175,8 @@ struct Shadow {
     return it->second;
   }
 
-  // The fx.h formula, written out independently: from = to / (r_mid x (1 - spread)), half-even.
+  // The fx.h formula, written out independently: from = to / (r_mid x (1 - spread)), rounded up
+  // (what the customer pays goes the platform's way).
   static std::int64_t AmountToPay(const ShadowRate& rate, Currency from, std::int64_t to) {
     const __int128 keep = 10'000 - rate.spread;
     __int128 num, den;
@@ -187,7 +188,7 @@ struct Shadow {
       den = __int128{1'000'000'000} * keep;
     }
     __int128 q = num / den, rem = num % den;
-    if (rem * 2 > den || (rem * 2 == den && q % 2 == 1)) ++q;
+    if (rem != 0) ++q;
     return static_cast<std::int64_t>(q);
   }
 };

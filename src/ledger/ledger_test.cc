@@ -425,10 +425,10 @@ TEST(Ledger, FxSettlementAcrossCurrencies) {
           .Apply(Single("topup:eur", AccountKey::System(AccountKind::kDeposits, Currency::kEur),
                         wallet_eur, 10 * kUnit))
           .ok());
-  // A 2.16 USD hour (fee 0.216) paid from the EUR wallet.
+  // A 2.16 USD hour (fee 0.216) paid from the EUR wallet: 2.16 / 1.0746 = 2.0100502.. rounds up.
   auto quote = ledger.Fx().ConvertTo(Currency::kEur, Currency::kUsd, 2'160'000);
   ASSERT_TRUE(quote.ok());
-  EXPECT_EQ(quote->from_micros, 2'010'050);
+  EXPECT_EQ(quote->from_micros, 2'010'051);
   std::vector<TransferRequest> hour = {
       Single("h:eur", wallet_eur, fx_eur, quote->from_micros, "fx"),
       Single("h:provider", fx_usd, kPayable9, 1'944'000, "lease_hour"),
@@ -436,8 +436,8 @@ TEST(Ledger, FxSettlementAcrossCurrencies) {
   };
   BatchResult b = ledger.ApplyBatch(hour);
   ASSERT_EQ(b.result, TransferResult::kOk) << b.message;
-  EXPECT_EQ(Available(ledger, wallet_eur), 10 * kUnit - 2'010'050);
-  EXPECT_EQ(Available(ledger, fx_eur), 2'010'050);
+  EXPECT_EQ(Available(ledger, wallet_eur), 10 * kUnit - 2'010'051);
+  EXPECT_EQ(Available(ledger, fx_eur), 2'010'051);
   EXPECT_EQ(Available(ledger, fx_usd), -2'160'000);
   EXPECT_EQ(Available(ledger, kPayable9), 1'944'000);
   EXPECT_TRUE(ledger.CheckInvariants().ok());

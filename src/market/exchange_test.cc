@@ -499,16 +499,17 @@ TEST_F(ExchangeTest, NonUsdWalletsPayThroughFxAtSettlement) {
   auto r = Buy(kAlice, 2, Usd(3.0), TimeInForce::kGtc, "", 0, Currency::kEur);
   ASSERT_TRUE(r.ok()) << r.status().ToString();
   ASSERT_EQ(r->bid.status, BidStatus::kFilled);
-  // 5.76 USD at 1.08 with 0.5% spread: 5.76 / (1.08 x 0.995) = 5.360134 EUR (half-even).
+  // 5.76 USD at 1.08 with 0.5% spread: 5.76 / (1.08 x 0.995) = 5.3601340.. -> 5.360135 EUR (what
+  // the customer pays rounds up).
   auto quote = ledger_.Fx().ConvertTo(Currency::kEur, Currency::kUsd, Usd(5.76)).value();
-  EXPECT_EQ(quote.from_micros, 5'360'134);
-  EXPECT_EQ(Wallet(kAlice, Currency::kEur), Usd(20) - 5'360'134);
+  EXPECT_EQ(quote.from_micros, 5'360'135);
+  EXPECT_EQ(Wallet(kAlice, Currency::kEur), Usd(20) - 5'360'135);
   EXPECT_EQ(Payable(kProvider), Usd(5.184));
   EXPECT_EQ(Revenue(), Usd(0.576));
   // The rate moves; hour 2 converts at the new rate.
   ASSERT_TRUE(ledger_.SetFxRate(Currency::kEur, Currency::kUsd, 1'000'000'000, 0, kStart).ok());
   Advance(kHour);
-  EXPECT_EQ(Wallet(kAlice, Currency::kEur), Usd(20) - 5'360'134 - Usd(5.76));
+  EXPECT_EQ(Wallet(kAlice, Currency::kEur), Usd(20) - 5'360'135 - Usd(5.76));
   // A resting EUR bid holds the converted hour.
   auto resting = Buy(kAlice, 1, Usd(1.0), TimeInForce::kGtc, "", 0, Currency::kEur);
   ASSERT_TRUE(resting.ok());

@@ -12,6 +12,7 @@
 #include <poll.h>
 
 #include <cctype>
+#include <functional>
 
 namespace gpuhub::net {
 namespace {
@@ -80,7 +81,11 @@ class Connection {
   // True when an idle connection has something to read: the server closed it (or sent what it
   // should not have). Either way it must not carry the next request.
   virtual bool Stale() = 0;
+  // Set by Connect when ClientOptions::check_address refused a resolved address.
+  Status refused;
 };
+
+using AddressCheck = std::function<Status(std::string_view numeric_address)>;
 
 template <typename Stream>
 class StreamConnection : public Connection {
@@ -114,9 +119,10 @@ class StreamConnection : public Connection {
   Stream stream_;
 };
 
-// Resolves and connects a TCP stream before `deadline`.
+// Resolves and connects a TCP stream before `deadline`. When `check` refuses one of the resolved
+// addresses, nothing is connected: *refused holds why and the result is access_denied.
 beast::error_code ConnectTcp(asio::io_context& io, beast::tcp_stream& stream, const Url& url,
-                             Deadline deadline) {
+                             Deadline deadline, const AddressCheck& check, Status* refused) {
   asio::ip::tcp::resolver resolver(io);
   beast::error_code ec = asio::error::would_block;
   asio::ip::tcp::resolver::results_type endpoints;
@@ -134,6 +140,20 @@ beast::error_code ConnectTcp(asio::io_context& io, beast::tcp_stream& stream, co
     return beast::error::timeout;
   }
   if (ec) return ec;
+  if (check) {
+    for (const auto& entry : endpoints) {
+      // No scope id ("fe80::1%2"): the check judges the address itself.
+      asio::ip::address address = entry.endpoint().address();
+      std::string text = address.is_v6()
+                             ? asio::ip::address_v6(address.to_v6().to_bytes()).to_string()
+                             : address.to_string();
+      Status verdict = check(text);
+      if (!verdict.ok()) {
+        *refused = std::move(verdict);
+        return asio::error::access_denied;
+      }
+    }
+  }
   stream.expires_at(deadline);
   return Run(io, [&](auto handler) {
     stream.async_connect(endpoints, [handler](beast::error_code e, auto&&) mutable { handler(e); });
@@ -142,13 +162,14 @@ beast::error_code ConnectTcp(asio::io_context& io, beast::tcp_stream& stream, co
 
 class TcpConnection : public StreamConnection<beast::tcp_stream> {
  public:
-  explicit TcpConnection(Url url) : url_(std::move(url)) {}
+  TcpConnection(Url url, AddressCheck check) : url_(std::move(url)), check_(std::move(check)) {}
   beast::error_code Connect(Deadline deadline) override {
-    return ConnectTcp(io_, stream_, url_, deadline);
+    return ConnectTcp(io_, stream_, url_, deadline, check_, &refused);
   }
 
  private:
   Url url_;
+  AddressCheck check_;
 };
 
 class UnixConnection : public StreamConnection<UnixStream> {
@@ -166,9 +187,11 @@ class UnixConnection : public StreamConnection<UnixStream> {
 
 class TlsConnection : public StreamConnection<TlsStream> {
  public:
-  TlsConnection(Url url, asio::ssl::context& tls) : StreamConnection(tls), url_(std::move(url)) {}
+  TlsConnection(Url url, asio::ssl::context& tls, AddressCheck check)
+      : StreamConnection(tls), url_(std::move(url)), check_(std::move(check)) {}
   beast::error_code Connect(Deadline deadline) override {
-    beast::error_code ec = ConnectTcp(io_, beast::get_lowest_layer(stream_), url_, deadline);
+    beast::error_code ec =
+        ConnectTcp(io_, beast::get_lowest_layer(stream_), url_, deadline, check_, &refused);
     if (ec) return ec;
     // SNI, and the name the certificate must carry.
     if (!SSL_set_tlsext_host_name(stream_.native_handle(), url_.host.c_str())) {
@@ -184,6 +207,7 @@ class TlsConnection : public StreamConnection<TlsStream> {
 
  private:
   Url url_;
+  AddressCheck check_;
 };
 
 }  // namespace
@@ -218,11 +242,11 @@ struct Client::Impl {
   std::unique_ptr<Connection> NewConnection() const {
     switch (url.scheme) {
       case Scheme::kHttp:
-        return std::make_unique<TcpConnection>(url);
+        return std::make_unique<TcpConnection>(url, options.check_address);
       case Scheme::kUnix:
         return std::make_unique<UnixConnection>(url);
       case Scheme::kHttps:
-        return std::make_unique<TlsConnection>(url, *tls);
+        return std::make_unique<TlsConnection>(url, *tls, options.check_address);
     }
     return nullptr;
   }
@@ -239,6 +263,7 @@ struct Client::Impl {
       beast::error_code ec = fresh->Connect(deadline);
       if (ec) {
         fresh->Close();
+        if (!fresh->refused.ok()) return fresh->refused;
         if (ec.category() == asio::error::get_ssl_category()) {
           return Status::Unavailable("TLS handshake with " + where + " failed: " + Describe(ec));
         }

@@ -14,11 +14,13 @@
 // - Errors: invalid_argument for a bad URL or request (a target not starting with '/', a header
 //   with CR/LF); unavailable for everything the network or the peer did (resolve, connect, TLS,
 //   timeout, malformed or oversized response). An HTTP error status (404, 500...) is NOT an error
-//   here: it is a Response with that status.
+//   here: it is a Response with that status. An address that ClientOptions::check_address refuses
+//   ends the exchange with the Status it returned, before anything is connected.
 // - Thread-safety: a Client is used by one thread at a time; separate Clients are independent.
 #pragma once
 
 #include <chrono>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -65,6 +67,11 @@ struct ClientOptions {
   // https: a PEM file of CA certificates to trust instead of the system's store.
   std::string ca_file;
   std::string user_agent = "gpuhub";
+  // http(s): called with every address the host resolves to (inet_ntop's form, "10.0.0.1",
+  // "::ffff:10.0.0.1") before connecting; when it refuses any of them, nothing is connected and
+  // the exchange fails with its Status. Checking the very addresses connected to (not a second
+  // lookup of the name) leaves a DNS answer that changes between the two no room.
+  std::function<Status(std::string_view numeric_address)> check_address;
 };
 
 class Client {

@@ -335,6 +335,32 @@ TEST(HttpClient, RefusesHeaderInjectionAndBadTargets) {
   EXPECT_TRUE(server->requests().empty());
 }
 
+TEST(HttpClient, AnAddressTheCheckRefusesIsNeverConnectedTo) {
+  auto server = ScriptedServer::Tcp([](const std::string&, int) { return Ok("{}"); });
+  std::vector<std::string> seen;
+  ClientOptions options;
+  options.check_address = [&](std::string_view address) {
+    seen.emplace_back(address);
+    return Status::PermissionDenied("no loopback");
+  };
+  auto refused = Fetch(server->url(), Request{"GET", "/", {}, ""}, options);
+  ASSERT_FALSE(refused.ok());
+  EXPECT_EQ(refused.status().code(), StatusCode::kPermissionDenied);
+  EXPECT_EQ(refused.status().message(), "no loopback");
+  EXPECT_EQ(seen, std::vector<std::string>{"127.0.0.1"});
+  // The resolver's reading of a short literal is what is checked.
+  std::string port = server->url().substr(server->url().rfind(':'));
+  seen.clear();
+  EXPECT_FALSE(Fetch("http://127.1" + port, Request{"GET", "/", {}, ""}, options).ok());
+  EXPECT_EQ(seen, std::vector<std::string>{"127.0.0.1"});
+  EXPECT_EQ(server->accepted(), 0);
+  // Allowed: connected as usual.
+  options.check_address = [](std::string_view) { return Status::Ok(); };
+  auto allowed = Fetch(server->url(), Request{"GET", "/", {}, ""}, options);
+  ASSERT_TRUE(allowed.ok()) << allowed.status().ToString();
+  EXPECT_EQ(server->accepted(), 1);
+}
+
 TEST(HttpClient, SaysWhenNothingListens) {
   int probe = ::socket(AF_INET, SOCK_STREAM, 0);
   sockaddr_in address{};

@@ -388,13 +388,13 @@ TEST_F(FleetTest, AWalletInAnotherCurrencyPaysTheConvertedGross) {
   auto q = fleet_.QuoteOrder(kAlice, spec, ledger_, Untaxed, now_);
   ASSERT_TRUE(q.ok());
   ASSERT_TRUE(q->fx.has_value());
-  // 532 USD / (1.08 x 0.995) = 495.067932...
-  EXPECT_EQ(q->charge_micros, 495'067'932);
+  // 532 USD / (1.08 x 0.995) = 495.0679322.. -> 495.067933 EUR (what the customer pays rounds up)
+  EXPECT_EQ(q->charge_micros, 495'067'933);
   auto r = Order(kAlice, spec);
   ASSERT_TRUE(r.ok()) << r.status().ToString();
-  EXPECT_EQ(Wallet(kAlice, Currency::kEur), Usd(1000) - 495'067'932);
+  EXPECT_EQ(Wallet(kAlice, Currency::kEur), Usd(1000) - 495'067'933);
   EXPECT_EQ(Revenue(), Usd(532));
-  EXPECT_EQ(ledger_.FindTransfer("rental:1:p1:fx")->amount_micros, 495'067'932);
+  EXPECT_EQ(ledger_.FindTransfer("rental:1:p1:fx")->amount_micros, 495'067'933);
 }
 
 TEST_F(FleetTest, TaxFromTheTaxFunctionIsChargedOnTopAndBooked) {

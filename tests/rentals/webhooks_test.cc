@@ -109,13 +109,28 @@ TEST_P(WebhooksTest, NotificationsArePostedSignedAndRetriedUntilDelivered) {
 
 TEST_P(WebhooksToInternalAddressesTest, AreRefusedAndBadUrlsNameTheField) {
   WebhookReceiver receiver;
-  std::string url = "http://127.0.0.1:" + std::to_string(receiver.port()) + "/hook";
-  for (const char* bad : {"ftp://example.com/x", "https://user:secret@example.com/hook",
-                          "https://example.com/#frag", "not a url", "https://example.com:70000/"}) {
+  std::string port = std::to_string(receiver.port());
+  // An internal IP literal, in any of its spellings or inside an IPv6 form, is refused at once.
+  for (const std::string& bad : std::vector<std::string>{
+           "ftp://example.com/x", "https://user:secret@example.com/hook",
+           "https://example.com/#frag", "not a url", "https://example.com:70000/",
+           "http://127.0.0.1:" + port + "/hook", "http://127.1:" + port,
+           "http://2130706433:" + port, "http://[::ffff:127.0.0.1]:" + port,
+           "http://[::127.0.0.1]/", "http://[::ffff:0:10.0.0.1]/", "http://[64:ff9b::a9fe:a9fe]/",
+           "http://[64:ff9b:1::8.8.8.8]/", "http://[2002:a00:1::]/",
+           "http://[2001:0:4136:e378:8000:63bf:80ff:fffe]/", "http://169.254.169.254/latest"}) {
     auto r = client_->Call("PUT", "/v1/accounts/me/webhook", {{"url", bad}}, alice_);
     EXPECT_EQ(r.status, 400) << bad << " " << r.body;
     EXPECT_EQ(r.Json()["error"]["field"], "url") << bad;
   }
+  // Public addresses in the same forms are accepted.
+  for (const char* good : {"https://93.184.216.34/h", "https://[::ffff:93.184.216.34]/h",
+                           "https://[64:ff9b::93.184.216.34]/h", "https://[2002:5db8:d822::1]/h"}) {
+    EXPECT_EQ(client_->Call("PUT", "/v1/accounts/me/webhook", {{"url", good}}, alice_).status, 200)
+        << good;
+  }
+  // A name is judged at delivery, on what it resolves to.
+  std::string url = "http://localhost:" + port + "/hook";
   ASSERT_EQ(client_->Call("PUT", "/v1/accounts/me/webhook", {{"url", url}}, alice_).status, 200);
   Order();
   json d;
