@@ -643,7 +643,8 @@ TimestampMicros NextAgentOfflineAt(const State& state, TimestampMicros watch_fro
   const AgentsState& a = *state.agents;
   TimestampMicros next = kNoTickDue;
   for (const auto& [machine_id, host_id] : a.host_by_machine) {
-    const TimestampMicros until = OnlineUntil(state, a, machine_id, a.hosts.at(host_id), watch_from);
+    const TimestampMicros until =
+        OnlineUntil(state, a, machine_id, a.hosts.at(host_id), watch_from);
     if (until != kNoTickDue) next = std::min(next, until + 1);
   }
   return next;

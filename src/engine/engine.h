@@ -95,9 +95,9 @@ struct Command {
 // A Tick hook: time-driven work (billing). Runs inside a command, so its writes commit like any
 // other; an error is logged and its writes dropped.
 using TickHook = std::function<Status(Txn&)>;
-// When a tick hook next has work that must happen at its own time, because running it later
-// would give another result (a silent host's machine goes offline when its limit passes, not when
-// the clock is next looked at): the earliest time at which a run would act, kNoTickDue when none. A
+// When a tick hook next has work that must happen at its own time, because running it later would
+// give another result (a silent host's machine goes offline when its limit passes, not when the
+// clock is next looked at): the earliest time at which a run would act, kNoTickDue when none. A
 // hook that replays its own events in time order whenever it runs (lease billing) needs none.
 using TickDue = std::function<TimestampMicros(const State&)>;
 inline constexpr TimestampMicros kNoTickDue = std::numeric_limits<TimestampMicros>::max();
