@@ -624,16 +624,39 @@ std::vector<std::pair<TimestampMicros, UsageHour>> WorkloadUsage(const State& st
   return out;
 }
 
+namespace {
+
+// The last moment the machine's host still counts as online (it is offline at any later time),
+// or kNoTickDue when no tick takes it offline: revoked (offline since the revocation), no such
+// machine, or already offline.
+TimestampMicros OnlineUntil(const State& state, const AgentsState& a, market::MachineId machine_id,
+                            const AgentHost& host, TimestampMicros watch_from) {
+  if (host.credential_hash.empty()) return kNoTickDue;
+  const market::Machine* machine = X(state).FindMachine(machine_id);
+  if (machine == nullptr || machine->offline_since != 0) return kNoTickDue;
+  return std::max(host.last_seen, watch_from) + OfflineAfter(a);
+}
+
+}  // namespace
+
+TimestampMicros NextAgentOfflineAt(const State& state, TimestampMicros watch_from) {
+  const AgentsState& a = *state.agents;
+  TimestampMicros next = kNoTickDue;
+  for (const auto& [machine_id, host_id] : a.host_by_machine) {
+    const TimestampMicros until =
+        OnlineUntil(state, a, machine_id, a.hosts.at(host_id), watch_from);
+    if (until != kNoTickDue) next = std::min(next, until + 1);
+  }
+  return next;
+}
+
 Status CheckAgentsOffline(Txn& txn, TimestampMicros watch_from) {
   AgentsState& a = A(txn);
   a.watch_from = watch_from;
-  const std::int64_t limit = OfflineAfter(a);
   for (const auto& [machine_id, host_id] : a.host_by_machine) {
     const AgentHost& host = a.hosts.at(host_id);
-    if (host.credential_hash.empty()) continue;  // revoked: offline since the revocation
-    if (txn.now - std::max(host.last_seen, watch_from) <= limit) continue;
+    if (txn.now <= OnlineUntil(txn.state, a, machine_id, host, watch_from)) continue;
     const market::Machine* machine = X(txn.state).FindMachine(machine_id);
-    if (machine == nullptr || machine->offline_since != 0) continue;
     market::MachineCondition c{host.last_seen, machine->blocked_mask, machine->hold_reason};
     GPUHUB_RETURN_IF_ERROR(SetMachineCondition(txn, machine_id, c).status());
     spdlog::warn("event=host_offline host={} machine={} last_seen={}", host.id, machine_id,
@@ -645,7 +668,11 @@ Status CheckAgentsOffline(Txn& txn, TimestampMicros watch_from) {
 void AddAgentTickHooks(Engine& engine) {
   // The grace runs from when this engine became the writer: a standby that takes over after the
   // writer died must not take every machine offline for the heartbeats that went nowhere meanwhile.
-  engine.AddTickHook([&engine](Txn& txn) { return CheckAgentsOffline(txn, engine.writer_since()); });
+  // Due at its own time: a long manual clock advance takes a silent host offline when its limit
+  // passes, so its leases are not billed for the rest of the advance (Engine::AdvanceClockTo).
+  engine.AddTickHook(
+      [&engine](Txn& txn) { return CheckAgentsOffline(txn, engine.writer_since()); },
+      [&engine](const State& state) { return NextAgentOfflineAt(state, engine.writer_since()); });
   engine.AddTickHook([](Txn& txn) {
     ForgetClosedLaunchSpecs(txn.state);
     return Status::Ok();

@@ -382,6 +382,9 @@ std::vector<std::pair<TimestampMicros, UsageHour>> WorkloadUsage(const State& st
 // takeover) keeps a restart or a takeover from taking every machine offline.
 void AddAgentTickHooks(Engine& engine);
 Status CheckAgentsOffline(Txn& txn, TimestampMicros watch_from);
+// When CheckAgentsOffline next takes a machine offline if no heartbeat comes first (its TickDue):
+// the first moment past the limit of the silent host that reaches it first; kNoTickDue when none.
+TimestampMicros NextAgentOfflineAt(const State& state, TimestampMicros watch_from);
 
 // `open_bids`: Exchange::OpenBidIds() of the loaded market (the launch specs kept in memory).
 Status LoadAgents(store::Store& store, const std::vector<market::OrderId>& open_bids,

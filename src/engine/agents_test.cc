@@ -2,11 +2,13 @@
 
 #include <gtest/gtest.h>
 
+#include <functional>
 #include <map>
 
 #include "engine/accounts.h"
 #include "engine/billing.h"
 #include "engine/engine_test_fixture.h"
+#include "engine/invariants.h"
 #include "engine/market.h"
 #include "engine/ssh_keys.h"
 #include "engine/wallets.h"
@@ -389,6 +391,120 @@ TEST_F(AgentsEngineTest, ASilentHostGoesOfflineItsLeasesArePausedAndCreditedThen
   ASSERT_EQ(hb->workloads.size(), 1u);
   EXPECT_EQ(hb->workloads[0].not_after, clock_.NowMicros() + kMicrosPerHour);
   (void)bid;
+}
+
+// A host silent from 10 s into the lease's first hour: whatever the steps of the manual clock,
+// the machine goes offline when the 45 s limit passes (+55 s), the lease is paused and credited
+// from the last heartbeat, and no hour after the first is billed. The invariants hold throughout
+// (a paused lease owes no hour), and back online a new hour is billed. `advance_day` moves the
+// clock 24 h in steps of its choice.
+class AgentsSilenceTest : public AgentsEngineTest {
+ protected:
+  void ExpectASilentDayBillsOneHour(std::int64_t host, const std::function<void()>& advance_day) {
+    auto lease_hour_legs = [&] {
+      return Run<std::int64_t>([](Txn& txn) -> Result<std::int64_t> {
+        std::int64_t legs = 0;
+        GPUHUB_RETURN_IF_ERROR(txn.state.wallets->ledger.ForEachTransfer(
+            [&](const ledger::Transfer& x) -> Status {
+              if (x.code == "lease_hour") ++legs;
+              return Status::Ok();
+            }));
+        return legs;
+      });
+    };
+    auto invariants = [&] {
+      return Run<std::string>([](Txn& txn) -> Result<std::string> {
+        return CheckStateInvariants(txn.state, txn.now).ToString();
+      });
+    };
+    auto bid = BuyAtMarket(1);  // 2.00/h
+    ASSERT_TRUE(bid.lease.has_value());
+    Advance(10 * kMicrosPerSecond);
+    ASSERT_TRUE(Beat(host, Gpus(8)).ok());  // last seen at +10 s
+    advance_day();
+    EXPECT_EQ(clock_.NowMicros(), kStart + 10 * kMicrosPerSecond + kMicrosPerDay);
+    EXPECT_EQ(Machine().offline_since, kStart + 10 * kMicrosPerSecond);
+    auto lease = Run<market::Lease>([&](Txn& txn) -> Result<market::Lease> {
+      return *txn.state.market->exchange.FindLease(bid.lease->id);
+    });
+    EXPECT_EQ(lease.hours_paid, 1) << "no hour billed after the silence limit";
+    EXPECT_EQ(lease.paused_at, kStart + 10 * kMicrosPerSecond);
+    EXPECT_EQ(lease.credited_micros, 1'994'444) << "3590 of 3600 s of 2.00, half-even";
+    EXPECT_EQ(lease_hour_legs(), 1);
+    EXPECT_EQ(Wallet(), 98 * kUsd + 1'994'444);
+    EXPECT_EQ(invariants().find("FAILED"), std::string::npos) << invariants();
+    ASSERT_TRUE(Beat(host, Gpus(8)).ok());  // back: a new whole hour
+    EXPECT_EQ(Wallet(), 96 * kUsd + 1'994'444);
+    EXPECT_EQ(lease_hour_legs(), 2);
+    EXPECT_EQ(invariants().find("FAILED"), std::string::npos) << invariants();
+  }
+};
+
+TEST_F(AgentsSilenceTest, OneDayLongAdvanceTakesASilentHostOfflineAtItsLimit) {
+  const std::int64_t host = EnrolHost();
+  ASSERT_TRUE(Beat(host, Gpus(8)).ok());
+  ExpectASilentDayBillsOneHour(host, [&] { Advance(kMicrosPerDay); });
+}
+
+TEST_F(AgentsSilenceTest, ManySmallAdvancesBillASilentHostTheSameAsOneLongOne) {
+  const std::int64_t host = EnrolHost();
+  ASSERT_TRUE(Beat(host, Gpus(8)).ok());
+  ExpectASilentDayBillsOneHour(host, [&] {
+    for (int i = 0; i < 96; ++i) Advance(15 * 60 * kMicrosPerSecond);
+  });
+}
+
+// Two hosts fall silent at different times inside one advance: each machine goes offline at its
+// own limit, so the host that was seen later is billed up to its own limit and not beyond.
+TEST_F(AgentsEngineTest, OneAdvanceTakesEachSilentHostOfflineInTurn) {
+  const std::int64_t first = EnrolHost();
+  ASSERT_TRUE(Beat(first, Gpus(8)).ok());
+  auto second_machine = Run<market::Machine>([&](Txn& txn) -> Result<market::Machine> {
+    GPUHUB_ASSIGN_OR_RETURN(auto m,
+                            AddMachine(txn, provider_, {"A100 SXM", 1, "IAD-1", 16, 128, 500}));
+    GPUHUB_RETURN_IF_ERROR(
+        PlaceAsk(txn, provider_, {m.id, 1'000'000, 1, txn.now + 7 * kMicrosPerDay}).status());
+    return m;
+  });
+  std::string token = NewEnrolmentToken();
+  Run<EnrolmentToken>([&](Txn& txn) {
+    return CreateMachineEnrolmentToken(txn, provider_, second_machine.id, HashToken(token));
+  });
+  const std::int64_t second = Run<AgentHost>([&](Txn& txn) {
+                                return Enrol(txn, {HashToken(token), "", HashToken("gha_two"),
+                                                   "gpu-8", "0.1.0"});
+                              }).id;
+  HostInventory a100 = Gpus(1, "NVIDIA A100-SXM4-80GB");
+  a100.gpus[0].uuid = "GPU-a1000000";
+  ASSERT_TRUE(Beat(second, a100).ok());
+  auto a100_lease = Run<market::BidResult>([&](Txn& txn) -> Result<market::BidResult> {
+    market::BidSpec spec;
+    spec.gpu = "A100 SXM";
+    spec.gpus = 1;
+    spec.is_market = true;
+    return PlaceBid(txn, customer_, spec);
+  });
+  ASSERT_TRUE(a100_lease.lease.has_value());
+  // The second host keeps reporting for 3 h 30 min (steps under its limit), the first does not.
+  for (int i = 0; i < 2 * (3 * 60 + 30); ++i) {
+    Advance(30 * kMicrosPerSecond);
+    ASSERT_TRUE(Beat(second, a100).ok());
+  }
+  EXPECT_EQ(Machine().offline_since, kStart);
+  const TimestampMicros second_seen = clock_.NowMicros();
+  Advance(2 * kMicrosPerDay);
+  auto m2 = Run<market::Machine>([&](Txn& txn) -> Result<market::Machine> {
+    return *txn.state.market->exchange.FindMachine(second_machine.id);
+  });
+  EXPECT_EQ(m2.offline_since, second_seen);
+  auto l2 = Run<market::Lease>([&](Txn& txn) -> Result<market::Lease> {
+    return *txn.state.market->exchange.FindLease(a100_lease.lease->id);
+  });
+  // Billed at 0, 1, 2 and 3 h; silent from 3 h 30 min: half of the fourth hour comes back.
+  EXPECT_EQ(l2.hours_paid, 4);
+  EXPECT_EQ(l2.paused_at, second_seen);
+  EXPECT_EQ(l2.credited_micros, 500'000);
+  EXPECT_EQ(Wallet(), 100 * kUsd - 4 * kUsd + 500'000);
 }
 
 TEST_F(AgentsEngineTest, AServerRestartGivesHostsAGraceInsteadOfTakingThemOffline) {

@@ -193,9 +193,10 @@ void Engine::Stop() {
   if (committer_.joinable()) committer_.join();
 }
 
-void Engine::AddTickHook(TickHook hook) {
+void Engine::AddTickHook(TickHook hook, TickDue due) {
   GPUHUB_CHECK_MSG(!started_, "tick hooks are added before Start");
   tick_hooks_.push_back(std::move(hook));
+  if (due) tick_dues_.push_back(std::move(due));
 }
 
 std::size_t Engine::queued() const {
@@ -251,6 +252,24 @@ Status Engine::Submit(Command command) {
 Status Engine::RunTickHooks(Txn& txn) {
   for (auto& hook : tick_hooks_) GPUHUB_RETURN_IF_ERROR(hook(txn));
   return Status::Ok();
+}
+
+Status Engine::AdvanceClockTo(Txn& txn, TimestampMicros to) {
+  if (to < txn.now) to = txn.now;
+  for (std::int64_t steps = 0; steps < kMaxTickStepsPerAdvance; ++steps) {
+    // Only times after now: what was due by now was done by the hooks' last run, and a due that
+    // did not move (a hook that could not act) must not hold the clock in place.
+    TimestampMicros next = kNoTickDue;
+    for (const auto& due : tick_dues_) {
+      const TimestampMicros at = due(txn.state);
+      if (at > txn.now && at < next) next = at;
+    }
+    if (next >= to) break;
+    txn.now = next;
+    GPUHUB_RETURN_IF_ERROR(RunTickHooks(txn));
+  }
+  txn.now = to;
+  return RunTickHooks(txn);
 }
 
 void Engine::WriterLoop() {

@@ -59,6 +59,7 @@
 #include <cstdint>
 #include <deque>
 #include <functional>
+#include <limits>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -94,6 +95,12 @@ struct Command {
 // A Tick hook: time-driven work (billing). Runs inside a command, so its writes commit like any
 // other; an error is logged and its writes dropped.
 using TickHook = std::function<Status(Txn&)>;
+// When a tick hook next has work that must happen at its own time, because running it later would
+// give another result (a silent host's machine goes offline when its limit passes, not when the
+// clock is next looked at): the earliest time at which a run would act, kNoTickDue when none. A
+// hook that replays its own events in time order whenever it runs (lease billing) needs none.
+using TickDue = std::function<TimestampMicros(const State&)>;
+inline constexpr TimestampMicros kNoTickDue = std::numeric_limits<TimestampMicros>::max();
 
 struct EngineOptions {
   std::size_t max_commands_per_batch = 0;  // 0: kMaxCommandsPerBatch
@@ -134,7 +141,8 @@ class Engine {
   // Idempotent.
   void Stop();
 
-  void AddTickHook(TickHook hook);
+  // `due`: see TickDue; without one the hook only runs at the times the others and the clock set.
+  void AddTickHook(TickHook hook, TickDue due = nullptr);
 
   // Queues a command. unavailable when the engine is stopping or the queue is full (the command's
   // `done` is then NOT called).
@@ -149,8 +157,14 @@ class Engine {
   template <typename T>
   Result<T> ExecuteSync(std::function<Result<T>(Txn&)> fn);
 
-  // Runs every tick hook inside `txn` (used by the manual clock's advance command).
+  // Runs every tick hook inside `txn` at txn.now.
   Status RunTickHooks(Txn& txn);
+  // A long step of a manual clock, as the real clock would have lived it: from txn.now to `to`,
+  // runs the tick hooks at each time a TickDue names (earliest first, each at its own time, as
+  // many as fall inside the step, at most kMaxTickStepsPerAdvance), then at `to`, and leaves
+  // txn.now at `to` (never earlier than it was). Moving the clock itself is the caller's part.
+  // The first hook error ends it (the command fails and its writes are dropped).
+  Status AdvanceClockTo(Txn& txn, TimestampMicros to);
 
   const Clock& clock() const { return clock_; }
   std::size_t queued() const;
@@ -217,6 +231,7 @@ class Engine {
   std::atomic<std::int64_t> last_taken_ns_{0};
   std::atomic<TimestampMicros> writer_since_us_{0};
   std::vector<TickHook> tick_hooks_;
+  std::vector<TickDue> tick_dues_;
 
   // The batch being committed (see "Pipelined commit"): its commands, rows, and the ledger's last
   // transfer sequence and billing's last document id once it was applied (what is durable when

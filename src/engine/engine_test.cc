@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
@@ -9,6 +10,7 @@
 #include <mutex>
 #include <optional>
 #include <thread>
+#include <vector>
 
 #include "engine/accounts.h"
 #include "engine/engine_test_fixture.h"
@@ -412,6 +414,53 @@ TEST(EngineTest, TickHooksRunWithTheCommandsTime) {
                   })
                   .ok());
   EXPECT_EQ(seen.load(), 8'000'000);
+}
+
+// A manual clock advance runs the hooks at each time a TickDue names inside the step, earliest
+// first, then at the step's end; a due at or before now, or at the end, adds no run.
+TEST(EngineTest, AdvanceClockToRunsTheHooksAtEachDueTimeInOrder) {
+  ManualClock clock(5'000'000);
+  MetricsRegistry metrics;
+  EngineOptions options;
+  options.run_periodic_ticks = false;
+  Engine engine(OpenMigrated(TempDb()), clock, metrics, options);
+  std::vector<TimestampMicros> runs;  // written and read on the writer only (ExecuteSync waits)
+  std::vector<TimestampMicros> dues = {9'000'000, 7'000'000, 20'000'000};
+  engine.AddTickHook(
+      [&](Txn& txn) {
+        runs.push_back(txn.now);
+        std::erase_if(dues, [&](TimestampMicros d) { return d <= txn.now; });
+        return Status::Ok();
+      },
+      [&](const State&) {
+        TimestampMicros next = kNoTickDue;
+        for (TimestampMicros d : dues) next = std::min(next, d);
+        return next;
+      });
+  // Another hook's due that never moves (it cannot act): it is passed over, not looped on.
+  engine.AddTickHook([](Txn&) { return Status::Ok(); },
+                     [](const State&) -> TimestampMicros { return 6'000'000; });
+  ASSERT_TRUE(engine.Start().ok());
+  // As the admin endpoint does: the clock moves, the command steps from its start time to it.
+  auto advance = [&](TimestampMicros to) {
+    return engine.ExecuteSync<TimestampMicros>([&](Txn& txn) -> Result<TimestampMicros> {
+      if (to > clock.NowMicros()) clock.Set(to);
+      GPUHUB_RETURN_IF_ERROR(engine.AdvanceClockTo(txn, to));
+      return txn.now;
+    });
+  };
+  auto now = advance(5'500'000);  // before every due but the stuck one's
+  ASSERT_TRUE(now.ok());
+  EXPECT_EQ(*now, 5'500'000);
+  EXPECT_EQ(runs, (std::vector<TimestampMicros>{5'500'000}));
+  runs.clear();
+  now = advance(20'000'000);
+  EXPECT_EQ(*now, 20'000'000);
+  EXPECT_EQ(runs, (std::vector<TimestampMicros>{6'000'000, 7'000'000, 9'000'000, 20'000'000}));
+  runs.clear();
+  now = advance(1'000'000);  // never backwards
+  EXPECT_EQ(*now, 20'000'000);
+  EXPECT_EQ(runs, (std::vector<TimestampMicros>{20'000'000}));
 }
 
 TEST(MetricsTest, RendersPrometheusText) {

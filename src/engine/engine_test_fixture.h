@@ -85,12 +85,12 @@ class EngineOnSqliteTest : public ::testing::Test {
     ASSERT_TRUE(engine_->Start().ok());
   }
 
-  // What the admin clock endpoint does: move the clock, then run the tick hooks in one command.
+  // What the admin clock endpoint does: move the clock, then run the tick hooks in one command,
+  // at each due time inside the step and at its end (Engine::AdvanceClockTo).
   void Advance(std::int64_t micros) {
     Run<int>([&](Txn& txn) -> Result<int> {
       clock_.Advance(micros);
-      txn.now = clock_.NowMicros();
-      GPUHUB_RETURN_IF_ERROR(engine_->RunTickHooks(txn));
+      GPUHUB_RETURN_IF_ERROR(engine_->AdvanceClockTo(txn, clock_.NowMicros()));
       return 0;
     });
   }

@@ -38,8 +38,10 @@ struct InvariantReport {
   std::string ToString() const;
 };
 
-// `now`: when not 0, also that every active lease is paid past `now` (the writer's tick has billed
-// every hour that started); 0 for a backup, whose tick may have been a moment behind.
+// `now`: when not 0, also that every active lease is paid up as of `now`
+// (Exchange::CheckLeasesPaidUp: one that bills is paid past `now`, the writer's tick having billed
+// every hour that started; one paused while its machine is offline owes nothing until it is back);
+// 0 for a backup, whose tick may have been a moment behind.
 // `replay_stored_history` false: the two checks that replay every transfer ever made
 // (ledger.history, market.lease_hours_once) run only while the whole history is in memory; once
 // the ledger forgot part of it they are listed in `skipped` instead of reading all of it from the

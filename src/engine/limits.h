@@ -24,6 +24,10 @@ inline constexpr std::int64_t kLedgerAccountsCheckpointTransfers = 10'000;
 inline constexpr std::size_t kMaxQueuedCommands = 100'000;
 // How often the writer runs the Tick hooks with the real clock when idle.
 inline constexpr std::int64_t kTickIntervalMicros = 1 * kMicrosPerSecond;
+// Intermediate runs of the tick hooks inside one manual clock advance (Engine::AdvanceClockTo): one
+// per time a TickDue names, in practice one per host that falls silent during the advance. Past
+// this the rest of the advance runs in one step.
+inline constexpr std::int64_t kMaxTickStepsPerAdvance = 100'000;
 
 // High availability (engine.h): a standby asks for the writer lock (and re-reads who the writer
 // is) this often, so a takeover starts at most this long after the lock is free.

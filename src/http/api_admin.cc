@@ -1,5 +1,6 @@
 // Admin-only endpoints that are not about money (those live in api_wallets.cc):
-//   POST /v1/admin/clock/advance {"seconds": N}   (only with --clock manual; runs the Tick hooks)
+//   POST /v1/admin/clock/advance {"seconds": N}   (only with --clock manual; runs the Tick hooks at
+//                                                 each due time inside the step, then at its end)
 //   GET  /v1/admin/invariants                     every invariant of the live state
 //                                                 (engine/invariants.h), as `gpuhub admin verify`
 //                                                 checks a backup
@@ -49,12 +50,14 @@ void RegisterAdminRoutes(Router& router, ApiContext& api) {
                            // The writer is the only thread that reads time for commands, so moving
                            // the clock here is ordered with every command before and after.
                            clock->Advance(seconds * kMicrosPerSecond);
-                           txn.now = clock->NowMicros();
-                           txn.state.meta[engine::kManualClockMeta] = txn.now;
+                           const TimestampMicros to = clock->NowMicros();
+                           txn.state.meta[engine::kManualClockMeta] = to;
                            txn.writes.Upsert(
                                "engine_meta",
-                               {{"name", std::string(engine::kManualClockMeta)}, {"value", txn.now}});
-                           GPUHUB_RETURN_IF_ERROR(engine->RunTickHooks(txn));
+                               {{"name", std::string(engine::kManualClockMeta)}, {"value", to}});
+                           // Each due event at its own time inside the step (a silent host goes
+                           // offline when its limit passes), as the real clock would have run.
+                           GPUHUB_RETURN_IF_ERROR(engine->AdvanceClockTo(txn, to));
                            return Reply{200, {{"now", FormatTimestamp(txn.now)}}};
                          });
       }));

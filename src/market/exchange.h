@@ -408,6 +408,13 @@ class Exchange {
   // providers' totals must also equal the sums over all of those leases (without it the totals
   // cannot be checked here: the engine checks them against the ledger's legs instead).
   Status CheckSettlement(const ledger::Ledger& ledger, const Snapshot* history = nullptr) const;
+  // Every active lease is billed up to `now` (lease_checks.cc), O(active leases): one that bills
+  // has its paid hours end after `now` and its machine online; one that is paused (its machine
+  // offline: no hour is due until it is back) has its machine offline and its pause starting inside
+  // its last paid hour, however long ago that hour ended. Either way no paid hour runs past the
+  // lease's window. `internal` naming the lease otherwise. The caller allows for its own clock's
+  // lag (the engine passes now minus its tick).
+  Status CheckLeasesPaidUp(TimestampMicros now) const;
 
  private:
   struct MarketState {

@@ -452,6 +452,9 @@ class Simulation {
     ASSERT_TRUE(s.ok()) << "step " << step_ << ": " << s.ToString();
     s = x_.CheckInvariants(ledger_);
     ASSERT_TRUE(s.ok()) << "step " << step_ << ": " << s.ToString();
+    // Every due hour was billed, through the pauses and resumes of machines going offline.
+    s = x_.CheckLeasesPaidUp(now_);
+    ASSERT_TRUE(s.ok()) << "step " << step_ << ": " << s.ToString();
     // Memory holds what is open and nothing else, whatever the history.
     Snapshot memory = x_.Records();
     for (const auto& a : memory.asks) ASSERT_EQ(a.status, AskStatus::kOpen) << "ask " << a.id;

@@ -312,6 +312,9 @@ TEST_P(AgentE2eTest, MissedHeartbeatsPauseAndCreditTheLeaseARestartedAgentAdopts
   Advance(3 * 3600);
   EXPECT_EQ(Wallet(), "99.777778") << "nothing billed while offline";
   ExpectBooksBalance();
+  // Its paid hour ended hours ago, and that is no skipped hour: the lease is paused.
+  json invariants = Get("/v1/admin/invariants", admin_);
+  EXPECT_EQ(invariants["ok"], true) << invariants.dump();
 
   const auto creates_before = docker_->CallsTo("POST", "/containers/create").size();
   StartAgent();
