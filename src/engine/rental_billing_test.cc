@@ -107,6 +107,27 @@ class RentalBillingTest : public EngineOnSqliteTest {
     });
   }
 
+  // The report's rental: a buyer in Germany orders an RTX 3090 week on a node at `node_host`,
+  // pays the renewal, adds 1 TB of extra NVMe a day in, and releases it.
+  struct Reported {
+    std::int64_t buyer;
+    rentals::Rental rental;
+  };
+  Reported RentRenewAddNvmeAndRelease(const std::string& node_host) {
+    const std::int64_t buyer = AddUser("berta", {"DE", "", "", "Berlin"});
+    Run<rentals::Node>([&](Txn& txn) {
+      return AddRentalNode(txn, {"RTX 3090", "FRA-1", 0, node_host, {}, {}});
+    });
+    Credit(buyer, 500 * kUsd);
+    auto rental = Run<rentals::Rental>([&](Txn& txn) { return OrderRental(txn, buyer, Week()); });
+    Run<rentals::Renewal>(
+        [&](Txn& txn) { return PayRentalRenewal(txn, buyer, rental.id, std::nullopt); });
+    Advance(kDay);
+    Run<rentals::Rental>([&](Txn& txn) { return AddRentalExtraNvme(txn, buyer, rental.id, 1); });
+    Run<rentals::Rental>([&](Txn& txn) { return ReleaseRental(txn, buyer, rental.id); });
+    return {buyer, rental};
+  }
+
   std::int64_t admin_ = 0;
 };
 
@@ -116,17 +137,7 @@ class RentalBillingTest : public EngineOnSqliteTest {
 // charge's net, tax and gross. Before the fix one note of 2.499 against the NVMe invoice was hung
 // on the 77.35 refund and the renewal invoice was never credited.
 TEST_F(RentalBillingTest, ReleasingARenewedRentalWithExtraNvmeCreditsEachChargeItsOwnInvoice) {
-  const std::int64_t buyer = AddUser("berta", {"DE", "", "", "Berlin"});
-  Run<rentals::Node>([](Txn& txn) {
-    return AddRentalNode(txn, {"RTX 3090", "FRA-1", 0, "fra1-a", {}, {}});
-  });
-  Credit(buyer, 500 * kUsd);
-  auto rental = Run<rentals::Rental>([&](Txn& txn) { return OrderRental(txn, buyer, Week()); });
-  Run<rentals::Renewal>(
-      [&](Txn& txn) { return PayRentalRenewal(txn, buyer, rental.id, std::nullopt); });
-  Advance(kDay);
-  Run<rentals::Rental>([&](Txn& txn) { return AddRentalExtraNvme(txn, buyer, rental.id, 1); });
-  Run<rentals::Rental>([&](Txn& txn) { return ReleaseRental(txn, buyer, rental.id); });
+  auto [buyer, rental] = RentRenewAddNvmeAndRelease("fra1-a");
 
   // Paid: week 1 (77.35) and six sevenths of week 1's TB (1.80 net + 19% = 2.142); week 2 and
   // its TB came back.
@@ -182,17 +193,7 @@ TEST_F(RentalBillingTest, ReleasingARenewedRentalWithExtraNvmeCreditsEachChargeI
 // The check names what the report saw: a refund's credit note that corrects another invoice than
 // the one of the charge it refunds, and a charge without its document.
 TEST_F(RentalBillingTest, TheBillingCheckNamesACreditNoteOnTheWrongInvoiceAndAMissingDocument) {
-  const std::int64_t buyer = AddUser("berta", {"DE", "", "", "Berlin"});
-  Run<rentals::Node>([](Txn& txn) {
-    return AddRentalNode(txn, {"RTX 3090", "FRA-1", 0, "", {}, {}});
-  });
-  Credit(buyer, 500 * kUsd);
-  auto rental = Run<rentals::Rental>([&](Txn& txn) { return OrderRental(txn, buyer, Week()); });
-  Run<rentals::Renewal>(
-      [&](Txn& txn) { return PayRentalRenewal(txn, buyer, rental.id, std::nullopt); });
-  Advance(kDay);
-  Run<rentals::Rental>([&](Txn& txn) { return AddRentalExtraNvme(txn, buyer, rental.id, 1); });
-  Run<rentals::Rental>([&](Txn& txn) { return ReleaseRental(txn, buyer, rental.id); });
+  auto [buyer, rental] = RentRenewAddNvmeAndRelease("");
   std::vector<rentals::Charge> charges = Charges();
   ASSERT_EQ(charges.size(), 6u);
   const std::string purchase_invoice = DocumentOf(charges[0]).number;
