@@ -47,6 +47,10 @@ struct Inventory {
   std::vector<GpuInfo> gpus;  // by index
 };
 
+// The CPUs this process may run on (its affinity mask, else the online CPUs; 0 when unknown): the
+// number Docker checks a container's NanoCpus against ("Range of CPUs is from 0.01 to N").
+std::int64_t UsableCpus();
+
 // Whether an XID is one of NVIDIA's application XIDs (kApplicationXids), which say nothing about
 // the GPU's health.
 bool IsApplicationXid(int xid);

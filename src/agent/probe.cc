@@ -1,4 +1,5 @@
 // HostProbe: NVML first, nvidia-smi when NVML cannot be loaded; the host's RAM, CPUs and disk.
+#include <sched.h>
 #include <sys/statvfs.h>
 #include <unistd.h>
 
@@ -38,6 +39,17 @@ Result<Inventory> WithNvidiaSmi(const std::string& program) {
 }
 
 }  // namespace
+
+std::int64_t UsableCpus() {
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  if (::sched_getaffinity(0, sizeof(set), &set) == 0) {
+    int n = CPU_COUNT(&set);
+    if (n > 0) return n;
+  }
+  long online = ::sysconf(_SC_NPROCESSORS_ONLN);
+  return online > 0 ? online : 0;
+}
 
 HostProbe::HostProbe(ProbeOptions options) : options_(std::move(options)) {}
 HostProbe::~HostProbe() = default;
@@ -81,8 +93,7 @@ Inventory HostProbe::Probe() {
   }
   for (auto& g : inv.gpus) g.health = HealthReasons(g);
   inv.ram_mib = MemTotalMib();
-  long cpus = ::sysconf(_SC_NPROCESSORS_ONLN);
-  inv.vcpus = cpus > 0 ? cpus : 0;
+  inv.vcpus = UsableCpus();
   struct statvfs fs {};
   if (::statvfs(options_.disk_path.c_str(), &fs) == 0) {
     inv.disk_free_gb = static_cast<std::int64_t>(static_cast<double>(fs.f_bavail) *

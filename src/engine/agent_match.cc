@@ -47,6 +47,43 @@ std::string Plural(std::size_t n, const char* one, const char* many) {
 
 }  // namespace
 
+std::string ClaimedBeyondMeasured(const market::Machine& listing, const HostInventory& inventory) {
+  const char* tail = ": its asks are off the book until the listing is corrected";
+  if (inventory.vcpus > 0 && listing.vcpus > inventory.vcpus) {
+    return "the listing says " + Plural(static_cast<std::size_t>(listing.vcpus), "vCPU", "vCPUs") +
+           " but the host has " +
+           Plural(static_cast<std::size_t>(inventory.vcpus), "vCPU", "vCPUs") + tail;
+  }
+  if (inventory.ram_mib > 0 && listing.ram_gb > MeasuredRamGb(inventory)) {
+    return "the listing says " + std::to_string(listing.ram_gb) + " GB of RAM but the host has " +
+           std::to_string(inventory.ram_mib) + " MiB (" +
+           std::to_string(inventory.ram_mib * 1024 * 1024 / 1'000'000'000) + " GB)" + tail;
+  }
+  return "";
+}
+
+std::int64_t MeasuredRamGb(const HostInventory& inventory) {
+  // MiB -> GB (10^9 bytes), with kListedRamSlackPct for what firmware and the kernel keep back
+  // before MemTotal: 16 GiB of DIMMs read as ~15.6 GiB = 16.7 GB.
+  const std::int64_t bytes = inventory.ram_mib * 1024 * 1024;
+  return bytes * (100 + kListedRamSlackPct) / 100 / 1'000'000'000;
+}
+
+std::int64_t WorkloadCpus(const market::Machine& listing, const HostInventory& inventory,
+                          int lease_gpus) {
+  std::int64_t cpus = listing.vcpus;
+  if (inventory.vcpus > 0) cpus = std::min(cpus, inventory.vcpus);
+  return std::max<std::int64_t>(1, cpus * lease_gpus / std::max(1, listing.gpus));
+}
+
+std::int64_t WorkloadMemoryGb(const market::Machine& listing, const HostInventory& inventory,
+                              int lease_gpus) {
+  std::int64_t gb = listing.ram_gb;
+  // A container's limit is in bytes of real memory: never more than the host's MemTotal.
+  if (inventory.ram_mib > 0) gb = std::min(gb, inventory.ram_mib * 1024 * 1024 / 1'000'000'000);
+  return std::max<std::int64_t>(1, gb * lease_gpus / std::max(1, listing.gpus));
+}
+
 std::string_view HostKindName(HostKind kind) {
   return kind == HostKind::kMachine ? "machine" : "node";
 }
@@ -159,6 +196,7 @@ market::MachineCondition MachineConditionFor(const market::Machine& listing,
     c.hold_reason = "the host no longer reports the listing's GPU " + which +
                     ", which running leases use: its asks are off the book until it is back";
   }
+  if (c.hold_reason.empty()) c.hold_reason = ClaimedBeyondMeasured(listing, inventory);
   if (c.hold_reason.size() > market::kMaxHoldReasonBytes) {
     c.hold_reason.resize(market::kMaxHoldReasonBytes);
   }

@@ -168,9 +168,8 @@ std::vector<DesiredWorkload> DesiredFor(const State& state, const AgentHost& hos
       w.ssh_authorized_keys.push_back(key.key.Line());
     }
     w.not_after = lease.PaidUntil();
-    // The lease's share of the listing's CPUs and RAM, by GPUs (at least one CPU).
-    w.cpus = std::max<std::int64_t>(1, machine->vcpus * lease.gpus / machine->gpus);
-    w.memory_gb = std::max<std::int64_t>(1, machine->ram_gb * lease.gpus / machine->gpus);
+    w.cpus = WorkloadCpus(*machine, host.inventory, lease.gpus);
+    w.memory_gb = WorkloadMemoryGb(*machine, host.inventory, lease.gpus);
     out.push_back(std::move(w));
   }
   return out;

@@ -243,7 +243,22 @@ std::vector<std::string> BindListing(const market::Machine& listing,
 // The condition of a listed machine from its host's last report and binding; `offline_since` is
 // 0 while the host reports. Holds the machine (hold_reason, in words for the provider) when the
 // host reports no GPU, fewer GPUs of the listed model than listed, or no longer reports a bound
-// GPU; blocks the listing GPUs whose GPU is unhealthy or gone.
+// GPU, or when the listing claims more vCPUs or RAM than measured (ClaimedBeyondMeasured); blocks
+// the listing GPUs whose GPU is unhealthy or gone.
+// Why the listing claims more than the host has ("" when it does not): more vCPUs than the host's
+// online CPUs, or more GB of RAM than MeasuredRamGb. A measurement of 0 (an agent that could not
+// read it) holds nothing.
+std::string ClaimedBeyondMeasured(const market::Machine& listing, const HostInventory& inventory);
+// The most GB (10^9 bytes) of RAM a listing may claim on this host: MemTotal plus
+// kListedRamSlackPct, rounded down.
+std::int64_t MeasuredRamGb(const HostInventory& inventory);
+// A lease's container share, by GPUs (at least 1): of the listing's vCPUs and RAM, but never of
+// more than the host measured, so the engine is never asked for CPUs or memory it does not have.
+std::int64_t WorkloadCpus(const market::Machine& listing, const HostInventory& inventory,
+                          int lease_gpus);
+std::int64_t WorkloadMemoryGb(const market::Machine& listing, const HostInventory& inventory,
+                              int lease_gpus);
+
 market::MachineCondition MachineConditionFor(const market::Machine& listing,
                                              const HostInventory& inventory,
                                              const std::vector<std::string>& bound,

@@ -126,6 +126,59 @@ TEST(MachineConditionForTest, ALeasedMachineKeepsItsBindingWhenAGpuDisappears) {
   EXPECT_EQ(BindListing(listing, three, bound, /*leased=*/false).size(), 3u);
 }
 
+// The report that started it: a listing of 8 vCPUs on a 2-CPU host had every container create
+// refused by Docker ("Range of CPUs is from 0.01 to 2.00") while the lease was billed as running.
+TEST(MachineConditionForTest, ClaimingMoreCpusOrRamThanMeasuredHoldsTheListing) {
+  market::Machine listing;
+  listing.gpu = "H100 SXM";
+  listing.gpus = 2;
+  listing.vcpus = 8;
+  listing.ram_gb = 16;
+  HostInventory inv = Gpus(2);
+  inv.vcpus = 2;
+  inv.ram_mib = 15'890;  // a 16 GiB host's MemTotal
+  EXPECT_EQ(Condition(listing, inv).hold_reason,
+            "the listing says 8 vCPUs but the host has 2 vCPUs: its asks are off the book until "
+            "the listing is corrected");
+  listing.vcpus = 2;
+  EXPECT_EQ(Condition(listing, inv).hold_reason, "") << "16 GB listed on 16 GiB of DIMMs";
+  EXPECT_EQ(MeasuredRamGb(inv), 17);  // 15,890 MiB = 16.66 GB, +5% = 17.49
+  listing.ram_gb = 18;
+  EXPECT_EQ(Condition(listing, inv).hold_reason,
+            "the listing says 18 GB of RAM but the host has 15890 MiB (16 GB): its asks are off "
+            "the book until the listing is corrected");
+  // A GPU shortfall is said first: it is the one the provider must fix before the rest matters.
+  listing.gpus = 4;
+  EXPECT_NE(Condition(listing, inv).hold_reason.find("but the listing says 4 x H100 SXM"),
+            std::string::npos);
+  // An agent that could not measure (0) holds nothing on that count.
+  listing.gpus = 2;
+  inv.vcpus = 0;
+  inv.ram_mib = 0;
+  listing.vcpus = 512;
+  EXPECT_EQ(Condition(listing, inv).hold_reason, "");
+}
+
+TEST(MachineConditionForTest, AContainersShareNeverExceedsWhatTheHostHas) {
+  market::Machine listing;
+  listing.gpus = 8;
+  listing.vcpus = 64;
+  listing.ram_gb = 512;
+  HostInventory inv;
+  inv.vcpus = 2;
+  inv.ram_mib = 16'000;  // 16.7 GB
+  EXPECT_EQ(WorkloadCpus(listing, inv, 8), 2);
+  EXPECT_EQ(WorkloadCpus(listing, inv, 1), 1) << "at least one CPU";
+  EXPECT_EQ(WorkloadMemoryGb(listing, inv, 8), 16);
+  EXPECT_EQ(WorkloadMemoryGb(listing, inv, 4), 8);
+  inv.vcpus = 128;
+  inv.ram_mib = 1'048'576;  // 1 TiB
+  EXPECT_EQ(WorkloadCpus(listing, inv, 4), 32) << "the listing's share when the host has more";
+  EXPECT_EQ(WorkloadMemoryGb(listing, inv, 2), 128);
+  inv = HostInventory{};  // not measured: the listing's share
+  EXPECT_EQ(WorkloadCpus(listing, inv, 2), 16);
+}
+
 TEST(AgentChecksTest, ImagesHostsAndWorkloadIds) {
   EXPECT_TRUE(ValidateImageRef("nvidia/cuda:12.4.1-base-ubuntu22.04").ok());
   EXPECT_TRUE(ValidateImageRef("ghcr.io/org/img@sha256:abc123").ok());

@@ -189,6 +189,9 @@ inline constexpr std::size_t kMaxUsageSamplesPerRequest = 1'000;
 inline constexpr std::size_t kMaxAgentTextBytes = 256;
 inline constexpr std::size_t kMaxPublicHostBytes = 253;
 inline constexpr std::size_t kMaxImageRefBytes = 255;
+// A listing may claim up to MemTotal plus this share: firmware and the kernel keep 2-4% of the
+// DIMMs back before MemTotal, and providers list what they installed.
+inline constexpr std::int64_t kListedRamSlackPct = 5;
 // A usage sample may be at most this old or this far ahead of the server's clock.
 inline constexpr std::int64_t kMaxUsageSampleAgeMicros = 24 * kMicrosPerHour;
 inline constexpr std::int64_t kMaxUsageSampleAheadMicros = 5 * 60 * kMicrosPerSecond;

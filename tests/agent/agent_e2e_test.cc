@@ -7,6 +7,7 @@
 #include <fstream>
 #include <thread>
 
+#include "agent/inventory.h"
 #include "agent/testing/fake_docker.h"
 #include "agent_process.h"
 #include "harness.h"
@@ -15,6 +16,7 @@
 namespace gpuhub::testing {
 namespace {
 
+using agent::UsableCpus;
 using agent::testing::FakeDocker;
 
 constexpr const char* kPassword = "correct horse battery staple";
@@ -61,7 +63,8 @@ class AgentE2eTest : public ServerFixture {
   }
   // A provider with a listed machine and an ask, a customer with funds and an SSH key, and the
   // machine's agent enrolled with the real binary.
-  void ListMachineAndEnrol(int listed_gpus) {
+  // The listing claims `listed_vcpus` (default: what this host has, so it is sold) and 1 GB of RAM.
+  void ListMachineAndEnrol(int listed_gpus, std::int64_t listed_vcpus = UsableCpus()) {
     provider_ = User("paula", {"provider"});
     customer_ = User("carl", {"customer"});
     Credit("carl", "100");
@@ -69,7 +72,7 @@ class AgentE2eTest : public ServerFixture {
     ASSERT_EQ(key.status, 201) << key.body;
     auto m = client_->Call("POST", "/v1/machines",
                            {{"gpu", "H100 SXM"}, {"gpus", listed_gpus}, {"region", "IAD-1"},
-                            {"vcpus", 32}, {"ram_gb", 256}, {"disk_gb", 2000}},
+                            {"vcpus", listed_vcpus}, {"ram_gb", 1}, {"disk_gb", 20}},
                            provider_);
     ASSERT_EQ(m.status, 201) << m.body;
     machine_ = m.Json()["id"].get<long long>();
@@ -215,7 +218,8 @@ TEST_P(AgentE2eTest, AMarketBuyBecomesAContainerTheCustomerCanReachAndStopRemove
   EXPECT_EQ(host["Privileged"], false);
   EXPECT_EQ(host["CapDrop"], json({"ALL"}));
   EXPECT_EQ(host["PortBindings"]["22/tcp"][0]["HostPort"], "40000");
-  EXPECT_EQ(host["NanoCpus"], 16'000'000'000LL) << "half the listing's 32 vCPUs";
+  EXPECT_EQ(host["NanoCpus"], std::max<std::int64_t>(1, UsableCpus() / 2) * 1'000'000'000LL)
+      << "half the listing's vCPUs (1 of 2 GPUs), at least one";
   EXPECT_EQ(host["NetworkMode"], "gpuhub");
   EXPECT_EQ(docker_->Network("gpuhub")["Options"]["com.docker.network.bridge.enable_icc"], "false")
       << "two customers' containers on one host cannot reach each other";
@@ -251,6 +255,26 @@ TEST_P(AgentE2eTest, AMarketBuyBecomesAContainerTheCustomerCanReachAndStopRemove
       << Lease(lease).dump();
   ExpectBooksBalance();
   EXPECT_EQ(agent_->Terminate(), 0) << Context();
+}
+
+// A listing that claims one vCPU more than the host has is held off the book with the reason, as
+// for missing GPUs: the report was 8 vCPUs listed on a 2-CPU host, every create refused by Docker
+// while the lease was billed.
+TEST_P(AgentE2eTest, ClaimedCpusBeyondTheHostKeepTheAskOffTheBook) {
+  const std::int64_t cpus = UsableCpus();
+  ListMachineAndEnrol(2, cpus + 1);
+  StartAgent();
+  ASSERT_TRUE(WaitFor([&] { return Online(2); })) << Context();
+  ASSERT_TRUE(WaitFor([&] { return Machine()["hold_reason"].is_string(); })) << Machine().dump();
+  EXPECT_EQ(Machine()["hold_reason"],
+            "the listing says " + std::to_string(cpus + 1) + " vCPUs but the host has " +
+                std::to_string(cpus) + (cpus == 1 ? " vCPU" : " vCPUs") +
+                ": its asks are off the book until the listing is corrected");
+  EXPECT_EQ(Machine()["agent"]["inventory"]["vcpus"], cpus);
+  EXPECT_TRUE(Get("/v1/offers?gpu=H100%20SXM", "")["offers"].empty());
+  auto none = client_->Call("POST", "/v1/bids", {{"gpu", "H100 SXM"}, {"gpus", 1}, {"market", true}}, customer_);
+  EXPECT_EQ(none.Json()["close_reason"], "no_match") << none.body;
+  EXPECT_TRUE(docker_->CallsTo("POST", "/containers/create").empty());
 }
 
 // Listing says 8 GPUs, the host reports 4: the ask leaves the book with the reason shown to the
