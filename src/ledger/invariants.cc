@@ -194,7 +194,8 @@ Status Ledger::CheckHistory() const {
     }
     GPUHUB_RETURN_IF_ERROR(archive_->ScanBefore(first_sequence_, [&](const Transfer& t) -> Status {
       if (pinned_.contains(t.sequence) && pinned_.at(t.sequence).id != t.id) {
-        return broken("pinned transfer #" + std::to_string(t.sequence) + " differs from the archive");
+        return broken("pinned transfer #" + std::to_string(t.sequence) +
+                      " differs from the archive");
       }
       return replay(t);
     }));
@@ -208,7 +209,9 @@ Status Ledger::CheckHistory() const {
     }
   }
   for (const auto& [sequence, t] : pinned_) {
-    if (t.state != derived.at(sequence)) return broken("pinned transfer " + Quoted(t.id) + " state");
+    if (t.state != derived.at(sequence)) {
+      return broken("pinned transfer " + Quoted(t.id) + " state");
+    }
   }
   std::unordered_set<std::int64_t> still_open;
   for (const auto& [id, p] : open) {

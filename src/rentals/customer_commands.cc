@@ -28,8 +28,9 @@ Result<Renewal> Fleet::PayRenewal(UserId customer, RentalId id, std::optional<Cu
                                       "; order a new rental instead");
   }
   if (r.state == RentalState::kProvisioning) {
-    return Status::FailedPrecondition("rental " + std::to_string(id) +
-                                      " is still being provisioned; its first term has not started");
+    return Status::FailedPrecondition(
+        "rental " + std::to_string(id) +
+        " is still being provisioned; its first term has not started");
   }
   if (r.next_paid) return renewals_.at({id, r.period + 1});  // the same answer, no second charge
   GPUHUB_ASSIGN_OR_RETURN(Charge charge, Debit(r, r.period + 1, ChargeKind::kRenewal,

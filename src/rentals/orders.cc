@@ -93,8 +93,9 @@ Result<Quote> Fleet::QuoteOrder(UserId customer, const OrderSpec& spec,
           card.regions.end()) {
     std::string where;
     for (const auto& r : card.regions) where += (where.empty() ? "" : ", ") + r;
-    return why_not("not_in_region", "region",
-                   card.name + " is not offered in " + q.region_requested + " (only " + where + ")");
+    return why_not(
+        "not_in_region", "region",
+        card.name + " is not offered in " + q.region_requested + " (only " + where + ")");
   }
   if (customer != 0) {
     auto live = live_by_customer_.find(customer);
