@@ -239,7 +239,7 @@ Result<std::vector<std::string>> DockerClient::UnusedVolumes(const std::string& 
   json answer = json::parse(r.body, nullptr, false);
   if (!answer.is_object()) return Status::Unavailable("list volumes: not a JSON object");
   std::vector<std::string> out;
-  if (answer.contains("Volumes") && answer["Volumes"].is_array()) {  // null when there are none
+  if (answer.contains("Volumes") && answer["Volumes"].is_array()) {
     for (const auto& v : answer["Volumes"]) {
       if (v.is_object() && v.contains("Name") && v["Name"].is_string()) {
         out.push_back(v["Name"].get<std::string>());
@@ -265,8 +265,9 @@ Result<std::int64_t> DockerClient::NetworkTxBytes(const std::string& id) {
     // moby daemon/stats.go: a stopped or restarting container gets an empty StatsJSON (its
     // `networks` omitted). Sending 0 would read as a counter reset and count the next sample
     // again in full.
-    return Status::FailedPrecondition("stats of " + id.substr(0, 12) +
-                                      ": no network counters (the container is not running)");
+    return Status::FailedPrecondition(
+        "stats of " + id.substr(0, 12) +
+        ": no network counters (the container is not running, or has no network)");
   }
   std::int64_t tx = 0;
   for (const auto& [name, n] : stats["networks"].items()) {

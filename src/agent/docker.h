@@ -1,5 +1,5 @@
 // The Docker Engine API over its unix socket (net::Client, "unix:/var/run/docker.sock"): the few
-// calls the agent needs. Requests are versioned ("/v1.43/..."): the daemon's API version from
+// calls the agent needs. Requests are versioned ("/v1.41/..."): the daemon's API version from
 // GET /_ping, at most kMaxDockerApiMinor, at least kMinDockerApiMinor (DeviceRequests).
 //
 // Errors: unavailable when the daemon cannot be reached or answers 5xx; not_found for 404;
@@ -35,7 +35,7 @@ class DockerClient {
   // Connects and negotiates the API version.
   static Result<std::unique_ptr<DockerClient>> Connect(const std::string& url);
 
-  const std::string& api_version() const { return version_; }  // "1.43"
+  const std::string& api_version() const { return version_; }  // "1.41" on Debian's 20.10.24
 
   // Every container (running or not) carrying `label`=`value`.
   Result<std::vector<ContainerSummary>> ListByLabel(const std::string& label,

@@ -101,7 +101,8 @@ TEST(DockerClientTest, TheRealEnginesRefusalsKeepTheirCodeAndWords) {
                                      ": Docker answered 500: could not select device driver "
                                      "\"nvidia\" with capabilities: [[gpu]]");
   fake.SetNvidiaDriver(true);
-  fake.FailPrestartHook("nvidia-container-cli: initialization error: nvml error: driver not loaded");
+  fake.FailPrestartHook(
+      "nvidia-container-cli: initialization error: nvml error: driver not loaded");
   Status hook = (*docker)->Start(*id);
   EXPECT_EQ(hook.code(), StatusCode::kUnavailable);
   EXPECT_NE(hook.message().find("error running hook #0: error running hook: exit status 1, "
@@ -191,7 +192,7 @@ TEST(DockerClientTest, NamedVolumesOutliveTheirContainerUntilRemoved) {
   ASSERT_TRUE((*docker)->RemoveVolume("gpuhub-rental-7-0").ok());
   ASSERT_TRUE((*docker)->RemoveVolume("gpuhub-rental-7-0").ok()) << "gone already is fine";
   EXPECT_TRUE(fake.Volumes().empty());
-  EXPECT_TRUE((*docker)->UnusedVolumes("io.gpuhub.managed", "true")->empty()) << "null list";
+  EXPECT_TRUE((*docker)->UnusedVolumes("io.gpuhub.managed", "true")->empty());
   fake.Stop();
 }
 

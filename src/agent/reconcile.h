@@ -57,8 +57,8 @@ struct Plan {
 
 Plan PlanReconcile(const ReconcileInput& input, const std::vector<ActualContainer>& actual);
 
-// How long after its n-th recreate (n >= 1) a workload may be recreated again: kRecreateBackoffFirst,
-// doubling, at most kRecreateBackoffMax. The first recreate (n = 0) is at once.
+// How long after its n-th recreate (n >= 1) a workload may be recreated again:
+// kRecreateBackoffFirst, doubling, at most kRecreateBackoffMax. The first recreate (n = 0) is at once.
 std::chrono::milliseconds RecreateBackoff(int recreates);
 
 // The lowest port of [first, last] not in `used`; 0 when none is free.

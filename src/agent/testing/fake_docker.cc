@@ -384,9 +384,7 @@ std::string FakeDocker::Handle(const std::string& method, const std::string& tar
                         {"Options", v.options},
                         {"Scope", "local"}});
       }
-      // moby answers null, not [], when there are none.
-      reply = {200, json{{"Volumes", list.empty() ? json(nullptr) : list},
-                         {"Warnings", nullptr}}.dump()};
+      reply = {200, json{{"Volumes", list}, {"Warnings", nullptr}}.dump()};
     } else if (method == "DELETE" && path.rfind("/volumes/", 0) == 0) {
       std::string name = path.substr(9);
       if (!volumes_.count(name)) {
@@ -413,7 +411,9 @@ std::string FakeDocker::Handle(const std::string& method, const std::string& tar
       const std::int64_t memory = host.value("Memory", std::int64_t{0});
       std::string security_error, warning;
       for (const auto& opt : host.value("SecurityOpt", json::array())) {
-        if (security_error.empty()) security_error = SecurityOptError(opt.get<std::string>(), &warning);
+        if (security_error.empty()) {
+          security_error = SecurityOptError(opt.get<std::string>(), &warning);
+        }
       }
       if (!b.is_object()) {
         reply = {400, Message("invalid JSON")};
@@ -449,7 +449,8 @@ std::string FakeDocker::Handle(const std::string& method, const std::string& tar
           if (v.anonymous) v.name = std::string(id).substr(0, 32) + std::to_string(volumes_.size());
           json options = m.value("VolumeOptions", json::object());
           v.labels = options.value("Labels", json::object());
-          v.options = options.value("DriverConfig", json::object()).value("Options", json::object());
+          v.options =
+              options.value("DriverConfig", json::object()).value("Options", json::object());
           volumes_.emplace(v.name, v);  // an existing volume of that name is reused as it is
         }
         reply = {201, json{{"Id", id}, {"Warnings", json::array()}}.dump()};

@@ -96,8 +96,8 @@ class FakeDocker {
   // Puts a container (by id or name) in a state behind the agent's back: "paused", "dead",
   // "removing", "exited", ... false when there is no such container.
   bool SetState(const std::string& id_or_name, const std::string& state);
-  // PID 1 of the container exited with `exit_code` (the customer ran `shutdown`, killed sshd): under
-  // its RestartPolicy (always, unless-stopped; on-failure with a non-zero code) it is
+  // PID 1 of the container exited with `exit_code` (the customer ran `shutdown`, killed sshd):
+  // under its RestartPolicy (always, unless-stopped; on-failure with a non-zero code) it is
   // "restarting", else "exited". Its network counters start again from zero.
   bool Exit(const std::string& id_or_name, int exit_code);
   // Docker's restart delay is over: a "restarting" container runs again.
