@@ -58,6 +58,8 @@ class Agent {
   void ReconcileOnce();
   // A released term rental's disk: the erase, then the wipe, the server asks for (disks.h).
   void RunDiskActions(const std::set<std::string>& desired_ids);
+  // Removes the named volumes of ours no container uses (Docker keeps them at a removal).
+  void SweepVolumes();
   void SendUsage();
 
   AgentOptions options_;
