@@ -11,6 +11,7 @@
 
 #include <cstdio>
 #include <fstream>
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
@@ -173,9 +174,9 @@ class AgentFixture : public ServerFixture {
   // Term rentals on a fleet node ([rentals] provisioning = "agent").
   // A fleet node of 2 H100 SXM cards whose agent the admin enrols, with an NVMe device per card
   // slot and fake cryptsetup, mkfs and blkdiscard that append their arguments to tools.log.
-  // `mkfs_and_open`: extra shell lines the fake tools run after logging (with $1.. their
-  // arguments), e.g. to make the opened device real for a real Docker engine.
-  void AddNodeAndEnrol(const std::string& tools_extra = "") {
+  // `tools_extra`: shell lines a fake tool (by name) runs after logging, with $1.. its
+  // arguments (e.g. to make an opened volume a real block device for a real Docker engine).
+  void AddNodeAndEnrol(const std::map<std::string, std::string>& tools_extra = {}) {
     customer_ = User("carl", {"customer"});
     Credit("carl", "2000");
     ASSERT_EQ(client_->Call("POST", "/v1/ssh-keys", {{"public_key", customer_key_}}, customer_).status,
@@ -194,7 +195,8 @@ class AgentFixture : public ServerFixture {
       const std::string path = dir_.path() + "/" + tool;
       // `cryptsetup status` says "not open" (4), as after a reboot.
       std::ofstream(path) << "#!/bin/sh\necho \"" << tool << " $*\" >> " << tools_log_ << "\n"
-                          << tools_extra << "[ \"$1\" = status ] && exit 4\nexit 0\n";
+                          << (tools_extra.count(tool) ? tools_extra.at(tool) : "")
+                          << "[ \"$1\" = status ] && exit 4\nexit 0\n";
       ::chmod(path.c_str(), 0755);
       tools += std::string(tool) + " = \"" + path + "\"\n";
     }

@@ -494,9 +494,104 @@ TEST_P(AgentRealEngineTest, ARestartedDockerdBringsTheContainerBackAndTheAgentRe
   EXPECT_EQ(Lease(lease)["connection"]["port"], port);
 }
 
+class AgentRealEngineRentalTest : public AgentRealEngineTest {
+ protected:
+  void SetUp() override {
+    agents_config_ = "[rentals]\nprovisioning = \"agent\"\n";
+    AgentRealEngineTest::SetUp();
+  }
+  void TearDown() override {
+    AgentRealEngineTest::TearDown();  // the containers first: their volumes are unmounted
+    // The stand-in mapper devices of this test: symlinks in /dev/mapper to our loop devices.
+    (void)RunProcess({"sh", "-c",
+                      "for img in " + dir_.path() + "/mapped-*.img; do [ -f \"$img\" ] || continue; "
+                      "for l in $(losetup -j \"$img\" | cut -d: -f1); do "
+                      "for m in /dev/mapper/*; do [ \"$(readlink \"$m\")\" = \"$l\" ] && rm -f \"$m\"; "
+                      "done; losetup -d \"$l\"; done; done; true"});
+  }
+  // The fake-cryptsetup path of the fake-Docker rental test (device-mapper is missing on this
+  // kernel), except that what `open` gives is a real block device: a loop device over a file of
+  // the test, linked as /dev/mapper/<name>, on which the real mkfs.ext4 makes the file system that
+  // the real engine's `local` volume driver mounts. It stands for the decrypted view; the LUKS
+  // format and erase are only logged.
+  std::map<std::string, std::string> RealMapperDevices() {
+    const std::string img = dir_.path() + "/mapped-$7.img";
+    return {
+        {"cryptsetup",
+         "case \"$1\" in\n"
+         "  open) [ -e \"/dev/mapper/$7\" ] && { echo \"/dev/mapper/$7 exists\" >&2; exit 5; }\n"
+         "    truncate -s 64M " + img + " && l=$(losetup -f --show " + img + ") || exit 1\n"
+         "    mkdir -p /dev/mapper && ln -s \"$l\" \"/dev/mapper/$7\" && exit 0; exit 1 ;;\n"
+         "  close) l=$(readlink \"/dev/mapper/$2\"); rm -f \"/dev/mapper/$2\"\n"
+         "    [ -n \"$l\" ] && losetup -d \"$l\"; exit 0 ;;\n"
+         "  status) [ -L \"/dev/mapper/$2\" ] && exit 0 ;;\n"
+         "esac\n"},
+        {"mkfs", "exec mkfs.ext4 -q -F \"$2\"\n"},
+    };
+  }
+};
+
+// A term rental on a fleet node with an agent runs its container on the real engine: its disk (the
+// fake-cryptsetup path, see RealMapperDevices) is an ext4 file system mounted at /data/nvme0 that
+// the customer writes to over SSH, with exactly the card's GPU; release -> the container is
+// removed, the disk erased (logged) and, 7 days later, discarded (logged): the rental says wiped.
+TEST_P(AgentRealEngineRentalTest, ATermRentalRunsItsContainerWithItsDiskMounted) {
+  AddNodeAndEnrol(RealMapperDevices());
+  StartAgent();
+  ASSERT_TRUE(WaitFor([&] {
+    json a = NodeAgent();
+    return a["status"] == "online" && a["inventory"]["gpus"].size() == 2;
+  }, std::chrono::seconds(60))) << Context();
+  auto order = client_->Call("POST", "/v1/rentals",
+                             {{"gpu", "H100 SXM"}, {"count", 1}, {"term", "week"}, {"region", "IAD-1"}},
+                             customer_);
+  ASSERT_EQ(order.status, 201) << order.body;
+  const long long id = order.Json()["id"].get<long long>();
+  const std::string name = "gpuhub-rental-" + std::to_string(id);
+  ASSERT_TRUE(WaitFor([&] { return Rental(id)["state"] == "active"; }, std::chrono::seconds(60)))
+      << Rental(id).dump() << Context();
+  json r = Rental(id);
+  EXPECT_EQ(r["instance"]["state"], "running");
+  const std::string line = r["instance"]["connection"]["ssh"].get<std::string>();
+  ASSERT_EQ(line.rfind("ssh -p ", 0), 0u) << r.dump();
+  const int port = std::stoi(line.substr(7));
+  Ssh login;
+  ASSERT_TRUE(WaitFor(
+      [&] {
+        login = RunSsh(carl_key_, port,
+                       "grep ' /data/nvme0 ' /proc/mounts | cut -d' ' -f3; "
+                       "echo kept > /data/nvme0/f && cat /data/nvme0/f; "
+                       "grep ^NVIDIA_VISIBLE_DEVICES= /etc/environment");
+        return login.exit_code == 0;
+      },
+      std::chrono::seconds(60)))
+      << login.output << Context();
+  EXPECT_EQ(login.output, "ext4\nkept\nNVIDIA_VISIBLE_DEVICES=" + AgentTestUuid(0) + "\n")
+      << "card 0's disk and GPU";
+  auto hook = HookLog();
+  ASSERT_EQ(hook.size(), 1u);
+  EXPECT_EQ(hook[0], std::make_pair(ContainerId(name), AgentTestUuid(0)));
+  EXPECT_NE(Tools().find("cryptsetup luksFormat --type luks2 --batch-mode --key-file"),
+            std::string::npos) << Tools();
+
+  auto release = client_->Call("POST", "/v1/rentals/" + std::to_string(id) + "/release",
+                               {{"confirm", true}}, customer_);
+  ASSERT_EQ(release.status, 200) << release.body;
+  ASSERT_TRUE(WaitFor([&] { return ContainerGone(name); }, std::chrono::seconds(60))) << Context();
+  ASSERT_TRUE(WaitFor([&] {
+    return Tools().find("cryptsetup luksErase --batch-mode /dev/nvme0n1") != std::string::npos;
+  }, std::chrono::seconds(60))) << Tools() << Context();
+  Advance(7 * 24 * 3600);
+  ASSERT_TRUE(WaitFor([&] { return Rental(id)["instance"]["wiped_at"].is_string(); },
+                      std::chrono::seconds(60)))
+      << Rental(id).dump() << Context();
+  EXPECT_NE(Tools().find("blkdiscard -f /dev/nvme0n1"), std::string::npos) << Tools();
+}
+
 // The real engine is what matters here, not the database: SQLite only.
 INSTANTIATE_TEST_SUITE_P(Sqlite, AgentRealEngineTest, ::testing::Values("sqlite"));
 INSTANTIATE_TEST_SUITE_P(Sqlite, AgentRealEngineServerDownTest, ::testing::Values("sqlite"));
+INSTANTIATE_TEST_SUITE_P(Sqlite, AgentRealEngineRentalTest, ::testing::Values("sqlite"));
 
 }  // namespace
 }  // namespace gpuhub::testing
