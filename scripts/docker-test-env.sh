@@ -118,27 +118,44 @@ start_dockerd() {
   [ ${#sock} -lt 100 ] || cannot_start "socket path $sock is too long for a unix socket"
   [ -z "$(dockerd_pid)" ] || fail "a dockerd already runs under $dir"
   rm -f "$sock" "$dir/docker.pid"
-  local t0 pool
+  local t0 pool why=""
   pool=$(pool_base)
+  # One dockerd of ours initialises at a time: each creates the host's shared iptables chains
+  # (DOCKER-ISOLATION-STAGE-2, ...) by "check, then create", and two at once fail with "Chain
+  # already exists". The lock is held until the daemon answers (its network controller is up).
+  mkdir -p "$cache"
+  exec 7>"$cache/.start.lock"
+  flock 7
   t0=$(now_ms)
-  # setsid: the daemon outlives this script and the test's process group.
-  PATH="$dir/bin:/usr/sbin:/usr/bin:/sbin:/bin" setsid "$dockerd" \
-    --data-root "$dir/data" --exec-root "$dir/exec" -H "unix://$sock" --pidfile "$dir/docker.pid" \
-    --bridge=none --default-address-pool "base=$pool,size=24" >>"$dir/dockerd.log" 2>&1 </dev/null &
-  local pid=$!
-  for _ in $(seq 1 300); do
-    if d version --format '{{.Server.APIVersion}}' >/dev/null 2>&1; then
-      echo "docker-test-env: dockerd $(d version --format '{{.Server.Version}}') up under $dir" \
-        "in $(($(now_ms) - t0)) ms" >&2
-      return 0
+  for attempt in 1 2; do  # a second try: a dockerd not of ours may race the same way
+    # setsid: the daemon outlives this script and the test's process group.
+    PATH="$dir/bin:/usr/sbin:/usr/bin:/sbin:/bin" setsid "$dockerd" \
+      --data-root "$dir/data" --exec-root "$dir/exec" -H "unix://$sock" \
+      --pidfile "$dir/docker.pid" --bridge=none --default-address-pool "base=$pool,size=24" \
+      >>"$dir/dockerd.log" 2>&1 </dev/null 7>&- 8>&- 9>&- &
+    local pid=$!
+    for _ in $(seq 1 300); do
+      if d version --format '{{.Server.APIVersion}}' >/dev/null 2>&1; then
+        exec 7>&-
+        echo "docker-test-env: dockerd $(d version --format '{{.Server.Version}}') up under" \
+          "$dir in $(($(now_ms) - t0)) ms" >&2
+        return 0
+      fi
+      kill -0 "$pid" 2>/dev/null || break
+      sleep 0.1
+    done
+    if kill -0 "$pid" 2>/dev/null; then
+      kill -TERM "$pid" 2>/dev/null || true
+      why="no answer on $sock within 30 s"
+      break
     fi
-    if ! kill -0 "$pid" 2>/dev/null; then
-      cannot_start "it exited: $(grep -v '^$' "$dir/dockerd.log" | tail -n 1 | cut -c1-300)"
-    fi
-    sleep 0.1
+    # Its last words (an error may end in a line of its own: " (exit status 1)").
+    why="it exited (attempt $attempt): $(grep -v '^$' "$dir/dockerd.log" | grep -v '^time=' |
+      tail -n 2 | tr '\n' ' ' | cut -c1-300)"
+    rm -f "$sock" "$dir/docker.pid"
   done
-  kill -TERM "$pid" 2>/dev/null || true
-  cannot_start "no answer on $sock within 30 s: $(tail -n 1 "$dir/dockerd.log" | cut -c1-300)"
+  exec 7>&-
+  cannot_start "$why"
 }
 
 # The rootfs tarball, built once per machine (under a lock: test binaries start in parallel).
