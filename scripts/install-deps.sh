@@ -11,8 +11,11 @@ build_packages=(
   libhpdf-dev fonts-dejavu-core libjemalloc-dev
 )
 # wrk and valgrind: bench/http/side_by_side.sh, load.sh and profile.sh; poppler-utils (pdftotext):
-# the tests read invoice PDFs back.
-test_packages=(postgresql-15 postgresql-client-15 curl wrk valgrind chromium poppler-utils)
+# the tests read invoice PDFs back. docker.io, debootstrap and openssh-client: the real-engine
+# suite (tests/agent/agent_real_engine_test.cc, scripts/docker-test-env.sh) runs a dockerd of its
+# own with an sshd image built from Debian packages and logs in over SSH.
+test_packages=(postgresql-15 postgresql-client-15 curl wrk valgrind chromium poppler-utils
+               docker.io debootstrap openssh-client)
 # cryptsetup-bin: tests/agent/agent_real_disks_test (luksFormat, luksErase on a loop device;
 # losetup and blkdiscard come with util-linux).
 test_packages+=(cryptsetup-bin)
