@@ -24,6 +24,7 @@ struct ActualContainer {
   std::string workload;
   std::string state;  // Docker's
   int ssh_port = 0;
+  std::vector<PortMapping> ports;  // its extra ports (kLabelPorts)
   TimestampMicros label_not_after = 0;
 };
 

@@ -33,6 +33,7 @@ class FakeDocker {
     std::string path;   // without the version prefix: "/containers/create"
     std::string query;  // raw, percent-encoded
     std::string body;
+    std::string registry_auth;  // the X-Registry-Auth header ("" when none)
   };
   struct Container {
     std::string id;
@@ -56,6 +57,10 @@ class FakeDocker {
   void AddImage(const std::string& reference);
   // Pulls of this image fail inside the stream, as the daemon reports a missing repository.
   void FailPulls(const std::string& reference, const std::string& error);
+  // Pulls of this image fail ("unauthorized") unless X-Registry-Auth carries this user name and
+  // password (base64url JSON, as Docker decodes it).
+  void RequireAuth(const std::string& reference, const std::string& username,
+                   const std::string& password);
   void SetTxBytes(const std::string& container_id, std::int64_t bytes);
   // The next `n` starts fail with "port is already allocated".
   void FailStarts(int n);
@@ -67,7 +72,7 @@ class FakeDocker {
   void AcceptLoop();
   void Serve(int fd);
   std::string Handle(const std::string& method, const std::string& target,
-                     const std::string& body);
+                     const std::string& body, const std::string& registry_auth = "");
 
   std::string socket_path_;
   std::atomic<int> listen_fd_{-1};
@@ -81,6 +86,7 @@ class FakeDocker {
   std::set<std::string> images_;
   std::map<std::string, nlohmann::json> networks_;
   std::map<std::string, std::string> failing_pulls_;
+  std::map<std::string, std::pair<std::string, std::string>> private_images_;
   int failing_starts_ = 0;
   std::uint64_t next_id_ = 1;
 };
