@@ -32,6 +32,7 @@ std::string FormatPortMappings(const std::vector<PortMapping>& ports) {
 
 std::vector<PortMapping> ParsePortMappings(const std::string& label) {
   std::vector<PortMapping> out;
+  if (!label.empty() && label.back() == ',') return {};
   std::size_t start = 0;
   while (start < label.size()) {
     std::size_t end = label.find(',', start);

@@ -24,8 +24,8 @@ struct ActualContainer {
   std::string workload;
   std::string state;  // Docker's
   int ssh_port = 0;
-  std::vector<PortMapping> ports;  // its extra ports (kLabelPorts)
   TimestampMicros label_not_after = 0;
+  std::vector<PortMapping> ports;  // its extra ports (kLabelPorts)
 };
 
 // The agent's containers (those labelled kLabelManaged) as ActualContainers; containers whose

@@ -190,9 +190,9 @@ TEST(AgentChecksTest, ImagesHostsAndWorkloadIds) {
         std::string("img:tag@sha256:") + digest}) {
     EXPECT_TRUE(ValidateImageRef(good).ok()) << good;
   }
-  for (std::string bad :
-       {"", "-rm", "img; rm -rf /", "img name", "img\n", "$(x)", "a/../../containers/json",
-        "a//b", "a/.hidden", "img:", "img/", "Upper/case", "ghcr.io/org/img@sha256:abc123",
+  for (const std::string& bad : std::vector<std::string>{
+           "", "-rm", "img; rm -rf /", "img name", "img\n", "$(x)", "a/../../containers/json",
+        "a//b", "a/.hidden", "img:", "img/", "upper/Case", "ghcr.io/org/img@sha256:abc123",
         "img@md5:" + digest, "a..b", "a_-b", "a___b", "bad_host.io-/x", ".io/x", "host:po/x",
         "img:" + std::string(129, 't'), "img:-tag", "ghcr.io/", "img-", std::string(256, 'a')}) {
     EXPECT_EQ(ValidateImageRef(bad).field(), "image") << bad;
