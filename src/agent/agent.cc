@@ -463,6 +463,7 @@ void Agent::ReconcileOnce() {
   std::set<int> used;
   for (const auto& a : actual) {
     if (a.ssh_port > 0) used.insert(a.ssh_port);
+    for (const auto& p : a.ports) used.insert(p.host);
   }
   used.insert(s.bad_ports.begin(), s.bad_ports.end());
   // A container Docker will not start (moby: 409 for paused, dead, removing) is removed; the
@@ -496,7 +497,7 @@ void Agent::ReconcileOnce() {
     Status started = s.docker->Start(a.id);
     if (started.ok()) {
       s.retries.erase(a.workload);
-      updates[a.workload] = {a.workload, "running", a.ssh_port, ""};
+      updates[a.workload] = {a.workload, "running", a.ssh_port, "", a.ports};
       spdlog::info("event=container_restarted workload={} container={} was=\"{}\"", a.workload,
                    a.id.substr(0, 12), a.status);
       continue;
@@ -508,7 +509,8 @@ void Agent::ReconcileOnce() {
     }
     retry.delay = retry.delay.count() == 0 ? kRetryFirst : std::min(retry.delay * 2, kRetryMax);
     retry.next = Steady::now() + retry.delay;
-    updates[a.workload] = {a.workload, "failed", a.ssh_port, started.message().substr(0, 250)};
+    updates[a.workload] = {a.workload, "failed", a.ssh_port, started.message().substr(0, 250),
+                           a.ports};
     spdlog::warn("event=workload_failed workload={} error=\"{}\" retry_in_s={}", a.workload,
                  started.message(), retry.delay.count() / 1000);
   }
@@ -523,7 +525,8 @@ void Agent::ReconcileOnce() {
     }
     updates[a.workload] = {a.workload, "restarting", a.ssh_port,
                            "the container exited by itself (Docker: " + a.status +
-                               "); Docker's restart policy brings it back"};
+                               "); Docker's restart policy brings it back",
+                           a.ports};
     if (!was) {
       spdlog::warn("event=container_exited workload={} container={} docker=\"{}\"", a.workload,
                    a.id.substr(0, 12), a.status);
@@ -534,7 +537,7 @@ void Agent::ReconcileOnce() {
     bool removing = false;
     for (const auto& r : plan.remove) removing = removing || r.id == a.id;
     if (removing) continue;
-    updates[a.workload] = {a.workload, "running", a.ssh_port, ""};
+    updates[a.workload] = {a.workload, "running", a.ssh_port, "", a.ports};
     auto r = s.recreates.find(a.workload);
     if (r != s.recreates.end() && Steady::now() - r->second.last >= kRecreateForgetAfter) {
       s.recreates.erase(r);  // ran long enough since: a later recreate starts over at once
@@ -589,9 +592,16 @@ void Agent::ReconcileOnce() {
           s.pulls[w.image] = pull;
         }
         spdlog::info("event=image_pull image={} workload={}", w.image, w.id);
-        std::thread([pull, image = w.image, url = c.docker, shared = state_] {
+        // The credential travels only in the pull's header (never logged).
+        std::string auth = w.registry_auth.empty()
+                               ? std::string()
+                               : RegistryAuthHeader(w.registry_auth.username,
+                                                    w.registry_auth.password,
+                                                    w.registry_auth.server_address);
+        std::thread([pull, image = w.image, auth = std::move(auth), url = c.docker,
+                     shared = state_] {
           auto docker = DockerClient::Connect(url);
-          Status result = docker.ok() ? (*docker)->PullImage(image) : docker.status();
+          Status result = docker.ok() ? (*docker)->PullImage(image, auth) : docker.status();
           std::lock_guard<std::mutex> lock(shared->mu);
           pull->done = true;
           pull->result = result;
@@ -624,7 +634,24 @@ void Agent::ReconcileOnce() {
            std::to_string(c.ssh_port_last));
       continue;
     }
-    Placement placement{port, KeysDir(c.state_dir, w.id), {}};
+    Placement placement{port, KeysDir(c.state_dir, w.id), {}, {}};
+    // The extra ports on free host ports of the listing's range (a separate range from sshd's).
+    std::set<int> taken = used;
+    taken.insert(port);
+    bool ports_ok = true;
+    for (int container_port : w.ports) {
+      int host_port = PickPort(w.port_first, w.port_last, taken);
+      if (host_port == 0) {
+        fail("no free host port in " + std::to_string(w.port_first) + "-" +
+             std::to_string(w.port_last) + " for container port " +
+             std::to_string(container_port));
+        ports_ok = false;
+        break;
+      }
+      taken.insert(host_port);
+      placement.ports.push_back({container_port, host_port});
+    }
+    if (!ports_ok) continue;
     if (!w.volumes.empty()) {
       // A term rental's encrypted local NVMe: formatted the first time, opened after that.
       auto mounts = s.disks->Prepare(w.volumes);
@@ -646,15 +673,21 @@ void Agent::ReconcileOnce() {
       // Created but not started (a missing nvidia driver, a failing prestart hook, a disk that
       // does not mount: moby answers 500): removed, its volumes swept, created again later.
       s.sweep_volumes = s.sweep_volumes || s.docker->Remove(*id).ok();
-      if (PortInUse(started)) s.bad_ports.insert(port);
+      if (PortInUse(started)) {
+        // Which of its ports is taken Docker does not say: none of them is tried again.
+        s.bad_ports.insert(port);
+        for (const auto& p : placement.ports) s.bad_ports.insert(p.host);
+      }
       fail(started.message());
       continue;
     }
     used.insert(port);
+    for (const auto& p : placement.ports) used.insert(p.host);
     s.retries.erase(w.id);
-    updates[w.id] = {w.id, "running", port, ""};
-    spdlog::info("event=container_started workload={} container={} port={} gpus={}", w.id,
-                 id->substr(0, 12), port, w.gpu_uuids.size());
+    updates[w.id] = {w.id, "running", port, "", placement.ports};
+    spdlog::info("event=container_started workload={} container={} port={} ports={} gpus={}",
+                 w.id, id->substr(0, 12), port, FormatPortMappings(placement.ports),
+                 w.gpu_uuids.size());
   }
   {
     std::lock_guard<std::mutex> lock(s.mu);

@@ -22,6 +22,40 @@ std::string Join(const std::vector<std::string>& v, const char* sep) {
 
 std::string ContainerName(const std::string& workload_id) { return "gpuhub-" + workload_id; }
 
+std::string FormatPortMappings(const std::vector<PortMapping>& ports) {
+  std::string out;
+  for (const auto& p : ports) {
+    out += (out.empty() ? "" : ",") + std::to_string(p.container) + ":" + std::to_string(p.host);
+  }
+  return out;
+}
+
+std::vector<PortMapping> ParsePortMappings(const std::string& label) {
+  std::vector<PortMapping> out;
+  if (!label.empty() && label.back() == ',') return {};
+  std::size_t start = 0;
+  while (start < label.size()) {
+    std::size_t end = label.find(',', start);
+    if (end == std::string::npos) end = label.size();
+    const std::string item = label.substr(start, end - start);
+    std::size_t colon = item.find(':');
+    if (colon == std::string::npos) return {};
+    try {
+      std::size_t used = 0;
+      int c = std::stoi(item.substr(0, colon), &used);
+      if (used != colon) return {};
+      int h = std::stoi(item.substr(colon + 1), &used);
+      if (used != item.size() - colon - 1) return {};
+      if (c < 1 || c > 65535 || h < 1 || h > 65535) return {};
+      out.push_back({c, h});
+    } catch (const std::exception&) {
+      return {};
+    }
+    start = end + 1;
+  }
+  return out;
+}
+
 Status ValidateWorkloadId(const std::string& id) {
   bool ok = !id.empty() && id.size() <= 64 && id.front() != '-';
   for (char c : id) ok = ok && ((c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '-');
@@ -94,6 +128,13 @@ std::string CreateBody(const WorkloadSpec& spec, const Placement& placement) {
                          {{"Name", "local"},
                           {"Options", {{"type", "ext4"}, {"device", m.device}}}}}}}});
   }
+  json exposed = {{"22/tcp", json::object()}};
+  json bindings = {{"22/tcp", {{{"HostIp", ""}, {"HostPort", port}}}}};
+  for (const auto& p : placement.ports) {
+    const std::string key = std::to_string(p.container) + "/tcp";
+    exposed[key] = json::object();
+    bindings[key] = {{{"HostIp", ""}, {"HostPort", std::to_string(p.host)}}};
+  }
   json body = {
       {"Image", spec.image},
       {"Hostname", ContainerName(spec.id)},
@@ -101,13 +142,14 @@ std::string CreateBody(const WorkloadSpec& spec, const Placement& placement) {
       {"Entrypoint", {"/bin/sh", "-c"}},
       {"Cmd", {BootScript()}},
       {"Env", env},
-      {"ExposedPorts", {{"22/tcp", json::object()}}},
+      {"ExposedPorts", exposed},
       {"Labels",
        {{kLabelManaged, "true"},
         {kLabelWorkload, spec.id},
         {kLabelNotAfter, FormatTimestamp(spec.not_after)},
         {kLabelSshPort, port},
-        {kLabelGpus, Join(spec.gpu_uuids, ",")}}},
+        {kLabelGpus, Join(spec.gpu_uuids, ",")},
+        {kLabelPorts, FormatPortMappings(placement.ports)}}},
       {"HostConfig",
        {{"Privileged", false},
         {"CapDrop", {"ALL"}},
@@ -128,7 +170,7 @@ std::string CreateBody(const WorkloadSpec& spec, const Placement& placement) {
            {"Count", 0},
            {"DeviceIDs", spec.gpu_uuids},
            {"Capabilities", {{"gpu"}}}}}},
-        {"PortBindings", {{"22/tcp", {{{"HostIp", ""}, {"HostPort", port}}}}}},
+        {"PortBindings", bindings},
         {"Binds", {placement.ssh_dir + ":" + kContainerSshDir + ":ro"}},
         {"Mounts", mounts},
         {"NetworkMode", kNetworkName},

@@ -8,7 +8,8 @@
 //   container's own environment (it overrides an image's ENV); any NVIDIA_VISIBLE_DEVICES,
 //   NVIDIA_DRIVER_CAPABILITIES or CUDA_VISIBLE_DEVICES a customer passes is stripped;
 // - the customer's keys in a read-only bind mount that sshd reads as AuthorizedKeysFile;
-// - sshd published on the host port chosen from the configured range;
+// - sshd published on the host port chosen from the configured range, the extra container ports
+//   on the host ports chosen from the listing's range (labelled, so a restarted agent adopts them);
 // - the lease's share of CPUs and memory; restart unless stopped;
 // - a term rental's opened LUKS2 volumes at /data/nvme<k>;
 // - labels from which the agent rebuilds its state after a restart (kLabel*).
@@ -41,6 +42,22 @@ struct VolumeMount {
   std::string target;  // "/data/nvme0"
 };
 
+// A container port published on a host port (a workload's extra ports: Jupyter 8888 ...).
+struct PortMapping {
+  int container = 0;
+  int host = 0;
+  friend bool operator==(const PortMapping&, const PortMapping&) = default;
+};
+
+// A registry credential for the pull of a private image (sent as Docker's X-Registry-Auth; kept in
+// memory only: never in the desired-state cache, never logged).
+struct RegistryCredential {
+  std::string username;
+  std::string password;
+  std::string server_address;
+  bool empty() const { return username.empty() && password.empty(); }
+};
+
 // The desired state of one workload (the heartbeat's answer).
 struct WorkloadSpec {
   std::string id;  // "lease-17"
@@ -52,6 +69,12 @@ struct WorkloadSpec {
   std::int64_t memory_gb = 0;
   std::vector<std::string> env;  // "KEY=value"; stripped of the GPU-selecting keys
   std::vector<VolumeSpec> volumes;  // term rentals: its encrypted local NVMe, one per card slot
+  // Extra container ports, published on free host ports of [port_first, port_last] (the
+  // listing's range), and the credential of the image's pull.
+  std::vector<int> ports;
+  int port_first = 0;
+  int port_last = 0;
+  RegistryCredential registry_auth;
 };
 
 // Where the container is placed on this host.
@@ -59,6 +82,7 @@ struct Placement {
   int ssh_port = 0;
   std::string ssh_dir;  // host directory holding authorized_keys (mounted read-only)
   std::vector<VolumeMount> mounts;
+  std::vector<PortMapping> ports;  // the extra ports and the host ports chosen for them
 };
 
 inline constexpr const char* kLabelManaged = "io.gpuhub.managed";    // "true"
@@ -66,6 +90,10 @@ inline constexpr const char* kLabelWorkload = "io.gpuhub.workload";  // "lease-1
 inline constexpr const char* kLabelNotAfter = "io.gpuhub.not_after";  // RFC 3339, at creation
 inline constexpr const char* kLabelSshPort = "io.gpuhub.ssh_port";
 inline constexpr const char* kLabelGpus = "io.gpuhub.gpus";  // UUIDs, comma-separated
+inline constexpr const char* kLabelPorts = "io.gpuhub.ports";  // "8888:41000,8000:41001"
+// "8888:41000,8000:41001" <-> mappings (a malformed label reads as none).
+std::string FormatPortMappings(const std::vector<PortMapping>& ports);
+std::vector<PortMapping> ParsePortMappings(const std::string& label);
 // Where the keys are mounted inside the container.
 inline constexpr const char* kContainerSshDir = "/etc/gpuhub/ssh";
 

@@ -85,6 +85,29 @@ TEST(ContainerTest, ARentalsDiskIsALabelledNamedVolumeOnItsMapperDevice) {
                                               {"device", "/dev/mapper/rental-7-0"}}}}}}}}));
 }
 
+TEST(ContainerTest, ExtraPortsArePublishedAndLabelledForAdoption) {
+  Placement placement{40001, "/keys", {}, {{8888, 41000}, {8000, 41001}}};
+  json body = json::parse(CreateBody(Spec(), placement));
+  EXPECT_EQ(body["HostConfig"]["PortBindings"],
+            json({{"22/tcp", {{{"HostIp", ""}, {"HostPort", "40001"}}}},
+                  {"8888/tcp", {{{"HostIp", ""}, {"HostPort", "41000"}}}},
+                  {"8000/tcp", {{{"HostIp", ""}, {"HostPort", "41001"}}}}}));
+  EXPECT_EQ(body["ExposedPorts"],
+            json({{"22/tcp", json::object()}, {"8888/tcp", json::object()},
+                  {"8000/tcp", json::object()}}));
+  EXPECT_EQ(body["Labels"]["io.gpuhub.ports"], "8888:41000,8000:41001");
+  EXPECT_EQ(ParsePortMappings("8888:41000,8000:41001"),
+            (std::vector<PortMapping>{{8888, 41000}, {8000, 41001}}));
+  EXPECT_TRUE(ParsePortMappings("").empty());
+  for (const char* bad : {"8888", "8888:", "x:1", "8888:41000,", "0:1", "1:70000", "1:2x"}) {
+    EXPECT_TRUE(ParsePortMappings(bad).empty()) << bad;
+  }
+  // No extra ports: the label is empty, only sshd is published.
+  json plain = json::parse(CreateBody(Spec(), {40001, "/keys"}));
+  EXPECT_EQ(plain["Labels"]["io.gpuhub.ports"], "");
+  EXPECT_EQ(plain["HostConfig"]["PortBindings"].size(), 1u);
+}
+
 TEST(ContainerTest, SshdRunsWithKeysOnly) {
   const std::string& s = BootScript();
   for (const char* must : {"-o PermitRootLogin=prohibit-password", "-o PasswordAuthentication=no",

@@ -1,5 +1,8 @@
 #include "agent/docker.h"
 
+#include <sodium.h>
+
+#include <cstring>
 #include <nlohmann/json.hpp>
 
 #include "agent/limits.h"
@@ -174,7 +177,20 @@ Status DockerClient::EnsureIsolatedNetwork(const std::string& name) {
   return FromResponse("create network " + name, r);
 }
 
-Status DockerClient::PullImage(const std::string& image) {
+std::string RegistryAuthHeader(const std::string& username, const std::string& password,
+                               const std::string& server_address) {
+  std::string plain =
+      json{{"username", username}, {"password", password}, {"serveraddress", server_address}}
+          .dump();
+  std::string out(sodium_base64_encoded_len(plain.size(), sodium_base64_VARIANT_URLSAFE), '\0');
+  sodium_bin2base64(out.data(), out.size(), reinterpret_cast<const unsigned char*>(plain.data()),
+                    plain.size(), sodium_base64_VARIANT_URLSAFE);
+  out.resize(std::strlen(out.c_str()));
+  sodium_memzero(plain.data(), plain.size());
+  return out;
+}
+
+Status DockerClient::PullImage(const std::string& image, const std::string& registry_auth) {
   net::ClientOptions options;
   options.timeout = kImagePullTimeout;
   options.max_response_bytes = 64 << 20;  // the progress stream of a big image
@@ -185,6 +201,7 @@ Status DockerClient::PullImage(const std::string& image) {
   request.method = "POST";
   request.target = "/v" + version_ + "/images/create?fromImage=" + QueryEscape(ref.from_image) +
                    (ref.tag.empty() ? "" : "&tag=" + QueryEscape(ref.tag));
+  if (!registry_auth.empty()) request.With("X-Registry-Auth", registry_auth);
   auto r = client->Send(request);
   if (!r.ok()) return Status::Unavailable("pull " + image + ": " + r.status().message());
   if (r->status != 200) return FromResponse("pull " + image, *r);

@@ -44,8 +44,9 @@ class DockerClient {
   // Creates the bridge network `name` with inter-container communication off, unless it exists.
   Status EnsureIsolatedNetwork(const std::string& name);
   // Pulls the image (POST /images/create): blocks until done, up to kImagePullTimeout, on its own
-  // connection. An error reported inside the progress stream is an error.
-  Status PullImage(const std::string& image);
+  // connection. An error reported inside the progress stream is an error. `registry_auth`: the
+  // X-Registry-Auth header's value (RegistryAuthHeader) for a private image; "" for none.
+  Status PullImage(const std::string& image, const std::string& registry_auth = "");
   // Creates a container named `name` from the JSON body; its id. conflict when the name is taken.
   Result<std::string> Create(const std::string& name, const std::string& body);
   Status Start(const std::string& id);
@@ -80,6 +81,9 @@ struct ImageRef {
   std::string tag;
 };
 ImageRef SplitImageRef(const std::string& image);
+// Docker's X-Registry-Auth: base64url of {"username", "password", "serveraddress"}.
+std::string RegistryAuthHeader(const std::string& username, const std::string& password,
+                               const std::string& server_address);
 // Percent-encodes a query value (RFC 3986 unreserved characters stay).
 std::string QueryEscape(const std::string& value);
 

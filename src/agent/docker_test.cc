@@ -227,5 +227,28 @@ TEST(DockerClientTest, ImageReferencesAndQueryEscaping) {
   EXPECT_EQ(QueryEscape("{\"label\":[\"a=b\"]}"), "%7B%22label%22%3A%5B%22a%3Db%22%5D%7D");
 }
 
+TEST(DockerClientTest, APrivateImageIsPulledWithTheRegistryAuthHeader) {
+  testing::TempDir dir;
+  testing::FakeDocker fake(dir.File("docker.sock"));
+  ASSERT_TRUE(fake.Start());
+  auto docker = DockerClient::Connect(fake.url());
+  ASSERT_TRUE(docker.ok()) << docker.status().ToString();
+  fake.RequireAuth("ghcr.io/acme/train:v2", "carl-bot", "tok-123");
+  Status denied = (*docker)->PullImage("ghcr.io/acme/train:v2");
+  EXPECT_NE(denied.message().find("unauthorized"), std::string::npos) << denied.ToString();
+  const std::string header = RegistryAuthHeader("carl-bot", "tok-123", "ghcr.io");
+  // base64url of the JSON Docker decodes (the URL-safe alphabet, padded).
+  EXPECT_EQ(header,
+            "eyJwYXNzd29yZCI6InRvay0xMjMiLCJzZXJ2ZXJhZGRyZXNzIjoiZ2hjci5pbyIsInVzZXJuYW1lIjoiY2Fy"
+            "bC1ib3QifQ==");
+  ASSERT_TRUE((*docker)->PullImage("ghcr.io/acme/train:v2", header).ok());
+  auto pulls = fake.CallsTo("POST", "/images/create");
+  ASSERT_EQ(pulls.size(), 2u);
+  EXPECT_EQ(pulls[0].registry_auth, "");
+  EXPECT_EQ(pulls[1].registry_auth, header);
+  EXPECT_EQ(*(*docker)->ImagePresent("ghcr.io/acme/train:v2"), true);
+  fake.Stop();
+}
+
 }  // namespace
 }  // namespace gpuhub::agent

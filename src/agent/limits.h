@@ -36,6 +36,8 @@ inline constexpr std::chrono::milliseconds kRecreateBackoffMax{5 * 60'000};
 inline constexpr std::chrono::milliseconds kRecreateForgetAfter{30 * 60'000};
 // Workloads one host runs at once (one per lease; a 16-GPU machine has at most 16).
 inline constexpr std::size_t kMaxWorkloads = 64;
+// A workload's extra container ports (besides sshd's 22).
+inline constexpr std::size_t kMaxExtraPorts = 4;
 // A term rental's volumes: one per card slot of a node (rentals::kMaxCardsPerNode).
 inline constexpr std::size_t kMaxVolumesPerWorkload = 16;
 // The SSH ports published for containers come from a configured range of at most this many.

@@ -44,7 +44,9 @@ json SpecJson(const WorkloadSpec& w) {
           {"not_after", FormatTimestamp(w.not_after)},
           {"cpus", w.cpus},
           {"memory_gb", w.memory_gb},
-          {"volumes", VolumesJson(w.volumes)}};
+          {"volumes", VolumesJson(w.volumes)},
+          {"ports", w.ports},
+          {"port_range", {w.port_first, w.port_last}}};
 }
 
 Result<WorkloadSpec> SpecFrom(const json& j) {
@@ -61,11 +63,29 @@ Result<WorkloadSpec> SpecFrom(const json& j) {
     if (!t.ok()) return Bad("not_after of " + w.id);
     w.not_after = *t;
     GPUHUB_ASSIGN_OR_RETURN(w.volumes, VolumesFrom(j.value("volumes", json()), w.id));
+    w.ports = j.value("ports", std::vector<int>{});
+    if (j.contains("port_range") && j["port_range"].is_array() && j["port_range"].size() == 2) {
+      w.port_first = j["port_range"][0].get<int>();
+      w.port_last = j["port_range"][1].get<int>();
+    }
+    if (j.contains("registry_auth") && j["registry_auth"].is_object()) {
+      const json& a = j["registry_auth"];
+      w.registry_auth = {a.value("username", ""), a.value("password", ""),
+                         a.value("serveraddress", "")};
+    }
   } catch (const json::exception& e) {
     return Bad(e.what());
   }
   GPUHUB_RETURN_IF_ERROR(ValidateWorkloadId(w.id));
   GPUHUB_RETURN_IF_ERROR(ValidateImage(w.image));
+  if (w.ports.size() > kMaxExtraPorts) return Bad("more than 4 extra ports of " + w.id);
+  for (int p : w.ports) {
+    if (p < 1 || p > 65535 || p == 22) return Bad("an extra port of " + w.id);
+  }
+  if (!w.ports.empty() && !(w.port_first >= 1024 && w.port_first <= w.port_last &&
+                            w.port_last <= 65535)) {
+    return Bad("port_range of " + w.id);
+  }
   for (const auto& k : w.ssh_keys) {
     if (k.find_first_of("\r\n") != std::string::npos) return Bad("an SSH key spans lines");
   }
@@ -131,8 +151,13 @@ std::string HeartbeatBody(const std::string& hostname, const std::string& public
                           const std::vector<WorkloadStatus>& workloads) {
   json list = json::array();
   for (const auto& w : workloads) {
-    list.push_back(
-        {{"id", w.id}, {"state", w.state}, {"ssh_port", w.ssh_port}, {"detail", w.detail}});
+    json item = {{"id", w.id}, {"state", w.state}, {"ssh_port", w.ssh_port}, {"detail", w.detail}};
+    if (!w.ports.empty()) {
+      json ports = json::array();
+      for (const auto& p : w.ports) ports.push_back({{"container", p.container}, {"host", p.host}});
+      item["ports"] = ports;
+    }
+    list.push_back(item);
   }
   json body = {{"hostname", hostname},
                {"agent_version", version},

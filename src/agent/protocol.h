@@ -31,6 +31,7 @@ struct WorkloadStatus {
   std::string state;  // "pulling", "starting", "running", "failed", "stopped"
   int ssh_port = 0;
   std::string detail;
+  std::vector<PortMapping> ports;  // the extra ports as published
 };
 
 // The inventory as JSON, as the heartbeat carries it (`gpuhub agent inventory --json` prints the
@@ -76,6 +77,7 @@ std::string ServerMessage(std::string_view body);
 
 // The last desired state, kept in the state directory so that an agent restarted while the server
 // is unreachable still stops what it must: the workloads and the server's clock when they came.
+// Never the registry credentials (they are needed only for a pull, which needs the server).
 struct DesiredCache {
   std::vector<WorkloadSpec> workloads;
   TimestampMicros server_time = 0;

@@ -58,6 +58,41 @@ TEST(ProtocolTest, ReadsTheServersAnswerAndRefusesWhatItCannotUse) {
   EXPECT_FALSE(ParseHeartbeatAnswer(R"({"host_id":3})").ok());
 }
 
+TEST(ProtocolTest, ExtraPortsAndTheRegistryCredentialComeButTheCredentialIsNeverCached) {
+  const char* answer = R"({"host_id":3,"server_time":"2027-01-15T08:00:00Z",
+    "workloads":[{"id":"lease-17","image":"ghcr.io/acme/train:v2","gpu_uuids":["GPU-aaaa"],
+      "not_after":"2027-01-15T09:00:00Z","ports":[8888,8000],"port_range":[41000,41999],
+      "registry_auth":{"username":"carl-bot","password":"tok-123","serveraddress":"ghcr.io"}}]})";
+  auto a = ParseHeartbeatAnswer(answer);
+  ASSERT_TRUE(a.ok()) << a.status().ToString();
+  const WorkloadSpec& w = a->workloads[0];
+  EXPECT_EQ(w.ports, (std::vector<int>{8888, 8000}));
+  EXPECT_EQ(w.port_first, 41000);
+  EXPECT_EQ(w.port_last, 41999);
+  EXPECT_EQ(w.registry_auth.username, "carl-bot");
+  EXPECT_EQ(w.registry_auth.password, "tok-123");
+  EXPECT_EQ(w.registry_auth.server_address, "ghcr.io");
+  const std::string cache = DesiredCacheJson({a->workloads, 1, 1});
+  EXPECT_EQ(cache.find("tok-123"), std::string::npos) << cache;
+  EXPECT_EQ(cache.find("carl-bot"), std::string::npos) << cache;
+  auto back = ParseDesiredCache(cache);
+  ASSERT_TRUE(back.ok()) << back.status().ToString();
+  EXPECT_EQ(back->workloads[0].ports, (std::vector<int>{8888, 8000}));
+  EXPECT_TRUE(back->workloads[0].registry_auth.empty());
+  for (const char* ports : {"[22]", "[0]", "[1,2,3,4,5]"}) {
+    json bad = json::parse(answer);
+    bad["workloads"][0]["ports"] = json::parse(ports);
+    EXPECT_FALSE(ParseHeartbeatAnswer(bad.dump()).ok()) << ports;
+  }
+  json no_range = json::parse(answer);
+  no_range["workloads"][0]["port_range"] = {80, 90};
+  EXPECT_FALSE(ParseHeartbeatAnswer(no_range.dump()).ok());
+  // The published ports are reported back.
+  json body = json::parse(HeartbeatBody("h", "", "v", {},
+                                        {{"lease-17", "running", 40001, "", {{8888, 41000}}}}));
+  EXPECT_EQ(body["workloads"][0]["ports"], json::parse(R"([{"container":8888,"host":41000}])"));
+}
+
 TEST(ProtocolTest, CacheRoundTripsAndErrorsAreRead) {
   DesiredCache c;
   c.server_time = 10;

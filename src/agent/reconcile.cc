@@ -25,6 +25,7 @@ std::vector<ActualContainer> FromSummaries(const std::vector<ContainerSummary>& 
     }
     auto port = ParseInt64(label(kLabelSshPort), "port");
     a.ssh_port = port.ok() && *port > 0 && *port < 65536 ? static_cast<int>(*port) : 0;
+    a.ports = ParsePortMappings(label(kLabelPorts));
     auto not_after = ParseTimestamp(label(kLabelNotAfter));
     a.label_not_after = not_after.ok() ? *not_after : 0;
     out.push_back(std::move(a));

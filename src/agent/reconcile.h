@@ -33,6 +33,7 @@ struct ActualContainer {
   int ssh_port = 0;
   TimestampMicros label_not_after = 0;
   std::string status;  // Docker's words ("Restarting (1) 2 seconds ago")
+  std::vector<PortMapping> ports;  // its extra ports (kLabelPorts)
 };
 
 // The agent's containers (those labelled kLabelManaged) as ActualContainers; containers whose

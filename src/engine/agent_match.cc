@@ -2,6 +2,7 @@
 // the checks of what agents and customers send.
 #include <algorithm>
 #include <map>
+#include <set>
 
 #include "core/strings.h"
 #include "engine/agents.h"
@@ -211,30 +212,141 @@ std::int64_t LeaseOfWorkload(std::string_view workload_id) {
   return id.ok() && *id > 0 && std::to_string(*id) == workload_id.substr(6) ? *id : 0;
 }
 
-Status ValidateImageRef(std::string_view image) {
-  auto bad = [] {
-    return Status::InvalidArgument(
-               "image must be a Docker image reference such as "
-               "\"nvidia/cuda:12.4.1-base-ubuntu22.04\" (1.." +
-               std::to_string(kMaxImageRefBytes) + " of letters, digits and ._/:@-)")
-        .WithField("image");
-  };
-  if (image.empty() || image.size() > kMaxImageRefBytes) return bad();
-  auto alnum = [](char c) {
-    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9');
-  };
-  if (!alnum(image.front()) || !alnum(image.back())) return bad();
-  for (char c : image) {
-    if (!alnum(c) && c != '.' && c != '_' && c != '/' && c != ':' && c != '@' && c != '-') {
-      return bad();
+namespace {
+
+bool Lower(char c) { return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9'); }
+bool Alnum(char c) { return Lower(c) || (c >= 'A' && c <= 'Z'); }
+
+// A path component: [a-z0-9]+ ((\.|_|__|-+)[a-z0-9]+)*.
+bool PathComponent(std::string_view c) {
+  if (c.empty() || !Lower(c.front()) || !Lower(c.back())) return false;
+  for (std::size_t i = 0; i < c.size();) {
+    if (Lower(c[i])) {
+      ++i;
+      continue;
+    }
+    std::size_t j = i;
+    while (j < c.size() && !Lower(c[j])) ++j;
+    std::string_view sep = c.substr(i, j - i);
+    bool dashes = sep.find_first_not_of('-') == std::string_view::npos;
+    if (!(sep == "." || sep == "_" || sep == "__" || dashes)) return false;
+    i = j;
+  }
+  return true;
+}
+
+// A registry host: components [A-Za-z0-9]([A-Za-z0-9-]*[A-Za-z0-9])? joined by '.', then an
+// optional :port.
+bool Domain(std::string_view d) {
+  if (auto colon = d.find(':'); colon != std::string_view::npos) {
+    std::string_view port = d.substr(colon + 1);
+    if (port.empty() || port.size() > 5 ||
+        port.find_first_not_of("0123456789") != std::string_view::npos) {
+      return false;
+    }
+    d = d.substr(0, colon);
+  }
+  for (const auto& part : Split(std::string(d), '.')) {
+    if (part.empty() || !Alnum(part.front()) || !Alnum(part.back())) return false;
+    for (char c : part) {
+      if (!Alnum(c) && c != '-') return false;
     }
   }
-  // It also travels in a Docker API path (GET /images/{name}/json): no empty or dot segments.
-  if (image.find("..") != std::string_view::npos || image.find("//") != std::string_view::npos ||
-      image.find("/.") != std::string_view::npos) {
-    return bad();
+  return !d.empty();
+}
+
+}  // namespace
+
+Status ValidateImageRef(std::string_view image) {
+  auto bad = [](const std::string& why) {
+    return Status::InvalidArgument(
+               "image must be a Docker image reference such as "
+               "\"nvidia/cuda:12.4.1-base-ubuntu22.04\" or \"ghcr.io/acme/train:v2\" (" + why +
+               ")")
+        .WithField("image");
+  };
+  if (image.empty() || image.size() > kMaxImageRefBytes) {
+    return bad("1 to " + std::to_string(kMaxImageRefBytes) + " characters");
+  }
+  // The agent checks the same (it travels in a Docker API path): it ends in a letter or digit.
+  if (!Alnum(image.back())) return bad("it must end in a letter or digit");
+  std::string_view rest = image;
+  if (auto at = rest.find('@'); at != std::string_view::npos) {
+    std::string_view digest = rest.substr(at + 1);
+    rest = rest.substr(0, at);
+    if (digest.substr(0, 7) != "sha256:" || digest.size() != 7 + 64 ||
+        digest.substr(7).find_first_not_of("0123456789abcdef") != std::string_view::npos) {
+      return bad("a digest is @sha256: and 64 lower-case hex digits");
+    }
+  }
+  std::size_t slash = rest.rfind('/');
+  if (auto colon = rest.rfind(':'); colon != std::string_view::npos &&
+                                    (slash == std::string_view::npos || colon > slash)) {
+    std::string_view tag = rest.substr(colon + 1);
+    rest = rest.substr(0, colon);
+    bool ok = !tag.empty() && tag.size() <= 128 && (Alnum(tag[0]) || tag[0] == '_');
+    for (char c : tag) ok = ok && (Alnum(c) || c == '_' || c == '.' || c == '-');
+    if (!ok) return bad("a tag is up to 128 of letters, digits, '_', '.' and '-'");
+  }
+  std::vector<std::string> parts = Split(std::string(rest), '/');
+  std::size_t first = 0;
+  // Docker's rule: the first of several components is a registry when it has a '.' or a ':' or
+  // is "localhost" (or has an upper-case letter).
+  if (parts.size() > 1) {
+    const std::string& d = parts[0];
+    bool upper = std::any_of(d.begin(), d.end(), [](char c) { return c >= 'A' && c <= 'Z'; });
+    if (d.find_first_of(".:") != std::string::npos || d == "localhost" || upper) {
+      if (!Domain(d)) return bad("the registry must be a host name with an optional :port");
+      first = 1;
+    }
+  }
+  if (first == parts.size()) return bad("a repository name is needed");
+  for (std::size_t i = first; i < parts.size(); ++i) {
+    if (!PathComponent(parts[i])) {
+      return bad("repository names are lower-case letters and digits, joined by '.', '_' or '-'");
+    }
   }
   return Status::Ok();
+}
+
+Status ValidateContainerPorts(const std::vector<int>& ports) {
+  if (ports.size() > kMaxExtraPorts) {
+    return Status::InvalidArgument("ports: at most " + std::to_string(kMaxExtraPorts) +
+                                   " extra container ports")
+        .WithField("ports");
+  }
+  std::set<int> seen;
+  for (int p : ports) {
+    if (p < 1 || p > 65535 || p == 22 || !seen.insert(p).second) {
+      return Status::InvalidArgument(
+                 "ports must be distinct container ports from 1 to 65535 such as 8888 (22 is "
+                 "sshd's, always published)")
+          .WithField("ports");
+    }
+  }
+  return Status::Ok();
+}
+
+std::string FormatPublishedPorts(const std::vector<PublishedPort>& ports) {
+  std::string out;
+  for (const auto& p : ports) {
+    out += (out.empty() ? "" : ",") + std::to_string(p.container) + ":" + std::to_string(p.host);
+  }
+  return out;
+}
+
+std::vector<PublishedPort> ParsePublishedPorts(std::string_view text) {
+  std::vector<PublishedPort> out;
+  if (text.empty()) return out;
+  for (const auto& item : Split(std::string(text), ',')) {
+    auto colon = item.find(':');
+    if (colon == std::string::npos) return {};
+    auto c = ParseInt64(item.substr(0, colon), "port");
+    auto h = ParseInt64(item.substr(colon + 1), "port");
+    if (!c.ok() || !h.ok() || *c < 1 || *c > 65535 || *h < 1 || *h > 65535) return {};
+    out.push_back({static_cast<int>(*c), static_cast<int>(*h)});
+  }
+  return out;
 }
 
 Status ValidatePublicHost(std::string_view host) {

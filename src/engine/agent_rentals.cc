@@ -154,6 +154,13 @@ std::vector<DesiredWorkload> DesiredForNode(const State& state, const AgentHost&
     }
     if (!placed) continue;
     w.image = state.agents->config.default_image;
+    if (const RentalLaunch* launch = FindRentalLaunch(state, r.id)) {
+      w.image = launch->image;
+      w.ports = launch->extras.ports;
+      w.sealed_registry_auth = launch->extras.sealed_registry_auth;
+    }
+    w.port_range_first = market::kDefaultPortRangeFirst;
+    w.port_range_last = market::kDefaultPortRangeLast;
     for (const auto& key : ListSshKeys(state, r.customer_id)) {
       w.ssh_authorized_keys.push_back(key.key.Line());
     }
@@ -295,6 +302,8 @@ void ApplyNodeReport(Txn& txn, const AgentHost& host, const WorkloadRecord& w) {
                          {"host", host.public_host},
                          {"port", std::to_string(w.ssh_port)},
                          {"user", "root"}};
+    // The extra ports as published: "8888:41000,8000:41001" (container:host).
+    if (!w.ports.empty()) report.connection.emplace_back("ports", FormatPublishedPorts(w.ports));
     const bool moved = r->state == RentalState::kActive && r->instance.connection != report.connection;
     if (r->state != RentalState::kProvisioning && !moved) return;
     done = ReportRentalInstance(txn, id, report);

@@ -32,6 +32,7 @@ void WriteWorkload(Txn& txn, const WorkloadRecord& w) {
                                         {"state", w.state},
                                         {"ssh_port", std::int64_t{w.ssh_port}},
                                         {"detail", w.detail},
+                                        {"ports", FormatPublishedPorts(w.ports)},
                                         {"updated_at_us", w.updated_at},
                                         {"egress_bytes", w.egress_bytes},
                                         {"tx_counter_bytes", w.tx_counter_bytes},
@@ -164,6 +165,12 @@ std::vector<DesiredWorkload> DesiredFor(const State& state, const AgentHost& hos
     }
     if (!placed) continue;
     w.image = LeaseImage(state, lease);
+    if (const LaunchExtras* extras = BidExtras(state, lease.bid_id)) {
+      w.ports = extras->ports;
+      w.sealed_registry_auth = extras->sealed_registry_auth;
+    }
+    w.port_range_first = machine->port_range_first;
+    w.port_range_last = machine->port_range_last;
     for (const auto& key : ListSshKeys(state, lease.customer_id)) {
       w.ssh_authorized_keys.push_back(key.key.Line());
     }
@@ -430,12 +437,13 @@ Result<HeartbeatReply> RecordHeartbeat(Txn& txn, std::int64_t host_id, const Hea
     std::string state = Clean(report.state), detail = Clean(report.detail);
     int port = report.ssh_port >= 0 && report.ssh_port <= 65535 ? report.ssh_port : 0;
     if (w.id != report.id || w.host_id != host.id || w.state != state || w.ssh_port != port ||
-        w.detail != detail) {
+        w.detail != detail || w.ports != report.ports) {
       w.id = report.id;
       w.host_id = host.id;
       w.state = state;
       w.ssh_port = port;
       w.detail = detail;
+      w.ports = report.ports;
       w.updated_at = txn.now;
       WriteWorkload(txn, w);
     }
@@ -543,12 +551,69 @@ Result<AgentHost> RevokeHost(Txn& txn, std::int64_t host_id) {
   return host;
 }
 
-Status RecordLaunchSpec(Txn& txn, market::OrderId bid_id, const std::string& image) {
-  GPUHUB_RETURN_IF_ERROR(ValidateImageRef(image));
-  A(txn).image_by_bid[bid_id] = image;
-  txn.writes.Upsert("launch_specs",
-                    {{"bid_id", bid_id}, {"image", image}, {"created_at_us", txn.now}});
+namespace {
+std::string PortsText(const std::vector<int>& ports) {
+  std::string out;
+  for (int p : ports) out += (out.empty() ? "" : ",") + std::to_string(p);
+  return out;
+}
+std::vector<int> PortsFromText(const std::string& text) {
+  std::vector<int> out;
+  for (const auto& p : Split(text, ',')) {
+    if (auto n = ParseInt64(p, "port"); n.ok() && *n > 0 && *n < 65536) {
+      out.push_back(static_cast<int>(*n));
+    }
+  }
+  return out;
+}
+}  // namespace
+
+Status RecordLaunchSpec(Txn& txn, market::OrderId bid_id, const std::string& image,
+                        const LaunchExtras& extras) {
+  const std::string chosen = image.empty() ? A(txn).config.default_image : image;
+  GPUHUB_RETURN_IF_ERROR(ValidateImageRef(chosen));
+  GPUHUB_RETURN_IF_ERROR(ValidateContainerPorts(extras.ports));
+  if (extras.sealed_registry_auth.size() > kMaxSealedRegistryAuthBytes) {
+    return Status::InvalidArgument("registry_auth is too long").WithField("registry_auth");
+  }
+  A(txn).image_by_bid[bid_id] = chosen;
+  if (!extras.ports.empty() || !extras.sealed_registry_auth.empty()) {
+    A(txn).extras_by_bid[bid_id] = extras;
+  }
+  txn.writes.Upsert("launch_specs", {{"bid_id", bid_id},
+                                     {"image", chosen},
+                                     {"created_at_us", txn.now},
+                                     {"ports", PortsText(extras.ports)},
+                                     {"registry_auth", extras.sealed_registry_auth}});
   return Status::Ok();
+}
+
+
+Status RecordRentalLaunchSpec(Txn& txn, std::int64_t rental_id, const std::string& image,
+                              const LaunchExtras& extras) {
+  const std::string chosen = image.empty() ? A(txn).config.default_image : image;
+  GPUHUB_RETURN_IF_ERROR(ValidateImageRef(chosen));
+  GPUHUB_RETURN_IF_ERROR(ValidateContainerPorts(extras.ports));
+  if (extras.sealed_registry_auth.size() > kMaxSealedRegistryAuthBytes) {
+    return Status::InvalidArgument("registry_auth is too long").WithField("registry_auth");
+  }
+  A(txn).launch_by_rental[rental_id] = {chosen, extras};
+  txn.writes.Upsert("rental_launch_specs", {{"rental_id", rental_id},
+                                            {"image", chosen},
+                                            {"ports", PortsText(extras.ports)},
+                                            {"registry_auth", extras.sealed_registry_auth},
+                                            {"created_at_us", txn.now}});
+  return Status::Ok();
+}
+
+const RentalLaunch* FindRentalLaunch(const State& state, std::int64_t rental_id) {
+  auto it = state.agents->launch_by_rental.find(rental_id);
+  return it == state.agents->launch_by_rental.end() ? nullptr : &it->second;
+}
+
+const LaunchExtras* BidExtras(const State& state, market::OrderId bid_id) {
+  auto it = state.agents->extras_by_bid.find(bid_id);
+  return it == state.agents->extras_by_bid.end() ? nullptr : &it->second;
 }
 
 const AgentHost* FindHost(const State& state, std::int64_t host_id) {
@@ -607,6 +672,7 @@ void ForgetClosedLaunchSpecs(State& state) {
     if (std::binary_search(open.begin(), open.end(), it->first)) {
       ++it;
     } else {
+      state.agents->extras_by_bid.erase(it->first);
       it = images.erase(it);
     }
   }
@@ -763,7 +829,7 @@ Status LoadAgents(store::Store& store, const std::vector<market::OrderId>& open_
   GPUHUB_RETURN_IF_ERROR(store.Scan(
       "agent_workloads",
       {"id", "host_id", "state", "ssh_port", "detail", "updated_at_us", "egress_bytes",
-       "tx_counter_bytes", "last_sample_at_us"},
+       "tx_counter_bytes", "last_sample_at_us", "ports"},
       "id", [&](const store::Row& row) -> Status {
         WorkloadRecord w;
         GPUHUB_ASSIGN_OR_RETURN(w.id, row.Text(0));
@@ -775,6 +841,8 @@ Status LoadAgents(store::Store& store, const std::vector<market::OrderId>& open_
         GPUHUB_ASSIGN_OR_RETURN(w.egress_bytes, row.Int(6));
         GPUHUB_ASSIGN_OR_RETURN(w.tx_counter_bytes, row.Int(7));
         GPUHUB_ASSIGN_OR_RETURN(w.last_sample_at, row.Int(8));
+        GPUHUB_ASSIGN_OR_RETURN(std::string ports, row.Text(9));
+        w.ports = ParsePublishedPorts(ports);
         a.workloads.emplace(w.id, std::move(w));
         return Status::Ok();
       }));
@@ -812,8 +880,33 @@ Status LoadAgents(store::Store& store, const std::vector<market::OrderId>& open_
         a.downtime_by_rental.emplace(c.rental_id, c);
         return Status::Ok();
       }));
+  GPUHUB_RETURN_IF_ERROR(store.Scan(
+      "rental_launch_specs", {"rental_id", "image", "ports", "registry_auth"}, "rental_id",
+      [&](const store::Row& row) -> Status {
+        GPUHUB_ASSIGN_OR_RETURN(std::int64_t id, row.Int(0));
+        RentalLaunch l;
+        GPUHUB_ASSIGN_OR_RETURN(l.image, row.Text(1));
+        GPUHUB_ASSIGN_OR_RETURN(std::string ports, row.Text(2));
+        GPUHUB_ASSIGN_OR_RETURN(l.extras.sealed_registry_auth, row.Text(3));
+        l.extras.ports = PortsFromText(ports);
+        a.launch_by_rental.emplace(id, std::move(l));
+        return Status::Ok();
+      }));
   // Only the open bids' specs: their number is the open market's, not the history's.
-  return ReadLaunchSpecs(store, open_bids, a.image_by_bid);
+  GPUHUB_RETURN_IF_ERROR(ReadLaunchSpecs(store, open_bids, a.image_by_bid));
+  for (market::OrderId bid : open_bids) {
+    store::Select extras{"launch_specs", {"ports", "registry_auth"},
+                         {{"bid_id", store::Condition::Op::kEq, bid}}, {}, "", 1};
+    GPUHUB_RETURN_IF_ERROR(store.Query(extras, [&](const store::Row& row) -> Status {
+      LaunchExtras e;
+      GPUHUB_ASSIGN_OR_RETURN(std::string ports, row.Text(0));
+      GPUHUB_ASSIGN_OR_RETURN(e.sealed_registry_auth, row.Text(1));
+      e.ports = PortsFromText(ports);
+      if (!e.ports.empty() || !e.sealed_registry_auth.empty()) a.extras_by_bid[bid] = std::move(e);
+      return Status::Ok();
+    }));
+  }
+  return Status::Ok();
 }
 
 }  // namespace gpuhub::engine

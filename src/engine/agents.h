@@ -108,6 +108,28 @@ struct DesiredVolume {
   int slot = 0;
 };
 
+// A container port the agent published on a host port (a lease's extra ports: Jupyter 8888 ...).
+struct PublishedPort {
+  int container = 0;
+  int host = 0;
+  friend bool operator==(const PublishedPort&, const PublishedPort&) = default;
+};
+
+// What a bid's leases run besides its image (POST /v1/bids "ports", "registry_auth").
+struct LaunchExtras {
+  std::vector<int> ports;  // extra container ports to publish (ValidateContainerPorts)
+  // The registry credential, sealed by the HTTP layer (http/registry_auth.h) with the server's
+  // key: opaque here, never in clear in memory, in the store or in any answer but the host's
+  // desired workload. "" when none.
+  std::string sealed_registry_auth;
+};
+
+// What a term rental runs (POST /v1/rentals "image", "ports", "registry_auth").
+struct RentalLaunch {
+  std::string image;
+  LaunchExtras extras;
+};
+
 // Desired state of one workload, as the heartbeat's reply carries it.
 struct DesiredWorkload {
   std::string id;  // "lease-17"
@@ -118,6 +140,12 @@ struct DesiredWorkload {
   std::int64_t cpus = 0;       // the lease's share of the listing's vCPUs
   std::int64_t memory_gb = 0;  // and of its RAM
   std::vector<DesiredVolume> volumes;  // term rentals: one per card slot
+  // Extra container ports, published on free host ports of [port_range_first, port_range_last]
+  // (the listing's range; the default for a node), and the sealed registry credential of the pull.
+  std::vector<int> ports;
+  int port_range_first = 0;
+  int port_range_last = 0;
+  std::string sealed_registry_auth;
 };
 
 // What a released term rental's local NVMe needs: "erase" (the crypto-erase: luksErase of its
@@ -135,6 +163,7 @@ struct WorkloadReport {
   std::string state;  // "pulling", "starting", "running", "failed", "stopped"
   int ssh_port = 0;
   std::string detail;  // an error or progress message, "" when none
+  std::vector<PublishedPort> ports;  // the extra ports as published
 };
 
 struct WorkloadRecord {
@@ -143,6 +172,7 @@ struct WorkloadRecord {
   std::string state;
   int ssh_port = 0;
   std::string detail;
+  std::vector<PublishedPort> ports;  // stored "8888:41000,8000:41001"
   TimestampMicros updated_at = 0;
   // Usage (POST /v1/agent/usage): egress from the container's cumulative transmit counter.
   std::int64_t egress_bytes = 0;
@@ -212,6 +242,9 @@ struct AgentsState {
   // closed bid's leaves memory at the next tick (ForgetClosedLaunchSpecs) and is the store's
   // (launch_specs, LaunchSpecSelect).
   std::map<std::int64_t, std::string> image_by_bid;  // a StoredImages
+  std::map<std::int64_t, LaunchExtras> extras_by_bid;  // kept and forgotten with image_by_bid
+  // Term rentals that named an image (every rental's, as the fleet keeps every rental).
+  std::map<std::int64_t, RentalLaunch> launch_by_rental;
   std::multimap<std::int64_t, RentalDowntimeCredit> downtime_by_rental;
   std::int64_t next_host_id = 1;
   std::int64_t next_downtime_credit_id = 1;
@@ -271,9 +304,17 @@ std::int64_t LeaseOfWorkload(std::string_view workload_id);
 std::string RentalWorkloadId(std::int64_t rental_id);
 std::int64_t RentalOfWorkload(std::string_view workload_id);
 
-// A Docker image reference the agent may pull: 1..kMaxImageRefBytes of [A-Za-z0-9._/:@-],
-// starting with a letter or digit. invalid_argument (field "image") otherwise.
+// A Docker image reference the agent may pull, by Docker's reference grammar (distribution/
+// reference): [domain[:port]/]path[:tag][@sha256:<64 hex>], path components lower-case
+// [a-z0-9]+ joined by '.', '_', '__' or dashes, a tag [A-Za-z0-9_][A-Za-z0-9_.-]{0,127}; at most
+// kMaxImageRefBytes, ending in a letter or digit. invalid_argument (field "image") otherwise.
 Status ValidateImageRef(std::string_view image);
+// A lease's extra container ports: at most kMaxExtraPorts, each 1..65535, distinct, not 22 (sshd's).
+// invalid_argument (field "ports") otherwise.
+Status ValidateContainerPorts(const std::vector<int>& ports);
+// "8888:41000,8000:41001" <-> ports; a malformed text parses as none.
+std::string FormatPublishedPorts(const std::vector<PublishedPort>& ports);
+std::vector<PublishedPort> ParsePublishedPorts(std::string_view text);
 // A host name or address for the connection line: 1..253 of [A-Za-z0-9.:-] (so the line can be
 // pasted into a shell as it is). invalid_argument (field "public_host") otherwise.
 Status ValidatePublicHost(std::string_view host);
@@ -347,8 +388,11 @@ Result<std::int64_t> RecordUsage(Txn& txn, std::int64_t host_id,
 // Revokes the host's credential now; its machine goes offline at once.
 Result<AgentHost> RevokeHost(Txn& txn, std::int64_t host_id);
 
-// The image a bid's leases run (POST /v1/bids "image").
-Status RecordLaunchSpec(Txn& txn, market::OrderId bid_id, const std::string& image);
+// The image a bid's leases run (POST /v1/bids "image"; "" = the configured default) and its
+// extras. invalid_argument for a bad image, bad ports or a sealed credential past
+// kMaxSealedRegistryAuthBytes.
+Status RecordLaunchSpec(Txn& txn, market::OrderId bid_id, const std::string& image,
+                        const LaunchExtras& extras = {});
 
 // ----- Queries -------------------------------------------------------------------------------
 
@@ -366,6 +410,13 @@ std::string BidImage(const State& state, market::OrderId bid_id,
 // The image a lease runs (its bid's).
 std::string LeaseImage(const State& state, const market::Lease& lease,
                        const StoredImages* stored = nullptr);
+// The image and extras of a term rental, recorded with its order (OrderRental's txn).
+Status RecordRentalLaunchSpec(Txn& txn, std::int64_t rental_id, const std::string& image,
+                              const LaunchExtras& extras);
+// A rental's launch spec; null when its order named none (it runs the default image).
+const RentalLaunch* FindRentalLaunch(const State& state, std::int64_t rental_id);
+// A live bid's extras (none once the bid is closed and its leases ended).
+const LaunchExtras* BidExtras(const State& state, market::OrderId bid_id);
 // The launch spec of one bid (by primary key).
 store::Select LaunchSpecSelect(market::OrderId bid_id);
 // The launch specs of `bid_ids` into `images`, one primary-key read each (start-up's open bids, a

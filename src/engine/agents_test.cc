@@ -181,11 +181,33 @@ TEST(MachineConditionForTest, AContainersShareNeverExceedsWhatTheHostHas) {
 
 TEST(AgentChecksTest, ImagesHostsAndWorkloadIds) {
   EXPECT_TRUE(ValidateImageRef("nvidia/cuda:12.4.1-base-ubuntu22.04").ok());
-  EXPECT_TRUE(ValidateImageRef("ghcr.io/org/img@sha256:abc123").ok());
-  for (const char* bad : {"", "-rm", "img; rm -rf /", "img name", "img\n", "$(x)",
-                          "a/../../containers/json", "a//b", "a/.hidden", "img:", "img/"}) {
+  const std::string digest(64, 'a');
+  for (std::string good :
+       {std::string("ubuntu"), std::string("pytorch/pytorch:2.4.1-cuda12.4-cudnn9-runtime"),
+        std::string("ghcr.io/org/img@sha256:") + digest, std::string("localhost:5000/a/b:v1"),
+        std::string("registry.example.com:5000/team/my_img__x--y.z:V1.0_rc"),
+        std::string("quay.io/jupyter/pytorch-notebook:cuda12-latest"),
+        std::string("img:tag@sha256:") + digest}) {
+    EXPECT_TRUE(ValidateImageRef(good).ok()) << good;
+  }
+  for (const std::string& bad : std::vector<std::string>{
+           "", "-rm", "img; rm -rf /", "img name", "img\n", "$(x)", "a/../../containers/json",
+        "a//b", "a/.hidden", "img:", "img/", "upper/Case", "ghcr.io/org/img@sha256:abc123",
+        "img@md5:" + digest, "a..b", "a_-b", "a___b", "bad_host.io-/x", ".io/x", "host:po/x",
+        "img:" + std::string(129, 't'), "img:-tag", "ghcr.io/", "img-", std::string(256, 'a')}) {
     EXPECT_EQ(ValidateImageRef(bad).field(), "image") << bad;
   }
+  EXPECT_TRUE(ValidateContainerPorts({}).ok());
+  EXPECT_TRUE(ValidateContainerPorts({8888, 8000, 6006, 65535}).ok());
+  for (const std::vector<int>& bad : std::vector<std::vector<int>>{
+           {22}, {0}, {65536}, {8888, 8888}, {1, 2, 3, 4, 5}, {-1}}) {
+    EXPECT_EQ(ValidateContainerPorts(bad).field(), "ports") << bad.size();
+  }
+  EXPECT_EQ(FormatPublishedPorts({{8888, 41000}, {8000, 41001}}), "8888:41000,8000:41001");
+  EXPECT_EQ(ParsePublishedPorts("8888:41000,8000:41001"),
+            (std::vector<PublishedPort>{{8888, 41000}, {8000, 41001}}));
+  EXPECT_TRUE(ParsePublishedPorts("8888").empty());
+  EXPECT_TRUE(ParsePublishedPorts("").empty());
   EXPECT_TRUE(ValidatePublicHost("203.0.113.7").ok());
   EXPECT_TRUE(ValidatePublicHost("gpu-7.example.com").ok());
   EXPECT_TRUE(ValidatePublicHost("2001:db8::7").ok());

@@ -189,6 +189,10 @@ inline constexpr std::size_t kMaxUsageSamplesPerRequest = 1'000;
 inline constexpr std::size_t kMaxAgentTextBytes = 256;
 inline constexpr std::size_t kMaxPublicHostBytes = 253;
 inline constexpr std::size_t kMaxImageRefBytes = 255;
+// A lease's extra container ports (besides sshd's), and the size of its sealed registry credential
+// (nonce + MAC + a JSON of user name, token and registry, base64).
+inline constexpr std::size_t kMaxExtraPorts = 4;
+inline constexpr std::size_t kMaxSealedRegistryAuthBytes = 4096;
 // A listing may claim up to MemTotal plus this share: firmware and the kernel keep 2-4% of the
 // DIMMs back before MemTotal, and providers list what they installed.
 inline constexpr std::int64_t kListedRamSlackPct = 5;

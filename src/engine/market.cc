@@ -46,7 +46,9 @@ void Write(Txn& txn, Changes& changes, market::OrderId first_new_order) {
                                           {"created_at_us", m.created_at},
                                           {"offline_since_us", m.offline_since},
                                           {"blocked_mask", std::int64_t{m.blocked_mask}},
-                                          {"hold_reason", m.hold_reason}});
+                                          {"hold_reason", m.hold_reason},
+                                          {"port_range_first", std::int64_t{m.port_range_first}},
+                                          {"port_range_last", std::int64_t{m.port_range_last}}});
   }
   for (auto id : changes.asks) {
     const market::Ask& a = *x.FindAsk(id);

@@ -8,7 +8,7 @@ const std::vector<std::string>& MachineColumns() {
   static const std::vector<std::string> columns = {
       "id",           "provider_id", "gpu",     "gpus",          "region",
       "vcpus",        "ram_gb",      "disk_gb", "created_at_us", "offline_since_us",
-      "blocked_mask", "hold_reason"};
+      "blocked_mask", "hold_reason", "port_range_first", "port_range_last"};
   return columns;
 }
 
@@ -81,6 +81,8 @@ Result<market::Machine> MachineFromRow(const store::Row& row) {
   GPUHUB_ASSIGN_OR_RETURN(m.offline_since, row.Int(9));
   GPUHUB_ASSIGN_OR_RETURN(m.blocked_mask, row.IntAs<std::uint32_t>(10));
   GPUHUB_ASSIGN_OR_RETURN(m.hold_reason, row.Text(11));
+  GPUHUB_ASSIGN_OR_RETURN(m.port_range_first, row.IntAs<int>(12));
+  GPUHUB_ASSIGN_OR_RETURN(m.port_range_last, row.IntAs<int>(13));
   return m;
 }
 

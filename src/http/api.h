@@ -77,6 +77,7 @@ class InFlightKeys {
 };
 
 class WriterProxy;
+class RegistrySealer;
 
 struct ApiContext {
   ApiContext(engine::Engine& engine, engine::MetricsRegistry& metrics, const ServiceConfig& config)
@@ -117,6 +118,9 @@ struct ApiContext {
   std::function<bool()> draining;       // the server is shutting down
   PaymentsRuntime* payments = nullptr;  // BTCPay client, reconciliation (set by serve)
   WriterProxy* proxy = nullptr;         // a standby forwards through it (proxy.h); null: no HA
+  // Seals and opens customers' registry credentials (registry_auth.h; set by serve). Null: an
+  // order with a credential is refused.
+  const RegistrySealer* registry_sealer = nullptr;
 };
 
 // What an action returns on success: a status and a JSON body.

@@ -5,8 +5,11 @@
 //   POST /v1/agent/enroll    {"token", "nonce"?, "hostname"?, "agent_version"?}  (no bearer)
 //        -> 201 {"host_id", "kind", "machine_id", "credential", "heartbeat_interval_seconds", ...}
 //   POST /v1/agent/heartbeat {"hostname", "public_host", "agent_version", "inventory": {...},
-//                             "workloads": [{"id", "state", "ssh_port", "detail"}]}
+//                             "workloads": [{"id", "state", "ssh_port", "detail",
+//                                            "ports": [{"container", "host"}]}]}
 //        -> 200 {"host_id", "server_time", "workloads": [desired], "unknown_workloads", "machine"}
+//        (a desired workload's "registry_auth" {"username", "password", "serveraddress"} is the
+//        only place a customer's registry credential is ever shown: to the host that pulls)
 //   POST /v1/agent/usage     {"samples": [{"workload_id", "at", "gpu_utilization_pct",
 //                             "net_tx_bytes"}]} -> 200 {"recorded"}
 // Providers (role provider, their own machines):
@@ -25,8 +28,11 @@
 #include "engine/limits.h"
 #include "engine/market.h"
 #include "engine/rentals.h"
+#include <spdlog/spdlog.h>
+
 #include "http/api.h"
 #include "http/limits.h"
+#include "http/registry_auth.h"
 #include "market/limits.h"
 
 namespace gpuhub::http {
@@ -220,6 +226,23 @@ Result<engine::Heartbeat> ParseHeartbeat(const Request& r) {
       report.state = *state;
       report.detail = *detail;
       report.ssh_port = static_cast<int>(*port);
+      if (auto ports = w.find("ports"); ports != w.end() && !ports->is_null()) {
+        const std::string field = where + ".ports";
+        auto bad = [&] {
+          return Status::InvalidArgument(field + " must be at most " +
+                                         std::to_string(engine::kMaxExtraPorts) +
+                                         " objects {\"container\", \"host\"} of ports")
+              .WithField(field);
+        };
+        if (!ports->is_array() || ports->size() > engine::kMaxExtraPorts) return bad();
+        for (const json& p : *ports) {
+          if (!p.is_object()) return bad();
+          auto container = Int(p, "container", 1, 65535);
+          auto host_port = Int(p, "host", 1, 65535);
+          if (!container.ok() || !host_port.ok()) return bad();
+          report.ports.push_back({static_cast<int>(*container), static_cast<int>(*host_port)});
+        }
+      }
       hb.workloads.push_back(std::move(report));
     }
   }
@@ -268,15 +291,33 @@ json VolumesJson(const std::vector<engine::DesiredVolume>& volumes) {
   return list;
 }
 
-json DesiredJson(const engine::DesiredWorkload& w) {
-  return {{"id", w.id},
-          {"volumes", VolumesJson(w.volumes)},
-          {"image", w.image},
-          {"gpu_uuids", w.gpu_uuids},
-          {"ssh_authorized_keys", w.ssh_authorized_keys},
-          {"not_after", FormatTimestamp(w.not_after)},
-          {"cpus", w.cpus},
-          {"memory_gb", w.memory_gb}};
+// The one place a registry credential is opened: for the host that pulls the image, in its own
+// answer (never logged; a credential that no longer opens, the key lost, is left out).
+json DesiredJson(const ApiContext& api, const engine::DesiredWorkload& w) {
+  json out = {{"id", w.id},
+              {"volumes", VolumesJson(w.volumes)},
+              {"image", w.image},
+              {"gpu_uuids", w.gpu_uuids},
+              {"ssh_authorized_keys", w.ssh_authorized_keys},
+              {"not_after", FormatTimestamp(w.not_after)},
+              {"cpus", w.cpus},
+              {"memory_gb", w.memory_gb},
+              {"ports", w.ports},
+              {"port_range", {w.port_range_first, w.port_range_last}}};
+  if (!w.sealed_registry_auth.empty()) {
+    auto auth = api.registry_sealer != nullptr
+                    ? api.registry_sealer->Open(w.sealed_registry_auth)
+                    : Result<RegistryAuth>(Status::FailedPrecondition("no registry key"));
+    if (auth.ok()) {
+      out["registry_auth"] = {{"username", auth->username},
+                              {"password", auth->password},
+                              {"serveraddress", auth->server_address}};
+    } else {
+      spdlog::warn("event=registry_auth_unreadable workload={} error=\"{}\"", w.id,
+                   auth.status().message());
+    }
+  }
+  return out;
 }
 
 Response MissingCredential() {
@@ -350,6 +391,7 @@ json LeaseConnectionJson(const engine::State& state, std::int64_t lease_id) {
                                              : nullptr;
   if (w == nullptr) {
     return {{"state", host == nullptr ? "no_agent" : "waiting"},
+            {"ports", json::array()},
             {"ssh", nullptr},
             {"host", nullptr},
             {"port", nullptr},
@@ -360,7 +402,16 @@ json LeaseConnectionJson(const engine::State& state, std::int64_t lease_id) {
             {"egress_bytes", 0}};
   }
   std::string line = host != nullptr ? engine::ConnectionLine(*host, *w) : "";
+  json ports = json::array();
+  if (!line.empty()) {
+    for (const auto& p : w->ports) {
+      ports.push_back({{"container", p.container},
+                       {"host", p.host},
+                       {"address", host->public_host + ":" + std::to_string(p.host)}});
+    }
+  }
   return {{"state", w->state},
+          {"ports", ports},
           {"ssh", line.empty() ? json(nullptr) : json(line)},
           {"host", line.empty() ? json(nullptr) : json(host->public_host)},
           {"port", line.empty() ? json(nullptr) : json(w->ssh_port)},
@@ -429,10 +480,11 @@ void RegisterAgentRoutes(Router& router, ApiContext& api) {
   router.Add("POST", "/v1/agent/heartbeat",
              AgentEndpoint<engine::Heartbeat>(
                  api, ParseHeartbeat,
-                 [](Txn& txn, const AgentHost& host, const engine::Heartbeat& hb) -> Result<Reply> {
+                 [&api](Txn& txn, const AgentHost& host,
+                        const engine::Heartbeat& hb) -> Result<Reply> {
                    GPUHUB_ASSIGN_OR_RETURN(auto reply, engine::RecordHeartbeat(txn, host.id, hb));
                    json desired = json::array();
-                   for (const auto& w : reply.workloads) desired.push_back(DesiredJson(w));
+                   for (const auto& w : reply.workloads) desired.push_back(DesiredJson(api, w));
                    json disks = json::array();
                    for (const auto& d : reply.disk_actions) {
                      disks.push_back({{"id", d.id},

@@ -3,7 +3,8 @@
 // numbers for money.
 //
 // Providers (role provider):
-//   POST   /v1/machines {"gpu", "gpus", "region", "vcpus", "ram_gb", "disk_gb"}        -> 201
+//   POST   /v1/machines {"gpu", "gpus", "region", "vcpus", "ram_gb", "disk_gb",
+//                        "port_range_first"?, "port_range_last"? (default 41000-41999)} -> 201
 //   machine GET    /v1/machines                                                             ->
 //   {"machines"} POST   /v1/asks {"machine_id", "price_usd_per_gpu_hour", "min_gpus"?,
 //   "available_until"} -> 201 GET    /v1/asks -> {"asks"} DELETE /v1/asks/{id}          (running
@@ -13,7 +14,11 @@
 // Customers (role customer):
 //   POST   /v1/bids {"gpu", "gpus", "region"?, "limit_usd_per_gpu_hour" | "market": true,
 //                    "time_in_force"? ("ioc" | "gtc"; default gtc for limit, ioc for market),
-//                    "expires_at"?, "currency"? (the wallet that pays, default USD)}
+//                    "expires_at"?, "currency"? (the wallet that pays, default USD),
+//                    "image"? (a curated name of GET /v1/images or a Docker reference),
+//                    "ports"? ([8888, 8000]: at most 4 extra container ports),
+//                    "registry_auth"? ({"username", "password", "serveraddress"?}: sealed at
+//                    rest, never shown again; http/registry_auth.h)}
 //            -> 201 {"id", "status": "filled" | "resting" | "cancelled", "lease_id", "lease"?, ...}
 //   GET    /v1/bids, DELETE /v1/bids/{id}
 //   GET    /v1/leases[?as=provider], GET /v1/leases/{id}, POST /v1/leases/{id}/stop
@@ -21,6 +26,7 @@
 //   GET    /v1/admin/payouts (pending), POST /v1/admin/payouts/{id}/paid | /reject
 //   GET    /v1/admin/market  (the exchange's invariants against the ledger)
 // Anyone:
+//   GET    /v1/images   the curated images ([agents] images) and the default
 //   GET    /v1/markets, GET /v1/markets/{gpu}/book?levels=N, GET /v1/markets/{gpu}/trades?limit=N
 //   GET    /v1/offers[?gpu=NAME]  the asks that can be taken now, cheapest first (what a fit on
 //          live prices ranks: `gpuhub fit --prices market --server URL` reads it)
@@ -32,6 +38,7 @@
 #include "engine/wallets.h"
 #include "http/api.h"
 #include "http/limits.h"
+#include "http/launch_spec.h"
 #include "http/market_json.h"
 #include "market/limits.h"
 
@@ -76,7 +83,8 @@ Result<TimestampMicros> TimeField(const json& body, std::string_view field) {
 
 Result<market::MachineSpec> ParseMachine(const Request& r) {
   GPUHUB_ASSIGN_OR_RETURN(
-      json body, ParseJsonObject(r, {"gpu", "gpus", "region", "vcpus", "ram_gb", "disk_gb"}));
+      json body, ParseJsonObject(r, {"gpu", "gpus", "region", "vcpus", "ram_gb", "disk_gb",
+                                     "port_range_first", "port_range_last"}));
   market::MachineSpec spec;
   GPUHUB_ASSIGN_OR_RETURN(spec.gpu, RequiredString(body, "gpu"));
   GPUHUB_ASSIGN_OR_RETURN(std::int64_t gpus,
@@ -89,6 +97,15 @@ Result<market::MachineSpec> ParseMachine(const Request& r) {
                           RequiredInteger(body, "ram_gb", 1, market::kMaxRamGbPerMachine));
   GPUHUB_ASSIGN_OR_RETURN(spec.disk_gb,
                           RequiredInteger(body, "disk_gb", 1, market::kMaxDiskGbPerMachine));
+  // Optional: the host ports for the leases' extra container ports (market::ValidatePortRange).
+  for (auto [field, out] : {std::pair{"port_range_first", &spec.port_range_first},
+                            std::pair{"port_range_last", &spec.port_range_last}}) {
+    if (body.contains(field) && !body[field].is_null()) {
+      GPUHUB_ASSIGN_OR_RETURN(std::int64_t port, RequiredInteger(body, field, 1, 65535));
+      *out = static_cast<int>(port);
+    }
+  }
+  GPUHUB_RETURN_IF_ERROR(market::ValidatePortRange(spec.port_range_first, spec.port_range_last));
   return spec;
 }
 
@@ -107,23 +124,23 @@ Result<market::AskSpec> ParseAsk(const Request& r) {
   return spec;
 }
 
-// A bid and the image its leases run ("" = the configured default).
+// A bid and what its leases run: the image ("" = the configured default), extra ports and the
+// sealed registry credential.
 struct BidRequest {
   market::BidSpec spec;
   std::string image;
+  engine::LaunchExtras extras;
 };
 
-Result<BidRequest> ParseBid(const Request& r) {
+Result<BidRequest> ParseBid(const ApiContext& api, const Request& r) {
   GPUHUB_ASSIGN_OR_RETURN(
       json body, ParseJsonObject(r, {"gpu", "gpus", "region", "limit_usd_per_gpu_hour", "market",
-                                     "time_in_force", "expires_at", "currency", "image"}));
+                                     "time_in_force", "expires_at", "currency", "image", "ports",
+                                     "registry_auth"}));
   BidRequest request;
   market::BidSpec& spec = request.spec;
-  GPUHUB_ASSIGN_OR_RETURN(auto image, OptionalString(body, "image"));
-  if (image) {
-    GPUHUB_RETURN_IF_ERROR(engine::ValidateImageRef(*image));
-    request.image = *image;
-  }
+  GPUHUB_ASSIGN_OR_RETURN(request.image, ParseLaunchImage(api, body));
+  GPUHUB_ASSIGN_OR_RETURN(request.extras, ParseLaunchExtras(api, body, request.image));
   GPUHUB_ASSIGN_OR_RETURN(spec.gpu, RequiredString(body, "gpu"));
   GPUHUB_ASSIGN_OR_RETURN(std::int64_t gpus,
                           RequiredInteger(body, "gpus", 1, market::kMaxGpusPerMachine));
@@ -275,7 +292,7 @@ void RegisterMarketRoutes(Router& router, ApiContext& api) {
              Authenticated<std::pair<BidRequest, engine::RequestOrigin>>(
                  api, kRoleCustomer,
                  [&api](const Request& r) -> Result<std::pair<BidRequest, engine::RequestOrigin>> {
-                   GPUHUB_ASSIGN_OR_RETURN(BidRequest request, ParseBid(r));
+                   GPUHUB_ASSIGN_OR_RETURN(BidRequest request, ParseBid(api, r));
                    return std::pair{std::move(request), OriginOf(api, r)};
                  },
                  [](Txn& txn, const User& me,
@@ -283,8 +300,10 @@ void RegisterMarketRoutes(Router& router, ApiContext& api) {
                    const BidRequest& request = in.first;
                    const market::BidSpec& spec = request.spec;
                    GPUHUB_ASSIGN_OR_RETURN(auto r, engine::PlaceBid(txn, me.id, spec));
-                   if (!request.image.empty()) {
-                     GPUHUB_RETURN_IF_ERROR(engine::RecordLaunchSpec(txn, r.bid.id, request.image));
+                   if (!request.image.empty() || !request.extras.ports.empty() ||
+                       !request.extras.sealed_registry_auth.empty()) {
+                     GPUHUB_RETURN_IF_ERROR(
+                         engine::RecordLaunchSpec(txn, r.bid.id, request.image, request.extras));
                    }
                    engine::NoteEvidence(txn, me.id, in.second);
                    Reply reply{201, {}};
@@ -335,6 +354,10 @@ void RegisterMarketRoutes(Router& router, ApiContext& api) {
           }));
 
   // ----- Market data (public) ----------------------------------------------------------------
+  // The curated images (config only: answered without the engine).
+  router.Add("GET", "/v1/images", [&api](const Request&, Responder respond) {
+    respond(JsonResponse(200, CuratedImagesJson(api)));
+  });
   router.Add("GET", "/v1/markets", [&api](const Request& r, Responder respond) {
     RunAnonymous(api, r, std::move(respond), false, [](Txn& txn) -> Result<Reply> {
       Reply reply;

@@ -7,7 +7,8 @@
 //                           "fp8"?}   the exact price and whether it can be served now (a signed-in
 //                           customer's quote carries their tax)
 // Customers (role customer):
-//   POST /v1/rentals {... as the quote, "auto_renew"?: true}      -> 201 rental (pays the term)
+//   POST /v1/rentals {... as the quote, "auto_renew"?: true, "image"?, "ports"?, "registry_auth"?
+//                     (what it runs: as a bid's, api_market.cc)}  -> 201 rental (pays the term)
 //        402 insufficient_funds: {"error": {..., "shortfall": {...}, "topup": invoice | null}}
 //   GET  /v1/rentals[?limit=N], GET /v1/rentals/{id} (history, charges, next transition)
 //   POST /v1/rentals/{id}/renew {"currency"?}    pays the next term; paid already: same answer
@@ -24,6 +25,7 @@
 #include "engine/rentals.h"
 #include "http/api.h"
 #include "core/strings.h"
+#include "http/launch_spec.h"
 #include "http/web_session.h"
 #include "http/limits.h"
 #include "rentals/limits.h"
@@ -96,7 +98,8 @@ json ChargeJson(const rentals::Charge& c) {
           {"transfer_ids", ids}};
 }
 
-json RentalJson(const rentals::Fleet& fleet, const rentals::Rental& r) {
+json RentalJson(const engine::State& state, const rentals::Rental& r) {
+  const rentals::Fleet& fleet = state.rentals->fleet;
   json connection = json::object();
   for (const auto& [k, v] : r.instance.connection) connection[k] = v;
   rentals::NextTransition next = fleet.Next(r);
@@ -151,12 +154,18 @@ json RentalJson(const rentals::Fleet& fleet, const rentals::Rental& r) {
   if (r.state == rentals::RentalState::kStopped) {
     out["hold_until"] = FormatTimestamp(r.term_end + rentals::kHoldMicros);
   }
+  // What it runs: the image, the extra container ports asked for, whether a registry credential
+  // came with the order (never the credential).
+  const engine::RentalLaunch* launch = engine::FindRentalLaunch(state, r.id);
+  out["image"] = launch != nullptr ? launch->image : state.agents->config.default_image;
+  out["ports"] = launch != nullptr ? json(launch->extras.ports) : json::array();
+  out["registry_credential"] = launch != nullptr && !launch->extras.sealed_registry_auth.empty();
   return out;
 }
 
 json RentalDetailJson(const Txn& txn, const rentals::Rental& r) {
   const rentals::Fleet& fleet = txn.state.rentals->fleet;
-  json out = RentalJson(fleet, r);
+  json out = RentalJson(txn.state, r);
   json history = json::array();
   for (const auto& e : fleet.History(r.id)) {
     history.push_back({{"sequence", e.sequence},
@@ -253,7 +262,8 @@ Result<rentals::OrderSpec> ParseOrder(const Request& r, bool order) {
   std::initializer_list<std::string_view> quote_fields = {
       "gpu", "count", "term", "region", "currency", "fp8", "extra_nvme_tb"};
   std::initializer_list<std::string_view> order_fields = {
-      "gpu", "count", "term", "region", "currency", "fp8", "auto_renew", "extra_nvme_tb"};
+      "gpu",           "count",        "term",  "region", "currency", "fp8", "auto_renew",
+      "extra_nvme_tb", "image",        "ports", "registry_auth"};
   GPUHUB_ASSIGN_OR_RETURN(json body, ParseJsonObject(r, order ? order_fields : quote_fields));
   rentals::OrderSpec spec;
   GPUHUB_ASSIGN_OR_RETURN(spec.gpu, RequiredString(body, "gpu"));
@@ -327,11 +337,35 @@ struct ShortWallet {
 // POST /v1/rentals on the writer: the order, or a 402 saying what is missing. The 402 is not
 // stored under the Idempotency-Key (the order did not happen: the same key may be retried once
 // the wallet is topped up), and `short_wallet` tells the caller which top-up to open.
+// What a rental runs, as its order names it ("" and no extras: the default image).
+struct RentalLaunchRequest {
+  std::string image;
+  engine::LaunchExtras extras;
+  bool named() const {
+    return !image.empty() || !extras.ports.empty() || !extras.sealed_registry_auth.empty();
+  }
+};
+
+Result<RentalLaunchRequest> ParseRentalLaunch(const ApiContext& api, const Request& r) {
+  json body = json::parse(r.body, nullptr, false);  // ParseOrder checked it is an object
+  if (!body.is_object()) return RentalLaunchRequest{};
+  RentalLaunchRequest out;
+  GPUHUB_ASSIGN_OR_RETURN(out.image, ParseLaunchImage(api, body));
+  GPUHUB_ASSIGN_OR_RETURN(out.extras, ParseLaunchExtras(api, body, out.image));
+  return out;
+}
+
 Result<Reply> Order(Txn& txn, const User& me, const rentals::OrderSpec& spec,
-                    const engine::RequestOrigin& origin, std::optional<ShortWallet>* short_wallet) {
+                    const engine::RequestOrigin& origin, std::optional<ShortWallet>* short_wallet,
+                    const RentalLaunchRequest& launch) {
   auto rental = engine::OrderRental(txn, me.id, spec, &origin);
+  if (rental.ok() && launch.named()) {
+    // Checked already (ParseRentalLaunch): this does not fail after the order.
+    GPUHUB_RETURN_IF_ERROR(
+        engine::RecordRentalLaunchSpec(txn, rental->id, launch.image, launch.extras));
+  }
   if (rental.ok()) {
-    json out = RentalJson(Fleet(txn), *rental);
+    json out = RentalJson(txn.state, *rental);
     auto charges = Fleet(txn).ChargesOf(rental->id);
     out["charge"] = charges.empty() ? json(nullptr) : ChargeJson(charges.front());
     out["invoice"] = charges.empty() ? json(nullptr) : ChargeInvoiceJson(txn, charges.front());
@@ -440,6 +474,8 @@ void RegisterRentalRoutes(Router& router, ApiContext& api) {
   router.Add("POST", "/v1/rentals", RequireBearer([&api](const Request& r, Responder respond) {
                auto spec = ParseOrder(r, /*order=*/true);
                if (!spec.ok()) return respond(Response::Error(spec.status()));
+               auto launch = ParseRentalLaunch(api, r);
+               if (!launch.ok()) return respond(Response::Error(launch.status()));
                auto short_wallet = std::make_shared<std::optional<ShortWallet>>();
                RunAuthenticated(
                    api, r,
@@ -450,9 +486,9 @@ void RegisterRentalRoutes(Router& router, ApiContext& api) {
                      AnswerShortWallet(api, std::move(response), **short_wallet, respond);
                    },
                    kRoleCustomer,
-                   [spec = *spec, short_wallet, origin = OriginOf(api, r)](Txn& txn,
-                                                                         const User& me) {
-                     return Order(txn, me, spec, origin, short_wallet.get());
+                   [spec = *spec, short_wallet, origin = OriginOf(api, r),
+                    launch = *launch](Txn& txn, const User& me) {
+                     return Order(txn, me, spec, origin, short_wallet.get(), launch);
                    });
              }));
   router.Add("GET", "/v1/rentals?limit",
@@ -461,7 +497,7 @@ void RegisterRentalRoutes(Router& router, ApiContext& api) {
                  [](Txn& txn, const User& me, const std::size_t& limit) -> Result<Reply> {
                    json list = json::array();
                    for (const auto& rental : Fleet(txn).ListRentals(me.id, limit)) {
-                     json one = RentalJson(Fleet(txn), rental);
+                     json one = RentalJson(txn.state, rental);
                      one["downtime_credit"] = RentalDowntimeJson(txn.state, rental.id);
                      one["storage"] = RentalStorageJson(txn.state, rental.id, txn.now);
                      list.push_back(std::move(one));
@@ -501,7 +537,7 @@ void RegisterRentalRoutes(Router& router, ApiContext& api) {
                        engine::PayRentalRenewal(txn, me.id, in.id, currency, &request.second));
                    const rentals::Rental* rental = Fleet(txn).FindRental(in.id);
                    json out = {{"renewal", RenewalJson(renewal)},
-                               {"rental", RentalJson(Fleet(txn), *rental)}};
+                               {"rental", RentalJson(txn.state, *rental)}};
                    auto charges = Fleet(txn).ChargesOf(in.id);
                    out["invoice"] = charges.empty() ? json(nullptr)
                                                     : ChargeInvoiceJson(txn, charges.back());
@@ -523,7 +559,7 @@ void RegisterRentalRoutes(Router& router, ApiContext& api) {
                    GPUHUB_ASSIGN_OR_RETURN(
                        auto rental,
                        engine::SetRentalAutoRenew(txn, me.id, in.id, in.body["enabled"].get<bool>()));
-                   return Reply{200, RentalJson(Fleet(txn), rental)};
+                   return Reply{200, RentalJson(txn.state, rental)};
                  }));
   router.Add(
       "POST", "/v1/rentals/{id}/release",
@@ -543,7 +579,7 @@ void RegisterRentalRoutes(Router& router, ApiContext& api) {
           },
           [](Txn& txn, const User& me, const IdAnd& in) -> Result<Reply> {
             GPUHUB_ASSIGN_OR_RETURN(auto rental, engine::ReleaseRental(txn, me.id, in.id));
-            return Reply{200, RentalJson(Fleet(txn), rental)};
+            return Reply{200, RentalJson(txn.state, rental)};
           }));
 
   // ----- Admins ------------------------------------------------------------------------------
@@ -636,14 +672,14 @@ void RegisterRentalRoutes(Router& router, ApiContext& api) {
             GPUHUB_ASSIGN_OR_RETURN(auto error, OptionalString(in.body, "error"));
             if (error) report.error = *error;
             GPUHUB_ASSIGN_OR_RETURN(auto rental, engine::ReportRentalInstance(txn, in.id, report));
-            return Reply{200, RentalJson(Fleet(txn), rental)};
+            return Reply{200, RentalJson(txn.state, rental)};
           }));
   router.Add("POST", "/v1/admin/rentals/{id}/wipe",
              Authenticated<std::int64_t>(
                  api, kRoleAdmin, [](const Request& r) { return IdOnly(r, "rental"); },
                  [](Txn& txn, const User&, const std::int64_t& id) -> Result<Reply> {
                    GPUHUB_ASSIGN_OR_RETURN(auto rental, engine::RecordRentalWipe(txn, id));
-                   return Reply{200, RentalJson(Fleet(txn), rental)};
+                   return Reply{200, RentalJson(txn.state, rental)};
                  }));
   router.Add(
       "GET", "/v1/admin/rentals",

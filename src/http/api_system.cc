@@ -131,7 +131,8 @@ bool SameSecret(const std::string& offered, const std::string& expected) {
 bool AnsweredByEveryNode(const std::string& method, const std::string& pattern) {
   if (pattern == "/healthz" || pattern == "/healthz/writer" || pattern == "/metrics") return true;
   if (method == "GET") {
-    return pattern == "/v1/catalog" || pattern == "/v1/guide" || pattern == "/v1/models";
+    return pattern == "/v1/catalog" || pattern == "/v1/guide" || pattern == "/v1/models" ||
+           pattern == "/v1/images";
   }
   return method == "POST" && (pattern == "/v1/size" || pattern == "/v1/fit");
 }

@@ -33,6 +33,31 @@ Status CheckWebhookSecret(std::string_view secret, std::string_view where) {
                                  " bytes (e.g. `openssl rand -hex 32`)");
 }
 
+std::vector<CuratedImage> DefaultCuratedImages() {
+  return {{"cuda", "nvidia/cuda:12.4.1-base-ubuntu22.04",
+           "CUDA 12.4 base on Ubuntu 22.04: the driver's libraries and nothing else; bring your "
+           "own stack",
+           false},
+          {"pytorch", "pytorch/pytorch:2.4.1-cuda12.4-cudnn9-runtime",
+           "PyTorch 2.4 with CUDA 12.4 and cuDNN 9 (Python, pip, conda)", false},
+          {"vllm", "vllm/vllm-openai:v0.6.3",
+           "vLLM 0.6 with its OpenAI-compatible server: run `vllm serve MODEL` over SSH and "
+           "publish port 8000",
+           false},
+          {"jupyter", "quay.io/jupyter/pytorch-notebook:cuda12-latest",
+           "JupyterLab with PyTorch and CUDA 12: run `jupyter lab --ip 0.0.0.0` over SSH and "
+           "publish port 8888",
+           false}};
+}
+
+const CuratedImage* FindCuratedImage(const std::vector<CuratedImage>& images,
+                                     std::string_view name) {
+  for (const auto& i : images) {
+    if (i.name == name) return &i;
+  }
+  return nullptr;
+}
+
 Result<ServiceConfig> ParseServiceConfig(std::string_view toml_text, std::string_view source) {
   toml::table root;
   try {
@@ -206,7 +231,58 @@ Result<ServiceConfig> ParseServiceConfig(std::string_view toml_text, std::string
   }
   if (const toml::table* a = root["agents"].as_table()) {
     GPUHUB_RETURN_IF_ERROR(known(*a, "agents", {"default_image", "offline_after_seconds",
-                                                "rental_downtime_multiplier"}));
+                                                "rental_downtime_multiplier", "images",
+                                                "registry_key_file"}));
+    GPUHUB_RETURN_IF_ERROR(
+        text(*a, "agents", "registry_key_file", &config.agents_registry_key_file));
+    if (const toml::node* list = a->get("images")) {
+      const toml::array* images = list->as_array();
+      if (images == nullptr || images->size() > kMaxCuratedImages) {
+        return Status::InvalidArgument(where(*list, "agents.images") + " must be a list of at most " +
+                                       std::to_string(kMaxCuratedImages) + " tables");
+      }
+      config.agents_images.clear();
+      for (const toml::node& node : *images) {
+        const toml::table* t = node.as_table();
+        if (t == nullptr) {
+          return Status::InvalidArgument(where(node, "agents.images") +
+                                         ": each image is a table {name, image, description, "
+                                         "sshd}");
+        }
+        GPUHUB_RETURN_IF_ERROR(known(*t, "agents.images", {"name", "image", "description", "sshd"}));
+        CuratedImage c;
+        GPUHUB_RETURN_IF_ERROR(text(*t, "agents.images", "name", &c.name));
+        GPUHUB_RETURN_IF_ERROR(text(*t, "agents.images", "image", &c.image));
+        GPUHUB_RETURN_IF_ERROR(text(*t, "agents.images", "description", &c.description));
+        if (const toml::node* sshd = t->get("sshd")) {
+          if (!sshd->is_boolean()) {
+            return Status::InvalidArgument(where(*sshd, "agents.images.sshd") +
+                                           " must be true or false");
+          }
+          c.sshd = *sshd->value<bool>();
+        }
+        bool name_ok = !c.name.empty() && c.name.size() <= kMaxCuratedImageNameBytes;
+        for (char ch : c.name) name_ok = name_ok && ((ch >= 'a' && ch <= 'z') ||
+                                                     (ch >= '0' && ch <= '9') || ch == '-');
+        if (!name_ok || FindCuratedImage(config.agents_images, c.name) != nullptr) {
+          return Status::InvalidArgument(where(node, "agents.images.name") +
+                                         " must be a distinct name of 1 to " +
+                                         std::to_string(kMaxCuratedImageNameBytes) +
+                                         " of a-z, 0-9 and '-'");
+        }
+        if (Status image = engine::ValidateImageRef(c.image); !image.ok()) {
+          return Status::InvalidArgument(where(node, "agents.images.image") + ": " +
+                                         image.message());
+        }
+        if (c.description.size() > kMaxCuratedImageDescriptionBytes) {
+          return Status::InvalidArgument(where(node, "agents.images.description") +
+                                         " is longer than " +
+                                         std::to_string(kMaxCuratedImageDescriptionBytes) +
+                                         " bytes");
+        }
+        config.agents_images.push_back(std::move(c));
+      }
+    }
     GPUHUB_RETURN_IF_ERROR(text(*a, "agents", "default_image", &config.agents_default_image));
     if (Status image = engine::ValidateImageRef(config.agents_default_image); !image.ok()) {
       return Status::InvalidArgument(where(*a->get("default_image"), "agents.default_image") +

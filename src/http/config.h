@@ -52,6 +52,14 @@
 //   default_image = "nvidia/cuda:12.4.1-base-ubuntu22.04"   # what a lease runs unless its bid
 //                                                          # names an image
 //   offline_after_seconds = 45           # a host silent this long is offline (3 heartbeats)
+//   registry_key_file = "/var/lib/gpuhub/registry.key"  # seals customers' registry credentials
+//                                        # (http/registry_auth.h; default beside a SQLite db)
+//   [[agents.images]]                    # the curated list the pages offer (GET /v1/images);
+//   name = "pytorch"                     # replaces the built-in list when given
+//   image = "pytorch/pytorch:2.4.1-cuda12.4-cudnn9-runtime"
+//   description = "PyTorch 2.4 with CUDA 12.4 and cuDNN 9"
+//   sshd = false                         # whether the image has sshd (else the first start
+//                                        # installs it: slower)
 //
 //   [ha]                                 # high availability (docs/operations.md)
 //   standby = true                       # another engine writes the database: wait as a standby
@@ -64,6 +72,8 @@
 
 #include <cstdint>
 #include <string>
+#include <string_view>
+#include <vector>
 
 #include "core/status.h"
 #include "engine/accounts.h"
@@ -85,6 +95,19 @@ struct LoginThrottlePolicy {
   std::int64_t failures_per_username = 20;
   std::int64_t window_seconds = 3600;
 };
+
+// One image of the curated list ([agents] images): a bid's or rental's "image" may name it.
+struct CuratedImage {
+  std::string name;  // [a-z0-9-], 1..kMaxCuratedImageNameBytes: what the order names
+  std::string image;  // the Docker reference it runs
+  std::string description;
+  bool sshd = false;  // the image has sshd: the container is reachable sooner
+};
+// The built-in list (CUDA base, PyTorch, vLLM, Jupyter) when the config names none.
+std::vector<CuratedImage> DefaultCuratedImages();
+// The curated image called `name`, or null.
+const CuratedImage* FindCuratedImage(const std::vector<CuratedImage>& images,
+                                     std::string_view name);
 
 struct ServiceConfig {
   std::string host = "127.0.0.1";
@@ -132,6 +155,8 @@ struct ServiceConfig {
   int proxy_timeout_seconds = kProxyTimeoutSeconds;
   std::string agents_default_image = "nvidia/cuda:12.4.1-base-ubuntu22.04";
   std::int64_t agents_offline_after_seconds = 45;
+  std::vector<CuratedImage> agents_images = DefaultCuratedImages();
+  std::string agents_registry_key_file;  // "" = DefaultRegistryKeyPath(the database)
   // [agents] rental_downtime_multiplier: a term rental's downtime credit per offline hour is its
   // hourly rate (monthly / 720, weekly / 168) x this (ppm; default x1).
   std::int64_t agents_rental_downtime_multiplier_ppm = 1'000'000;

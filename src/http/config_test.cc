@@ -36,6 +36,44 @@ checkout_base_url = "https://pay.example.com/i/"
   EXPECT_EQ(c->webhook_secret, "s3cret-s3cret-s3cret-s3cret-s3cret");
 }
 
+TEST(ConfigTest, CuratedImagesReplaceTheBuiltInListAndAreChecked) {
+  auto defaults = ParseServiceConfig("", "test.toml");
+  ASSERT_TRUE(defaults.ok());
+  ASSERT_NE(FindCuratedImage(defaults->agents_images, "pytorch"), nullptr);
+  EXPECT_EQ(FindCuratedImage(defaults->agents_images, "vllm")->image, "vllm/vllm-openai:v0.6.3");
+  auto c = ParseServiceConfig(R"(
+[agents]
+registry_key_file = "/var/lib/gpuhub/registry.key"
+[[agents.images]]
+name = "train"
+image = "ghcr.io/acme/train:v2"
+description = "Our training image"
+sshd = true
+[[agents.images]]
+name = "cuda"
+image = "nvidia/cuda:12.4.1-base-ubuntu22.04"
+)",
+                              "test.toml");
+  ASSERT_TRUE(c.ok()) << c.status().ToString();
+  ASSERT_EQ(c->agents_images.size(), 2u);
+  EXPECT_EQ(c->agents_images[0].name, "train");
+  EXPECT_EQ(c->agents_images[0].image, "ghcr.io/acme/train:v2");
+  EXPECT_EQ(c->agents_images[0].description, "Our training image");
+  EXPECT_TRUE(c->agents_images[0].sshd);
+  EXPECT_FALSE(c->agents_images[1].sshd);
+  EXPECT_EQ(c->agents_registry_key_file, "/var/lib/gpuhub/registry.key");
+  for (const char* bad : {"[[agents.images]]\nname = \"Bad Name\"\nimage = \"ubuntu\"\n",
+                          "[[agents.images]]\nname = \"x\"\nimage = \"Not An Image\"\n",
+                          "[[agents.images]]\nname = \"x\"\nimage = \"ubuntu\"\nsshd = 1\n",
+                          "[[agents.images]]\nname = \"x\"\nimage = \"ubuntu\"\ncolor = 1\n",
+                          "[[agents.images]]\nname = \"x\"\nimage = \"ubuntu\"\n"
+                          "[[agents.images]]\nname = \"x\"\nimage = \"debian\"\n"}) {
+    auto r = ParseServiceConfig(bad, "test.toml");
+    ASSERT_FALSE(r.ok()) << bad;
+    EXPECT_NE(r.status().message().find("test.toml:"), std::string::npos) << r.status().message();
+  }
+}
+
 TEST(ConfigTest, RejectsTyposAndBadValuesWithFileAndLine) {
   struct Case {
     const char* text;

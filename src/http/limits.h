@@ -98,5 +98,11 @@ inline constexpr int kHealthzMaxBatchMilliseconds = 2000;
 // and must not starve the writer), and enrolment attempts per client address per minute.
 inline constexpr std::int64_t kMaxAgentRequestsPerSecond = 20;
 inline constexpr std::int64_t kMaxEnrolmentsPerAddressPerMinute = 30;
+// A customer's registry credential (registry_auth.h) and the curated image list ([agents] images).
+inline constexpr std::size_t kMaxRegistryUsernameBytes = 256;
+inline constexpr std::size_t kMaxRegistryPasswordBytes = 1024;
+inline constexpr std::size_t kMaxCuratedImages = 32;
+inline constexpr std::size_t kMaxCuratedImageNameBytes = 32;
+inline constexpr std::size_t kMaxCuratedImageDescriptionBytes = 300;
 
 }  // namespace gpuhub::http

@@ -31,6 +31,8 @@ json MachineJson(const engine::State& state, TimestampMicros now, const market::
           {"vcpus", m.vcpus},
           {"ram_gb", m.ram_gb},
           {"disk_gb", m.disk_gb},
+          {"port_range_first", m.port_range_first},
+          {"port_range_last", m.port_range_last},
           {"open_ask_id", open_ask == 0 ? json(nullptr) : json(open_ask)},
           {"created_at", FormatTimestamp(m.created_at)},
           {"offline_since", TimeOrNull(m.offline_since)},
@@ -151,6 +153,11 @@ json LeaseJson(const engine::State& state, const market::Lease& l, bool as_provi
               {"downtime_credit_usd", FormatMicros(l.credited_micros)},
               {"image", engine::LeaseImage(state, l, stored)},
               {"connection", LeaseConnectionJson(state, l.id)}};
+  // The extra container ports asked for, and whether a registry credential came with the order
+  // (never the credential itself). A closed lease's bid is no longer in memory: none shown.
+  const engine::LaunchExtras* extras = engine::BidExtras(state, l.bid_id);
+  out["ports"] = extras != nullptr ? json(extras->ports) : json::array();
+  out["registry_credential"] = extras != nullptr && !extras->sealed_registry_auth.empty();
   if (as_provider) {
     out["fee_usd_per_hour"] = FormatMicros(fee);
     out["net_usd_per_hour"] = FormatMicros(hour - fee);

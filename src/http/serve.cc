@@ -14,6 +14,7 @@
 
 #include "engine/accounts.h"
 #include "engine/agents.h"
+#include "http/registry_auth.h"
 #include "engine/billing.h"
 #include "engine/engine.h"
 #include "engine/idempotency.h"
@@ -133,6 +134,18 @@ int RunServe(const ServeOptions& options) {
     return 2;
   }
   SetUpLogging();
+  // Customers' registry credentials are sealed with this key (registry_auth.h: lost, only the
+  // stored credentials are lost).
+  const std::string registry_key = config.agents_registry_key_file.empty()
+                                       ? DefaultRegistryKeyPath(options.db)
+                                       : config.agents_registry_key_file;
+  auto sealer = RegistrySealer::LoadOrCreate(registry_key);
+  if (!sealer.ok()) {
+    spdlog::error("event=registry_key_unusable path={} error=\"{}\"", registry_key,
+                  sealer.status().message());
+    std::cerr << "gpuhub: " << sealer.status().message() << "\n";
+    return 2;
+  }
 
   auto opened = store::OpenStore(options.db);
   if (!opened.ok()) {
@@ -239,6 +252,7 @@ int RunServe(const ServeOptions& options) {
   store::ReadPool history(options.db);
   ApiContext api(engine, metrics, config);
   api.history = &history;
+  api.registry_sealer = sealer->get();
   api.manual_clock = manual_clock.get();
   WriterProxy proxy(config.proxy_threads, kMaxQueuedProxyRequests, config.proxy_timeout_seconds);
   api.proxy = &proxy;

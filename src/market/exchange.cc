@@ -401,6 +401,7 @@ Result<Machine> Exchange::AddMachine(UserId provider, const MachineSpec& spec, T
                                    std::to_string(kMaxDiskGbPerMachine))
         .WithField("disk_gb");
   }
+  GPUHUB_RETURN_IF_ERROR(ValidatePortRange(spec.port_range_first, spec.port_range_last));
   auto& mine = machines_by_provider_[provider];
   if (mine.size() >= kMaxMachinesPerProvider) {
     return Status::ResourceExhausted("a provider may list at most " +
@@ -415,6 +416,8 @@ Result<Machine> Exchange::AddMachine(UserId provider, const MachineSpec& spec, T
   state.machine.vcpus = spec.vcpus;
   state.machine.ram_gb = spec.ram_gb;
   state.machine.disk_gb = spec.disk_gb;
+  state.machine.port_range_first = spec.port_range_first;
+  state.machine.port_range_last = spec.port_range_last;
   state.machine.created_at = now;
   state.market = market;
   state.region = InternRegion(region);

@@ -86,6 +86,8 @@ struct MachineSpec {
   std::int64_t vcpus = 0;
   std::int64_t ram_gb = 0;
   std::int64_t disk_gb = 0;
+  int port_range_first = kDefaultPortRangeFirst;  // limits.h: ValidatePortRange
+  int port_range_last = kDefaultPortRangeLast;
 };
 
 struct AskSpec {

@@ -23,6 +23,14 @@ inline constexpr int kMaxGpusPerMachine = 16;
 inline constexpr std::int64_t kMaxVcpusPerMachine = 4'096;
 inline constexpr std::int64_t kMaxRamGbPerMachine = 65'536;
 inline constexpr std::int64_t kMaxDiskGbPerMachine = 10'000'000;
+// The host ports a machine's agent publishes a lease's extra container ports on (Jupyter 8888, an
+// inference server 8000): a range the provider sets on the listing, unprivileged, with room for at
+// least one lease's ports, and at most kMaxPortRangeSize ports (a typo guard).
+inline constexpr int kDefaultPortRangeFirst = 41000;
+inline constexpr int kDefaultPortRangeLast = 41999;
+inline constexpr int kMinPortRangeFirst = 1024;
+inline constexpr int kMinPortRangeSize = 4;
+inline constexpr int kMaxPortRangeSize = 20'000;
 
 // Per-account bounds: they keep one account from filling the book or the writer's memory.
 inline constexpr std::size_t kMaxMachinesPerProvider = 10'000;

@@ -101,4 +101,20 @@ std::string LeaseCreditTransferId(LeaseId lease, std::int64_t hour, std::string_
 }
 std::string PayoutTransferId(PayoutId payout) { return "payout:" + std::to_string(payout); }
 
+Status ValidatePortRange(int first, int last) {
+  if (first < kMinPortRangeFirst || first > 65535) {
+    return Status::InvalidArgument("port_range_first must be a port from " +
+                                   std::to_string(kMinPortRangeFirst) + " to 65535")
+        .WithField("port_range_first");
+  }
+  if (last > 65535 || last - first + 1 < kMinPortRangeSize ||
+      last - first + 1 > kMaxPortRangeSize) {
+    return Status::InvalidArgument("port_range_last must be at most 65535 and give a range of " +
+                                   std::to_string(kMinPortRangeSize) + " to " +
+                                   std::to_string(kMaxPortRangeSize) + " ports")
+        .WithField("port_range_last");
+  }
+  return Status::Ok();
+}
+
 }  // namespace gpuhub::market

@@ -16,6 +16,7 @@
 #include "core/clock.h"
 #include "core/money.h"
 #include "core/status.h"
+#include "market/limits.h"
 
 namespace gpuhub::market {
 
@@ -97,6 +98,9 @@ struct Machine {
   std::int64_t vcpus = 0;
   std::int64_t ram_gb = 0;
   std::int64_t disk_gb = 0;
+  // Host ports for the leases' extra container ports ([first, last]; limits.h).
+  int port_range_first = kDefaultPortRangeFirst;
+  int port_range_last = kDefaultPortRangeLast;
   TimestampMicros created_at = 0;
   // What the machine's host agent last showed (engine/agents.h; SetMachineCondition). A machine
   // that never had an agent keeps the defaults and trades as listed.
@@ -208,6 +212,10 @@ struct Payout {
 Result<std::int64_t> ParsePriceMicros(std::string_view text, std::string_view field);
 // invalid_argument unless 0 < price <= max and a multiple of the tick.
 Status ValidatePriceMicros(std::int64_t price_micros, std::string_view field);
+// A listing's host port range for extra container ports: kMinPortRangeFirst <= first, first +
+// kMinPortRangeSize - 1 <= last <= 65535, at most kMaxPortRangeSize ports. invalid_argument
+// naming "port_range_first" / "port_range_last" otherwise.
+Status ValidatePortRange(int first, int last);
 // 2'880'000 -> "2.880" (always 3 decimals).
 std::string FormatPrice(std::int64_t price_micros);
 

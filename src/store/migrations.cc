@@ -806,6 +806,25 @@ DROP INDEX market_asks_by_status;
 DROP INDEX market_leases_by_status;
 DROP INDEX market_payouts_by_status;
 )sql"},
+      // Images and ports (issue 26): a listing's host port range for the leases' extra container
+      // ports; a bid's extra ports ("8888,8000") and sealed registry credential (http/
+      // registry_auth.h: never the secret in clear); the host ports the agent published
+      // ("8888:41000,8000:41001"); a term rental's image, ports and sealed credential.
+      {19, "launch_ports_and_registry_auth",
+       R"sql(
+ALTER TABLE market_machines ADD COLUMN port_range_first BIGINT NOT NULL DEFAULT 41000;
+ALTER TABLE market_machines ADD COLUMN port_range_last BIGINT NOT NULL DEFAULT 41999;
+ALTER TABLE launch_specs ADD COLUMN ports TEXT NOT NULL DEFAULT '';
+ALTER TABLE launch_specs ADD COLUMN registry_auth TEXT NOT NULL DEFAULT '';
+ALTER TABLE agent_workloads ADD COLUMN ports TEXT NOT NULL DEFAULT '';
+CREATE TABLE rental_launch_specs (
+  rental_id BIGINT PRIMARY KEY,
+  image TEXT NOT NULL,
+  ports TEXT NOT NULL,
+  registry_auth TEXT NOT NULL,
+  created_at_us BIGINT NOT NULL
+);
+)sql"},
   };
   return migrations;
 }

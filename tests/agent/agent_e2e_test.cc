@@ -7,9 +7,11 @@
 #include <fstream>
 #include <thread>
 
+#include "agent/docker.h"
 #include "agent/inventory.h"
 #include "agent/testing/fake_docker.h"
 #include "agent_fixture.h"
+#include "store/store.h"
 
 namespace gpuhub::testing {
 namespace {
@@ -492,6 +494,132 @@ TEST_P(AgentRentalE2eTest, ADiskThatDoesNotMountFailsTheInstanceAndLeavesNothing
   EXPECT_EQ(Wallet(), "2000.000000") << "refunded in full";
   ASSERT_TRUE(WaitFor([&] { return docker_->Containers().empty() && docker_->Volumes().empty(); }))
       << Context();
+}
+
+// An image of the customer's choice from a private registry, with extra ports: the credential goes
+// to the host only in its desired workload and to Docker only as X-Registry-Auth; it is stored
+// sealed, never in clear, and no GET shows it; the ports are published on the listing's host port
+// range, labelled (a restarted agent adopts them) and shown with the SSH line.
+TEST_P(AgentE2eTest, APrivateImageWithExtraPortsIsPulledWithItsCredentialAndPublished) {
+  constexpr const char* kPrivate = "ghcr.io/acme/train:v2";
+  constexpr const char* kSecret = "s3cret-token-XYZ-0001";
+  ListMachineAndEnrol(2);
+  docker_->RequireAuth(kPrivate, "carl-bot", kSecret);
+  StartAgent();
+  ASSERT_TRUE(WaitFor([&] { return Online(2); })) << Context();
+  json images = Get("/v1/images");
+  bool has_pytorch = false;
+  for (const auto& i : images["images"]) has_pytorch = has_pytorch || i["name"] == "pytorch";
+  EXPECT_TRUE(has_pytorch) << images.dump();
+  EXPECT_EQ(images["default"], kImage);
+
+  // Bad orders are refused naming the field, before anything is bought.
+  json base = {{"gpu", "H100 SXM"}, {"gpus", 1}, {"market", true}};
+  for (const auto& [change, field] : std::vector<std::pair<json, std::string>>{
+           {{{"image", "Not An Image"}}, "image"},
+           {{{"ports", {22}}}, "ports"},
+           {{{"ports", {1, 2, 3, 4, 5}}}, "ports"},
+           {{{"ports", "8888"}}, "ports"},
+           {{{"registry_auth", {{"username", ""}, {"password", "x"}}}}, "registry_auth.username"},
+           {{{"registry_auth", {{"username", "u"}, {"password", "x"}, {"token", "y"}}}},
+            "registry_auth.token"}}) {
+    json body = base;
+    body.update(change);
+    auto r = client_->Call("POST", "/v1/bids", body, customer_);
+    EXPECT_EQ(r.status, 400) << body.dump() << r.body;
+    EXPECT_EQ(r.Json()["error"]["field"], field) << r.body;
+  }
+
+  json body = base;
+  body["image"] = kPrivate;
+  body["ports"] = {8888, 8000};
+  body["registry_auth"] = {{"username", "carl-bot"}, {"password", kSecret}};
+  auto bid = client_->Call("POST", "/v1/bids", body, customer_);
+  ASSERT_EQ(bid.status, 201) << bid.body;
+  EXPECT_EQ(bid.body.find(kSecret), std::string::npos) << bid.body;
+  const long long lease = bid.Json()["lease_id"].get<long long>();
+  const std::string name = "gpuhub-lease-" + std::to_string(lease);
+  ASSERT_TRUE(WaitFor([&] { return Running(name).size() == 1; })) << Context();
+
+  // The pull carried the credential as Docker's header: base64url JSON.
+  auto pulls = docker_->CallsTo("POST", "/images/create");
+  ASSERT_EQ(pulls.size(), 1u);
+  EXPECT_EQ(pulls[0].query, "fromImage=ghcr.io%2Facme%2Ftrain&tag=v2");
+  EXPECT_EQ(pulls[0].registry_auth,
+            agent::RegistryAuthHeader("carl-bot", kSecret, "ghcr.io"));
+  // The ports, on the listing's default range 41000-41999, labelled for adoption.
+  json create = json::parse(docker_->CallsTo("POST", "/containers/create")[0].body);
+  EXPECT_EQ(create["HostConfig"]["PortBindings"]["8888/tcp"][0]["HostPort"], "41000");
+  EXPECT_EQ(create["HostConfig"]["PortBindings"]["8000/tcp"][0]["HostPort"], "41001");
+  EXPECT_EQ(create["HostConfig"]["PortBindings"]["22/tcp"][0]["HostPort"], "40000");
+  EXPECT_TRUE(create["ExposedPorts"].contains("8888/tcp"));
+  EXPECT_EQ(create["Labels"]["io.gpuhub.ports"], "8888:41000,8000:41001");
+  const json want_ports = json::parse(R"([
+    {"container": 8888, "host": 41000, "address": "203.0.113.7:41000"},
+    {"container": 8000, "host": 41001, "address": "203.0.113.7:41001"}])");
+  ASSERT_TRUE(WaitFor([&] { return Lease(lease)["connection"]["ports"] == want_ports; }))
+      << Lease(lease).dump() << Context();
+  json l = Lease(lease);
+  EXPECT_EQ(l["connection"]["ssh"], "ssh -p 40000 root@203.0.113.7");
+  EXPECT_EQ(l["image"], kPrivate);
+  EXPECT_EQ(l["ports"], json({8888, 8000}));
+  EXPECT_EQ(l["registry_credential"], true);
+
+  // A curated name runs its reference; its host ports do not collide with the first lease's.
+  long long second = Buy(1, "cuda");
+  EXPECT_EQ(Lease(second)["image"], kImage);
+
+  // No answer shows the secret, nor does the database, nor any log.
+  for (const std::string& path : {std::string("/v1/leases"), "/v1/leases/" + std::to_string(lease),
+                                  std::string("/v1/bids")}) {
+    auto r = client_->Call("GET", path, nullptr, customer_);
+    EXPECT_EQ(r.status, 200) << path;
+    EXPECT_EQ(r.body.find(kSecret), std::string::npos) << path << ": " << r.body;
+  }
+  auto provider_view = client_->Call("GET", "/v1/leases?as=provider", nullptr, provider_);
+  EXPECT_EQ(provider_view.body.find(kSecret), std::string::npos) << provider_view.body;
+  auto opened = store::OpenStore(db_);
+  ASSERT_TRUE(opened.ok()) << opened.status().ToString();
+  int rows = 0;
+  ASSERT_TRUE((*opened)
+                  ->Scan("launch_specs", {"image", "ports", "registry_auth"}, "bid_id",
+                         [&](const store::Row& row) -> Status {
+                           std::string image = *row.Text(0), auth = *row.Text(2);
+                           if (image != kPrivate) return Status::Ok();
+                           ++rows;
+                           EXPECT_EQ(*row.Text(1), "8888,8000");
+                           EXPECT_EQ(auth.rfind("v1:", 0), 0u) << auth;
+                           EXPECT_EQ(auth.find(kSecret), std::string::npos) << auth;
+                           EXPECT_EQ(auth.find("carl-bot"), std::string::npos) << auth;
+                           return Status::Ok();
+                         })
+                  .ok());
+  EXPECT_EQ(rows, 1);
+  opened->reset();
+  if (GetParam() == "sqlite") {
+    // Every byte the database holds, with its write-ahead log.
+    for (const std::string& file : {db_.substr(7), db_.substr(7) + "-wal"}) {
+      std::ifstream in(file, std::ios::binary);
+      std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+      EXPECT_EQ(bytes.find(kSecret), std::string::npos) << file;
+    }
+  }
+  std::ifstream cache(dir_.path() + "/agent-state/desired.json");
+  std::string cached((std::istreambuf_iterator<char>(cache)), std::istreambuf_iterator<char>());
+  EXPECT_NE(cached.find(kPrivate), std::string::npos);
+  EXPECT_EQ(cached.find(kSecret), std::string::npos) << "the agent's cache holds no credential";
+
+  // A restarted agent adopts the container and its ports: nothing created again.
+  agent_->Kill();
+  StartAgent();
+  // Two heartbeats of the new agent: its reconciler has run (it runs first, every 100 ms).
+  AdvanceAndWaitForHeartbeat(1);
+  AdvanceAndWaitForHeartbeat(1);
+  EXPECT_EQ(Running(name).size(), 1u);
+  EXPECT_EQ(docker_->CallsTo("POST", "/containers/create").size(), 2u) << "adopted, not recreated";
+  EXPECT_EQ(Lease(lease)["connection"]["ports"], want_ports);
+  EXPECT_EQ(agent_->Log().find(kSecret), std::string::npos);
+  EXPECT_EQ(server_->Log().find(kSecret), std::string::npos);
 }
 
 INSTANTIATE_TEST_SUITE_P(Backends, AgentE2eTest, ::testing::Values("sqlite", "postgresql"));

@@ -129,6 +129,7 @@ test('the sell page shows the agent and why the ask is off the book; a lease sho
     await waitForData(page);
     await page.check('input[name="order"][value="market"]');
     await page.fill('#bid-gpus', '1');
+    await page.selectOption('#bid-image-choice', 'custom');
     await page.fill('#bid-image', 'pytorch/pytorch:2.4.0-cuda12.4-cudnn9-runtime');
     await page.click('#bid-submit');
     await page.locator('#bid-result .alert-ok').waitFor();

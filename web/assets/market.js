@@ -5,6 +5,7 @@ import { api, currentSession, newIdempotencyKey, RequestKey } from './api.js';
 import { h, $, replace, table, showFormError, clearFormErrors, setBusy, errorBox, empty, stat, copyableCommand } from './dom.js';
 import { usd, money, integer, timestamp } from './format.js';
 import { loadMarkets, bestAsk, bestBid } from './markets.js';
+import { loadImages, setUpImagePicker, launchBody, forgetCredential, launchCell } from './images.js';
 
 const REFRESH_MS = 10000;
 const BOOK_LEVELS = 12;
@@ -263,8 +264,7 @@ function bidBody() {
     }
   }
   if (f.currency.value !== 'USD') body.currency = f.currency.value;
-  if (f.image.value.trim()) body.image = f.image.value.trim();
-  return body;
+  return Object.assign(body, launchBody(f));
 }
 
 function bidOutcome(bid) {
@@ -313,6 +313,7 @@ async function onBid(e) {
   try {
     const bid = await api('POST', '/v1/bids', body, { idempotencyKey: bidKey.for(body) });
     bidKey.done();
+    forgetCredential(f);
     replace($('#bid-result'), bidOutcome(bid));
     await Promise.all([refreshMarkets(), loadLeases(), loadBids()]);
   } catch (err) {
@@ -430,7 +431,7 @@ async function stopLease(lease, button, cell) {
 async function loadLeases() {
   const card = $('#leases-card');
   try {
-    const data = await api('GET', '/v1/leases');
+    const [data, images] = await Promise.all([api('GET', '/v1/leases'), loadImages()]);
     card.hidden = false;
     if (!data.leases.length) return replace($('#leases'), empty('No leases yet. A filled bid opens one.'));
     replace(
@@ -443,6 +444,7 @@ async function loadLeases() {
           { label: 'Per hour', num: true, cell: (l) => money(l.hourly_usd, 'USD') },
           { label: 'Status', cell: leaseStatus },
           { label: 'Connect', cell: connection },
+          { label: 'Image & ports', cell: (l) => launchCell(l, images.images) },
           { label: 'Paid until', cls: 'nowrap', cell: (l) => (l.status === 'active' ? timestamp(l.paid_until) : timestamp(l.ended_at)) },
           { label: 'Hours', num: true, cell: (l) => integer(l.hours_paid) },
           {
@@ -502,6 +504,7 @@ async function main() {
   });
   syncOrderType();
   loadRegions();
+  setUpImagePicker(form.elements.image_choice, form.elements.image, $('#bid-image-note'));
   const [m, s] = await Promise.all([loadMarkets(), currentSession()]);
   markets = m;
   session = s;

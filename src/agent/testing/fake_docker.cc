@@ -1,6 +1,7 @@
 #include "agent/testing/fake_docker.h"
 
 #include <poll.h>
+#include <sodium.h>
 #include <sys/socket.h>
 #include <sys/un.h>
 #include <unistd.h>
@@ -172,11 +173,18 @@ void FakeDocker::Serve(int fd) {
     }
     std::string head = buffer.substr(0, head_end);
     std::size_t length = 0;
+    std::string registry_auth;
     {
       std::string lower;
       for (char ch : head) lower.push_back(static_cast<char>(std::tolower(static_cast<unsigned char>(ch))));
       std::size_t cl = lower.find("content-length:");
       if (cl != std::string::npos) length = std::stoul(head.substr(cl + 15));
+      std::size_t ra = lower.find("\r\nx-registry-auth:");
+      if (ra != std::string::npos) {
+        std::size_t start = head.find_first_not_of(' ', ra + 18);
+        std::size_t end = head.find("\r\n", start);
+        registry_auth = head.substr(start, end == std::string::npos ? end : end - start);
+      }
     }
     while (buffer.size() < head_end + 4 + length) {
       ssize_t n = ::read(fd, chunk, sizeof chunk);
@@ -190,7 +198,7 @@ void FakeDocker::Serve(int fd) {
     std::size_t sp1 = line.find(' '), sp2 = line.rfind(' ');
     std::string method = line.substr(0, sp1);
     std::string target = line.substr(sp1 + 1, sp2 - sp1 - 1);
-    std::string response = Handle(method, target, body);
+    std::string response = Handle(method, target, body, registry_auth);
     std::size_t off = 0;
     while (off < response.size()) {
       ssize_t n = ::write(fd, response.data() + off, response.size() - off);
@@ -272,7 +280,7 @@ std::pair<int, std::string> FakeDocker::StartFailure(const Container& c) {
 }
 
 std::string FakeDocker::Handle(const std::string& method, const std::string& target,
-                               const std::string& body) {
+                               const std::string& body, const std::string& registry_auth) {
   std::string path = target.substr(0, target.find('?'));
   std::string query = target.find('?') == std::string::npos ? "" : target.substr(target.find('?') + 1);
   std::string version;
@@ -285,7 +293,7 @@ std::string FakeDocker::Handle(const std::string& method, const std::string& tar
   std::string extra_headers;
   {
     std::lock_guard<std::mutex> lock(mutex_);
-    calls_.push_back({method, path, query, body});
+    calls_.push_back({method, path, query, body, registry_auth});
     int minor = version.empty() ? kApiMinor : std::atoi(version.c_str() + 2);
     if (minor > kApiMinor) {
       // api/server/middleware/version.go
@@ -333,7 +341,26 @@ std::string FakeDocker::Handle(const std::string& method, const std::string& tar
     } else if (method == "POST" && path == "/images/create") {
       std::string ref = q["fromImage"] + (q["tag"].empty() ? "" : ":" + q["tag"]);
       auto failing = failing_pulls_.find(ref);
-      if (failing != failing_pulls_.end()) {
+      std::string denied;
+      if (auto p = private_images_.find(ref); p != private_images_.end()) {
+        // Docker decodes the header as base64url JSON.
+        std::string decoded(registry_auth.size(), '\0');
+        std::size_t n = 0;
+        bool ok = !registry_auth.empty() &&
+                  sodium_base642bin(reinterpret_cast<unsigned char*>(decoded.data()),
+                                    decoded.size(), registry_auth.data(), registry_auth.size(),
+                                    nullptr, &n, nullptr, sodium_base64_VARIANT_URLSAFE) == 0;
+        json auth = ok ? json::parse(decoded.substr(0, n), nullptr, false) : json();
+        if (!auth.is_object() || auth.value("username", "") != p->second.first ||
+            auth.value("password", "") != p->second.second) {
+          denied = "unauthorized: authentication required";
+        }
+      }
+      if (!denied.empty()) {
+        reply = {200, "{\"status\":\"Pulling from " + q["fromImage"] + "\"}\n" +
+                          json{{"errorDetail", {{"message", denied}}}, {"error", denied}}.dump() +
+                          "\n"};
+      } else if (failing != failing_pulls_.end()) {
         reply = {200, "{\"status\":\"Pulling from " + q["fromImage"] + "\"}\n" +
                           json{{"errorDetail", {{"message", failing->second}}},
                                {"error", failing->second}}
@@ -567,6 +594,12 @@ void FakeDocker::AddImage(const std::string& reference) {
 void FakeDocker::FailPulls(const std::string& reference, const std::string& error) {
   std::lock_guard<std::mutex> lock(mutex_);
   failing_pulls_[reference] = error;
+}
+
+void FakeDocker::RequireAuth(const std::string& reference, const std::string& username,
+                             const std::string& password) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  private_images_[reference] = {username, password};
 }
 
 void FakeDocker::SetTxBytes(const std::string& container_id, std::int64_t bytes) {

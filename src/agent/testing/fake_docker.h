@@ -55,6 +55,7 @@ class FakeDocker {
     std::string path;   // without the version prefix: "/containers/create"
     std::string query;  // raw, percent-encoded
     std::string body;
+    std::string registry_auth;  // the X-Registry-Auth header ("" when none)
   };
   struct Container {
     std::string id;
@@ -87,6 +88,10 @@ class FakeDocker {
   void AddImage(const std::string& reference);
   // Pulls of this image fail inside the stream, as the daemon reports a missing repository.
   void FailPulls(const std::string& reference, const std::string& error);
+  // Pulls of this image fail ("unauthorized") unless X-Registry-Auth carries this user name and
+  // password (base64url JSON, as Docker decodes it).
+  void RequireAuth(const std::string& reference, const std::string& username,
+                   const std::string& password);
   void SetTxBytes(const std::string& container_id, std::int64_t bytes);
   // The next `n` starts fail with "port is already allocated".
   void FailStarts(int n);
@@ -120,7 +125,7 @@ class FakeDocker {
   void AcceptLoop();
   void Serve(int fd);
   std::string Handle(const std::string& method, const std::string& target,
-                     const std::string& body);
+                     const std::string& body, const std::string& registry_auth = "");
   Container* Find(const std::string& id_or_name);  // under mutex_
   // Why a start fails (the daemon's status and message), or {0, ""}. Under mutex_.
   std::pair<int, std::string> StartFailure(const Container& c);
@@ -139,6 +144,7 @@ class FakeDocker {
   std::set<std::string> images_;
   std::map<std::string, nlohmann::json> networks_;
   std::map<std::string, std::string> failing_pulls_;
+  std::map<std::string, std::pair<std::string, std::string>> private_images_;
   int failing_starts_ = 0;
   bool nvidia_driver_ = true;
   std::string failing_hook_;
