@@ -150,7 +150,8 @@ json LeaseJson(const engine::State& state, const market::Lease& l, bool as_provi
               {"paused_at", TimeOrNull(l.paused_at)},
               {"downtime_credit_usd", FormatMicros(l.credited_micros)},
               {"image", engine::LeaseImage(state, l, stored)},
-              {"connection", LeaseConnectionJson(state, l.id)}};
+              {"connection", LeaseConnectionJson(state, l.id)},
+              {"provisioning", LeaseProvisioningJson(state, l)}};
   if (as_provider) {
     out["fee_usd_per_hour"] = FormatMicros(fee);
     out["net_usd_per_hour"] = FormatMicros(hour - fee);
