@@ -45,7 +45,7 @@ test('a lease shows its provisioning steps as they happen, then the SSH line wit
   const workload = `lease-${bid.lease_id}`;
 
   const { context, page, problems } = await newPage(env.chrome.browser, 'desktop', env.server.url);
-  await context.grantPermissions(['clipboard-read', 'clipboard-write']);
+  await context.grantPermissions(['clipboard-read', 'clipboard-write'], { origin: env.server.url });
   try {
     await logIn(page, customerName);
     await page.goto('/market/');
@@ -70,8 +70,10 @@ test('a lease shows its provisioning steps as they happen, then the SSH line wit
     const line = page.locator('#leases tbody tr').first().locator('.connection-line');
     await line.waitFor();
     assert.equal(await line.innerText(), 'ssh -p 40001 root@198.51.100.9');
-    await page.click(`button[aria-label="Copy the SSH command of lease #${bid.lease_id}"]`);
-    await page.locator(`button[aria-label="Copy the SSH command of lease #${bid.lease_id}"]:has-text("Copied")`).waitFor();
+    const copy = page.locator(`button[aria-label="Copy the SSH command of lease #${bid.lease_id}"]`);
+    await copy.click();
+    await page.waitForFunction((label) => document.querySelector(`button[aria-label="${label}"]`)?.textContent !== 'Copy', `Copy the SSH command of lease #${bid.lease_id}`);
+    assert.equal(await copy.innerText(), 'Copied');
     assert.equal(await page.evaluate(() => navigator.clipboard.readText()), 'ssh -p 40001 root@198.51.100.9');
     await screenshot(page, 'market-lease-ready-desktop');
     await page.setViewportSize({ width: 390, height: 844 });
