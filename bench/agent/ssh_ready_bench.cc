@@ -9,7 +9,8 @@
 // customer's key: the lease is polled for its SSH line every 50 ms and ssh retried every 100 ms
 // once it shows. The agent runs with the server's intervals (heartbeat 15 s) and its defaults
 // (long-poll 20 s, reconcile 1 s, sshd probe). Counters: p50_s, p95_s, max_s over the 20.
-// Each lease is stopped, and its container gone, before the next is bought.
+// Each lease is stopped, and its container gone, before the next is bought. Extra agent config
+// lines from GPUHUB_BENCH_AGENT_CONFIG (a comparison: "desired_wait_seconds = 0").
 //
 //   eval "$(bash scripts/docker-test-env.sh start /tmp/dk)"   # DOCKER_HOST=..., image built
 //   build/bench/agent/ssh_ready_bench
@@ -120,7 +121,9 @@ void BM_PaidOrderToSshLogin(benchmark::State& state) {
                         << "docker = \"" << docker_url << "\"\n"
                         << "nvml_library = \"" << dir.path() << "/no/libnvidia-ml.so.1\"\n"
                         << "nvidia_smi = \"" << smi << "\"\n"
-                        << "disk_path = \"" << dir.path() << "\"\n";
+                        << "disk_path = \"" << dir.path() << "\"\n"
+                        // For a comparison: "desired_wait_seconds = 0" is heartbeats only.
+                        << Env("GPUHUB_BENCH_AGENT_CONFIG") << "\n";
   auto enrolled = RunGpuhub({"agent", "enroll", "--server", url, "--token",
                              token.Json().value("token", ""), "--config", config},
                             "");

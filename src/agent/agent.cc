@@ -179,7 +179,11 @@ void WatchDesired(std::shared_ptr<Agent::State> shared, WatchOptions o) {
   while (true) {
     std::string version;
     {
-      std::lock_guard<std::mutex> lock(s.mu);
+      // Only after a heartbeat got through: a host back from a silence is offline on the server
+      // (its leases paused, so not desired) until its heartbeat says it is back; a poll answered
+      // before that would remove the customers' containers.
+      std::unique_lock<std::mutex> lock(s.mu);
+      s.cv.wait(lock, [&] { return s.stopping || (s.attempts > 0 && s.last_ok); });
       if (s.stopping) return;
       version = s.desired_version;
     }

@@ -5,7 +5,9 @@
 // - the watcher: keeps one long-poll of GET /v1/agent/desired open (desired_wait_seconds, 20 s),
 //   answered by the server the moment the host's desired workloads change (a lease bought, ended,
 //   a key added); the new state goes to the reconciler at once, so new work never waits for a
-//   heartbeat. Reconnects at once after an answer, with back-off after errors. Answers are
+//   heartbeat. Polls only while the last heartbeat got through (a host back from a silence is
+//   offline, its leases paused, until its heartbeat says otherwise). Reconnects at once after an
+//   answer, with back-off after errors. Answers are
 //   ordered (protocol.h DesiredOrder): a heartbeat's older answer never takes a newer one back.
 // - the reporter: every heartbeat interval (15 s; at once when the reconciler asks: a workload's
 //   state changed, a not_after passed), measures the host (HostProbe), POSTs /v1/agent/heartbeat with the workloads' states, and keeps the answer:
