@@ -13,6 +13,9 @@ build_packages=(
 # wrk and valgrind: bench/http/side_by_side.sh, load.sh and profile.sh; poppler-utils (pdftotext):
 # the tests read invoice PDFs back.
 test_packages=(postgresql-15 postgresql-client-15 curl wrk valgrind chromium poppler-utils)
+# cryptsetup-bin: tests/agent/agent_real_disks_test (luksFormat, luksErase on a loop device;
+# losetup and blkdiscard come with util-linux).
+test_packages+=(cryptsetup-bin)
 
 want=("${build_packages[@]}")
 if [ "${1:-}" = "--with-test-tools" ]; then want+=("${test_packages[@]}"); fi

@@ -130,6 +130,16 @@ struct Agent::State {
     std::chrono::milliseconds delay{0};
   };
   std::map<std::string, Retry> retries;
+  // Recreates of containers Docker will not start (paused, dead, removing), by workload.
+  struct Recreate {
+    int count = 0;
+    Steady::time_point last{};
+    Steady::time_point next{};
+  };
+  std::map<std::string, Recreate> recreates;
+  // Named volumes are left by a container's removal: swept (the unused ones of ours) after a
+  // removal and once per Docker connection.
+  bool sweep_volumes = false;
   std::set<int> bad_ports;
   std::unique_ptr<LuksVolumes> luks;
   std::unique_ptr<InstanceDisks> disks;
@@ -456,6 +466,8 @@ void Agent::SendUsage() {
   std::vector<UsageSample> samples;
   for (const auto& a : running) {
     auto tx = (*docker)->NetworkTxBytes(a.id);
+    // Stopped since it was listed (no counters): no sample, rather than a 0 the server would
+    // take for a counter reset.
     if (!tx.ok()) continue;
     int sum = 0, n = 0;
     for (const auto& uuid : Split(gpus_of[a.id], ',')) {
@@ -517,6 +529,7 @@ void Agent::ReconcileOnce() {
       return;
     }
     s.docker = std::move(docker).value();
+    s.sweep_volumes = true;  // what a crash between a removal and its sweep left
     spdlog::info("event=agent_docker api={} network={}", s.docker->api_version(), kNetworkName);
   }
   auto listed = s.docker->ListByLabel(kLabelManaged, "true");
@@ -577,6 +590,7 @@ void Agent::ReconcileOnce() {
                                                            : "not_desired",
                  removed.ok());
     if (!removed.ok()) continue;
+    s.sweep_volumes = true;
     if (!a.workload.empty() &&
         (!desired_ids.count(a.workload) || input.expired_confirmed.count(a.workload))) {
       RemoveKeys(c.state_dir, a.workload);
@@ -589,11 +603,70 @@ void Agent::ReconcileOnce() {
     if (a.ssh_port > 0) used.insert(a.ssh_port);
   }
   used.insert(s.bad_ports.begin(), s.bad_ports.end());
+  // A container Docker will not start (moby: 409 for paused, dead, removing) is removed; the
+  // create follows once Docker no longer lists it, each time later (RecreateBackoff).
+  auto recreate = [&](const ActualContainer& a) {
+    auto& r = s.recreates[a.workload];
+    const auto now = Steady::now();
+    if (now < r.next) {
+      const auto wait_s = std::chrono::duration_cast<std::chrono::seconds>(r.next - now).count();
+      updates[a.workload] = {a.workload, "starting", 0,
+                             "Docker will not start its container (" + a.state +
+                                 "): recreating it in " + std::to_string(wait_s + 1) + " s"};
+      return;
+    }
+    Status removed = s.docker->Remove(a.id);
+    ++r.count;
+    r.last = now;
+    r.next = now + RecreateBackoff(r.count);
+    s.sweep_volumes = s.sweep_volumes || removed.ok();
+    updates[a.workload] = {a.workload, "starting", 0,
+                           "Docker will not start its container (" + a.state + "): recreating it"};
+    spdlog::warn("event=container_recreate workload={} container={} state={} recreates={} ok={} "
+                 "error=\"{}\"",
+                 a.workload, a.id.substr(0, 12), a.state, r.count, removed.ok(),
+                 removed.ok() ? "" : removed.message());
+  };
+  for (const auto& a : plan.recreate) recreate(a);
   for (const auto& a : plan.start) {
+    auto& retry = s.retries[a.workload];
+    if (Steady::now() < retry.next) continue;  // its last failure is still reported
     Status started = s.docker->Start(a.id);
-    updates[a.workload] = {a.workload, started.ok() ? "running" : "failed", a.ssh_port,
-                           started.ok() ? "" : started.message()};
-    if (started.ok()) StartSshProbe(a.workload, a.id, a.ssh_port, updates[a.workload]);
+    if (started.ok()) {
+      s.retries.erase(a.workload);
+      updates[a.workload] = {a.workload, "running", a.ssh_port, ""};
+      StartSshProbe(a.workload, a.id, a.ssh_port, updates[a.workload]);
+      spdlog::info("event=container_restarted workload={} container={} was=\"{}\"", a.workload,
+                   a.id.substr(0, 12), a.status);
+      continue;
+    }
+    if (started.code() == StatusCode::kConflict) {  // paused or removed since it was listed
+      s.retries.erase(a.workload);
+      recreate(a);
+      continue;
+    }
+    retry.delay = retry.delay.count() == 0 ? kRetryFirst : std::min(retry.delay * 2, kRetryMax);
+    retry.next = Steady::now() + retry.delay;
+    updates[a.workload] = {a.workload, "failed", a.ssh_port, started.message().substr(0, 250)};
+    spdlog::warn("event=workload_failed workload={} error=\"{}\" retry_in_s={}", a.workload,
+                 started.message(), retry.delay.count() / 1000);
+  }
+  // Exited by itself (the customer's `shutdown`, sshd killed): Docker's restart policy
+  // (unless-stopped) brings it back; the agent reports it down meanwhile and does not race it.
+  for (const auto& a : plan.restarting) {
+    bool was = false;
+    {
+      std::lock_guard<std::mutex> lock(s.mu);
+      auto it = s.status.find(a.workload);
+      was = it != s.status.end() && it->second.state == "restarting";
+    }
+    updates[a.workload] = {a.workload, "restarting", a.ssh_port,
+                           "the container exited by itself (Docker: " + a.status +
+                               "); Docker's restart policy brings it back"};
+    if (!was) {
+      spdlog::warn("event=container_exited workload={} container={} docker=\"{}\"", a.workload,
+                   a.id.substr(0, 12), a.status);
+    }
   }
   for (const auto& a : actual) {
     if (a.workload.empty() || !desired_ids.count(a.workload) || a.state != "running") continue;
@@ -602,6 +675,10 @@ void Agent::ReconcileOnce() {
     if (removing) continue;
     updates[a.workload] = {a.workload, "running", a.ssh_port, ""};
     SshProbeState(a.workload, a.id, updates[a.workload]);
+    auto r = s.recreates.find(a.workload);
+    if (r != s.recreates.end() && Steady::now() - r->second.last >= kRecreateForgetAfter) {
+      s.recreates.erase(r);  // ran long enough since: a later recreate starts over at once
+    }
     for (const auto& w : input.desired) {
       if (w.id == a.workload) {
         Status keys = WriteKeys(c.state_dir, w);
@@ -707,7 +784,9 @@ void Agent::ReconcileOnce() {
     }
     Status started = s.docker->Start(*id);
     if (!started.ok()) {
-      (void)s.docker->Remove(*id);
+      // Created but not started (a missing nvidia driver, a failing prestart hook, a disk that
+      // does not mount: moby answers 500): removed, its volumes swept, created again later.
+      s.sweep_volumes = s.sweep_volumes || s.docker->Remove(*id).ok();
       if (PortInUse(started)) s.bad_ports.insert(port);
       fail(started.message());
       continue;
@@ -751,6 +830,7 @@ void Agent::ReconcileOnce() {
     s.actual = actual;
     s.gpus_of = gpus_of;
   }
+  if (s.sweep_volumes) SweepVolumes();
   std::set<std::string> keep_retry = desired_ids;
   {
     std::lock_guard<std::mutex> lock(s.mu);
@@ -758,6 +838,25 @@ void Agent::ReconcileOnce() {
   }
   for (auto it = s.retries.begin(); it != s.retries.end();) {
     it = keep_retry.count(it->first) ? std::next(it) : s.retries.erase(it);
+  }
+  for (auto it = s.recreates.begin(); it != s.recreates.end();) {
+    it = desired_ids.count(it->first) ? std::next(it) : s.recreates.erase(it);
+  }
+}
+
+void Agent::SweepVolumes() {
+  State& s = *state_;
+  auto unused = s.docker->UnusedVolumes(kLabelManaged, "true");
+  if (!unused.ok()) {
+    spdlog::warn("event=agent_docker_volumes error=\"{}\"", unused.status().message());
+    return;  // tried again after the next removal or reconnection
+  }
+  s.sweep_volumes = false;
+  for (const auto& name : *unused) {
+    Status removed = s.docker->RemoveVolume(name);
+    // In use again (a container created meanwhile): it is not leaked, leave it.
+    spdlog::info("event=volume_removed volume={} ok={}{}", name, removed.ok(),
+                 removed.ok() ? "" : " error=\"" + removed.message() + "\"");
   }
 }
 

@@ -68,6 +68,8 @@ class Agent {
   void ReconcileOnce();
   // A released term rental's disk: the erase, then the wipe, the server asks for (disks.h).
   void RunDiskActions(const std::set<std::string>& desired_ids);
+  // Removes the named volumes of ours no container uses (Docker keeps them at a removal).
+  void SweepVolumes();
   void SendUsage();
   // After a start: `status` becomes "starting" and a probe (detached, ssh_probe.h) waits for the
   // container's sshd; "running" once it answers (or the config's ssh_ready_timeout_ms passed).

@@ -89,7 +89,8 @@ std::string CreateBody(const WorkloadSpec& spec, const Placement& placement) {
                       {"Source", "gpuhub-" + m.name},
                       {"Target", m.target},
                       {"VolumeOptions",
-                       {{"DriverConfig",
+                       {{"Labels", {{kLabelManaged, "true"}, {kLabelWorkload, spec.id}}},
+                        {"DriverConfig",
                          {{"Name", "local"},
                           {"Options", {{"type", "ext4"}, {"device", m.device}}}}}}}});
   }
@@ -113,7 +114,9 @@ std::string CreateBody(const WorkloadSpec& spec, const Placement& placement) {
         {"CapAdd",
          {"CHOWN", "DAC_OVERRIDE", "FOWNER", "SETUID", "SETGID", "SYS_CHROOT", "KILL",
           "AUDIT_WRITE", "NET_BIND_SERVICE"}},
-        {"SecurityOpt", {"no-new-privileges:true"}},
+        // The bare form: moby (daemon_unix.go parseSecurityOpt) logs a deprecation warning for
+        // "key:value" on every create.
+        {"SecurityOpt", {"no-new-privileges"}},
         {"PidsLimit", 16384},
         {"Init", true},
         {"NanoCpus", spec.cpus * 1'000'000'000LL},

@@ -31,7 +31,10 @@ struct VolumeSpec {
 };
 
 // An opened volume mounted in the container: the mapper device, formatted ext4, through Docker's
-// local volume driver (a named volume "gpuhub-<name>" with type=ext4 and device=<device>).
+// local volume driver (a named volume "gpuhub-<name>" with type=ext4 and device=<device>,
+// labelled kLabelManaged and kLabelWorkload). Docker keeps a named volume when its container is
+// removed (`v=1` removes anonymous ones only): the agent removes it once no container uses it. The
+// data is on the device, not in the volume: removing the volume loses nothing.
 struct VolumeMount {
   std::string name;
   std::string device;  // "/dev/mapper/rental-7-0"

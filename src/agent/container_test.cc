@@ -30,7 +30,9 @@ TEST(ContainerTest, TheCreateBodyIsLockedDown) {
   EXPECT_EQ(host["CapDrop"], json({"ALL"}));
   EXPECT_EQ(host["CapAdd"], json({"CHOWN", "DAC_OVERRIDE", "FOWNER", "SETUID", "SETGID",
                                   "SYS_CHROOT", "KILL", "AUDIT_WRITE", "NET_BIND_SERVICE"}));
-  EXPECT_EQ(host["SecurityOpt"], json({"no-new-privileges:true"}));
+  // The bare form: "no-new-privileges:true" works but makes moby log a deprecation warning on
+  // every create (daemon_unix.go parseSecurityOpt, v20.10.24).
+  EXPECT_EQ(host["SecurityOpt"], json({"no-new-privileges"}));
   EXPECT_EQ(host["PidsLimit"], 16384);
   // GPUs by UUID only, through the nvidia driver's device request.
   ASSERT_EQ(host["DeviceRequests"].size(), 1u);
@@ -61,6 +63,26 @@ TEST(ContainerTest, TheCreateBodyIsLockedDown) {
   EXPECT_EQ(body["Labels"]["io.gpuhub.gpus"], "GPU-aaaa,GPU-bbbb");
   EXPECT_EQ(body["Entrypoint"], json({"/bin/sh", "-c"}));
   EXPECT_EQ(body["Cmd"][0], BootScript());
+}
+
+// A term rental's disk: a named local volume of type ext4 on the mapper device, labelled so the
+// agent can find it again to remove it (Docker keeps named volumes when it removes the container).
+TEST(ContainerTest, ARentalsDiskIsALabelledNamedVolumeOnItsMapperDevice) {
+  WorkloadSpec w = Spec();
+  w.id = "rental-7";
+  Placement placement{40002, "/keys", {{"rental-7-0", "/dev/mapper/rental-7-0", "/data/nvme0"}}};
+  json mounts = json::parse(CreateBody(w, placement))["HostConfig"]["Mounts"];
+  ASSERT_EQ(mounts.size(), 1u);
+  EXPECT_EQ(mounts[0], json({{"Type", "volume"},
+                             {"Source", "gpuhub-rental-7-0"},
+                             {"Target", "/data/nvme0"},
+                             {"VolumeOptions",
+                              {{"Labels", {{"io.gpuhub.managed", "true"},
+                                           {"io.gpuhub.workload", "rental-7"}}},
+                               {"DriverConfig",
+                                {{"Name", "local"},
+                                 {"Options", {{"type", "ext4"},
+                                              {"device", "/dev/mapper/rental-7-0"}}}}}}}}));
 }
 
 TEST(ContainerTest, SshdRunsWithKeysOnly) {

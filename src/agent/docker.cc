@@ -142,6 +142,7 @@ Result<std::vector<ContainerSummary>> DockerClient::ListByLabel(const std::strin
       if (!s.name.empty() && s.name[0] == '/') s.name.erase(0, 1);
     }
     s.state = c.value("State", "");
+    s.status = c.value("Status", "");
     if (c.contains("Labels") && c["Labels"].is_object()) {
       for (const auto& [k, v] : c["Labels"].items()) {
         if (v.is_string()) s.labels[k] = v.get<std::string>();
@@ -229,20 +230,51 @@ Status DockerClient::Remove(const std::string& id) {
   return FromResponse("remove container " + id.substr(0, 12), r);
 }
 
+Result<std::vector<std::string>> DockerClient::UnusedVolumes(const std::string& label,
+                                                             const std::string& value) {
+  json filters = {{"label", {label + "=" + value}}, {"dangling", {"true"}}};
+  GPUHUB_ASSIGN_OR_RETURN(net::Response r,
+                          Call("GET", "/volumes?filters=" + QueryEscape(filters.dump())));
+  if (r.status != 200) return FromResponse("list volumes", r);
+  json answer = json::parse(r.body, nullptr, false);
+  if (!answer.is_object()) return Status::Unavailable("list volumes: not a JSON object");
+  std::vector<std::string> out;
+  if (answer.contains("Volumes") && answer["Volumes"].is_array()) {
+    for (const auto& v : answer["Volumes"]) {
+      if (v.is_object() && v.contains("Name") && v["Name"].is_string()) {
+        out.push_back(v["Name"].get<std::string>());
+      }
+    }
+  }
+  return out;
+}
+
+Status DockerClient::RemoveVolume(const std::string& name) {
+  GPUHUB_ASSIGN_OR_RETURN(net::Response r, Call("DELETE", "/volumes/" + QueryEscape(name)));
+  if (r.status == 204 || r.status == 404) return Status::Ok();
+  return FromResponse("remove volume " + name, r);
+}
+
 Result<std::int64_t> DockerClient::NetworkTxBytes(const std::string& id) {
   GPUHUB_ASSIGN_OR_RETURN(net::Response r,
                           Call("GET", "/containers/" + id + "/stats?stream=0&one-shot=1"));
   if (r.status != 200) return FromResponse("stats of " + id.substr(0, 12), r);
   json stats = json::parse(r.body, nullptr, false);
   if (!stats.is_object()) return Status::Unavailable("stats: not a JSON object");
+  if (!stats.contains("networks") || !stats["networks"].is_object()) {
+    // moby daemon/stats.go: a stopped or restarting container gets an empty StatsJSON (its
+    // `networks` omitted). Sending 0 would read as a counter reset and count the next sample
+    // again in full.
+    return Status::FailedPrecondition(
+        "stats of " + id.substr(0, 12) +
+        ": no network counters (the container is not running, or has no network)");
+  }
   std::int64_t tx = 0;
-  if (stats.contains("networks") && stats["networks"].is_object()) {
-    for (const auto& [name, n] : stats["networks"].items()) {
-      if (n.is_object() && n.contains("tx_bytes") && n["tx_bytes"].is_number_unsigned()) {
-        tx += static_cast<std::int64_t>(n["tx_bytes"].get<std::uint64_t>());
-      } else if (n.is_object() && n.contains("tx_bytes") && n["tx_bytes"].is_number_integer()) {
-        tx += n["tx_bytes"].get<std::int64_t>();
-      }
+  for (const auto& [name, n] : stats["networks"].items()) {
+    if (n.is_object() && n.contains("tx_bytes") && n["tx_bytes"].is_number_unsigned()) {
+      tx += static_cast<std::int64_t>(n["tx_bytes"].get<std::uint64_t>());
+    } else if (n.is_object() && n.contains("tx_bytes") && n["tx_bytes"].is_number_integer()) {
+      tx += n["tx_bytes"].get<std::int64_t>();
     }
   }
   return tx;

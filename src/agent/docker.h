@@ -1,10 +1,13 @@
 // The Docker Engine API over its unix socket (net::Client, "unix:/var/run/docker.sock"): the few
-// calls the agent needs. Requests are versioned ("/v1.43/..."): the daemon's API version from
+// calls the agent needs. Requests are versioned ("/v1.41/..."): the daemon's API version from
 // GET /_ping, at most kMaxDockerApiMinor, at least kMinDockerApiMinor (DeviceRequests).
 //
 // Errors: unavailable when the daemon cannot be reached or answers 5xx; not_found for 404;
-// conflict for 409 (a container name in use); invalid_argument for 400; the daemon's message is
-// kept. Thread-safety: one DockerClient per thread.
+// conflict for 409 (a container name in use; starting a paused, dead or removing container; a
+// volume in use); invalid_argument for 400 (a create the daemon refuses, e.g. more CPUs than the
+// host has); the daemon's message is kept. Behaviour checked against moby v20.10.24 (Debian's
+// docker.io, API 1.41): docs/agent.md "The real Docker engine". Thread-safety: one DockerClient
+// per thread.
 #pragma once
 
 #include <cstdint>
@@ -21,8 +24,10 @@ namespace gpuhub::agent {
 struct ContainerSummary {
   std::string id;
   std::string name;   // without the leading '/'
-  std::string state;  // "created", "running", "restarting", "exited", "paused", "dead"
+  // "created", "running", "restarting", "exited", "paused", "dead", "removing"
+  std::string state;
   std::map<std::string, std::string> labels;
+  std::string status;  // Docker's words: "Up 2 minutes", "Restarting (1) 3 seconds ago", ...
 };
 
 class DockerClient {
@@ -30,7 +35,7 @@ class DockerClient {
   // Connects and negotiates the API version.
   static Result<std::unique_ptr<DockerClient>> Connect(const std::string& url);
 
-  const std::string& api_version() const { return version_; }  // "1.43"
+  const std::string& api_version() const { return version_; }  // "1.41" on Debian's 20.10.24
 
   // Every container (running or not) carrying `label`=`value`.
   Result<std::vector<ContainerSummary>> ListByLabel(const std::string& label,
@@ -45,9 +50,17 @@ class DockerClient {
   Result<std::string> Create(const std::string& name, const std::string& body);
   Status Start(const std::string& id);
   Status Stop(const std::string& id, int grace_seconds);
-  // Removes it (forced, with its anonymous volumes). A missing container is not an error.
+  // Removes it (forced, with its anonymous volumes: `v=1` leaves named volumes, see
+  // RemoveVolume). A missing container is not an error; conflict while Docker is removing it.
   Status Remove(const std::string& id);
+  // Named volumes carrying `label`=`value` that no container uses (dangling=true).
+  Result<std::vector<std::string>> UnusedVolumes(const std::string& label,
+                                                 const std::string& value);
+  // Removes a named volume. A missing one is not an error; conflict while a container uses it.
+  Status RemoveVolume(const std::string& name);
   // Bytes the container sent over all its networks since it started (GET .../stats, one shot).
+  // failed_precondition when the answer has no `networks`: Docker answers an empty sample for a
+  // container that is not running (or is restarting), which is no measurement, not a reset.
   Result<std::int64_t> NetworkTxBytes(const std::string& id);
 
  private:

@@ -43,6 +43,12 @@ inline constexpr std::chrono::milliseconds kDefaultUsageInterval{60'000};
 // A container that fails to start is retried after 30 s, doubling up to 10 minutes.
 inline constexpr std::chrono::milliseconds kRetryFirst{30'000};
 inline constexpr std::chrono::milliseconds kRetryMax{10 * 60'000};
+// A desired container Docker will not start (paused, dead, removing: 409) is removed and created
+// again: at once the first time, then no sooner than 5 s after the last recreate, doubling up to
+// 5 minutes. A workload whose container has run 30 minutes since its last recreate starts over.
+inline constexpr std::chrono::milliseconds kRecreateBackoffFirst{5'000};
+inline constexpr std::chrono::milliseconds kRecreateBackoffMax{5 * 60'000};
+inline constexpr std::chrono::milliseconds kRecreateForgetAfter{30 * 60'000};
 // Workloads one host runs at once (one per lease; a 16-GPU machine has at most 16).
 inline constexpr std::size_t kMaxWorkloads = 64;
 // A term rental's volumes: one per card slot of a node (rentals::kMaxCardsPerNode).

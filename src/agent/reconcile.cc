@@ -1,7 +1,9 @@
 #include "agent/reconcile.h"
 
+#include <algorithm>
 #include <map>
 
+#include "agent/limits.h"
 #include "core/strings.h"
 
 namespace gpuhub::agent {
@@ -12,6 +14,7 @@ std::vector<ActualContainer> FromSummaries(const std::vector<ContainerSummary>& 
     ActualContainer a;
     a.id = c.id;
     a.state = c.state;
+    a.status = c.status;
     auto label = [&](const char* key) {
       auto it = c.labels.find(key);
       return it == c.labels.end() ? std::string() : it->second;
@@ -70,11 +73,26 @@ Plan PlanReconcile(const ReconcileInput& input, const std::vector<ActualContaine
     }
     if (it == kept.end()) {
       plan.create.push_back(*w);
-    } else if (it->second->state != "running" && it->second->state != "restarting") {
-      plan.start.push_back(*it->second);
+      continue;
+    }
+    const std::string& state = it->second->state;
+    if (state == "running") continue;
+    if (state == "restarting") {
+      plan.restarting.push_back(*it->second);
+    } else if (state == "paused" || state == "dead" || state == "removing") {
+      plan.recreate.push_back(*it->second);
+    } else {
+      plan.start.push_back(*it->second);  // created, exited (stopped by someone), or unknown
     }
   }
   return plan;
+}
+
+std::chrono::milliseconds RecreateBackoff(int recreates) {
+  if (recreates <= 0) return std::chrono::milliseconds(0);
+  std::chrono::milliseconds delay = kRecreateBackoffFirst;
+  for (int i = 1; i < recreates && delay < kRecreateBackoffMax; ++i) delay *= 2;
+  return std::min(delay, kRecreateBackoffMax);
 }
 
 int PickPort(int first, int last, const std::set<int>& used) {

@@ -6,9 +6,16 @@
 //   asked again (`expired_confirmed`): until then it is `awaiting` (the agent asks at once); a
 //   heartbeat that succeeds brings the truth (a paid next hour moves not_after);
 // - without any desired state (never reached the server, no cache), containers are kept until the
-//   not_after they were created with (their label), then removed.
+//   not_after they were created with (their label), then removed;
+// - Docker's states (moby v20.10.24, daemon/start.go): "created"/"exited" are started; a
+//   "paused", "dead" or "removing" container answers 409 to a start, so it is recreated (removed,
+//   then created again once gone, at most as often as RecreateBackoff allows); "restarting" is a
+//   container that exited by itself (the customer's `shutdown`, sshd killed) and that Docker's
+//   restart policy (unless-stopped) brings back: left to Docker, reported, never started or
+//   recreated by the agent (two restarters would race).
 #pragma once
 
+#include <chrono>
 #include <set>
 #include <string>
 #include <vector>
@@ -25,6 +32,7 @@ struct ActualContainer {
   std::string state;  // Docker's
   int ssh_port = 0;
   TimestampMicros label_not_after = 0;
+  std::string status;  // Docker's words ("Restarting (1) 2 seconds ago")
 };
 
 // The agent's containers (those labelled kLabelManaged) as ActualContainers; containers whose
@@ -43,9 +51,15 @@ struct Plan {
   std::vector<ActualContainer> start;   // created or exited: (re)start
   std::vector<ActualContainer> remove;  // not desired, duplicated, or past not_after
   std::vector<std::string> awaiting;    // past not_after: ask the server before removing
+  std::vector<ActualContainer> recreate;    // desired, but paused, dead or removing
+  std::vector<ActualContainer> restarting;  // desired, exited by itself, Docker restarts it
 };
 
 Plan PlanReconcile(const ReconcileInput& input, const std::vector<ActualContainer>& actual);
+
+// How long after its n-th recreate (n >= 1) a workload may be recreated again:
+// kRecreateBackoffFirst, doubling, at most kRecreateBackoffMax. The first recreate (n = 0) is at once.
+std::chrono::milliseconds RecreateBackoff(int recreates);
 
 // The lowest port of [first, last] not in `used`; 0 when none is free.
 int PickPort(int first, int last, const std::set<int>& used);

@@ -44,6 +44,41 @@ TEST(ReconcileTest, NeverTwoContainersForOneWorkload) {
   EXPECT_EQ(Ids(q.start), std::vector<std::string>{"old"});
 }
 
+// What moby v20.10.24 does with each state (daemon/start.go): a paused, dead or removing container
+// answers 409 to a start, so starting it again every second would never end: it is recreated. A
+// restarting one is Docker's restart policy at work after the container exited by itself.
+TEST(ReconcileTest, EachDockerStateGetsWhatTheRealEngineAllows) {
+  ReconcileInput in{{W("lease-1"), W("lease-2"), W("lease-3"), W("lease-4"), W("lease-5"),
+                     W("lease-6"), W("lease-7")},
+                    true, {}, kNow};
+  Plan p = PlanReconcile(in, {C("run", "lease-1", "running"), C("new", "lease-2", "created"),
+                              C("out", "lease-3", "exited"), C("zzz", "lease-4", "paused"),
+                              C("rip", "lease-5", "dead"), C("bye", "lease-6", "removing"),
+                              C("again", "lease-7", "restarting")});
+  EXPECT_EQ(Ids(p.start), (std::vector<std::string>{"new", "out"}));
+  EXPECT_EQ(Ids(p.recreate), (std::vector<std::string>{"zzz", "rip", "bye"}));
+  EXPECT_EQ(Ids(p.restarting), std::vector<std::string>{"again"});
+  EXPECT_TRUE(p.remove.empty()) << "a recreate is not a plain removal: the workload stays";
+  EXPECT_TRUE(p.create.empty()) << "created once the old container is gone";
+  // Not desired any more: removed whatever its state.
+  ReconcileInput none{{}, true, {}, kNow};
+  Plan q = PlanReconcile(none,
+                         {C("zzz", "lease-4", "paused"), C("again", "lease-7", "restarting")});
+  EXPECT_EQ(Ids(q.remove), (std::vector<std::string>{"zzz", "again"}));
+  EXPECT_TRUE(q.recreate.empty());
+}
+
+TEST(ReconcileTest, RecreatesBackOffBoundedly) {
+  using std::chrono::milliseconds;
+  EXPECT_EQ(RecreateBackoff(0), milliseconds(0)) << "the first recreate is at once";
+  EXPECT_EQ(RecreateBackoff(1), milliseconds(5'000));
+  EXPECT_EQ(RecreateBackoff(2), milliseconds(10'000));
+  EXPECT_EQ(RecreateBackoff(4), milliseconds(40'000));
+  EXPECT_EQ(RecreateBackoff(6), milliseconds(160'000));
+  EXPECT_EQ(RecreateBackoff(7), milliseconds(300'000)) << "at most 5 minutes";
+  EXPECT_EQ(RecreateBackoff(1'000'000), milliseconds(300'000));
+}
+
 TEST(ReconcileTest, PastNotAfterTheServerIsAskedFirst) {
   ReconcileInput in{{W("lease-1", kNow - 1)}, true, {}, kNow};
   std::vector<ActualContainer> actual{C("c1", "lease-1", "running")};

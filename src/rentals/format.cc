@@ -41,4 +41,13 @@ std::string CardList(std::uint32_t mask) {
   return out;
 }
 
+std::string CountList(const std::vector<int>& counts) {
+  std::string out;
+  for (std::size_t i = 0; i < counts.size(); ++i) {
+    if (i > 0) out += i + 1 == counts.size() ? " or " : ", ";
+    out += std::to_string(counts[i]);
+  }
+  return out;
+}
+
 }  // namespace gpuhub::rentals

@@ -4,6 +4,7 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "core/money.h"
 #include "rentals/types.h"
@@ -18,5 +19,7 @@ std::string AmountText(std::int64_t micros, Currency currency);
 std::string RentalName(const Rental& rental);
 // Card indices of a mask: 0b1111'0000 -> "4-7"; 0b101 -> "0, 2".
 std::string CardList(std::uint32_t mask);
+// Card counts an order may name: {1, 2, 4, 8} -> "1, 2, 4 or 8".
+std::string CountList(const std::vector<int>& counts);
 
 }  // namespace gpuhub::rentals

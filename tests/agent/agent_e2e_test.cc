@@ -228,6 +228,8 @@ TEST_P(AgentE2eTest, AMarketBuyBecomesAContainerTheCustomerCanReachAndStopRemove
   EXPECT_EQ(host["DeviceRequests"][0]["Driver"], "nvidia");
   EXPECT_EQ(host["Privileged"], false);
   EXPECT_EQ(host["CapDrop"], json({"ALL"}));
+  EXPECT_EQ(host["SecurityOpt"], json({"no-new-privileges"}));
+  EXPECT_TRUE(docker_->DaemonLog().empty()) << "no deprecation warning in the daemon's log";
   EXPECT_EQ(host["PortBindings"]["22/tcp"][0]["HostPort"], "40000");
   EXPECT_EQ(host["NanoCpus"], std::max<std::int64_t>(1, UsableCpus() / 2) * 1'000'000'000LL)
       << "half the listing's vCPUs (1 of 2 GPUs), at least one";
@@ -365,6 +367,99 @@ TEST_P(AgentE2eTest, MissedHeartbeatsPauseAndCreditTheLeaseARestartedAgentAdopts
   ExpectBooksBalance();
 }
 
+// What the real engine does behind the agent's back (moby v20.10.24): a paused or dead container
+// answers 409 to a start, so it is removed and created again, the second time after a back-off,
+// never started in a loop.
+TEST_P(AgentE2eTest, AContainerDockerWillNotStartIsRecreated) {
+  long long lease = 0;
+  const std::string name = OneRunningLease(&lease);
+  ASSERT_FALSE(HasFailure());
+  const std::string first = Running(name)[0].id;
+  ASSERT_TRUE(docker_->SetState(first, "paused"));
+  ASSERT_TRUE(WaitFor([&] { return Running(name).size() == 1 && Running(name)[0].id != first; }))
+      << Context();
+  EXPECT_EQ(docker_->CallsTo("POST", "/containers/" + first + "/start").size(), 1u)
+      << "started once, at its creation; never while paused";
+  EXPECT_EQ(docker_->CallsTo("DELETE", "/containers/" + first).size(), 1u);
+  EXPECT_EQ(docker_->Containers().size(), 1u);
+  ASSERT_TRUE(WaitFor([&] { return Lease(lease)["connection"]["state"] == "running"; }));
+  const std::string second = Running(name)[0].id;
+  ASSERT_TRUE(docker_->SetState(second, "dead"));
+  // Recreated again, no sooner than kRecreateBackoffFirst (5 s) after the first (meanwhile the
+  // lease says "Docker will not start its container (dead): recreating it in N s").
+  ASSERT_TRUE(WaitFor([&] { return Running(name).size() == 1 && Running(name)[0].id != second; }))
+      << Context();
+  EXPECT_EQ(docker_->CallsTo("POST", "/containers/" + second + "/start").size(), 1u);
+  EXPECT_EQ(docker_->CallsTo("POST", "/containers/create").size(), 3u);
+  const std::string workload = "workload=lease-" + std::to_string(lease);
+  EXPECT_TRUE(WaitFor([&] {
+    const std::string log = agent_->Log();
+    return log.find("event=container_recreate " + workload + " container=" + first.substr(0, 12) +
+                    " state=paused recreates=1 ok=true") != std::string::npos &&
+           log.find("event=container_recreate " + workload + " container=" +
+                    second.substr(0, 12) + " state=dead recreates=2 ok=true") != std::string::npos;
+  })) << agent_->Log();
+  ASSERT_TRUE(WaitFor([&] { return Lease(lease)["connection"]["state"] == "running"; }));
+  ExpectBooksBalance();
+}
+
+// The customer ran `shutdown` (PID 1 exited): Docker's restart policy brings the container back;
+// the agent reports it down meanwhile and neither starts nor recreates it. Its network counter
+// starts again from zero: egress goes on adding up. A container stopped by someone else (not
+// restarted by Docker) is started again by the agent.
+TEST_P(AgentE2eTest, AContainerThatExitsByItselfIsReportedAndComesBack) {
+  long long lease = 0;
+  const std::string name = OneRunningLease(&lease);
+  ASSERT_FALSE(HasFailure());
+  const std::string id = Running(name)[0].id;
+  docker_->SetTxBytes(id, 5'000);
+  ASSERT_TRUE(WaitFor([&] { return Lease(lease)["connection"]["egress_bytes"] == 5'000; }))
+      << Lease(lease).dump() << Context();
+  ASSERT_TRUE(docker_->Exit(id, 0));
+  ASSERT_TRUE(WaitFor([&] { return Lease(lease)["connection"]["state"] == "restarting"; }))
+      << Lease(lease).dump() << Context();
+  json c = Lease(lease)["connection"];
+  EXPECT_TRUE(c["ssh"].is_null()) << "no SSH line while it is down";
+  EXPECT_EQ(c["detail"], "the container exited by itself (Docker: Restarting (0) Less than a "
+                         "second ago); Docker's restart policy brings it back");
+  EXPECT_EQ(docker_->CallsTo("POST", "/containers/" + id + "/start").size(), 1u);
+  EXPECT_EQ(docker_->CallsTo("POST", "/containers/create").size(), 1u);
+  ASSERT_TRUE(docker_->FinishRestart(id));
+  ASSERT_TRUE(WaitFor([&] { return Lease(lease)["connection"]["state"] == "running"; }))
+      << Context();
+  docker_->SetTxBytes(id, 700);
+  ASSERT_TRUE(WaitFor([&] { return Lease(lease)["connection"]["egress_bytes"] == 5'700; }))
+      << Lease(lease).dump() << Context();
+  // Stopped by someone on the host (`docker stop`): Docker leaves it; the agent starts it.
+  ASSERT_TRUE(docker_->SetState(id, "exited"));
+  ASSERT_TRUE(WaitFor([&] {
+    return docker_->CallsTo("POST", "/containers/" + id + "/start").size() == 2u &&
+           Running(name).size() == 1;
+  })) << Context();
+  EXPECT_EQ(docker_->CallsTo("POST", "/containers/create").size(), 1u) << "the same container";
+  EXPECT_NE(agent_->Log().find("event=container_exited"), std::string::npos);
+}
+
+// Docker without the NVIDIA toolkit's hook refuses the start (500, its words): the lease says so,
+// the created container is removed, nothing is retried in a loop.
+TEST_P(AgentE2eTest, AStartTheEngineRefusesIsReportedWithItsWords) {
+  ListMachineAndEnrol(2);
+  docker_->AddImage(kImage);
+  docker_->SetNvidiaDriver(false);
+  StartAgent();
+  ASSERT_TRUE(WaitFor([&] { return Online(2); })) << Context();
+  long long lease = Buy(1);
+  ASSERT_TRUE(WaitFor([&] { return Lease(lease)["connection"]["state"] == "failed"; }))
+      << Lease(lease).dump() << Context();
+  const std::string detail = Lease(lease)["connection"]["detail"];
+  EXPECT_EQ(detail.rfind("start container ", 0), 0u) << detail;
+  EXPECT_NE(detail.find(": Docker answered 500: could not select device driver \"nvidia\" with "
+                        "capabilities: [[gpu]]"),
+            std::string::npos)
+      << detail;
+  ASSERT_TRUE(WaitFor([&] { return docker_->Containers().empty(); })) << Context();
+}
+
 class AgentServerDownTest : public AgentE2eTest {
  protected:
   void SetUp() override {
@@ -472,6 +567,8 @@ TEST_P(AgentRentalE2eTest, ARentalRunsOnItsNodeWithAnEncryptedDiskReleaseErasesT
   EXPECT_EQ(mount["Target"], "/data/nvme0");
   EXPECT_EQ(mount["VolumeOptions"]["DriverConfig"]["Options"]["device"],
             "/dev/mapper/" + workload + "-0");
+  ASSERT_EQ(docker_->Volumes().count("gpuhub-" + workload + "-0"), 1u);
+  EXPECT_EQ(docker_->Volumes()["gpuhub-" + workload + "-0"].labels["io.gpuhub.workload"], workload);
   const std::string key = dir_.path() + "/agent-state/keys/" + workload + "-0.key";
   EXPECT_NE(Tools().find("cryptsetup luksFormat --type luks2 --batch-mode --key-file " + key +
                          " /dev/nvme0n1"),
@@ -503,6 +600,9 @@ TEST_P(AgentRentalE2eTest, ARentalRunsOnItsNodeWithAnEncryptedDiskReleaseErasesT
                                {{"confirm", true}}, customer_);
   ASSERT_EQ(release.status, 200) << release.body;
   ASSERT_TRUE(WaitFor([&] { return docker_->Containers().empty(); })) << Context();
+  // Docker keeps a named volume when it removes the container (`v=1`: anonymous ones only).
+  ASSERT_TRUE(WaitFor([&] { return docker_->Volumes().empty(); }))
+      << "the volume gpuhub-" << workload << "-0 leaked" << Context();
   ASSERT_TRUE(WaitFor([&] {
     return Tools().find("cryptsetup luksErase --batch-mode /dev/nvme0n1") != std::string::npos;
   })) << Tools() << Context();
@@ -633,6 +733,36 @@ TEST_P(AgentE2eTest, ANewLeaseRunsWithoutWaitingForAHeartbeatAndIsReadyWhenSshdA
   ASSERT_NE(started, std::string::npos) << log;
   EXPECT_LT(changed, started) << log;
   EXPECT_EQ(docker_->CallsTo("POST", "/containers/create").size(), 1u);
+}
+
+// The rental's disk does not mount (moby: 500 "error while mounting volume ..."): the instance
+// failed, the rental is refunded in full, no container and no volume are left behind.
+TEST_P(AgentRentalE2eTest, ADiskThatDoesNotMountFailsTheInstanceAndLeavesNothing) {
+  AddNodeAndEnrol();
+  docker_->AddImage(kImage);
+  docker_->FailMounts("/dev/mapper/", "invalid argument");
+  StartAgent();
+  ASSERT_TRUE(WaitFor([&] { return NodeAgent()["status"] == "online"; })) << Context();
+  auto order = client_->Call("POST", "/v1/rentals",
+                             {{"gpu", "H100 SXM"}, {"count", 1}, {"term", "week"},
+                              {"region", "IAD-1"}},
+                             customer_);
+  ASSERT_EQ(order.status, 201) << order.body;
+  const long long id = order.Json()["id"].get<long long>();
+  ASSERT_TRUE(WaitFor([&] { return Rental(id)["state"] == "released"; }))
+      << Rental(id).dump() << Context();
+  json r = Rental(id);
+  EXPECT_EQ(r["release_reason"], "provisioning_failed");
+  EXPECT_NE(r["instance"]["error"].get<std::string>().find(
+                "Docker answered 500: error while mounting volume "
+                "'/var/lib/docker/volumes/gpuhub-rental-" + std::to_string(id) +
+                "-0/_data': failed to mount local volume: mount /dev/mapper/rental-" +
+                std::to_string(id) + "-0:"),
+            std::string::npos)
+      << r.dump();
+  EXPECT_EQ(Wallet(), "2000.000000") << "refunded in full";
+  ASSERT_TRUE(WaitFor([&] { return docker_->Containers().empty() && docker_->Volumes().empty(); }))
+      << Context();
 }
 
 INSTANTIATE_TEST_SUITE_P(Backends, AgentE2eTest, ::testing::Values("sqlite", "postgresql"));
