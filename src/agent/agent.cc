@@ -17,6 +17,7 @@
 #include "agent/limits.h"
 #include "agent/protocol.h"
 #include "agent/reconcile.h"
+#include "agent/ssh_probe.h"
 #include "core/file.h"
 #include "core/strings.h"
 #include "net/http_client.h"
@@ -84,9 +85,22 @@ bool PortInUse(const Status& s) {
 struct Agent::State {
   std::mutex mu;
   std::condition_variable cv;
-  // From the reporter.
+  // From the reporter and the watcher (the long-poll): the newest answer's desired state.
   std::vector<WorkloadSpec> desired;
   bool desired_known = false;
+  std::string desired_version;  // "" until an answer named it
+  DesiredOrder desired_order;
+  // Bumped by whatever the reconciler must act on at once (a new desired state from the watcher,
+  // a pull or an SSH probe finished).
+  std::uint64_t nudges = 0;
+  bool stopping = false;  // Run is returning: the detached watcher and probes end
+  // SSH probes of containers just started (ssh_probe.h), by workload: "starting" until done.
+  struct SshProbe {
+    std::string container;
+    bool done = false;
+    bool answered = false;
+  };
+  std::map<std::string, std::shared_ptr<SshProbe>> probes;
   // Asked in the last answer only (never cached: a disk is erased on the server's word of now).
   std::vector<DiskAction> disk_actions;
   TimestampMicros offset = 0;  // server clock - host clock
@@ -131,6 +145,122 @@ struct Agent::State {
   std::unique_ptr<InstanceDisks> disks;
 };
 
+namespace {
+
+// Takes an answer's desired state unless a newer one is held (protocol.h: DesiredOrder). Under
+// s.mu. True when taken.
+bool TakeDesired(Agent::State& s, const std::vector<WorkloadSpec>& workloads,
+                 const std::string& version, const DesiredOrder& order) {
+  if (s.desired_known && !NewerThan(order, s.desired_order)) return false;
+  s.desired = workloads;
+  s.desired_known = true;
+  s.desired_version = version;
+  s.desired_order = order;
+  return true;
+}
+
+void SaveDesired(const std::string& state_dir, const DesiredCache& cache) {
+  Status saved = WriteFileAtomically(DesiredCachePath(state_dir), DesiredCacheJson(cache), 0600);
+  if (!saved.ok()) spdlog::warn("event=agent_cache_write error=\"{}\"", saved.message());
+}
+
+struct WatchOptions {
+  std::string server;
+  std::string credential;
+  std::string ca_file;
+  std::string state_dir;
+  int wait_seconds = 0;
+};
+
+// The watcher: one long-poll of GET /v1/agent/desired open at a time, again at once after each
+// answer; a new desired state is handed to the reconciler at once. Detached (a poll may block for
+// its whole wait): it holds only shared state and ends at the first answer after s.stopping.
+void WatchDesired(std::shared_ptr<Agent::State> shared, WatchOptions o) {
+  Agent::State& s = *shared;
+  net::ClientOptions options;
+  // The wait, then the ordinary answer time on top: the server answers a wait after at most it.
+  options.timeout = std::chrono::seconds(o.wait_seconds) + kServerTimeout;
+  options.ca_file = o.ca_file;
+  options.user_agent = std::string("gpuhub-agent/") + kAgentVersion;
+  auto client = net::Client::Open(o.server, options);
+  if (!client.ok()) return;  // the reporter says why
+  std::chrono::milliseconds backoff{0};
+  bool was_ok = true;
+  while (true) {
+    std::string version;
+    {
+      // Only after a heartbeat got through: a host back from a silence is offline on the server
+      // (its leases paused, so not desired) until its heartbeat says it is back; a poll answered
+      // before that would remove the customers' containers.
+      std::unique_lock<std::mutex> lock(s.mu);
+      s.cv.wait(lock, [&] { return s.stopping || (s.attempts > 0 && s.last_ok); });
+      if (s.stopping) return;
+      version = s.desired_version;
+    }
+    std::string target = "/v1/agent/desired?wait_seconds=" + std::to_string(o.wait_seconds);
+    if (!version.empty()) target += "&version=" + version;  // hex, as the server gave it
+    net::Request request;
+    request.method = "GET";
+    request.target = target;
+    request.With("Authorization", "Bearer " + o.credential);
+    auto r = (*client)->Send(request);
+    const TimestampMicros local = WallNow();
+    std::chrono::milliseconds pause{0};
+    Result<DesiredAnswer> answer = Status::Unavailable("no answer");
+    if (!r.ok()) {
+      answer = r.status();
+    } else if (r->status == 429) {
+      auto after = ParseInt64(r->HeaderValue("Retry-After").value_or("1"), "Retry-After");
+      pause = std::chrono::seconds(after.ok() ? std::clamp<std::int64_t>(*after, 1, 60) : 1);
+      answer = Status::ResourceExhausted("slowed down");
+    } else if (r->status != 200) {
+      answer = Status::Unavailable("the server answered " + std::to_string(r->status) + ": " +
+                                   ServerMessage(r->body));
+    } else {
+      answer = ParseDesiredAnswer(r->body);
+    }
+    if (answer.ok()) {
+      backoff = std::chrono::milliseconds(0);
+      if (!was_ok) spdlog::info("event=agent_desired_poll_ok");
+      was_ok = true;
+      if (answer->changed) {
+        DesiredCache cache;
+        bool taken = false;
+        {
+          std::lock_guard<std::mutex> lock(s.mu);
+          taken = TakeDesired(s, answer->workloads, answer->version, answer->order);
+          if (taken) {
+            s.offset = answer->server_time - local;
+            ++s.nudges;
+            s.cv.notify_all();
+            cache = {s.desired, answer->server_time, local};
+          }
+        }
+        if (taken) {
+          spdlog::info("event=agent_desired_changed version={} workloads={}", answer->version,
+                       answer->workloads.size());
+          SaveDesired(o.state_dir, cache);
+        }
+      } else if (answer->wait_seconds == 0) {
+        pause = kDesiredNoWaitPause;  // the server did not wait: do not ask again at once
+      }
+    } else if (pause.count() == 0) {
+      if (was_ok) {
+        spdlog::warn("event=agent_desired_poll_failed error=\"{}\"", answer.status().message());
+      }
+      was_ok = false;
+      backoff = backoff.count() == 0 ? kDesiredRetryFirst : std::min(backoff * 2, kDesiredRetryMax);
+      pause = backoff;
+    }
+    if (pause.count() > 0) {
+      std::unique_lock<std::mutex> lock(s.mu);
+      s.cv.wait_for(lock, pause, [&] { return s.stopping; });
+    }
+  }
+}
+
+}  // namespace
+
 Agent::Agent(AgentOptions options)
     : options_(std::move(options)),
       state_(std::make_shared<State>()),
@@ -172,9 +302,16 @@ Status Agent::Run(const std::atomic<bool>& stop) {
   spdlog::info("event=agent_start version={} server={} host_id={} state_dir={}", kAgentVersion,
                options_.credential.server, options_.credential.host_id, c.state_dir);
   std::thread reporter([&] { ReporterLoop(stop); });
+  if (c.desired_wait_seconds > 0) {
+    std::thread(WatchDesired, state_,
+                WatchOptions{options_.credential.server, options_.credential.credential,
+                             c.ca_file, c.state_dir, static_cast<int>(c.desired_wait_seconds)})
+        .detach();
+  }
   ReconcilerLoop(stop);
   {
     std::lock_guard<std::mutex> lock(state_->mu);
+    state_->stopping = true;
     state_->cv.notify_all();
   }
   reporter.join();
@@ -260,8 +397,8 @@ void Agent::ReporterLoop(const std::atomic<bool>& stop) {
         ++s.attempts;
         s.last_ok = answer.ok();
         if (answer.ok()) {
-          s.desired = answer->workloads;
-          s.desired_known = true;
+          // Unless the watcher brought a newer state meanwhile (read after this one).
+          TakeDesired(s, answer->workloads, answer->desired_version, answer->order);
           s.disk_actions = answer->disk_actions;
           // A disk report the server no longer asks about was taken.
           for (auto it = s.disk_status.begin(); it != s.disk_status.end();) {
@@ -282,15 +419,13 @@ void Agent::ReporterLoop(const std::atomic<bool>& stop) {
             auto it = s.status.find(st.id);
             if (it != s.status.end() && it->second.state == "stopped") s.status.erase(it);
           }
-          cache = {answer->workloads, answer->server_time, local};
+          cache = {s.desired, answer->server_time, local};
         }
         s.cv.notify_all();
       }
       if (answer.ok()) {
         if (!was_ok) spdlog::info("event=agent_server_reachable");
-        Status saved = WriteFileAtomically(DesiredCachePath(c.state_dir), DesiredCacheJson(cache),
-                                           0600);
-        if (!saved.ok()) spdlog::warn("event=agent_cache_write error=\"{}\"", saved.message());
+        SaveDesired(c.state_dir, cache);
         if (!answer->hold_reason.empty()) {
           spdlog::warn("event=machine_held reason=\"{}\"", answer->hold_reason);
         }
@@ -363,13 +498,16 @@ void Agent::SendUsage() {
 
 void Agent::ReconcilerLoop(const std::atomic<bool>& stop) {
   const auto interval = std::chrono::milliseconds(options_.config.reconcile_interval_ms);
-  std::uint64_t seen = 0;
+  std::uint64_t seen = 0, nudges = 0;
   while (!stop) {
     ReconcileOnce();
     std::unique_lock<std::mutex> lock(state_->mu);
     seen = state_->attempts;
-    // A heartbeat's answer is acted on at once.
-    state_->cv.wait_for(lock, interval, [&] { return stop || state_->attempts != seen; });
+    nudges = state_->nudges;
+    // A heartbeat's or a long-poll's answer, a finished pull or SSH probe: acted on at once.
+    state_->cv.wait_for(lock, interval, [&] {
+      return stop || state_->attempts != seen || state_->nudges != nudges;
+    });
   }
 }
 
@@ -498,6 +636,7 @@ void Agent::ReconcileOnce() {
     if (started.ok()) {
       s.retries.erase(a.workload);
       updates[a.workload] = {a.workload, "running", a.ssh_port, "", a.ports};
+      StartSshProbe(a.workload, a.id, a.ssh_port, updates[a.workload]);
       spdlog::info("event=container_restarted workload={} container={} was=\"{}\"", a.workload,
                    a.id.substr(0, 12), a.status);
       continue;
@@ -538,6 +677,7 @@ void Agent::ReconcileOnce() {
     for (const auto& r : plan.remove) removing = removing || r.id == a.id;
     if (removing) continue;
     updates[a.workload] = {a.workload, "running", a.ssh_port, "", a.ports};
+    SshProbeState(a.workload, a.id, updates[a.workload]);
     auto r = s.recreates.find(a.workload);
     if (r != s.recreates.end() && Steady::now() - r->second.last >= kRecreateForgetAfter) {
       s.recreates.erase(r);  // ran long enough since: a later recreate starts over at once
@@ -605,6 +745,7 @@ void Agent::ReconcileOnce() {
           std::lock_guard<std::mutex> lock(shared->mu);
           pull->done = true;
           pull->result = result;
+          ++shared->nudges;
           shared->cv.notify_all();
         }).detach();
         updates[w.id] = {w.id, "pulling", 0, "pulling " + w.image};
@@ -685,14 +826,35 @@ void Agent::ReconcileOnce() {
     for (const auto& p : placement.ports) used.insert(p.host);
     s.retries.erase(w.id);
     updates[w.id] = {w.id, "running", port, "", placement.ports};
+    StartSshProbe(w.id, *id, port, updates[w.id]);
     spdlog::info("event=container_started workload={} container={} port={} ports={} gpus={}",
                  w.id, id->substr(0, 12), port, FormatPortMappings(placement.ports),
                  w.gpu_uuids.size());
   }
   {
     std::lock_guard<std::mutex> lock(s.mu);
-    for (auto& [id, st] : updates) s.status[id] = st;
-    for (const auto& id : stopped) s.status[id] = {id, "stopped", 0, ""};
+    // A workload's new state (pulling, starting, running, failed, stopped) is reported at once,
+    // not at the next heartbeat: the customer's page follows it, and "running" is when sshd
+    // answers.
+    bool moved = false;
+    auto set = [&](const std::string& id, const WorkloadStatus& st) {
+      auto it = s.status.find(id);
+      moved = moved || it == s.status.end() || it->second.state != st.state ||
+              it->second.ssh_port != st.ssh_port;
+      s.status[id] = st;
+    };
+    for (auto& [id, st] : updates) set(id, st);
+    for (const auto& id : stopped) set(id, {id, "stopped", 0, ""});
+    if (moved) {
+      s.force = true;
+      s.cv.notify_all();
+    }
+    // Probes of containers no longer listed as running are done with.
+    for (auto it = s.probes.begin(); it != s.probes.end();) {
+      auto u = updates.find(it->first);
+      bool live = u != updates.end() && u->second.state == "starting";
+      it = live ? std::next(it) : s.probes.erase(it);
+    }
     // What is neither desired nor stopped just now is no longer reported.
     for (auto it = s.status.begin(); it != s.status.end();) {
       bool keep = desired_ids.count(it->first) || it->second.state == "stopped";
@@ -728,6 +890,66 @@ void Agent::SweepVolumes() {
     // In use again (a container created meanwhile): it is not leaked, leave it.
     spdlog::info("event=volume_removed volume={} ok={}{}", name, removed.ok(),
                  removed.ok() ? "" : " error=\"" + removed.message() + "\"");
+  }
+}
+
+void Agent::StartSshProbe(const std::string& workload, const std::string& container, int port,
+                          WorkloadStatus& status) {
+  const std::int64_t timeout_ms = options_.config.ssh_ready_timeout_ms;
+  if (timeout_ms <= 0 || port <= 0) return;  // "running" at once, as configured
+  State& s = *state_;
+  auto probe = std::make_shared<State::SshProbe>();
+  probe->container = container;
+  {
+    std::lock_guard<std::mutex> lock(s.mu);
+    std::size_t running = 0;
+    for (const auto& [id, p] : s.probes) running += p->done ? 0 : 1;
+    if (running >= kMaxSshProbes) return;  // "running" without a probe rather than a queue
+    s.probes[workload] = probe;
+  }
+  status.state = "starting";
+  status.detail = "waiting for sshd to answer on port " + std::to_string(port);
+  spdlog::info("event=ssh_probe_start workload={} port={}", workload, port);
+  std::thread([probe, port, timeout_ms, shared = state_, workload] {
+    const auto started = Steady::now();
+    const auto deadline = started + std::chrono::milliseconds(timeout_ms);
+    bool answered = false;
+    while (Steady::now() < deadline) {
+      {
+        std::lock_guard<std::mutex> lock(shared->mu);
+        if (shared->stopping) return;
+      }
+      auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Steady::now());
+      if (SshBannerAnswers(port, std::min(left, kSshProbeAttemptTimeout))) {
+        answered = true;
+        break;
+      }
+      std::this_thread::sleep_for(kSshProbeInterval);
+    }
+    const auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(Steady::now() - started);
+    spdlog::info("event=ssh_probe_done workload={} port={} answered={} after_ms={}", workload,
+                 port, answered, ms.count());
+    std::lock_guard<std::mutex> lock(shared->mu);
+    probe->done = true;
+    probe->answered = answered;
+    ++shared->nudges;
+    shared->cv.notify_all();
+  }).detach();
+}
+
+void Agent::SshProbeState(const std::string& workload, const std::string& container,
+                          WorkloadStatus& status) {
+  State& s = *state_;
+  std::lock_guard<std::mutex> lock(s.mu);
+  auto it = s.probes.find(workload);
+  if (it == s.probes.end() || it->second->container != container) return;
+  if (!it->second->done) {
+    status.state = "starting";
+    status.detail = "waiting for sshd to answer on port " + std::to_string(status.ssh_port);
+  } else if (!it->second->answered) {
+    // Running all the same (an image without sshd installs it at boot): said, not hidden.
+    status.detail = "sshd did not answer within " +
+                    std::to_string(options_.config.ssh_ready_timeout_ms / 1000) + " s";
   }
 }
 

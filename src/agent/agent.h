@@ -1,9 +1,16 @@
 // `gpuhub agent`: the program on every GPU host. It connects out only (nothing listens on the
 // host), reports what the host has and runs what the server wants.
 //
-// Two threads:
-// - the reporter: every heartbeat interval (15 s; at once when the reconciler asks), measures the
-//   host (HostProbe), POSTs /v1/agent/heartbeat with the workloads' states, and keeps the answer:
+// Three threads:
+// - the watcher: keeps one long-poll of GET /v1/agent/desired open (desired_wait_seconds, 20 s),
+//   answered by the server the moment the host's desired workloads change (a lease bought, ended,
+//   a key added); the new state goes to the reconciler at once, so new work never waits for a
+//   heartbeat. Polls only while the last heartbeat got through (a host back from a silence is
+//   offline, its leases paused, until its heartbeat says otherwise). Reconnects at once after an
+//   answer, with back-off after errors. Answers are
+//   ordered (protocol.h DesiredOrder): a heartbeat's older answer never takes a newer one back.
+// - the reporter: every heartbeat interval (15 s; at once when the reconciler asks: a workload's
+//   state changed, a not_after passed), measures the host (HostProbe), POSTs /v1/agent/heartbeat with the workloads' states, and keeps the answer:
 //   the desired workloads and the server's clock (desired state cached in <state_dir>/desired.json
 //   so a restart without the server still knows the last truth). Every usage interval it POSTs
 //   each running container's cumulative network transmit bytes and its GPUs' utilization.
@@ -11,9 +18,11 @@
 //   what runs, so a restarted agent never starts a second copy) and makes them match the desired
 //   workloads (reconcile.h): pulls images beside the loop, creates containers with exactly the
 //   leased GPUs by UUID and the customer's keys, publishes sshd on a free port of the range,
-//   removes what is no longer desired. A workload whose not_after has passed (the paid hour is
-//   over) is removed when a heartbeat asked at that moment fails: the agent stops workloads alone
-//   when the server cannot be reached.
+//   removes what is no longer desired. A container just started is "starting" until its sshd
+//   answers on 127.0.0.1:PORT with an SSH banner (ssh_probe.h; ssh_ready_timeout_ms, 60 s), then
+//   "running", reported at once: the customer's "ready" means the login works. A workload whose
+//   not_after has passed (the paid hour is over) is removed when a heartbeat asked at that moment
+//   fails: the agent stops workloads alone when the server cannot be reached.
 //
 // Time: the agent estimates the server's clock as its own wall clock plus the offset seen at the
 // last heartbeat (server_time - local time), so a host with a wrong clock still ends workloads on
@@ -28,6 +37,7 @@
 
 #include "agent/config.h"
 #include "agent/inventory.h"
+#include "agent/protocol.h"
 #include "core/status.h"
 
 namespace gpuhub::agent {
@@ -61,6 +71,13 @@ class Agent {
   // Removes the named volumes of ours no container uses (Docker keeps them at a removal).
   void SweepVolumes();
   void SendUsage();
+  // After a start: `status` becomes "starting" and a probe (detached, ssh_probe.h) waits for the
+  // container's sshd; "running" once it answers (or the config's ssh_ready_timeout_ms passed).
+  void StartSshProbe(const std::string& workload, const std::string& container, int port,
+                     WorkloadStatus& status);
+  // A running container's state as its probe says: "starting" while it waits.
+  void SshProbeState(const std::string& workload, const std::string& container,
+                     WorkloadStatus& status);
 
   AgentOptions options_;
   std::shared_ptr<State> state_;  // shared with image pulls that may outlive a stop

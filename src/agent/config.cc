@@ -53,7 +53,8 @@ Result<AgentConfig> ParseAgentConfig(std::string_view toml_text, std::string_vie
       "server",       "ca_file",    "state_dir",  "hostname",
       "public_host",  "ssh_ports",  "docker",     "nvml_library",
       "nvidia_smi",   "disk_path",  "heartbeat_interval_ms",
-      "usage_interval_ms", "reconcile_interval_ms", "storage", "nvme_devices"};
+      "usage_interval_ms", "reconcile_interval_ms", "storage", "nvme_devices",
+      "desired_wait_seconds", "ssh_ready_timeout_ms"};
   for (const auto& [key, node] : root) {
     bool known = false;
     for (auto k : top) known = known || key.str() == k;
@@ -87,6 +88,10 @@ Result<AgentConfig> ParseAgentConfig(std::string_view toml_text, std::string_vie
   GPUHUB_RETURN_IF_ERROR(integer(root, "heartbeat_interval_ms", 0, 600'000, &c.heartbeat_interval_ms));
   GPUHUB_RETURN_IF_ERROR(integer(root, "usage_interval_ms", 0, 3'600'000, &c.usage_interval_ms));
   GPUHUB_RETURN_IF_ERROR(integer(root, "reconcile_interval_ms", 50, 60'000, &c.reconcile_interval_ms));
+  GPUHUB_RETURN_IF_ERROR(integer(root, "desired_wait_seconds", 0, kMaxDesiredWaitSeconds,
+                                 &c.desired_wait_seconds));
+  GPUHUB_RETURN_IF_ERROR(integer(root, "ssh_ready_timeout_ms", 0, kMaxSshReadyTimeoutMs,
+                                 &c.ssh_ready_timeout_ms));
   std::string ports;
   GPUHUB_RETURN_IF_ERROR(text(root, "ssh_ports", &ports));
   if (!ports.empty()) {

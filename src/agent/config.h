@@ -16,6 +16,9 @@
 //   heartbeat_interval_ms = 0               # 0: what the server says (15 s)
 //   usage_interval_ms = 0                   # 0: what the server says (60 s)
 //   reconcile_interval_ms = 1000
+//   desired_wait_seconds = 20               # the desired state's long-poll; 0: heartbeats only
+//   ssh_ready_timeout_ms = 60000            # after a start, "running" once sshd answers (or this);
+//                                           # 0: "running" at once, no probe
 //   [storage]                               # LUKS2 volumes and Ceph RBD (storage.h)
 //   cryptsetup = "cryptsetup"
 //   blkdiscard = "blkdiscard"
@@ -65,6 +68,8 @@ struct AgentConfig {
   std::int64_t heartbeat_interval_ms = 0;
   std::int64_t usage_interval_ms = 0;
   std::int64_t reconcile_interval_ms = 1000;
+  std::int64_t desired_wait_seconds = 20;
+  std::int64_t ssh_ready_timeout_ms = 60'000;
   StorageConfig storage;
 };
 

@@ -24,6 +24,21 @@ inline constexpr std::size_t kMaxDockerResponseBytes = 8 << 20;
 inline constexpr std::chrono::milliseconds kReconcileInterval{1'000};
 // Defaults until the server says otherwise (it answers both intervals in each heartbeat).
 inline constexpr std::chrono::milliseconds kDefaultHeartbeatInterval{15'000};
+// The long-poll of the desired state (GET /v1/agent/desired): the longest wait the agent asks
+// (the server's own bound, http/limits.h), the back-off after a failed poll (doubling from the
+// first to the most), and the pause before the next poll when the server did not wait (a standby
+// answers at once).
+inline constexpr std::int64_t kMaxDesiredWaitSeconds = 25;
+inline constexpr std::chrono::milliseconds kDesiredRetryFirst{1'000};
+inline constexpr std::chrono::milliseconds kDesiredRetryMax{60'000};
+inline constexpr std::chrono::milliseconds kDesiredNoWaitPause{5'000};
+// After a container starts: its sshd is probed on 127.0.0.1:PORT (an "SSH-" banner) every
+// kSshProbeInterval, each attempt bounded by kSshProbeAttemptTimeout, for at most the config's
+// ssh_ready_timeout_ms (at most this); kMaxSshProbes at once.
+inline constexpr std::int64_t kMaxSshReadyTimeoutMs = 10 * 60'000;
+inline constexpr std::chrono::milliseconds kSshProbeInterval{100};
+inline constexpr std::chrono::milliseconds kSshProbeAttemptTimeout{1'000};
+inline constexpr std::size_t kMaxSshProbes = 16;
 inline constexpr std::chrono::milliseconds kDefaultUsageInterval{60'000};
 // A container that fails to start is retried after 30 s, doubling up to 10 minutes.
 inline constexpr std::chrono::milliseconds kRetryFirst{30'000};

@@ -167,6 +167,50 @@ std::string HeartbeatBody(const std::string& hostname, const std::string& public
   return body.dump(-1, ' ', false, json::error_handler_t::replace);
 }
 
+bool NewerThan(const DesiredOrder& answer, const DesiredOrder& held) {
+  if (answer.epoch.empty() || answer.epoch != held.epoch) return true;
+  return answer.seq > held.seq;
+}
+
+namespace {
+DesiredOrder OrderFrom(const json& j) {
+  DesiredOrder o;
+  if (j.contains("desired_epoch") && j["desired_epoch"].is_string()) {
+    o.epoch = j["desired_epoch"].get<std::string>();
+  }
+  if (j.contains("desired_seq") && j["desired_seq"].is_number_unsigned()) {
+    o.seq = j["desired_seq"].get<std::uint64_t>();
+  }
+  return o;
+}
+}  // namespace
+
+Result<DesiredAnswer> ParseDesiredAnswer(std::string_view body) {
+  json j = json::parse(body, nullptr, false);
+  if (!j.is_object()) return Bad("not a JSON object");
+  DesiredAnswer a;
+  try {
+    a.changed = j.at("changed").get<bool>();
+    a.version = j.at("version").get<std::string>();
+    if (a.version.size() > 32) return Bad("version");
+    a.wait_seconds = j.value("wait_seconds", 0);
+    if (!a.changed) return a;
+    auto t = ParseTimestamp(j.at("server_time").get<std::string>());
+    if (!t.ok()) return Bad("server_time");
+    a.server_time = *t;
+    a.order = OrderFrom(j);
+    const json& list = j.at("workloads");
+    if (!list.is_array() || list.size() > kMaxWorkloads) return Bad("workloads");
+    for (const auto& w : list) {
+      GPUHUB_ASSIGN_OR_RETURN(WorkloadSpec spec, SpecFrom(w));
+      a.workloads.push_back(std::move(spec));
+    }
+  } catch (const json::exception& e) {
+    return Bad(e.what());
+  }
+  return a;
+}
+
 Result<HeartbeatAnswer> ParseHeartbeatAnswer(std::string_view body) {
   json j = json::parse(body, nullptr, false);
   if (!j.is_object()) return Bad("not a JSON object");
@@ -179,6 +223,10 @@ Result<HeartbeatAnswer> ParseHeartbeatAnswer(std::string_view body) {
     a.heartbeat_interval =
         std::chrono::seconds(j.value("heartbeat_interval_seconds", std::int64_t{15}));
     a.usage_interval = std::chrono::seconds(j.value("usage_interval_seconds", std::int64_t{60}));
+    if (j.contains("desired_version") && j["desired_version"].is_string()) {
+      a.desired_version = j["desired_version"].get<std::string>();
+    }
+    a.order = OrderFrom(j);
     const json& list = j.at("workloads");
     if (!list.is_array() || list.size() > kMaxWorkloads) return Bad("workloads");
     for (const auto& w : list) {

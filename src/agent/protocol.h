@@ -1,5 +1,5 @@
 // The agent's side of the wire protocol with `gpuhub serve` (src/http/api_agent.cc; docs/agent.md):
-// the JSON of enrolment, heartbeats and usage samples.
+// the JSON of enrolment, heartbeats, the desired state's long-poll and usage samples.
 #pragma once
 
 #include <chrono>
@@ -51,8 +51,20 @@ struct DiskAction {
   std::vector<VolumeSpec> volumes;
 };
 
+// Where an answer's desired state stands among the server's answers (the server numbers them in
+// the order it read them, http/desired_waiters.h): the agent keeps the newest, so a heartbeat's
+// answer read before a long-poll's but delivered after it never takes a new workload back. An
+// epoch names one server process; an answer without one (an older server) is always taken.
+struct DesiredOrder {
+  std::string epoch;
+  std::uint64_t seq = 0;
+};
+bool NewerThan(const DesiredOrder& answer, const DesiredOrder& held);
+
 struct HeartbeatAnswer {
   std::int64_t host_id = 0;
+  std::string desired_version;  // "" from an older server
+  DesiredOrder order;
   TimestampMicros server_time = 0;
   std::chrono::milliseconds heartbeat_interval{0};
   std::chrono::milliseconds usage_interval{0};
@@ -63,6 +75,19 @@ struct HeartbeatAnswer {
 // invalid_argument when the answer is not what the server sends (a workload id unfit for names
 // and paths, a time that does not parse, more than kMaxWorkloads workloads).
 Result<HeartbeatAnswer> ParseHeartbeatAnswer(std::string_view body);
+
+// GET /v1/agent/desired's answer: the desired state when it is not `version` any more
+// (changed), or nothing new after the wait (wait_seconds 0: the server did not wait, a standby or
+// a full table; the agent waits before it asks again).
+struct DesiredAnswer {
+  bool changed = false;
+  std::string version;
+  int wait_seconds = 0;
+  TimestampMicros server_time = 0;  // when changed
+  std::vector<WorkloadSpec> workloads;
+  DesiredOrder order;
+};
+Result<DesiredAnswer> ParseDesiredAnswer(std::string_view body);
 
 struct UsageSample {
   std::string workload_id;

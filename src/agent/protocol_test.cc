@@ -119,5 +119,40 @@ TEST(ProtocolTest, CacheRoundTripsAndErrorsAreRead) {
   EXPECT_EQ(usage["samples"][0]["net_tx_bytes"], 1234);
 }
 
+TEST(ProtocolTest, ReadsTheLongPollsAnswers) {
+  auto changed = ParseDesiredAnswer(R"({"host_id":3,"changed":true,"version":"00ff00ff00ff00ff",
+    "desired_epoch":"ab12","desired_seq":7,"server_time":"2027-01-15T08:00:00Z",
+    "workloads":[{"id":"lease-17","image":"nvidia/cuda:12.4.1-base-ubuntu22.04",
+      "gpu_uuids":["GPU-aaaa"],"ssh_authorized_keys":["ssh-ed25519 AAAA c"],
+      "not_after":"2027-01-15T09:00:00Z","cpus":8,"memory_gb":64}]})");
+  ASSERT_TRUE(changed.ok()) << changed.status().ToString();
+  EXPECT_TRUE(changed->changed);
+  EXPECT_EQ(changed->version, "00ff00ff00ff00ff");
+  EXPECT_EQ(changed->order.epoch, "ab12");
+  EXPECT_EQ(changed->order.seq, 7u);
+  ASSERT_EQ(changed->workloads.size(), 1u);
+  EXPECT_EQ(changed->workloads[0].gpu_uuids, std::vector<std::string>{"GPU-aaaa"});
+  auto same =
+      ParseDesiredAnswer(R"({"changed":false,"version":"00ff00ff00ff00ff","wait_seconds":20})");
+  ASSERT_TRUE(same.ok());
+  EXPECT_FALSE(same->changed);
+  EXPECT_EQ(same->wait_seconds, 20);
+  EXPECT_TRUE(same->workloads.empty());
+  EXPECT_FALSE(ParseDesiredAnswer(R"({"changed":true,"version":"1"})").ok()) << "no workloads";
+  EXPECT_FALSE(ParseDesiredAnswer("[]").ok());
+  EXPECT_FALSE(ParseDesiredAnswer(R"({"changed":false,"version":")" + std::string(33, 'a') +
+                                  R"("})")
+                   .ok());
+}
+
+TEST(ProtocolTest, TheNewestDesiredStateWins) {
+  const DesiredOrder held{"ab12", 7};
+  EXPECT_TRUE(NewerThan({"ab12", 8}, held));
+  EXPECT_FALSE(NewerThan({"ab12", 7}, held)) << "the same answer again";
+  EXPECT_FALSE(NewerThan({"ab12", 6}, held)) << "read before the one held: a late heartbeat";
+  EXPECT_TRUE(NewerThan({"cd34", 1}, held)) << "a restarted server numbers from 1 again";
+  EXPECT_TRUE(NewerThan({"", 0}, held)) << "an older server that does not number its answers";
+}
+
 }  // namespace
 }  // namespace gpuhub::agent

@@ -7,6 +7,7 @@
 
 #include "core/strings.h"
 #include "engine/accounts.h"
+#include "engine/agent_watch.h"
 #include "engine/agents_internal.h"
 #include "engine/limits.h"
 #include "engine/market.h"
@@ -218,6 +219,10 @@ Status ValidateInventory(const HostInventory& inv) {
 
 }  // namespace
 
+std::vector<DesiredWorkload> DesiredWorkloadsOf(const State& state, const AgentHost& host) {
+  return DesiredFor(state, host);
+}
+
 std::string NewEnrolmentToken() { return RandomSecret("ghe_"); }
 std::string NewAgentCredential() { return RandomSecret("gha_"); }
 
@@ -366,6 +371,10 @@ Result<HeartbeatReply> RecordHeartbeat(Txn& txn, std::int64_t host_id, const Hea
     GPUHUB_RETURN_IF_ERROR(ValidatePublicHost(heartbeat.public_host));
   }
   AgentHost& host = hit->second;
+  // What the host must run may move with its report (a GPU back in it, a new binding): the
+  // long-poll learns of it (agent_watch.h).
+  const std::string desired_before =
+      a.config.watch ? DesiredVersion(DesiredFor(txn.state, host)) : std::string();
   HostInventory inventory = heartbeat.inventory;
   for (auto& g : inventory.gpus) {
     g.name = Clean(g.name);
@@ -438,6 +447,10 @@ Result<HeartbeatReply> RecordHeartbeat(Txn& txn, std::int64_t host_id, const Hea
     int port = report.ssh_port >= 0 && report.ssh_port <= 65535 ? report.ssh_port : 0;
     if (w.id != report.id || w.host_id != host.id || w.state != state || w.ssh_port != port ||
         w.detail != detail || w.ports != report.ports) {
+      if (w.state != state) {
+        w.steps.emplace_back(state, txn.now);
+        if (w.steps.size() > kMaxWorkloadStepsKept) w.steps.erase(w.steps.begin());
+      }
       w.id = report.id;
       w.host_id = host.id;
       w.state = state;
@@ -453,6 +466,9 @@ Result<HeartbeatReply> RecordHeartbeat(Txn& txn, std::int64_t host_id, const Hea
   }
   WriteHost(txn, host);  // with the binding as it is now (the same key: the row is replaced)
   reply.workloads = DesiredFor(txn.state, host);
+  if (a.config.watch && DesiredVersion(reply.workloads) != desired_before) {
+    NoteHostDesiredChanged(txn.state, host.id);
+  }
   reply.disk_actions = agents_internal::DiskActionsForNode(txn.state, host, txn.now);
   return reply;
 }

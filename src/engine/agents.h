@@ -32,6 +32,7 @@
 
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <optional>
 #include <set>
 #include <string>
@@ -174,6 +175,9 @@ struct WorkloadRecord {
   std::string detail;
   std::vector<PublishedPort> ports;  // stored "8888:41000,8000:41001"
   TimestampMicros updated_at = 0;
+  // Each state as it was first reported, oldest first (the lease page's provisioning steps);
+  // volatile: kept in memory from the heartbeats, at most kMaxWorkloadStepsKept, not stored.
+  std::vector<std::pair<std::string, TimestampMicros>> steps;
   // Usage (POST /v1/agent/usage): egress from the container's cumulative transmit counter.
   std::int64_t egress_bytes = 0;
   std::int64_t tx_counter_bytes = 0;
@@ -206,12 +210,17 @@ struct EnrolmentToken {
   std::string nonce_hash;       // of the agent's enrolment nonce (a retry of a lost answer)
 };
 
+class DesiredWatch;  // engine/agent_watch.h
+
 struct AgentsConfig {
   std::string default_image = "nvidia/cuda:12.4.1-base-ubuntu22.04";
   std::int64_t offline_after_micros = 0;  // 0: kAgentOfflineAfterMicros
   // A term rental's downtime credit per hour its node was offline: the term's hourly rate (the
   // term's price / its hours: monthly / 720, weekly / 168) x this, in ppm (1'000'000 = x1).
   std::int64_t rental_downtime_multiplier_ppm = 1'000'000;
+  // Told (on the writer thread) when a host's desired workloads may have changed; null: nobody
+  // listens (engine/agent_watch.h).
+  std::shared_ptr<DesiredWatch> watch;
 };
 
 // Money back to a term rental's customer for a span its node's agent was silent.

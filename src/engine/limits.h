@@ -187,6 +187,9 @@ inline constexpr std::size_t kMaxReportedWorkloads = 256;
 inline constexpr std::size_t kMaxUsageSamplesPerRequest = 1'000;
 // Free text from an agent (names, versions, details) is cut to this many bytes.
 inline constexpr std::size_t kMaxAgentTextBytes = 256;
+// A workload's states kept with their times (WorkloadRecord::steps): pulling, starting, running
+// and a few failures or restarts; the oldest beyond this go.
+inline constexpr std::size_t kMaxWorkloadStepsKept = 8;
 inline constexpr std::size_t kMaxPublicHostBytes = 253;
 inline constexpr std::size_t kMaxImageRefBytes = 255;
 // A lease's extra container ports (besides sshd's), and the size of its sealed registry credential

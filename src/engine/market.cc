@@ -6,6 +6,7 @@
 #include <set>
 
 #include "engine/accounts.h"
+#include "engine/agent_watch.h"
 #include "engine/billing.h"
 #include "engine/market_rows.h"
 #include "engine/wallets.h"
@@ -96,6 +97,7 @@ void Write(Txn& txn, Changes& changes, market::OrderId first_new_order) {
   }
   for (auto id : changes.leases) {
     const market::Lease& l = *x.FindLease(id);
+    NoteMachineDesiredChanged(txn.state, l.machine_id);  // its host's long-poll (agent_watch.h)
     txn.writes.Upsert("market_leases",
                       {{"id", l.id},
                        {"bid_id", l.bid_id},

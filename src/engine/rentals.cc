@@ -5,6 +5,7 @@
 #include <cctype>
 
 #include "engine/accounts.h"
+#include "engine/agent_watch.h"
 #include "engine/billing.h"
 #include "engine/limits.h"
 #include "engine/notifications.h"
@@ -24,6 +25,11 @@ ledger::Ledger& L(Txn& txn) { return txn.state.wallets->ledger; }
 Status Write(Txn& txn, Changes& changes) {
   changes.Normalize();
   WriteRentalRows(txn, F(txn), changes);
+  for (auto id : changes.rentals) {  // its node's long-poll (agent_watch.h)
+    if (const rentals::Rental* r = F(txn).FindRental(id); r != nullptr) {
+      NoteNodeDesiredChanged(txn.state, r->node_id);
+    }
+  }
   // A released rental's volumes are detached in the same commit (engine/storage.h).
   GPUHUB_RETURN_IF_ERROR(SyncStorageWithRentals(txn, changes.rentals));
   for (const auto& charge : changes.charges) {

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cstring>
 
+#include "engine/agent_watch.h"
 #include "engine/limits.h"
 
 namespace gpuhub::engine {
@@ -234,6 +235,7 @@ Result<SshKey> AddSshKey(Txn& txn, std::int64_t user_id, const std::string& name
   mine.push_back(k.id);
   state.keys.emplace(k.id, k);
   WriteKey(txn, k);
+  NoteCustomerDesiredChanged(txn.state, user_id);  // hosts of its leases (agent_watch.h)
   return k;
 }
 
@@ -247,6 +249,7 @@ Status DeleteSshKey(Txn& txn, std::int64_t user_id, std::int64_t key_id) {
   mine.erase(std::remove(mine.begin(), mine.end(), key_id), mine.end());
   state.keys.erase(it);
   txn.writes.Delete("ssh_keys", {{"id", key_id}});
+  NoteCustomerDesiredChanged(txn.state, user_id);
   return Status::Ok();
 }
 

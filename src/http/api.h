@@ -78,6 +78,7 @@ class InFlightKeys {
 
 class WriterProxy;
 class RegistrySealer;
+class DesiredWaiters;  // http/desired_waiters.h
 
 struct ApiContext {
   ApiContext(engine::Engine& engine, engine::MetricsRegistry& metrics, const ServiceConfig& config)
@@ -121,6 +122,8 @@ struct ApiContext {
   // Seals and opens customers' registry credentials (registry_auth.h; set by serve). Null: an
   // order with a credential is refused.
   const RegistrySealer* registry_sealer = nullptr;
+  // The agents' parked long-polls (set by serve); null: GET /v1/agent/desired never waits.
+  DesiredWaiters* desired_waiters = nullptr;
 };
 
 // What an action returns on success: a status and a JSON body.
@@ -303,12 +306,24 @@ void RegisterNotificationRoutes(Router& router, ApiContext& api);
 void RegisterAgentRoutes(Router& router, ApiContext& api);
 // SSH public keys on the account (api_ssh_keys.cc).
 void RegisterSshKeyRoutes(Router& router, ApiContext& api);
+// Around GET /v1/agent/desired's forwarding route: on a standby the poll is forwarded with
+// wait_seconds=0 (answered at once by the writer), so no proxy thread is held for a wait.
+Handler NoWaitOnStandby(ApiContext& api, Handler forwarding);
+// A parked long-poll's answer (DesiredWaiters::Answer, on the writer thread): the host's desired
+// state when it is no longer `version`, nullopt while it is.
+std::optional<Response> DesiredChangedAnswer(ApiContext& api, engine::Txn& txn,
+                                             std::int64_t host_id, const std::string& version);
 // What the agent knows of a listed machine (api_agent.cc), for the provider's machine JSON:
 // {"status": "none" | "online" | "offline" | "revoked", "host_id", "last_seen", ...}.
 json MachineAgentJson(const engine::State& state, std::int64_t machine_id, TimestampMicros now);
 // How the customer reaches a lease's machine (api_agent.cc): {"state", "ssh", "host", "port",
 // "user", "detail", "updated_at"}; state "waiting" before the agent reported anything.
 json LeaseConnectionJson(const engine::State& state, std::int64_t lease_id);
+// Where a lease's container stands (api_agent.cc): {"step", "since", "detail", "steps": [{"step",
+// "at"}]}, steps waiting_for_host (from the lease's start), then each state its agent reported:
+// pulling, starting (sshd not answering yet), ready (sshd answers), failed, stopped; ended once
+// the lease is over.
+json LeaseProvisioningJson(const engine::State& state, const market::Lease& lease);
 // A term rental's downtime credits (its node's agent silent): {"total_usd", "credits": [{"from",
 // "to", "hours", "multiplier", "usd", "amount", "currency", "formula"}]}.
 json RentalDowntimeJson(const engine::State& state, std::int64_t rental_id);

@@ -10,6 +10,11 @@
 //        -> 200 {"host_id", "server_time", "workloads": [desired], "unknown_workloads", "machine"}
 //        (a desired workload's "registry_auth" {"username", "password", "serveraddress"} is the
 //        only place a customer's registry credential is ever shown: to the host that pulls)
+//   GET  /v1/agent/desired?version=V&wait_seconds=N (N: 0..kMaxDesiredWaitSeconds, default 0)
+//        -> 200 {"changed": true, "version", "desired_epoch", "desired_seq", "server_time",
+//                "workloads"} at once when the host's desired state is not V, else as soon as it
+//           leaves V, else after N seconds {"changed": false, "version": V, "wait_seconds"}
+//           (desired_waiters.h; wait_seconds 0: the server did not wait, the agent waits itself)
 //   POST /v1/agent/usage     {"samples": [{"workload_id", "at", "gpu_utilization_pct",
 //                             "net_tx_bytes"}]} -> 200 {"recorded"}
 // Providers (role provider, their own machines):
@@ -23,7 +28,12 @@
 //   POST   /v1/admin/nodes/{id}/enrolment-tokens -> 201 {"token", "expires_at", "command"} (a node
 //          of the term fleet; its agent provisions the node's rentals)
 //   GET    /v1/admin/nodes/{id}/agent         -> 200 {"node_id", "agent"}
+#include <algorithm>
+#include <cctype>
+
+#include "core/strings.h"
 #include "engine/accounts.h"
+#include "engine/agent_watch.h"
 #include "engine/agents.h"
 #include "engine/limits.h"
 #include "engine/market.h"
@@ -31,6 +41,7 @@
 #include <spdlog/spdlog.h>
 
 #include "http/api.h"
+#include "http/desired_waiters.h"
 #include "http/limits.h"
 #include "http/registry_auth.h"
 #include "market/limits.h"
@@ -326,6 +337,97 @@ Response MissingCredential() {
       "it on the host)");
 }
 
+// The desired state as a poll answers it when it changed (numbered: desired_waiters.h's order).
+json DesiredAnswerJson(ApiContext& api, const engine::Txn& txn, const AgentHost& host,
+                       const std::vector<engine::DesiredWorkload>& workloads,
+                       const std::string& version) {
+  json list = json::array();
+  for (const auto& w : workloads) list.push_back(DesiredJson(api, w));
+  return {{"host_id", host.id},
+          {"changed", true},
+          {"version", version},
+          {"desired_epoch", api.desired_waiters ? api.desired_waiters->epoch() : ""},
+          {"desired_seq", api.desired_waiters ? api.desired_waiters->NextSeq() : 0},
+          {"server_time", FormatTimestamp(txn.now)},
+          {"workloads", list}};
+}
+
+struct PollInput {
+  std::string version;
+  int wait_seconds = 0;
+};
+
+Result<PollInput> ParsePoll(const Request& r) {
+  PollInput in;
+  auto v = r.query.find("version");
+  if (v != r.query.end()) {
+    if (v->second.size() > 32 ||
+        !std::all_of(v->second.begin(), v->second.end(),
+                     [](char c) { return std::isxdigit(static_cast<unsigned char>(c)) != 0; })) {
+      return Status::InvalidArgument("version must be the version of an earlier answer")
+          .WithField("version");
+    }
+    in.version = v->second;
+  }
+  auto w = r.query.find("wait_seconds");
+  if (w != r.query.end()) {
+    auto n = ParseInt64(w->second, "wait_seconds");
+    if (!n.ok() || *n < 0 || *n > kMaxDesiredWaitSeconds) {
+      return Status::InvalidArgument("wait_seconds must be 0.." +
+                                     std::to_string(kMaxDesiredWaitSeconds))
+          .WithField("wait_seconds");
+    }
+    in.wait_seconds = static_cast<int>(*n);
+  }
+  return in;
+}
+
+// GET /v1/agent/desired: answered from the poll's own command when the state is not the agent's,
+// else parked (desired_waiters.h).
+void PollDesired(ApiContext& api, const Request& r, Responder respond) {
+  std::string credential = r.BearerToken();
+  if (credential.empty()) return respond(MissingCredential());
+  std::string hash = engine::HashToken(credential);
+  if (std::int64_t wait = api.agent_requests_by_host.Acquire(hash); wait > 0) {
+    return respond(TooManyRequests(wait, "this host makes too many requests"));
+  }
+  auto input = ParsePoll(r);
+  if (!input.ok()) return respond(Response::Error(input.status()));
+  PollInput in = *input;
+  if (api.desired_waiters == nullptr || (api.draining && api.draining())) in.wait_seconds = 0;
+  struct Parked {
+    std::int64_t host = 0;
+    std::uint64_t ticket = 0;
+  };
+  auto parked = std::make_shared<Parked>();
+  api.engine.Execute<Reply>(
+      [&api, hash, in, parked, respond](engine::Txn& txn) -> Result<Reply> {
+        GPUHUB_ASSIGN_OR_RETURN(AgentHost host, engine::AuthenticateHost(txn, hash));
+        auto workloads = engine::DesiredWorkloadsOf(txn.state, host);
+        std::string version = engine::DesiredVersion(workloads);
+        if (version != in.version) {
+          return Reply{200, DesiredAnswerJson(api, txn, host, workloads, version)};
+        }
+        if (in.wait_seconds > 0) {
+          parked->ticket = api.desired_waiters->Park(host.id, version, in.wait_seconds, respond);
+          parked->host = host.id;
+        }
+        return Reply{200, {{"changed", false}, {"version", version}, {"wait_seconds", 0}}};
+      },
+      [&api, parked, respond](Result<Reply> reply) {
+        if (parked->ticket != 0) {
+          if (reply.ok()) return;  // parked: the waiters answer
+          auto taken = api.desired_waiters->Withdraw(parked->host, parked->ticket);
+          if (taken) (*taken)(Response::Error(reply.status()));
+          return;
+        }
+        if (!reply.ok()) return respond(Response::Error(reply.status()));
+        Response out = JsonResponse(reply->status, reply->body);
+        out.headers.emplace_back("Cache-Control", "no-store");
+        respond(std::move(out));
+      });
+}
+
 // Runs `action` for the host whose credential the request carries (on the writer thread).
 template <typename Input>
 Handler AgentEndpoint(ApiContext& api, std::function<Result<Input>(const Request&)> parse,
@@ -377,6 +479,39 @@ Result<EnrolInput> ParseEnrol(const Request& r) {
 
 }  // namespace
 
+Handler NoWaitOnStandby(ApiContext& api, Handler forwarding) {
+  return [&api, forwarding = std::move(forwarding)](const Request& r, Responder respond) {
+    if (api.engine.role() == engine::EngineRole::kWriter || !r.query.count("wait_seconds")) {
+      return forwarding(r, std::move(respond));
+    }
+    auto in = ParsePoll(r);
+    if (!in.ok()) return respond(Response::Error(in.status()));
+    Request copy = r;
+    copy.query["wait_seconds"] = "0";
+    copy.target = copy.path + "?wait_seconds=0";
+    if (!in->version.empty()) {
+      copy.query["version"] = in->version;
+      copy.target += "&version=" + in->version;  // hex: nothing to escape
+    }
+    forwarding(copy, std::move(respond));
+  };
+}
+
+std::optional<Response> DesiredChangedAnswer(ApiContext& api, engine::Txn& txn,
+                                             std::int64_t host_id, const std::string& version) {
+  const AgentHost* host = engine::FindHost(txn.state, host_id);
+  if (host == nullptr || host->credential_hash.empty()) {
+    // Revoked while it waited: its next poll hears so.
+    return DesiredWaiters::Unchanged(version, 0);
+  }
+  auto workloads = engine::DesiredWorkloadsOf(txn.state, *host);
+  std::string now = engine::DesiredVersion(workloads);
+  if (now == version) return std::nullopt;
+  Response out = JsonResponse(200, DesiredAnswerJson(api, txn, *host, workloads, now));
+  out.headers.emplace_back("Cache-Control", "no-store");
+  return out;
+}
+
 json MachineAgentJson(const engine::State& state, std::int64_t machine_id, TimestampMicros now) {
   const AgentHost* host = engine::FindHostOfMachine(state, machine_id);
   if (host == nullptr) return {{"status", "none"}};
@@ -419,6 +554,36 @@ json LeaseConnectionJson(const engine::State& state, std::int64_t lease_id) {
           {"detail", w->detail.empty() ? json(nullptr) : json(w->detail)},
           {"updated_at", Time(w->updated_at)},
           {"egress_bytes", w->egress_bytes}};
+}
+
+namespace {
+// The page's words for the agent's states.
+std::string StepName(const std::string& state) {
+  if (state == "running") return "ready";
+  return state;  // pulling, starting, failed, stopped
+}
+}  // namespace
+
+json LeaseProvisioningJson(const engine::State& state, const market::Lease& lease) {
+  json steps = json::array();
+  steps.push_back({{"step", "waiting_for_host"}, {"at", FormatTimestamp(lease.started_at)}});
+  const engine::WorkloadRecord* w = engine::FindWorkload(state, engine::LeaseWorkloadId(lease.id));
+  if (w != nullptr) {
+    auto list = w->steps;
+    // After a restart only the current state is known (steps are not stored).
+    if (list.empty() && !w->state.empty()) list.emplace_back(w->state, w->updated_at);
+    for (const auto& [name, at] : list) {
+      steps.push_back({{"step", StepName(name)}, {"at", FormatTimestamp(at)}});
+    }
+  }
+  if (lease.status != market::LeaseStatus::kActive) {
+    steps.push_back({{"step", "ended"}, {"at", FormatTimestamp(lease.ended_at)}});
+  }
+  const json& now = steps.back();
+  return {{"step", now["step"]},
+          {"since", now["at"]},
+          {"detail", w == nullptr || w->detail.empty() ? json(nullptr) : json(w->detail)},
+          {"steps", steps}};
 }
 
 json RentalDowntimeJson(const engine::State& state, std::int64_t rental_id) {
@@ -477,6 +642,8 @@ void RegisterAgentRoutes(Router& router, ApiContext& api) {
                     {"usage_interval_seconds", engine::kAgentUsageIntervalSeconds}}));
         });
   });
+  router.Add("GET", "/v1/agent/desired?version&wait_seconds",
+             [&api](const Request& r, Responder respond) { PollDesired(api, r, respond); });
   router.Add("POST", "/v1/agent/heartbeat",
              AgentEndpoint<engine::Heartbeat>(
                  api, ParseHeartbeat,
@@ -502,6 +669,12 @@ void RegisterAgentRoutes(Router& router, ApiContext& api) {
                         {"heartbeat_interval_seconds", engine::kAgentHeartbeatIntervalSeconds},
                         {"usage_interval_seconds", engine::kAgentUsageIntervalSeconds},
                         {"workloads", desired},
+                        // Which desired state this is, and where it stands in the order of the
+                        // answers that carry one (desired_waiters.h): for the agent's long-poll.
+                        {"desired_version", engine::DesiredVersion(reply.workloads)},
+                        {"desired_epoch",
+                         api.desired_waiters ? api.desired_waiters->epoch() : ""},
+                        {"desired_seq", api.desired_waiters ? api.desired_waiters->NextSeq() : 0},
                         {"disk_actions", disks},
                         {"unknown_workloads", reply.unknown_workloads},
                         {"machine",

@@ -104,5 +104,16 @@ inline constexpr std::size_t kMaxRegistryPasswordBytes = 1024;
 inline constexpr std::size_t kMaxCuratedImages = 32;
 inline constexpr std::size_t kMaxCuratedImageNameBytes = 32;
 inline constexpr std::size_t kMaxCuratedImageDescriptionBytes = 300;
+// The agents' long-poll of their desired state (GET /v1/agent/desired, desired_waiters.h): parked
+// polls at most (one per host; each also holds a connection of kMaxConnections), the longest wait
+// a poll may ask (below kProxyTimeoutSeconds and the agent's own request timeout, so neither a
+// standby's forward nor the agent cuts it), the hosts one re-read command covers, how soon a
+// re-read the engine's queue refused is tried again, and how often the waiters' thread looks
+// for a drain.
+inline constexpr std::size_t kMaxDesiredWaiters = 10'000;
+inline constexpr int kMaxDesiredWaitSeconds = 25;
+inline constexpr std::size_t kMaxHostsPerDesiredCheck = 1'000;
+inline constexpr int kDesiredCheckRetryMilliseconds = 100;
+inline constexpr int kDesiredWaiterTickMilliseconds = 250;
 
 }  // namespace gpuhub::http

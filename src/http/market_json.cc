@@ -152,12 +152,14 @@ json LeaseJson(const engine::State& state, const market::Lease& l, bool as_provi
               {"paused_at", TimeOrNull(l.paused_at)},
               {"downtime_credit_usd", FormatMicros(l.credited_micros)},
               {"image", engine::LeaseImage(state, l, stored)},
-              {"connection", LeaseConnectionJson(state, l.id)}};
+              {"connection", LeaseConnectionJson(state, l.id)},
+              {"provisioning", LeaseProvisioningJson(state, l)}};
   // The extra container ports asked for, and whether a registry credential came with the order
   // (never the credential itself). A closed lease's bid is no longer in memory: none shown.
   const engine::LaunchExtras* extras = engine::BidExtras(state, l.bid_id);
   out["ports"] = extras != nullptr ? json(extras->ports) : json::array();
   out["registry_credential"] = extras != nullptr && !extras->sealed_registry_auth.empty();
+
   if (as_provider) {
     out["fee_usd_per_hour"] = FormatMicros(fee);
     out["net_usd_per_hour"] = FormatMicros(hour - fee);

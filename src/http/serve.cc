@@ -23,6 +23,7 @@
 #include "engine/storage.h"
 #include "engine/wallets.h"
 #include "http/api.h"
+#include "http/desired_waiters.h"
 #include "http/limits.h"
 #include "http/log_sink.h"
 #include "http/payments_runtime.h"
@@ -214,6 +215,9 @@ int RunServe(const ServeOptions& options) {
   engine_options.domains.agents->rental_downtime_multiplier_ppm =
       config.agents_rental_downtime_multiplier_ppm;
   engine_options.domains.seller = config.seller;
+  // The agents' long-polls, woken by the engine when a host's desired state changes.
+  auto desired_waiters = std::make_shared<DesiredWaiters>(kMaxDesiredWaiters);
+  engine_options.domains.agents->watch = desired_waiters;
 #ifdef GPUHUB_HAVE_FIT
   if (auto fleet = catalog::LoadCatalog(options.data_dir + "/catalog.toml"); fleet.ok()) {
     for (const auto& card : fleet->spot) {
@@ -256,10 +260,18 @@ int RunServe(const ServeOptions& options) {
   api.manual_clock = manual_clock.get();
   WriterProxy proxy(config.proxy_threads, kMaxQueuedProxyRequests, config.proxy_timeout_seconds);
   api.proxy = &proxy;
+  api.desired_waiters = desired_waiters.get();
+  metrics.Gauge("gpuhub_agent_desired_waiters",
+                "Agents' long-polls of their desired state parked now (GET /v1/agent/desired).",
+                [w = desired_waiters] { return static_cast<double>(w->size()); });
   router.SetWrapper([&api](const std::string& method, const std::string& pattern, Handler h) {
     // On a standby the whole request goes to the writer first, whose router checks the role.
     if (pattern.starts_with("/v1/admin/")) h = AdminOnly(api, std::move(h));
-    return AnsweredByEveryNode(method, pattern) ? h : WriterRoute(api, std::move(h));
+    if (AnsweredByEveryNode(method, pattern)) return h;
+    h = WriterRoute(api, std::move(h));
+    // A long-poll forwarded by a standby would hold a proxy thread for its whole wait: the
+    // standby asks the writer not to wait (the agent then waits itself between polls).
+    return pattern.starts_with("/v1/agent/desired") ? NoWaitOnStandby(api, std::move(h)) : h;
   });
   RegisterSystemRoutes(router, api);
   RegisterAccountRoutes(router, api);
@@ -320,6 +332,12 @@ int RunServe(const ServeOptions& options) {
   webhooks.Start();
   Server server(server_options, router, metrics);
   api.draining = [&server] { return server.draining(); };
+  desired_waiters->Start(
+      engine,
+      [&api](engine::Txn& txn, std::int64_t host, const std::string& version) {
+        return DesiredChangedAnswer(api, txn, host, version);
+      },
+      api.draining);
   if (Status s = server.Listen(); !s.ok()) {
     std::cerr << "gpuhub: " << s.message() << "\n";
     webhooks.Stop();
@@ -368,6 +386,7 @@ int RunServe(const ServeOptions& options) {
   payments_runtime.workers.Stop();
   webhooks.Stop();
   engine.Stop();
+  desired_waiters->Stop();  // after the engine: no re-read of theirs is in flight any more
   // Password hashes and forwarded requests still queued (only when the shutdown grace ran out)
   // finish now, while the server's I/O objects still exist for their answers to be dropped safely.
   api.hashers.Stop();

@@ -2,9 +2,15 @@
 // on SQLite and PostgreSQL, the real `gpuhub agent` binary, a fake Docker Engine API on a unix
 // socket that records every call, and a fake nvidia-smi (a script whose CSV the test rewrites).
 #include <gtest/gtest.h>
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
+#include <atomic>
 #include <fstream>
+#include <regex>
 #include <thread>
 
 #include "agent/docker.h"
@@ -464,6 +470,100 @@ TEST_P(AgentRentalE2eTest, AnInstanceTheAgentCannotProvisionIsRefunded) {
             std::string::npos) << r.dump();
   EXPECT_EQ(Wallet(), "2000.000000") << "refunded in full";
   EXPECT_TRUE(docker_->Containers().empty());
+}
+
+// Stands for a container's published sshd on 127.0.0.1:port (the fake Docker publishes nothing):
+// closes each connection at once, as Docker's proxy does before sshd listens, until Ready(); then
+// greets each with an SSH banner.
+class SshStandIn {
+ public:
+  explicit SshStandIn(int port) {
+    fd_ = ::socket(AF_INET, SOCK_STREAM, 0);
+    int one = 1;
+    ::setsockopt(fd_, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+    sockaddr_in addr{};
+    addr.sin_family = AF_INET;
+    addr.sin_port = htons(static_cast<std::uint16_t>(port));
+    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    bound_ = ::bind(fd_, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0 &&
+             ::listen(fd_, 16) == 0;
+    thread_ = std::thread([this] {
+      while (true) {
+        int c = ::accept(fd_, nullptr, nullptr);
+        if (c < 0) return;
+        ++connections_;
+        if (ready_) (void)!::write(c, "SSH-2.0-OpenSSH_9.2p1\r\n", 23);
+        ::close(c);
+      }
+    });
+  }
+  ~SshStandIn() {
+    ::shutdown(fd_, SHUT_RDWR);
+    thread_.join();
+    ::close(fd_);
+  }
+  bool bound() const { return bound_; }
+  void Ready() { ready_ = true; }
+  int connections() const { return connections_; }
+
+ private:
+  int fd_ = -1;
+  bool bound_ = false;
+  std::atomic<bool> ready_{false};
+  std::atomic<int> connections_{0};
+  std::thread thread_;
+};
+
+// SSH in seconds: with heartbeats ten minutes apart, the agent learns of the purchase through its
+// long-poll, creates the container, reports "starting" at once while sshd does not answer, and
+// "ready" (the connection line) the moment sshd greets; the lease shows each step.
+TEST_P(AgentE2eTest, ANewLeaseRunsWithoutWaitingForAHeartbeatAndIsReadyWhenSshdAnswers) {
+  ssh_ports_ = "40100-40100";
+  heartbeat_ms_ = 600'000;  // the first heartbeat at start, the next one long after this test
+  ssh_ready_ms_ = 60'000;
+  SshStandIn sshd(40100);
+  ASSERT_TRUE(sshd.bound()) << "port 40100 is taken on this machine";
+  ListMachineAndEnrol(2);
+  docker_->AddImage(kImage);
+  StartAgent();
+  ASSERT_TRUE(WaitFor([&] { return Online(2); })) << Context();
+
+  long long lease = Buy(1);
+  ASSERT_GT(lease, 0);
+  const std::string name = "gpuhub-lease-" + std::to_string(lease);
+  ASSERT_TRUE(WaitFor([&] { return Running(name).size() == 1; })) << Context();
+  // Reported at once, but not "ready": sshd does not answer yet.
+  ASSERT_TRUE(WaitFor([&] { return Lease(lease)["provisioning"]["step"] == "starting"; }))
+      << Lease(lease).dump() << Context();
+  json l = Lease(lease);
+  EXPECT_TRUE(l["connection"]["ssh"].is_null()) << l.dump();
+  EXPECT_EQ(l["provisioning"]["detail"], "waiting for sshd to answer on port 40100");
+  ASSERT_TRUE(WaitFor([&] { return sshd.connections() > 0; })) << "the agent probes the port";
+
+  sshd.Ready();
+  ASSERT_TRUE(WaitFor([&] {
+    return Lease(lease)["connection"]["ssh"] == "ssh -p 40100 root@203.0.113.7";
+  })) << Lease(lease).dump() << Context();
+  l = Lease(lease);
+  EXPECT_EQ(l["provisioning"]["step"], "ready");
+  std::vector<std::string> steps;
+  for (const auto& st : l["provisioning"]["steps"]) {
+    steps.push_back(st["step"]);
+    EXPECT_TRUE(st["at"].is_string()) << st.dump();
+  }
+  EXPECT_EQ(steps, (std::vector<std::string>{"waiting_for_host", "starting", "ready"}));
+  // The order of events: the long-poll brought the lease (no heartbeat was due, and none is
+  // forced before a workload has a state), then the container was created.
+  const std::string log = agent_->Log();
+  std::smatch m;
+  ASSERT_TRUE(std::regex_search(log, m, std::regex("event=agent_desired_changed version=[0-9a-f]+ "
+                                                   "workloads=1")))
+      << log;
+  const auto changed = static_cast<std::size_t>(m.position(0));
+  const auto started = log.find("event=container_started");
+  ASSERT_NE(started, std::string::npos) << log;
+  EXPECT_LT(changed, started) << log;
+  EXPECT_EQ(docker_->CallsTo("POST", "/containers/create").size(), 1u);
 }
 
 // The rental's disk does not mount (moby: 500 "error while mounting volume ..."): the instance

@@ -105,7 +105,10 @@ class AgentFixture : public ServerFixture {
                            << "nvml_library = \"" << dir_.path() << "/no/libnvidia-ml.so.1\"\n"
                            << "nvidia_smi = \"" << smi_ << "\"\n"
                            << "disk_path = \"" << dir_.path() << "\"\n"
-                           << "heartbeat_interval_ms = 200\n"
+                           << "heartbeat_interval_ms = " << heartbeat_ms_ << "\n"
+                           // 0: "running" at the start (the fake Docker publishes no sshd); the
+                           // real engine's suite waits for its sshd's banner.
+                           << "ssh_ready_timeout_ms = " << ssh_ready_ms_ << "\n"
                            << "usage_interval_ms = 300\n"
                            << "reconcile_interval_ms = 100\n"
                            << extra;
@@ -214,6 +217,8 @@ class AgentFixture : public ServerFixture {
 
   std::string agents_config_;
   std::string ssh_ports_ = "40000-40009";
+  long long heartbeat_ms_ = 200;
+  long long ssh_ready_ms_ = 0;
   std::string customer_key_ = kAgentTestKey;
   std::unique_ptr<AgentProcess> agent_;
   std::string provider_, customer_, config_, smi_, smi_csv_;

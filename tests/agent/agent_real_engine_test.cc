@@ -201,6 +201,7 @@ class AgentRealEngineTest : public AgentFixture {
     // Ports of our own: other test binaries' dockerds publish on this host too.
     const int first = 41000 + static_cast<int>(::getpid() % 800) * 10;
     ssh_ports_ = std::to_string(first) + "-" + std::to_string(first + 9);
+    ssh_ready_ms_ = 60'000;  // "running" when the container's real sshd greets, as in production
     // Leftovers of an earlier test of this process (ids restart at 1 on a fresh database).
     RemoveManagedContainers();
     std::ofstream(engine->hook_log, std::ios::trunc).flush();

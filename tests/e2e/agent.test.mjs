@@ -138,7 +138,7 @@ test('the sell page shows the agent and why the ask is off the book; a lease sho
     assert.ok(lease, filled);
     assert.match(filled, /1 × H100 SXM at \$1\.000\/GPU-h/);
     await page.locator('#leases table').waitFor();
-    assert.match(await page.locator('#leases tbody tr').first().innerText(), /starting/);
+    assert.match(await page.locator('#leases tbody tr').first().innerText(), /Waiting for host/);
 
     // The host's agent is told to run it (the image, the GPU by UUID, the key), and reports it up.
     const desired = await host.beat(8);

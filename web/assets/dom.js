@@ -133,11 +133,12 @@ export function copyableCommand(text, label) {
     class: 'btn btn-small btn-secondary',
     'aria-label': `Copy ${label}`,
     onclick: async (e) => {
+      const button = e.currentTarget;  // null once the event is over, after the await
       try {
         await navigator.clipboard.writeText(text);
-        e.currentTarget.textContent = 'Copied';
+        button.textContent = 'Copied';
       } catch {
-        e.currentTarget.textContent = 'Select and copy';
+        button.textContent = 'Select and copy';
       }
     },
   }, 'Copy');

@@ -2,8 +2,9 @@
 // a signed-in customer the bid form, their open bids and their leases with a stop button. The
 // figures are the API's; the page only scales bars to draw them.
 import { api, currentSession, newIdempotencyKey, RequestKey } from './api.js';
-import { h, $, replace, table, showFormError, clearFormErrors, setBusy, errorBox, empty, stat, copyableCommand } from './dom.js';
+import { h, $, replace, table, showFormError, clearFormErrors, setBusy, errorBox, empty, stat } from './dom.js';
 import { usd, money, integer, timestamp } from './format.js';
+import { leaseConnection, provisioning } from './provisioning.js';
 import { loadMarkets, bestAsk, bestBid } from './markets.js';
 import { loadImages, setUpImagePicker, launchBody, forgetCredential, launchCell } from './images.js';
 
@@ -382,22 +383,6 @@ function leaseStatus(l) {
   return h('span', { class: 'badge' }, reason);
 }
 
-// How to reach the lease's machine: the connection line once the host's agent runs it, else
-// where it stands (waiting, pulling the image, failed with the agent's words).
-function connection(l) {
-  const c = l.connection || {};
-  if (l.status !== 'active') return c.state === 'stopped' ? h('span', { class: 'muted' }, 'removed') : '';
-  if (c.ssh) return copyableCommand(c.ssh, `the SSH command of lease #${l.id}`);
-  const words = {
-    no_agent: 'no agent on this machine yet',
-    waiting: 'starting…',
-    pulling: 'pulling the image…',
-    starting: 'starting…',
-    failed: 'failed to start',
-  }[c.state] || (c.state || 'starting…');
-  return h('span', { class: c.state === 'failed' ? 'field-error' : 'muted' }, words + (c.detail ? `: ${c.detail}` : ''));
-}
-
 function stopButton(lease) {
   if (lease.status !== 'active') return '';
   const cell = h('span', { class: 'form-actions' });
@@ -428,11 +413,22 @@ async function stopLease(lease, button, cell) {
   }
 }
 
+// While a lease's container is being provisioned the list is read again every few seconds, so
+// each step shows as it happens and the SSH line the moment it is ready.
+const PROVISIONING_REFRESH_MS = 2000;
+let provisioningTimer;
+
 async function loadLeases() {
   const card = $('#leases-card');
   try {
     const [data, images] = await Promise.all([api('GET', '/v1/leases'), loadImages()]);
     card.hidden = false;
+    clearTimeout(provisioningTimer);
+    if (data.leases.some(provisioning)) {
+      provisioningTimer = setTimeout(() => {
+        if (!document.hidden && session) loadLeases();
+      }, PROVISIONING_REFRESH_MS);
+    }
     if (!data.leases.length) return replace($('#leases'), empty('No leases yet. A filled bid opens one.'));
     replace(
       $('#leases'),
@@ -443,7 +439,7 @@ async function loadLeases() {
           { label: 'Price / GPU-h', num: true, cell: (l) => priceText(l.price_usd_per_gpu_hour) },
           { label: 'Per hour', num: true, cell: (l) => money(l.hourly_usd, 'USD') },
           { label: 'Status', cell: leaseStatus },
-          { label: 'Connect', cell: connection },
+          { label: 'Connect', cell: leaseConnection },
           { label: 'Image & ports', cell: (l) => launchCell(l, images.images) },
           { label: 'Paid until', cls: 'nowrap', cell: (l) => (l.status === 'active' ? timestamp(l.paid_until) : timestamp(l.ended_at)) },
           { label: 'Hours', num: true, cell: (l) => integer(l.hours_paid) },
