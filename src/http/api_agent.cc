@@ -338,7 +338,13 @@ Result<EnrolInput> ParseEnrol(const Request& r) {
 
 json MachineAgentJson(const engine::State& state, std::int64_t machine_id, TimestampMicros now) {
   const AgentHost* host = engine::FindHostOfMachine(state, machine_id);
-  if (host == nullptr) return {{"status", "none"}};
+  if (host == nullptr) {
+    // A simulated host (the demo, tests) sells the machine; without one nothing is sold.
+    if (engine::IsSimulatedHost(state, machine_id)) {
+      return {{"status", "simulated"}, {"simulated", true}, {"label", engine::kSimulatedHostLabel}};
+    }
+    return {{"status", "none"}};
+  }
   return HostJson(state, *host, now);
 }
 
@@ -349,6 +355,17 @@ json LeaseConnectionJson(const engine::State& state, std::int64_t lease_id) {
                           : lease != nullptr ? engine::FindHostOfMachine(state, lease->machine_id)
                                              : nullptr;
   if (w == nullptr) {
+    const bool simulated = lease != nullptr && engine::IsSimulatedHost(state, lease->machine_id);
+    if (simulated) {
+      return {{"state", "simulated"},
+              {"ssh", nullptr},
+              {"host", nullptr},
+              {"port", nullptr},
+              {"user", nullptr},
+              {"detail", engine::kSimulatedHostLabel},
+              {"updated_at", nullptr},
+              {"egress_bytes", 0}};
+    }
     return {{"state", host == nullptr ? "no_agent" : "waiting"},
             {"ssh", nullptr},
             {"host", nullptr},

@@ -52,6 +52,9 @@
 //   default_image = "nvidia/cuda:12.4.1-base-ubuntu22.04"   # what a lease runs unless its bid
 //                                                          # names an image
 //   offline_after_seconds = 45           # a host silent this long is offline (3 heartbeats)
+//   lease_start_timeout_seconds = 600    # a lease not running by then ends, nothing charged
+//   simulated_hosts = false              # true: machines without an agent trade as if one ran
+//                                        # them (demos and tests only; --demo turns it on)
 //
 //   [ha]                                 # high availability (docs/operations.md)
 //   standby = true                       # another engine writes the database: wait as a standby
@@ -132,6 +135,8 @@ struct ServiceConfig {
   int proxy_timeout_seconds = kProxyTimeoutSeconds;
   std::string agents_default_image = "nvidia/cuda:12.4.1-base-ubuntu22.04";
   std::int64_t agents_offline_after_seconds = 45;
+  std::int64_t agents_lease_start_timeout_seconds = 600;  // engine::kLeaseStartTimeoutMicros
+  bool agents_simulated_hosts = false;
   // [agents] rental_downtime_multiplier: a term rental's downtime credit per offline hour is its
   // hourly rate (monthly / 720, weekly / 168) x this (ppm; default x1).
   std::int64_t agents_rental_downtime_multiplier_ppm = 1'000'000;

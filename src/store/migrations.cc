@@ -806,6 +806,15 @@ DROP INDEX market_asks_by_status;
 DROP INDEX market_leases_by_status;
 DROP INDEX market_payouts_by_status;
 )sql"},
+      // A lease on a machine with a host agent is billed from when its workload runs: until then
+      // it holds its first hour (market::Lease::start_deadline, hold_micros); a workload that
+      // stopped after it ran pauses it (workload_down).
+      {19, "lease_provisioning",
+       R"sql(
+ALTER TABLE market_leases ADD COLUMN start_deadline_us BIGINT NOT NULL DEFAULT 0;
+ALTER TABLE market_leases ADD COLUMN hold_micros BIGINT NOT NULL DEFAULT 0;
+ALTER TABLE market_leases ADD COLUMN workload_down BIGINT NOT NULL DEFAULT 0;
+)sql"},
   };
   return migrations;
 }
