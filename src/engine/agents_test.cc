@@ -536,8 +536,11 @@ class AgentsSilenceTest : public AgentsEngineTest {
     };
     auto bid = BuyAtMarket(1);  // 2.00/h
     ASSERT_TRUE(bid.lease.has_value());
+    const std::vector<WorkloadReport> running = {
+        {LeaseWorkloadId(bid.lease->id), "running", 40001, ""}};
+    ASSERT_TRUE(Beat(host, Gpus(8), running).ok());  // billed from now (kStart)
     Advance(10 * kMicrosPerSecond);
-    ASSERT_TRUE(Beat(host, Gpus(8)).ok());  // last seen at +10 s
+    ASSERT_TRUE(Beat(host, Gpus(8), running).ok());  // last seen at +10 s
     advance_day();
     EXPECT_EQ(clock_.NowMicros(), kStart + 10 * kMicrosPerSecond + kMicrosPerDay);
     EXPECT_EQ(Machine().offline_since, kStart + 10 * kMicrosPerSecond);
@@ -550,7 +553,7 @@ class AgentsSilenceTest : public AgentsEngineTest {
     EXPECT_EQ(lease_hour_legs(), 1);
     EXPECT_EQ(Wallet(), 98 * kUsd + 1'994'444);
     EXPECT_EQ(invariants().find("FAILED"), std::string::npos) << invariants();
-    ASSERT_TRUE(Beat(host, Gpus(8)).ok());  // back: a new whole hour
+    ASSERT_TRUE(Beat(host, Gpus(8), running).ok());  // back: a new whole hour
     EXPECT_EQ(Wallet(), 96 * kUsd + 1'994'444);
     EXPECT_EQ(lease_hour_legs(), 2);
     EXPECT_EQ(invariants().find("FAILED"), std::string::npos) << invariants();
@@ -602,10 +605,14 @@ TEST_F(AgentsEngineTest, OneAdvanceTakesEachSilentHostOfflineInTurn) {
     return PlaceBid(txn, customer_, spec);
   });
   ASSERT_TRUE(a100_lease.lease.has_value());
-  // The second host keeps reporting for 3 h 30 min (steps under its limit), the first does not.
+  // Its host runs it at once (billed from now) and keeps reporting it for 3 h 30 min (steps under
+  // its limit); the first host does not report at all.
+  const std::vector<WorkloadReport> running = {
+      {LeaseWorkloadId(a100_lease.lease->id), "running", 40001, ""}};
+  ASSERT_TRUE(Beat(second, a100, running).ok());
   for (int i = 0; i < 2 * (3 * 60 + 30); ++i) {
     Advance(30 * kMicrosPerSecond);
-    ASSERT_TRUE(Beat(second, a100).ok());
+    ASSERT_TRUE(Beat(second, a100, running).ok());
   }
   EXPECT_EQ(Machine().offline_since, kStart);
   const TimestampMicros second_seen = clock_.NowMicros();
@@ -690,11 +697,21 @@ TEST_F(AgentsEngineTest, ReportsAndUsageAreTakenOnlyForTheHostsOwnWorkloads) {
     GPUHUB_ASSIGN_OR_RETURN(User q, CreateUser(txn, "quinn", "h", kRoleProvider));
     GPUHUB_ASSIGN_OR_RETURN(auto m, AddMachine(txn, q.id, {"A100 SXM", 1, "IAD-1", 8, 64, 100}));
     GPUHUB_RETURN_IF_ERROR(PlaceAsk(txn, q.id, {m.id, 1'000'000, 1, txn.now + kMicrosPerDay}).status());
+    // Its own host runs it (nothing is sold without one).
+    const std::string token = NewEnrolmentToken();
+    GPUHUB_RETURN_IF_ERROR(CreateMachineEnrolmentToken(txn, q.id, m.id, HashToken(token)).status());
+    GPUHUB_ASSIGN_OR_RETURN(AgentHost h, Enrol(txn, {HashToken(token), "", HashToken("gha_q"),
+                                                     "gpu-q", "0.1.0"}));
+    Heartbeat beat;
+    beat.inventory = Gpus(1, "NVIDIA A100-SXM4-80GB");
+    beat.inventory.gpus[0].uuid = "GPU-a1000000";
+    GPUHUB_RETURN_IF_ERROR(RecordHeartbeat(txn, h.id, beat).status());
     market::BidSpec spec;
     spec.gpu = "A100 SXM";
     spec.gpus = 1;
     spec.is_market = true;
     GPUHUB_ASSIGN_OR_RETURN(auto r, PlaceBid(txn, customer_, spec));
+    if (!r.lease) return Status::Internal("the A100 bid did not fill");
     return r.lease->id;
   });
   const std::string theirs = "lease-" + std::to_string(other_lease);
