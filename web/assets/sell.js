@@ -12,7 +12,7 @@ const REFRESH_MS = 15000;
 const ASK_WINDOW_DAYS = 30;
 const ASK_BADGE = { open: 'badge-good', cancelled: '', expired: '' };
 const PAYOUT_BADGE = { pending: 'badge-warn', paid: 'badge-good', rejected: 'badge-bad' };
-const LEASE_END = { stopped: 'stopped by customer', unpaid: 'ended: unpaid', no_fx_rate: 'ended: no exchange rate', window_ended: 'ended: ask window closed' };
+const LEASE_END = { stopped: 'stopped by customer', unpaid: 'ended: unpaid', no_fx_rate: 'ended: no exchange rate', window_ended: 'ended: ask window closed', not_started: 'ended: your host never ran it (nothing charged)' };
 
 const machineForm = $('#machine-form');
 const askForm = $('#ask-form');
@@ -472,6 +472,8 @@ async function loadAsks() {
 // ---------- leases on my machines ----------
 
 function leaseStatus(l) {
+  if (l.status === 'active' && l.billing === 'provisioning') return badge('waiting for your host', 'badge-warn');
+  if (l.status === 'active' && l.billing === 'paused') return badge(l.workload_down ? 'paused: container stopped' : 'paused: machine offline', 'badge-warn');
   if (l.status === 'active') return badge('running', 'badge-good');
   return badge(LEASE_END[l.end_reason] || l.status);
 }
