@@ -20,7 +20,12 @@ void AddServeCommands(CLI::App& app) {
       ->add_option("--clock", options->clock,
                    "real, or manual (tests and demos: POST /v1/admin/clock/advance)")
       ->default_str("real");
-  serve->add_flag("--demo", options->demo, "load the demo catalog and FX rates");
+  serve->add_flag("--demo", options->demo,
+                  "load the demo catalog and FX rates; machines without an agent trade on "
+                  "simulated hosts");
+  serve->add_flag("--simulated-hosts", options->simulated_hosts,
+                  "machines without an agent trade as if one ran them (tests; never in "
+                  "production: [agents] simulated_hosts)");
   serve->callback([options] {
     options->data_dir = DataDir();
     options->web_dir = WebDir();

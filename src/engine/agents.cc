@@ -141,7 +141,8 @@ bool WorkloadOfHost(const State& state, const AgentHost& host, std::string_view 
   return w != nullptr && w->host_id == host.id;
 }
 
-std::vector<DesiredWorkload> DesiredFor(const State& state, const AgentHost& host) {
+std::vector<DesiredWorkload> DesiredFor(const State& state, const AgentHost& host,
+                                        TimestampMicros now) {
   if (host.kind == HostKind::kNode) return agents_internal::DesiredForNode(state, host);
   std::vector<DesiredWorkload> out;
   const market::Machine* machine = X(state).FindMachine(host.machine_id);
@@ -150,8 +151,9 @@ std::vector<DesiredWorkload> DesiredFor(const State& state, const AgentHost& hos
     return std::any_of(host.inventory.gpus.begin(), host.inventory.gpus.end(),
                        [&](const GpuInventory& g) { return g.uuid == uuid; });
   };
+  if (machine->offline_since != 0) return out;  // its leases are paused with it
+  const std::int64_t start_timeout = LeaseStartTimeoutMicros(state.agents->config);
   for (const market::Lease& lease : X(state).ActiveLeasesOn(host.machine_id)) {
-    if (lease.paused_at != 0) continue;
     DesiredWorkload w;
     w.id = LeaseWorkloadId(lease.id);
     bool placed = true;
@@ -175,12 +177,41 @@ std::vector<DesiredWorkload> DesiredFor(const State& state, const AgentHost& hos
     for (const auto& key : ListSshKeys(state, lease.customer_id)) {
       w.ssh_authorized_keys.push_back(key.key.Line());
     }
-    w.not_after = lease.PaidUntil();
+    if (lease.Provisioning()) {
+      w.not_after = lease.start_deadline + market::kLeaseHourMicros;  // the hour it holds
+    } else if (lease.workload_down) {
+      w.not_after = std::max(lease.PaidUntil(), now + start_timeout);  // to run it again
+    } else {
+      w.not_after = lease.PaidUntil();
+    }
     w.cpus = WorkloadCpus(*machine, host.inventory, lease.gpus);
     w.memory_gb = WorkloadMemoryGb(*machine, host.inventory, lease.gpus);
     out.push_back(std::move(w));
   }
   return out;
+}
+
+// What the heartbeat says of each active lease on the host's machine, one side at a time:
+// `running` false applies the leases that ran and are no longer running (reported in another
+// state, or not reported at all: the container is gone), true those reported "running" that are
+// provisioning or down (market::Exchange::ReportLeaseWorkload).
+Status ApplyLeaseReports(Txn& txn, const AgentHost& host,
+                         const std::vector<WorkloadReport>& reports, bool running) {
+  for (const market::Lease& lease : X(txn.state).ActiveLeasesOn(host.machine_id)) {
+    const std::string id = LeaseWorkloadId(lease.id);
+    const bool reported_running = std::any_of(
+        reports.begin(), reports.end(),
+        [&](const WorkloadReport& r) { return r.id == id && r.state == "running"; });
+    if (reported_running != running) continue;
+    const bool change = running ? lease.Provisioning() || lease.workload_down
+                                : !lease.Provisioning() && !lease.workload_down;
+    if (!change) continue;
+    GPUHUB_ASSIGN_OR_RETURN(market::Lease after, ReportLeaseWorkload(txn, lease.id, running));
+    spdlog::info("event=lease_workload lease={} host={} running={} billed_hours={} status={}",
+                 lease.id, host.id, running, after.hours_paid,
+                 market::LeaseStatusName(after.status));
+  }
+  return Status::Ok();
 }
 
 Status ValidateInventory(const HostInventory& inv) {
@@ -341,6 +372,15 @@ Result<AgentHost> Enrol(Txn& txn, const EnrolRequest& request) {
   token.nonce_hash = request.nonce_hash;
   WriteToken(txn, token);
   WriteHost(txn, *host);
+  if (token.kind == HostKind::kMachine) {
+    // Held for want of an agent (or a revoked one): now for want of its first report.
+    const market::Machine* machine = X(txn.state).FindMachine(token.machine_id);
+    if (machine->hold_reason == kNoAgentHoldReason || machine->hold_reason == kRevokedHoldReason) {
+      market::MachineCondition c{machine->offline_since, machine->blocked_mask,
+                                 kEnrolledHoldReason};
+      GPUHUB_RETURN_IF_ERROR(SetMachineCondition(txn, token.machine_id, c).status());
+    }
+  }
   return *host;
 }
 
@@ -420,6 +460,9 @@ Result<HeartbeatReply> RecordHeartbeat(Txn& txn, std::int64_t host_id, const Hea
     host.bound_uuids = BindListing(*machine, host.inventory, host.bound_uuids, leased);
     market::MachineCondition now_condition =
         MachineConditionFor(*machine, host.inventory, host.bound_uuids, 0);
+    // Workloads down first: a lease whose container is not running stays paused when its machine
+    // comes back online below (no new hour billed only to be credited again).
+    GPUHUB_RETURN_IF_ERROR(ApplyLeaseReports(txn, host, heartbeat.workloads, /*running=*/false));
     market::MachineCondition current{machine->offline_since, machine->blocked_mask,
                                      machine->hold_reason};
     if (now_condition != current) {
@@ -434,6 +477,8 @@ Result<HeartbeatReply> RecordHeartbeat(Txn& txn, std::int64_t host_id, const Hea
       GPUHUB_RETURN_IF_ERROR(AdvanceMarket(txn));
     }
     reply.condition = now_condition;
+    // Then those running: billed from now (their first hour, or a new one after a stop).
+    GPUHUB_RETURN_IF_ERROR(ApplyLeaseReports(txn, host, heartbeat.workloads, /*running=*/true));
   } else {
     host.bound_uuids = agents_internal::BindNode(txn.state, host);
   }
@@ -465,7 +510,7 @@ Result<HeartbeatReply> RecordHeartbeat(Txn& txn, std::int64_t host_id, const Hea
     if (host.kind == HostKind::kNode) agents_internal::ApplyNodeReport(txn, host, w);
   }
   WriteHost(txn, host);  // with the binding as it is now (the same key: the row is replaced)
-  reply.workloads = DesiredFor(txn.state, host);
+  reply.workloads = DesiredFor(txn.state, host, txn.now);
   if (a.config.watch && DesiredVersion(reply.workloads) != desired_before) {
     NoteHostDesiredChanged(txn.state, host.id);
   }
@@ -559,12 +604,49 @@ Result<AgentHost> RevokeHost(Txn& txn, std::int64_t host_id) {
   WriteHost(txn, host);
   if (host.kind == HostKind::kMachine) {
     const market::Machine* machine = X(txn.state).FindMachine(host.machine_id);
-    if (machine != nullptr && machine->offline_since == 0) {
-      market::MachineCondition c{txn.now, machine->blocked_mask, machine->hold_reason};
+    if (machine != nullptr) {
+      market::MachineCondition c{machine->offline_since != 0 ? machine->offline_since : txn.now,
+                                 machine->blocked_mask, kRevokedHoldReason};
       GPUHUB_RETURN_IF_ERROR(SetMachineCondition(txn, host.machine_id, c).status());
     }
   }
   return host;
+}
+
+std::int64_t LeaseStartTimeoutMicros(const AgentsConfig& config) {
+  return config.lease_start_timeout_micros > 0 ? config.lease_start_timeout_micros
+                                               : kLeaseStartTimeoutMicros;
+}
+
+bool IsSimulatedHost(const State& state, market::MachineId machine_id) {
+  return state.agents->config.simulated_hosts &&
+         !state.agents->host_by_machine.count(machine_id);
+}
+
+void BindLeaseStart(State& state) {
+  const State* s = &state;
+  state.market->exchange.SetStartTimeout([s](market::MachineId machine) -> std::int64_t {
+    return IsSimulatedHost(*s, machine) ? 0 : LeaseStartTimeoutMicros(s->agents->config);
+  });
+}
+
+Status HoldUnhostedMachine(Txn& txn, market::MachineId machine_id) {
+  if (A(txn).config.simulated_hosts || A(txn).host_by_machine.count(machine_id)) {
+    return Status::Ok();
+  }
+  const market::Machine* machine = X(txn.state).FindMachine(machine_id);
+  if (machine == nullptr || machine->hold_reason == kNoAgentHoldReason) return Status::Ok();
+  market::MachineCondition c{machine->offline_since, machine->blocked_mask, kNoAgentHoldReason};
+  return SetMachineCondition(txn, machine_id, c).status();
+}
+
+Status HoldUnhostedMachines(Txn& txn) {
+  A(txn).unhosted_held = true;
+  if (A(txn).config.simulated_hosts) return Status::Ok();
+  for (market::MachineId id : X(txn.state).MachineIds()) {
+    GPUHUB_RETURN_IF_ERROR(HoldUnhostedMachine(txn, id));
+  }
+  return Status::Ok();
 }
 
 namespace {
@@ -758,6 +840,11 @@ void AddAgentTickHooks(Engine& engine) {
     ForgetClosedLaunchSpecs(txn.state);
     return Status::Ok();
   });
+  // Machines listed before "nothing sold without a machine" (or while simulated hosts were on)
+  // are held once, at the first tick.
+  engine.AddTickHook(
+      [](Txn& txn) { return txn.state.agents->unhosted_held ? Status::Ok() : HoldUnhostedMachines(txn); },
+      [](const State& state) { return state.agents->unhosted_held ? kNoTickDue : TimestampMicros{0}; });
 }
 
 Status LoadAgents(store::Store& store, const std::vector<market::OrderId>& open_bids,

@@ -21,10 +21,29 @@
 // (rentals::Fleet::ReportInstance), "failed" while provisioning refunds it; after a release the
 // reply asks for the erase, then the wipe, of its volumes until each is reported done.
 //
-// Desired workloads: one per active, unpaused lease on the host's machine ("lease-<id>"), with
+// Nothing sold without a machine: a listed machine is on the book only while its host's agent
+// reports it online and healthy. A machine no agent was ever enrolled on is held from its listing
+// (HoldUnhostedMachine; start-up holds those listed before this rule), so is one whose agent
+// enrolled but has not reported yet, or whose credential was revoked (offline too). The only
+// exception is [agents] simulated_hosts (AgentsConfig::simulated_hosts, off by default: the demo
+// and the test harnesses turn it on): a machine without an enrolled host then trades as listed,
+// its leases run from their fill, and the API and pages say "demo: simulated host, no real
+// machine" (IsSimulatedHost). A machine with an enrolled host follows the rules either way.
+//
+// Billed from when it runs: a lease on a machine with a host is provisioning (market::Lease,
+// Exchange::SetStartTimeout, BindLeaseStart) until its host reports the workload "running": then
+// its first hour is charged and its hours run from that moment. Not running within the start
+// timeout ([agents] lease_start_timeout_seconds, kLeaseStartTimeoutMicros) it ends not_started
+// and the hold of its first hour is released: nothing was charged. Once it ran, a report of any
+// other state, or a heartbeat that no longer lists it, pauses it and credits the rest of its paid
+// hour (as for a silent host: lease:N:hH:credit:...); running again, it is billed a new whole hour.
+//
+// Desired workloads: one per active lease on the host's machine ("lease-<id>") while the machine
+// is online (provisioning, billed, or paused because its workload is down: the agent restarts it), with
 // exactly the lease's GPUs by UUID (listing GPU i = the i-th GPU of the listed model the host
 // reports, by index), the customer's SSH keys, the image of the bid (or the configured default)
-// and not_after = the end of the paid hour: the agent stops a workload itself when that passes and
+// and not_after = the end of the paid hour (provisioning: the start deadline plus an hour; down:
+// at least the start timeout from now): the agent stops a workload itself when that passes and
 // the server cannot be reached.
 //
 // All functions taking a Txn run on the writer thread.
@@ -221,7 +240,15 @@ struct AgentsConfig {
   // Told (on the writer thread) when a host's desired workloads may have changed; null: nobody
   // listens (engine/agent_watch.h).
   std::shared_ptr<DesiredWatch> watch;
+  // How long a lease waits for its host to run its workload; 0: kLeaseStartTimeoutMicros.
+  std::int64_t lease_start_timeout_micros = 0;
+  // Machines without an enrolled host trade as if one ran them (the demo, test harnesses). Never
+  // in production: a customer would pay for a machine nobody runs.
+  bool simulated_hosts = false;
 };
+
+// What the API and pages say of a machine whose host is simulated.
+inline constexpr const char* kSimulatedHostLabel = "demo: simulated host, no real machine";
 
 // Money back to a term rental's customer for a span its node's agent was silent.
 struct RentalDowntimeCredit {
@@ -260,6 +287,7 @@ struct AgentsState {
   // Silence before this moment (the engine's start) is not the host's: a server restart must not
   // count as every node's downtime.
   TimestampMicros watch_from = 0;
+  bool unhosted_held = false;  // HoldUnhostedMachines ran since start-up
 };
 
 // ----- Pure helpers --------------------------------------------------------------------------
@@ -341,6 +369,23 @@ std::string ConnectionLine(const AgentHost& host, const WorkloadRecord& workload
 std::string NewEnrolmentToken();
 std::string NewAgentCredential();
 
+// Why a machine without a working agent is held (MachineCondition::hold_reason).
+inline constexpr const char* kNoAgentHoldReason =
+    "no host agent runs this machine yet: enrol one (gpuhub agent enroll) and its asks go on the "
+    "book once it reports the machine";
+inline constexpr const char* kEnrolledHoldReason =
+    "the host's agent enrolled but has not reported yet: its asks go on the book with its first "
+    "heartbeat";
+inline constexpr const char* kRevokedHoldReason =
+    "the host's agent was disconnected (its credential revoked): enrol the machine again to sell it";
+
+std::int64_t LeaseStartTimeoutMicros(const AgentsConfig& config);
+// Whether the machine trades on a simulated host: [agents] simulated_hosts and no host enrolled.
+bool IsSimulatedHost(const State& state, market::MachineId machine_id);
+// Tells the exchange which machines' leases wait for their host (every machine but a simulated
+// host's), reading the config and the hosts at each fill (Exchange::SetStartTimeout).
+void BindLeaseStart(State& state);
+
 // ----- Commands ------------------------------------------------------------------------------
 
 // A one-time enrolment token for the provider's machine (not_found unless `user_id` owns it).
@@ -385,7 +430,9 @@ struct HeartbeatReply {
   market::MachineCondition condition;          // the machine's, after this heartbeat
 };
 // Records the host's report, brings its machine's condition up to date (back online, held,
-// blocked) and answers the workloads it must run. invalid_argument for malformed reports.
+// blocked), applies what it says of each lease's workload (running: billed from now; not running
+// or not listed after it ran: paused) and answers the workloads it must run. invalid_argument for
+// malformed reports.
 Result<HeartbeatReply> RecordHeartbeat(Txn& txn, std::int64_t host_id, const Heartbeat& heartbeat);
 
 // Adds usage samples of the host's workloads. invalid_argument (nothing recorded) when a sample
@@ -394,7 +441,13 @@ Result<HeartbeatReply> RecordHeartbeat(Txn& txn, std::int64_t host_id, const Hea
 Result<std::int64_t> RecordUsage(Txn& txn, std::int64_t host_id,
                                  const std::vector<UsageSample>& samples);
 
-// Revokes the host's credential now; its machine goes offline at once.
+// Holds the machine off the book (kNoAgentHoldReason) when it has no enrolled host and no
+// simulated one; nothing otherwise.
+Status HoldUnhostedMachine(Txn& txn, market::MachineId machine_id);
+// Every machine HoldUnhostedMachine would hold (start-up: machines listed before the rule).
+Status HoldUnhostedMachines(Txn& txn);
+
+// Revokes the host's credential now; its machine goes offline at once, held (kRevokedHoldReason).
 Result<AgentHost> RevokeHost(Txn& txn, std::int64_t host_id);
 
 // The image a bid's leases run (POST /v1/bids "image"; "" = the configured default) and its
@@ -452,7 +505,8 @@ std::vector<std::pair<TimestampMicros, UsageHour>> WorkloadUsage(const State& st
 
 // ----- Time and loading ----------------------------------------------------------------------
 
-// Tick hook: hosts silent for longer than the limit take their machines offline (from their last
+// Tick hooks: once after start-up HoldUnhostedMachines; hosts silent for longer than the limit
+// take their machines offline (from their last
 // heartbeat). A grace of the same length after the engine became the writer (a start or a
 // takeover) keeps a restart or a takeover from taking every machine offline.
 void AddAgentTickHooks(Engine& engine);

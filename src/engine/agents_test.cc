@@ -313,12 +313,21 @@ TEST_F(AgentsEngineTest, AHeartbeatAnswersTheLeasesGpusByUuidWithTheCustomersKey
   EXPECT_EQ(w.gpu_uuids, (std::vector<std::string>{"GPU-00000000", "GPU-00000001"}));
   EXPECT_EQ(w.ssh_authorized_keys, std::vector<std::string>{kEd25519});
   EXPECT_EQ(w.image, "pytorch/pytorch:2.4.0-cuda12.4-cudnn9-runtime");
-  EXPECT_EQ(w.not_after, bid.lease->PaidUntil());
+  // Provisioning: nothing charged yet; the agent may run it for the hour its hold covers.
+  EXPECT_TRUE(bid.lease->Provisioning());
+  EXPECT_EQ(w.not_after, bid.lease->start_deadline + kMicrosPerHour);
   EXPECT_EQ(w.cpus, 16);       // 64 vCPUs x 2/8
   EXPECT_EQ(w.memory_gb, 128);  // 512 GB x 2/8
   // The agent reports it running; the connection line follows.
   hb = Beat(host, Gpus(8), {{w.id, "running", 40001, ""}});
   ASSERT_TRUE(hb.ok());
+  // Billed from this report: its first hour runs from now.
+  auto running = Run<market::Lease>([&](Txn& txn) -> Result<market::Lease> {
+    return *txn.state.market->exchange.FindLease(bid.lease->id);
+  });
+  EXPECT_EQ(running.hours_paid, 1);
+  EXPECT_EQ(running.PaidUntil(), clock_.NowMicros() + kMicrosPerHour);
+  EXPECT_EQ(hb->workloads.at(0).not_after, running.PaidUntil());
   auto line = Run<std::string>([&](Txn& txn) -> Result<std::string> {
     return ConnectionLine(*FindHost(txn.state, host), *FindWorkload(txn.state, w.id));
   });
@@ -346,6 +355,7 @@ TEST_F(AgentsEngineTest, LaunchSpecsOfClosedBidsLeaveMemoryAndStayInTheStore) {
       return 0;
     });
   };
+  ASSERT_TRUE(Beat(EnrolHost(), Gpus(8)).ok());  // a host runs the machine: it is on the book
   auto bought = BuyAtMarket(1, "ghcr.io/acme/train:1");  // filled: its lease is live
   ASSERT_TRUE(bought.lease.has_value());
   auto resting = Run<market::BidResult>([&](Txn& txn) -> Result<market::BidResult> {
@@ -447,10 +457,14 @@ TEST_F(AgentsEngineTest, LeasesKeepTheirPhysicalGpusWhenOneDisappears) {
 TEST_F(AgentsEngineTest, ASilentHostGoesOfflineItsLeasesArePausedAndCreditedThenResume) {
   std::int64_t host = EnrolHost();
   ASSERT_TRUE(Beat(host, Gpus(8)).ok());
-  auto bid = BuyAtMarket(1);  // 2.00/h
+  auto bid = BuyAtMarket(1);  // 2.00/h, held until the host runs it
+  EXPECT_EQ(Wallet(), 98 * kUsd);
+  const std::vector<WorkloadReport> running = {
+      {LeaseWorkloadId(bid.lease->id), "running", 40001, ""}};
+  ASSERT_TRUE(Beat(host, Gpus(8), running).ok());  // charged from now (kStart)
   EXPECT_EQ(Wallet(), 98 * kUsd);
   Advance(10 * kMicrosPerSecond);
-  ASSERT_TRUE(Beat(host, Gpus(8)).ok());  // last seen at +10 s
+  ASSERT_TRUE(Beat(host, Gpus(8), running).ok());  // last seen at +10 s
   Advance(45 * kMicrosPerSecond);          // +55 s: 45 s since, not more
   EXPECT_EQ(Machine().offline_since, 0);
   Advance(1 * kMicrosPerSecond);  // +56 s: silent for 46 s
@@ -459,13 +473,63 @@ TEST_F(AgentsEngineTest, ASilentHostGoesOfflineItsLeasesArePausedAndCreditedThen
   EXPECT_EQ(Wallet(), 98 * kUsd + 1'994'444);
   Advance(2 * kMicrosPerHour);
   EXPECT_EQ(Wallet(), 98 * kUsd + 1'994'444) << "nothing billed while offline";
-  auto hb = Beat(host, Gpus(8));  // back: a new hour is billed, the workload is desired again
+  auto hb = Beat(host, Gpus(8), running);  // back: a new hour is billed, desired again
   ASSERT_TRUE(hb.ok());
   EXPECT_EQ(Machine().offline_since, 0);
   EXPECT_EQ(Wallet(), 96 * kUsd + 1'994'444);
   ASSERT_EQ(hb->workloads.size(), 1u);
   EXPECT_EQ(hb->workloads[0].not_after, clock_.NowMicros() + kMicrosPerHour);
-  (void)bid;
+}
+
+// Nothing sold without a machine, and billed only while it runs: listed, the machine is held until
+// its agent reports; a lease that never runs ends at the deadline with the wallet whole; one whose
+// container stops is paused and credited, and a heartbeat that no longer lists it counts as
+// stopped; a host that comes back with the container still down does not bill it.
+TEST_F(AgentsEngineTest, NothingIsSoldWithoutARunningMachine) {
+  EXPECT_EQ(Machine().hold_reason, kNoAgentHoldReason);
+  EXPECT_FALSE(BuyAtMarket(1).lease.has_value()) << "no agent: nothing on the book";
+  std::int64_t host = EnrolHost();
+  EXPECT_EQ(Machine().hold_reason, kEnrolledHoldReason);
+  ASSERT_TRUE(Beat(host, Gpus(8)).ok());
+  EXPECT_EQ(Machine().hold_reason, "");
+
+  // Never runs: 10 minutes later the lease ends not_started and the 2.00 held is back.
+  auto never = BuyAtMarket(1);
+  ASSERT_TRUE(never.lease.has_value());
+  EXPECT_EQ(Wallet(), 98 * kUsd);
+  ASSERT_TRUE(Beat(host, Gpus(8), {{LeaseWorkloadId(never.lease->id), "pulling", 0, ""}}).ok());
+  Advance(kLeaseStartTimeoutMicros);
+  auto ended = Run<std::vector<market::Lease>>([&](Txn& txn) -> Result<std::vector<market::Lease>> {
+    return txn.state.market->exchange.ListCustomerLeases(customer_, 10);
+  });
+  EXPECT_TRUE(ended.empty()) << "the lease that never ran has ended";
+  EXPECT_EQ(Wallet(), 100 * kUsd);
+
+  // Runs, then its container exits 15 minutes in: 45 minutes of 2.00 = 1.50 back.
+  ASSERT_TRUE(Beat(host, Gpus(8)).ok());  // back in contact after the silent 10 minutes
+  auto bid = BuyAtMarket(1);
+  ASSERT_TRUE(bid.lease.has_value());
+  const std::string id = LeaseWorkloadId(bid.lease->id);
+  ASSERT_TRUE(Beat(host, Gpus(8), {{id, "running", 40001, ""}}).ok());
+  EXPECT_EQ(Wallet(), 98 * kUsd);
+  for (int i = 0; i < 30; ++i) {  // heartbeats every 30 s: the host stays online
+    Advance(30 * kMicrosPerSecond);
+    ASSERT_TRUE(Beat(host, Gpus(8), {{id, "running", 40001, ""}}).ok());
+  }
+  auto hb = Beat(host, Gpus(8), {{id, "failed", 0, "exited with code 137"}});
+  ASSERT_TRUE(hb.ok());
+  EXPECT_EQ(Wallet(), 98 * kUsd + 1'500'000);
+  ASSERT_EQ(hb->workloads.size(), 1u) << "still desired: the agent starts it again";
+  ASSERT_TRUE(Beat(host, Gpus(8), {{id, "running", 40001, ""}}).ok());  // a new whole hour
+  EXPECT_EQ(Wallet(), 96 * kUsd + 1'500'000);
+  // A heartbeat that no longer lists it: gone, so paused (the whole new hour back).
+  ASSERT_TRUE(Beat(host, Gpus(8)).ok());
+  EXPECT_EQ(Wallet(), 98 * kUsd + 1'500'000);
+  EXPECT_EQ(Run<std::string>([](Txn& txn) -> Result<std::string> {
+              InvariantReport report = CheckStateInvariants(txn.state, txn.now);
+              return report.ok() ? std::string("ok") : report.ToString();
+            }),
+            "ok");
 }
 
 // A host silent from 10 s into the lease's first hour: whatever the steps of the manual clock,
@@ -494,8 +558,11 @@ class AgentsSilenceTest : public AgentsEngineTest {
     };
     auto bid = BuyAtMarket(1);  // 2.00/h
     ASSERT_TRUE(bid.lease.has_value());
+    const std::vector<WorkloadReport> running = {
+        {LeaseWorkloadId(bid.lease->id), "running", 40001, ""}};
+    ASSERT_TRUE(Beat(host, Gpus(8), running).ok());  // billed from now (kStart)
     Advance(10 * kMicrosPerSecond);
-    ASSERT_TRUE(Beat(host, Gpus(8)).ok());  // last seen at +10 s
+    ASSERT_TRUE(Beat(host, Gpus(8), running).ok());  // last seen at +10 s
     advance_day();
     EXPECT_EQ(clock_.NowMicros(), kStart + 10 * kMicrosPerSecond + kMicrosPerDay);
     EXPECT_EQ(Machine().offline_since, kStart + 10 * kMicrosPerSecond);
@@ -508,7 +575,7 @@ class AgentsSilenceTest : public AgentsEngineTest {
     EXPECT_EQ(lease_hour_legs(), 1);
     EXPECT_EQ(Wallet(), 98 * kUsd + 1'994'444);
     EXPECT_EQ(invariants().find("FAILED"), std::string::npos) << invariants();
-    ASSERT_TRUE(Beat(host, Gpus(8)).ok());  // back: a new whole hour
+    ASSERT_TRUE(Beat(host, Gpus(8), running).ok());  // back: a new whole hour
     EXPECT_EQ(Wallet(), 96 * kUsd + 1'994'444);
     EXPECT_EQ(lease_hour_legs(), 2);
     EXPECT_EQ(invariants().find("FAILED"), std::string::npos) << invariants();
@@ -560,10 +627,14 @@ TEST_F(AgentsEngineTest, OneAdvanceTakesEachSilentHostOfflineInTurn) {
     return PlaceBid(txn, customer_, spec);
   });
   ASSERT_TRUE(a100_lease.lease.has_value());
-  // The second host keeps reporting for 3 h 30 min (steps under its limit), the first does not.
+  // Its host runs it at once (billed from now) and keeps reporting it for 3 h 30 min (steps under
+  // its limit); the first host does not report at all.
+  const std::vector<WorkloadReport> running = {
+      {LeaseWorkloadId(a100_lease.lease->id), "running", 40001, ""}};
+  ASSERT_TRUE(Beat(second, a100, running).ok());
   for (int i = 0; i < 2 * (3 * 60 + 30); ++i) {
     Advance(30 * kMicrosPerSecond);
-    ASSERT_TRUE(Beat(second, a100).ok());
+    ASSERT_TRUE(Beat(second, a100, running).ok());
   }
   EXPECT_EQ(Machine().offline_since, kStart);
   const TimestampMicros second_seen = clock_.NowMicros();
@@ -648,11 +719,21 @@ TEST_F(AgentsEngineTest, ReportsAndUsageAreTakenOnlyForTheHostsOwnWorkloads) {
     GPUHUB_ASSIGN_OR_RETURN(User q, CreateUser(txn, "quinn", "h", kRoleProvider));
     GPUHUB_ASSIGN_OR_RETURN(auto m, AddMachine(txn, q.id, {"A100 SXM", 1, "IAD-1", 8, 64, 100}));
     GPUHUB_RETURN_IF_ERROR(PlaceAsk(txn, q.id, {m.id, 1'000'000, 1, txn.now + kMicrosPerDay}).status());
+    // Its own host runs it (nothing is sold without one).
+    const std::string token = NewEnrolmentToken();
+    GPUHUB_RETURN_IF_ERROR(CreateMachineEnrolmentToken(txn, q.id, m.id, HashToken(token)).status());
+    GPUHUB_ASSIGN_OR_RETURN(AgentHost h, Enrol(txn, {HashToken(token), "", HashToken("gha_q"),
+                                                     "gpu-q", "0.1.0"}));
+    Heartbeat beat;
+    beat.inventory = Gpus(1, "NVIDIA A100-SXM4-80GB");
+    beat.inventory.gpus[0].uuid = "GPU-a1000000";
+    GPUHUB_RETURN_IF_ERROR(RecordHeartbeat(txn, h.id, beat).status());
     market::BidSpec spec;
     spec.gpu = "A100 SXM";
     spec.gpus = 1;
     spec.is_market = true;
     GPUHUB_ASSIGN_OR_RETURN(auto r, PlaceBid(txn, customer_, spec));
+    if (!r.lease) return Status::Internal("the A100 bid did not fill");
     return r.lease->id;
   });
   const std::string theirs = "lease-" + std::to_string(other_lease);

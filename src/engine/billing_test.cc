@@ -8,6 +8,7 @@
 #include "billing/countries.h"
 #include "billing/limits.h"
 #include "engine/accounts.h"
+#include "engine/agents.h"
 #include "engine/engine_test_fixture.h"
 #include "engine/market.h"
 #include "engine/wallets.h"
@@ -46,6 +47,8 @@ class EngineBillingTest : public EngineOnSqliteTest {
   }
   void Open() {
     EngineOptions options;
+    // Billing of lease-hours on machines without an agent: a simulated host runs them.
+    options.domains.agents->simulated_hosts = true;
     options.domains.market.gpus = {"H100 SXM", "A100 SXM"};
     options.domains.market.regions = {"DFW-1", "IAD-1"};
     options.domains.seller = {"gpuhub Inc.", "1 Main St\nDover, DE 19901", "US", ""};

@@ -174,6 +174,10 @@ inline constexpr std::int64_t kAgentHeartbeatIntervalSeconds = 15;
 inline constexpr std::int64_t kAgentUsageIntervalSeconds = 60;
 inline constexpr std::int64_t kAgentOfflineAfterMicros = 3 * kAgentHeartbeatIntervalSeconds *
                                                          kMicrosPerSecond;
+// A lease on a machine with a host agent is billed from when the agent reports its workload
+// running; not running within this long ([agents] lease_start_timeout_seconds), it ends and the
+// hold of its first hour is released (market::Exchange::SetStartTimeout).
+inline constexpr std::int64_t kLeaseStartTimeoutMicros = 10 * 60 * kMicrosPerSecond;
 // Enrolment tokens are one-time and live a day; an agent whose answer was lost may present its
 // token again, with the same nonce, for 10 minutes.
 inline constexpr std::int64_t kEnrolmentTokenLifetimeMicros = 24 * kMicrosPerHour;

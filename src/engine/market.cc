@@ -7,6 +7,7 @@
 
 #include "engine/accounts.h"
 #include "engine/agent_watch.h"
+#include "engine/agents.h"
 #include "engine/billing.h"
 #include "engine/market_rows.h"
 #include "engine/wallets.h"
@@ -120,7 +121,10 @@ void Write(Txn& txn, Changes& changes, market::OrderId first_new_order) {
                        {"paused_at_us", l.paused_at},
                        {"shift_us", l.shift_micros},
                        {"credited_micros", l.credited_micros},
-                       {"credited_provider_micros", l.credited_provider_micros}});
+                       {"credited_provider_micros", l.credited_provider_micros},
+                       {"start_deadline_us", l.start_deadline},
+                       {"hold_micros", l.hold_micros},
+                       {"workload_down", std::int64_t{l.workload_down ? 1 : 0}}});
   }
   for (const auto& t : changes.trades) {
     txn.writes.Insert("market_trades", {{"id", t.id},
@@ -171,8 +175,12 @@ Result<T> Run(Txn& txn, Fn&& fn) {
 
 Result<market::Machine> AddMachine(Txn& txn, std::int64_t provider,
                                    const market::MachineSpec& spec) {
-  return Run<market::Machine>(
-      txn, [&](Changes& c) { return X(txn).AddMachine(provider, spec, txn.now, &c); });
+  GPUHUB_ASSIGN_OR_RETURN(market::Machine machine,
+                          Run<market::Machine>(txn, [&](Changes& c) {
+                            return X(txn).AddMachine(provider, spec, txn.now, &c);
+                          }));
+  GPUHUB_RETURN_IF_ERROR(HoldUnhostedMachine(txn, machine.id));
+  return *X(txn).FindMachine(machine.id);
 }
 
 Result<market::Ask> PlaceAsk(Txn& txn, std::int64_t provider, const market::AskSpec& spec) {
@@ -200,6 +208,12 @@ Result<market::Machine> SetMachineCondition(Txn& txn, market::MachineId machine,
                                             const market::MachineCondition& condition) {
   return Run<market::Machine>(txn, [&](Changes& c) {
     return X(txn).SetMachineCondition(machine, condition, L(txn), txn.now, &c);
+  });
+}
+
+Result<market::Lease> ReportLeaseWorkload(Txn& txn, market::LeaseId lease, bool running) {
+  return Run<market::Lease>(txn, [&](Changes& c) {
+    return X(txn).ReportLeaseWorkload(lease, running, L(txn), txn.now, &c);
   });
 }
 

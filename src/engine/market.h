@@ -27,6 +27,8 @@ struct MarketState {
   market::Exchange exchange;
 };
 
+// A machine without a host agent is held off the book from the start (HoldUnhostedMachine),
+// unless [agents] simulated_hosts stands in for its host.
 Result<market::Machine> AddMachine(Txn& txn, std::int64_t provider,
                                    const market::MachineSpec& spec);
 Result<market::Ask> PlaceAsk(Txn& txn, std::int64_t provider, const market::AskSpec& spec);
@@ -38,6 +40,9 @@ Result<market::Lease> StopLease(Txn& txn, std::int64_t customer, market::LeaseId
 // The host agent's view of a machine (engine/agents.cc): offline, held, blocked GPUs.
 Result<market::Machine> SetMachineCondition(Txn& txn, market::MachineId machine,
                                             const market::MachineCondition& condition);
+// What the lease's host reports of its workload (engine/agents.cc): running or not
+// (market::Exchange::ReportLeaseWorkload: provisioning -> billed, down -> paused, back -> billed).
+Result<market::Lease> ReportLeaseWorkload(Txn& txn, market::LeaseId lease, bool running);
 Result<market::Payout> RequestPayout(Txn& txn, std::int64_t provider, std::int64_t amount_micros);
 Result<market::Payout> ResolvePayout(Txn& txn, std::int64_t admin, market::PayoutId payout,
                                      bool paid);

@@ -50,7 +50,10 @@ const std::vector<std::string>& LeaseColumns() {
                                                    "paused_at_us",
                                                    "shift_us",
                                                    "credited_micros",
-                                                   "credited_provider_micros"};
+                                                   "credited_provider_micros",
+                                                   "start_deadline_us",
+                                                   "hold_micros",
+                                                   "workload_down"};
   return columns;
 }
 
@@ -146,6 +149,9 @@ Result<market::Lease> LeaseFromRow(const store::Row& row) {
   GPUHUB_ASSIGN_OR_RETURN(l.shift_micros, row.Int(19));
   GPUHUB_ASSIGN_OR_RETURN(l.credited_micros, row.Int(20));
   GPUHUB_ASSIGN_OR_RETURN(l.credited_provider_micros, row.Int(21));
+  GPUHUB_ASSIGN_OR_RETURN(l.start_deadline, row.Int(22));
+  GPUHUB_ASSIGN_OR_RETURN(l.hold_micros, row.Int(23));
+  GPUHUB_ASSIGN_OR_RETURN(l.workload_down, row.IntAs<bool>(24));
   return l;
 }
 

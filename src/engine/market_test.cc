@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include "engine/accounts.h"
+#include "engine/agents.h"
 #include "engine/billing.h"
 #include "engine/engine_test_fixture.h"
 #include "engine/invariants.h"
@@ -37,7 +38,12 @@ class EngineMarketTest : public EngineOnSqliteTest {
     EngineOptions options;
     options.domains.market.gpus = {"H100 SXM", "A100 SXM"};
     options.domains.market.regions = {"DFW-1", "IAD-1"};
-    OpenEngine(options, AddMarketTickHooks);
+    // These tests trade on machines without an agent: a simulated host runs them.
+    options.domains.agents->simulated_hosts = simulated_hosts_;
+    OpenEngine(options, [](Engine& e) {
+      AddMarketTickHooks(e);
+      AddAgentTickHooks(e);
+    });
   }
   market::Snapshot Records() {
     return Run<market::Snapshot>(
@@ -87,6 +93,7 @@ class EngineMarketTest : public EngineOnSqliteTest {
   }
 
   std::int64_t provider_ = 0, customer_ = 0, admin_ = 0;
+  bool simulated_hosts_ = true;
 };
 
 TEST_F(EngineMarketTest, TradesLeasesAndHoursSurviveRestarts) {
@@ -146,6 +153,7 @@ TEST_F(EngineMarketTest, TheLedgerForgetsOldTransfersAndTheStoreAnswersForThem) 
     options.domains.market.gpus = {"H100 SXM", "A100 SXM"};
     options.domains.market.regions = {"DFW-1", "IAD-1"};
     options.domains.ledger_transfers_in_memory = 8;
+    options.domains.agents->simulated_hosts = true;
     OpenEngine(options, AddMarketTickHooks);
   };
   open_small();
@@ -451,6 +459,34 @@ TEST_F(EngineMarketTest, ABidsStoredRowIsTheBidAfterEveryOutcome) {
   EXPECT_EQ(resting, 0);
   Open();
   EXPECT_TRUE(Records().bids.empty());
+  CheckAll();
+}
+
+// The production default: a machine nobody runs is not sold. Listed without an agent it is held
+// with the reason in words, its ask rests off the book and a market bid finds nothing; a machine
+// listed while simulated hosts were on is held at the first tick once they are off.
+TEST_F(EngineMarketTest, NothingIsSoldWithoutAnAgent) {
+  const market::MachineSpec spec{"H100 SXM", 8, "DFW-1", 64, 512, 2000};
+  auto sold = Lease(100 * kUsd, spec, 2 * kUsd, 1);  // simulated: sold, as the demo does
+  ASSERT_EQ(sold.bid.status, market::BidStatus::kFilled);
+  simulated_hosts_ = false;
+  Open();
+  Advance(kMicrosPerSecond);  // the first tick holds what was listed before
+  auto listed = Records().machines;
+  ASSERT_EQ(listed.size(), 1u);
+  EXPECT_EQ(listed[0].hold_reason, kNoAgentHoldReason);
+  auto r = Lease(100 * kUsd, spec, 2 * kUsd, 1);
+  EXPECT_EQ(r.bid.status, market::BidStatus::kCancelled);
+  EXPECT_EQ(r.bid.close_reason, market::BidCloseReason::kNoMatch);
+  auto machines = Records().machines;
+  ASSERT_EQ(machines.size(), 2u);
+  EXPECT_EQ(machines[1].hold_reason, kNoAgentHoldReason);
+  EXPECT_EQ(Run<std::size_t>([](Txn& txn) -> Result<std::size_t> {
+              auto offers = txn.state.market->exchange.Offers("", txn.now);
+              GPUHUB_RETURN_IF_ERROR(offers.status());
+              return offers->size();
+            }),
+            0u);
   CheckAll();
 }
 

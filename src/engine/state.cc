@@ -51,6 +51,7 @@ State::State()
       billing(std::make_unique<BillingState>()),
       storage(std::make_unique<StorageState>(rentals::StorageConfig{})) {
   BindSpotTax(*this);
+  BindLeaseStart(*this);
 }
 State::~State() = default;
 
@@ -107,6 +108,7 @@ Result<std::unique_ptr<State>> LoadState(store::Store& store, const DomainConfig
         .WithContext("loading billing");
   }));
   BindSpotTax(*state);
+  BindLeaseStart(*state);
   GPUHUB_RETURN_IF_ERROR(LoadStorage(store, config.storage, state->wallets->ledger,
                                      state->rentals->fleet, *state->storage)
                              .WithContext("loading storage"));

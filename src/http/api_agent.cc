@@ -514,7 +514,13 @@ std::optional<Response> DesiredChangedAnswer(ApiContext& api, engine::Txn& txn,
 
 json MachineAgentJson(const engine::State& state, std::int64_t machine_id, TimestampMicros now) {
   const AgentHost* host = engine::FindHostOfMachine(state, machine_id);
-  if (host == nullptr) return {{"status", "none"}};
+  if (host == nullptr) {
+    // A simulated host (the demo, tests) sells the machine; without one nothing is sold.
+    if (engine::IsSimulatedHost(state, machine_id)) {
+      return {{"status", "simulated"}, {"simulated", true}, {"label", engine::kSimulatedHostLabel}};
+    }
+    return {{"status", "none"}};
+  }
   return HostJson(state, *host, now);
 }
 
@@ -525,6 +531,18 @@ json LeaseConnectionJson(const engine::State& state, std::int64_t lease_id) {
                           : lease != nullptr ? engine::FindHostOfMachine(state, lease->machine_id)
                                              : nullptr;
   if (w == nullptr) {
+    const bool simulated = lease != nullptr && engine::IsSimulatedHost(state, lease->machine_id);
+    if (simulated) {
+      return {{"state", "simulated"},
+              {"ports", json::array()},
+              {"ssh", nullptr},
+              {"host", nullptr},
+              {"port", nullptr},
+              {"user", nullptr},
+              {"detail", engine::kSimulatedHostLabel},
+              {"updated_at", nullptr},
+              {"egress_bytes", 0}};
+    }
     return {{"state", host == nullptr ? "no_agent" : "waiting"},
             {"ports", json::array()},
             {"ssh", nullptr},
@@ -566,8 +584,11 @@ std::string StepName(const std::string& state) {
 
 json LeaseProvisioningJson(const engine::State& state, const market::Lease& lease) {
   json steps = json::array();
-  steps.push_back({{"step", "waiting_for_host"}, {"at", FormatTimestamp(lease.started_at)}});
   const engine::WorkloadRecord* w = engine::FindWorkload(state, engine::LeaseWorkloadId(lease.id));
+  // A demo machine's simulated host runs nothing: no steps to wait for.
+  const bool simulated = w == nullptr && engine::IsSimulatedHost(state, lease.machine_id);
+  steps.push_back({{"step", simulated ? "simulated" : "waiting_for_host"},
+                   {"at", FormatTimestamp(lease.started_at)}});
   if (w != nullptr) {
     auto list = w->steps;
     // After a restart only the current state is known (steps are not stored).

@@ -419,7 +419,8 @@ void RegisterMarketRoutes(Router& router, ApiContext& api) {
     if (auto it = r.query.find("gpu"); it != r.query.end()) gpu = it->second;
     RunAnonymous(api, r, std::move(respond), false, [gpu](Txn& txn) -> Result<Reply> {
       GPUHUB_ASSIGN_OR_RETURN(auto offers, X(txn).Offers(gpu, txn.now));
-      return Reply{200, {{"offers", OffersJson(offers)}, {"as_of", FormatTimestamp(txn.now)}}};
+      return Reply{200, {{"offers", OffersJson(txn.state, offers)},
+                         {"as_of", FormatTimestamp(txn.now)}}};
     });
   });
 }

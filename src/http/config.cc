@@ -232,7 +232,9 @@ Result<ServiceConfig> ParseServiceConfig(std::string_view toml_text, std::string
   if (const toml::table* a = root["agents"].as_table()) {
     GPUHUB_RETURN_IF_ERROR(known(*a, "agents", {"default_image", "offline_after_seconds",
                                                 "rental_downtime_multiplier", "images",
-                                                "registry_key_file"}));
+                                                "registry_key_file",
+                                                "lease_start_timeout_seconds",
+                                                "simulated_hosts"}));
     GPUHUB_RETURN_IF_ERROR(
         text(*a, "agents", "registry_key_file", &config.agents_registry_key_file));
     if (const toml::node* list = a->get("images")) {
@@ -282,6 +284,15 @@ Result<ServiceConfig> ParseServiceConfig(std::string_view toml_text, std::string
         }
         config.agents_images.push_back(std::move(c));
       }
+    }
+    GPUHUB_RETURN_IF_ERROR(integer(*a, "agents", "lease_start_timeout_seconds", 60, 86'400,
+                                   &config.agents_lease_start_timeout_seconds));
+    if (const toml::node* n = a->get("simulated_hosts")) {
+      if (!n->is_boolean()) {
+        return Status::InvalidArgument(where(*n, "agents.simulated_hosts") +
+                                       " must be true or false");
+      }
+      config.agents_simulated_hosts = *n->value<bool>();
     }
     GPUHUB_RETURN_IF_ERROR(text(*a, "agents", "default_image", &config.agents_default_image));
     if (Status image = engine::ValidateImageRef(config.agents_default_image); !image.ok()) {

@@ -60,6 +60,9 @@
 //   description = "PyTorch 2.4 with CUDA 12.4 and cuDNN 9"
 //   sshd = false                         # whether the image has sshd (else the first start
 //                                        # installs it: slower)
+//   lease_start_timeout_seconds = 600    # a lease not running by then ends, nothing charged
+//   simulated_hosts = false              # true: machines without an agent trade as if one ran
+//                                        # them (demos and tests only; --demo turns it on)
 //
 //   [ha]                                 # high availability (docs/operations.md)
 //   standby = true                       # another engine writes the database: wait as a standby
@@ -157,6 +160,8 @@ struct ServiceConfig {
   std::int64_t agents_offline_after_seconds = 45;
   std::vector<CuratedImage> agents_images = DefaultCuratedImages();
   std::string agents_registry_key_file;  // "" = DefaultRegistryKeyPath(the database)
+  std::int64_t agents_lease_start_timeout_seconds = 600;  // engine::kLeaseStartTimeoutMicros
+  bool agents_simulated_hosts = false;
   // [agents] rental_downtime_multiplier: a term rental's downtime credit per offline hour is its
   // hourly rate (monthly / 720, weekly / 168) x this (ppm; default x1).
   std::int64_t agents_rental_downtime_multiplier_ppm = 1'000'000;

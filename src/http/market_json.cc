@@ -117,7 +117,9 @@ std::string BidBody(const engine::State& state, const market::Bid& b) {
 }
 
 // A lease; `connection` says how the customer reaches the machine (the agent's report), `billing`
-// whether hours are billed ("running") or not while the machine is offline ("paused").
+// whether hours are billed ("running"), not yet ("provisioning": waiting for the host to run it,
+// its first hour held until `start_deadline`) or not while the machine is offline or the workload
+// down ("paused").
 json LeaseJson(const engine::State& state, const market::Lease& l, bool as_provider,
                const engine::StoredImages* stored) {
   json indices = json::array();
@@ -147,9 +149,14 @@ json LeaseJson(const engine::State& state, const market::Lease& l, bool as_provi
               {"bid_id", l.bid_id},
               {"ask_id", l.ask_id},
               {"billing", l.status != market::LeaseStatus::kActive ? "ended"
+                          : l.Provisioning()                       ? "provisioning"
                           : l.paused_at != 0                       ? "paused"
                                                                    : "running"},
               {"paused_at", TimeOrNull(l.paused_at)},
+              {"start_deadline", l.Provisioning() ? json(FormatTimestamp(l.start_deadline))
+                                                  : json(nullptr)},
+              {"held", l.Provisioning() ? json(FormatMicros(l.hold_micros)) : json(nullptr)},
+              {"workload_down", l.workload_down},
               {"downtime_credit_usd", FormatMicros(l.credited_micros)},
               {"image", engine::LeaseImage(state, l, stored)},
               {"connection", LeaseConnectionJson(state, l.id)},
@@ -212,9 +219,10 @@ json PayoutJson(const market::Payout& p) {
           {"updated_at", FormatTimestamp(p.updated_at)}};
 }
 
-json OffersJson(const std::vector<market::Offer>& offers) {
+json OffersJson(const engine::State& state, const std::vector<market::Offer>& offers) {
   json list = json::array();
   for (const auto& o : offers) {
+    const bool simulated = engine::IsSimulatedHost(state, o.machine_id);
     list.push_back({{"ask_id", o.ask_id},
                     {"machine_id", o.machine_id},
                     {"gpu", o.gpu},
@@ -225,7 +233,10 @@ json OffersJson(const std::vector<market::Offer>& offers) {
                     {"available_until", FormatTimestamp(o.available_until)},
                     {"vcpus", o.vcpus},
                     {"ram_gb", o.ram_gb},
-                    {"disk_gb", o.disk_gb}});
+                    {"disk_gb", o.disk_gb},
+                    // Who runs it: the machine's agent, or a simulated host (demo, tests).
+                    {"host", simulated ? "simulated" : "agent"},
+                    {"host_label", simulated ? json(engine::kSimulatedHostLabel) : json(nullptr)}});
   }
   return list;
 }

@@ -37,7 +37,7 @@ json CustomerLeaseJson(const engine::Txn& txn, const market::Lease& l,
 void WriteTrade(JsonWriter& w, const market::Trade& t);
 void WriteOptionalPrice(JsonWriter& w, const std::optional<std::int64_t>& p);
 json PayoutJson(const market::Payout& p);
-json OffersJson(const std::vector<market::Offer>& offers);
+json OffersJson(const engine::State& state, const std::vector<market::Offer>& offers);
 
 // Lists: `?limit=N` (1..kMaxPageSize), newest first; without it, the newest kMaxPageSize.
 Result<std::size_t> ListLimit(const Request& r);

@@ -214,6 +214,14 @@ int RunServe(const ServeOptions& options) {
       config.agents_offline_after_seconds * kMicrosPerSecond;
   engine_options.domains.agents->rental_downtime_multiplier_ppm =
       config.agents_rental_downtime_multiplier_ppm;
+  engine_options.domains.agents->lease_start_timeout_micros =
+      config.agents_lease_start_timeout_seconds * kMicrosPerSecond;
+  engine_options.domains.agents->simulated_hosts =
+      config.agents_simulated_hosts || options.demo || options.simulated_hosts;
+  if (engine_options.domains.agents->simulated_hosts) {
+    spdlog::warn("event=simulated_hosts machines without an agent trade on a simulated host "
+                 "(demo or tests only)");
+  }
   engine_options.domains.seller = config.seller;
   // The agents' long-polls, woken by the engine when a host's desired state changes.
   auto desired_waiters = std::make_shared<DesiredWaiters>(kMaxDesiredWaiters);

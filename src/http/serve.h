@@ -13,6 +13,8 @@ struct ServeOptions {
   std::string config_path;     // empty: defaults
   std::string clock = "real";  // "real" | "manual"
   bool demo = false;
+  // Machines without an agent trade on a simulated host ([agents] simulated_hosts; --demo too).
+  bool simulated_hosts = false;
   std::string data_dir;  // catalog.toml, models/
   std::string web_dir;   // static pages
 };

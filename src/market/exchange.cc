@@ -646,10 +646,33 @@ Result<Lease> Exchange::OpenLease(const FillPlan& plan, ledger::Ledger& ledger, 
     release.timestamp = at;
     legs.push_back(std::move(release));
   }
-  GPUHUB_ASSIGN_OR_RETURN(HourBill hour, HourLegs(lease, 1, ledger, at));
-  for (auto& leg : hour.legs) legs.push_back(std::move(leg));
+  const std::int64_t start_timeout = start_timeout_ ? start_timeout_(machine.machine.id) : 0;
+  GPUHUB_CHECK(start_timeout >= 0 && start_timeout <= kMaxLeaseStartTimeoutMicros);
+  std::optional<HourBill> hour;
+  if (start_timeout > 0) {
+    // Provisioning: the first hour is held, not charged, until the host runs the workload.
+    lease.hours_paid = 0;
+    lease.start_deadline = at + start_timeout;
+    const std::int64_t total = lease.HourMicros();
+    GPUHUB_ASSIGN_OR_RETURN(std::int64_t tax,
+                            MulDivHalfEven(total, TaxRatePpm(lease.customer_id, at), kPpm));
+    GPUHUB_ASSIGN_OR_RETURN(lease.hold_micros, HoldMicros(lease.currency, total + tax, ledger));
+    TransferRequest hold;
+    hold.id = LeaseHoldTransferId(lease.id);
+    hold.kind = TransferKind::kPending;
+    hold.debit = AccountKey::Wallet(lease.customer_id, lease.currency);
+    hold.credit = AccountKey::System(AccountKind::kHolds, lease.currency);
+    hold.amount_micros = lease.hold_micros;
+    hold.code = "lease_hold";
+    hold.memo = "lease " + std::to_string(lease.id) + ": its first hour, held until the host runs it";
+    hold.timestamp = at;
+    legs.push_back(std::move(hold));
+  } else {
+    GPUHUB_ASSIGN_OR_RETURN(hour, HourLegs(lease, 1, ledger, at));
+    for (auto& leg : hour->legs) legs.push_back(std::move(leg));
+  }
   GPUHUB_RETURN_IF_ERROR(ApplyLegs(ledger, legs, changes));
-  changes->hours.push_back(std::move(hour.charge));
+  if (hour) changes->hours.push_back(std::move(hour->charge));
 
   // The money moved: from here on nothing can fail.
   ++next_lease_id_;
@@ -663,13 +686,13 @@ Result<Lease> Exchange::OpenLease(const FillPlan& plan, ledger::Ledger& ledger, 
   leases_by_customer_[lease.customer_id].insert(lease.id);
   leases_by_provider_[lease.provider_id].insert(lease.id);
   changes->providers.push_back(lease.provider_id);
-  ProviderTotals& totals = totals_[lease.provider_id];
-  ++totals.active_leases;
-  totals.gross_micros += lease.HourMicros();
-  totals.fee_micros += MulDivHalfEven(lease.HourMicros(), lease.fee_ppm, kPpm).value();
-  totals.gpu_hours += lease.gpus;
-  ++totals.lease_hours;
-  timeline_.insert({lease.PaidUntil(), kLeaseHour, lease.id});
+  ++totals_[lease.provider_id].active_leases;
+  if (lease.hours_paid == 1) {
+    CountHour(lease);
+    timeline_.insert({lease.PaidUntil(), kLeaseHour, lease.id});
+  } else {
+    timeline_.insert({lease.start_deadline, kLeaseStart, lease.id});
+  }
   leases_.emplace(lease.id, lease);
   changes->leases.push_back(lease.id);
 
@@ -930,7 +953,11 @@ Result<Bid> Exchange::CancelBid(UserId customer, OrderId bid_id, ledger::Ledger&
 void Exchange::EndLease(Lease& lease, LeaseEndReason reason, ledger::Ledger& ledger,
                         TimestampMicros at, Changes* changes) {
   GPUHUB_CHECK(lease.status == LeaseStatus::kActive);
-  if (lease.paused_at == 0) timeline_.erase({lease.PaidUntil(), kLeaseHour, lease.id});
+  if (lease.hours_paid == 0) {
+    ReleaseStartHold(lease, at, ledger, changes);  // nothing was charged: the hold goes back
+  } else if (lease.paused_at == 0) {
+    timeline_.erase({lease.PaidUntil(), kLeaseHour, lease.id});
+  }
   lease.status = LeaseStatus::kEnded;
   lease.ended_at = at;
   lease.end_reason = reason;
@@ -1027,11 +1054,7 @@ void Exchange::ChargeNextHour(LeaseId id, ledger::Ledger& ledger, TimestampMicro
   lease.hours_paid = hour;
   changes->hours.push_back(std::move(bill->charge));
   changes->providers.push_back(lease.provider_id);
-  ProviderTotals& totals = totals_[lease.provider_id];
-  totals.gross_micros += lease.HourMicros();
-  totals.fee_micros += MulDivHalfEven(lease.HourMicros(), lease.fee_ppm, kPpm).value();
-  totals.gpu_hours += lease.gpus;
-  ++totals.lease_hours;
+  CountHour(lease);
   timeline_.insert({lease.PaidUntil(), kLeaseHour, lease.id});
   changes->leases.push_back(lease.id);
 }
@@ -1054,9 +1077,22 @@ void Exchange::AdvanceTo(ledger::Ledger& ledger, TimestampMicros now, Changes* c
       case kAskExpiry:
         CloseAsk(asks_.at(event.id), AskStatus::kExpired, event.at, changes);
         break;
+      case kLeaseStart: {
+        // Its host never reported it running: it ends, and the held hour goes back.
+        Lease& lease = leases_.at(event.id);
+        EndLease(lease, LeaseEndReason::kNotStarted, ledger, event.at, changes);
+        break;
+      }
     }
   }
   if (now > now_) now_ = now;
+}
+
+std::vector<MachineId> Exchange::MachineIds() const {
+  std::vector<MachineId> out;
+  out.reserve(machines_.size());
+  for (const auto& [id, m] : machines_) out.push_back(id);
+  return out;
 }
 
 TimestampMicros Exchange::NextEventAt() const {
@@ -1378,11 +1414,13 @@ Result<Exchange> Exchange::Restore(ExchangeConfig config, Snapshot snapshot) {
     MachineState& machine = mit->second;
     if (l.provider_id != machine.machine.provider_id || l.gpus < 1 ||
         std::popcount(l.gpu_mask) != l.gpus || (l.gpu_mask >> machine.machine.gpus) != 0 ||
-        l.hours_paid < 1 || l.price_micros <= 0 || l.fee_ppm < 0 || l.fee_ppm > kMaxFeePpm ||
-        l.credited_micros < 0 || l.credited_provider_micros < 0 ||
-        l.credited_provider_micros > l.credited_micros ||
+        l.hours_paid < (l.start_deadline != 0 ? 0 : 1) || l.price_micros <= 0 || l.fee_ppm < 0 ||
+        l.fee_ppm > kMaxFeePpm || l.credited_micros < 0 || l.credited_provider_micros < 0 ||
+        l.credited_provider_micros > l.credited_micros || l.hold_micros < 0 ||
+        (l.hold_micros > 0) != (l.start_deadline != 0) ||
         (l.paused_at != 0 &&
-         (l.status != LeaseStatus::kActive || machine.machine.offline_since == 0))) {
+         (l.status != LeaseStatus::kActive || l.hours_paid == 0 ||
+          (machine.machine.offline_since == 0 && !l.workload_down)))) {
       return bad("lease " + std::to_string(l.id));
     }
     l.gpu = machine.machine.gpu;
@@ -1391,8 +1429,10 @@ Result<Exchange> Exchange::Restore(ExchangeConfig config, Snapshot snapshot) {
         return bad("a GPU of machine " + std::to_string(machine.machine.id) +
                    " is in two active leases");
       }
-      if (machine.machine.offline_since != 0 && l.paused_at == 0) {
-        return bad("lease " + std::to_string(l.id) + " is billed on an offline machine");
+      if ((machine.machine.offline_since != 0 || l.workload_down) && l.paused_at == 0 &&
+          l.hours_paid > 0) {
+        return bad("lease " + std::to_string(l.id) + " is billed while its machine is offline "
+                   "or its workload is down");
       }
       machine.leased_mask |= l.gpu_mask;
       machine.active_leases.insert(l.id);
@@ -1400,7 +1440,11 @@ Result<Exchange> Exchange::Restore(ExchangeConfig config, Snapshot snapshot) {
       ++x.active_leases_;
       ++x.active_leases_by_customer_[l.customer_id];
       ++x.totals_[l.provider_id].active_leases;
-      if (l.paused_at == 0) x.timeline_.insert({l.PaidUntil(), kLeaseHour, l.id});
+      if (l.hours_paid == 0) {
+        x.timeline_.insert({l.start_deadline, kLeaseStart, l.id});
+      } else if (l.paused_at == 0) {
+        x.timeline_.insert({l.PaidUntil(), kLeaseHour, l.id});
+      }
     }
     x.leases_by_customer_[l.customer_id].insert(l.id);
     x.leases_by_provider_[l.provider_id].insert(l.id);
@@ -1546,7 +1590,7 @@ Status Exchange::CheckInvariants(const ledger::Ledger& ledger) const {
   // GPUs: each machine's leased mask is exactly the disjoint union of its active leases.
   std::map<MachineId, std::uint32_t> leased;
   std::unordered_map<UserId, std::size_t> active_by_customer;
-  std::size_t active = 0, billed = 0;
+  std::size_t active = 0, billed = 0, starting = 0;
   std::map<MachineId, std::size_t> active_per_machine;
   for (const auto& [id, l] : leases_) {
     if (l.status != LeaseStatus::kActive) {
@@ -1562,9 +1606,26 @@ Status Exchange::CheckInvariants(const ledger::Ledger& ledger) const {
     ++active_per_machine[l.machine_id];
     const MachineState& machine = machines_.at(l.machine_id);
     if (!machine.active_leases.count(id)) return fail("lease " + std::to_string(id) + " index");
-    if ((l.paused_at != 0) != (machine.machine.offline_since != 0)) {
+    if (l.Provisioning()) {
+      // Waiting for its host: not billed, its first hour held until its deadline.
+      ++starting;
+      if (l.paused_at != 0 || l.workload_down || l.start_deadline == 0) {
+        return fail("provisioning lease " + std::to_string(id) + " is paused or has no deadline");
+      }
+      if (!timeline_.count({l.start_deadline, kLeaseStart, id})) {
+        return fail("provisioning lease " + std::to_string(id) + " has no deadline event");
+      }
+      auto hold = ledger.FindTransfer(LeaseHoldTransferId(id));
+      if (!hold.ok() || hold->state != ledger::TransferState::kPending ||
+          hold->amount_micros != l.hold_micros ||
+          hold->debit != AccountKey::Wallet(l.customer_id, l.currency)) {
+        return fail("provisioning lease " + std::to_string(id) + " has no matching pending hold");
+      }
+      continue;
+    }
+    if ((l.paused_at != 0) != (machine.machine.offline_since != 0 || l.workload_down)) {
       return fail("lease " + std::to_string(id) +
-                  " is paused exactly while its machine is offline");
+                  " is paused exactly while its machine is offline or its workload down");
     }
     if (l.paused_at == 0) {
       ++billed;
@@ -1572,7 +1633,6 @@ Status Exchange::CheckInvariants(const ledger::Ledger& ledger) const {
         return fail("active lease " + std::to_string(id) + " has no billing event");
       }
     }
-    if (l.hours_paid < 1) return fail("active lease without a paid hour");
     if (l.credited_micros > l.HourMicros() * l.hours_paid) {
       return fail("lease " + std::to_string(id) + " credited more than it paid");
     }
@@ -1657,7 +1717,9 @@ Status Exchange::CheckInvariants(const ledger::Ledger& ledger) const {
   for (const auto& [id, state] : bids_) {
     expiring_bids += state.bid.status == BidStatus::kResting && state.bid.expires_at != 0;
   }
-  if (timeline_.size() != billed + open_asks + expiring_bids) return fail("stray timeline events");
+  if (timeline_.size() != billed + starting + open_asks + expiring_bids) {
+    return fail("stray timeline events");
+  }
   // Payouts: each pending payout is a pending transfer.
   for (PayoutId id : pending_payouts_) {
     auto t = ledger.FindTransfer(PayoutTransferId(id));
@@ -1726,6 +1788,16 @@ Status Exchange::CheckSettlement(const ledger::Ledger& ledger, const Snapshot* h
       } else if (!fx.ok() || fx->debit != AccountKey::Wallet(l.customer_id, l.currency) ||
                  pay->debit != AccountKey::System(AccountKind::kFxConversion, Currency::kUsd)) {
         return fail(where + ": FX legs are wrong");
+      }
+    }
+    if (l.hold_micros > 0) {
+      // The first hour's hold: open while provisioning, voided once it started or ended.
+      auto hold = ledger.FindTransfer(LeaseHoldTransferId(id));
+      const auto want = l.Provisioning() ? ledger::TransferState::kPending
+                                         : ledger::TransferState::kVoided;
+      if (!hold.ok() || hold->state != want || hold->amount_micros != l.hold_micros ||
+          hold->debit != AccountKey::Wallet(l.customer_id, l.currency)) {
+        return fail("lease " + std::to_string(id) + " hold of its first hour is wrong");
       }
     }
     if (ledger.FindTransfer(LeaseHourTransferId(id, l.hours_paid + 1, "provider")).ok()) {

@@ -46,6 +46,15 @@
 //   ends with `no_fx_rate`, not `unpaid`; a resting bid's fill that meets none is cancelled with
 //   close reason `no_fx_rate`.
 //   When a lease ends its GPUs go back to the machine's open ask, which then matches resting bids.
+// - Provisioning (SetStartTimeout): a lease on a machine whose host runs its workloads is billed
+//   from the moment its host reports the workload running, not from the fill. At the fill one hour
+//   and its tax is held from the wallet ("lease:N:hold", in the wallet's currency, like a resting
+//   bid's hold); ReportLeaseWorkload(running) voids it and charges hour 1 from then in one batch.
+//   Not running by the deadline, the lease ends not_started and the hold is voided: the buyer got
+//   back exactly what was held, the provider and the platform never had any of it. A customer who
+//   stops a provisioning lease pays nothing either. A workload that stops after it ran pauses the
+//   lease as an offline machine does (credit of the unused paid hour, a new whole hour when it
+//   runs again).
 // - An ask expires (leaves the book) one hour before its available_until; a cancelled ask leaves at
 //   once. Running leases continue either way.
 // - Time-driven work (hour boundaries, expiries) happens in AdvanceTo, in time order, each event
@@ -294,12 +303,33 @@ class Exchange {
   //   boundary: unpaid, window_ended, no_fx_rate).
   // - Offline or held machines offer nothing; blocked GPUs are never sold to a new lease. Running
   //   leases are left alone (their GPUs stay theirs). Freed capacity matches resting bids at once.
+  // - A provisioning lease is not billed, so offline does not pause it (its deadline still runs);
+  //   a lease paused because its workload is down stays paused when the machine is back.
   // Errors (nothing changes): not_found for an unknown machine; invalid_argument for
   // offline_since after `now`, a blocked GPU beyond the machine's GPUs, or a hold_reason longer
   // than kMaxHoldReasonBytes.
   Result<Machine> SetMachineCondition(MachineId id, const MachineCondition& condition,
                                       ledger::Ledger& ledger, TimestampMicros now,
                                       Changes* changes);
+
+  // ----- Leases on machines with a host agent (machine_condition.cc) --------------------------
+  // How long a new lease on the machine waits for its host to report its workload running
+  // (provisioning), or 0: it runs from its fill (a machine without a host to wait for; the
+  // default when none is set). Must be deterministic and at most kMaxLeaseStartTimeoutMicros.
+  using StartTimeoutFn = std::function<std::int64_t(MachineId machine)>;
+  void SetStartTimeout(StartTimeoutFn fn) { start_timeout_ = std::move(fn); }
+  // What the lease's host reports of its workload at `now` (first runs AdvanceTo(now)):
+  // - running while provisioning: the hold is voided and hour 1 charged from now. Instead it ends
+  //   (the hold voided, nothing charged) when a whole hour from now no longer fits its window
+  //   (window_ended), or the hour cannot be paid (unpaid, no_fx_rate: only when FX or the tax rate
+  //   moved since the fill).
+  // - not running after it ran: paused and credited from now as while its machine is offline
+  //   (nothing more when the machine already is); running again: a new whole hour from now
+  //   (unless its machine is offline: it resumes with the machine).
+  // - anything else (not running while provisioning, an ended lease) changes nothing.
+  // Returns the lease as it is then; not_found for an unknown lease.
+  Result<Lease> ReportLeaseWorkload(LeaseId id, bool running, ledger::Ledger& ledger,
+                                    TimestampMicros now, Changes* changes);
 
   // ----- Customers ---------------------------------------------------------------------------
   Result<BidResult> PlaceBid(UserId customer, const BidSpec& spec, ledger::Ledger& ledger,
@@ -374,6 +404,7 @@ class Exchange {
   std::vector<OrderId> OpenBidIds() const;
 
   std::size_t machine_count() const { return machines_.size(); }
+  std::vector<MachineId> MachineIds() const;  // every machine, ascending
   // The id the next ask or bid will get: orders with a lower id were made by earlier commands.
   OrderId next_order_id() const { return next_order_id_; }
   std::size_t active_lease_count() const { return active_leases_; }
@@ -399,8 +430,9 @@ class Exchange {
   // ----- Invariants ----------------------------------------------------------------------------
   // Cheap enough for tests to run after every command: no GPU in two active leases and each
   // machine's leased mask is the union of its active leases; the books agree with the open asks
-  // (free GPUs) and the resting bids; every resting bid's hold is pending in the ledger for its
-  // amount; per-account counters and the event timeline
+  // (free GPUs) and the resting bids; every resting bid's hold, and every provisioning lease's,
+  // is pending in the ledger for its amount; a lease is paused exactly while its machine is
+  // offline or its workload down; per-account counters and the event timeline
   // agree with the records; the books' own structures are consistent.
   Status CheckInvariants(const ledger::Ledger& ledger) const;
   // Thorough, O(lease-hours + bids): every hour 1..hours_paid of every lease is in the ledger
@@ -413,7 +445,8 @@ class Exchange {
   // Every active lease is billed up to `now` (lease_checks.cc), O(active leases): one that bills
   // has its paid hours end after `now` and its machine online; one that is paused (its machine
   // offline: no hour is due until it is back) has its machine offline and its pause starting inside
-  // its last paid hour, however long ago that hour ended. Either way no paid hour runs past the
+  // its last paid hour, however long ago that hour ended (or its workload down, the same); one that
+  // is provisioning has its deadline after `now`. Either way no paid hour runs past the
   // lease's window. `internal` naming the lease otherwise. The caller allows for its own clock's
   // lag (the engine passes now minus its tick).
   Status CheckLeasesPaidUp(TimestampMicros now) const;
@@ -455,7 +488,7 @@ class Exchange {
     std::int64_t paid_out_micros = 0;
     std::int64_t credited_micros = 0;  // downtime credits out of the payable
   };
-  enum EventKind : std::uint8_t { kLeaseHour = 0, kBidExpiry = 1, kAskExpiry = 2 };
+  enum EventKind : std::uint8_t { kLeaseHour = 0, kBidExpiry = 1, kAskExpiry = 2, kLeaseStart = 3 };
   struct Event {
     TimestampMicros at = 0;
     EventKind kind = kLeaseHour;
@@ -507,11 +540,20 @@ class Exchange {
   void CloseAsk(Ask& ask, AskStatus status, TimestampMicros at, Changes* changes);
   void ChargeNextHour(LeaseId id, ledger::Ledger& ledger, TimestampMicros at, Changes* changes);
   // Downtime (machine_condition.cc).
-  void PauseLease(Lease& lease, TimestampMicros since, ledger::Ledger& ledger, TimestampMicros at,
-                  Changes* changes);
+  void PauseLease(Lease& lease, TimestampMicros since, std::string_view why,
+                  ledger::Ledger& ledger, TimestampMicros at, Changes* changes);
+  // Provisioning (machine_condition.cc): the first hour charged when the workload runs; the hold
+  // voided (and the deadline event dropped) when it ends without having run.
+  void StartLease(Lease& lease, ledger::Ledger& ledger, TimestampMicros at, Changes* changes);
+  void ReleaseStartHold(Lease& lease, TimestampMicros at, ledger::Ledger& ledger,
+                        Changes* changes);
+  ledger::TransferRequest StartHoldVoid(const Lease& lease, TimestampMicros at) const;
+  // A charged hour into the provider's totals.
+  void CountHour(const Lease& lease);
   void ResumeLease(Lease& lease, ledger::Ledger& ledger, TimestampMicros at, Changes* changes);
   Result<std::vector<ledger::TransferRequest>> CreditLegs(const Lease& lease,
                                                           std::int64_t unused_micros,
+                                                          std::string_view why,
                                                           const ledger::Ledger& ledger,
                                                           TimestampMicros at,
                                                           std::int64_t* from_payable) const;
@@ -520,6 +562,7 @@ class Exchange {
 
   ExchangeConfig config_;
   TaxRateFn tax_rate_;
+  StartTimeoutFn start_timeout_;
   std::vector<MarketState> markets_;
   std::unordered_map<std::string, int> market_by_key_;
   std::vector<std::string> regions_;  // index 0 = any

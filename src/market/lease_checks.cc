@@ -17,6 +17,14 @@ Status Exchange::CheckLeasesPaidUp(TimestampMicros now) const {
       return fail(l, "is paid until " + FormatTimestamp(l.PaidUntil()) + ", past its window (" +
                          FormatTimestamp(l.window_until) + ")");
     }
+    if (l.Provisioning()) {
+      // Not billed until its host runs it, and not waiting past its deadline.
+      if (l.start_deadline <= now) {
+        return fail(l, "is still waiting for its host after its deadline (" +
+                           FormatTimestamp(l.start_deadline) + "): it was never ended");
+      }
+      continue;
+    }
     const MachineState& machine = machines_.at(l.machine_id);
     const bool offline = machine.machine.offline_since != 0;
     if (l.paused_at == 0) {
@@ -31,14 +39,16 @@ Status Exchange::CheckLeasesPaidUp(TimestampMicros now) const {
       }
       continue;
     }
-    // Paused: no hour is due while the machine is down (the next one is billed when it is back),
+    // Paused: no hour is due while the machine (or the workload) is down (the next one is billed
+    // when it is back),
     // so a paid-until in the past is expected. What must hold is that the pause began inside the
     // last paid hour (the credit covers [paused_at, PaidUntil), nothing unpaid and nothing twice)
     // and that the machine really is offline (back online, a resume bills a new hour at once).
-    if (!offline) {
+    if (!offline && !l.workload_down) {
       return fail(l, "is paused since " + FormatTimestamp(l.paused_at) + " but machine " +
                          std::to_string(l.machine_id) +
-                         " is online: its billing never resumed, an hour was skipped");
+                         " is online and its workload runs: its billing never resumed, an hour "
+                         "was skipped");
     }
     if (l.paused_at > l.PaidUntil() || l.paused_at < l.PaidUntil() - kLeaseHourMicros) {
       return fail(l, "is paused since " + FormatTimestamp(l.paused_at) +

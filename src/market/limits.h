@@ -46,6 +46,8 @@ inline constexpr std::int64_t kMaxBidLifetimeMicros = 366 * kMicrosPerDay;
 
 // Leases are billed per hour, in advance.
 inline constexpr std::int64_t kLeaseHourMicros = kMicrosPerHour;
+// A provisioning lease waits at most this long for its host (Exchange::SetStartTimeout).
+inline constexpr std::int64_t kMaxLeaseStartTimeoutMicros = kMicrosPerDay;
 
 // Platform fee in parts per million of each lease-hour (10% by default, configurable up to 50%).
 inline constexpr std::int64_t kDefaultFeePpm = 100'000;

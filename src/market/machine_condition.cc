@@ -1,5 +1,6 @@
-// The exchange's side of the host agent: a machine offline, held or with blocked GPUs, and the
-// downtime credit of the leases on it (exchange.h, SetMachineCondition).
+// The exchange's side of the host agent: a machine offline, held or with blocked GPUs, the
+// downtime credit of the leases on it (exchange.h, SetMachineCondition), and the leases that wait
+// for their host to run them (ReportLeaseWorkload).
 #include <algorithm>
 #include <vector>
 
@@ -12,8 +13,18 @@ using ledger::AccountKind;
 using ledger::TransferKind;
 using ledger::TransferRequest;
 
+namespace {
+
+// Whether a wallet in `currency` can pay a USD price (as in exchange.cc).
+bool HasUsdRate(const ledger::Ledger& ledger, Currency currency) {
+  return currency == Currency::kUsd || ledger.Fx().Find(currency, Currency::kUsd).has_value();
+}
+
+}  // namespace
+
 Result<std::vector<TransferRequest>> Exchange::CreditLegs(const Lease& lease,
                                                           std::int64_t unused_micros,
+                                                          std::string_view why,
                                                           const ledger::Ledger& ledger,
                                                           TimestampMicros at,
                                                           std::int64_t* from_payable) const {
@@ -37,7 +48,7 @@ Result<std::vector<TransferRequest>> Exchange::CreditLegs(const Lease& lease,
                             : AccountKey::System(AccountKind::kFxConversion, Currency::kUsd);
   const std::string memo = "lease " + std::to_string(lease.id) + " hour " + std::to_string(hour) +
                            ": downtime credit, " + std::to_string(unused_micros / kMicrosPerSecond) +
-                           " s of the paid hour unused (machine offline)";
+                           " s of the paid hour unused (" + std::string(why) + ")";
   std::vector<TransferRequest> legs;
   auto add = [&](std::string_view leg, AccountKey debit, AccountKey credit_to,
                  std::int64_t amount) {
@@ -70,16 +81,17 @@ Result<std::vector<TransferRequest>> Exchange::CreditLegs(const Lease& lease,
   return legs;
 }
 
-void Exchange::PauseLease(Lease& lease, TimestampMicros since, ledger::Ledger& ledger,
-                          TimestampMicros at, Changes* changes) {
-  GPUHUB_CHECK(lease.status == LeaseStatus::kActive && lease.paused_at == 0);
+void Exchange::PauseLease(Lease& lease, TimestampMicros since, std::string_view why,
+                          ledger::Ledger& ledger, TimestampMicros at, Changes* changes) {
+  GPUHUB_CHECK(lease.status == LeaseStatus::kActive && lease.paused_at == 0 &&
+               lease.hours_paid > 0);
   const TimestampMicros paid_until = lease.PaidUntil();
   // AdvanceTo(at) ran first, so the hour that is paid has not ended yet.
   GPUHUB_CHECK(paid_until > at);
   timeline_.erase({paid_until, kLeaseHour, lease.id});
   const TimestampMicros from = std::max(since, paid_until - kLeaseHourMicros);
   std::int64_t from_payable = 0;
-  auto legs = CreditLegs(lease, paid_until - from, ledger, at, &from_payable);
+  auto legs = CreditLegs(lease, paid_until - from, why, ledger, at, &from_payable);
   // Every amount is within what this hour moved, and the payable part is within the payable:
   // failing here means the exchange and the ledger disagree.
   GPUHUB_CHECK_MSG(legs.ok(), legs.status().message().c_str());
@@ -141,12 +153,15 @@ Result<Machine> Exchange::SetMachineCondition(MachineId id, const MachineConditi
   const std::vector<LeaseId> active(machine.active_leases.begin(), machine.active_leases.end());
   if (!was_offline && offline) {
     for (LeaseId lease : active) {
-      PauseLease(leases_.at(lease), condition.offline_since, ledger, now, changes);
+      Lease& l = leases_.at(lease);
+      // Not billed yet (provisioning), or already paused for its stopped workload.
+      if (l.Provisioning() || l.paused_at != 0) continue;
+      PauseLease(l, condition.offline_since, "machine offline", ledger, now, changes);
     }
   } else if (was_offline && !offline) {
     for (LeaseId lease : active) {
       Lease& l = leases_.at(lease);
-      if (l.status == LeaseStatus::kActive && l.paused_at != 0) {
+      if (l.status == LeaseStatus::kActive && l.paused_at != 0 && !l.workload_down) {
         ResumeLease(l, ledger, now, changes);
       }
     }
@@ -154,6 +169,94 @@ Result<Machine> Exchange::SetMachineCondition(MachineId id, const MachineConditi
   SyncAsk(machine);
   if (machine.open_ask != 0) MatchAsk(machine.open_ask, ledger, now, changes);
   return machine.machine;
+}
+
+void Exchange::CountHour(const Lease& lease) {
+  ProviderTotals& totals = totals_[lease.provider_id];
+  totals.gross_micros += lease.HourMicros();
+  totals.fee_micros += MulDivHalfEven(lease.HourMicros(), lease.fee_ppm, kPpm).value();
+  totals.gpu_hours += lease.gpus;
+  ++totals.lease_hours;
+}
+
+TransferRequest Exchange::StartHoldVoid(const Lease& lease, TimestampMicros at) const {
+  TransferRequest release;
+  release.id = LeaseHoldVoidTransferId(lease.id);
+  release.kind = TransferKind::kVoidPending;
+  release.pending_id = LeaseHoldTransferId(lease.id);
+  release.code = "lease_hold";
+  release.memo = "lease " + std::to_string(lease.id) + ": hold of its first hour released";
+  release.timestamp = at;
+  return release;
+}
+
+void Exchange::ReleaseStartHold(Lease& lease, TimestampMicros at, ledger::Ledger& ledger,
+                                Changes* changes) {
+  GPUHUB_CHECK(lease.Provisioning());
+  timeline_.erase({lease.start_deadline, kLeaseStart, lease.id});
+  // Voiding an open hold cannot fail; if it does, the exchange and the ledger disagree.
+  Status voided = ApplyLegs(ledger, {StartHoldVoid(lease, at)}, changes);
+  GPUHUB_CHECK_MSG(voided.ok(), voided.message().c_str());
+}
+
+void Exchange::StartLease(Lease& lease, ledger::Ledger& ledger, TimestampMicros at,
+                          Changes* changes) {
+  GPUHUB_CHECK(lease.Provisioning());
+  if (at + kLeaseHourMicros > lease.window_until) {
+    EndLease(lease, LeaseEndReason::kWindowEnded, ledger, at, changes);
+    return;
+  }
+  // The hour grid starts now: hour 1 is [at, at + 1 h).
+  Lease started = lease;
+  started.shift_micros = at - lease.started_at;
+  started.hours_paid = 1;
+  auto bill = HourLegs(started, 1, ledger, at);
+  Status paid = bill.status();
+  if (paid.ok()) {
+    std::vector<TransferRequest> legs = {StartHoldVoid(lease, at)};
+    for (auto& leg : bill->legs) legs.push_back(std::move(leg));
+    paid = ApplyLegs(ledger, legs, changes);
+  }
+  if (!paid.ok()) {
+    EndLease(
+        lease,
+        HasUsdRate(ledger, lease.currency) ? LeaseEndReason::kUnpaid : LeaseEndReason::kNoFxRate,
+        ledger, at, changes);
+    return;
+  }
+  timeline_.erase({lease.start_deadline, kLeaseStart, lease.id});
+  lease.shift_micros = started.shift_micros;
+  lease.hours_paid = 1;
+  changes->hours.push_back(std::move(bill->charge));
+  changes->providers.push_back(lease.provider_id);
+  changes->leases.push_back(lease.id);
+  CountHour(lease);
+  timeline_.insert({lease.PaidUntil(), kLeaseHour, lease.id});
+}
+
+Result<Lease> Exchange::ReportLeaseWorkload(LeaseId id, bool running, ledger::Ledger& ledger,
+                                            TimestampMicros now, Changes* changes) {
+  now = Now(now);
+  if (!leases_.count(id)) return Status::NotFound("no lease " + std::to_string(id));
+  // Every hour due before now is charged (or the lease ended, or its deadline passed) first.
+  AdvanceTo(ledger, now, changes);
+  Lease& lease = leases_.at(id);
+  if (lease.status != LeaseStatus::kActive) return lease;
+  const bool offline = machines_.at(lease.machine_id).machine.offline_since != 0;
+  if (lease.Provisioning()) {
+    if (running && !offline) StartLease(lease, ledger, now, changes);
+    return lease;
+  }
+  if (running == !lease.workload_down) return lease;  // nothing new
+  lease.workload_down = !running;
+  changes->leases.push_back(lease.id);
+  if (offline) return lease;  // paused with its machine; resumes with it unless down
+  if (!running) {
+    PauseLease(lease, now, "workload stopped", ledger, now, changes);
+  } else if (lease.paused_at != 0) {
+    ResumeLease(lease, ledger, now, changes);
+  }
+  return lease;
 }
 
 }  // namespace gpuhub::market

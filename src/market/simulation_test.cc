@@ -56,7 +56,16 @@ std::int64_t EnvOr(const char* name, std::int64_t fallback) {
 
 class Simulation {
  public:
-  explicit Simulation(std::uint64_t seed) : rng_(seed), x_(Config()) { x_.SetTaxRate(TaxRate); }
+  explicit Simulation(std::uint64_t seed) : rng_(seed), x_(Config()) {
+    x_.SetTaxRate(TaxRate);
+    x_.SetStartTimeout(StartTimeout);
+  }
+
+  // Machines with an even id have a host agent: their leases wait for it to run their workload
+  // (provisioning) for up to 10 minutes; the others run from the fill.
+  static std::int64_t StartTimeout(MachineId machine) {
+    return machine % 2 == 0 ? 10 * 60 * kMicrosPerSecond : 0;
+  }
 
   // Customers pay tax by who they are and by the day (a rate that changes every other day), so
   // holds, fills and hours are taxed at several rates and some customers pay none.
@@ -294,6 +303,8 @@ class Simulation {
       TryRemoveRate();
     } else if (op <= 88 && !machines_.empty()) {
       ChangeMachineCondition(&changes);
+    } else if (op <= 95) {
+      ReportRandomWorkload(&changes);
     } else {
       std::int64_t delta =
           Chance(5) ? Pick(1, 3) * kMicrosPerDay : Pick(1, 300) * 60 * kMicrosPerSecond;
@@ -339,6 +350,49 @@ class Simulation {
       ASSERT_TRUE(c.offline_since == 0 && c.hold_reason.empty()) << "step " << step_;
       ASSERT_LE(o.free_gpus, m.gpus - std::popcount(c.blocked_mask));
     }
+  }
+
+  // What a host agent would say of a lease's workload: running (it starts, or runs again), or
+  // not (it stopped). A provisioning lease that starts is charged its first hour from now and its
+  // hold is released; one that stops after it ran is paused and credited.
+  void ReportRandomWorkload(Changes* changes) {
+    UserId customer = 100 + Pick(1, kCustomers);
+    auto leases = x_.ListCustomerLeases(customer, 100);
+    if (leases.empty()) return;
+    // Mostly the leases waiting for their host: most of them would otherwise reach their deadline
+    // in the clock's long strides.
+    std::vector<Lease> waiting;
+    for (const auto& l : leases) {
+      if (l.Provisioning()) waiting.push_back(l);
+    }
+    const Lease before = !waiting.empty() && Chance(70) ? PickOf(waiting) : PickOf(leases);
+    const bool running = Chance(65);
+    const bool offline = x_.FindMachine(before.machine_id)->offline_since != 0;
+    const std::int64_t held = Held(before.customer_id, before.currency);
+    auto r = x_.ReportLeaseWorkload(before.id, running, ledger_, now_, changes);
+    ASSERT_TRUE(r.ok()) << r.status().ToString();
+    const Lease& after = *r;
+    if (before.Provisioning() && after.status == LeaseStatus::kActive && after.hours_paid == 1 &&
+        !after.Provisioning()) {
+      // Started now: its hours run from here, and the hold is gone from the wallet.
+      ASSERT_TRUE(running && !offline) << "step " << step_;
+      ASSERT_EQ(after.PaidUntil(), now_ + kMicrosPerHour);
+      ASSERT_EQ(Held(before.customer_id, before.currency), held - before.hold_micros);
+      ++started_;
+    } else if (!before.Provisioning() && after.status == LeaseStatus::kActive && !running &&
+               PausedAt(before.id) == 0) {
+      ASSERT_TRUE(false) << "a stopped workload left lease " << before.id << " billed";
+    } else if (!before.Provisioning() && !before.workload_down && !running) {
+      ++downs_;
+    }
+  }
+
+  TimestampMicros PausedAt(LeaseId id) {
+    const Lease* l = x_.FindLease(id);
+    return l == nullptr ? 1 : l->paused_at;
+  }
+  std::int64_t Held(UserId user, Currency c) {
+    return ledger_.GetAccount(AccountKey::Wallet(user, c))->held();
   }
 
   void TryRemoveRate() {
@@ -484,8 +538,11 @@ class Simulation {
       ASSERT_NE(l.end_reason, LeaseEndReason::kNoFxRate) << "lease " << l.id;
       ASSERT_NE(l.customer_id, machine_provider[l.machine_id]) << "lease " << l.id << " self-trade";
       if (l.status != LeaseStatus::kActive) continue;
-      if (l.paused_at == 0) {
+      if (l.paused_at == 0 && !l.Provisioning()) {
         ASSERT_GT(l.PaidUntil(), now_) << "active lease " << l.id << " has an unpaid hour";
+      }
+      if (l.Provisioning()) {
+        ASSERT_GT(l.start_deadline, now_) << "lease " << l.id;
       }
       ASSERT_EQ(used[l.machine_id] & l.gpu_mask, 0u) << "lease " << l.id << " shares a GPU";
       used[l.machine_id] |= l.gpu_mask;
@@ -587,6 +644,7 @@ class Simulation {
     ASSERT_TRUE(restored.ok()) << restored.status().ToString();
     Exchange& y = *restored;
     y.SetTaxRate(TaxRate);
+    y.SetStartTimeout(StartTimeout);
     ASSERT_TRUE(y.CheckInvariants(ledger_).ok());
     Snapshot a = x_.Records(), b = y.Records();
     ASSERT_EQ(a.machines, b.machines);
@@ -651,6 +709,22 @@ class Simulation {
                 static_cast<long long>(offline_), static_cast<long long>(online_));
     EXPECT_GT(offline_, 10);
     EXPECT_GT(credits_, 0) << "no lease was ever credited for downtime";
+    std::int64_t not_started = 0, provisioned = 0;
+    for (const auto& l : history.leases) {
+      not_started += l.end_reason == LeaseEndReason::kNotStarted;
+      provisioned += l.hold_micros > 0;
+      if (l.end_reason == LeaseEndReason::kNotStarted) {
+        EXPECT_EQ(l.hours_paid, 0) << "lease " << l.id << " was charged without running";
+        EXPECT_EQ(l.ended_at, l.start_deadline) << "lease " << l.id;
+      }
+    }
+    std::printf("simulation: %lld leases waited for their host: %lld started, %lld never did; "
+                "%lld workloads stopped after they ran\n",
+                static_cast<long long>(provisioned), static_cast<long long>(started_),
+                static_cast<long long>(not_started), static_cast<long long>(downs_));
+    EXPECT_GT(started_, 10);
+    EXPECT_GT(not_started, 10);
+    EXPECT_GT(downs_, 10);
     std::printf("simulation: EUR/USD rate removed %lld times, refused %lld times\n",
                 static_cast<long long>(rate_removals_),
                 static_cast<long long>(rate_removals_refused_));
@@ -681,7 +755,7 @@ class Simulation {
   std::int64_t step_ = 0, topups_ = 0, asks_placed_ = 0, fills_ = 0, rests_ = 0, no_match_ = 0,
                refused_ = 0, cancels_ = 0, stops_ = 0, rate_removals_ = 0,
                rate_removals_refused_ = 0, own_offers_passed_ = 0, offline_ = 0, online_ = 0,
-               credits_ = 0, closed_refused_ = 0;
+               credits_ = 0, closed_refused_ = 0, started_ = 0, downs_ = 0;
   std::size_t total_transfers_ = 0;
   std::int64_t hour_charges_tax_ = 0;  // the tax of every reported HourCharge
   struct {

@@ -16,8 +16,8 @@ constexpr std::array<std::string_view, 4> kBidStatus = {"resting", "filled", "ca
 constexpr std::array<std::string_view, 7> kBidCloseReason = {
     "", "filled", "no_match", "cancelled_by_user", "expired", "insufficient_funds", "no_fx_rate"};
 constexpr std::array<std::string_view, 2> kLeaseStatus = {"active", "ended"};
-constexpr std::array<std::string_view, 5> kLeaseEndReason = {"", "stopped", "unpaid",
-                                                             "window_ended", "no_fx_rate"};
+constexpr std::array<std::string_view, 6> kLeaseEndReason = {
+    "", "stopped", "unpaid", "window_ended", "no_fx_rate", "not_started"};
 constexpr std::array<std::string_view, 3> kPayoutStatus = {"pending", "paid", "rejected"};
 constexpr std::array<std::string_view, 2> kSide = {"ask", "bid"};
 
@@ -96,6 +96,14 @@ std::string BidVoidTransferId(OrderId bid) { return "bid:" + std::to_string(bid)
 std::string LeaseHourTransferId(LeaseId lease, std::int64_t hour, std::string_view leg) {
   return "lease:" + std::to_string(lease) + ":h" + std::to_string(hour) + ":" + std::string(leg);
 }
+std::string LeaseHoldTransferId(LeaseId lease) {
+  return "lease:" + std::to_string(lease) + ":hold";
+}
+
+std::string LeaseHoldVoidTransferId(LeaseId lease) {
+  return "lease:" + std::to_string(lease) + ":hold:void";
+}
+
 std::string LeaseCreditTransferId(LeaseId lease, std::int64_t hour, std::string_view leg) {
   return LeaseHourTransferId(lease, hour, "credit:" + std::string(leg));
 }

@@ -73,8 +73,9 @@ enum class LeaseEndReason : std::uint8_t {
   kUnpaid,       // the next hour could not be paid: ended at that hour boundary
   kWindowEnded,  // the ask's available_until leaves no room for another whole hour
   kNoFxRate,     // the next hour could not be converted: no FX rate for the wallet's currency
+  kNotStarted,   // its host never reported its workload running in time: nothing was charged
 };
-// "", "stopped", "unpaid", "window_ended", "no_fx_rate"
+// "", "stopped", "unpaid", "window_ended", "no_fx_rate", "not_started"
 std::string_view LeaseEndReasonName(LeaseEndReason r);
 Result<LeaseEndReason> ParseLeaseEndReason(std::string_view name);
 
@@ -171,6 +172,20 @@ struct Lease {
   std::int64_t shift_micros = 0;     // added to started_at by every resume
   std::int64_t credited_micros = 0;  // USD credited back for downtime, all pauses together
   std::int64_t credited_provider_micros = 0;  // the part taken back from the provider's payable
+  // Provisioning (a machine whose host reports its workloads: Exchange::SetStartTimeout): nothing
+  // is billed until the host reports the lease's workload running (ReportLeaseWorkload). Until
+  // then hours_paid is 0 and `hold_micros` of the wallet (one hour and its tax at the fill, in the
+  // wallet's currency) is held ("lease:N:hold"); running, the hold is voided and hour 1 charged
+  // from that moment (the hour grid moves by shift_micros); at start_deadline the hold is voided
+  // and the lease ends not_started. A lease that ran from its fill has both 0.
+  TimestampMicros start_deadline = 0;
+  std::int64_t hold_micros = 0;
+  // Its workload stopped after it ran (the host says so, or no longer reports it): paused and
+  // credited as while its machine is offline, until the host reports it running again.
+  bool workload_down = false;
+
+  // Waiting for its host to run it: not billed yet.
+  bool Provisioning() const { return status == LeaseStatus::kActive && hours_paid == 0; }
 
   // Price of one lease-hour (all its GPUs) in micro-USD.
   std::int64_t HourMicros() const { return price_micros * gpus; }
@@ -235,6 +250,10 @@ std::string LeaseHourTransferId(LeaseId lease, std::int64_t hour, std::string_vi
 // The downtime credit of a lease's hour: "lease:3:h12:credit:provider" / ":fee" / ":advance" /
 // ":fx" (at most one pause per paid hour: a resume starts a new hour).
 std::string LeaseCreditTransferId(LeaseId lease, std::int64_t hour, std::string_view leg);
+// A provisioning lease's hold of its first hour, "lease:3:hold", and its release,
+// "lease:3:hold:void" (when it starts, or ends without having run).
+std::string LeaseHoldTransferId(LeaseId lease);
+std::string LeaseHoldVoidTransferId(LeaseId lease);
 std::string PayoutTransferId(PayoutId payout);
 
 }  // namespace gpuhub::market

@@ -825,6 +825,15 @@ CREATE TABLE rental_launch_specs (
   created_at_us BIGINT NOT NULL
 );
 )sql"},
+      // A lease on a machine with a host agent is billed from when its workload runs: until then
+      // it holds its first hour (market::Lease::start_deadline, hold_micros); a workload that
+      // stopped after it ran pauses it (workload_down).
+      {20, "lease_provisioning",
+       R"sql(
+ALTER TABLE market_leases ADD COLUMN start_deadline_us BIGINT NOT NULL DEFAULT 0;
+ALTER TABLE market_leases ADD COLUMN hold_micros BIGINT NOT NULL DEFAULT 0;
+ALTER TABLE market_leases ADD COLUMN workload_down BIGINT NOT NULL DEFAULT 0;
+)sql"},
   };
   return migrations;
 }

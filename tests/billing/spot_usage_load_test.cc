@@ -18,6 +18,7 @@
 
 #include "core/clock.h"
 #include "engine/accounts.h"
+#include "engine/agents.h"
 #include "engine/billing.h"
 #include "engine/billing_checks.h"
 #include "engine/billing_rows.h"
@@ -150,6 +151,8 @@ class Runner {
     ASSERT_TRUE(store.ok()) << store.status().ToString();
     ASSERT_TRUE((*store)->Migrate().ok());
     EngineOptions options;
+    // Billing of lease-hours on machines without an agent: a simulated host runs them.
+    options.domains.agents->simulated_hosts = true;
     options.run_periodic_ticks = false;
     options.domains.market.gpus = {"H100 SXM"};
     options.domains.market.regions = {"IAD-1"};

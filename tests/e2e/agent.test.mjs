@@ -30,7 +30,7 @@ function scriptedAgent(credential) {
   const gpus = (n) => Array.from({ length: n }, (_, i) => ({ index: i, uuid: `GPU-e2e-${i}`, name: 'NVIDIA H100 80GB HBM3', memory_mib: 81559, healthy: true, health: [] }));
   return {
     beat: (n, workloads = []) =>
-      env.api.call('POST', '/v1/agent/heartbeat', { hostname: 'gpu-e2e', public_host: '198.51.100.7', agent_version: '0.1.0', inventory: { source: 'nvidia-smi', gpus: gpus(n) }, workloads }, credential),
+      env.api.call('POST', '/v1/agent/heartbeat', { hostname: 'gpu-e2e', public_host: '198.51.100.7', agent_version: '0.1.0', inventory: { source: 'nvidia-smi', vcpus: 64, ram_mib: 524288, gpus: gpus(n) }, workloads }, credential),
   };
 }
 
@@ -88,6 +88,7 @@ test('the sell page shows the agent and why the ask is off the book; a lease sho
     const row = seller.page.locator('#machines tbody tr').first();
     assert.match(await row.innerText(), /agent online/);
     assert.match(await row.innerText(), /measured: 4 × NVIDIA H100 80GB HBM3/);
+    assert.match(await row.innerText(), /64\s*measured: \d+/, 'vCPUs: listed and measured');
     assert.match(await row.innerText(), /the host reports 4 GPUs .* but the listing says 8 x H100 SXM/);
     assert.match(await row.innerText(), /held off the book/);
     await screenshot(seller.page, 'sell-agent-held-desktop');
@@ -99,10 +100,12 @@ test('the sell page shows the agent and why the ask is off the book; a lease sho
     await seller.page.reload();
     await waitForData(seller.page);
     assert.match(await seller.page.locator('#machines tbody tr').first().innerText(), /as listed/);
+    // Revoked below: held with the reason, until it is enrolled again.
     // Enrolling another host shows the command to run, with this server's address.
     await seller.page.click('#machines button:has-text("Revoke")');
     await seller.page.click('#machines button:has-text("Confirm revoke")');
     await seller.page.waitForFunction(() => /agent revoked/.test(document.querySelector('#machines tbody tr')?.textContent || ''));
+    assert.match(await seller.page.locator('#machines tbody tr').first().innerText(), /held: the host's agent was disconnected/);
     await seller.page.click('#machines button:has-text("Enrol again")');
     await seller.page.locator('#machine-result pre').waitFor();
     assert.match(await seller.page.locator('#machine-result pre').innerText(), new RegExp(`^gpuhub agent enroll --server ${env.server.url} --token ghe_[0-9a-f]{64}$`));
@@ -139,6 +142,11 @@ test('the sell page shows the agent and why the ask is off the book; a lease sho
     assert.match(filled, /1 × H100 SXM at \$1\.000\/GPU-h/);
     await page.locator('#leases table').waitFor();
     assert.match(await page.locator('#leases tbody tr').first().innerText(), /Waiting for host/);
+    // Not billed until the host runs it: the lease waits for the host, its first hour held.
+    const held = await env.api.call('GET', `/v1/leases/${lease}`, undefined, customer);
+    assert.equal(held.billing, 'provisioning');
+    assert.equal(held.hours_paid, 0);
+    assert.ok(Number(held.held) >= 1, held.held);
 
     // The host's agent is told to run it (the image, the GPU by UUID, the key), and reports it up.
     const desired = await host.beat(8);
@@ -148,6 +156,9 @@ test('the sell page shows the agent and why the ask is off the book; a lease sho
     assert.deepEqual(w.gpu_uuids, ['GPU-e2e-0']);
     assert.deepEqual(w.ssh_authorized_keys, [KEY]);
     await host.beat(8, [{ id: w.id, state: 'running', ssh_port: 40001 }]);
+    const billed = await env.api.call('GET', `/v1/leases/${lease}`, undefined, customer);
+    assert.equal(billed.billing, 'running');
+    assert.equal(billed.hours_paid, 1, 'billed from the running report');
     await page.reload();
     await page.locator('#leases table').waitFor();
     const row = await page.locator('#leases tbody tr').first().innerText();

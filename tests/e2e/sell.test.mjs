@@ -55,6 +55,9 @@ test('a provider lists a machine and an ask on the page; the ask is on the book,
     assert.match(machineRow, /8 × H100 SXM/);
     assert.match(machineRow, /IAD-1/);
     assert.match(machineRow, /0 of 8/);
+    // The demo has no agent for it: a simulated host sells it, and says so.
+    assert.match(machineRow, /simulated host/);
+    assert.match(machineRow, /demo: simulated host, no real machine/);
     assert.equal(await page.locator('#a-machine').inputValue(), machineId, 'the new machine is selected in the ask form');
     assert.match(await page.locator('#help-a-price').innerText(), /Best offer in the H100 SXM market now: \$2\.880/);
 

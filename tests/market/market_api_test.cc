@@ -700,6 +700,50 @@ TEST_P(MarketApiTest, FitOnLivePricesThroughTheApiAndTheCli) {
   EXPECT_NE(down.output.find("cannot reach"), std::string::npos) << down.output;
 }
 
+// The production default (no --simulated-hosts): a machine listed without an agent is held with
+// the reason, its ask offers nothing, a market bid finds nothing and no money moves.
+TEST(MarketHostTest, NothingIsSoldWithoutAnAgent) {
+  TempDir dir;
+  ServerOptions options;
+  options.db = FreshDatabaseUrl("sqlite", dir);
+  options.simulated_hosts = false;
+  auto r = CreateAdmin(dir, options);
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  ServerProcess server(dir, options);
+  ASSERT_TRUE(server.Start()) << server.Log();
+  HttpClient client(server.port());
+  std::string admin = LogInAdmin(client);
+  std::string provider = SignUpAndLogIn(client, "paula", kPassword, {"provider"});
+  std::string customer = SignUpAndLogIn(client, "carl", kPassword);
+  client.Call("POST", "/v1/admin/credits",
+              {{"username", "carl"}, {"amount", "10"}, {"currency", "USD"}, {"reason", "t"}},
+              admin);
+  auto m = client.Call("POST", "/v1/machines",
+                       {{"gpu", "H100 SXM"},
+                        {"gpus", 1},
+                        {"region", "IAD-1"},
+                        {"vcpus", 1},
+                        {"ram_gb", 1},
+                        {"disk_gb", 1}},
+                       provider);
+  ASSERT_EQ(m.status, 201) << m.body;
+  EXPECT_NE(m.Json()["hold_reason"].get<std::string>().find("no host agent runs this machine"),
+            std::string::npos)
+      << m.body;
+  EXPECT_EQ(m.Json()["agent"]["status"], "none");
+  auto a = client.Call("POST", "/v1/asks", AskJson(m.Json()["id"], "4.000", Later(2)), provider);
+  ASSERT_EQ(a.status, 201) << a.body;
+  EXPECT_EQ(a.Json()["gpus_offered"], 0) << a.body;
+  auto offers = client.Call("GET", "/v1/offers", nullptr, customer).Json();
+  EXPECT_TRUE(offers["offers"].empty()) << offers.dump();
+  auto bid = client.Call("POST", "/v1/bids", {{"gpu", "H100 SXM"}, {"gpus", 1}, {"market", true}},
+                         customer);
+  ASSERT_EQ(bid.status, 201) << bid.body;
+  EXPECT_EQ(bid.Json()["close_reason"], "no_match") << bid.body;
+  auto wallets = client.Call("GET", "/v1/wallets", nullptr, customer).Json();
+  EXPECT_EQ(wallets["wallets"][0]["available"], "10.000000") << wallets.dump();
+}
+
 TEST(MarketFeeTest, ThePlatformFeeComesFromTheConfig) {
   TempDir dir;
   ServerOptions options;

@@ -309,6 +309,7 @@ bool ServerProcess::Start() {
     std::vector<std::string> args = {Binary(),  "serve",       "--listen", "127.0.0.1:0",
                                      "--db",    options_.db,   "--config", config_path_,
                                      "--clock", options_.clock};
+    if (options_.simulated_hosts) args.push_back("--simulated-hosts");
     std::vector<char*> argv;
     for (auto& a : args) argv.push_back(a.data());
     argv.push_back(nullptr);

@@ -86,6 +86,9 @@ struct ServerOptions {
   std::string server_extra;                 // lines for the [server] section
   std::string payments_extra;               // lines for the [payments] section (btcpay_url, ...)
   std::string config_extra;                 // whole sections at the end ("[webhooks]\n...")
+  // --simulated-hosts: machines listed without an agent trade as if one ran them (most API tests
+  // list a machine and buy on it); false for the production rule (nothing sold without an agent).
+  bool simulated_hosts = true;
 };
 
 // A running `gpuhub serve`. The destructor kills it (SIGKILL) if it still runs.

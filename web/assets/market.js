@@ -375,11 +375,18 @@ async function cancelBid(bid, button) {
 // ---------- leases ----------
 
 function leaseStatus(l) {
+  if (l.status === 'active' && l.billing === 'provisioning') {
+    // Nothing is billed until the host runs it: its first hour is only held.
+    const until = l.start_deadline ? ` (until ${timestamp(l.start_deadline)}, then it ends and the hold is released)` : '';
+    return h('span', { class: 'badge badge-warn', title: `Not billed yet: the first hour is held until the host runs it${until}` }, 'waiting for the host');
+  }
   if (l.status === 'active' && l.billing === 'paused') {
-    return h('span', { class: 'badge badge-warn', title: 'The machine went offline: nothing is billed until it is back' }, 'paused: machine offline');
+    return l.workload_down
+      ? h('span', { class: 'badge badge-warn', title: 'Its container stopped: nothing is billed until it runs again' }, 'paused: container stopped')
+      : h('span', { class: 'badge badge-warn', title: 'The machine went offline: nothing is billed until it is back' }, 'paused: machine offline');
   }
   if (l.status === 'active') return h('span', { class: 'badge badge-good' }, 'running');
-  const reason = { stopped: 'stopped', unpaid: 'ended: unpaid', no_fx_rate: 'ended: no exchange rate', window_ended: 'ended: offer window closed' }[l.end_reason] || l.status;
+  const reason = { stopped: 'stopped', unpaid: 'ended: unpaid', no_fx_rate: 'ended: no exchange rate', window_ended: 'ended: offer window closed', not_started: 'ended: the host never ran it (nothing charged)' }[l.end_reason] || l.status;
   return h('span', { class: 'badge' }, reason);
 }
 

@@ -15,7 +15,7 @@ const STEPS = [
 export function provisioning(l) {
   if (l.status !== 'active') return false;
   const step = l.provisioning && l.provisioning.step;
-  return step !== 'ready' && !(l.connection && l.connection.ssh);
+  return step !== 'ready' && step !== 'simulated' && !(l.connection && l.connection.ssh);
 }
 
 // The steps as an ordered list: done, current (aria-current="step") and to come; a failure with
@@ -51,5 +51,6 @@ export function leaseConnection(l) {
   if (l.status !== 'active') return c.state === 'stopped' ? h('span', { class: 'muted' }, 'removed') : '';
   if (c.ssh) return copyableCommand(c.ssh, `the SSH command of lease #${l.id}`);
   if (c.state === 'no_agent') return h('span', { class: 'muted' }, 'no agent on this machine yet');
+  if (c.state === 'simulated') return h('span', { class: 'muted' }, 'simulated host (demo): no real machine to connect to');
   return provisioningSteps(l);
 }

@@ -12,7 +12,7 @@ const REFRESH_MS = 15000;
 const ASK_WINDOW_DAYS = 30;
 const ASK_BADGE = { open: 'badge-good', cancelled: '', expired: '' };
 const PAYOUT_BADGE = { pending: 'badge-warn', paid: 'badge-good', rejected: 'badge-bad' };
-const LEASE_END = { stopped: 'stopped by customer', unpaid: 'ended: unpaid', no_fx_rate: 'ended: no exchange rate', window_ended: 'ended: ask window closed' };
+const LEASE_END = { stopped: 'stopped by customer', unpaid: 'ended: unpaid', no_fx_rate: 'ended: no exchange rate', window_ended: 'ended: ask window closed', not_started: 'ended: your host never ran it (nothing charged)' };
 
 const machineForm = $('#machine-form');
 const askForm = $('#ask-form');
@@ -174,10 +174,10 @@ async function loadMachines(preferred) {
       table(
         [
           { label: 'Machine', th: true, cell: (m) => `#${m.id}` },
-          { label: 'GPUs', cls: 'nowrap', cell: (m) => `${integer(m.gpus)} × ${m.gpu}` },
+          { label: 'GPUs', cls: 'nowrap', cell: (m) => listedAndMeasured(`${integer(m.gpus)} × ${m.gpu}`, measuredGpus(m)) },
           { label: 'Region', cell: (m) => m.region },
-          { label: 'vCPUs', num: true, cell: (m) => integer(m.vcpus) },
-          { label: 'RAM', num: true, cell: (m) => integer(m.ram_gb) + ' GB' },
+          { label: 'vCPUs', num: true, cell: (m) => listedAndMeasured(integer(m.vcpus), measuredVcpus(m)) },
+          { label: 'RAM', num: true, cell: (m) => listedAndMeasured(integer(m.ram_gb) + ' GB', measuredRam(m)) },
           { label: 'Disk', num: true, cell: (m) => integer(m.disk_gb) + ' GB' },
           { label: 'Leased', num: true, cell: (m) => `${integer(m.gpus_leased)} of ${integer(m.gpus)}` },
           { label: 'Agent', cell: agentCell },
@@ -195,11 +195,46 @@ async function loadMachines(preferred) {
 
 // ---------- the host agent of each machine ----------
 
-const AGENT_BADGE = { online: 'badge-good', offline: 'badge-bad', revoked: 'badge-bad' };
+const AGENT_BADGE = { online: 'badge-good', offline: 'badge-bad', revoked: 'badge-bad', simulated: 'badge-warn' };
+
+// What the last heartbeat measured, beside what the listing says (null without an agent).
+function inventoryOf(m) {
+  return (m.agent && m.agent.inventory) || null;
+}
+function measuredGpus(m) {
+  const inv = inventoryOf(m);
+  if (!inv) return null;
+  const models = {};
+  for (const g of inv.gpus || []) models[g.name] = (models[g.name] || 0) + 1;
+  return Object.entries(models).map(([name, n]) => `${integer(n)} × ${name}`).join(', ') || 'no GPU';
+}
+function measuredVcpus(m) {
+  const inv = inventoryOf(m);
+  return inv && inv.vcpus ? integer(inv.vcpus) : null;
+}
+function measuredRam(m) {
+  const inv = inventoryOf(m);
+  // MiB as the kernel counts them, in GB (10^9 bytes) as listings are.
+  return inv && inv.ram_mib ? integer(Math.floor((inv.ram_mib * 1048576) / 1e9)) + ' GB' : null;
+}
+function listedAndMeasured(listed, measured) {
+  if (measured == null) return listed;
+  return h('span', null, listed, h('div', { class: 'hint' }, 'measured: ' + measured));
+}
 
 // What the machine's agent measured, and the enrol / revoke actions.
 function agentCell(m) {
   const a = m.agent || { status: 'none' };
+  if (a.status === 'simulated') {
+    // The demo: nobody runs this machine; it trades as if a host did.
+    return h(
+      'div',
+      null,
+      badge('simulated host', AGENT_BADGE.simulated),
+      h('span', { class: 'hint' }, ' ' + (a.label || 'demo: simulated host, no real machine')),
+      h('div', { class: 'form-actions' }, h('button', { type: 'button', class: 'btn btn-small btn-secondary', 'aria-label': `Enrol an agent on machine #${m.id}`, onclick: (e) => enrolToken(m, e.currentTarget) }, 'Enrol an agent'))
+    );
+  }
   if (a.status === 'none') {
     return h('button', { type: 'button', class: 'btn btn-small btn-secondary', 'aria-label': `Enrol an agent on machine #${m.id}`, onclick: (e) => enrolToken(m, e.currentTarget) }, 'Enrol an agent');
   }
@@ -238,10 +273,13 @@ function agentCell(m) {
 // Why GPUs of the machine are not sold: offline, held (the host reports fewer or other GPUs than
 // listed), or blocked (unhealthy).
 function sellingCell(m) {
-  if (m.offline_since) return h('span', { class: 'field-error' }, `offline since ${timestamp(m.offline_since)}: its ask is off the book and its leases are not billed`);
-  if (m.hold_reason) return h('span', { class: 'field-error', role: 'note' }, m.hold_reason);
+  const why = [];
+  if (m.offline_since) why.push(h('div', { class: 'field-error' }, `offline since ${timestamp(m.offline_since)}: its ask is off the book and its leases are not billed`));
+  if (m.hold_reason) why.push(h('div', { class: 'field-error', role: 'note' }, 'held: ' + m.hold_reason));
+  if (why.length) return h('div', null, ...why);
   if (m.blocked_gpus && m.blocked_gpus.length) return h('span', { class: 'hint' }, `GPU ${m.blocked_gpus.join(', ')} not sold (unhealthy)`);
-  return h('span', { class: 'hint' }, m.agent && m.agent.status === 'online' ? 'as listed' : '—');
+  const status = m.agent && m.agent.status;
+  return h('span', { class: 'hint' }, status === 'online' ? 'as listed' : status === 'simulated' ? 'as listed (simulated host)' : '—');
 }
 
 async function enrolToken(m, button) {
@@ -434,6 +472,8 @@ async function loadAsks() {
 // ---------- leases on my machines ----------
 
 function leaseStatus(l) {
+  if (l.status === 'active' && l.billing === 'provisioning') return badge('waiting for your host', 'badge-warn');
+  if (l.status === 'active' && l.billing === 'paused') return badge(l.workload_down ? 'paused: container stopped' : 'paused: machine offline', 'badge-warn');
   if (l.status === 'active') return badge('running', 'badge-good');
   return badge(LEASE_END[l.end_reason] || l.status);
 }
