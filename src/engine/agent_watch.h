@@ -31,8 +31,9 @@ class DesiredWatch {
   virtual void Changed(std::int64_t host_id) = 0;
 };
 
-// The desired workloads of a host now (what a heartbeat's reply carries).
-std::vector<DesiredWorkload> DesiredWorkloadsOf(const State& state, const AgentHost& host);
+// The desired workloads of a host at `now` (what a heartbeat's reply carries).
+std::vector<DesiredWorkload> DesiredWorkloadsOf(const State& state, const AgentHost& host,
+                                                TimestampMicros now);
 // A version of a desired state: 16 hex digits of a hash of everything the agent acts on (ids,
 // images, GPUs, keys, not_after, CPUs, memory, volumes), in order. Equal states, equal versions.
 std::string DesiredVersion(const std::vector<DesiredWorkload>& workloads);

@@ -180,7 +180,10 @@ std::vector<DesiredWorkload> DesiredFor(const State& state, const AgentHost& hos
     if (lease.Provisioning()) {
       w.not_after = lease.start_deadline + market::kLeaseHourMicros;  // the hour it holds
     } else if (lease.workload_down) {
-      w.not_after = std::max(lease.PaidUntil(), now + start_timeout);  // to run it again
+      // Long enough to run it again; `now` rounded up to the hour so that the desired state (and
+      // its version, which the long-poll compares) changes once an hour, not at every request.
+      const TimestampMicros hour = market::kLeaseHourMicros;
+      w.not_after = std::max(lease.PaidUntil(), (now + hour - 1) / hour * hour + start_timeout);
     } else {
       w.not_after = lease.PaidUntil();
     }
@@ -250,8 +253,9 @@ Status ValidateInventory(const HostInventory& inv) {
 
 }  // namespace
 
-std::vector<DesiredWorkload> DesiredWorkloadsOf(const State& state, const AgentHost& host) {
-  return DesiredFor(state, host);
+std::vector<DesiredWorkload> DesiredWorkloadsOf(const State& state, const AgentHost& host,
+                                                TimestampMicros now) {
+  return DesiredFor(state, host, now);
 }
 
 std::string NewEnrolmentToken() { return RandomSecret("ghe_"); }
@@ -414,7 +418,7 @@ Result<HeartbeatReply> RecordHeartbeat(Txn& txn, std::int64_t host_id, const Hea
   // What the host must run may move with its report (a GPU back in it, a new binding): the
   // long-poll learns of it (agent_watch.h).
   const std::string desired_before =
-      a.config.watch ? DesiredVersion(DesiredFor(txn.state, host)) : std::string();
+      a.config.watch ? DesiredVersion(DesiredFor(txn.state, host, txn.now)) : std::string();
   HostInventory inventory = heartbeat.inventory;
   for (auto& g : inventory.gpus) {
     g.name = Clean(g.name);

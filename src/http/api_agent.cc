@@ -403,7 +403,7 @@ void PollDesired(ApiContext& api, const Request& r, Responder respond) {
   api.engine.Execute<Reply>(
       [&api, hash, in, parked, respond](engine::Txn& txn) -> Result<Reply> {
         GPUHUB_ASSIGN_OR_RETURN(AgentHost host, engine::AuthenticateHost(txn, hash));
-        auto workloads = engine::DesiredWorkloadsOf(txn.state, host);
+        auto workloads = engine::DesiredWorkloadsOf(txn.state, host, txn.now);
         std::string version = engine::DesiredVersion(workloads);
         if (version != in.version) {
           return Reply{200, DesiredAnswerJson(api, txn, host, workloads, version)};
@@ -504,7 +504,7 @@ std::optional<Response> DesiredChangedAnswer(ApiContext& api, engine::Txn& txn,
     // Revoked while it waited: its next poll hears so.
     return DesiredWaiters::Unchanged(version, 0);
   }
-  auto workloads = engine::DesiredWorkloadsOf(txn.state, *host);
+  auto workloads = engine::DesiredWorkloadsOf(txn.state, *host, txn.now);
   std::string now = engine::DesiredVersion(workloads);
   if (now == version) return std::nullopt;
   Response out = JsonResponse(200, DesiredAnswerJson(api, txn, *host, workloads, now));
