@@ -5,22 +5,9 @@
 #include <vector>
 
 #include "market/exchange.h"
+#include "market/exchange_internal.h"
 
 namespace gpuhub::market {
-
-using ledger::AccountKey;
-using ledger::AccountKind;
-using ledger::TransferKind;
-using ledger::TransferRequest;
-
-namespace {
-
-// Whether a wallet in `currency` can pay a USD price (as in exchange.cc).
-bool HasUsdRate(const ledger::Ledger& ledger, Currency currency) {
-  return currency == Currency::kUsd || ledger.Fx().Find(currency, Currency::kUsd).has_value();
-}
-
-}  // namespace
 
 Result<std::vector<TransferRequest>> Exchange::CreditLegs(const Lease& lease,
                                                           std::int64_t unused_micros,
