@@ -72,7 +72,7 @@ struct Agent::State {
   std::map<std::string, std::string> gpus_of;  // container id -> GPU UUIDs label
   // Reconciler only.
   std::unique_ptr<DockerClient> docker;
-  Steady::time_point docker_retry{};
+  agent_internal::Steady::time_point docker_retry{};
   std::map<std::string, std::uint64_t> expired_asked;  // workload -> attempts when asked
   struct Pull {
     bool done = false;
@@ -80,15 +80,15 @@ struct Agent::State {
   };
   std::map<std::string, std::shared_ptr<Pull>> pulls;  // by image; `done`/`result` under mu
   struct Retry {
-    Steady::time_point next{};
+    agent_internal::Steady::time_point next{};
     std::chrono::milliseconds delay{0};
   };
   std::map<std::string, Retry> retries;
   // Recreates of containers Docker will not start (paused, dead, removing), by workload.
   struct Recreate {
     int count = 0;
-    Steady::time_point last{};
-    Steady::time_point next{};
+    agent_internal::Steady::time_point last{};
+    agent_internal::Steady::time_point next{};
   };
   std::map<std::string, Recreate> recreates;
   // Named volumes are left by a container's removal: swept (the unused ones of ours) after a
