@@ -668,16 +668,23 @@ std::vector<int> PortsFromText(const std::string& text) {
   }
   return out;
 }
-}  // namespace
 
-Status RecordLaunchSpec(Txn& txn, market::OrderId bid_id, const std::string& image,
-                        const LaunchExtras& extras) {
-  const std::string chosen = image.empty() ? A(txn).config.default_image : image;
+// The image a lease or rental runs ("" = the default), checked with its extras.
+Result<std::string> ChosenLaunchImage(Txn& txn, const std::string& image,
+                                      const LaunchExtras& extras) {
+  std::string chosen = image.empty() ? A(txn).config.default_image : image;
   GPUHUB_RETURN_IF_ERROR(ValidateImageRef(chosen));
   GPUHUB_RETURN_IF_ERROR(ValidateContainerPorts(extras.ports));
   if (extras.sealed_registry_auth.size() > kMaxSealedRegistryAuthBytes) {
     return Status::InvalidArgument("registry_auth is too long").WithField("registry_auth");
   }
+  return chosen;
+}
+}  // namespace
+
+Status RecordLaunchSpec(Txn& txn, market::OrderId bid_id, const std::string& image,
+                        const LaunchExtras& extras) {
+  GPUHUB_ASSIGN_OR_RETURN(const std::string chosen, ChosenLaunchImage(txn, image, extras));
   A(txn).image_by_bid[bid_id] = chosen;
   if (!extras.ports.empty() || !extras.sealed_registry_auth.empty()) {
     A(txn).extras_by_bid[bid_id] = extras;
@@ -690,15 +697,9 @@ Status RecordLaunchSpec(Txn& txn, market::OrderId bid_id, const std::string& ima
   return Status::Ok();
 }
 
-
 Status RecordRentalLaunchSpec(Txn& txn, std::int64_t rental_id, const std::string& image,
                               const LaunchExtras& extras) {
-  const std::string chosen = image.empty() ? A(txn).config.default_image : image;
-  GPUHUB_RETURN_IF_ERROR(ValidateImageRef(chosen));
-  GPUHUB_RETURN_IF_ERROR(ValidateContainerPorts(extras.ports));
-  if (extras.sealed_registry_auth.size() > kMaxSealedRegistryAuthBytes) {
-    return Status::InvalidArgument("registry_auth is too long").WithField("registry_auth");
-  }
+  GPUHUB_ASSIGN_OR_RETURN(const std::string chosen, ChosenLaunchImage(txn, image, extras));
   A(txn).launch_by_rental[rental_id] = {chosen, extras};
   txn.writes.Upsert("rental_launch_specs", {{"rental_id", rental_id},
                                             {"image", chosen},
