@@ -169,6 +169,27 @@ test('a term rental shows the SSH line its node agent reports and the downtime c
   assert.ok(w, JSON.stringify(desired));
   assert.deepEqual(w.ssh_authorized_keys, [KEY]);
   assert.deepEqual(w.volumes, [{ name: `rental-${rental.id}-${rental.cards[0]}`, slot: rental.cards[0] }]);
+  // Pulling: the rental page shows the steps as they happen.
+  await node.beat(8, [{ id: w.id, state: 'pulling', detail: 'pulling nvidia/cuda:12.4.1-base-ubuntu22.04' }]);
+  const pulling = await env.api.call('GET', `/v1/rentals/${rental.id}`, undefined, customer);
+  assert.ok(['provisioning', 'active'].includes(pulling.state), pulling.state);  // per [rentals] provisioning
+  assert.equal(pulling.provisioning.step, 'pulling');
+  assert.deepEqual(pulling.provisioning.steps.map((x) => x.step), ['waiting_for_host', 'pulling']);
+  assert.equal(pulling.image, w.image);
+  {
+    const { context, page, problems } = await newPage(env.chrome.browser, 'desktop', env.server.url);
+    try {
+      await logIn(page, customerName);
+      const item = page.locator(`#rental-${rental.id}`);
+      await item.locator('.steps').waitFor();
+      assert.equal(await item.locator('.step[aria-current="step"]').getAttribute('data-step'), 'pulling');
+      assert.match(await item.locator('.steps').getAttribute('aria-label'), new RegExp(`rental #${rental.id}`));
+      assert.ok((await item.locator('.image').innerText()).includes(w.image));
+      assert.deepEqual(unexpected(problems), []);
+    } finally {
+      await context.close();
+    }
+  }
   await node.beat(8, [{ id: w.id, state: 'running', ssh_port: 40002 }]);
   // The node is silent for 2 h, then back: 475.00 / 168 h x 2 h is credited.
   await env.server.advanceClock(7200);
