@@ -150,6 +150,7 @@ json InventoryObject(const Inventory& inventory) {
           {"ram_mib", inventory.ram_mib},
           {"vcpus", inventory.vcpus},
           {"nvme_free_gb", inventory.disk_free_gb},
+          {"disk_total_gb", inventory.disk_total_gb},
           {"gpus", gpus}};
 }
 

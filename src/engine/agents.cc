@@ -89,6 +89,7 @@ void WriteHost(Txn& txn, const AgentHost& h) {
                                     {"ram_mib", h.inventory.ram_mib},
                                     {"vcpus", h.inventory.vcpus},
                                     {"nvme_free_gb", h.inventory.nvme_free_gb},
+                                    {"disk_total_gb", h.inventory.disk_total_gb},
                                     {"bound_uuids", JoinWith(h.bound_uuids, ",")}});
 }
 
@@ -859,7 +860,7 @@ Status LoadAgents(store::Store& store, const std::vector<market::OrderId>& open_
       {"id", "kind", "owner_id", "machine_id", "node_id", "credential_hash", "enrolled_at_us",
        "revoked_at_us", "last_seen_us", "hostname", "public_host", "agent_version",
        "inventory_source", "inventory_error", "driver_version", "cuda_version", "ram_mib", "vcpus",
-       "nvme_free_gb", "bound_uuids"},
+       "nvme_free_gb", "bound_uuids", "disk_total_gb"},
       "id", [&](const store::Row& row) -> Status {
         AgentHost h;
         GPUHUB_ASSIGN_OR_RETURN(h.id, row.Int(0));
@@ -882,6 +883,7 @@ Status LoadAgents(store::Store& store, const std::vector<market::OrderId>& open_
         GPUHUB_ASSIGN_OR_RETURN(h.inventory.vcpus, row.Int(17));
         GPUHUB_ASSIGN_OR_RETURN(h.inventory.nvme_free_gb, row.Int(18));
         GPUHUB_ASSIGN_OR_RETURN(std::string bound, row.Text(19));
+        GPUHUB_ASSIGN_OR_RETURN(h.inventory.disk_total_gb, row.Int(20));
         for (const auto& u : Split(bound, ',')) {
           if (!u.empty()) h.bound_uuids.push_back(u);
         }

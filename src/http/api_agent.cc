@@ -86,6 +86,7 @@ json HostJson(const engine::State& state, const AgentHost& h, TimestampMicros no
             {"ram_mib", h.inventory.ram_mib},
             {"vcpus", h.inventory.vcpus},
             {"nvme_free_gb", h.inventory.nvme_free_gb},
+            {"disk_total_gb", h.inventory.disk_total_gb},
             {"gpus", gpus}}}};
 }
 
@@ -200,6 +201,7 @@ Result<engine::Heartbeat> ParseHeartbeat(const Request& r) {
     GPUHUB_RETURN_IF_ERROR(number("ram_mib", &out.ram_mib));
     GPUHUB_RETURN_IF_ERROR(number("vcpus", &out.vcpus));
     GPUHUB_RETURN_IF_ERROR(number("nvme_free_gb", &out.nvme_free_gb));
+    GPUHUB_RETURN_IF_ERROR(number("disk_total_gb", &out.disk_total_gb));
     auto gpus = inv->find("gpus");
     if (gpus != inv->end() && !gpus->is_null()) {
       if (!gpus->is_array() || gpus->size() > engine::kMaxReportedGpus) {

@@ -70,6 +70,7 @@ test('the sell page shows the agent and why the ask is off the book; a lease sho
     assert.match(await row.innerText(), /agent online/);
     assert.match(await row.innerText(), /measured: 4 × NVIDIA H100 80GB HBM3/);
     assert.match(await row.innerText(), /64\s*measured: \d+/, 'vCPUs: listed and measured');
+    assert.match(await row.innerText(), /4,?000 GB\s*measured: 7,?680 GB \(7,?000 GB free\)/, 'disk: listed and measured');
     assert.match(await row.innerText(), /the host reports 4 GPUs .* but the listing says 8 x H100 SXM/);
     assert.match(await row.innerText(), /held off the book/);
     await screenshot(seller.page, 'sell-agent-held-desktop');
