@@ -90,9 +90,17 @@ clean = sum(x["num"] for x in m.get("num_pg_by_state", []) if x["name"] == "acti
 sys.exit(0 if total > 0 and clean == total else 1)' "$s"
 }
 
+osds_up() {
+  c --connect-timeout 5 osd stat --format json \
+    | python3 -c 'import json, sys
+sys.exit(0 if json.load(sys.stdin)["num_up_osds"] == int(sys.argv[1]) else 1)' "$osd_count"
+}
+
 mds_active() {
   c --connect-timeout 5 fs status "$fs_name" --format json 2>/dev/null \
-    | python3 -c 'import json,sys; d=json.load(sys.stdin); sys.exit(0 if any(m.get("state")=="active" for m in d.get("mdsmap",[])) else 1)'
+    | python3 -c 'import json, sys
+d = json.load(sys.stdin)
+sys.exit(0 if any(m.get("state") == "active" for m in d.get("mdsmap", [])) else 1)'
 }
 
 start() {
@@ -103,8 +111,9 @@ start() {
               python3 uuidgen; do
     command -v "$tool" >/dev/null 2>&1 || missing+=("$tool")
   done
-  [ ${#missing[@]} -eq 0 ] || cannot_start "missing ${missing[*]} (apt-get install ceph-mon" \
-    "ceph-osd ceph-mgr ceph-mds ceph-fuse ceph-common, or scripts/install-deps.sh --with-test-tools)"
+  [ ${#missing[@]} -eq 0 ] || cannot_start "missing ${missing[*]} (apt-get install" \
+    "ceph-mon ceph-osd ceph-mgr ceph-mds ceph-fuse ceph-common," \
+    "or scripts/install-deps.sh --with-test-tools)"
   [ -e /dev/fuse ] || cannot_start "no /dev/fuse (ceph-fuse cannot mount)"
   [ ! -e "$conf" ] || fail "$dir already holds a cluster (stop it first)"
 
@@ -178,7 +187,9 @@ mds cache memory limit = 268435456
 [client]
 # ceph-fuse enforces a subvolume's quota (the ceph.quota.max_bytes of its directory).
 client quota = true
+# Per process: a client remounted at once must not wait for the lock of the one still exiting.
 admin socket = $dir/run/\$name.\$pid.asok
+pid file = $dir/run/\$name.\$pid.pid
 log file = $dir/log/\$name.\$pid.log
 EOF
 
@@ -190,7 +201,8 @@ EOF
   chmod 600 "$keyring" "$dir/mon.keyring"
   monmaptool --create --fsid "$fsid" --addv a "[v2:127.0.0.1:$mon_port]" "$dir/monmap" >/dev/null
   ceph-mon --conf "$conf" --mkfs -i a --monmap "$dir/monmap" --keyring "$dir/mon.keyring" \
-    >"$dir/log/mon-mkfs.log" 2>&1 || cannot_start "ceph-mon --mkfs failed: $(tail -3 "$dir/log/mon-mkfs.log")"
+    >"$dir/log/mon-mkfs.log" 2>&1 \
+    || cannot_start "ceph-mon --mkfs failed: $(tail -3 "$dir/log/mon-mkfs.log")"
   echo "$mon_port" >"$dir/mon.port"
   start_mon
 
@@ -222,7 +234,7 @@ EOF
   c auth get-or-create mds.a mon 'allow profile mds' osd 'allow rwx' mds 'allow' \
     mgr 'allow profile mds' >"$dir/mds/a/keyring"
   ceph-mds --conf "$conf" -i a >>"$dir/log/daemons.out" 2>&1 || cannot_start "ceph-mds exited $?"
-  wait_for 60 bash -c "[ \"\$(timeout 10 ceph --conf '$conf' --name client.admin --keyring '$keyring' osd stat --format json | python3 -c 'import json,sys; print(json.load(sys.stdin)[\"num_up_osds\"])')\" = $osd_count ]" \
+  wait_for 60 osds_up \
     || fail "the $osd_count OSDs do not come up: $(tail -5 "$dir"/log/osd.*.log 2>/dev/null)"
   c osd pool create "cephfs.$fs_name.meta" 16 16 >/dev/null 2>&1
   c osd pool create "cephfs.$fs_name.data" 32 32 >/dev/null 2>&1
@@ -252,7 +264,10 @@ stop() {
   for f in "$dir"/run/*.pid; do
     [ -f "$f" ] || continue
     local pid; pid=$(cat "$f")
-    if [ -n "$pid" ] && kill -0 "$pid" 2>/dev/null; then kill "$pid" 2>/dev/null || true; pids+=("$pid"); fi
+    if [ -n "$pid" ] && kill -0 "$pid" 2>/dev/null; then
+      kill "$pid" 2>/dev/null || true
+      pids+=("$pid")
+    fi
   done
   for pid in "${pids[@]}"; do
     for _ in $(seq 1 50); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done

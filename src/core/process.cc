@@ -39,8 +39,8 @@ Result<ProcessResult> RunProcess(const std::vector<std::string>& argv,
   std::vector<char*> args;
   for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
   args.push_back(nullptr);
-  // posix_spawn, not fork + exec: the agent and the server are multi-threaded, and glibc's posix_spawn reports a
-  // program that cannot be executed as its return value.
+  // posix_spawn, not fork + exec: the agent and the server are multi-threaded, and glibc's
+  // posix_spawn reports a program that cannot be executed as its return value.
   posix_spawn_file_actions_t actions;
   posix_spawn_file_actions_init(&actions);
   posix_spawn_file_actions_adddup2(&actions, in[0], 0);

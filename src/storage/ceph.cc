@@ -145,7 +145,8 @@ std::vector<std::string> Argv(const CephConfig& config, const std::vector<std::s
 
 Status MapError(const std::vector<std::string>& args, const ProcessResult& result) {
   const std::string words = CephWords(result);
-  const std::string message = Command(args) + ": " + (words.empty() ? DescribeFailure({"ceph"}, result) : words);
+  const std::string message =
+      Command(args) + ": " + (words.empty() ? DescribeFailure({"ceph"}, result) : words);
   switch (result.exit_code) {
     case kEnoent:
       return Status::NotFound(message);
@@ -298,7 +299,9 @@ CephFs::CephFs(CephConfig config)
 CephFs::CephFs(CephConfig config, CephRunner runner)
     : config_(std::move(config)), runner_(std::move(runner)) {}
 
-Status CephFs::ValidateFs() const { return ValidateCephName("the file system name", config_.fs_name); }
+Status CephFs::ValidateFs() const {
+  return ValidateCephName("the file system name", config_.fs_name);
+}
 
 Result<std::string> CephFs::Run(const std::vector<std::string>& args) {
   auto result = runner_(Argv(config_, args), config_.timeout);

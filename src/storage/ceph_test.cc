@@ -72,7 +72,8 @@ TEST(CephValidateTest, StrictNamesAndPaths) {
   EXPECT_TRUE(ValidateCephName("a subvolume name", "vol-12").ok());
   EXPECT_TRUE(ValidateCephName("a subvolume name", "Vol_1.2").ok());
   EXPECT_TRUE(ValidateCephName("x", std::string(kMaxCephNameBytes, 'a')).ok());
-  for (const std::string& bad : std::vector<std::string>{"", "a b", "a;rm -rf /", "-rf", ".hidden", "a/b", "a$(x)", "é",
+  for (const std::string& bad :
+       std::vector<std::string>{"", "a b", "a;rm -rf /", "-rf", ".hidden", "a/b", "a$(x)", "é",
                           std::string(kMaxCephNameBytes + 1, 'a'), std::string("a\0b", 3),
                           std::string("a\nb")}) {
     Status s = ValidateCephName("a subvolume name", bad);
@@ -80,7 +81,8 @@ TEST(CephValidateTest, StrictNamesAndPaths) {
     EXPECT_NE(s.message().find("a subvolume name"), std::string::npos) << s.message();
   }
   EXPECT_TRUE(ValidateCephPath("/volumes/_nogroup/v1/acc97c8e-2bd6").ok());
-  for (const std::string& bad : std::vector<std::string>{"", "/", "volumes/v1", "/volumes//v1", "/volumes/../etc", "/v1/.",
+  for (const std::string& bad :
+       std::vector<std::string>{"", "/", "volumes/v1", "/volumes//v1", "/volumes/../etc", "/v1/.",
                           "/v 1", "/v1;x", "/v1/"}) {
     EXPECT_EQ(ValidateCephPath(bad).code(), StatusCode::kInvalidArgument) << "'" << bad << "'";
   }
