@@ -43,6 +43,11 @@ struct Response {
   std::string body;
   std::vector<std::pair<std::string, std::string>> headers;  // extra headers
   bool close = false;  // close the connection after this response
+  // > 0: answered to this authenticated host agent: from now on its connection counts against the
+  // agents' own limits (kMaxAgentConnections, kMaxAgentConnectionsPerHost), not the customers'
+  // max_connections and per-address caps, so that a fleet's heartbeats and parked long-polls never
+  // crowd customers out, nor the other way.
+  std::int64_t host_agent_id = 0;
 
   static Response Json(int status, std::string body);
   // {"error": {"code": "...", "message": "...", "field": "..."}} with the status of the code;
