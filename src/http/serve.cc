@@ -313,9 +313,12 @@ int RunServe(const ServeOptions& options) {
     std::size_t connections = config.max_connections > 0
                                   ? static_cast<std::size_t>(config.max_connections)
                                   : kMaxConnections;
-    if (files.rlim_cur != RLIM_INFINITY && files.rlim_cur < connections + 64) {
-      spdlog::warn("event=open_files_limit_low limit={} max_connections={}", files.rlim_cur,
-                   connections);
+    // The host agents' connections come on top (kMaxAgentConnections): a short limit stops the
+    // fleet before the customers.
+    if (files.rlim_cur != RLIM_INFINITY &&
+        files.rlim_cur < connections + kMaxAgentConnections + 64) {
+      spdlog::warn("event=open_files_limit_low limit={} max_connections={} agent_connections={}",
+                   files.rlim_cur, connections, kMaxAgentConnections);
     }
   }
 
