@@ -43,9 +43,8 @@ void PrintKey(const json& k) {
               << Str(k["spend_cap_per_day"], "currency") << " a day, "
               << Money(k["spent_today"]["amount"]) << " spent today\n";
   }
-  std::cout << "  from      " << (k["allowed_cidrs"].empty() ? "any address"
-                                                             : Joined(k["allowed_cidrs"]))
-            << "\n";
+  std::cout << "  from      "
+            << (k["allowed_cidrs"].empty() ? "any address" : Joined(k["allowed_cidrs"])) << "\n";
 }
 
 void Run(const Flags& f, ServerCall call, void (*print)(const json&)) {

@@ -15,9 +15,12 @@ struct ScopeName {
   std::string_view name;
 };
 constexpr ScopeName kScopeNames[] = {
-    {kScopeRead, "read"},       {kScopeMarket, "market"},
-    {kScopeRentals, "rentals"}, {kScopeStorage, "storage"},
-    {kScopeWalletSpend, "wallet-spend"}, {kScopePayouts, "payouts"},
+    {kScopeRead, "read"},
+    {kScopeMarket, "market"},
+    {kScopeRentals, "rentals"},
+    {kScopeStorage, "storage"},
+    {kScopeWalletSpend, "wallet-spend"},
+    {kScopePayouts, "payouts"},
     {kScopeAdmin, "admin"},
 };
 
@@ -73,8 +76,8 @@ std::vector<std::string> ApiScopeNames(std::uint32_t scopes) {
 }
 
 std::uint32_t ScopesAllowedFor(const User& user) {
-  std::uint32_t allowed = kScopeRead | kScopeMarket | kScopeRentals | kScopeStorage |
-                          kScopeWalletSpend;
+  std::uint32_t allowed =
+      kScopeRead | kScopeMarket | kScopeRentals | kScopeStorage | kScopeWalletSpend;
   if (user.Has(kRoleProvider)) allowed |= kScopePayouts;
   if (user.Has(kRoleAdmin)) allowed |= kScopeAdmin;
   return allowed;

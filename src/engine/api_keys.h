@@ -93,7 +93,7 @@ struct ApiKeySpec {
   std::uint32_t scopes = 0;
   std::optional<std::int64_t> spend_cap_micros;
   Currency cap_currency = Currency::kUsd;
-  std::vector<std::string> networks;  // already validated as CIDRs by the caller
+  std::vector<std::string> networks;          // already validated as CIDRs by the caller
   std::optional<TimestampMicros> expires_at;  // nullopt: now + kDefaultApiKeyLifetimeMicros
 };
 

@@ -48,8 +48,8 @@ class ApiKeysTest : public EngineOnSqliteTest {
 };
 
 TEST(ApiKeyNames, ScopesRoundTripAndSecretsNameTheirKey) {
-  for (const char* name : {"read", "market", "rentals", "storage", "wallet-spend", "payouts",
-                           "admin"}) {
+  for (const char* name :
+       {"read", "market", "rentals", "storage", "wallet-spend", "payouts", "admin"}) {
     auto scope = ParseApiScope(name);
     ASSERT_TRUE(scope.ok()) << name;
     EXPECT_EQ(ApiScopeNames(*scope), std::vector<std::string>{name});
@@ -91,8 +91,8 @@ TEST_F(ApiKeysTest, CreatesValidatesAndRevokes) {
   auto unnamed = Create({"", kScopeRead, std::nullopt, Currency::kUsd, {}, {}}, "h2");
   EXPECT_EQ(unnamed.status().field(), "name");
 
-  auto found = engine_->ExecuteSync<ApiKeyCaller>(
-      [](Txn& txn) { return AuthenticateApiKey(txn, "h1"); });
+  auto found =
+      engine_->ExecuteSync<ApiKeyCaller>([](Txn& txn) { return AuthenticateApiKey(txn, "h1"); });
   ASSERT_TRUE(found.ok());
   EXPECT_EQ(found->user.id, user_.id);
   OpenEngine();  // the key comes back from the database
@@ -101,26 +101,25 @@ TEST_F(ApiKeysTest, CreatesValidatesAndRevokes) {
             }),
             1u);
   EXPECT_TRUE(Run<int>([&](Txn& txn) -> Result<int> {
-    GPUHUB_RETURN_IF_ERROR(RevokeApiKey(txn, user_.id, 1));
-    return 0;
-  }) == 0);
-  auto gone = engine_->ExecuteSync<ApiKeyCaller>(
-      [](Txn& txn) { return AuthenticateApiKey(txn, "h1"); });
+                GPUHUB_RETURN_IF_ERROR(RevokeApiKey(txn, user_.id, 1));
+                return 0;
+              }) == 0);
+  auto gone =
+      engine_->ExecuteSync<ApiKeyCaller>([](Txn& txn) { return AuthenticateApiKey(txn, "h1"); });
   EXPECT_EQ(gone.status().code(), StatusCode::kUnauthenticated);
 }
 
 TEST_F(ApiKeysTest, AKeyExpires) {
   ASSERT_TRUE(Create({"ci", kScopeRead, std::nullopt, Currency::kUsd, {}, kStart + 1000}).ok());
   Advance(1000);
-  auto expired = engine_->ExecuteSync<ApiKeyCaller>(
-      [](Txn& txn) { return AuthenticateApiKey(txn, "h1"); });
+  auto expired =
+      engine_->ExecuteSync<ApiKeyCaller>([](Txn& txn) { return AuthenticateApiKey(txn, "h1"); });
   EXPECT_EQ(expired.status().code(), StatusCode::kUnauthenticated);
   EXPECT_NE(expired.status().message().find("expired"), std::string::npos);
 }
 
 TEST_F(ApiKeysTest, TheDailyCapHoldsAcrossARestartAndResetsTheNextDay) {
-  auto capped =
-      Create({"spend", kScopeWalletSpend, 10'000'000, Currency::kUsd, {}, {}});
+  auto capped = Create({"spend", kScopeWalletSpend, 10'000'000, Currency::kUsd, {}, {}});
   ASSERT_TRUE(capped.ok());
   auto none = Create({"read", kScopeRead, std::nullopt, Currency::kUsd, {}, {}}, "h2");
   ASSERT_TRUE(none.ok());
@@ -145,11 +144,11 @@ TEST_F(ApiKeysTest, TheDailyCapHoldsAcrossARestartAndResetsTheNextDay) {
   EXPECT_EQ(UsdAvailable(user_.id), 80'000'000);
   // Spending without the guard (a session) is not limited, and the guard is gone.
   EXPECT_TRUE(Run<int>([&](Txn& txn) -> Result<int> {
-    EXPECT_FALSE(txn.state.wallets->ledger.spend_guard().has_value());
-    GPUHUB_RETURN_IF_ERROR(
-        Convert(txn, user_.id, Currency::kUsd, Currency::kEur, 20'000'000).status());
-    return 0;
-  }) == 0);
+                EXPECT_FALSE(txn.state.wallets->ledger.spend_guard().has_value());
+                GPUHUB_RETURN_IF_ERROR(
+                    Convert(txn, user_.id, Currency::kUsd, Currency::kEur, 20'000'000).status());
+                return 0;
+              }) == 0);
 }
 
 }  // namespace

@@ -393,8 +393,8 @@ Result<AuthenticatedCaller> AuthenticateCaller(const engine::Txn& txn, const Cal
     auto networks = AddressFilter::Parse(key.networks);
     if (!networks.ok() || !networks->Allows(caller.remote_address)) {
       return Status::PermissionDenied("API key " + std::to_string(key.id) +
-                                      " is not allowed from " + caller.remote_address.substr(0, 64) +
-                                      " (its allowed_cidrs)");
+                                      " is not allowed from " +
+                                      caller.remote_address.substr(0, 64) + " (its allowed_cidrs)");
     }
   }
   if (std::uint32_t missing = caller.scopes_needed & ~key.scopes) {

@@ -63,8 +63,8 @@ constexpr Row kWrites[] = {
 
 // Prefixes (and exact routes) no key may call, whatever the method.
 constexpr std::string_view kSessionOnlyPrefixes[] = {
-    "/v1/api-keys", "/v1/sessions", "/v1/accounts/me/password", "/v1/accounts/me/totp",
-    "/v1/accounts/me/2fa", "/v1/accounts/me/recovery-codes",
+    "/v1/api-keys",         "/v1/sessions",        "/v1/accounts/me/password",
+    "/v1/accounts/me/totp", "/v1/accounts/me/2fa", "/v1/accounts/me/recovery-codes",
 };
 
 bool UnderPrefix(std::string_view route, std::string_view prefix) {

@@ -9,8 +9,8 @@
 // key: {"id", "name", "prefix", "scopes", "spend_cap_per_day": {"amount", "currency"} | null,
 //       "spent_today": {"amount", "currency"} | null, "allowed_cidrs", "created_at",
 //       "expires_at", "expired"}
-#include "core/money.h"
 #include "engine/api_keys.h"
+#include "core/money.h"
 #include "engine/limits.h"
 #include "http/address_filter.h"
 #include "http/api.h"
@@ -65,9 +65,9 @@ Result<std::vector<std::string>> StringArray(const json& body, std::string_view 
 }
 
 Result<NewKey> ParseNewKey(const Request& r) {
-  GPUHUB_ASSIGN_OR_RETURN(json body,
-                          ParseJsonObject(r, {"name", "scopes", "spend_cap_per_day",
-                                              "spend_cap_currency", "expires_at", "allowed_cidrs"}));
+  GPUHUB_ASSIGN_OR_RETURN(
+      json body, ParseJsonObject(r, {"name", "scopes", "spend_cap_per_day", "spend_cap_currency",
+                                     "expires_at", "allowed_cidrs"}));
   NewKey out;
   GPUHUB_ASSIGN_OR_RETURN(out.spec.name, RequiredString(body, "name"));
   if (!body.contains("scopes")) {
@@ -84,9 +84,8 @@ Result<NewKey> ParseNewKey(const Request& r) {
   }
   auto cap = body.find("spend_cap_per_day");
   if (cap != body.end() && !cap->is_null()) {
-    auto micros =
-        cap->is_string() ? ParseDecimalMicros(cap->get<std::string>(), 6) : Result<std::int64_t>(
-            Status::InvalidArgument("a JSON number"));
+    auto micros = cap->is_string() ? ParseDecimalMicros(cap->get<std::string>(), 6)
+                                   : Result<std::int64_t>(Status::InvalidArgument("a JSON number"));
     if (!micros.ok()) {
       return Status::InvalidArgument(
                  "field 'spend_cap_per_day' must be a decimal money string such as \"25.00\" "
@@ -151,7 +150,8 @@ void RegisterApiKeyRoutes(Router& router, ApiContext& api) {
                  api, 0, [](const Request& r) { return IdParam(r, "API key"); },
                  [](Txn& txn, const User& me, const std::int64_t& id) -> Result<Reply> {
                    const engine::ApiKey* k = engine::FindApiKey(txn.state, me.id, id);
-                   if (!k) return Status::NotFound("no API key " + std::to_string(id) + " of yours");
+                   if (!k)
+                     return Status::NotFound("no API key " + std::to_string(id) + " of yours");
                    return Reply{200, KeyJson(*k, txn.now)};
                  }));
   // Not idempotent: the answer holds the secret, which is never stored for a replay.

@@ -150,13 +150,13 @@ TEST_P(ApiKeysTest, TheDailyCapHoldsAcrossARestartAndOpensTheNextDay) {
 
 TEST_P(ApiKeysTest, AllowListExpiryAndRevocation) {
   SetUpMarket();
-  std::string elsewhere = Key({{"name", "vpn"}, {"scopes", {"read"}},
-                               {"allowed_cidrs", {"10.0.0.0/8", "2001:db8::/32"}}});
+  std::string elsewhere = Key(
+      {{"name", "vpn"}, {"scopes", {"read"}}, {"allowed_cidrs", {"10.0.0.0/8", "2001:db8::/32"}}});
   auto outside = client_->Call("GET", "/v1/wallets", nullptr, elsewhere);
   EXPECT_EQ(outside.status, 403) << outside.body;
   EXPECT_NE(Message(outside).find("not allowed from 127.0.0.1"), std::string::npos);
-  std::string here = Key({{"name", "ci-box"}, {"scopes", {"read"}},
-                          {"allowed_cidrs", {"127.0.0.2/32"}}});
+  std::string here =
+      Key({{"name", "ci-box"}, {"scopes", {"read"}}, {"allowed_cidrs", {"127.0.0.2/32"}}});
   HttpClient from_ci(server_->port(), "127.0.0.2");
   EXPECT_EQ(from_ci.Call("GET", "/v1/wallets", nullptr, here).status, 200);
   EXPECT_EQ(client_->Call("GET", "/v1/wallets", nullptr, here).status, 403);
@@ -188,13 +188,13 @@ TEST_P(ApiKeysTest, AKeyNeverManagesKeysSessionsOrTheAccount) {
     const char* path;
     json body;
   };
-  for (const Case& c : {Case{"POST", "/v1/api-keys", {{"name", "x"}, {"scopes", {"read"}}}},
-                        Case{"GET", "/v1/api-keys", nullptr},
-                        Case{"DELETE", "/v1/api-keys/1", nullptr},
-                        Case{"DELETE", "/v1/sessions/current", nullptr},
-                        Case{"GET", "/v1/sessions/current", nullptr},
-                        Case{"POST", "/v1/accounts/me/roles", {{"role", "provider"}}},
-                        Case{"PUT", "/v1/accounts/me/webhook", {{"url", "https://x.example/h"}}}}) {
+  for (const Case& c :
+       {Case{"POST", "/v1/api-keys", {{"name", "x"}, {"scopes", {"read"}}}},
+        Case{"GET", "/v1/api-keys", nullptr}, Case{"DELETE", "/v1/api-keys/1", nullptr},
+        Case{"DELETE", "/v1/sessions/current", nullptr},
+        Case{"GET", "/v1/sessions/current", nullptr},
+        Case{"POST", "/v1/accounts/me/roles", {{"role", "provider"}}},
+        Case{"PUT", "/v1/accounts/me/webhook", {{"url", "https://x.example/h"}}}}) {
     auto r = client_->Call(c.method, c.path, c.body, all);
     EXPECT_EQ(r.status, 403) << c.method << " " << c.path << ": " << r.body;
     EXPECT_NE(Message(r).find("API keys cannot"), std::string::npos) << r.body;
@@ -215,16 +215,12 @@ TEST_P(ApiKeysTest, BadInputNamesTheField) {
       {{{"name", "x"}, {"scopes", json::array()}}, "scopes"},
       {{{"name", "x"}}, "scopes"},
       {{{"scopes", {"read"}}}, "name"},
-      {{{"name", "x"}, {"scopes", {"read"}}, {"expires_at", "2001-01-01T00:00:00Z"}},
-       "expires_at"},
+      {{{"name", "x"}, {"scopes", {"read"}}, {"expires_at", "2001-01-01T00:00:00Z"}}, "expires_at"},
       {{{"name", "x"}, {"scopes", {"read"}}, {"expires_at", Later(24 * 400)}}, "expires_at"},
       {{{"name", "x"}, {"scopes", {"read"}}, {"expires_at", "tomorrow"}}, "expires_at"},
-      {{{"name", "x"}, {"scopes", {"read"}}, {"allowed_cidrs", {"10.0.0.0/33"}}},
-       "allowed_cidrs"},
-      {{{"name", "x"}, {"scopes", {"read"}}, {"allowed_cidrs", {"10.0.0.1/8"}}},
-       "allowed_cidrs"},
-      {{{"name", "x"}, {"scopes", {"read"}}, {"allowed_cidrs", {"fe80::zz/64"}}},
-       "allowed_cidrs"},
+      {{{"name", "x"}, {"scopes", {"read"}}, {"allowed_cidrs", {"10.0.0.0/33"}}}, "allowed_cidrs"},
+      {{{"name", "x"}, {"scopes", {"read"}}, {"allowed_cidrs", {"10.0.0.1/8"}}}, "allowed_cidrs"},
+      {{{"name", "x"}, {"scopes", {"read"}}, {"allowed_cidrs", {"fe80::zz/64"}}}, "allowed_cidrs"},
       {{{"name", "x"}, {"scopes", {"wallet-spend"}}, {"spend_cap_per_day", 5}},
        "spend_cap_per_day"},
       {{{"name", "x"}, {"scopes", {"wallet-spend"}}, {"spend_cap_per_day", "5.0000001"}},
@@ -261,16 +257,16 @@ TEST_P(ApiKeysTest, TheSecretIsShownOnceAndStoredOnlyAsAHash) {
   auto store = store::OpenReadStore(db_);
   ASSERT_TRUE(store.ok()) << store.status().ToString();
   int rows = 0;
-  Status scanned = (*store)->Scan(
-      "api_keys", {"secret_hash", "name", "scopes", "networks"}, "id",
-      [&](const store::Row& row) -> Status {
-        ++rows;
-        for (std::size_t i = 0; i < 4; ++i) {
-          EXPECT_EQ(row.Text(i).value().find(secret.substr(6)), std::string::npos);
-        }
-        EXPECT_EQ(row.Text(0).value(), engine::HashToken(secret));
-        return Status::Ok();
-      });
+  Status scanned =
+      (*store)->Scan("api_keys", {"secret_hash", "name", "scopes", "networks"}, "id",
+                     [&](const store::Row& row) -> Status {
+                       ++rows;
+                       for (std::size_t i = 0; i < 4; ++i) {
+                         EXPECT_EQ(row.Text(i).value().find(secret.substr(6)), std::string::npos);
+                       }
+                       EXPECT_EQ(row.Text(0).value(), engine::HashToken(secret));
+                       return Status::Ok();
+                     });
   EXPECT_TRUE(scanned.ok()) << scanned.ToString();
   EXPECT_EQ(rows, 1);
 }
