@@ -271,6 +271,36 @@ TEST_P(ApiKeysTest, TheSecretIsShownOnceAndStoredOnlyAsAHash) {
   EXPECT_EQ(rows, 1);
 }
 
+// The case: a rentals key cannot spend beyond its cap (term rentals pay through the same
+// ledger guard as the spot exchange), and without wallet-spend it cannot rent at all.
+TEST_P(ApiKeysTest, ARentalsKeyCannotSpendBeyondItsCap) {
+  auto node = client_->Call("POST", "/v1/admin/nodes", {{"gpu", "A100 SXM"}, {"region", "PDX-1"}},
+                            admin_);
+  ASSERT_EQ(node.status, 201) << node.body;
+  session_ = User("kate", {"customer"});
+  Credit("kate", "1000");
+  json week = {{"gpu", "A100 SXM"}, {"count", 1}, {"term", "week"}};
+  std::string no_spend = Key({{"name", "r"}, {"scopes", {"read", "rentals"}}});
+  std::string capped = Key({{"name", "rc"},
+                            {"scopes", {"read", "rentals", "wallet-spend"}},
+                            {"spend_cap_per_day", "300"}});
+  auto refused = client_->Call("POST", "/v1/rentals", week, no_spend);
+  EXPECT_EQ(refused.status, 403) << refused.body;
+  EXPECT_NE(Message(refused).find("wallet-spend"), std::string::npos) << refused.body;
+  auto first = client_->Call("POST", "/v1/rentals", week, capped);
+  ASSERT_EQ(first.status, 201) << first.body;
+  std::string paid = first.Json()["charge"]["paid"]["amount"];
+  EXPECT_LE(Micros(paid), 300'000'000) << paid;
+  std::string after_first = Available(capped);
+  auto second = client_->Call("POST", "/v1/rentals", week, capped);
+  EXPECT_EQ(second.status, 402) << second.body;
+  EXPECT_NE(Message(second).find("may spend at most 300.000000 USD a day"), std::string::npos)
+      << second.body;
+  EXPECT_EQ(Available(capped), after_first);
+  EXPECT_EQ(Get("/v1/api-keys/2", session_)["spent_today"]["amount"], paid);
+  EXPECT_EQ(Get("/v1/rentals", capped)["rentals"].size(), 1u);
+}
+
 INSTANTIATE_TEST_SUITE_P(Backends, ApiKeysTest, ::testing::Values("sqlite", "postgresql"));
 
 }  // namespace
