@@ -109,6 +109,21 @@ TEST_F(ApiKeysTest, CreatesValidatesAndRevokes) {
   EXPECT_EQ(gone.status().code(), StatusCode::kUnauthenticated);
 }
 
+TEST_F(ApiKeysTest, AnAccountHoldsAtMostTheNamedNumberOfKeys) {
+  for (std::size_t i = 0; i < kMaxApiKeysPerUser; ++i) {
+    ASSERT_TRUE(Create({"k", kScopeRead, std::nullopt, Currency::kUsd, {}, {}},
+                       "hash" + std::to_string(i))
+                    .ok());
+  }
+  auto over = Create({"k", kScopeRead, std::nullopt, Currency::kUsd, {}, {}}, "one more");
+  EXPECT_EQ(over.status().code(), StatusCode::kResourceExhausted);
+  ASSERT_TRUE(Run<int>([&](Txn& txn) -> Result<int> {
+                GPUHUB_RETURN_IF_ERROR(RevokeApiKey(txn, user_.id, 3));
+                return 1;
+              }) == 1);
+  EXPECT_TRUE(Create({"k", kScopeRead, std::nullopt, Currency::kUsd, {}, {}}, "one more").ok());
+}
+
 TEST_F(ApiKeysTest, AKeyExpires) {
   ASSERT_TRUE(Create({"ci", kScopeRead, std::nullopt, Currency::kUsd, {}, kStart + 1000}).ok());
   Advance(1000);
