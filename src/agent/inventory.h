@@ -44,6 +44,7 @@ struct Inventory {
   std::int64_t ram_mib = 0;
   std::int64_t vcpus = 0;
   std::int64_t disk_free_gb = 0;
+  std::int64_t disk_total_gb = 0;  // the size of disk_path's file system (10^9 bytes)
   std::vector<GpuInfo> gpus;  // by index
 };
 

@@ -98,6 +98,8 @@ Inventory HostProbe::Probe() {
   if (::statvfs(options_.disk_path.c_str(), &fs) == 0) {
     inv.disk_free_gb = static_cast<std::int64_t>(static_cast<double>(fs.f_bavail) *
                                                  static_cast<double>(fs.f_frsize) / 1e9);
+    inv.disk_total_gb = static_cast<std::int64_t>(static_cast<unsigned long long>(fs.f_blocks) *
+                                                  fs.f_frsize / 1'000'000'000ULL);
   }
   return inv;
 }

@@ -92,6 +92,17 @@ Result<WorkloadSpec> SpecFrom(const json& j) {
   return w;
 }
 
+// An answer's desired workloads (at most kMaxWorkloads).
+Result<std::vector<WorkloadSpec>> SpecsFrom(const json& list) {
+  if (!list.is_array() || list.size() > kMaxWorkloads) return Bad("workloads");
+  std::vector<WorkloadSpec> out;
+  for (const auto& w : list) {
+    GPUHUB_ASSIGN_OR_RETURN(WorkloadSpec spec, SpecFrom(w));
+    out.push_back(std::move(spec));
+  }
+  return out;
+}
+
 }  // namespace
 
 std::string EnrolBody(const std::string& token, const std::string& nonce,
@@ -139,6 +150,7 @@ json InventoryObject(const Inventory& inventory) {
           {"ram_mib", inventory.ram_mib},
           {"vcpus", inventory.vcpus},
           {"nvme_free_gb", inventory.disk_free_gb},
+          {"disk_total_gb", inventory.disk_total_gb},
           {"gpus", gpus}};
 }
 
@@ -199,12 +211,7 @@ Result<DesiredAnswer> ParseDesiredAnswer(std::string_view body) {
     if (!t.ok()) return Bad("server_time");
     a.server_time = *t;
     a.order = OrderFrom(j);
-    const json& list = j.at("workloads");
-    if (!list.is_array() || list.size() > kMaxWorkloads) return Bad("workloads");
-    for (const auto& w : list) {
-      GPUHUB_ASSIGN_OR_RETURN(WorkloadSpec spec, SpecFrom(w));
-      a.workloads.push_back(std::move(spec));
-    }
+    GPUHUB_ASSIGN_OR_RETURN(a.workloads, SpecsFrom(j.at("workloads")));
   } catch (const json::exception& e) {
     return Bad(e.what());
   }
@@ -227,12 +234,7 @@ Result<HeartbeatAnswer> ParseHeartbeatAnswer(std::string_view body) {
       a.desired_version = j["desired_version"].get<std::string>();
     }
     a.order = OrderFrom(j);
-    const json& list = j.at("workloads");
-    if (!list.is_array() || list.size() > kMaxWorkloads) return Bad("workloads");
-    for (const auto& w : list) {
-      GPUHUB_ASSIGN_OR_RETURN(WorkloadSpec spec, SpecFrom(w));
-      a.workloads.push_back(std::move(spec));
-    }
+    GPUHUB_ASSIGN_OR_RETURN(a.workloads, SpecsFrom(j.at("workloads")));
     if (j.contains("disk_actions") && !j["disk_actions"].is_null()) {
       const json& actions = j["disk_actions"];
       if (!actions.is_array() || actions.size() > kMaxWorkloads) return Bad("disk_actions");

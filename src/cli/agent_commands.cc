@@ -89,7 +89,7 @@ void RunInventory(const AgentFlags& flags) {
     std::cout << "source: " << (inv.source.empty() ? "none (" + inv.error + ")" : inv.source)
               << "\ndriver " << inv.driver_version << ", CUDA " << inv.cuda_version << ", "
               << inv.vcpus << " CPUs, " << inv.ram_mib << " MiB RAM, " << inv.disk_free_gb
-              << " GB free disk\n";
+              << " GB free of " << inv.disk_total_gb << " GB disk\n";
     for (const auto& g : inv.gpus) {
       std::cout << "  GPU " << g.index << "  " << g.uuid << "  " << g.name << "  "
                 << g.memory_mib << " MiB  PCIe " << g.pcie_gen << " x" << g.pcie_width << "  "

@@ -60,6 +60,11 @@ std::string ClaimedBeyondMeasured(const market::Machine& listing, const HostInve
            std::to_string(inventory.ram_mib) + " MiB (" +
            std::to_string(inventory.ram_mib * 1024 * 1024 / 1'000'000'000) + " GB)" + tail;
   }
+  if (inventory.disk_total_gb > 0 && listing.disk_gb > inventory.disk_total_gb) {
+    return "the listing says " + std::to_string(listing.disk_gb) +
+           " GB of disk but the host's disk is " + std::to_string(inventory.disk_total_gb) +
+           " GB" + tail;
+  }
   return "";
 }
 

@@ -89,6 +89,7 @@ void WriteHost(Txn& txn, const AgentHost& h) {
                                     {"ram_mib", h.inventory.ram_mib},
                                     {"vcpus", h.inventory.vcpus},
                                     {"nvme_free_gb", h.inventory.nvme_free_gb},
+                                    {"disk_total_gb", h.inventory.disk_total_gb},
                                     {"bound_uuids", JoinWith(h.bound_uuids, ",")}});
 }
 
@@ -668,16 +669,23 @@ std::vector<int> PortsFromText(const std::string& text) {
   }
   return out;
 }
-}  // namespace
 
-Status RecordLaunchSpec(Txn& txn, market::OrderId bid_id, const std::string& image,
-                        const LaunchExtras& extras) {
-  const std::string chosen = image.empty() ? A(txn).config.default_image : image;
+// The image a lease or rental runs ("" = the default), checked with its extras.
+Result<std::string> ChosenLaunchImage(Txn& txn, const std::string& image,
+                                      const LaunchExtras& extras) {
+  std::string chosen = image.empty() ? A(txn).config.default_image : image;
   GPUHUB_RETURN_IF_ERROR(ValidateImageRef(chosen));
   GPUHUB_RETURN_IF_ERROR(ValidateContainerPorts(extras.ports));
   if (extras.sealed_registry_auth.size() > kMaxSealedRegistryAuthBytes) {
     return Status::InvalidArgument("registry_auth is too long").WithField("registry_auth");
   }
+  return chosen;
+}
+}  // namespace
+
+Status RecordLaunchSpec(Txn& txn, market::OrderId bid_id, const std::string& image,
+                        const LaunchExtras& extras) {
+  GPUHUB_ASSIGN_OR_RETURN(const std::string chosen, ChosenLaunchImage(txn, image, extras));
   A(txn).image_by_bid[bid_id] = chosen;
   if (!extras.ports.empty() || !extras.sealed_registry_auth.empty()) {
     A(txn).extras_by_bid[bid_id] = extras;
@@ -690,15 +698,9 @@ Status RecordLaunchSpec(Txn& txn, market::OrderId bid_id, const std::string& ima
   return Status::Ok();
 }
 
-
 Status RecordRentalLaunchSpec(Txn& txn, std::int64_t rental_id, const std::string& image,
                               const LaunchExtras& extras) {
-  const std::string chosen = image.empty() ? A(txn).config.default_image : image;
-  GPUHUB_RETURN_IF_ERROR(ValidateImageRef(chosen));
-  GPUHUB_RETURN_IF_ERROR(ValidateContainerPorts(extras.ports));
-  if (extras.sealed_registry_auth.size() > kMaxSealedRegistryAuthBytes) {
-    return Status::InvalidArgument("registry_auth is too long").WithField("registry_auth");
-  }
+  GPUHUB_ASSIGN_OR_RETURN(const std::string chosen, ChosenLaunchImage(txn, image, extras));
   A(txn).launch_by_rental[rental_id] = {chosen, extras};
   txn.writes.Upsert("rental_launch_specs", {{"rental_id", rental_id},
                                             {"image", chosen},
@@ -858,7 +860,7 @@ Status LoadAgents(store::Store& store, const std::vector<market::OrderId>& open_
       {"id", "kind", "owner_id", "machine_id", "node_id", "credential_hash", "enrolled_at_us",
        "revoked_at_us", "last_seen_us", "hostname", "public_host", "agent_version",
        "inventory_source", "inventory_error", "driver_version", "cuda_version", "ram_mib", "vcpus",
-       "nvme_free_gb", "bound_uuids"},
+       "nvme_free_gb", "bound_uuids", "disk_total_gb"},
       "id", [&](const store::Row& row) -> Status {
         AgentHost h;
         GPUHUB_ASSIGN_OR_RETURN(h.id, row.Int(0));
@@ -881,6 +883,7 @@ Status LoadAgents(store::Store& store, const std::vector<market::OrderId>& open_
         GPUHUB_ASSIGN_OR_RETURN(h.inventory.vcpus, row.Int(17));
         GPUHUB_ASSIGN_OR_RETURN(h.inventory.nvme_free_gb, row.Int(18));
         GPUHUB_ASSIGN_OR_RETURN(std::string bound, row.Text(19));
+        GPUHUB_ASSIGN_OR_RETURN(h.inventory.disk_total_gb, row.Int(20));
         for (const auto& u : Split(bound, ',')) {
           if (!u.empty()) h.bound_uuids.push_back(u);
         }

@@ -101,6 +101,9 @@ struct HostInventory {
   std::int64_t ram_mib = 0;
   std::int64_t vcpus = 0;
   std::int64_t nvme_free_gb = 0;
+  // The size of the file system the containers' disks live on (what a listing's disk_gb is
+  // checked against; free space falls as containers write, its size does not).
+  std::int64_t disk_total_gb = 0;
   std::vector<GpuInventory> gpus;  // by index
 };
 

@@ -159,6 +159,28 @@ TEST(MachineConditionForTest, ClaimingMoreCpusOrRamThanMeasuredHoldsTheListing) 
   EXPECT_EQ(Condition(listing, inv).hold_reason, "");
 }
 
+// Disk: the listing's disk_gb against the size of the host's disk (not its free space, which falls
+// as containers write and would take a machine off the book for its own customers' data).
+TEST(MachineConditionForTest, ClaimingMoreDiskThanTheHostHasHoldsTheListing) {
+  market::Machine listing;
+  listing.gpu = "H100 SXM";
+  listing.gpus = 2;
+  listing.disk_gb = 2000;
+  HostInventory inv = Gpus(2);
+  inv.disk_total_gb = 252;
+  inv.nvme_free_gb = 74;
+  EXPECT_EQ(Condition(listing, inv).hold_reason,
+            "the listing says 2000 GB of disk but the host's disk is 252 GB: its asks are off the "
+            "book until the listing is corrected");
+  listing.disk_gb = 200;
+  EXPECT_EQ(Condition(listing, inv).hold_reason, "") << "more than is free, not more than it has";
+  listing.disk_gb = 252;
+  EXPECT_EQ(Condition(listing, inv).hold_reason, "");
+  inv.disk_total_gb = 0;  // not reported
+  listing.disk_gb = 1'000'000;
+  EXPECT_EQ(Condition(listing, inv).hold_reason, "");
+}
+
 TEST(MachineConditionForTest, AContainersShareNeverExceedsWhatTheHostHas) {
   market::Machine listing;
   listing.gpus = 8;

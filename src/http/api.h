@@ -46,6 +46,7 @@ struct Offer;
 }
 namespace gpuhub::rentals {
 struct TaxBlock;
+struct Rental;
 }
 
 namespace gpuhub::store {
@@ -351,6 +352,8 @@ json LeaseConnectionJson(const engine::State& state, std::int64_t lease_id);
 // pulling, starting (sshd not answering yet), ready (sshd answers), failed, stopped; ended once
 // the lease is over.
 json LeaseProvisioningJson(const engine::State& state, const market::Lease& lease);
+// The same for a term rental's instance on its node (from the order; ended once released).
+json RentalProvisioningJson(const engine::State& state, const rentals::Rental& rental);
 // A term rental's downtime credits (its node's agent silent): {"total_usd", "credits": [{"from",
 // "to", "hours", "multiplier", "usd", "amount", "currency", "formula"}]}.
 json RentalDowntimeJson(const engine::State& state, std::int64_t rental_id);

@@ -86,6 +86,7 @@ json HostJson(const engine::State& state, const AgentHost& h, TimestampMicros no
             {"ram_mib", h.inventory.ram_mib},
             {"vcpus", h.inventory.vcpus},
             {"nvme_free_gb", h.inventory.nvme_free_gb},
+            {"disk_total_gb", h.inventory.disk_total_gb},
             {"gpus", gpus}}}};
 }
 
@@ -200,6 +201,7 @@ Result<engine::Heartbeat> ParseHeartbeat(const Request& r) {
     GPUHUB_RETURN_IF_ERROR(number("ram_mib", &out.ram_mib));
     GPUHUB_RETURN_IF_ERROR(number("vcpus", &out.vcpus));
     GPUHUB_RETURN_IF_ERROR(number("nvme_free_gb", &out.nvme_free_gb));
+    GPUHUB_RETURN_IF_ERROR(number("disk_total_gb", &out.disk_total_gb));
     auto gpus = inv->find("gpus");
     if (gpus != inv->end() && !gpus->is_null()) {
       if (!gpus->is_array() || gpus->size() > engine::kMaxReportedGpus) {
@@ -582,13 +584,16 @@ std::string StepName(const std::string& state) {
 }
 }  // namespace
 
-json LeaseProvisioningJson(const engine::State& state, const market::Lease& lease) {
+namespace {
+// The steps of a workload that was ordered at `ordered_at` and ended at `ended_at` (0: not ended).
+json ProvisioningJson(const engine::State& state, const std::string& workload_id,
+                      TimestampMicros ordered_at, TimestampMicros ended_at, bool simulated) {
   json steps = json::array();
-  const engine::WorkloadRecord* w = engine::FindWorkload(state, engine::LeaseWorkloadId(lease.id));
+  const engine::WorkloadRecord* w = engine::FindWorkload(state, workload_id);
   // A demo machine's simulated host runs nothing: no steps to wait for.
-  const bool simulated = w == nullptr && engine::IsSimulatedHost(state, lease.machine_id);
+  simulated = simulated && w == nullptr;
   steps.push_back({{"step", simulated ? "simulated" : "waiting_for_host"},
-                   {"at", FormatTimestamp(lease.started_at)}});
+                   {"at", FormatTimestamp(ordered_at)}});
   if (w != nullptr) {
     auto list = w->steps;
     // After a restart only the current state is known (steps are not stored).
@@ -597,14 +602,24 @@ json LeaseProvisioningJson(const engine::State& state, const market::Lease& leas
       steps.push_back({{"step", StepName(name)}, {"at", FormatTimestamp(at)}});
     }
   }
-  if (lease.status != market::LeaseStatus::kActive) {
-    steps.push_back({{"step", "ended"}, {"at", FormatTimestamp(lease.ended_at)}});
-  }
+  if (ended_at != 0) steps.push_back({{"step", "ended"}, {"at", FormatTimestamp(ended_at)}});
   const json& now = steps.back();
   return {{"step", now["step"]},
           {"since", now["at"]},
           {"detail", w == nullptr || w->detail.empty() ? json(nullptr) : json(w->detail)},
           {"steps", steps}};
+}
+}  // namespace
+
+json LeaseProvisioningJson(const engine::State& state, const market::Lease& lease) {
+  return ProvisioningJson(state, engine::LeaseWorkloadId(lease.id), lease.started_at,
+                          lease.status != market::LeaseStatus::kActive ? lease.ended_at : 0,
+                          engine::IsSimulatedHost(state, lease.machine_id));
+}
+
+json RentalProvisioningJson(const engine::State& state, const rentals::Rental& rental) {
+  return ProvisioningJson(state, engine::RentalWorkloadId(rental.id), rental.created_at,
+                          rental.released_at, false);
 }
 
 json RentalDowntimeJson(const engine::State& state, std::int64_t rental_id) {

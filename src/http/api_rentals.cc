@@ -160,6 +160,7 @@ json RentalJson(const engine::State& state, const rentals::Rental& r) {
   out["image"] = launch != nullptr ? launch->image : state.agents->config.default_image;
   out["ports"] = launch != nullptr ? json(launch->extras.ports) : json::array();
   out["registry_credential"] = launch != nullptr && !launch->extras.sealed_registry_auth.empty();
+  out["provisioning"] = RentalProvisioningJson(state, r);
   return out;
 }
 

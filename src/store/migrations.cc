@@ -834,9 +834,15 @@ ALTER TABLE market_leases ADD COLUMN start_deadline_us BIGINT NOT NULL DEFAULT 0
 ALTER TABLE market_leases ADD COLUMN hold_micros BIGINT NOT NULL DEFAULT 0;
 ALTER TABLE market_leases ADD COLUMN workload_down BIGINT NOT NULL DEFAULT 0;
 )sql"},
+      // The size of a host's disk as its agent measures it (0: not reported): a listing's
+      // disk_gb is checked against it as its vCPUs and RAM are.
+      {21, "agent_disk_total",
+       R"sql(
+ALTER TABLE agent_hosts ADD COLUMN disk_total_gb BIGINT NOT NULL DEFAULT 0;
+)sql"},
       // Scoped API keys (engine/api_keys.h): only the secret's SHA-256 is stored; the day's spending
       // against the key's cap is kept on its row (spend_day, spent_micros).
-      {21, "api_keys",
+      {22, "api_keys",
        R"sql(
 CREATE TABLE api_keys (
   id BIGINT PRIMARY KEY,

@@ -135,7 +135,13 @@ TEST_P(AgentSecurityTest, EachCredentialSeesOnlyItsOwnHost) {
   EXPECT_EQ(refused.Json()["error"]["code"], "unauthenticated");
   EXPECT_EQ(refused.body.find("lease-"), std::string::npos);
   json lease_a = client_->Call("GET", "/v1/leases/" + on_a.substr(6), nullptr, carl).Json();
-  EXPECT_EQ(lease_a["billing"], "paused");
+  // Its workload never ran (A's host reported only B's): it is still waiting for the host, not
+  // billed, and the machine is offline at once.
+  EXPECT_EQ(lease_a["billing"], "provisioning") << lease_a.dump();
+  EXPECT_EQ(lease_a["hours_paid"], 0) << lease_a.dump();
+  EXPECT_EQ(client_->Call("GET", "/v1/machines/" + std::to_string(a) + "/agent", nullptr, paula)
+                .Json()["agent"]["status"],
+            "revoked");
   // B is unaffected.
   EXPECT_EQ(Beat(cred_b, json::array(), "GPU-b").status, 200);
   // Admin sees both hosts; a provider's machines list shows only its own.

@@ -8,31 +8,12 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { newPage, screenshot } from './lib/browser.mjs';
-import { username, waitForData, unexpected, signUp, useServerAndBrowser, PASSWORD } from './lib/helpers.mjs';
+import { username, waitForData, unexpected, signUp, useServerAndBrowser, logIn, scriptedAgent } from './lib/helpers.mjs';
 
 const env = useServerAndBrowser();
 
 const KEY = 'ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIG16T587uU+epMBs4vmoyyGuBG9yQ3QtlzA/ukPD/zmj grace@laptop';
 const FINGERPRINT = 'SHA256:xkh9ZCNYIFG9N7w9WVXvCkhBxKOYRyDU24Im6DZ8cqw';
-
-async function logIn(page, name) {
-  await page.goto('/account/');
-  await page.waitForSelector('#login-form');
-  await page.fill('#login-username', name);
-  await page.fill('#login-password', PASSWORD);
-  await page.click('#login-form button[type="submit"]');
-  await page.waitForSelector('#signed-in:not([hidden])');
-  await waitForData(page);
-}
-
-// A host agent, scripted: what `gpuhub agent` sends.
-function scriptedAgent(credential) {
-  const gpus = (n) => Array.from({ length: n }, (_, i) => ({ index: i, uuid: `GPU-e2e-${i}`, name: 'NVIDIA H100 80GB HBM3', memory_mib: 81559, healthy: true, health: [] }));
-  return {
-    beat: (n, workloads = []) =>
-      env.api.call('POST', '/v1/agent/heartbeat', { hostname: 'gpu-e2e', public_host: '198.51.100.7', agent_version: '0.1.0', inventory: { source: 'nvidia-smi', vcpus: 64, ram_mib: 524288, gpus: gpus(n) }, workloads }, credential),
-  };
-}
 
 test('SSH keys on the account page: refused with the reason beside the field, listed, removed', async () => {
   const { context, page, problems } = await newPage(env.chrome.browser, 'desktop', env.server.url);
@@ -76,7 +57,7 @@ test('the sell page shows the agent and why the ask is off the book; a lease sho
   await env.api.call('POST', '/v1/asks', { machine_id: m.id, price_usd_per_gpu_hour: '1.000', min_gpus: 1, available_until: until }, provider);
   const token = await env.api.call('POST', `/v1/machines/${m.id}/enrolment-tokens`, {}, provider);
   const enrolled = await env.api.call('POST', '/v1/agent/enroll', { token: token.token, hostname: 'gpu-e2e' });
-  const agent = scriptedAgent(enrolled.credential);
+  const agent = scriptedAgent(env.api, enrolled.credential);
   await agent.beat(4);
 
   const seller = await newPage(env.chrome.browser, 'desktop', env.server.url);
@@ -89,6 +70,7 @@ test('the sell page shows the agent and why the ask is off the book; a lease sho
     assert.match(await row.innerText(), /agent online/);
     assert.match(await row.innerText(), /measured: 4 × NVIDIA H100 80GB HBM3/);
     assert.match(await row.innerText(), /64\s*measured: \d+/, 'vCPUs: listed and measured');
+    assert.match(await row.innerText(), /4,?000 GB\s*measured: 7,?680 GB \(7,?000 GB free\)/, 'disk: listed and measured');
     assert.match(await row.innerText(), /the host reports 4 GPUs .* but the listing says 8 x H100 SXM/);
     assert.match(await row.innerText(), /held off the book/);
     await screenshot(seller.page, 'sell-agent-held-desktop');
@@ -115,7 +97,7 @@ test('the sell page shows the agent and why the ask is off the book; a lease sho
   }
   // The revoked host enrols again and reports all its GPUs.
   const again = await env.api.call('POST', `/v1/machines/${m.id}/enrolment-tokens`, {}, provider);
-  const host = scriptedAgent((await env.api.call('POST', '/v1/agent/enroll', { token: again.token })).credential);
+  const host = scriptedAgent(env.api, (await env.api.call('POST', '/v1/agent/enroll', { token: again.token })).credential);
   await host.beat(8);
 
   // A customer buys a GPU through the market page, naming a container image.
@@ -182,12 +164,33 @@ test('a term rental shows the SSH line its node agent reports and the downtime c
   // The admin enrols the agent of the rental's node (a demo node of 8 H100 SXM).
   const admin = await env.server.adminToken();
   const token = await env.api.call('POST', `/v1/admin/nodes/${rental.node_id}/enrolment-tokens`, {}, admin);
-  const node = scriptedAgent((await env.api.call('POST', '/v1/agent/enroll', { token: token.token, hostname: 'node-e2e' })).credential);
+  const node = scriptedAgent(env.api, (await env.api.call('POST', '/v1/agent/enroll', { token: token.token, hostname: 'node-e2e' })).credential);
   const desired = await node.beat(8);
   const w = desired.workloads.find((x) => x.id === `rental-${rental.id}`);
   assert.ok(w, JSON.stringify(desired));
   assert.deepEqual(w.ssh_authorized_keys, [KEY]);
   assert.deepEqual(w.volumes, [{ name: `rental-${rental.id}-${rental.cards[0]}`, slot: rental.cards[0] }]);
+  // Pulling: the rental page shows the steps as they happen.
+  await node.beat(8, [{ id: w.id, state: 'pulling', detail: 'pulling nvidia/cuda:12.4.1-base-ubuntu22.04' }]);
+  const pulling = await env.api.call('GET', `/v1/rentals/${rental.id}`, undefined, customer);
+  assert.ok(['provisioning', 'active'].includes(pulling.state), pulling.state);  // per [rentals] provisioning
+  assert.equal(pulling.provisioning.step, 'pulling');
+  assert.deepEqual(pulling.provisioning.steps.map((x) => x.step), ['waiting_for_host', 'pulling']);
+  assert.equal(pulling.image, w.image);
+  {
+    const { context, page, problems } = await newPage(env.chrome.browser, 'desktop', env.server.url);
+    try {
+      await logIn(page, customerName);
+      const item = page.locator(`#rental-${rental.id}`);
+      await item.locator('.steps').waitFor();
+      assert.equal(await item.locator('.step[aria-current="step"]').getAttribute('data-step'), 'pulling');
+      assert.match(await item.locator('.steps').getAttribute('aria-label'), new RegExp(`rental #${rental.id}`));
+      assert.ok((await item.locator('.image').innerText()).includes(w.image));
+      assert.deepEqual(unexpected(problems), []);
+    } finally {
+      await context.close();
+    }
+  }
   await node.beat(8, [{ id: w.id, state: 'running', ssh_port: 40002 }]);
   // The node is silent for 2 h, then back: 475.00 / 168 h x 2 h is credited.
   await env.server.advanceClock(7200);

@@ -6,20 +6,10 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { newPage, screenshot } from './lib/browser.mjs';
-import { username, waitForData, unexpected, useServerAndBrowser, PASSWORD } from './lib/helpers.mjs';
+import { username, waitForData, unexpected, useServerAndBrowser, logIn, scriptedAgent } from './lib/helpers.mjs';
 
 const env = useServerAndBrowser();
 const SECRET = 'e2e-registry-token-7f3a';
-
-async function logIn(page, name) {
-  await page.goto('/account/');
-  await page.waitForSelector('#login-form');
-  await page.fill('#login-username', name);
-  await page.fill('#login-password', PASSWORD);
-  await page.click('#login-form button[type="submit"]');
-  await page.waitForSelector('#signed-in:not([hidden])');
-  await waitForData(page);
-}
 
 test('the buy form picks a curated image, extra ports and a registry credential; the lease shows them', async () => {
   const provider = await env.api.user(username('ivy'), ['provider']);
@@ -29,8 +19,8 @@ test('the buy form picks a curated image, extra ports and a registry credential;
   await env.api.call('POST', '/v1/asks', { machine_id: m.id, price_usd_per_gpu_hour: '0.900', min_gpus: 1, available_until: until }, provider);
   const token = await env.api.call('POST', `/v1/machines/${m.id}/enrolment-tokens`, {}, provider);
   const credential = (await env.api.call('POST', '/v1/agent/enroll', { token: token.token, hostname: 'gpu-img' })).credential;
-  const gpus = [0, 1].map((i) => ({ index: i, uuid: `GPU-img-${i}`, name: 'NVIDIA H100 80GB HBM3', memory_mib: 81559, healthy: true, health: [] }));
-  const beat = (workloads = []) => env.api.call('POST', '/v1/agent/heartbeat', { hostname: 'gpu-img', public_host: '198.51.100.9', agent_version: '0.1.0', inventory: { source: 'nvidia-smi', gpus }, workloads }, credential);
+  const host = scriptedAgent(env.api, credential, { hostname: 'gpu-img', publicHost: '198.51.100.9', uuidPrefix: 'GPU-img' });
+  const beat = (workloads = []) => host.beat(2, workloads);
   await beat();
 
   const customerName = username('ned');

@@ -5,27 +5,11 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { newPage, screenshot } from './lib/browser.mjs';
-import { username, waitForData, unexpected, useServerAndBrowser, PASSWORD } from './lib/helpers.mjs';
+import { username, waitForData, unexpected, useServerAndBrowser, logIn, scriptedAgent } from './lib/helpers.mjs';
 
 const env = useServerAndBrowser();
 
 const KEY = 'ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIG16T587uU+epMBs4vmoyyGuBG9yQ3QtlzA/ukPD/zmj grace@laptop';
-
-function scriptedAgent(credential) {
-  const gpus = Array.from({ length: 2 }, (_, i) => ({ index: i, uuid: `GPU-prov-${i}`, name: 'NVIDIA H100 80GB HBM3', memory_mib: 81559, healthy: true, health: [] }));
-  return (workloads = []) =>
-    env.api.call('POST', '/v1/agent/heartbeat', { hostname: 'gpu-prov', public_host: '198.51.100.9', agent_version: '0.1.0', inventory: { source: 'nvidia-smi', gpus }, workloads }, credential);
-}
-
-async function logIn(page, name) {
-  await page.goto('/account/');
-  await page.waitForSelector('#login-form');
-  await page.fill('#login-username', name);
-  await page.fill('#login-password', PASSWORD);
-  await page.click('#login-form button[type="submit"]');
-  await page.waitForSelector('#signed-in:not([hidden])');
-  await waitForData(page);
-}
 
 test('a lease shows its provisioning steps as they happen, then the SSH line with a Copy button', async () => {
   const provider = await env.api.user(username('pia'), ['provider']);
@@ -33,7 +17,8 @@ test('a lease shows its provisioning steps as they happen, then the SSH line wit
   const m = await env.api.call('POST', '/v1/machines', { gpu: 'H100 SXM', gpus: 2, region: 'IAD-1', vcpus: 16, ram_gb: 128, disk_gb: 1000 }, provider);
   await env.api.call('POST', '/v1/asks', { machine_id: m.id, price_usd_per_gpu_hour: '1.000', min_gpus: 1, available_until: until }, provider);
   const token = await env.api.call('POST', `/v1/machines/${m.id}/enrolment-tokens`, {}, provider);
-  const beat = scriptedAgent((await env.api.call('POST', '/v1/agent/enroll', { token: token.token })).credential);
+  const host = scriptedAgent(env.api, (await env.api.call('POST', '/v1/agent/enroll', { token: token.token })).credential, { hostname: 'gpu-prov', publicHost: '198.51.100.9', uuidPrefix: 'GPU-prov' });
+  const beat = (workloads = []) => host.beat(2, workloads);
   await beat();
 
   const customerName = username('cleo');

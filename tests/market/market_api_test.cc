@@ -3,6 +3,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <memory>
 #include <thread>
 
 #include "harness.h"
@@ -702,30 +703,51 @@ TEST_P(MarketApiTest, FitOnLivePricesThroughTheApiAndTheCli) {
 
 // The production default (no --simulated-hosts): a machine listed without an agent is held with
 // the reason, its ask offers nothing, a market bid finds nothing and no money moves.
-TEST(MarketHostTest, NothingIsSoldWithoutAnAgent) {
+// One server of its own (SQLite) with `options`, an admin, provider paula with a 1-GPU machine
+// listed, and customer carl with 10 USD.
+struct OneListedMachine {
+  explicit OneListedMachine(ServerOptions opts) : options(std::move(opts)) {
+    options.db = FreshDatabaseUrl("sqlite", dir);
+    auto r = CreateAdmin(dir, options);
+    EXPECT_EQ(r.exit_code, 0) << r.output;
+    server = std::make_unique<ServerProcess>(dir, options);
+    started = server->Start();
+    EXPECT_TRUE(started) << server->Log();
+    if (!started) return;
+    client = std::make_unique<HttpClient>(server->port());
+    admin = LogInAdmin(*client);
+    provider = SignUpAndLogIn(*client, "paula", kPassword, {"provider"});
+    customer = SignUpAndLogIn(*client, "carl", kPassword);
+    client->Call("POST", "/v1/admin/credits",
+                 {{"username", "carl"}, {"amount", "10"}, {"currency", "USD"}, {"reason", "t"}},
+                 admin);
+    machine = client->Call("POST", "/v1/machines",
+                           {{"gpu", "H100 SXM"},
+                            {"gpus", 1},
+                            {"region", "IAD-1"},
+                            {"vcpus", 1},
+                            {"ram_gb", 1},
+                            {"disk_gb", 1}},
+                           provider);
+  }
   TempDir dir;
   ServerOptions options;
-  options.db = FreshDatabaseUrl("sqlite", dir);
+  std::unique_ptr<ServerProcess> server;
+  bool started = false;
+  std::unique_ptr<HttpClient> client;
+  std::string admin, provider, customer;
+  HttpResponse machine;
+};
+
+TEST(MarketHostTest, NothingIsSoldWithoutAnAgent) {
+  ServerOptions options;
   options.simulated_hosts = false;
-  auto r = CreateAdmin(dir, options);
-  ASSERT_EQ(r.exit_code, 0) << r.output;
-  ServerProcess server(dir, options);
-  ASSERT_TRUE(server.Start()) << server.Log();
-  HttpClient client(server.port());
-  std::string admin = LogInAdmin(client);
-  std::string provider = SignUpAndLogIn(client, "paula", kPassword, {"provider"});
-  std::string customer = SignUpAndLogIn(client, "carl", kPassword);
-  client.Call("POST", "/v1/admin/credits",
-              {{"username", "carl"}, {"amount", "10"}, {"currency", "USD"}, {"reason", "t"}},
-              admin);
-  auto m = client.Call("POST", "/v1/machines",
-                       {{"gpu", "H100 SXM"},
-                        {"gpus", 1},
-                        {"region", "IAD-1"},
-                        {"vcpus", 1},
-                        {"ram_gb", 1},
-                        {"disk_gb", 1}},
-                       provider);
+  OneListedMachine w(options);
+  ASSERT_TRUE(w.started);
+  HttpClient& client = *w.client;
+  const std::string& provider = w.provider;
+  const std::string& customer = w.customer;
+  auto& m = w.machine;
   ASSERT_EQ(m.status, 201) << m.body;
   EXPECT_NE(m.Json()["hold_reason"].get<std::string>().find("no host agent runs this machine"),
             std::string::npos)
@@ -745,29 +767,14 @@ TEST(MarketHostTest, NothingIsSoldWithoutAnAgent) {
 }
 
 TEST(MarketFeeTest, ThePlatformFeeComesFromTheConfig) {
-  TempDir dir;
   ServerOptions options;
-  options.db = FreshDatabaseUrl("sqlite", dir);
   options.server_extra = "[market]\nfee_percent = \"2.5\"\n";
-  auto r = CreateAdmin(dir, options);
-  ASSERT_EQ(r.exit_code, 0) << r.output;
-  ServerProcess server(dir, options);
-  ASSERT_TRUE(server.Start()) << server.Log();
-  HttpClient client(server.port());
-  std::string admin = LogInAdmin(client);
-  std::string provider = SignUpAndLogIn(client, "paula", kPassword, {"provider"});
-  std::string customer = SignUpAndLogIn(client, "carl", kPassword);
-  client.Call("POST", "/v1/admin/credits",
-              {{"username", "carl"}, {"amount", "10"}, {"currency", "USD"}, {"reason", "t"}},
-              admin);
-  auto m = client.Call("POST", "/v1/machines",
-                       {{"gpu", "H100 SXM"},
-                        {"gpus", 1},
-                        {"region", "IAD-1"},
-                        {"vcpus", 1},
-                        {"ram_gb", 1},
-                        {"disk_gb", 1}},
-                       provider);
+  OneListedMachine w(options);
+  ASSERT_TRUE(w.started);
+  HttpClient& client = *w.client;
+  const std::string& provider = w.provider;
+  const std::string& customer = w.customer;
+  auto& m = w.machine;
   auto a = client.Call("POST", "/v1/asks", AskJson(m.Json()["id"], "4.000", "2099-01-01T00:00:00Z"),
                        provider);
   EXPECT_EQ(a.status, 400) << a.body;  // more than 366 days ahead

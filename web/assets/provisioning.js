@@ -20,7 +20,7 @@ export function provisioning(l) {
 
 // The steps as an ordered list: done, current (aria-current="step") and to come; a failure with
 // the agent's words.
-export function provisioningSteps(l) {
+export function provisioningSteps(l, what = 'lease') {
   const p = l.provisioning || { step: 'waiting_for_host', steps: [] };
   const at = new Map();
   for (const s of p.steps || []) at.set(s.step, s.at);  // the latest time of each
@@ -37,7 +37,7 @@ export function provisioningSteps(l) {
       at.has(key) ? h('span', { class: 'hint' }, ` ${timestamp(at.get(key))}`) : ''
     );
   });
-  const list = h('ol', { class: 'steps', 'aria-label': `Provisioning of lease #${l.id}` }, items);
+  const list = h('ol', { class: 'steps', 'aria-label': `Provisioning of ${what} #${l.id}` }, items);
   if (failed) {
     return h('div', null, list, h('div', { class: 'field-error' }, 'Failed to start' + (p.detail ? `: ${p.detail}` : '')));
   }

@@ -5,6 +5,7 @@
 import { api } from './api.js';
 import { h, $, replace, errorBox, empty, setBusy, copyableCommand } from './dom.js';
 import { money, timestamp } from './format.js';
+import { provisioningSteps } from './provisioning.js';
 
 const REFRESH_MS = 10000;
 const STATE_BADGE = { provisioning: 'badge-warn', active: 'badge-good', stopped: 'badge-bad', released: 'badge' };
@@ -98,7 +99,12 @@ function connectFact(r) {
   const ssh = r.instance.connection && r.instance.connection.ssh;
   if (r.state === 'released') return null;
   if (ssh && r.state === 'active') return [h('dt', null, 'Connect'), h('dd', { class: 'connect' }, copyableCommand(ssh, `the SSH command of rental #${r.id}`))];
-  if (r.state === 'provisioning') return [h('dt', null, 'Connect'), h('dd', { class: 'connect muted' }, r.instance.error ? `failed: ${r.instance.error}` : 'starting on its node…')];
+  // The node's agent reports each step (waiting for host, pulling, starting, ready).
+  const reported = r.provisioning && r.provisioning.steps && r.provisioning.steps.length > 1;
+  if (r.state === 'provisioning' || (r.state === 'active' && reported)) {
+    const steps = r.provisioning ? provisioningSteps(r, 'rental') : null;
+    return [h('dt', null, 'Connect'), h('dd', { class: 'connect muted' }, steps || '', r.instance.error ? `failed: ${r.instance.error}` : steps ? '' : 'starting on its node…')];
+  }
   return null;
 }
 
@@ -122,6 +128,7 @@ function rentalItem(r) {
       next ? [h('dt', null, 'Next'), h('dd', { class: 'next' }, `${NEXT_LABEL[next.what] || next.what} in `, h('strong', { dataset: { countdown: next.at } }, countdown(next.at)), h('span', { class: 'muted small' }, ` (${timestamp(next.at)})`))] : null,
       h('dt', null, 'Machine'),
       h('dd', null, `node ${r.node_id}, cards ${r.cards.join(', ')}, ${r.instance.nvme_gb} GB NVMe, ${r.instance.state}`),
+      r.image ? [h('dt', null, 'Image'), h('dd', { class: 'image' }, h('code', { class: 'image-ref' }, r.image), r.ports && r.ports.length ? h('span', { class: 'muted small' }, ` · ports ${r.ports.join(', ')}`) : '')] : null,
       connectFact(r),
       r.downtime_credit && Number(r.downtime_credit.total_usd) > 0
         ? [h('dt', null, 'Downtime'), h('dd', { class: 'downtime' }, `${money(r.downtime_credit.total_usd, 'USD')} credited: the node was offline ${r.downtime_credit.credits.map((c) => `${Number(c.hours).toFixed(2)} h`).join(' + ')}`, h('div', { class: 'hint' }, r.downtime_credit.credits.map((c) => c.formula).join('; ')))]

@@ -178,7 +178,7 @@ async function loadMachines(preferred) {
           { label: 'Region', cell: (m) => m.region },
           { label: 'vCPUs', num: true, cell: (m) => listedAndMeasured(integer(m.vcpus), measuredVcpus(m)) },
           { label: 'RAM', num: true, cell: (m) => listedAndMeasured(integer(m.ram_gb) + ' GB', measuredRam(m)) },
-          { label: 'Disk', num: true, cell: (m) => integer(m.disk_gb) + ' GB' },
+          { label: 'Disk', num: true, cell: (m) => listedAndMeasured(integer(m.disk_gb) + ' GB', measuredDisk(m)) },
           { label: 'Leased', num: true, cell: (m) => `${integer(m.gpus_leased)} of ${integer(m.gpus)}` },
           { label: 'Agent', cell: agentCell },
           { label: 'Selling', cell: sellingCell },
@@ -216,6 +216,10 @@ function measuredRam(m) {
   const inv = inventoryOf(m);
   // MiB as the kernel counts them, in GB (10^9 bytes) as listings are.
   return inv && inv.ram_mib ? integer(Math.floor((inv.ram_mib * 1048576) / 1e9)) + ' GB' : null;
+}
+function measuredDisk(m) {
+  const inv = inventoryOf(m);
+  return inv && inv.disk_total_gb ? `${integer(inv.disk_total_gb)} GB (${integer(inv.nvme_free_gb)} GB free)` : null;
 }
 function listedAndMeasured(listed, measured) {
   if (measured == null) return listed;

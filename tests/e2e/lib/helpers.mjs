@@ -89,3 +89,24 @@ export function useServerAndBrowser() {
   });
   return env;
 }
+
+// Signs in on the account page as `name` (a user made with api.user) and waits for its data.
+export async function logIn(page, name) {
+  await page.goto('/account/');
+  await page.waitForSelector('#login-form');
+  await page.fill('#login-username', name);
+  await page.fill('#login-password', PASSWORD);
+  await page.click('#login-form button[type="submit"]');
+  await page.waitForSelector('#signed-in:not([hidden])');
+  await waitForData(page);
+}
+
+// A host agent scripted over its HTTP API (what `gpuhub agent` sends): beat(n, workloads) reports
+// n H100s (uuids `${uuidPrefix}-i`), the CPUs, RAM and disk it measures, and its workloads' states.
+export function scriptedAgent(api, credential, { hostname = 'gpu-e2e', publicHost = '198.51.100.7', uuidPrefix = 'GPU-e2e' } = {}) {
+  const gpus = (n) => Array.from({ length: n }, (_, i) => ({ index: i, uuid: `${uuidPrefix}-${i}`, name: 'NVIDIA H100 80GB HBM3', memory_mib: 81559, healthy: true, health: [] }));
+  return {
+    beat: (n, workloads = []) =>
+      api.call('POST', '/v1/agent/heartbeat', { hostname, public_host: publicHost, agent_version: '0.1.0', inventory: { source: 'nvidia-smi', vcpus: 64, ram_mib: 524288, disk_total_gb: 7680, nvme_free_gb: 7000, gpus: gpus(n) }, workloads }, credential),
+  };
+}

@@ -1,4 +1,4 @@
-#include "agent/process.h"
+#include "core/process.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -13,7 +13,7 @@
 
 extern char** environ;
 
-namespace gpuhub::agent {
+namespace gpuhub {
 namespace {
 
 void CloseFd(int& fd) {
@@ -24,8 +24,8 @@ void CloseFd(int& fd) {
 }  // namespace
 
 Result<ProcessResult> RunProcess(const std::vector<std::string>& argv,
-                                 std::chrono::milliseconds timeout,
-                                 const std::string& stdin_text) {
+                                 std::chrono::milliseconds timeout, const std::string& stdin_text,
+                                 std::size_t max_output_bytes) {
   if (argv.empty() || argv[0].empty()) return Status::InvalidArgument("no program to run");
   int in[2] = {-1, -1}, out[2] = {-1, -1}, err[2] = {-1, -1};
   if (::pipe2(in, O_CLOEXEC) != 0 || ::pipe2(out, O_CLOEXEC) != 0 ||
@@ -39,8 +39,8 @@ Result<ProcessResult> RunProcess(const std::vector<std::string>& argv,
   std::vector<char*> args;
   for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
   args.push_back(nullptr);
-  // posix_spawn, not fork + exec: the agent is multi-threaded, and glibc's posix_spawn reports a
-  // program that cannot be executed as its return value.
+  // posix_spawn, not fork + exec: the agent and the server are multi-threaded, and glibc's
+  // posix_spawn reports a program that cannot be executed as its return value.
   posix_spawn_file_actions_t actions;
   posix_spawn_file_actions_init(&actions);
   posix_spawn_file_actions_adddup2(&actions, in[0], 0);
@@ -105,7 +105,7 @@ Result<ProcessResult> RunProcess(const std::vector<std::string>& argv,
       }
       std::string& to = fds[i].fd == out[0] ? result.stdout_text : result.stderr_text;
       to.append(buf, static_cast<std::size_t>(r));
-      if (result.stdout_text.size() + result.stderr_text.size() > kMaxToolOutputBytes) {
+      if (result.stdout_text.size() + result.stderr_text.size() > max_output_bytes) {
         too_much = true;
       }
     }
@@ -136,4 +136,4 @@ std::string DescribeFailure(const std::vector<std::string>& argv, const ProcessR
          (first.empty() ? "" : ": " + first);
 }
 
-}  // namespace gpuhub::agent
+}  // namespace gpuhub
