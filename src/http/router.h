@@ -28,6 +28,9 @@ struct Request {
   std::string remote_address;  // "127.0.0.1"
   std::string request_id;
   std::map<std::string, std::string> path_params;  // {id} of the route pattern
+  // The matched route's pattern ("/v1/bids/{id}"), set by the server before the handler runs:
+  // what an API key needs is decided by it (api_key_scopes.h). Empty in hand-made requests.
+  std::string route;
 
   // The header's value or "" when absent.
   const std::string& Header(const std::string& lower_name) const;
