@@ -94,7 +94,7 @@ struct Agent::State {
   // Named volumes are left by a container's removal: swept (the unused ones of ours) after a
   // removal and once per Docker connection.
   bool sweep_volumes = false;
-  std::set<int> bad_ports;
+  std::map<int, agent_internal::Steady::time_point> bad_ports;  // port -> when it was taken
   std::unique_ptr<LuksVolumes> luks;
   std::unique_ptr<InstanceDisks> disks;
 };

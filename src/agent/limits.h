@@ -49,6 +49,9 @@ inline constexpr std::chrono::milliseconds kRetryMax{10 * 60'000};
 inline constexpr std::chrono::milliseconds kRecreateBackoffFirst{5'000};
 inline constexpr std::chrono::milliseconds kRecreateBackoffMax{5 * 60'000};
 inline constexpr std::chrono::milliseconds kRecreateForgetAfter{30 * 60'000};
+// A host port Docker could not bind (another program, often an outgoing connection's ephemeral
+// port, holds it) is not offered again for this long; then it is tried again.
+inline constexpr std::chrono::milliseconds kBadPortForgetAfter{10 * 60'000};
 // Workloads one host runs at once (one per lease; a 16-GPU machine has at most 16).
 inline constexpr std::size_t kMaxWorkloads = 64;
 // A workload's extra container ports (besides sshd's 22).

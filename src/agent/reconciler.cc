@@ -122,7 +122,13 @@ void Agent::ReconcileOnce() {
     if (a.ssh_port > 0) used.insert(a.ssh_port);
     for (const auto& p : a.ports) used.insert(p.host);
   }
-  used.insert(s.bad_ports.begin(), s.bad_ports.end());
+  for (auto it = s.bad_ports.begin(); it != s.bad_ports.end();) {
+    if (Steady::now() - it->second >= kBadPortForgetAfter) {
+      it = s.bad_ports.erase(it);
+    } else {
+      used.insert((it++)->first);
+    }
+  }
   // A container Docker will not start (moby: 409 for paused, dead, removing) is removed; the
   // create follows once Docker no longer lists it, each time later (RecreateBackoff).
   auto recreate = [&](const ActualContainer& a) {
@@ -334,9 +340,17 @@ void Agent::ReconcileOnce() {
       // does not mount: moby answers 500): removed, its volumes swept, created again later.
       s.sweep_volumes = s.sweep_volumes || s.docker->Remove(*id).ok();
       if (PortInUse(started)) {
-        // Which of its ports is taken Docker does not say: none of them is tried again.
-        s.bad_ports.insert(port);
-        for (const auto& p : placement.ports) s.bad_ports.insert(p.host);
+        // Which of its ports is taken Docker does not say: none of them is offered again for a
+        // while, and the workload is created again at once on others. Not a failure: the port
+        // range is the agent's to choose from (a failed report would end a rental's provisioning).
+        const auto now = Steady::now();
+        s.bad_ports[port] = now;
+        for (const auto& p : placement.ports) s.bad_ports[p.host] = now;
+        updates[w.id] = {w.id, "starting", 0,
+                         "host port " + std::to_string(port) + " is taken here; trying another"};
+        spdlog::warn("event=port_taken workload={} port={} error=\"{}\"", w.id, port,
+                     started.message());
+        continue;  // the next pass (reconcile_interval_ms) creates it on another port
       }
       fail(started.message());
       continue;
