@@ -61,6 +61,7 @@ inline constexpr std::size_t kMaxNetworkVolumesPerWorkload = 8;
 inline constexpr std::size_t kMaxCephMonitors = 16;
 inline constexpr int kCephMountTimeoutSeconds = 20;
 inline constexpr std::chrono::milliseconds kMountTimeout{60'000};
+inline constexpr std::size_t kMaxMountInfoBytes = 16 << 20;  // /proc/self/mountinfo
 // The SSH ports published for containers come from a configured range of at most this many.
 inline constexpr int kMaxSshPorts = 10'000;
 // A stopping container gets this long (seconds) between SIGTERM and SIGKILL.

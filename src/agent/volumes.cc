@@ -6,6 +6,7 @@
 
 #include <cerrno>
 #include <cstring>
+#include <fstream>
 
 #include "agent/config.h"
 #include "agent/limits.h"
@@ -92,6 +93,40 @@ std::string Unescape(std::string_view s) {
     out.push_back(s[i]);
   }
   return out;
+}
+
+// /proc files say they are 0 bytes long (core's ReadFile trusts the size): read to the end, at
+// most `max_bytes`.
+Result<std::string> ReadToEnd(const std::string& path, std::size_t max_bytes) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return Status::Unavailable(path + ": cannot open: " + std::strerror(errno));
+  std::string data;
+  char buf[8192];
+  while (in.read(buf, sizeof buf) || in.gcount() > 0) {
+    data.append(buf, static_cast<std::size_t>(in.gcount()));
+    if (data.size() > max_bytes) return Status::Unavailable(path + ": longer than expected");
+  }
+  return data;
+}
+
+// A line of ceph-fuse's stderr without its prefixes ("ceph-fuse[123]: ", "<timestamp> <thread>
+// -1 "), "" for its progress lines: what is left says why a mount failed.
+std::string CephWords(std::string line) {
+  if (line.rfind("ceph-fuse[", 0) == 0) {
+    const auto end = line.find("]: ");
+    if (end != std::string::npos) line = line.substr(end + 3);
+  }
+  if (line.size() > 10 && line[4] == '-' && line[7] == '-' && line[10] == 'T') {
+    // "2026-12-04T18:57:26.817+0000 7fe6cdffb6c0 -1 client.4179 ...": three fields off.
+    for (int i = 0; i < 3; ++i) {
+      const auto sp = line.find(' ');
+      line = sp == std::string::npos ? "" : line.substr(sp + 1);
+    }
+  }
+  const bool progress =
+      line.rfind("starting ", 0) == 0 || line.find("newargv") != std::string::npos;
+  if (line.empty() || progress) return "";
+  return line;
 }
 
 bool IsCephMount(const HostMount& m) { return m.fstype == "fuse.ceph-fuse" || m.fstype == "ceph"; }
@@ -193,7 +228,7 @@ std::string NetworkVolumes::MountPoint(std::int64_t id, const std::string& clien
 }
 
 std::map<std::string, HostMount> NetworkVolumes::Mounted() const {
-  auto text = ReadFile(mountinfo_path_, 16 << 20);
+  auto text = ReadToEnd(mountinfo_path_, kMaxMountInfoBytes);
   if (!text.ok()) return {};
   auto all = MountsUnder(*text, dir_);
   std::map<std::string, HostMount> out;
@@ -251,8 +286,8 @@ Result<std::string> NetworkVolumes::Ensure(const NetworkVolumeSpec& v) {
     // "rejected us (non-allowable root ...)".
     std::string words;
     for (const auto& line : Split(r->stderr_text + "\n" + r->stdout_text, '\n')) {
-      if (line.empty() || line.find("newargv") != std::string::npos) continue;
-      words += (words.empty() ? "" : "; ") + line;
+      const std::string said = CephWords(line);
+      if (!said.empty()) words += (words.empty() ? "" : "; ") + said;
     }
     return Status::Unavailable("mounting network volume " + std::to_string(v.id) +
                                " failed: " + words.substr(0, 400));

@@ -129,7 +129,10 @@ TEST(NetworkVolumesTest, MountsOnceRemountsOnAModeChangeAndUnmounts) {
   const std::string fuse = t.Script(
       "ceph-fuse", "echo \"mount $*\" >> " + log + "\nopts=rw\nfor a; do last=$a; done\n"
                    "case \"$*\" in *'-o ro'*) opts=ro ;; esac\n"
-                   "case \"$*\" in *fail*) echo 'ceph mount failed with (1) Operation not "
+                   "case \"$*\" in *fail*) echo 'ceph-fuse[7]: starting ceph client' >&2\n"
+                   "  echo '2026-12-04T18:57:26.817+0000 7fe6 -1 client.4179 mds.0 rejected us' "
+                   ">&2\n"
+                   "  echo 'ceph-fuse[7]: ceph mount failed with (1) Operation not "
                    "permitted' >&2; exit 1 ;; esac\n"
                    "echo \"50 27 0:40 / $last $opts - fuse.ceph-fuse ceph-fuse $opts\" >> " +
                        info + "\n");
@@ -178,9 +181,9 @@ TEST(NetworkVolumesTest, MountsOnceRemountsOnAModeChangeAndUnmounts) {
   bad.path = "/volumes/fail";
   auto failed = volumes.Ensure(bad);
   EXPECT_EQ(failed.status().code(), StatusCode::kUnavailable);
-  EXPECT_NE(failed.status().message().find("ceph mount failed with (1) Operation not permitted"),
-            std::string::npos)
-      << failed.status().message();
+  EXPECT_EQ(failed.status().message(),
+            "mounting network volume 7 failed: client.4179 mds.0 rejected us; ceph mount failed "
+            "with (1) Operation not permitted");
 }
 
 }  // namespace
