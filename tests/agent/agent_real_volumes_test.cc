@@ -13,6 +13,7 @@
 // Skipped, loudly, where no Ceph cluster or no dockerd can start (the scripts' exit 3).
 #include <gtest/gtest.h>
 #include <spdlog/spdlog.h>
+#include <signal.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -247,7 +248,8 @@ class AgentRealVolumesTest : public ::testing::Test {
                        << "/gpus.csv ;;\n  --query-remapped-rows=*) ;;\n  *) echo '| NVIDIA-SMI "
                           "550.54.15 Driver Version: 550.54.15 CUDA Version: 12.4 |' ;;\nesac\n";
     ::chmod(smi.c_str(), 0755);
-    const int first = 43000 + static_cast<int>(::getpid() % 200) * 10;
+    // Outside the 41000-48999 of agent_real_engine_test (other binaries run beside this one).
+    const int first = 49000 + static_cast<int>(::getpid() % 90) * 10;
     config_ = dir_.path() + "/agent.toml";
     std::ofstream(config_) << "state_dir = \"" << state_ << "\"\n"
                            << "server = \"http://127.0.0.1:" << plane_.port() << "\"\n"
@@ -270,7 +272,8 @@ class AgentRealVolumesTest : public ::testing::Test {
   void TearDown() override {
     if (agent_) agent_->Kill();
     if (env == nullptr || !env->skip.empty() || !env->error.empty()) return;
-    for (const auto& id : Split(Docker({"ps", "-aq", "--filter", "label=io.gpuhub.managed"}), '\n')) {
+    const std::string ids = Docker({"ps", "-aq", "--filter", "label=io.gpuhub.managed"});
+    for (const auto& id : Split(ids, '\n')) {
       if (!id.empty()) Docker({"rm", "-f", id});
     }
     // While the cluster still runs: a ceph-fuse whose cluster is gone does not end.
@@ -360,6 +363,16 @@ class AgentRealVolumesTest : public ::testing::Test {
       }
     }
     return out;
+  }
+  // The agent's own figures: after_ms of each event=network_volume_mounted line.
+  void PrintMountTimes() {
+    std::string out;
+    for (const auto& line : Split(Log(), '\n')) {
+      if (line.find("event=network_volume_mounted") == std::string::npos) continue;
+      auto at = line.find("after_ms=");
+      if (at != std::string::npos) out += " " + line.substr(at + 9) + " ms";
+    }
+    std::cerr << "ceph-fuse mounts (the agent's after_ms):" << out << "\n";
   }
   int Count(const std::string& text, const std::string& what) {
     int n = 0;
@@ -519,6 +532,56 @@ TEST_F(AgentRealVolumesTest, AVolumeIsSharedMadeReadOnlyAdoptedAndDetached) {
   int port4 = WaitForSsh("lease-4");
   EXPECT_EQ(RunSsh(key_, port4, "cat /mnt/data/hello /mnt/data/reply").output,
             "written-by-lease-1\nfrom-lease-2\n");
+  PrintMountTimes();
+}
+
+// The subvolume's size is enforced inside the container (ceph-fuse's client quota: EDQUOT), and
+// a ceph-fuse that dies under a running container (its mount answers ENOTCONN) makes the agent
+// build the container again on a fresh mount, where the data is still there.
+TEST_F(AgentRealVolumesTest, AFullVolumeRefusesWritesAndALostMountIsMadeAgain) {
+  const std::string path = Volume("vol-9", 8LL << 20);
+  const std::string key = Authorize("gpuhub-vol9-l1", path);
+  ASSERT_FALSE(key.empty());
+  plane_.SetWorkloads(
+      {Workload("lease-1", {NetworkVolume(9, "small", path, "gpuhub-vol9-l1", key, false)})});
+  StartAgent();
+  int port = WaitForSsh("lease-1");
+  ASSERT_GT(port, 0);
+  Ssh full = RunSsh(key_, port, "echo kept > /mnt/small/kept; "
+                                "dd if=/dev/zero of=/mnt/small/big bs=1M count=32 2>&1; sync");
+  EXPECT_NE(full.output.find("Disk quota exceeded"), std::string::npos) << full.output;
+  EXPECT_EQ(RunSsh(key_, port, "rm /mnt/small/big && cat /mnt/small/kept").output, "kept\n");
+
+  const std::string id = ContainerId("lease-1");
+  const auto pids = FusePids("9-gpuhub-vol9-l1");
+  ASSERT_EQ(pids.size(), 1u);
+  ASSERT_EQ(::kill(std::stoi(pids[0]), SIGKILL), 0);
+  ASSERT_TRUE(WaitFor([&] { return !ContainerId("lease-1").empty() &&
+                                   ContainerId("lease-1") != id; },
+                      std::chrono::seconds(60)))
+      << Log();
+  port = WaitForSsh("lease-1");
+  // The file's caps are held by the dead client's session: the MDS hands them over once that
+  // session goes stale (mds session_timeout, 60 s), so the first read may wait that long.
+  const auto killed = std::chrono::steady_clock::now();
+  Ssh read;
+  EXPECT_TRUE(WaitFor(
+      [&] {
+        read = RunSsh(key_, port, "timeout 20 cat /mnt/small/kept");
+        return read.output == "kept\n";
+      },
+      std::chrono::seconds(150)))
+      << read.output;
+  std::cerr << "the first read on the new mount after ceph-fuse was killed: "
+            << std::chrono::duration_cast<std::chrono::milliseconds>(
+                   std::chrono::steady_clock::now() - killed)
+                   .count()
+            << " ms\n";
+  const auto now = FusePids("9-gpuhub-vol9-l1");
+  EXPECT_EQ(now.size(), 1u);
+  EXPECT_NE(now, pids);
+  EXPECT_NE(Log().find("why=network_volumes_changed"), std::string::npos) << Log();
+  PrintMountTimes();
 }
 
 }  // namespace
