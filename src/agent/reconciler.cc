@@ -15,6 +15,23 @@
 namespace gpuhub::agent {
 using namespace agent_internal;
 
+namespace {
+// The mode each network volume mount must have, by dir name: read-only only when every desired
+// workload attached with that (volume, client) wants it read-only (each container's bind is
+// read-only on its own workload's word).
+std::map<std::string, bool> WantedReadOnly(const ReconcileInput& input) {
+  std::map<std::string, bool> wanted_ro;
+  for (const auto& w : input.desired) {
+    if (input.expired_confirmed.count(w.id)) continue;
+    for (const auto& v : w.network_volumes) {
+      auto [it, fresh] = wanted_ro.emplace(NetworkVolumeDirName(v.id, v.client), v.read_only);
+      if (!fresh) it->second = it->second && v.read_only;
+    }
+  }
+  return wanted_ro;
+}
+}  // namespace
+
 void Agent::ReconcilerLoop(const std::atomic<bool>& stop) {
   const auto interval = std::chrono::milliseconds(options_.config.reconcile_interval_ms);
   std::uint64_t seen = 0, nudges = 0;
@@ -344,8 +361,12 @@ void Agent::ReconcileOnce() {
     }
     // Its network volumes, mounted on the host (once per volume and client) and bound in.
     bool volumes_ok = true;
+    const auto wanted_ro = WantedReadOnly(input);
     for (const auto& v : w.network_volumes) {
-      auto point = s.volumes->Ensure(v);
+      NetworkVolumeSpec mount = v;
+      auto mode = wanted_ro.find(NetworkVolumeDirName(v.id, v.client));
+      if (mode != wanted_ro.end()) mount.read_only = mode->second;
+      auto point = s.volumes->Ensure(mount);
       if (!point.ok()) {
         fail(point.status().message());
         volumes_ok = false;
@@ -433,17 +454,8 @@ void Agent::SyncNetworkVolumes(const ReconcileInput& input,
                                const std::vector<ActualContainer>& left,
                                const std::map<std::string, HostMount>& mounted) {
   State& s = *state_;
-  // What the desired workloads want (read-only only when every one wants it so) and what the
-  // containers still there bind.
-  std::map<std::string, bool> wanted_ro;
-  for (const auto& w : input.desired) {
-    if (input.expired_confirmed.count(w.id)) continue;
-    for (const auto& v : w.network_volumes) {
-      const std::string dir = NetworkVolumeDirName(v.id, v.client);
-      auto [it, fresh] = wanted_ro.emplace(dir, v.read_only);
-      if (!fresh) it->second = it->second && v.read_only;
-    }
-  }
+  // What the desired workloads want and what the containers still there bind.
+  const std::map<std::string, bool> wanted_ro = WantedReadOnly(input);
   std::set<std::string> in_use;
   for (const auto& a : left) {
     for (const auto& dir : DirNamesOfLabel(a.volumes)) in_use.insert(dir);

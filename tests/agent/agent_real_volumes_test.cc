@@ -410,6 +410,9 @@ TEST_F(AgentRealVolumesTest, AVolumeIsSharedMadeReadOnlyAdoptedAndDetached) {
                    std::chrono::steady_clock::now() - started)
                    .count()
             << " ms\n";
+  for (const auto& line : Split(Log(), '\n')) {
+    if (line.find("event=workload_failed") != std::string::npos) std::cerr << line << "\n";
+  }
   Ssh w = RunSsh(key_, port1, "echo written-by-lease-1 > /mnt/data/hello && cat /mnt/data/hello "
                               "&& grep ' /mnt/data ' /proc/self/mountinfo | grep -c ceph-fuse");
   ASSERT_EQ(w.exit_code, 0) << w.output;
