@@ -17,6 +17,7 @@
 #include "agent/limits.h"
 #include "agent/protocol.h"
 #include "agent/reconcile.h"
+#include "agent/volumes.h"
 
 namespace gpuhub::agent {
 namespace agent_internal {
@@ -97,6 +98,7 @@ struct Agent::State {
   std::map<int, agent_internal::Steady::time_point> bad_ports;  // port -> when it was taken
   std::unique_ptr<LuksVolumes> luks;
   std::unique_ptr<InstanceDisks> disks;
+  std::unique_ptr<NetworkVolumes> volumes;
 };
 
 }  // namespace gpuhub::agent

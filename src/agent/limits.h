@@ -58,6 +58,13 @@ inline constexpr std::size_t kMaxWorkloads = 64;
 inline constexpr std::size_t kMaxExtraPorts = 4;
 // A term rental's volumes: one per card slot of a node (rentals::kMaxCardsPerNode).
 inline constexpr std::size_t kMaxVolumesPerWorkload = 16;
+// A workload's network volumes (Ceph, volumes.h), the monitors one may list, how long a mount
+// may take (ceph-fuse's own client_mount_timeout, then RunProcess's deadline).
+inline constexpr std::size_t kMaxNetworkVolumesPerWorkload = 8;
+inline constexpr std::size_t kMaxCephMonitors = 16;
+inline constexpr int kCephMountTimeoutSeconds = 20;
+inline constexpr std::chrono::milliseconds kMountTimeout{60'000};
+inline constexpr std::size_t kMaxMountInfoBytes = 16 << 20;  // /proc/self/mountinfo
 // The SSH ports published for containers come from a configured range of at most this many.
 inline constexpr int kMaxSshPorts = 10'000;
 // A stopping container gets this long (seconds) between SIGTERM and SIGKILL.
