@@ -471,11 +471,8 @@ TEST_P(AgentRentalE2eTest, AnInstanceTheAgentCannotProvisionIsRefunded) {
   docker_->AddImage(kImage);
   StartAgent();
   ASSERT_TRUE(WaitFor([&] { return NodeAgent()["status"] == "online"; })) << Context();
-  auto order = client_->Call("POST", "/v1/rentals",
-                             {{"gpu", "H100 SXM"}, {"count", 1}, {"term", "week"}, {"region", "IAD-1"}},
-                             customer_);
-  ASSERT_EQ(order.status, 201) << order.body;
-  const long long id = order.Json()["id"].get<long long>();
+  const long long id = OrderWeekRental();
+  ASSERT_GT(id, 0);
   ASSERT_TRUE(WaitFor([&] { return Rental(id)["state"] == "released"; })) << Rental(id).dump() << Context();
   json r = Rental(id);
   EXPECT_EQ(r["release_reason"], "provisioning_failed");
@@ -493,11 +490,8 @@ TEST_P(AgentRentalE2eTest, AHostPortThatIsTakenIsSkippedNotAFailure) {
   docker_->FailStarts(1);
   StartAgent();
   ASSERT_TRUE(WaitFor([&] { return NodeAgent()["status"] == "online"; })) << Context();
-  auto order = client_->Call("POST", "/v1/rentals",
-                             {{"gpu", "H100 SXM"}, {"count", 1}, {"term", "week"}, {"region", "IAD-1"}},
-                             customer_);
-  ASSERT_EQ(order.status, 201) << order.body;
-  const long long id = order.Json()["id"].get<long long>();
+  const long long id = OrderWeekRental();
+  ASSERT_GT(id, 0);
   ASSERT_TRUE(WaitFor([&] { return Rental(id)["state"] == "active"; })) << Rental(id).dump() << Context();
   EXPECT_EQ(Rental(id)["instance"]["connection"]["ssh"], "ssh -p 40001 root@203.0.113.7")
       << "40000 was taken";
@@ -608,12 +602,8 @@ TEST_P(AgentRentalE2eTest, ADiskThatDoesNotMountFailsTheInstanceAndLeavesNothing
   docker_->FailMounts("/dev/mapper/", "invalid argument");
   StartAgent();
   ASSERT_TRUE(WaitFor([&] { return NodeAgent()["status"] == "online"; })) << Context();
-  auto order = client_->Call("POST", "/v1/rentals",
-                             {{"gpu", "H100 SXM"}, {"count", 1}, {"term", "week"},
-                              {"region", "IAD-1"}},
-                             customer_);
-  ASSERT_EQ(order.status, 201) << order.body;
-  const long long id = order.Json()["id"].get<long long>();
+  const long long id = OrderWeekRental();
+  ASSERT_GT(id, 0);
   ASSERT_TRUE(WaitFor([&] { return Rental(id)["state"] == "released"; }))
       << Rental(id).dump() << Context();
   json r = Rental(id);

@@ -157,6 +157,14 @@ class AgentFixture : public ServerFixture {
     EXPECT_EQ(bid.Json()["status"], "filled") << bid.body;
     return bid.Json()["lease_id"].is_number() ? bid.Json()["lease_id"].get<long long>() : 0;
   }
+  // The customer's order of one H100 SXM for a week in IAD-1: the rental's id (0 when refused).
+  long long OrderWeekRental() {
+    auto order = client_->Call(
+        "POST", "/v1/rentals",
+        {{"gpu", "H100 SXM"}, {"count", 1}, {"term", "week"}, {"region", "IAD-1"}}, customer_);
+    EXPECT_EQ(order.status, 201) << order.body;
+    return order.status == 201 ? order.Json()["id"].get<long long>() : 0;
+  }
   std::string Wallet() {
     json wallets = Get("/v1/wallets", customer_);  // kept alive: the loop walks into it
     for (const auto& w : wallets["wallets"]) {

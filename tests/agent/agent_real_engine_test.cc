@@ -544,11 +544,8 @@ TEST_P(AgentRealEngineRentalTest, ATermRentalRunsItsContainerWithItsDiskMounted)
     json a = NodeAgent();
     return a["status"] == "online" && a["inventory"]["gpus"].size() == 2;
   }, std::chrono::seconds(60))) << Context();
-  auto order = client_->Call("POST", "/v1/rentals",
-                             {{"gpu", "H100 SXM"}, {"count", 1}, {"term", "week"}, {"region", "IAD-1"}},
-                             customer_);
-  ASSERT_EQ(order.status, 201) << order.body;
-  const long long id = order.Json()["id"].get<long long>();
+  const long long id = OrderWeekRental();
+  ASSERT_GT(id, 0);
   const std::string name = "gpuhub-rental-" + std::to_string(id);
   ASSERT_TRUE(WaitFor([&] { return Rental(id)["state"] == "active"; }, std::chrono::seconds(60)))
       << Rental(id).dump() << Context();
