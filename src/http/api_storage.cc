@@ -498,7 +498,8 @@ void RegisterStorageRoutes(Router& router, ApiContext& api) {
       for (const auto& region : c.regions) {
         const bool ceph = Store(txn).FindCephRegion(region) != nullptr;
         regions.push_back({{"region", region},
-                           {"free_tb", ceph ? json(nullptr) : json(Store(txn).RegionFreeTb(region))},
+                           {"free_tb",
+                            ceph ? json(nullptr) : json(Store(txn).RegionFreeTb(region))},
                            {"backend", ceph ? "ceph" : "none (demo/billing only)"}});
       }
       const std::int64_t nvme = Fleet(txn).config().extra_nvme_micros_per_tb_month;
@@ -530,7 +531,8 @@ void RegisterStorageRoutes(Router& router, ApiContext& api) {
   router.Add("POST", "/v1/volumes",
              Authenticated<rentals::VolumeSpec>(
                  api, kRoleCustomer, ParseVolume,
-                 [&api](Txn& txn, const User& me, const rentals::VolumeSpec& spec) -> Result<Reply> {
+                 [&api](Txn& txn, const User& me,
+                        const rentals::VolumeSpec& spec) -> Result<Reply> {
                    GPUHUB_ASSIGN_OR_RETURN(auto v, engine::CreateVolume(txn, me.id, spec));
                    return Reply{201, VolumeJson(api, txn, v)};
                  }));

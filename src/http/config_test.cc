@@ -129,8 +129,9 @@ TEST(ConfigTest, CephRegionsAreReadWithEverySettingAndChecked) {
   } cases[] = {
       {"[storage.regions.IAD-1]\nceph_conf = \"c\"\ncephfs = \"v\"\nceph_keyring = \"k\"\n",
        "storage.regions.IAD-1.monitors must be set"},
-      {"[storage.regions.IAD-1]\nmonitor = \"m\"\n", "storage.regions.IAD-1.monitor is not a known"},
-      {"[storage.regions.nowhere]\nmonitors = \"m\"\n", "named by a region code"},
+      {"[storage.regions.IAD-1]\nmonitor = \"m\"\n",
+       "storage.regions.IAD-1.monitor is not a known"},
+      {"[storage.regions.\"a b\"]\nmonitors = \"m\"\n", "named by a region code"},
       {"[storage]\nceph_ready_timeout_seconds = 1\n", "must be between 10"},
   };
   for (const auto& k : cases) {

@@ -47,9 +47,10 @@ std::map<std::string, std::unique_ptr<storage::CephFs>> CephClientsOf(
   return out;
 }
 
-StorageReconciler::StorageReconciler(engine::Engine& engine, const RegistrySealer& sealer,
-                                     std::map<std::string, std::unique_ptr<storage::CephFs>> regions,
-                                     StorageReconcilerOptions options)
+StorageReconciler::StorageReconciler(
+    engine::Engine& engine, const RegistrySealer& sealer,
+    std::map<std::string, std::unique_ptr<storage::CephFs>> regions,
+    StorageReconcilerOptions options)
     : engine_(engine), sealer_(sealer), regions_(std::move(regions)), options_(options) {}
 
 StorageReconciler::~StorageReconciler() { Stop(); }
@@ -100,29 +101,30 @@ void StorageReconciler::Loop() {
 }
 
 bool StorageReconciler::Probe(const std::string& region, storage::CephFs& ceph, bool force) {
-  {
-    std::lock_guard<std::mutex> lock(mutex_);
-    auto it = status_.find(region);
-    if (!force && it != status_.end() &&
-        WallNow() - it->second.at <
-            std::chrono::duration_cast<std::chrono::microseconds>(options_.status_interval)
-                .count()) {
-      return it->second.reachable;
-    }
-  }
+  const std::optional<CephRegionStatus> last = RegionStatus(region);
+  const bool stale =
+      !last || WallNow() - last->at >=
+                   std::chrono::duration_cast<std::chrono::microseconds>(options_.status_interval)
+                       .count();
+  if (!force && !stale) return last->reachable;
+  // Forced (the region has work): the health alone says whether to go on; the pool size is
+  // re-read every status_interval.
   CephRegionStatus s;
-  s.at = WallNow();
+  s.at = stale ? WallNow() : last->at;
   auto health = ceph.Health();
   if (health.ok()) {
     s.reachable = true;
     s.health = health->status;
     s.checks = health->checks;
-    auto size = ceph.DataPoolSize();
-    if (size.ok()) s.pool_size = *size;
+    if (!stale && last->pool_size > 0) {
+      s.pool_size = last->pool_size;
+    } else if (auto size = ceph.DataPoolSize(); size.ok()) {
+      s.pool_size = *size;
+    }
   } else {
     s.error = health.status().message();
   }
-  const bool was = RegionStatus(region).value_or(CephRegionStatus{}).reachable;
+  const bool was = last.has_value() && last->reachable;
   if (was != s.reachable) {
     spdlog::info("event=ceph_region region={} reachable={} health={} error=\"{}\"", region,
                  s.reachable, s.health, s.error);
@@ -225,18 +227,11 @@ int StorageReconciler::Volume(storage::CephFs& ceph, const rentals::CephVolumeWo
     Report("creating", w.volume_id, [&](engine::Txn& txn) {
       return engine::ReportCephCreating(txn, w.volume_id);
     });
-    auto exists = ceph.SubvolumeExists(name);
-    if (!exists.ok()) {
-      Fail(w, "subvolume info", exists.status());
+    Status made = ceph.CreateSubvolume(name, w.size_tb * kBytesPerTb);
+    // conflict: it exists (made by us before a crash, its quota untouched): read back below.
+    if (!made.ok() && made.code() != StatusCode::kConflict) {
+      Fail(w, "subvolume create", made);
       return 0;
-    }
-    if (!*exists) {
-      Status made = ceph.CreateSubvolume(name, w.size_tb * kBytesPerTb);
-      // conflict: made meanwhile (by us, before a crash): read it back below.
-      if (!made.ok() && made.code() != StatusCode::kConflict) {
-        Fail(w, "subvolume create", made);
-        return 0;
-      }
     }
     return ReportInfo(ceph, w) ? 1 : 0;
   }
@@ -321,7 +316,8 @@ int StorageReconciler::Volume(storage::CephFs& ceph, const rentals::CephVolumeWo
 
 int StorageReconciler::Snapshot(storage::CephFs& ceph, const rentals::CephSnapshotWork& w) {
   const std::string snap = rentals::CephSnapshotName(w.snapshot_id);
-  Status s = w.take ? ceph.CreateSnapshot(w.subvolume, snap) : ceph.RemoveSnapshot(w.subvolume, snap);
+  Status s = w.take ? ceph.CreateSnapshot(w.subvolume, snap)
+                    : ceph.RemoveSnapshot(w.subvolume, snap);
   if (!s.ok()) {
     spdlog::warn("event=ceph_snapshot_failed snapshot={} take={} error=\"{}\"", w.snapshot_id,
                  w.take, s.ToString());

@@ -245,8 +245,9 @@ TEST_F(StorageCephTest, SnapshotsAreTakenOnCephAndRestoreAsClonesThatOutliveThei
   EXPECT_TRUE(work.snapshots[0].take);
   EXPECT_EQ(work.snapshots[0].subvolume, "vol-1");
   // Not taken yet: no restore.
-  EXPECT_EQ(storage_.RestoreSnapshot(kAlice, s->id, {}, ledger_, Untaxed, now_, &sc_).status().code(),
-            StatusCode::kFailedPrecondition);
+  EXPECT_EQ(
+      storage_.RestoreSnapshot(kAlice, s->id, {}, ledger_, Untaxed, now_, &sc_).status().code(),
+      StatusCode::kFailedPrecondition);
   ASSERT_TRUE(storage_.CephSnapshotTaken(s->id, now_, &sc_).ok());
   EXPECT_TRUE(storage_.CephWorkToDo(10).snapshots.empty());
   // Smaller than the snapshot: refused, naming the field.
