@@ -3,6 +3,9 @@
 #include <cstdlib>
 #include <nlohmann/json.hpp>
 
+#include "core/file.h"
+#include "core/strings.h"
+
 namespace gpuhub::cli {
 
 std::string ServerFromEnvironment(const std::string& flag_value) {
@@ -14,7 +17,30 @@ std::string ServerFromEnvironment(const std::string& flag_value) {
 std::string TokenFromEnvironment(const std::string& flag_value) {
   if (!flag_value.empty()) return flag_value;
   const char* env = std::getenv("GPUHUB_TOKEN");
-  return env ? env : "";
+  if (env && *env) return env;
+  const char* key = std::getenv("GPUHUB_API_KEY");
+  return key ? key : "";
+}
+
+Result<std::string> CredentialFrom(const std::string& token_flag,
+                                   const std::string& api_key_file) {
+  if (token_flag.starts_with("ghk_")) {
+    return Status::InvalidArgument(
+        "--token takes a session token; an API key is never taken from an argument (it would "
+        "show in ps and in shell history): use GPUHUB_API_KEY or --api-key-file");
+  }
+  if (!token_flag.empty()) return token_flag;
+  if (!api_key_file.empty()) {
+    auto text = ReadFile(api_key_file, 4096);
+    if (!text.ok()) return Status::InvalidArgument("--api-key-file: " + text.status().message());
+    std::string key(Trim(std::string_view(*text).substr(0, text->find('\n'))));
+    if (!key.starts_with("ghk_")) {
+      return Status::InvalidArgument("--api-key-file " + api_key_file +
+                                     " holds no API key (its first line must start with ghk_)");
+    }
+    return key;
+  }
+  return TokenFromEnvironment("");
 }
 
 Result<net::Response> CallServer(std::string_view server, const ServerCall& call) {

@@ -1,6 +1,8 @@
 // How CLI verbs talk to a running `gpuhub serve` (--server URL, default $GPUHUB_SERVER; --token,
-// default $GPUHUB_TOKEN, a bearer token from POST /v1/sessions). One place, so that every verb
-// says the same thing when the server is missing, unreachable or refuses.
+// default $GPUHUB_TOKEN, a bearer token from POST /v1/sessions; or an API key from
+// --api-key-file or $GPUHUB_API_KEY, never from an argument: arguments show in `ps` and in shell
+// history). One place, so that every verb says the same thing when the server is missing,
+// unreachable or refuses.
 #pragma once
 
 #include <string>
@@ -21,8 +23,12 @@ struct ServerCall {
 
 // The --server value, else $GPUHUB_SERVER, else "".
 std::string ServerFromEnvironment(const std::string& flag_value);
-// The --token value, else $GPUHUB_TOKEN, else "".
+// The --token value, else $GPUHUB_TOKEN, else $GPUHUB_API_KEY, else "".
 std::string TokenFromEnvironment(const std::string& flag_value);
+// The bearer credential of a verb: --token (a session token: an API key there is
+// invalid_argument), else the API key in `api_key_file` (its first line; invalid_argument when it
+// cannot be read or holds no "ghk_" key), else TokenFromEnvironment("").
+Result<std::string> CredentialFrom(const std::string& token_flag, const std::string& api_key_file);
 
 // Sends `call` to `server`. invalid_argument when `server` is empty or not a base URL (the message
 // names --server); unavailable when the server cannot be reached in time. Any HTTP status comes

@@ -11,15 +11,27 @@ void AddConnection(CLI::App* cmd, Connection& c, bool needs_token) {
   if (needs_token) {
     cmd->add_option("--token", c.token,
                     "bearer token from POST /v1/sessions (default $GPUHUB_TOKEN)");
+    cmd->add_option("--api-key-file", c.api_key_file,
+                    "a file holding an API key (ghk_...; default $GPUHUB_API_KEY)");
   }
   cmd->add_flag("--json", c.json_output, "print the server's JSON answer");
 }
 
 std::optional<json> Call(const Connection& c, ServerCall call, bool needs_token) {
   std::string server = ServerFromEnvironment(c.server);
-  call.token = needs_token ? TokenFromEnvironment(c.token) : "";
+  call.token.clear();
+  if (needs_token) {
+    auto credential = CredentialFrom(c.token, c.api_key_file);
+    if (!credential.ok()) {
+      FailBadInput(credential.status().message());
+      return std::nullopt;
+    }
+    call.token = *credential;
+  }
   if (needs_token && call.token.empty()) {
-    FailBadInput("this needs --token (a bearer token from POST /v1/sessions) or GPUHUB_TOKEN");
+    FailBadInput(
+        "this needs --token (a bearer token from POST /v1/sessions) or GPUHUB_TOKEN, or an API "
+        "key in GPUHUB_API_KEY or --api-key-file");
     return std::nullopt;
   }
   auto response = CallServer(server, call);

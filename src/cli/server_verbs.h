@@ -21,10 +21,11 @@ using json = nlohmann::ordered_json;
 struct Connection {
   std::string server;
   std::string token;
+  std::string api_key_file;
   bool json_output = false;
 };
 
-// Adds --server, --token (when `needs_token`) and --json.
+// Adds --server, --token and --api-key-file (when `needs_token`) and --json.
 void AddConnection(CLI::App* cmd, Connection& c, bool needs_token);
 
 // Sends the call; on success returns the parsed body ({} for a 204), else reports (exit 2 for a

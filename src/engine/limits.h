@@ -54,6 +54,15 @@ inline constexpr std::size_t kMaxPasswordBytes = 1024;
 inline constexpr std::int64_t kSessionLifetimeMicros = 30 * kMicrosPerDay;
 inline constexpr std::size_t kMaxSessionsPerUser = 50;
 inline constexpr std::size_t kMaxUsers = 10'000'000;
+// API keys (engine/api_keys.h): at most 25 per account (expired ones count until revoked); they
+// live 90 days unless asked otherwise, at most 365; names of 1..64 printable characters; at most
+// 16 networks in an allow-list.
+inline constexpr std::size_t kMaxApiKeysPerUser = 25;
+inline constexpr std::int64_t kDefaultApiKeyLifetimeMicros = 90 * kMicrosPerDay;
+inline constexpr std::int64_t kMaxApiKeyLifetimeMicros = 365 * kMicrosPerDay;
+inline constexpr std::size_t kMaxApiKeyNameBytes = 64;
+inline constexpr std::size_t kMaxApiKeyNetworks = 16;
+inline constexpr std::size_t kMaxApiKeyNetworkBytes = 64;
 
 // Idempotency keys (Stripe's semantics): 1..255 printable ASCII characters, kept 24 hours.
 inline constexpr std::size_t kMaxIdempotencyKeyBytes = 255;

@@ -6,6 +6,7 @@
 #include <functional>
 
 #include "engine/agents.h"
+#include "engine/api_keys.h"
 #include "engine/billing.h"
 #include "engine/market.h"
 #include "engine/notifications.h"
@@ -47,6 +48,7 @@ State::State()
       rentals(std::make_unique<RentalsState>(rentals::FleetConfig{})),
       notifications(std::make_unique<NotificationsState>()),
       ssh_keys(std::make_unique<SshKeysState>()),
+      api_keys(std::make_unique<ApiKeysState>()),
       agents(std::make_unique<AgentsState>()),
       billing(std::make_unique<BillingState>()),
       storage(std::make_unique<StorageState>(rentals::StorageConfig{})) {
@@ -96,6 +98,7 @@ Result<std::unique_ptr<State>> LoadState(store::Store& store, const DomainConfig
   GPUHUB_RETURN_IF_ERROR(
       LoadNotifications(store, *state->notifications).WithContext("loading notifications"));
   GPUHUB_RETURN_IF_ERROR(LoadSshKeys(store, *state->ssh_keys).WithContext("loading SSH keys"));
+  GPUHUB_RETURN_IF_ERROR(LoadApiKeys(store, *state->api_keys).WithContext("loading API keys"));
   state->agents->config = *config.agents;
   GPUHUB_RETURN_IF_ERROR(LoadAgents(store, state->market->exchange.OpenBidIds(), *state->agents)
                              .WithContext("loading host agents"));

@@ -76,6 +76,7 @@ struct MarketState;         // engine/market.h (the spot exchange)
 struct RentalsState;        // engine/rentals.h (term rentals)
 struct NotificationsState;  // engine/notifications.h (notifications, webhooks, outbox)
 struct SshKeysState;        // engine/ssh_keys.h (customers' SSH public keys)
+struct ApiKeysState;        // engine/api_keys.h (scoped API keys)
 struct AgentsState;         // engine/agents.h (host agents, their reports and desired workloads)
 struct AgentsConfig;
 struct BillingState;        // engine/billing.h (profiles, tax rates, invoices)
@@ -120,6 +121,7 @@ struct State {
   std::unique_ptr<RentalsState> rentals;
   std::unique_ptr<NotificationsState> notifications;
   std::unique_ptr<SshKeysState> ssh_keys;
+  std::unique_ptr<ApiKeysState> api_keys;
   std::unique_ptr<AgentsState> agents;
   std::unique_ptr<BillingState> billing;
   std::unique_ptr<StorageState> storage;
@@ -137,6 +139,7 @@ Status LoadWallets(store::Store& store, const DomainConfig& config, WalletsState
 Status LoadTopups(store::Store& store, TopupsState& state);
 // engine/ssh_keys.cc and engine/agents.cc.
 Status LoadSshKeys(store::Store& store, SshKeysState& state);
+Status LoadApiKeys(store::Store& store, ApiKeysState& state);
 Status LoadAgents(store::Store& store, AgentsState& state);
 
 }  // namespace gpuhub::engine

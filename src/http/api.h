@@ -23,6 +23,7 @@
 #include "core/money.h"
 #include "core/status.h"
 #include "engine/accounts.h"
+#include "engine/api_keys.h"
 #include "engine/billing.h"
 #include "engine/engine.h"
 #include "engine/idempotency.h"
@@ -131,6 +132,27 @@ struct ApiContext {
   // regions' pool size and health.
   StorageReconciler* storage_reconciler = nullptr;
 };
+
+// Who a request says it is, read from it on the I/O thread (CallerOf) for the writer to check
+// (AuthenticateCaller): a session token (bearer or cookie) or an API key ("Bearer ghk_...").
+struct Caller {
+  std::string token_hash;       // "" when the request carries no credential
+  bool api_key = false;         // the bearer token is an API key
+  std::uint32_t scopes_needed = 0;  // for an API key: what the route needs (api_key_scopes.h)
+  bool session_only = false;    // for an API key: the route is closed to keys (`why`)
+  std::string why;
+  std::string remote_address;   // the client (a standby's forwarded address on the writer)
+};
+Caller CallerOf(const Request& request);
+// The account behind the caller, on the writer thread. For an API key also: unauthenticated when
+// it is unknown, revoked or expired; permission_denied when the route is closed to keys, the
+// client is outside the key's networks, or the key lacks a scope the route needs (each message
+// says which). `key` is set for an API key.
+struct AuthenticatedCaller {
+  engine::User user;
+  std::optional<engine::ApiKey> key;
+};
+Result<AuthenticatedCaller> AuthenticateCaller(const engine::Txn& txn, const Caller& caller);
 
 // What an action returns on success: a status and a JSON body.
 struct Reply {
@@ -312,6 +334,11 @@ void RegisterNotificationRoutes(Router& router, ApiContext& api);
 void RegisterAgentRoutes(Router& router, ApiContext& api);
 // SSH public keys on the account (api_ssh_keys.cc).
 void RegisterSshKeyRoutes(Router& router, ApiContext& api);
+// API keys of the account (api_keys.cc): create, list, show, revoke.
+void RegisterApiKeyRoutes(Router& router, ApiContext& api);
+// Around every route (serve's router wrapper, outermost, on every node): a request with an API
+// key on a route closed to keys (api_key_scopes.h) is answered 403 at once, naming why.
+Handler ApiKeyGate(const std::string& method, const std::string& pattern, Handler handler);
 // Around GET /v1/agent/desired's forwarding route: on a standby the poll is forwarded with
 // wait_seconds=0 (answered at once by the writer), so no proxy thread is held for a wait.
 Handler NoWaitOnStandby(ApiContext& api, Handler forwarding);

@@ -430,6 +430,7 @@ void PollDesired(ApiContext& api, const Request& r, Responder respond) {
   api.engine.Execute<Reply>(
       [&api, hash, in, parked, respond](engine::Txn& txn) -> Result<Reply> {
         GPUHUB_ASSIGN_OR_RETURN(AgentHost host, engine::AuthenticateHost(txn, hash));
+        parked->host = host.id;
         auto workloads = engine::DesiredWorkloadsOf(txn.state, host, txn.now);
         std::string version = engine::DesiredVersion(workloads);
         if (version != in.version) {
@@ -437,7 +438,6 @@ void PollDesired(ApiContext& api, const Request& r, Responder respond) {
         }
         if (in.wait_seconds > 0) {
           parked->ticket = api.desired_waiters->Park(host.id, version, in.wait_seconds, respond);
-          parked->host = host.id;
         }
         return Reply{200, {{"changed", false}, {"version", version}, {"wait_seconds", 0}}};
       },
@@ -451,6 +451,7 @@ void PollDesired(ApiContext& api, const Request& r, Responder respond) {
         if (!reply.ok()) return respond(Response::Error(reply.status()));
         Response out = JsonResponse(reply->status, reply->body);
         out.headers.emplace_back("Cache-Control", "no-store");
+        out.host_agent_id = parked->host;
         respond(std::move(out));
       });
 }
@@ -471,14 +472,19 @@ Handler AgentEndpoint(ApiContext& api, std::function<Result<Input>(const Request
     }
     auto input = parse(r);
     if (!input.ok()) return respond(Response::Error(input.status()));
+    auto host_id = std::make_shared<std::int64_t>(0);
     api.engine.Execute<Reply>(
-        [hash, input = std::move(input).value(), action](engine::Txn& txn) -> Result<Reply> {
+        [hash, input = std::move(input).value(), action, host_id](engine::Txn& txn)
+            -> Result<Reply> {
           GPUHUB_ASSIGN_OR_RETURN(AgentHost host, engine::AuthenticateHost(txn, hash));
+          *host_id = host.id;
           return action(txn, host, input);
         },
-        [respond](Result<Reply> reply) {
+        [respond, host_id](Result<Reply> reply) {
           if (!reply.ok()) return respond(Response::Error(reply.status()));
-          respond(JsonResponse(reply->status, reply->body));
+          Response out = JsonResponse(reply->status, reply->body);
+          out.host_agent_id = *host_id;
+          respond(std::move(out));
         });
   };
 }
@@ -536,6 +542,7 @@ std::optional<Response> DesiredChangedAnswer(ApiContext& api, engine::Txn& txn,
   if (now == version) return std::nullopt;
   Response out = JsonResponse(200, DesiredAnswerJson(api, txn, *host, workloads, now));
   out.headers.emplace_back("Cache-Control", "no-store");
+  out.host_agent_id = host_id;
   return out;
 }
 

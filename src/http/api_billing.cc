@@ -275,10 +275,10 @@ Result<DocumentPath> ParseDocumentPath(const std::string& id) {
 // renderer pool.
 void ServeDocumentFile(ApiContext& api, const Request& r, Responder respond, DocumentPath path,
                        bool any_user) {
-  std::string token_hash = engine::HashToken(CredentialsOf(r).token);
   api.engine.Execute<Document>(
-      [token_hash, number = path.number, any_user](Txn& txn) -> Result<Document> {
-        GPUHUB_ASSIGN_OR_RETURN(User me, engine::Authenticate(txn, token_hash));
+      [caller = CallerOf(r), number = path.number, any_user](Txn& txn) -> Result<Document> {
+        GPUHUB_ASSIGN_OR_RETURN(AuthenticatedCaller found, AuthenticateCaller(txn, caller));
+        const User& me = found.user;
         if (any_user && !me.Has(engine::kRoleAdmin)) {
           return Status::PermissionDenied("this endpoint needs the admin role");
         }

@@ -3,6 +3,8 @@
 #include "core/clock.h"
 #include "core/json_writer.h"
 #include "core/strings.h"
+#include "http/address_filter.h"
+#include "http/api_key_scopes.h"
 #include "http/json_keys.h"
 #include "http/limits.h"
 #include "http/web_session.h"
@@ -296,18 +298,18 @@ using RunBody = std::function<Result<engine::StoredResponse>(
     engine::Txn&, const std::string& key, const engine::Fingerprint& fingerprint, KeyMode mode)>;
 
 // The common path of both Run* functions. `scope` is computed on the writer (it needs the user).
-// The session's user when it has one of `any_of_roles` (0: any user).
-Result<engine::User> AuthenticateWithRoles(engine::Txn& txn, const std::string& token_hash,
-                                           std::uint32_t any_of_roles) {
-  auto user = engine::Authenticate(txn, token_hash);
-  if (!user.ok()) return user.status();
-  if (any_of_roles != 0 && (user->roles & any_of_roles) == 0) {
+// The caller's account when it has one of `any_of_roles` (0: any user).
+Result<AuthenticatedCaller> AuthenticateWithRoles(engine::Txn& txn, const Caller& caller,
+                                                  std::uint32_t any_of_roles) {
+  auto found = AuthenticateCaller(txn, caller);
+  if (!found.ok()) return found.status();
+  if (any_of_roles != 0 && (found->user.roles & any_of_roles) == 0) {
     std::string names;
     for (const auto& n : engine::RoleNames(any_of_roles))
       names += (names.empty() ? "" : " or ") + n;
     return Status::PermissionDenied("this endpoint needs the " + names + " role");
   }
-  return *user;
+  return found;
 }
 
 void Run(ApiContext& api, const Request& request, Responder respond, bool idempotent, bool reserved,
@@ -358,6 +360,64 @@ Result<engine::StoredResponse> RunMaybeIdempotent(
 
 }  // namespace
 
+Caller CallerOf(const Request& request) {
+  Credentials credentials = CredentialsOf(request);
+  Caller caller;
+  caller.remote_address = request.remote_address;
+  if (credentials.token.empty()) return caller;
+  caller.token_hash = engine::HashToken(credentials.token);
+  caller.api_key = !credentials.from_cookie && credentials.token.starts_with(engine::kApiKeyPrefix);
+  if (caller.api_key) {
+    ApiKeyAccess access = ApiKeyAccessFor(request.method, request.route);
+    caller.session_only = access.session_only;
+    caller.scopes_needed = access.scopes;
+    caller.why = std::move(access.why);
+  }
+  return caller;
+}
+
+Result<AuthenticatedCaller> AuthenticateCaller(const engine::Txn& txn, const Caller& caller) {
+  if (caller.token_hash.empty()) {
+    return Status::Unauthenticated("this endpoint needs 'Authorization: Bearer <token>'");
+  }
+  if (!caller.api_key) {
+    GPUHUB_ASSIGN_OR_RETURN(engine::User user, engine::Authenticate(txn, caller.token_hash));
+    return AuthenticatedCaller{std::move(user), std::nullopt};
+  }
+  if (caller.session_only) return Status::PermissionDenied(caller.why);
+  GPUHUB_ASSIGN_OR_RETURN(engine::ApiKeyCaller found,
+                          engine::AuthenticateApiKey(txn, caller.token_hash));
+  const engine::ApiKey& key = found.key;
+  if (!key.networks.empty()) {
+    // Validated when the key was made; a list that no longer parses lets nobody in.
+    auto networks = AddressFilter::Parse(key.networks);
+    if (!networks.ok() || !networks->Allows(caller.remote_address)) {
+      return Status::PermissionDenied("API key " + std::to_string(key.id) +
+                                      " is not allowed from " +
+                                      caller.remote_address.substr(0, 64) + " (its allowed_cidrs)");
+    }
+  }
+  if (std::uint32_t missing = caller.scopes_needed & ~key.scopes) {
+    std::string names;
+    for (const auto& n : engine::ApiScopeNames(missing)) names += (names.empty() ? "" : ", ") + n;
+    return Status::PermissionDenied("API key " + std::to_string(key.id) +
+                                    " lacks the scope this endpoint needs: " + names);
+  }
+  return AuthenticatedCaller{std::move(found.user), key};
+}
+
+Handler ApiKeyGate(const std::string& method, const std::string& pattern, Handler handler) {
+  ApiKeyAccess access = ApiKeyAccessFor(method, pattern);
+  if (!access.session_only) return handler;
+  return [handler = std::move(handler), why = access.why](const Request& request,
+                                                          Responder respond) {
+    if (request.BearerToken().starts_with(engine::kApiKeyPrefix)) {
+      return respond(Response::Error(Status::PermissionDenied(why)));
+    }
+    handler(request, std::move(respond));
+  };
+}
+
 Response BearerChallenge(std::string_view message) {
   Response r = Response::Error(401, "unauthenticated", message);
   r.headers.emplace_back("WWW-Authenticate", "Bearer");
@@ -404,16 +464,25 @@ void RunAuthenticated(ApiContext& api, const Request& request, Responder respond
   Credentials credentials = CredentialsOf(request);
   if (credentials.token.empty()) return respond(MissingToken());
   if (!CsrfAllows(request, credentials)) return respond(CsrfRefused());
-  std::string token_hash = engine::HashToken(credentials.token);
   Run(api, request, std::move(respond), idempotent, key_reserved,
-      [token_hash, any_of_roles, action = std::move(action)](
+      [caller = CallerOf(request), any_of_roles, action = std::move(action)](
           engine::Txn& txn, const std::string& key, const engine::Fingerprint& fingerprint,
           KeyMode mode) -> Result<engine::StoredResponse> {
-        auto user = AuthenticateWithRoles(txn, token_hash, any_of_roles);
-        if (!user.ok()) return ToStored(user.status());
-        const engine::User me = *user;
-        return RunMaybeIdempotent(txn, "user:" + std::to_string(me.id), key, fingerprint, mode,
-                                  [&](engine::Txn& t) { return action(t, me); });
+        auto found = AuthenticateWithRoles(txn, caller, any_of_roles);
+        if (!found.ok()) return ToStored(found.status());
+        const engine::User me = found->user;
+        const std::optional<engine::ApiKey>& api_key = found->key;
+        return RunMaybeIdempotent(
+            txn, "user:" + std::to_string(me.id), key, fingerprint, mode,
+            [&](engine::Txn& t) -> Result<Reply> {
+              if (!api_key) return action(t, me);
+              // What the key may move out of the wallets (none without wallet-spend; its day's
+              // cap with one), counted in the engine whatever the route.
+              engine::ApiKeySpend spend(t, *api_key);
+              Result<Reply> reply = action(t, me);
+              if (reply.ok() && reply->status < 400) spend.Commit();
+              return reply;
+            });
       });
 }
 
@@ -423,10 +492,11 @@ void AuthenticateThen(ApiContext& api, const Request& request, Responder respond
   Credentials credentials = CredentialsOf(request);
   if (credentials.token.empty()) return respond(MissingToken());
   if (!CsrfAllows(request, credentials)) return respond(CsrfRefused());
-  std::string token_hash = engine::HashToken(credentials.token);
   api.engine.Execute<engine::User>(
-      [token_hash, any_of_roles](engine::Txn& txn) {
-        return AuthenticateWithRoles(txn, token_hash, any_of_roles);
+      [caller = CallerOf(request), any_of_roles](engine::Txn& txn) -> Result<engine::User> {
+        GPUHUB_ASSIGN_OR_RETURN(AuthenticatedCaller found,
+                                AuthenticateWithRoles(txn, caller, any_of_roles));
+        return found.user;
       },
       [respond = std::move(respond), next = std::move(next)](Result<engine::User> user) mutable {
         if (!user.ok()) return respond(Response::Error(user.status()));

@@ -271,15 +271,15 @@ void Topup(ApiContext& api, const Request& r, Responder respond) {
   // Check what can be checked first (who, how many open), then create the invoice at BTCPay,
   // then record it. A BTCPay failure answers 503 with nothing recorded; a retry whose first
   // attempt was recorded replays without calling BTCPay.
-  std::string token_hash = engine::HashToken(CredentialsOf(r).token);
   std::string key = r.Header("idempotency-key");
   struct Check {
     std::int64_t user_id = 0;
     bool replay = false;
   };
   api.engine.Execute<Check>(
-      [token_hash, key](engine::Txn& txn) -> Result<Check> {
-        GPUHUB_ASSIGN_OR_RETURN(engine::User me, engine::Authenticate(txn, token_hash));
+      [caller = CallerOf(r), key](engine::Txn& txn) -> Result<Check> {
+        GPUHUB_ASSIGN_OR_RETURN(AuthenticatedCaller found, AuthenticateCaller(txn, caller));
+        const engine::User& me = found.user;
         Check check{me.id, false};
         if (!key.empty() &&
             txn.state.idempotency.records.count({"user:" + std::to_string(me.id), key})) {

@@ -56,7 +56,23 @@ class Connection : public std::enable_shared_from_this<Connection> {
   // and drops its handlers' references; queued handlers are dropped with the io_context).
   ~Connection() {
     if (address_counted_) server_.ReleaseAddress(address_key_);
+    if (agent_host_ != 0) {
+      server_.ReleaseAgent(agent_host_);
+    } else {
+      --server_.connections;
+    }
+  }
+
+  // Host agent `host` was answered here: the connection leaves the customers' limits (all and per
+  // address) for the agents' own, when those have room. Once: a connection of one host stays its.
+  void MoveToAgentPool(std::int64_t host) {
+    if (agent_host_ != 0 || !server_.AdmitAgent(host)) return;
+    agent_host_ = host;
     --server_.connections;
+    if (address_counted_) {
+      server_.ReleaseAddress(address_key_);
+      address_counted_ = false;
+    }
   }
 
   // Whether this connection may stay (the connection limits); counts it against its client
@@ -438,6 +454,7 @@ class Connection : public std::enable_shared_from_this<Connection> {
   }
 
   void Write(Response response) {
+    if (response.host_agent_id > 0) MoveToAgentPool(response.host_agent_id);
     const unsigned version = version_ ? version_ : 11;
     const bool no_body = response.status == 204 || response.status == 304;
     const bool keep = keep_alive_ && !response.close && !server_.draining;
@@ -547,6 +564,7 @@ class Connection : public std::enable_shared_from_this<Connection> {
   std::string remote_ = "unknown";  // the peer's address, for the log (set by Admit)
   std::string address_key_;         // set by Admit
   bool address_counted_ = false;    // whether the destructor gives the address's slot back
+  std::int64_t agent_host_ = 0;     // > 0: counted as this host agent's (MoveToAgentPool)
 };
 
 }  // namespace

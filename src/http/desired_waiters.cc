@@ -33,6 +33,14 @@ Response DesiredWaiters::Unchanged(const std::string& version, int wait_seconds)
   return r;
 }
 
+// To a parked poll: its host was authenticated when it parked.
+Response DesiredWaiters::ParkedUnchanged(const std::string& version, int wait_seconds,
+                                         std::int64_t host_id) {
+  Response r = Unchanged(version, wait_seconds);
+  r.host_agent_id = host_id;
+  return r;
+}
+
 void DesiredWaiters::Start(engine::Engine& engine, Answer answer, std::function<bool()> draining) {
   std::lock_guard<std::mutex> lock(mu_);
   if (thread_.joinable()) return;
@@ -84,7 +92,7 @@ std::uint64_t DesiredWaiters::Park(std::int64_t host_id, const std::string& vers
     waiters_.emplace(host_id, std::move(w));
   }
   wake_.notify_all();  // the earliest deadline may be this one
-  if (replaced) replaced->respond(Unchanged(replaced->version, 0));
+  if (replaced) replaced->respond(ParkedUnchanged(replaced->version, 0, host_id));
   return ticket;
 }
 
@@ -118,7 +126,7 @@ std::vector<std::pair<Responder, Response>> DesiredWaiters::TakeExpired(Steady::
     auto it = waiters_.find(host);
     if (it == waiters_.end()) continue;
     out.emplace_back(std::move(it->second.respond),
-                     Unchanged(it->second.version, all ? 0 : it->second.wait_seconds));
+                     ParkedUnchanged(it->second.version, all ? 0 : it->second.wait_seconds, host));
     waiters_.erase(it);
   }
   return out;

@@ -75,6 +75,9 @@ class DesiredWaiters final : public engine::DesiredWatch {
   static Response Unchanged(const std::string& version, int wait_seconds);
 
  private:
+  static Response ParkedUnchanged(const std::string& version, int wait_seconds,
+                                  std::int64_t host_id);
+
   struct Waiter {
     std::uint64_t ticket = 0;
     std::string version;

@@ -117,6 +117,11 @@ inline constexpr std::size_t kMaxCuratedImageDescriptionBytes = 300;
 // re-read the engine's queue refused is tried again, and how often the waiters' thread looks
 // for a drain.
 inline constexpr std::size_t kMaxDesiredWaiters = 10'000;
+// Connections of authenticated host agents (Response::host_agent_id) at once, beside
+// max_connections, in all and per host (its heartbeats, its long-poll, its usage reports, one
+// spare). Beyond either an agent's connection stays counted with the customers'.
+inline constexpr std::size_t kMaxAgentConnections = 2 * kMaxDesiredWaiters;
+inline constexpr std::size_t kMaxAgentConnectionsPerHost = 4;
 inline constexpr int kMaxDesiredWaitSeconds = 25;
 inline constexpr std::size_t kMaxHostsPerDesiredCheck = 1'000;
 inline constexpr int kDesiredCheckRetryMilliseconds = 100;

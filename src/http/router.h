@@ -28,6 +28,9 @@ struct Request {
   std::string remote_address;  // "127.0.0.1"
   std::string request_id;
   std::map<std::string, std::string> path_params;  // {id} of the route pattern
+  // The matched route's pattern ("/v1/bids/{id}"), set by the server before the handler runs:
+  // what an API key needs is decided by it (api_key_scopes.h). Empty in hand-made requests.
+  std::string route;
 
   // The header's value or "" when absent.
   const std::string& Header(const std::string& lower_name) const;
@@ -43,6 +46,11 @@ struct Response {
   std::string body;
   std::vector<std::pair<std::string, std::string>> headers;  // extra headers
   bool close = false;  // close the connection after this response
+  // > 0: answered to this authenticated host agent: from now on its connection counts against the
+  // agents' own limits (kMaxAgentConnections, kMaxAgentConnectionsPerHost), not the customers'
+  // max_connections and per-address caps, so that a fleet's heartbeats and parked long-polls never
+  // crowd customers out, nor the other way.
+  std::int64_t host_agent_id = 0;
 
   static Response Json(int status, std::string body);
   // {"error": {"code": "...", "message": "...", "field": "..."}} with the status of the code;

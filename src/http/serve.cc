@@ -289,11 +289,13 @@ int RunServe(const ServeOptions& options) {
   router.SetWrapper([&api](const std::string& method, const std::string& pattern, Handler h) {
     // On a standby the whole request goes to the writer first, whose router checks the role.
     if (pattern.starts_with("/v1/admin/")) h = AdminOnly(api, std::move(h));
-    if (AnsweredByEveryNode(method, pattern)) return h;
+    // An API key on a route closed to keys is refused by whichever node it reaches.
+    if (AnsweredByEveryNode(method, pattern)) return ApiKeyGate(method, pattern, std::move(h));
     h = WriterRoute(api, std::move(h));
     // A long-poll forwarded by a standby would hold a proxy thread for its whole wait: the
     // standby asks the writer not to wait (the agent then waits itself between polls).
-    return pattern.starts_with("/v1/agent/desired") ? NoWaitOnStandby(api, std::move(h)) : h;
+    if (pattern.starts_with("/v1/agent/desired")) h = NoWaitOnStandby(api, std::move(h));
+    return ApiKeyGate(method, pattern, std::move(h));
   });
   RegisterSystemRoutes(router, api);
   RegisterAccountRoutes(router, api);
@@ -311,6 +313,7 @@ int RunServe(const ServeOptions& options) {
   RegisterNotificationRoutes(router, api);
   RegisterAgentRoutes(router, api);
   RegisterSshKeyRoutes(router, api);
+  RegisterApiKeyRoutes(router, api);
   RegisterBillingRoutes(router, api);
   RegisterReadRoutes(router, api, options.data_dir);
 
@@ -327,9 +330,12 @@ int RunServe(const ServeOptions& options) {
     std::size_t connections = config.max_connections > 0
                                   ? static_cast<std::size_t>(config.max_connections)
                                   : kMaxConnections;
-    if (files.rlim_cur != RLIM_INFINITY && files.rlim_cur < connections + 64) {
-      spdlog::warn("event=open_files_limit_low limit={} max_connections={}", files.rlim_cur,
-                   connections);
+    // The host agents' connections come on top (kMaxAgentConnections): a short limit stops the
+    // fleet before the customers.
+    if (files.rlim_cur != RLIM_INFINITY &&
+        files.rlim_cur < connections + kMaxAgentConnections + 64) {
+      spdlog::warn("event=open_files_limit_low limit={} max_connections={} agent_connections={}",
+                   files.rlim_cur, connections, kMaxAgentConnections);
     }
   }
 

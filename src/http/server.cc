@@ -27,6 +27,7 @@
 #include <vector>
 
 #include "core/thread_name.h"
+#include "engine/api_keys.h"
 #include "http/limits.h"
 #include "http/server_impl.h"
 #include "http/static_files.h"
@@ -162,9 +163,12 @@ void Server::Impl::Dispatch(Request request, std::function<void(Response)> send)
   // An answer for a signed-in caller is private: no cache (a shared proxy's or the browser's disk)
   // may keep it, unless its handler said otherwise (public data, the same for everyone).
   bool credentialed = !request.Header("authorization").empty() || !request.Header("cookie").empty();
+  // A request made with an API key names the key (its id, never its secret) in its log line; the
+  // id is what the secret claims, so a 401 line shows which key someone tried.
+  std::int64_t api_key = engine::ApiKeyIdOf(request.BearerToken());
   auto finish = [this, send = std::move(send), started, route, method = request.method,
                  path = request.path, id = request.request_id, remote = request.remote_address,
-                 credentialed](Response response) {
+                 credentialed, api_key](Response response) {
     response.headers.emplace_back("X-Request-Id", id);
     if (credentialed) {
       bool has_cache_control = false;
@@ -179,13 +183,14 @@ void Server::Impl::Dispatch(Request request, std::function<void(Response)> send)
     auto level = response.status >= 500 ? spdlog::level::warn : spdlog::level::info;
     spdlog::log(level,
                 "event=request request_id={} remote={} method={} path=\"{}\" route=\"{}\" "
-                "status={} duration_ms={:.3f}",
+                "status={} duration_ms={:.3f}{}",
                 id, remote, LogSafe(method, 16), LogSafe(path), LogSafe(route), response.status,
-                seconds * 1000);
+                seconds * 1000, api_key > 0 ? " api_key=" + std::to_string(api_key) : "");
     send(std::move(response));
   };
   if (match.handler) {
     request.path_params = std::move(match.params);
+    request.route = match.route;
     auto once = std::make_shared<AnswerOnce>(std::move(finish), request.request_id);
     try {
       (*match.handler)(request, [once](Response response) { once->Answer(std::move(response)); });

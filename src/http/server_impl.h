@@ -89,6 +89,9 @@ struct Server::Impl {
     if (options.io_threads < 1) options.io_threads = 1;
     m.Gauge("gpuhub_http_open_connections", "Open HTTP connections",
             [this] { return static_cast<double>(connections.load()); });
+    m.Gauge("gpuhub_http_open_agent_connections",
+            "Open HTTP connections of authenticated host agents (not in max_connections)",
+            [this] { return static_cast<double>(agent_connections.load()); });
     m.Gauge("gpuhub_http_requests_in_flight", "Requests being handled",
             [this] { return static_cast<double>(in_flight.load()); });
     m.Gauge("gpuhub_http_connection_addresses", "Client addresses with open HTTP connections",
@@ -101,6 +104,9 @@ struct Server::Impl {
   ~Impl() {
     // The gauges read this object: leave them reading nothing once it is gone.
     metrics.Gauge("gpuhub_http_open_connections", "Open HTTP connections", nullptr);
+    metrics.Gauge("gpuhub_http_open_agent_connections",
+                  "Open HTTP connections of authenticated host agents (not in max_connections)",
+                  nullptr);
     metrics.Gauge("gpuhub_http_requests_in_flight", "Requests being handled", nullptr);
     metrics.Gauge("gpuhub_http_connection_addresses", "Client addresses with open HTTP connections",
                   nullptr);
@@ -232,6 +238,30 @@ struct Server::Impl {
   // Declared before the io_context: connections still queued in it are destroyed with it and
   // decrement these.
   std::atomic<std::size_t> connections{0};
+  std::atomic<std::size_t> agent_connections{0};  // moved out of `connections` (host_agent_id)
+  std::mutex agent_mutex;
+  std::unordered_map<std::int64_t, std::size_t> agent_connections_by_host;  // at most one per
+                                                                             // agent connection
+  // Takes an agent slot for `host` (false: the limits are reached); undone by ReleaseAgent.
+  bool AdmitAgent(std::int64_t host) {
+    std::lock_guard lock(agent_mutex);
+    std::size_t& held = agent_connections_by_host[host];
+    if (held >= kMaxAgentConnectionsPerHost || agent_connections.load() >= kMaxAgentConnections) {
+      if (held == 0) agent_connections_by_host.erase(host);
+      return false;
+    }
+    ++held;
+    ++agent_connections;
+    return true;
+  }
+  void ReleaseAgent(std::int64_t host) {
+    std::lock_guard lock(agent_mutex);
+    auto it = agent_connections_by_host.find(host);
+    if (it != agent_connections_by_host.end() && --it->second == 0) {
+      agent_connections_by_host.erase(it);
+    }
+    --agent_connections;
+  }
   std::atomic<std::size_t> in_flight{0};
   // Open connections per client address: touched when a connection is accepted and when it is
   // destroyed. Addresses at 0 are erased, so the map holds at most one entry per open connection.

@@ -90,6 +90,25 @@ BatchResult Ledger::ApplyBatch(std::span<const TransferRequest> requests) {
       return fail(result, i, std::move(message));
     }
   }
+  if (spend_guard_) {
+    std::int64_t spent = 0;
+    bool other_currency = false, overflow = false;
+    for (const TransferRequest& r : requests) {
+      bool debits = r.kind == TransferKind::kSinglePhase || r.kind == TransferKind::kPending;
+      if (!debits || !r.debit || r.debit->kind != AccountKind::kCustomerWallet ||
+          r.debit->owner_id != spend_guard_->owner_id) {
+        continue;
+      }
+      if (r.debit->currency != spend_guard_->currency) other_currency = true;
+      overflow = overflow || __builtin_add_overflow(spent, r.amount_micros, &spent);
+    }
+    const std::int64_t left = spend_guard_->limit_micros - spend_guard_->spent_micros;
+    if (other_currency || overflow || spent > left) {
+      Rollback();
+      return fail(TransferResult::kInsufficientFunds, kWholeBatch, spend_guard_->refusal);
+    }
+    spend_guard_->spent_micros += spent;
+  }
   CheckBatchBalances();
   out.result = TransferResult::kOk;
   out.transfers.assign(transfers_.begin() + static_cast<std::ptrdiff_t>(undo_.transfers_before),

@@ -53,6 +53,7 @@
 #include <cstdint>
 #include <functional>
 #include <map>
+#include <optional>
 #include <span>
 #include <string>
 #include <string_view>
@@ -123,6 +124,25 @@ class Ledger {
   // Removes the pair's rate; conversions between them then fail with failed_precondition.
   // Errors: invalid_argument (same currency, timestamp <= 0), not_found (no rate set).
   Result<FxRateChange> RemoveFxRate(Currency base, Currency quote, TimestampMicros now);
+
+  // A spending limit on one owner's wallets while an API key's command runs (engine/api_keys.h:
+  // a key with a daily cap, or without the wallet-spend scope, whose limit is 0). While set, the
+  // single-phase and pending transfers of a batch that debit customer_wallet(owner_id, *) count
+  // their amounts into spent_micros; a batch that would take spent_micros past limit_micros, or
+  // that debits the owner's wallet in another currency than `currency`, fails whole with
+  // kInsufficientFunds and `refusal` as its message (nothing applied). Posting or voiding a
+  // pending transfer counts nothing: its hold was counted when it was made. Other owners' and
+  // other kinds' debits (a provider's payable) are never limited. Transient: not part of the
+  // ledger's state (never persisted, never compared), cleared by the caller after the command.
+  struct SpendGuard {
+    std::int64_t owner_id = 0;
+    Currency currency = Currency::kUsd;
+    std::int64_t limit_micros = 0;
+    std::int64_t spent_micros = 0;
+    std::string refusal;
+  };
+  void SetSpendGuard(std::optional<SpendGuard> guard) { spend_guard_ = std::move(guard); }
+  const std::optional<SpendGuard>& spend_guard() const { return spend_guard_; }
 
   // ----- Queries -------------------------------------------------------------------------------
 
@@ -287,6 +307,7 @@ class Ledger {
   const TransferArchive* archive_ = nullptr;
   FxTable fx_;
   UndoLog undo_;  // scratch of the batch being applied; kept to reuse its capacity
+  std::optional<SpendGuard> spend_guard_;
 };
 
 }  // namespace gpuhub::ledger

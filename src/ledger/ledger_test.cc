@@ -664,5 +664,54 @@ TEST(Ledger, DeterministicAndCopyable) {
   EXPECT_EQ(copy.LastSequence(), a.LastSequence() + 1);
 }
 
+// The spend guard of an API key's command (engine/api_keys.h): the owner's wallet debits of a
+// batch count against the limit, a batch past it fails whole, posting a counted hold is free, and
+// other owners and other currencies are as the guard says.
+TEST(LedgerSpendGuard, LimitsOneOwnersWalletDebitsBatchByBatch) {
+  Ledger ledger = BaseLedger();  // wallet 1: 60 available, hold "hold" of 30 open
+  ASSERT_TRUE(ledger.Apply(Single("fund2", kDepositsUsd, kWallet2, 50 * kUnit, "topup")).ok());
+  Ledger::SpendGuard guard;
+  guard.owner_id = 1;
+  guard.currency = Currency::kUsd;
+  guard.limit_micros = 20 * kUnit;
+  guard.refusal = "over the key's cap";
+  ledger.SetSpendGuard(guard);
+
+  EXPECT_TRUE(ledger.Apply(Single("pay1", kWallet1, kRevenueUsd, 8 * kUnit)).ok());
+  EXPECT_TRUE(ledger.Apply(Pending("hold2", kWallet1, kHoldsUsd, 7 * kUnit)).ok());
+  EXPECT_EQ(ledger.spend_guard()->spent_micros, 15 * kUnit);
+  // Posting an existing hold counts nothing (it was counted, or made before the guard).
+  EXPECT_TRUE(ledger.Apply(Post("post-hold", "hold", 30 * kUnit)).ok());
+  // Another owner's debits are not limited.
+  EXPECT_TRUE(ledger.Apply(Single("pay2", kWallet2, kRevenueUsd, 40 * kUnit)).ok());
+  // 15 + 3 + 3 > 20: the whole batch fails, nothing moves.
+  std::vector<TransferRequest> batch = {Single("a", kWallet1, kRevenueUsd, 3 * kUnit),
+                                        Single("b", kWallet1, kRevenueUsd, 3 * kUnit)};
+  BatchResult over = ledger.ApplyBatch(batch);
+  EXPECT_EQ(over.result, TransferResult::kInsufficientFunds);
+  EXPECT_EQ(over.message, "over the key's cap");
+  EXPECT_EQ(Available(ledger, kWallet1), (60 - 8 - 7) * kUnit);
+  EXPECT_FALSE(ledger.FindTransfer("a").ok());
+  EXPECT_EQ(ledger.spend_guard()->spent_micros, 15 * kUnit);
+  EXPECT_TRUE(ledger.Apply(Single("c", kWallet1, kRevenueUsd, 5 * kUnit)).ok());  // exactly 20
+  EXPECT_EQ(ledger.Apply(Single("d", kWallet1, kRevenueUsd, 1)).result,
+            TransferResult::kInsufficientFunds);
+  // Another currency's wallet of the owner is refused while the guard names USD.
+  ASSERT_TRUE(ledger
+                  .Apply(Single("fund-eur",
+                                AccountKey::System(AccountKind::kDeposits, Currency::kEur),
+                                AccountKey::Wallet(1, Currency::kEur), 10 * kUnit, "topup"))
+                  .ok());
+  EXPECT_EQ(ledger
+                .Apply(Single("eur", AccountKey::Wallet(1, Currency::kEur),
+                              AccountKey::System(AccountKind::kPlatformRevenue, Currency::kEur),
+                              kUnit))
+                .result,
+            TransferResult::kInsufficientFunds);
+  ledger.SetSpendGuard(std::nullopt);
+  EXPECT_TRUE(ledger.Apply(Single("e", kWallet1, kRevenueUsd, 5 * kUnit)).ok());
+  EXPECT_TRUE(ledger.CheckInvariants().ok());
+}
+
 }  // namespace
 }  // namespace gpuhub::ledger

@@ -75,7 +75,10 @@ Result<std::vector<PaidPart>> PayParts(ledger::Ledger& ledger, UserId customer, 
   }
   ledger::BatchResult result = ledger.ApplyBatch(legs);
   if (!result.ok()) {
-    if (result.result == ledger::TransferResult::kInsufficientFunds) {
+    // A refusal of the batch as a whole is the ledger's spend guard (an API key's daily cap,
+    // ledger.h): its own message says why; the wallet may well hold enough.
+    if (result.result == ledger::TransferResult::kInsufficientFunds &&
+        result.failed_index != ledger::kWholeBatch) {
       auto balance = ledger.GetAccount(wallet);
       std::int64_t available = balance.ok() ? balance->available() : 0;
       return Status::InsufficientFunds("the " + std::string(CurrencyCode(currency)) +

@@ -840,11 +840,31 @@ ALTER TABLE market_leases ADD COLUMN workload_down BIGINT NOT NULL DEFAULT 0;
        R"sql(
 ALTER TABLE agent_hosts ADD COLUMN disk_total_gb BIGINT NOT NULL DEFAULT 0;
 )sql"},
+      // Scoped API keys (engine/api_keys.h): only the secret's SHA-256 is stored; the day's spending
+      // against the key's cap is kept on its row (spend_day, spent_micros).
+      {22, "api_keys",
+       R"sql(
+CREATE TABLE api_keys (
+  id BIGINT PRIMARY KEY,
+  user_id BIGINT NOT NULL REFERENCES users (id),
+  name TEXT NOT NULL,
+  secret_hash TEXT NOT NULL UNIQUE,
+  scopes TEXT NOT NULL,
+  spend_cap_micros BIGINT NOT NULL,
+  cap_currency TEXT NOT NULL,
+  networks TEXT NOT NULL,
+  created_at_us BIGINT NOT NULL,
+  expires_at_us BIGINT NOT NULL,
+  spend_day BIGINT NOT NULL,
+  spent_micros BIGINT NOT NULL
+);
+CREATE INDEX api_keys_by_user ON api_keys (user_id);
+)sql"},
       // Network volumes on Ceph (issue 27): a volume's provisioning state on its region's cluster,
       // the subvolume's path and confirmed quota, whether it was removed, and its attachments'
       // cephx clients ("<rental>:<rw|r>:<sealed key>;..."); whether a snapshot is a Ceph one and
       // taken / removed there.
-      {22, "ceph_volumes",
+      {23, "ceph_volumes",
        R"sql(
 ALTER TABLE storage_volumes ADD COLUMN provisioning TEXT NOT NULL DEFAULT '';
 ALTER TABLE storage_volumes ADD COLUMN provision_error TEXT NOT NULL DEFAULT '';

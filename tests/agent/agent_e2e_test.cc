@@ -289,6 +289,7 @@ TEST_P(AgentE2eTest, AContainerThatExitsByItselfIsReportedAndComesBack) {
       << Lease(lease).dump() << Context();
   json c = Lease(lease)["connection"];
   EXPECT_TRUE(c["ssh"].is_null()) << "no SSH line while it is down";
+  EXPECT_EQ(Lease(lease)["billing"], "paused") << "not billed while its container is down";
   EXPECT_EQ(c["detail"], "the container exited by itself (Docker: Restarting (0) Less than a "
                          "second ago); Docker's restart policy brings it back");
   EXPECT_EQ(docker_->CallsTo("POST", "/containers/" + id + "/start").size(), 1u);
@@ -296,6 +297,7 @@ TEST_P(AgentE2eTest, AContainerThatExitsByItselfIsReportedAndComesBack) {
   ASSERT_TRUE(docker_->FinishRestart(id));
   ASSERT_TRUE(WaitFor([&] { return Lease(lease)["connection"]["state"] == "running"; }))
       << Context();
+  ASSERT_TRUE(WaitFor([&] { return Lease(lease)["billing"] == "running"; })) << Lease(lease).dump();
   docker_->SetTxBytes(id, 700);
   ASSERT_TRUE(WaitFor([&] { return Lease(lease)["connection"]["egress_bytes"] == 5'700; }))
       << Lease(lease).dump() << Context();
@@ -327,6 +329,17 @@ TEST_P(AgentE2eTest, AStartTheEngineRefusesIsReportedWithItsWords) {
             std::string::npos)
       << detail;
   ASSERT_TRUE(WaitFor([&] { return docker_->Containers().empty(); })) << Context();
+  // Never running: nothing billed, its first hour held; past the start deadline (10 min by
+  // default) the lease ends and the hold comes back in full.
+  json l = Lease(lease);
+  EXPECT_EQ(l["billing"], "provisioning") << l.dump();
+  EXPECT_EQ(l["hours_paid"], 0) << l.dump();
+  EXPECT_EQ(l["held"], "2.000000") << l.dump();
+  EXPECT_EQ(Wallet(), "98.000000") << "the first hour held";
+  AdvanceAndWaitForHeartbeat(601);
+  ASSERT_TRUE(WaitFor([&] { return Lease(lease)["status"] != "active"; })) << Lease(lease).dump();
+  EXPECT_EQ(Lease(lease)["hours_paid"], 0) << Lease(lease).dump();
+  EXPECT_EQ(Wallet(), "100.000000") << "refunded in full";
 }
 
 class AgentServerDownTest : public AgentE2eTest {

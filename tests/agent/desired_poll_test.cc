@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <future>
+#include <memory>
 #include <regex>
 
 #include "harness.h"
@@ -198,7 +199,69 @@ TEST_P(DesiredPollTest, BadInputIsRefusedNamingTheFieldAndOtherCredentialsAreNot
   EXPECT_EQ(r.status, 401) << r.body;
 }
 
+// Tight customer limits: 2 connections per client address, no reserve for new addresses.
+class DesiredPollLimitsTest : public DesiredPollTest {
+ protected:
+  void Configure(ServerOptions& options) override {
+    options.server_extra =
+        "max_connections = 16\nmax_connections_per_address = 2\n"
+        "connections_reserved_for_new_addresses = 0\n";
+  }
+  double Gauge(const std::string& name) {
+    auto r = client_->Call("GET", "/metrics");
+    std::smatch m;
+    const std::regex line("\n" + name + " ([0-9.e+]+)");
+    return std::regex_search(r.body, m, line) ? std::stod(m[1]) : -1;
+  }
+};
+
+// A fleet's connections (heartbeats, parked long-polls) are counted apart from the customers':
+// a host's connections from one address, one of them parked, leave that address's customer
+// connections free; at most kMaxAgentConnectionsPerHost (4) per host; a credential that is not a
+// host's stays under the customers' limits.
+TEST_P(DesiredPollLimitsTest, HostConnectionsLeaveTheCustomersLimitsAlone) {
+  SetUpHost();  // its heartbeat went through client_: that connection is the host's first
+  std::vector<std::unique_ptr<HttpClient>> hosts;
+  std::string version;
+  for (int i = 0; i < 3; ++i) {
+    hosts.push_back(std::make_unique<HttpClient>(server_->port(), "127.0.0.2"));
+    auto answered = Poll(*hosts.back(), "", 0);
+    ASSERT_EQ(answered.status, 200) << i << ": " << answered.body;
+    version = answered.Json()["version"];
+  }
+  EXPECT_EQ(Gauge("gpuhub_http_open_agent_connections"), 4);
+  // A fifth connection of the same host is answered but counts as a customer's.
+  HttpClient fifth(server_->port(), "127.0.0.4");
+  EXPECT_EQ(Poll(fifth, "", 0).status, 200);
+  EXPECT_EQ(Gauge("gpuhub_http_open_agent_connections"), 4);
+  auto waiting = std::async(std::launch::async, [&] { return Poll(*hosts[0], version, 20); });
+  UntilParked();
+  // The same address still gets its customer connections (its cap is 2).
+  HttpClient customer_a(server_->port(), "127.0.0.2");
+  HttpClient customer_b(server_->port(), "127.0.0.2");
+  EXPECT_EQ(customer_a.Call("GET", "/healthz").status, 200);
+  EXPECT_EQ(customer_b.Call("GET", "/healthz").status, 200);
+  HttpClient third(server_->port(), "127.0.0.2");
+  EXPECT_EQ(third.Call("GET", "/healthz").status, 503) << "its customer cap still holds";
+  // Claiming to be a host is not enough: refused credentials stay with the customers' limits.
+  const std::string fake = "gha_" + std::string(64, '0');
+  HttpClient forged_a(server_->port(), "127.0.0.3");
+  HttpClient forged_b(server_->port(), "127.0.0.3");
+  EXPECT_EQ(Poll(forged_a, "", 0, fake).status, 401);
+  EXPECT_EQ(Poll(forged_b, "", 0, fake).status, 401);
+  HttpClient forged_c(server_->port(), "127.0.0.3");
+  EXPECT_EQ(forged_c.Call("GET", "/healthz").status, 503);
+  EXPECT_EQ(Gauge("gpuhub_http_open_agent_connections"), 4);
+  // The parked poll is answered as usual when its host's state changes.
+  ASSERT_GT(Buy(), 0);
+  auto woken = waiting.get();
+  ASSERT_EQ(woken.status, 200) << woken.body;
+  EXPECT_EQ(woken.Json()["changed"], true);
+}
+
 INSTANTIATE_TEST_SUITE_P(Backends, DesiredPollTest, ::testing::Values("sqlite", "postgresql"));
+INSTANTIATE_TEST_SUITE_P(Backends, DesiredPollLimitsTest,
+                         ::testing::Values("sqlite", "postgresql"));
 
 }  // namespace
 }  // namespace gpuhub::testing

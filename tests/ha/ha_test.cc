@@ -275,6 +275,33 @@ TEST_P(HaTest, RentalsAndWebhooksRunOnTheWriterOnlyAndResumeAfterATakeover) {
   EXPECT_EQ(invariants.Json()["ok"], true) << invariants.body;
 }
 
+// An API key works through a standby (which forwards to the writer, with the client's address
+// for the key's allow-list) and stops there the moment it is revoked at the writer: no node but
+// the writer holds the keys.
+TEST_P(HaTest, AnApiKeyRevokedAtTheWriterStopsAtOnceOnTheStandby) {
+  Cluster cluster(dir_, options_);
+  ASSERT_EQ(cluster.Add(), 0) << cluster.Logs();
+  ASSERT_EQ(cluster.Add(), 1) << cluster.Logs();
+  ASSERT_EQ(cluster.Writer(), 0);
+  HttpClient writer(cluster.node(0).port());
+  HttpClient standby(cluster.node(1).port());
+  std::string alice = SignUpAndLogIn(writer, "alice");
+  ASSERT_FALSE(alice.empty()) << cluster.Logs();
+  auto created = standby.Call(
+      "POST", "/v1/api-keys",
+      {{"name", "ci"}, {"scopes", {"read"}}, {"allowed_cidrs", {"127.0.0.1/32"}}}, alice);
+  ASSERT_EQ(created.status, 201) << created.body;
+  std::string key = created.Json()["secret"];
+  EXPECT_EQ(standby.Call("GET", "/v1/wallets", nullptr, key).status, 200);
+  HttpClient elsewhere(cluster.node(1).port(), "127.0.0.2");
+  EXPECT_EQ(elsewhere.Call("GET", "/v1/wallets", nullptr, key).status, 403);
+  auto make = standby.Call("POST", "/v1/api-keys", {{"name", "x"}, {"scopes", {"read"}}}, key);
+  EXPECT_EQ(make.status, 403) << make.body;
+  ASSERT_EQ(writer.Call("DELETE", "/v1/api-keys/1", nullptr, alice).status, 204);
+  EXPECT_EQ(standby.Call("GET", "/v1/wallets", nullptr, key).status, 401);
+  EXPECT_EQ(writer.Call("GET", "/v1/wallets", nullptr, key).status, 401);
+}
+
 INSTANTIATE_TEST_SUITE_P(Backends, HaTest, ::testing::Values("sqlite", "postgresql"));
 
 // The fence, end to end: the writer is frozen, its database session cut, a standby takes over and

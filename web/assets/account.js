@@ -5,6 +5,7 @@ import { h, $, replace, table, showFormError, clearFormErrors, setBusy, errorBox
 import { money, timestamp } from './format.js';
 import { startRentals } from './rentals.js';
 import { initSshKeys, loadSshKeys } from './ssh_keys.js';
+import { initApiKeys, loadApiKeys } from './api_keys.js';
 import { initBilling, loadBillingProfile, loadDocuments } from './billing.js';
 import { startStorage } from './storage.js';
 
@@ -106,6 +107,7 @@ async function showAccount(session, welcome) {
     startRentals(() => Promise.all([loadWallets(), loadTransfers(true)]), roles.includes('customer')),
     startStorage(() => Promise.all([loadWallets(), loadTransfers(true)]), roles.includes('customer')),
     loadSshKeys(),
+    loadApiKeys(),
     loadBillingProfile(),
     loadDocuments(),
   ]);
@@ -333,6 +335,7 @@ async function main() {
   $('#topup-form').addEventListener('submit', onTopup);
   $('#logout').addEventListener('click', onLogout);
   initSshKeys();
+  initApiKeys();
   $('#refresh-wallets').addEventListener('click', () => Promise.all([loadWallets(), loadTopups(), loadTransfers(true)]));
   $('#more-transfers').addEventListener('click', () => loadTransfers(false));
   initBilling();
