@@ -4,6 +4,7 @@
 // subvolumes, quotas and cephx clients, and a fleet node's host credential reading the desired
 // workload an agent would mount (the key really mounts the path with ceph-fuse). Nothing of Ceph
 // is faked. Skipped, loudly, only where no cluster can start here (the script's exit 3).
+#include <errno.h>
 #include <fcntl.h>
 #include <stdlib.h>
 #include <sys/stat.h>
@@ -434,6 +435,56 @@ TEST_P(CephVolumesTest, ASnapshotIsTakenOnceAcrossASigkillAndRestoresAsACloneOfI
   (void)ceph.Deauthorize("t-clone");
   EXPECT_TRUE(ceph.RemoveSubvolume(clone).ok());
   EXPECT_TRUE(ceph.RemoveSubvolume(name).ok());
+}
+
+TEST_P(CephVolumesTest, AnUnpaidVolumesClientTurnsReadOnlyAndItsMountRefusesWrites) {
+  NodeWithHost();
+  std::string alice = SignUpAndLogIn(*client_, "alice");
+  Credit("alice", "1690.5");  // the month of the card (1690) and the volume's first day (0.466667)
+  const long long rental = Rent(alice, "H100 SXM", "IAD-1");
+  ASSERT_GT(rental, 0);
+  auto created = client_->Call("POST", "/v1/volumes",
+                               {{"region", "IAD-1"}, {"size_tb", 1}, {"name", "ro"}}, alice);
+  ASSERT_EQ(created.status, 201) << created.body;
+  const long long id = created.Json()["id"];
+  ASSERT_TRUE(WaitFor([&] { return Provisioning(alice, id) == "ready"; }, kCephWait));
+  ASSERT_EQ(client_->Call("POST", "/v1/volumes/" + std::to_string(id) + "/attach",
+                          {{"rental_id", rental}}, alice)
+                .status,
+            200);
+  json nv;
+  ASSERT_TRUE(WaitFor([&] {
+    nv = DesiredNetworkVolumes();
+    return nv.is_array() && nv.size() == 1;
+  }, kCephWait)) << nv.dump();
+  ASSERT_EQ(nv[0]["read_only"], false);
+  const std::string client = nv[0]["client"], key = nv[0]["key"], path = nv[0]["path"];
+  std::string mnt = Mount(client, key, path);
+  ASSERT_FALSE(HasFailure());
+  { std::ofstream(mnt + "/kept.txt") << "written while paid\n"; }
+  TearDown();  // unmounted
+
+  // The next day cannot be paid: read-only at once, the client's caps become r (same key).
+  Advance(kDaySeconds);
+  EXPECT_EQ(Volume(alice, id)["state"], "read_only");
+  ASSERT_TRUE(WaitFor([&] {
+    nv = DesiredNetworkVolumes();
+    return nv.is_array() && nv.size() == 1 && nv[0]["read_only"] == true;
+  }, kCephWait)) << nv.dump() << server_->Log();
+  EXPECT_EQ(nv[0]["key"], key);
+  EXPECT_EQ(Volume(alice, id)["attachments"][0]["client"]["access"], "r");
+  mnt = Mount(client, key, path);
+  ASSERT_FALSE(HasFailure());
+  EXPECT_EQ(ReadText(mnt + "/kept.txt"), "written while paid\n");
+  int fd = ::open((mnt + "/new.txt").c_str(), O_CREAT | O_WRONLY | O_TRUNC, 0644);
+  const int error = fd < 0 ? errno : 0;
+  if (fd >= 0) ::close(fd);
+  EXPECT_EQ(error, EACCES) << "a write through read-only caps";
+  TearDown();
+  ExpectConsistent();
+  // The cluster is the binary's: leave it empty for the next case.
+  (void)Admin().Deauthorize(client);
+  EXPECT_TRUE(Admin().RemoveSubvolume("vol-" + std::to_string(id)).ok());
 }
 
 INSTANTIATE_TEST_SUITE_P(Backends, CephVolumesTest, ::testing::Values("sqlite", "postgresql"));
