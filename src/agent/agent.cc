@@ -229,6 +229,8 @@ Status Agent::Run(const std::atomic<bool>& stop) {
     }
   }
   state_->luks = std::make_unique<LuksVolumes>(c.storage, c.state_dir + "/keys");
+  state_->volumes = std::make_unique<NetworkVolumes>(c.storage.ceph_fuse, c.storage.umount,
+                                                     c.state_dir + "/volumes");
   state_->disks = std::make_unique<InstanceDisks>(state_->luks.get(), c.nvme_devices,
                                                   c.state_dir + "/devices");
   if (c.heartbeat_interval_ms > 0) {

@@ -31,6 +31,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <map>
 #include <memory>
 #include <set>
 #include <string>
@@ -38,6 +39,8 @@
 #include "agent/config.h"
 #include "agent/inventory.h"
 #include "agent/protocol.h"
+#include "agent/reconcile.h"
+#include "agent/volumes.h"
 #include "core/status.h"
 
 namespace gpuhub::agent {
@@ -70,6 +73,10 @@ class Agent {
   void RunDiskActions(const std::set<std::string>& desired_ids);
   // Removes the named volumes of ours no container uses (Docker keeps them at a removal).
   void SweepVolumes();
+  // Unmounts the network volumes no desired workload wants (or wants in the other mode) and no
+  // container left binds.
+  void SyncNetworkVolumes(const ReconcileInput& input, const std::vector<ActualContainer>& left,
+                          const std::map<std::string, HostMount>& mounted);
   void SendUsage();
   // After a start: `status` becomes "starting" and a probe (detached, ssh_probe.h) waits for the
   // container's sshd; "running" once it answers (or the config's ssh_ready_timeout_ms passed).

@@ -17,6 +17,7 @@
 #include "agent/limits.h"
 #include "agent/protocol.h"
 #include "agent/reconcile.h"
+#include "agent/volumes.h"
 
 namespace gpuhub::agent {
 namespace agent_internal {
@@ -94,9 +95,10 @@ struct Agent::State {
   // Named volumes are left by a container's removal: swept (the unused ones of ours) after a
   // removal and once per Docker connection.
   bool sweep_volumes = false;
-  std::set<int> bad_ports;
+  std::map<int, agent_internal::Steady::time_point> bad_ports;  // port -> when it was taken
   std::unique_ptr<LuksVolumes> luks;
   std::unique_ptr<InstanceDisks> disks;
+  std::unique_ptr<NetworkVolumes> volumes;
 };
 
 }  // namespace gpuhub::agent

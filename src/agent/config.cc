@@ -114,7 +114,7 @@ Result<AgentConfig> ParseAgentConfig(std::string_view toml_text, std::string_vie
     for (const auto& [key, node] : *t) {
       bool known = false;
       for (const char* k : {"cryptsetup", "blkdiscard", "mkfs", "rbd", "ceph_conf", "rbd_pool",
-                            "rbd_user", "rbd_keyring"}) {
+                            "rbd_user", "rbd_keyring", "ceph_fuse", "umount"}) {
         known = known || key.str() == k;
       }
       if (!known) {
@@ -126,7 +126,8 @@ Result<AgentConfig> ParseAgentConfig(std::string_view toml_text, std::string_vie
     for (auto [key, out] : std::initializer_list<std::pair<const char*, std::string*>>{
              {"cryptsetup", &st.cryptsetup}, {"blkdiscard", &st.blkdiscard}, {"mkfs", &st.mkfs},
              {"rbd", &st.rbd}, {"ceph_conf", &st.ceph_conf}, {"rbd_pool", &st.rbd_pool},
-             {"rbd_user", &st.rbd_user}, {"rbd_keyring", &st.rbd_keyring}}) {
+             {"rbd_user", &st.rbd_user}, {"rbd_keyring", &st.rbd_keyring},
+             {"ceph_fuse", &st.ceph_fuse}, {"umount", &st.umount}}) {
       GPUHUB_RETURN_IF_ERROR(text(*t, key, out));
     }
   }

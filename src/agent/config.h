@@ -28,6 +28,8 @@
 //   rbd_pool = "gpuhub"
 //   rbd_user = "gpuhub"                     # cephx id: client.<rbd_user>
 //   rbd_keyring = ""                        # default: ceph's own lookup
+//   ceph_fuse = "ceph-fuse"                 # mounts network volumes (volumes.h)
+//   umount = "umount"
 //
 // Unknown keys are errors (a typo must not silently fall back to a default).
 #pragma once
@@ -50,6 +52,8 @@ struct StorageConfig {
   std::string rbd_pool = "gpuhub";
   std::string rbd_user = "gpuhub";
   std::string rbd_keyring;
+  std::string ceph_fuse = "ceph-fuse";
+  std::string umount = "umount";
 };
 
 struct AgentConfig {

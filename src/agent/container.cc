@@ -30,6 +30,15 @@ std::string FormatPortMappings(const std::vector<PortMapping>& ports) {
   return out;
 }
 
+std::string NetworkVolumesLabel(const std::vector<NetworkVolumeSpec>& volumes) {
+  std::string out;
+  for (const auto& v : volumes) {
+    out += (out.empty() ? "" : ",") + std::to_string(v.id) + ":" + v.client + ":" +
+           (v.read_only ? "ro" : "rw");
+  }
+  return out;
+}
+
 std::vector<PortMapping> ParsePortMappings(const std::string& label) {
   std::vector<PortMapping> out;
   if (!label.empty() && label.back() == ',') return {};
@@ -128,6 +137,13 @@ std::string CreateBody(const WorkloadSpec& spec, const Placement& placement) {
                          {{"Name", "local"},
                           {"Options", {{"type", "ext4"}, {"device", m.device}}}}}}}});
   }
+  // A network volume: the host's ceph-fuse mount point bound in (private propagation: the bind
+  // keeps that mount alive for the container's life; the agent unmounts the host's once no
+  // container binds it, and recreates a container whose host mount went away).
+  for (const auto& m : placement.network_mounts) {
+    mounts.push_back(
+        {{"Type", "bind"}, {"Source", m.source}, {"Target", m.target}, {"ReadOnly", m.read_only}});
+  }
   json exposed = {{"22/tcp", json::object()}};
   json bindings = {{"22/tcp", {{{"HostIp", ""}, {"HostPort", port}}}}};
   for (const auto& p : placement.ports) {
@@ -149,7 +165,8 @@ std::string CreateBody(const WorkloadSpec& spec, const Placement& placement) {
         {kLabelNotAfter, FormatTimestamp(spec.not_after)},
         {kLabelSshPort, port},
         {kLabelGpus, Join(spec.gpu_uuids, ",")},
-        {kLabelPorts, FormatPortMappings(placement.ports)}}},
+        {kLabelPorts, FormatPortMappings(placement.ports)},
+        {kLabelVolumes, NetworkVolumesLabel(spec.network_volumes)}}},
       {"HostConfig",
        {{"Privileged", false},
         {"CapDrop", {"ALL"}},

@@ -12,6 +12,8 @@
 //   on the host ports chosen from the listing's range (labelled, so a restarted agent adopts them);
 // - the lease's share of CPUs and memory; restart unless stopped;
 // - a term rental's opened LUKS2 volumes at /data/nvme<k>;
+// - network volumes (Ceph, mounted on the host by volumes.h) bound in at /mnt/<name>, read-only
+//   when the server says so;
 // - labels from which the agent rebuilds its state after a restart (kLabel*).
 #pragma once
 
@@ -40,6 +42,31 @@ struct VolumeMount {
   std::string name;
   std::string device;  // "/dev/mapper/rental-7-0"
   std::string target;  // "/data/nvme0"
+};
+
+// A network volume attached to the workload (the server's `network_volumes`; docs/agent.md
+// "Network volumes"): a CephFS subvolume's `path`, mounted on the host as the cephx client
+// `client` (whose caps the server restricted to that path) from `monitors`, bound into the
+// container at `mount` (/mnt/<name>). `key` is the client's cephx secret: kept in memory and in a
+// 0600 keyring file of the state directory only; never logged, never in desired.json (a workload
+// read from that cache has an empty key: the keyring file left by the last mount is used).
+struct NetworkVolumeSpec {
+  std::int64_t id = 0;
+  std::string name;      // "data"
+  std::string mount;     // "/mnt/data"
+  std::string monitors;  // "10.0.0.1:6789,10.0.0.2:6789" (optionally v1:/v2: prefixed)
+  std::string path;      // "/volumes/_nogroup/vol-7/<uuid>"
+  std::string client;    // cephx id without "client.": "gpuhub-vol7-r3"
+  std::string key;
+  bool read_only = false;
+  friend bool operator==(const NetworkVolumeSpec&, const NetworkVolumeSpec&) = default;
+};
+
+// A network volume's host mount point bound into the container.
+struct NetworkMount {
+  std::string source;  // <state_dir>/volumes/<id>-<client>
+  std::string target;  // /mnt/<name>
+  bool read_only = false;
 };
 
 // A container port published on a host port (a workload's extra ports: Jupyter 8888 ...).
@@ -75,6 +102,7 @@ struct WorkloadSpec {
   int port_first = 0;
   int port_last = 0;
   RegistryCredential registry_auth;
+  std::vector<NetworkVolumeSpec> network_volumes;  // at most kMaxNetworkVolumesPerWorkload
 };
 
 // Where the container is placed on this host.
@@ -83,6 +111,7 @@ struct Placement {
   std::string ssh_dir;  // host directory holding authorized_keys (mounted read-only)
   std::vector<VolumeMount> mounts;
   std::vector<PortMapping> ports;  // the extra ports and the host ports chosen for them
+  std::vector<NetworkMount> network_mounts;
 };
 
 inline constexpr const char* kLabelManaged = "io.gpuhub.managed";    // "true"
@@ -91,6 +120,11 @@ inline constexpr const char* kLabelNotAfter = "io.gpuhub.not_after";  // RFC 333
 inline constexpr const char* kLabelSshPort = "io.gpuhub.ssh_port";
 inline constexpr const char* kLabelGpus = "io.gpuhub.gpus";  // UUIDs, comma-separated
 inline constexpr const char* kLabelPorts = "io.gpuhub.ports";  // "8888:41000,8000:41001"
+// The network volumes the container was made with, "<id>:<client>:<rw|ro>" comma-separated, in
+// the spec's order ("7:gpuhub-vol7-r3:rw,9:gpuhub-vol9-r3:ro"; "" for none): a desired workload
+// whose label differs (a volume attached, detached, its client or read_only changed) is recreated.
+inline constexpr const char* kLabelVolumes = "io.gpuhub.volumes";
+std::string NetworkVolumesLabel(const std::vector<NetworkVolumeSpec>& volumes);
 // "8888:41000,8000:41001" <-> mappings (a malformed label reads as none).
 std::string FormatPortMappings(const std::vector<PortMapping>& ports);
 std::vector<PortMapping> ParsePortMappings(const std::string& label);

@@ -136,5 +136,33 @@ TEST(ContainerTest, WorkloadIdsAreSafeForNamesAndPaths) {
   }
 }
 
+// A network volume: the host's mount point bound at /mnt/<name>, read-only when attached so,
+// and listed in a label so that a change of volumes recreates the container.
+TEST(ContainerTest, NetworkVolumesAreBoundAndLabelled) {
+  WorkloadSpec w = Spec();
+  NetworkVolumeSpec data{7, "data", "/mnt/data", "10.0.0.1:6789", "/volumes/_nogroup/v7/u",
+                         "gpuhub-vol7-r3", "AQCwCBNrmvk9FxAAB78mRvVlZabLmAcErqJDcw==", false};
+  NetworkVolumeSpec ref = data;
+  ref.id = 9;
+  ref.name = "ref";
+  ref.mount = "/mnt/ref";
+  ref.client = "gpuhub-vol9-r3";
+  ref.read_only = true;
+  w.network_volumes = {data, ref};
+  Placement p{40001, "/s/workloads/lease-17/ssh", {}, {}};
+  p.network_mounts = {{"/s/volumes/7-gpuhub-vol7-r3", "/mnt/data", false},
+                      {"/s/volumes/9-gpuhub-vol9-r3", "/mnt/ref", true}};
+  const std::string text = CreateBody(w, p);
+  EXPECT_EQ(text.find(data.key), std::string::npos) << "never the key in Docker's records";
+  json body = json::parse(text);
+  EXPECT_EQ(body["HostConfig"]["Mounts"],
+            json::parse(R"([{"Type":"bind","Source":"/s/volumes/7-gpuhub-vol7-r3",
+                             "Target":"/mnt/data","ReadOnly":false},
+                            {"Type":"bind","Source":"/s/volumes/9-gpuhub-vol9-r3",
+                             "Target":"/mnt/ref","ReadOnly":true}])"));
+  EXPECT_EQ(body["Labels"]["io.gpuhub.volumes"], "7:gpuhub-vol7-r3:rw,9:gpuhub-vol9-r3:ro");
+  EXPECT_EQ(json::parse(CreateBody(Spec(), p))["Labels"]["io.gpuhub.volumes"], "");
+}
+
 }  // namespace
 }  // namespace gpuhub::agent

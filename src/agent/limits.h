@@ -49,12 +49,22 @@ inline constexpr std::chrono::milliseconds kRetryMax{10 * 60'000};
 inline constexpr std::chrono::milliseconds kRecreateBackoffFirst{5'000};
 inline constexpr std::chrono::milliseconds kRecreateBackoffMax{5 * 60'000};
 inline constexpr std::chrono::milliseconds kRecreateForgetAfter{30 * 60'000};
+// A host port Docker could not bind (another program, often an outgoing connection's ephemeral
+// port, holds it) is not offered again for this long; then it is tried again.
+inline constexpr std::chrono::milliseconds kBadPortForgetAfter{10 * 60'000};
 // Workloads one host runs at once (one per lease; a 16-GPU machine has at most 16).
 inline constexpr std::size_t kMaxWorkloads = 64;
 // A workload's extra container ports (besides sshd's 22).
 inline constexpr std::size_t kMaxExtraPorts = 4;
 // A term rental's volumes: one per card slot of a node (rentals::kMaxCardsPerNode).
 inline constexpr std::size_t kMaxVolumesPerWorkload = 16;
+// A workload's network volumes (Ceph, volumes.h), the monitors one may list, how long a mount
+// may take (ceph-fuse's own client_mount_timeout, then RunProcess's deadline).
+inline constexpr std::size_t kMaxNetworkVolumesPerWorkload = 8;
+inline constexpr std::size_t kMaxCephMonitors = 16;
+inline constexpr int kCephMountTimeoutSeconds = 20;
+inline constexpr std::chrono::milliseconds kMountTimeout{60'000};
+inline constexpr std::size_t kMaxMountInfoBytes = 16 << 20;  // /proc/self/mountinfo
 // The SSH ports published for containers come from a configured range of at most this many.
 inline constexpr int kMaxSshPorts = 10'000;
 // A stopping container gets this long (seconds) between SIGTERM and SIGKILL.

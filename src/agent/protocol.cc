@@ -1,9 +1,11 @@
 #include "agent/protocol.h"
 
 #include <nlohmann/json.hpp>
+#include <set>
 
 #include "agent/limits.h"
 #include "agent/storage.h"
+#include "agent/volumes.h"
 
 namespace gpuhub::agent {
 namespace {
@@ -36,6 +38,55 @@ Result<std::vector<VolumeSpec>> VolumesFrom(const json& j, const std::string& wh
   return out;
 }
 
+// The network volumes of a workload (absent or null: none). `key_required`: an answer of the
+// server carries each client's key; the desired-state cache never does.
+Result<std::vector<NetworkVolumeSpec>> NetworkVolumesFrom(const json& j, const std::string& what,
+                                                          bool key_required) {
+  std::vector<NetworkVolumeSpec> out;
+  if (j.is_null()) return out;
+  if (!j.is_array() || j.size() > kMaxNetworkVolumesPerWorkload) {
+    return Bad("network_volumes of " + what + " (at most " +
+               std::to_string(kMaxNetworkVolumesPerWorkload) + ")");
+  }
+  std::set<std::int64_t> ids;
+  std::set<std::string> mounts;
+  for (const auto& v : j) {
+    if (!v.is_object()) return Bad("network_volumes of " + what);
+    NetworkVolumeSpec spec;
+    spec.id = v.at("id").get<std::int64_t>();
+    spec.name = v.at("name").get<std::string>();
+    spec.mount = v.at("mount").get<std::string>();
+    spec.monitors = v.at("monitors").get<std::string>();
+    spec.path = v.at("path").get<std::string>();
+    spec.client = v.at("client").get<std::string>();
+    spec.key = key_required ? v.at("key").get<std::string>() : v.value("key", "");
+    spec.read_only = v.value("read_only", false);
+    Status valid = ValidateNetworkVolume(spec, key_required);
+    if (!valid.ok()) return Bad(valid.message() + " of " + what);
+    if (!ids.insert(spec.id).second || !mounts.insert(spec.mount).second) {
+      return Bad("network volume " + std::to_string(spec.id) + " of " + what +
+                 ": its id or mount appears twice");
+    }
+    out.push_back(std::move(spec));
+  }
+  return out;
+}
+
+// Without the key (this is what the desired-state cache keeps).
+json NetworkVolumesJson(const std::vector<NetworkVolumeSpec>& volumes) {
+  json list = json::array();
+  for (const auto& v : volumes) {
+    list.push_back({{"id", v.id},
+                    {"name", v.name},
+                    {"mount", v.mount},
+                    {"monitors", v.monitors},
+                    {"path", v.path},
+                    {"client", v.client},
+                    {"read_only", v.read_only}});
+  }
+  return list;
+}
+
 json SpecJson(const WorkloadSpec& w) {
   return {{"id", w.id},
           {"image", w.image},
@@ -46,10 +97,11 @@ json SpecJson(const WorkloadSpec& w) {
           {"memory_gb", w.memory_gb},
           {"volumes", VolumesJson(w.volumes)},
           {"ports", w.ports},
-          {"port_range", {w.port_first, w.port_last}}};
+          {"port_range", {w.port_first, w.port_last}},
+          {"network_volumes", NetworkVolumesJson(w.network_volumes)}};
 }
 
-Result<WorkloadSpec> SpecFrom(const json& j) {
+Result<WorkloadSpec> SpecFrom(const json& j, bool from_cache = false) {
   if (!j.is_object()) return Bad("a workload is not an object");
   WorkloadSpec w;
   try {
@@ -63,6 +115,9 @@ Result<WorkloadSpec> SpecFrom(const json& j) {
     if (!t.ok()) return Bad("not_after of " + w.id);
     w.not_after = *t;
     GPUHUB_ASSIGN_OR_RETURN(w.volumes, VolumesFrom(j.value("volumes", json()), w.id));
+    GPUHUB_ASSIGN_OR_RETURN(w.network_volumes,
+                            NetworkVolumesFrom(j.value("network_volumes", json()), w.id,
+                                               !from_cache));
     w.ports = j.value("ports", std::vector<int>{});
     if (j.contains("port_range") && j["port_range"].is_array() && j["port_range"].size() == 2) {
       w.port_first = j["port_range"][0].get<int>();
@@ -295,7 +350,7 @@ Result<DesiredCache> ParseDesiredCache(std::string_view text) {
     c.server_time = j.at("server_time_us").get<std::int64_t>();
     c.local_time = j.at("local_time_us").get<std::int64_t>();
     for (const auto& w : j.at("workloads")) {
-      GPUHUB_ASSIGN_OR_RETURN(WorkloadSpec spec, SpecFrom(w));
+      GPUHUB_ASSIGN_OR_RETURN(WorkloadSpec spec, SpecFrom(w, /*from_cache=*/true));
       c.workloads.push_back(std::move(spec));
     }
   } catch (const json::exception& e) {

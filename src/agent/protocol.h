@@ -73,7 +73,9 @@ struct HeartbeatAnswer {
   std::string hold_reason;
 };
 // invalid_argument when the answer is not what the server sends (a workload id unfit for names
-// and paths, a time that does not parse, more than kMaxWorkloads workloads).
+// and paths, a time that does not parse, more than kMaxWorkloads workloads, a network volume that
+// ValidateNetworkVolume refuses, repeats an id or mount, or more than
+// kMaxNetworkVolumesPerWorkload of them).
 Result<HeartbeatAnswer> ParseHeartbeatAnswer(std::string_view body);
 
 // GET /v1/agent/desired's answer: the desired state when it is not `version` any more
@@ -102,7 +104,8 @@ std::string ServerMessage(std::string_view body);
 
 // The last desired state, kept in the state directory so that an agent restarted while the server
 // is unreachable still stops what it must: the workloads and the server's clock when they came.
-// Never the registry credentials (they are needed only for a pull, which needs the server).
+// Never the registry credentials (they are needed only for a pull, which needs the server) and
+// never a network volume's cephx key (its keyring file on the host is what a restart uses).
 struct DesiredCache {
   std::vector<WorkloadSpec> workloads;
   TimestampMicros server_time = 0;

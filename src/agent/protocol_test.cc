@@ -154,5 +154,81 @@ TEST(ProtocolTest, TheNewestDesiredStateWins) {
   EXPECT_TRUE(NewerThan({"", 0}, held)) << "an older server that does not number its answers";
 }
 
+TEST(ProtocolTest, NetworkVolumesAreReadStrictlyAndTheirKeyIsNeverCached) {
+  const char* answer = R"({"host_id":3,"server_time":"2027-01-15T08:00:00Z",
+    "workloads":[{"id":"lease-17","image":"ubuntu:22.04","gpu_uuids":["GPU-aaaa"],
+      "not_after":"2027-01-15T09:00:00Z",
+      "network_volumes":[{"id":7,"name":"data","mount":"/mnt/data",
+        "monitors":"127.0.0.1:6789,127.0.0.2:6789","path":"/volumes/_nogroup/vol-7/u-1",
+        "client":"gpuhub-vol7-r3","key":"AQCwCBNrmvk9FxAAB78mRvVlZabLmAcErqJDcw==",
+        "read_only":false},
+       {"id":9,"name":"ref","mount":"/mnt/ref","monitors":"127.0.0.1:6789",
+        "path":"/volumes/_nogroup/vol-9/u-2","client":"gpuhub-vol9-r3",
+        "key":"AQDxCBNrmvk9FxAAB78mRvVlZabLmAcErqJDcw==","read_only":true}]}]})";
+  auto a = ParseHeartbeatAnswer(answer);
+  ASSERT_TRUE(a.ok()) << a.status().ToString();
+  ASSERT_EQ(a->workloads[0].network_volumes.size(), 2u);
+  const NetworkVolumeSpec& v = a->workloads[0].network_volumes[0];
+  EXPECT_EQ(v.id, 7);
+  EXPECT_EQ(v.name, "data");
+  EXPECT_EQ(v.mount, "/mnt/data");
+  EXPECT_EQ(v.monitors, "127.0.0.1:6789,127.0.0.2:6789");
+  EXPECT_EQ(v.path, "/volumes/_nogroup/vol-7/u-1");
+  EXPECT_EQ(v.client, "gpuhub-vol7-r3");
+  EXPECT_EQ(v.key, "AQCwCBNrmvk9FxAAB78mRvVlZabLmAcErqJDcw==");
+  EXPECT_FALSE(v.read_only);
+  EXPECT_TRUE(a->workloads[0].network_volumes[1].read_only);
+  // The cache keeps everything but the keys.
+  const std::string cache = DesiredCacheJson({a->workloads, 1, 1});
+  EXPECT_EQ(cache.find("AQCwCBNr"), std::string::npos) << cache;
+  EXPECT_EQ(cache.find("AQDxCBNr"), std::string::npos) << cache;
+  auto back = ParseDesiredCache(cache);
+  ASSERT_TRUE(back.ok()) << back.status().ToString();
+  NetworkVolumeSpec without_key = v;
+  without_key.key.clear();
+  EXPECT_EQ(back->workloads[0].network_volumes[0], without_key);
+  // Absent, null or []: none.
+  for (const char* none : {"null", "[]"}) {
+    json j = json::parse(answer);
+    j["workloads"][0]["network_volumes"] = json::parse(none);
+    auto n = ParseHeartbeatAnswer(j.dump());
+    ASSERT_TRUE(n.ok()) << none;
+    EXPECT_TRUE(n->workloads[0].network_volumes.empty());
+  }
+  // A bad entry fails the whole answer, as any other field does; the key is not in the message.
+  const std::vector<std::pair<std::string, json>> bad = {
+      {"mount", "/etc"},           {"path", "/volumes/../x"}, {"client", "admin;x"},
+      {"monitors", "h"},           {"key", ""},               {"id", -1},
+      {"name", "Data"},            {"read_only", "yes"},
+  };
+  for (const auto& [field, value] : bad) {
+    json j = json::parse(answer);
+    j["workloads"][0]["network_volumes"][0][field] = value;
+    auto r = ParseHeartbeatAnswer(j.dump());
+    EXPECT_FALSE(r.ok()) << field;
+    EXPECT_EQ(r.status().message().find("AQCwCBNr"), std::string::npos) << r.status().message();
+  }
+  json missing = json::parse(answer);
+  missing["workloads"][0]["network_volumes"][0].erase("key");
+  EXPECT_FALSE(ParseHeartbeatAnswer(missing.dump()).ok()) << "the server always sends the key";
+  json twice = json::parse(answer);
+  twice["workloads"][0]["network_volumes"][1]["mount"] = "/mnt/data";
+  EXPECT_FALSE(ParseHeartbeatAnswer(twice.dump()).ok()) << "two volumes on one mount";
+  json many = json::parse(answer);
+  for (int i = 10; i < 17; ++i) {
+    json extra = many["workloads"][0]["network_volumes"][1];
+    extra["id"] = i;
+    extra["mount"] = "/mnt/v" + std::to_string(i);
+    many["workloads"][0]["network_volumes"].push_back(extra);
+  }
+  EXPECT_FALSE(ParseHeartbeatAnswer(many.dump()).ok()) << "at most kMaxNetworkVolumesPerWorkload";
+  // The long-poll's answer is read by the same code.
+  json poll = {{"changed", true}, {"version", "v2"}, {"server_time", "2027-01-15T08:00:00Z"},
+               {"workloads", json::parse(answer)["workloads"]}};
+  auto d = ParseDesiredAnswer(poll.dump());
+  ASSERT_TRUE(d.ok()) << d.status().ToString();
+  EXPECT_EQ(d->workloads[0].network_volumes.size(), 2u);
+}
+
 }  // namespace
 }  // namespace gpuhub::agent

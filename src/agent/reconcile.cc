@@ -26,6 +26,7 @@ std::vector<ActualContainer> FromSummaries(const std::vector<ContainerSummary>& 
     auto port = ParseInt64(label(kLabelSshPort), "port");
     a.ssh_port = port.ok() && *port > 0 && *port < 65536 ? static_cast<int>(*port) : 0;
     a.ports = ParsePortMappings(label(kLabelPorts));
+    a.volumes = label(kLabelVolumes);
     auto not_after = ParseTimestamp(label(kLabelNotAfter));
     a.label_not_after = not_after.ok() ? *not_after : 0;
     out.push_back(std::move(a));
@@ -74,6 +75,12 @@ Plan PlanReconcile(const ReconcileInput& input, const std::vector<ActualContaine
     }
     if (it == kept.end()) {
       plan.create.push_back(*w);
+      continue;
+    }
+    if (it->second->volumes != NetworkVolumesLabel(w->network_volumes) ||
+        input.volumes_lost.count(id)) {
+      plan.remove.push_back(*it->second);
+      plan.volumes_changed.push_back(id);
       continue;
     }
     const std::string& state = it->second->state;

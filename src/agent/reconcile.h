@@ -12,7 +12,11 @@
 //   then created again once gone, at most as often as RecreateBackoff allows); "restarting" is a
 //   container that exited by itself (the customer's `shutdown`, sshd killed) and that Docker's
 //   restart policy (unless-stopped) brings back: left to Docker, reported, never started or
-//   recreated by the agent (two restarters would race).
+//   recreated by the agent (two restarters would race);
+// - a desired container whose network volumes (kLabelVolumes) are not the workload's any more (a
+//   volume attached or detached, its client or read_only changed), or one of whose volumes the
+//   host no longer has mounted (`volumes_lost`: ceph-fuse died), is removed and created again on
+//   the next pass (its bind mounts are fixed at creation).
 #pragma once
 
 #include <chrono>
@@ -34,6 +38,7 @@ struct ActualContainer {
   TimestampMicros label_not_after = 0;
   std::string status;  // Docker's words ("Restarting (1) 2 seconds ago")
   std::vector<PortMapping> ports;  // its extra ports (kLabelPorts)
+  std::string volumes;  // kLabelVolumes
 };
 
 // The agent's containers (those labelled kLabelManaged) as ActualContainers; containers whose
@@ -45,6 +50,7 @@ struct ReconcileInput {
   bool desired_known = false;
   std::set<std::string> expired_confirmed;
   TimestampMicros now = 0;  // the server's clock, as estimated on the host
+  std::set<std::string> volumes_lost;  // workloads whose host mount of a volume is gone or dead
 };
 
 struct Plan {
@@ -54,6 +60,7 @@ struct Plan {
   std::vector<std::string> awaiting;    // past not_after: ask the server before removing
   std::vector<ActualContainer> recreate;    // desired, but paused, dead or removing
   std::vector<ActualContainer> restarting;  // desired, exited by itself, Docker restarts it
+  std::vector<std::string> volumes_changed;  // workloads in `remove` to be made with new volumes
 };
 
 Plan PlanReconcile(const ReconcileInput& input, const std::vector<ActualContainer>& actual);

@@ -121,5 +121,36 @@ TEST(ReconcileTest, PicksTheLowestFreePort) {
   EXPECT_EQ(PickPort(40000, 40002, {40000, 40001, 40002}), 0);
 }
 
+// Bind mounts are fixed when a container is made: a volume attached, detached or turned
+// read-only, or a host mount that went away, means a new container (removed now, created on the
+// next pass); the same volumes keep it.
+TEST(ReconcileTest, AChangeOfNetworkVolumesRecreatesTheContainer) {
+  WorkloadSpec w = W("lease-1");
+  w.network_volumes = {{7, "data", "/mnt/data", "m:1", "/volumes/a", "c7", "", false}};
+  ActualContainer same = C("c1", "lease-1", "running");
+  same.volumes = "7:c7:rw";
+  ReconcileInput in{{w}, true, {}, kNow};
+  Plan keep = PlanReconcile(in, {same});
+  EXPECT_TRUE(keep.remove.empty());
+  EXPECT_TRUE(keep.volumes_changed.empty());
+  for (const char* label : {"", "7:c7:ro", "7:c8:rw", "7:c7:rw,9:c9:rw"}) {
+    ActualContainer c = same;
+    c.volumes = label;
+    Plan p = PlanReconcile(in, {c});
+    EXPECT_EQ(Ids(p.remove), std::vector<std::string>{"c1"}) << label;
+    EXPECT_EQ(p.volumes_changed, std::vector<std::string>{"lease-1"}) << label;
+    EXPECT_TRUE(p.create.empty()) << "created once Docker no longer lists it";
+  }
+  // Detached: the workload has none, its container had one.
+  ReconcileInput detached{{W("lease-1")}, true, {}, kNow};
+  EXPECT_EQ(Ids(PlanReconcile(detached, {same}).remove), std::vector<std::string>{"c1"});
+  // The host mount is gone (ceph-fuse died): made again.
+  ReconcileInput lost = in;
+  lost.volumes_lost = {"lease-1"};
+  EXPECT_EQ(PlanReconcile(lost, {same}).volumes_changed, std::vector<std::string>{"lease-1"});
+  // A container of before network volumes (no label) with a workload that has none is kept.
+  EXPECT_TRUE(PlanReconcile(detached, {C("c1", "lease-1", "running")}).remove.empty());
+}
+
 }  // namespace
 }  // namespace gpuhub::agent

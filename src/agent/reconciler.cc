@@ -15,6 +15,23 @@
 namespace gpuhub::agent {
 using namespace agent_internal;
 
+namespace {
+// The mode each network volume mount must have, by dir name: read-only only when every desired
+// workload attached with that (volume, client) wants it read-only (each container's bind is
+// read-only on its own workload's word).
+std::map<std::string, bool> WantedReadOnly(const ReconcileInput& input) {
+  std::map<std::string, bool> wanted_ro;
+  for (const auto& w : input.desired) {
+    if (input.expired_confirmed.count(w.id)) continue;
+    for (const auto& v : w.network_volumes) {
+      auto [it, fresh] = wanted_ro.emplace(NetworkVolumeDirName(v.id, v.client), v.read_only);
+      if (!fresh) it->second = it->second && v.read_only;
+    }
+  }
+  return wanted_ro;
+}
+}  // namespace
+
 void Agent::ReconcilerLoop(const std::atomic<bool>& stop) {
   const auto interval = std::chrono::milliseconds(options_.config.reconcile_interval_ms);
   std::uint64_t seen = 0, nudges = 0;
@@ -93,22 +110,35 @@ void Agent::ReconcileOnce() {
     }
     if (s.force) s.cv.notify_all();
   }
+  // A container bound to a network volume whose host mount is gone or dead (ceph-fuse killed,
+  // unmounted by hand) is made again on a fresh mount.
+  // (The kernel's mount table, read each pass: a few kB.)
+  const std::map<std::string, HostMount> mounted = s.volumes->Mounted();
+  for (const auto& a : actual) {
+    for (const auto& dir : DirNamesOfLabel(a.volumes)) {
+      if (!mounted.count(dir) || !s.volumes->Alive(dir)) input.volumes_lost.insert(a.workload);
+    }
+  }
   Plan plan = PlanReconcile(input, actual);
+  std::set<std::string> refit(plan.volumes_changed.begin(), plan.volumes_changed.end());
 
   std::set<std::string> desired_ids;
   for (const auto& w : input.desired) desired_ids.insert(w.id);
   std::map<std::string, WorkloadStatus> updates;
   std::set<std::string> stopped;
+  std::set<std::string> removed_ids;
   for (const auto& a : plan.remove) {
     if (a.state == "running") (void)s.docker->Stop(a.id, kStopGraceSeconds);
     Status removed = s.docker->Remove(a.id);
     spdlog::info("event=container_removed workload={} container={} why={} ok={}", a.workload,
                  a.id.substr(0, 12),
                  input.expired_confirmed.count(a.workload) ? "not_after_passed_server_unreachable"
+                 : refit.count(a.workload)                 ? "network_volumes_changed"
                  : desired_ids.count(a.workload)           ? "duplicate"
                                                            : "not_desired",
                  removed.ok());
     if (!removed.ok()) continue;
+    removed_ids.insert(a.id);
     s.sweep_volumes = true;
     if (!a.workload.empty() &&
         (!desired_ids.count(a.workload) || input.expired_confirmed.count(a.workload))) {
@@ -117,12 +147,25 @@ void Agent::ReconcileOnce() {
     }
   }
   RunDiskActions(desired_ids);
+  if (!mounted.empty()) {
+    std::vector<ActualContainer> left;
+    for (const auto& a : actual) {
+      if (!removed_ids.count(a.id)) left.push_back(a);
+    }
+    SyncNetworkVolumes(input, left, s.volumes->Mounted());
+  }
   std::set<int> used;
   for (const auto& a : actual) {
     if (a.ssh_port > 0) used.insert(a.ssh_port);
     for (const auto& p : a.ports) used.insert(p.host);
   }
-  used.insert(s.bad_ports.begin(), s.bad_ports.end());
+  for (auto it = s.bad_ports.begin(); it != s.bad_ports.end();) {
+    if (Steady::now() - it->second >= kBadPortForgetAfter) {
+      it = s.bad_ports.erase(it);
+    } else {
+      used.insert((it++)->first);
+    }
+  }
   // A container Docker will not start (moby: 409 for paused, dead, removing) is removed; the
   // create follows once Docker no longer lists it, each time later (RecreateBackoff).
   auto recreate = [&](const ActualContainer& a) {
@@ -136,6 +179,7 @@ void Agent::ReconcileOnce() {
       return;
     }
     Status removed = s.docker->Remove(a.id);
+    if (removed.ok()) removed_ids.insert(a.id);
     ++r.count;
     r.last = now;
     r.next = now + RecreateBackoff(r.count);
@@ -321,6 +365,22 @@ void Agent::ReconcileOnce() {
       }
       placement.mounts = std::move(mounts).value();
     }
+    // Its network volumes, mounted on the host (once per volume and client) and bound in.
+    bool volumes_ok = true;
+    const auto wanted_ro = WantedReadOnly(input);
+    for (const auto& v : w.network_volumes) {
+      NetworkVolumeSpec mount = v;
+      auto mode = wanted_ro.find(NetworkVolumeDirName(v.id, v.client));
+      if (mode != wanted_ro.end()) mount.read_only = mode->second;
+      auto point = s.volumes->Ensure(mount);
+      if (!point.ok()) {
+        fail(point.status().message());
+        volumes_ok = false;
+        break;
+      }
+      placement.network_mounts.push_back({*point, v.mount, v.read_only});
+    }
+    if (!volumes_ok) continue;
     const std::string body = CreateBody(w, placement);
     auto id = s.docker->Create(ContainerName(w.id), body);
     if (!id.ok()) {
@@ -334,9 +394,17 @@ void Agent::ReconcileOnce() {
       // does not mount: moby answers 500): removed, its volumes swept, created again later.
       s.sweep_volumes = s.sweep_volumes || s.docker->Remove(*id).ok();
       if (PortInUse(started)) {
-        // Which of its ports is taken Docker does not say: none of them is tried again.
-        s.bad_ports.insert(port);
-        for (const auto& p : placement.ports) s.bad_ports.insert(p.host);
+        // Which of its ports is taken Docker does not say: none of them is offered again for a
+        // while, and the workload is created again at once on others. Not a failure: the port
+        // range is the agent's to choose from (a failed report would end a rental's provisioning).
+        const auto now = Steady::now();
+        s.bad_ports[port] = now;
+        for (const auto& p : placement.ports) s.bad_ports[p.host] = now;
+        updates[w.id] = {w.id, "starting", 0,
+                         "host port " + std::to_string(port) + " is taken here; trying another"};
+        spdlog::warn("event=port_taken workload={} port={} error=\"{}\"", w.id, port,
+                     started.message());
+        continue;  // the next pass (reconcile_interval_ms) creates it on another port
       }
       fail(started.message());
       continue;
@@ -393,6 +461,28 @@ void Agent::ReconcileOnce() {
   }
   for (auto it = s.recreates.begin(); it != s.recreates.end();) {
     it = desired_ids.count(it->first) ? std::next(it) : s.recreates.erase(it);
+  }
+}
+
+void Agent::SyncNetworkVolumes(const ReconcileInput& input,
+                               const std::vector<ActualContainer>& left,
+                               const std::map<std::string, HostMount>& mounted) {
+  State& s = *state_;
+  // What the desired workloads want and what the containers still there bind.
+  const std::map<std::string, bool> wanted_ro = WantedReadOnly(input);
+  std::set<std::string> in_use;
+  for (const auto& a : left) {
+    for (const auto& dir : DirNamesOfLabel(a.volumes)) in_use.insert(dir);
+  }
+  for (const auto& [dir, m] : mounted) {
+    if (in_use.count(dir)) continue;  // never under a container: it is removed first
+    auto it = wanted_ro.find(dir);
+    // Wanted in its mode: kept for the create. In the other mode: remounted by the create.
+    if (it != wanted_ro.end() && it->second == m.read_only) continue;
+    Status off = s.volumes->Unmount(dir);
+    spdlog::info("event=network_volume_released dir={} why={} ok={}{}", dir,
+                 it == wanted_ro.end() ? "not_desired" : "read_only_changed", off.ok(),
+                 off.ok() ? "" : " error=\"" + off.message() + "\"");
   }
 }
 

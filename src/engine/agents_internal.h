@@ -13,6 +13,9 @@ namespace gpuhub::engine::agents_internal {
 // Agent text is trusted only as far as it is printable and short.
 std::string Clean(std::string_view text);
 void WriteWorkload(Txn& txn, const WorkloadRecord& w);
+// A launch spec's extra container ports as stored ("8888,8000"), and back (launch_specs.cc).
+std::string PortsText(const std::vector<int>& ports);
+std::vector<int> PortsFromText(const std::string& text);
 
 // ----- Term-fleet nodes (agent_rentals.cc) -----
 // Whether the workload is a rental placed on the host's node (any state: the last reports of a

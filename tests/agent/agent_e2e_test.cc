@@ -485,6 +485,27 @@ TEST_P(AgentRentalE2eTest, AnInstanceTheAgentCannotProvisionIsRefunded) {
   EXPECT_TRUE(docker_->Containers().empty());
 }
 
+// The host port the agent chose is taken (another program holds it; Docker: "port is already
+// allocated"): not a failure of the rental, which runs at once on the next port of the range.
+TEST_P(AgentRentalE2eTest, AHostPortThatIsTakenIsSkippedNotAFailure) {
+  AddNodeAndEnrol();
+  docker_->AddImage(kImage);
+  docker_->FailStarts(1);
+  StartAgent();
+  ASSERT_TRUE(WaitFor([&] { return NodeAgent()["status"] == "online"; })) << Context();
+  auto order = client_->Call("POST", "/v1/rentals",
+                             {{"gpu", "H100 SXM"}, {"count", 1}, {"term", "week"}, {"region", "IAD-1"}},
+                             customer_);
+  ASSERT_EQ(order.status, 201) << order.body;
+  const long long id = order.Json()["id"].get<long long>();
+  ASSERT_TRUE(WaitFor([&] { return Rental(id)["state"] == "active"; })) << Rental(id).dump() << Context();
+  EXPECT_EQ(Rental(id)["instance"]["connection"]["ssh"], "ssh -p 40001 root@203.0.113.7")
+      << "40000 was taken";
+  EXPECT_EQ(docker_->CallsTo("POST", "/containers/create").size(), 2u);
+  EXPECT_NE(agent_->Log().find("event=port_taken"), std::string::npos) << Context();
+  EXPECT_EQ(agent_->Log().find("event=workload_failed"), std::string::npos) << Context();
+}
+
 // Stands for a container's published sshd on 127.0.0.1:port (the fake Docker publishes nothing):
 // closes each connection at once, as Docker's proxy does before sshd listens, until Ready(); then
 // greets each with an SSH banner.

@@ -198,8 +198,9 @@ class AgentRealEngineTest : public AgentFixture {
                    << engine->skip;
     }
     ASSERT_TRUE(engine->error.empty()) << engine->error;
-    // Ports of our own: other test binaries' dockerds publish on this host too.
-    const int first = 41000 + static_cast<int>(::getpid() % 800) * 10;
+    // Ports of our own: other test binaries' dockerds publish on this host too. Below the
+    // kernel's ephemeral range (32768 and up), which outgoing connections take ports from.
+    const int first = 20000 + static_cast<int>(::getpid() % 1000) * 10;
     ssh_ports_ = std::to_string(first) + "-" + std::to_string(first + 9);
     ssh_ready_ms_ = 60'000;  // "running" when the container's real sshd greets, as in production
     // Leftovers of an earlier test of this process (ids restart at 1 on a fresh database).
