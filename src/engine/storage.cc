@@ -1,6 +1,7 @@
 #include "engine/storage.h"
 
 #include <algorithm>
+#include <set>
 
 #include "engine/agent_watch.h"
 #include "engine/limits.h"
@@ -268,6 +269,7 @@ std::vector<DesiredNetworkVolume> NetworkVolumesOf(const State& state, rentals::
   std::vector<DesiredNetworkVolume> out;
   if (!state.storage) return out;
   const rentals::Storage& storage = state.storage->storage;
+  std::set<std::string> mounts;  // two attached volumes of one name: the later by its id
   for (const auto& v : storage.VolumesOfRental(rental)) {
     const rentals::CephRegion* region = storage.FindCephRegion(v.region);
     if (region == nullptr || v.provisioning != rentals::CephState::kReady ||
@@ -278,8 +280,13 @@ std::vector<DesiredNetworkVolume> NetworkVolumesOf(const State& state, rentals::
       if (c.rental_id != rental) continue;
       DesiredNetworkVolume n;
       n.id = v.id;
-      n.name = v.name;
-      n.mount = "/mnt/" + (v.name.empty() ? rentals::CephSubvolumeName(v.id) : v.name);
+      n.name = v.name.empty() ? rentals::CephSubvolumeName(v.id) : v.name;
+      n.mount = "/mnt/" + n.name;
+      if (!mounts.insert(n.mount).second) {
+        n.name = rentals::CephSubvolumeName(v.id);
+        n.mount = "/mnt/" + n.name;
+        mounts.insert(n.mount);
+      }
       n.monitors = region->monitors;
       n.path = v.ceph_path;
       n.client = rentals::CephClientName(v.id, rental);

@@ -49,8 +49,15 @@ Status ValidateHostname(std::string_view name) {
   return Status::Ok();
 }
 
-// A Ceph volume is mounted at /mnt/<name> in the containers: the name must be a path component.
+// A Ceph volume is mounted at /mnt/<name> in the containers: the name must be a path component
+// the host agent takes (1..kMaxCephMountNameBytes of [a-z0-9-], not starting with '-').
 Status ValidateMountName(std::string_view name) {
+  if (name.size() > kMaxCephMountNameBytes || (!name.empty() && name.front() == '-')) {
+    return Status::InvalidArgument("name must be at most " +
+                                   std::to_string(kMaxCephMountNameBytes) +
+                                   " characters and not start with '-' in a Ceph region")
+        .WithField("name");
+  }
   for (char c : name) {
     if (!((c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '-')) {
       return Status::InvalidArgument(
@@ -447,9 +454,11 @@ Result<Volume> Storage::Attach(UserId customer, VolumeId id, RentalId rental_id,
         .WithField("rental_id");
   }
   auto& of_rental = volumes_by_rental_[rental_id];
-  if (of_rental.size() >= kMaxVolumesPerRental) {
-    return Status::ResourceExhausted("an instance has at most " +
-                                     std::to_string(kMaxVolumesPerRental) + " volumes attached")
+  const std::size_t cap =
+      FindCephRegion(v.region) != nullptr ? kMaxCephVolumesPerRental : kMaxVolumesPerRental;
+  if (of_rental.size() >= cap) {
+    return Status::ResourceExhausted("an instance has at most " + std::to_string(cap) +
+                                     " volumes attached")
         .WithField("rental_id");
   }
   v.attachments.insert(std::upper_bound(v.attachments.begin(), v.attachments.end(), rental_id),

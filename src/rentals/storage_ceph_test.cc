@@ -203,12 +203,15 @@ TEST_F(StorageCephTest, AVolumeNotReadyWithinTheDeadlineFailsAtNoCharge) {
 }
 
 TEST_F(StorageCephTest, UnpaidClientsBecomeReadOnlyAndMountNamesAreChecked) {
-  EXPECT_EQ(storage_
-                .CreateVolume(kAlice, {"IAD-1", 1, "Data.1", Currency::kUsd}, ledger_, Untaxed,
-                              now_, &sc_)
-                .status()
-                .field(),
-            "name");
+  for (const char* bad : {"Data.1", "-data", "a_b"}) {
+    EXPECT_EQ(storage_
+                  .CreateVolume(kAlice, {"IAD-1", 1, bad, Currency::kUsd}, ledger_, Untaxed, now_,
+                                &sc_)
+                  .status()
+                  .field(),
+              "name")
+        << bad;
+  }
   Volume v = Create(1);
   Ready(v.id, 1);
   const RentalId r = Rent();
@@ -288,6 +291,17 @@ TEST_F(StorageCephTest, RestoreFromRecordsKeepsTheCephState) {
   ASSERT_TRUE(storage_.Attach(kAlice, v.id, r, fleet_, now_, &sc_).ok());
   ASSERT_TRUE(storage_.CephClientSet(v.id, {r, false, "v1:k"}, now_, &sc_).ok());
   Volume pending = Create(1, "p");
+  // The agent mounts at most kMaxCephVolumesPerRental: the next attach names the rental.
+  for (std::size_t i = 1; i < kMaxCephVolumesPerRental; ++i) {
+    Volume more = Create(1, "m" + std::to_string(i));
+    Ready(more.id, 1);
+    ASSERT_TRUE(storage_.Attach(kAlice, more.id, r, fleet_, now_, &sc_).ok());
+  }
+  Volume ninth = Create(1, "ninth");
+  Ready(ninth.id, 1);
+  auto refused = storage_.Attach(kAlice, ninth.id, r, fleet_, now_, &sc_);
+  EXPECT_EQ(refused.status().code(), StatusCode::kResourceExhausted);
+  EXPECT_EQ(refused.status().field(), "rental_id");
   auto restored = Storage::Restore(CephConfig(), storage_.Records());
   ASSERT_TRUE(restored.ok()) << restored.status().ToString();
   EXPECT_EQ(*restored->FindVolume(v.id), V(v.id));
