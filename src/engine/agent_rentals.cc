@@ -11,6 +11,7 @@
 #include "engine/notifications.h"
 #include "engine/rentals.h"
 #include "engine/ssh_keys.h"
+#include "engine/storage.h"
 #include "engine/wallets.h"
 
 namespace gpuhub::engine {
@@ -169,6 +170,7 @@ std::vector<DesiredWorkload> DesiredForNode(const State& state, const AgentHost&
     w.not_after = r.state == RentalState::kProvisioning
                       ? r.instance.provisioning_deadline
                       : r.term_end + (r.next_paid ? rentals::TermMicros(r.term) : 0);
+    w.network_volumes = NetworkVolumesOf(state, r.id);
     w.cpus = std::max<std::int64_t>(1, host.inventory.vcpus * r.count / node->cards);
     w.memory_gb = std::max<std::int64_t>(1, host.inventory.ram_mib / 1024 * r.count / node->cards);
     out.push_back(std::move(w));

@@ -57,6 +57,16 @@ std::string DesiredVersion(const std::vector<DesiredWorkload>& workloads) {
     hash.Number(w.port_range_first);
     hash.Number(w.port_range_last);
     hash.Bytes(w.sealed_registry_auth);
+    hash.Number(static_cast<std::int64_t>(w.network_volumes.size()));
+    for (const auto& n : w.network_volumes) {
+      hash.Number(n.id);
+      hash.Bytes(n.mount);
+      hash.Bytes(n.monitors);
+      hash.Bytes(n.path);
+      hash.Bytes(n.client);
+      hash.Bytes(n.sealed_key);
+      hash.Number(n.read_only ? 1 : 0);
+    }
   }
   char out[17];
   std::snprintf(out, sizeof out, "%016llx", static_cast<unsigned long long>(hash.h));

@@ -154,6 +154,20 @@ struct RentalLaunch {
 };
 
 // Desired state of one workload, as the heartbeat's reply carries it.
+// A network volume a term rental's instance mounts (docs/agent.md "Network volumes"): the CephFS
+// subvolume `path` of the region's cluster at `monitors`, as the cephx client `client` (whose key
+// is sealed here and opened only in the host's own answer), bound at `mount` in the container.
+struct DesiredNetworkVolume {
+  std::int64_t id = 0;
+  std::string name;
+  std::string mount;  // "/mnt/<name>", "/mnt/vol-<id>" when unnamed
+  std::string monitors;
+  std::string path;
+  std::string client;  // "gpuhub-vol7-r3" (the cephx entity is client.<client>)
+  std::string sealed_key;
+  bool read_only = false;
+};
+
 struct DesiredWorkload {
   std::string id;  // "lease-17"
   std::string image;
@@ -169,6 +183,8 @@ struct DesiredWorkload {
   int port_range_first = 0;
   int port_range_last = 0;
   std::string sealed_registry_auth;
+  // Term rentals: the attached network volumes that are ready with an authorized client, by id.
+  std::vector<DesiredNetworkVolume> network_volumes;
 };
 
 // What a released term rental's local NVMe needs: "erase" (the crypto-erase: luksErase of its

@@ -1,7 +1,9 @@
 #include "engine/storage.h"
 
 #include <algorithm>
+#include <set>
 
+#include "engine/agent_watch.h"
 #include "engine/limits.h"
 #include "engine/rental_billing.h"
 #include "engine/rentals.h"
@@ -35,6 +37,12 @@ Result<T> Run(Txn& txn, Fn&& fn) {
   Result<T> result = fn(changes);
   if (result.ok()) GPUHUB_RETURN_IF_ERROR(Write(txn, changes));
   return result;
+}
+
+void NoteRentalHost(Txn& txn, rentals::RentalId rental) {
+  if (const rentals::Rental* r = F(txn).FindRental(rental); r != nullptr) {
+    NoteNodeDesiredChanged(txn.state, r->node_id);
+  }
 }
 
 }  // namespace
@@ -74,8 +82,11 @@ Result<rentals::Volume> AttachVolume(Txn& txn, std::int64_t customer, rentals::V
 
 Result<rentals::Volume> DetachVolume(Txn& txn, std::int64_t customer, rentals::VolumeId id,
                                      rentals::RentalId rental) {
-  return Run<rentals::Volume>(
+  auto out = Run<rentals::Volume>(
       txn, [&](StorageChanges& c) { return S(txn).Detach(customer, id, rental, txn.now, &c); });
+  // The host stops mounting it at once (its client is removed by the reconciler after).
+  if (out.ok()) NoteRentalHost(txn, rental);
+  return out;
 }
 
 Result<rentals::Volume> DeleteVolume(Txn& txn, std::int64_t customer, rentals::VolumeId id) {
@@ -186,10 +197,103 @@ Status MeterAgentEgress(Txn& txn, const std::vector<rentals::EgressSample>& samp
   return Status::Ok();
 }
 
+// ----- The storage reconciler's reports -------------------------------------------------------
+
+rentals::CephWork ReadCephWork(Txn& txn, std::size_t limit) {
+  return S(txn).CephWorkToDo(limit);
+}
+
+Status ReportCephCreating(Txn& txn, rentals::VolumeId id) {
+  StorageChanges c;
+  GPUHUB_RETURN_IF_ERROR(S(txn).CephCreating(id, txn.now, &c));
+  return Write(txn, c);
+}
+
+Status ReportCephReady(Txn& txn, rentals::VolumeId id, const std::string& path,
+                       std::int64_t quota_tb) {
+  StorageChanges c;
+  GPUHUB_RETURN_IF_ERROR(S(txn).CephReady(id, path, quota_tb, txn.now, &c));
+  // Its first day is due now: paid in this same command.
+  S(txn).AdvanceTo(L(txn), RentalTaxFunction(txn.state), txn.now, &c);
+  GPUHUB_RETURN_IF_ERROR(Write(txn, c));
+  if (const rentals::Volume* v = S(txn).FindVolume(id)) {
+    for (rentals::RentalId r : v->attachments) NoteRentalHost(txn, r);
+  }
+  return Status::Ok();
+}
+
+Status ReportCephFailed(Txn& txn, rentals::VolumeId id, const std::string& error) {
+  StorageChanges c;
+  GPUHUB_RETURN_IF_ERROR(S(txn).CephFailed(id, error, txn.now, &c));
+  return Write(txn, c);
+}
+
+Status ReportCephRemoved(Txn& txn, rentals::VolumeId id) {
+  StorageChanges c;
+  GPUHUB_RETURN_IF_ERROR(S(txn).CephRemoved(id, txn.now, &c));
+  return Write(txn, c);
+}
+
+Status ReportCephClient(Txn& txn, rentals::VolumeId id, const rentals::CephClient& client) {
+  StorageChanges c;
+  GPUHUB_RETURN_IF_ERROR(S(txn).CephClientSet(id, client, txn.now, &c));
+  GPUHUB_RETURN_IF_ERROR(Write(txn, c));
+  NoteRentalHost(txn, client.rental_id);
+  return Status::Ok();
+}
+
+Status ReportCephClientRemoved(Txn& txn, rentals::VolumeId id, rentals::RentalId rental) {
+  StorageChanges c;
+  GPUHUB_RETURN_IF_ERROR(S(txn).CephClientRemoved(id, rental, txn.now, &c));
+  GPUHUB_RETURN_IF_ERROR(Write(txn, c));
+  NoteRentalHost(txn, rental);
+  return Status::Ok();
+}
+
+Status ReportCephSnapshot(Txn& txn, rentals::SnapshotId id, bool removed) {
+  StorageChanges c;
+  GPUHUB_RETURN_IF_ERROR(removed ? S(txn).CephSnapshotRemoved(id, txn.now, &c)
+                                 : S(txn).CephSnapshotTaken(id, txn.now, &c));
+  return Write(txn, c);
+}
+
 std::vector<RentalVolume> VolumesOfRental(const State& state, rentals::RentalId rental) {
   std::vector<RentalVolume> out;
   for (const auto& v : state.storage->storage.VolumesOfRental(rental)) {
     out.push_back({v.id, v.name, v.size_tb, v.bill.state != rentals::StorageState::kActive});
+  }
+  return out;
+}
+
+std::vector<DesiredNetworkVolume> NetworkVolumesOf(const State& state, rentals::RentalId rental) {
+  std::vector<DesiredNetworkVolume> out;
+  if (!state.storage) return out;
+  const rentals::Storage& storage = state.storage->storage;
+  std::set<std::string> mounts;  // two attached volumes of one name: the later by its id
+  for (const auto& v : storage.VolumesOfRental(rental)) {
+    const rentals::CephRegion* region = storage.FindCephRegion(v.region);
+    if (region == nullptr || v.provisioning != rentals::CephState::kReady ||
+        v.bill.state == rentals::StorageState::kDeleted) {
+      continue;
+    }
+    for (const auto& c : v.clients) {
+      if (c.rental_id != rental) continue;
+      DesiredNetworkVolume n;
+      n.id = v.id;
+      n.name = v.name.empty() ? rentals::CephSubvolumeName(v.id) : v.name;
+      n.mount = "/mnt/" + n.name;
+      if (!mounts.insert(n.mount).second) {
+        n.name = rentals::CephSubvolumeName(v.id);
+        n.mount = "/mnt/" + n.name;
+        mounts.insert(n.mount);
+      }
+      n.monitors = region->monitors;
+      n.path = v.ceph_path;
+      n.client = rentals::CephClientName(v.id, rental);
+      n.sealed_key = c.sealed_key;
+      n.read_only = c.read_only;
+      out.push_back(std::move(n));
+    }
   }
   return out;
 }

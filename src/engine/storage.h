@@ -21,6 +21,7 @@
 #include <vector>
 
 #include "core/status.h"
+#include "engine/agents.h"
 #include "engine/engine.h"
 #include "engine/state.h"
 #include "rentals/fleet.h"
@@ -82,6 +83,26 @@ struct RentalVolume {
   bool read_only = false;
 };
 std::vector<RentalVolume> VolumesOfRental(const State& state, rentals::RentalId rental);
+// The network volumes a rental's instance mounts (DesiredWorkload::network_volumes): attached,
+// ready on Ceph and with that attachment's client authorized, by volume id.
+std::vector<DesiredNetworkVolume> NetworkVolumesOf(const State& state, rentals::RentalId rental);
+
+// ----- The storage reconciler (http/storage_reconciler.h) ----------------------------------------
+// What the Ceph clusters must do now (rentals::Storage::CephWorkToDo): read in a command of its
+// own, applied by the reconciler off the writer, and reported back with the commands below, each
+// idempotent (a repeated or late report changes nothing more). A report that changes what a
+// host's agent mounts (ready, a client set or removed) wakes that host's long-poll.
+rentals::CephWork ReadCephWork(Txn& txn, std::size_t limit);
+Status ReportCephCreating(Txn& txn, rentals::VolumeId id);
+// Ready (or grown): billing starts in this command (its first day is paid now, or the volume
+// goes the unpaid path at once when the wallet cannot pay it).
+Status ReportCephReady(Txn& txn, rentals::VolumeId id, const std::string& path,
+                       std::int64_t quota_tb);
+Status ReportCephFailed(Txn& txn, rentals::VolumeId id, const std::string& error);
+Status ReportCephRemoved(Txn& txn, rentals::VolumeId id);
+Status ReportCephClient(Txn& txn, rentals::VolumeId id, const rentals::CephClient& client);
+Status ReportCephClientRemoved(Txn& txn, rentals::VolumeId id, rentals::RentalId rental);
+Status ReportCephSnapshot(Txn& txn, rentals::SnapshotId id, bool removed);
 
 // Called by every fleet change (engine/rentals.cc) with the rentals it touched.
 Status SyncStorageWithRentals(Txn& txn, const std::vector<rentals::RentalId>& rentals);

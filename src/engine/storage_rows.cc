@@ -1,5 +1,8 @@
 #include "engine/storage_rows.h"
 
+#include <algorithm>
+#include <string_view>
+
 #include "core/strings.h"
 #include "engine/rentals_rows.h"
 #include "engine/wallets.h"
@@ -70,6 +73,38 @@ Status ReadBill(const store::Row& row, std::size_t first, StorageBill* b) {
   return Status::Ok();
 }
 
+// "3:rw:<sealed>;4:r:<sealed>" (a sealed key is "v1:" + base64: no ';').
+std::string ClientList(const std::vector<rentals::CephClient>& clients) {
+  std::string out;
+  for (const auto& c : clients) {
+    if (!out.empty()) out += ';';
+    out += std::to_string(c.rental_id) + (c.read_only ? ":r:" : ":rw:") + c.sealed_key;
+  }
+  return out;
+}
+
+Result<std::vector<rentals::CephClient>> ParseClients(std::string_view text) {
+  std::vector<rentals::CephClient> out;
+  while (!text.empty()) {
+    const std::size_t end = std::min(text.find(';'), text.size());
+    std::string_view part = text.substr(0, end);
+    text.remove_prefix(std::min(end + 1, text.size()));
+    const std::size_t a = part.find(':');
+    const std::size_t b = a == std::string_view::npos ? a : part.find(':', a + 1);
+    if (b == std::string_view::npos) return Status::Internal("malformed Ceph client list");
+    rentals::CephClient c;
+    GPUHUB_ASSIGN_OR_RETURN(auto ids, ParseIds(std::string(part.substr(0, a))));
+    if (ids.size() != 1) return Status::Internal("malformed Ceph client list");
+    c.rental_id = ids[0];
+    const std::string_view access = part.substr(a + 1, b - a - 1);
+    if (access != "r" && access != "rw") return Status::Internal("malformed Ceph client access");
+    c.read_only = access == "r";
+    c.sealed_key = std::string(part.substr(b + 1));
+    out.push_back(std::move(c));
+  }
+  return out;
+}
+
 std::vector<std::string> With(std::vector<std::string> head, const std::vector<std::string>& tail) {
   head.insert(head.end(), tail.begin(), tail.end());
   return head;
@@ -102,7 +137,14 @@ void WriteStorageRows(Txn& txn, const Storage& storage, const StorageChanges& ch
                                        {"grows", v.grows},
                                        {"created_at_us", v.created_at},
                                        {"updated_at_us", v.updated_at},
-                                       {"events", v.events}};
+                                       {"events", v.events},
+                                       {"provisioning", std::string(CephStateName(v.provisioning))},
+                                       {"provision_error", v.provision_error},
+                                       {"provision_deadline_us", v.provision_deadline},
+                                       {"ceph_path", v.ceph_path},
+                                       {"ceph_quota_tb", v.ceph_quota_tb},
+                                       {"ceph_removed", std::int64_t{v.ceph_removed}},
+                                       {"ceph_clients", ClientList(v.clients)}};
     AddBill(cols, v.bill);
     txn.writes.Upsert("storage_volumes", std::move(cols));
   }
@@ -118,7 +160,10 @@ void WriteStorageRows(Txn& txn, const Storage& storage, const StorageChanges& ch
                                        {"hosts", IdList(s.hosts)},
                                        {"created_at_us", s.created_at},
                                        {"updated_at_us", s.updated_at},
-                                       {"events", s.events}};
+                                       {"events", s.events},
+                                       {"ceph", std::int64_t{s.ceph}},
+                                       {"ceph_taken", std::int64_t{s.ceph_taken}},
+                                       {"ceph_removed", std::int64_t{s.ceph_removed}}};
     AddBill(cols, s.bill);
     txn.writes.Upsert("storage_snapshots", std::move(cols));
   }
@@ -186,7 +231,9 @@ Result<StorageRecords> ReadStorageRows(store::Store& store) {
   GPUHUB_RETURN_IF_ERROR(store.Scan(
       "storage_volumes",
       With({"id", "customer_id", "name", "region", "size_tb", "hosts", "attachments",
-            "restored_from", "grows", "created_at_us", "updated_at_us", "events"},
+            "restored_from", "grows", "created_at_us", "updated_at_us", "events", "provisioning",
+            "provision_error", "provision_deadline_us", "ceph_path", "ceph_quota_tb",
+            "ceph_removed", "ceph_clients"},
            kBillColumns),
       "id", [&](const store::Row& row) -> Status {
         Volume v;
@@ -204,14 +251,23 @@ Result<StorageRecords> ReadStorageRows(store::Store& store) {
         GPUHUB_ASSIGN_OR_RETURN(v.created_at, row.Int(9));
         GPUHUB_ASSIGN_OR_RETURN(v.updated_at, row.Int(10));
         GPUHUB_ASSIGN_OR_RETURN(v.events, row.Int(11));
-        GPUHUB_RETURN_IF_ERROR(ReadBill(row, 12, &v.bill));
+        GPUHUB_ASSIGN_OR_RETURN(v.provisioning, row.Parsed(12, ParseCephState));
+        GPUHUB_ASSIGN_OR_RETURN(v.provision_error, row.Text(13));
+        GPUHUB_ASSIGN_OR_RETURN(v.provision_deadline, row.Int(14));
+        GPUHUB_ASSIGN_OR_RETURN(v.ceph_path, row.Text(15));
+        GPUHUB_ASSIGN_OR_RETURN(v.ceph_quota_tb, row.Int(16));
+        GPUHUB_ASSIGN_OR_RETURN(std::int64_t removed, row.Int(17));
+        v.ceph_removed = removed != 0;
+        GPUHUB_ASSIGN_OR_RETURN(std::string clients, row.Text(18));
+        GPUHUB_ASSIGN_OR_RETURN(v.clients, ParseClients(clients));
+        GPUHUB_RETURN_IF_ERROR(ReadBill(row, 19, &v.bill));
         r.volumes.push_back(std::move(v));
         return Status::Ok();
       }));
   GPUHUB_RETURN_IF_ERROR(store.Scan(
       "storage_snapshots",
       With({"id", "customer_id", "name", "region", "size_tb", "source", "source_id", "hosts",
-            "created_at_us", "updated_at_us", "events"},
+            "created_at_us", "updated_at_us", "events", "ceph", "ceph_taken", "ceph_removed"},
            kBillColumns),
       "id", [&](const store::Row& row) -> Status {
         DiskSnapshot s;
@@ -227,7 +283,13 @@ Result<StorageRecords> ReadStorageRows(store::Store& store) {
         GPUHUB_ASSIGN_OR_RETURN(s.created_at, row.Int(8));
         GPUHUB_ASSIGN_OR_RETURN(s.updated_at, row.Int(9));
         GPUHUB_ASSIGN_OR_RETURN(s.events, row.Int(10));
-        GPUHUB_RETURN_IF_ERROR(ReadBill(row, 11, &s.bill));
+        GPUHUB_ASSIGN_OR_RETURN(std::int64_t ceph, row.Int(11));
+        GPUHUB_ASSIGN_OR_RETURN(std::int64_t taken, row.Int(12));
+        GPUHUB_ASSIGN_OR_RETURN(std::int64_t removed, row.Int(13));
+        s.ceph = ceph != 0;
+        s.ceph_taken = taken != 0;
+        s.ceph_removed = removed != 0;
+        GPUHUB_RETURN_IF_ERROR(ReadBill(row, 14, &s.bill));
         r.snapshots.push_back(std::move(s));
         return Status::Ok();
       }));

@@ -81,6 +81,7 @@ class InFlightKeys {
 class WriterProxy;
 class RegistrySealer;
 class DesiredWaiters;  // http/desired_waiters.h
+class StorageReconciler;  // http/storage_reconciler.h
 
 struct ApiContext {
   ApiContext(engine::Engine& engine, engine::MetricsRegistry& metrics, const ServiceConfig& config)
@@ -126,6 +127,10 @@ struct ApiContext {
   const RegistrySealer* registry_sealer = nullptr;
   // The agents' parked long-polls (set by serve); null: GET /v1/agent/desired never waits.
   DesiredWaiters* desired_waiters = nullptr;
+  // Applies network volumes to the Ceph regions (storage_reconciler.h; set by serve when a
+  // [storage.regions.<REGION>] is configured): woken by the volume commands, asked for the
+  // regions' pool size and health.
+  StorageReconciler* storage_reconciler = nullptr;
 };
 
 // Who a request says it is, read from it on the I/O thread (CallerOf) for the writer to check

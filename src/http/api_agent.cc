@@ -10,6 +10,9 @@
 //        -> 200 {"host_id", "server_time", "workloads": [desired], "unknown_workloads", "machine"}
 //        (a desired workload's "registry_auth" {"username", "password", "serveraddress"} is the
 //        only place a customer's registry credential is ever shown: to the host that pulls)
+//        (a term rental's "network_volumes" [{"id", "name", "mount", "monitors", "path",
+//        "client", "key", "read_only"}] are its attached Ceph volumes: the only place a cephx
+//        client's key is shown, to the host that mounts it; docs/agent.md "Network volumes")
 //   GET  /v1/agent/desired?version=V&wait_seconds=N (N: 0..kMaxDesiredWaitSeconds, default 0)
 //        -> 200 {"changed": true, "version", "desired_epoch", "desired_seq", "server_time",
 //                "workloads"} at once when the host's desired state is not V, else as soon as it
@@ -317,6 +320,28 @@ json DesiredJson(const ApiContext& api, const engine::DesiredWorkload& w) {
               {"memory_gb", w.memory_gb},
               {"ports", w.ports},
               {"port_range", {w.port_range_first, w.port_range_last}}};
+  // A network volume's client key is opened here only, for the host that mounts it (never
+  // logged); one that no longer opens (the key lost) is left out: the agent does not mount it.
+  json network = json::array();
+  for (const auto& n : w.network_volumes) {
+    auto sealed = api.registry_sealer != nullptr
+                      ? api.registry_sealer->Open(n.sealed_key)
+                      : Result<RegistryAuth>(Status::FailedPrecondition("no registry key"));
+    if (!sealed.ok()) {
+      spdlog::warn("event=ceph_key_unreadable workload={} volume={} error=\"{}\"", w.id, n.id,
+                   sealed.status().message());
+      continue;
+    }
+    network.push_back({{"id", n.id},
+                       {"name", n.name},
+                       {"mount", n.mount},
+                       {"monitors", n.monitors},
+                       {"path", n.path},
+                       {"client", n.client},
+                       {"key", sealed->password},
+                       {"read_only", n.read_only}});
+  }
+  out["network_volumes"] = std::move(network);
   if (!w.sealed_registry_auth.empty()) {
     auto auth = api.registry_sealer != nullptr
                     ? api.registry_sealer->Open(w.sealed_registry_auth)

@@ -23,10 +23,13 @@
 //   POST /v1/admin/egress {"samples": [{"rental_id", "at", "bytes"}]}  usage samples until the
 //        host agent posts them (POST /v1/agent/usage calls the same engine function)
 //   GET  /v1/admin/storage               invariants (against the fleet) and settlement
+#include <algorithm>
+
 #include "engine/rentals.h"
 #include "engine/storage.h"
 #include "engine/wallets.h"
 #include "http/api.h"
+#include "http/storage_reconciler.h"
 #include "rentals/limits.h"
 
 namespace gpuhub::http {
@@ -165,18 +168,78 @@ json StorageChargeJson(const rentals::StorageCharge& c) {
   return out;
 }
 
-json VolumeJson(Txn& txn, const rentals::Volume& v) {
+// Where a volume stands on its region's Ceph cluster ("provisioning", "ceph"), and the cluster's
+// replica count and health as the storage reconciler last read them. The key of a client is
+// never shown here. An answer about a volume with Ceph work to do wakes the reconciler.
+void AddCephJson(const ApiContext& api, Txn& txn, const rentals::Volume& v, json& out) {
+  using rentals::CephState;
+  if (v.provisioning == CephState::kNone) {
+    out["provisioning"] = {{"state", "none"},
+                           {"error", nullptr},
+                           {"note", "not stored anywhere: demo/billing only (no Ceph cluster is "
+                                    "configured for " + v.region + ")"}};
+    out["ceph"] = nullptr;
+    return;
+  }
+  const bool in_progress = v.provisioning == CephState::kPending ||
+                           v.provisioning == CephState::kCreating ||
+                           v.provisioning == CephState::kCloning;
+  const bool deleted = v.bill.state == StorageState::kDeleted;
+  out["provisioning"] = {
+      {"state", rentals::CephStateName(v.provisioning)},
+      {"error", v.provision_error.empty() ? json(nullptr) : json(v.provision_error)},
+      {"ready_by", in_progress && !deleted ? json(FormatTimestamp(v.provision_deadline))
+                                           : json(nullptr)}};
+  if (in_progress || v.provisioning == CephState::kFailed) {
+    out["state"] = rentals::CephStateName(v.provisioning);
+    if (!v.provision_error.empty()) out["error"] = v.provision_error;
+  }
+  if (in_progress && !deleted) {
+    const rentals::StorageNext next = Store(txn).Next(v);
+    out["bill"]["next"] = {{"at", FormatTimestamp(next.at)}, {"what", next.what}};
+    out["schedule"] = json::array(
+        {{{"at", FormatTimestamp(v.provision_deadline)},
+          {"what", "failed at no charge unless ready on Ceph before (billing starts then)"}}});
+  }
+  json ceph = {{"subvolume", rentals::CephSubvolumeName(v.id)},
+               {"quota_tb", v.ceph_quota_tb},
+               {"pool_size", nullptr},
+               {"health", nullptr},
+               {"reachable", nullptr}};
+  if (api.storage_reconciler != nullptr) {
+    if (auto st = api.storage_reconciler->RegionStatus(v.region)) {
+      ceph["reachable"] = st->reachable;
+      if (st->pool_size > 0) ceph["pool_size"] = st->pool_size;
+      if (!st->health.empty()) ceph["health"] = st->health;
+      if (!st->checks.empty()) ceph["checks"] = st->checks;
+    }
+    if (!Store(txn).CephWorkOf(v).empty()) api.storage_reconciler->Wake();
+  }
+  out["replicas"] = ceph["pool_size"];
+  out["ceph"] = std::move(ceph);
+}
+
+json VolumeJson(const ApiContext& api, Txn& txn, const rentals::Volume& v) {
   const bool deleted = v.bill.state == StorageState::kDeleted;
   json attachments = json::array();
   for (auto id : v.attachments) {
     const rentals::Rental* r = Fleet(txn).FindRental(id);
-    attachments.push_back({{"rental_id", id},
-                           {"gpu", r ? json(r->gpu) : json(nullptr)},
-                           {"count", r ? json(r->count) : json(nullptr)},
-                           {"state", r ? json(rentals::RentalStateName(r->state)) : json(nullptr)}});
+    json a = {{"rental_id", id},
+              {"gpu", r ? json(r->gpu) : json(nullptr)},
+              {"count", r ? json(r->count) : json(nullptr)},
+              {"state", r ? json(rentals::RentalStateName(r->state)) : json(nullptr)}};
+    if (v.provisioning != rentals::CephState::kNone) {
+      auto c = std::find_if(v.clients.begin(), v.clients.end(),
+                            [id](const rentals::CephClient& x) { return x.rental_id == id; });
+      a["client"] = c == v.clients.end()
+                        ? json(nullptr)
+                        : json({{"name", rentals::CephClientName(v.id, id)},
+                                {"access", c->read_only ? "r" : "rw"}});
+    }
+    attachments.push_back(std::move(a));
   }
   const std::string id = std::to_string(v.id);
-  return {{"id", v.id},
+  json out = {{"id", v.id},
           {"name", v.name.empty() ? json(nullptr) : json(v.name)},
           {"region", v.region},
           {"size_tb", v.size_tb},
@@ -199,11 +262,13 @@ json VolumeJson(Txn& txn, const rentals::Volume& v) {
           {"schedule", ScheduleJson(v.bill, true)},
           {"created_at", FormatTimestamp(v.created_at)},
           {"updated_at", FormatTimestamp(v.updated_at)}};
+  AddCephJson(api, txn, v, out);
+  return out;
 }
 
-json SnapshotJson(Txn& txn, const rentals::DiskSnapshot& s) {
+json SnapshotJson(const ApiContext& api, Txn& txn, const rentals::DiskSnapshot& s) {
   const std::string id = std::to_string(s.id);
-  return {{"id", s.id},
+  json out = {{"id", s.id},
           {"name", s.name.empty() ? json(nullptr) : json(s.name)},
           {"region", s.region},
           {"size_tb", s.size_tb},
@@ -224,6 +289,19 @@ json SnapshotJson(Txn& txn, const rentals::DiskSnapshot& s) {
                           : json(nullptr)},
           {"created_at", FormatTimestamp(s.created_at)},
           {"updated_at", FormatTimestamp(s.updated_at)}};
+  if (s.ceph) {
+    // Ceph 16.2's `snapshot info` reports no size: a snapshot is billed on its volume's size.
+    out["ceph"] = {{"snapshot", rentals::CephSnapshotName(s.id)},
+                   {"subvolume", rentals::CephSubvolumeName(s.source_id)},
+                   {"taken", s.ceph_taken},
+                   {"billed_size", "the volume's size (Ceph does not report a snapshot's own)"}};
+    out["replicas"] = nullptr;
+    if (s.bill.state == StorageState::kActive && !s.ceph_taken) out["restorable"] = false;
+    const bool work = s.bill.state == StorageState::kDeleted ? s.ceph_taken && !s.ceph_removed
+                                                             : !s.ceph_taken;
+    if (work && api.storage_reconciler != nullptr) api.storage_reconciler->Wake();
+  }
+  return out;
 }
 
 json ChargesJson(const std::vector<rentals::StorageCharge>& charges) {
@@ -418,7 +496,11 @@ void RegisterStorageRoutes(Router& router, ApiContext& api) {
       const auto& c = Store(txn).config();
       json regions = json::array();
       for (const auto& region : c.regions) {
-        regions.push_back({{"region", region}, {"free_tb", Store(txn).RegionFreeTb(region)}});
+        const bool ceph = Store(txn).FindCephRegion(region) != nullptr;
+        regions.push_back({{"region", region},
+                           {"free_tb",
+                            ceph ? json(nullptr) : json(Store(txn).RegionFreeTb(region))},
+                           {"backend", ceph ? "ceph" : "none (demo/billing only)"}});
       }
       const std::int64_t nvme = Fleet(txn).config().extra_nvme_micros_per_tb_month;
       return Reply{
@@ -449,17 +531,18 @@ void RegisterStorageRoutes(Router& router, ApiContext& api) {
   router.Add("POST", "/v1/volumes",
              Authenticated<rentals::VolumeSpec>(
                  api, kRoleCustomer, ParseVolume,
-                 [](Txn& txn, const User& me, const rentals::VolumeSpec& spec) -> Result<Reply> {
+                 [&api](Txn& txn, const User& me,
+                        const rentals::VolumeSpec& spec) -> Result<Reply> {
                    GPUHUB_ASSIGN_OR_RETURN(auto v, engine::CreateVolume(txn, me.id, spec));
-                   return Reply{201, VolumeJson(txn, v)};
+                   return Reply{201, VolumeJson(api, txn, v)};
                  }));
   router.Add("GET", "/v1/volumes?limit",
              Authenticated<std::size_t>(
                  api, kRoleCustomer, ListLimit,
-                 [](Txn& txn, const User& me, const std::size_t& limit) -> Result<Reply> {
+                 [&api](Txn& txn, const User& me, const std::size_t& limit) -> Result<Reply> {
                    json list = json::array();
                    auto volumes = Store(txn).ListVolumes(me.id, limit);
-                   for (const auto& v : volumes) list.push_back(VolumeJson(txn, v));
+                   for (const auto& v : volumes) list.push_back(VolumeJson(api, txn, v));
                    auto snapshots = Store(txn).ListSnapshots(me.id, rentals::kMaxSnapshotsPerCustomer);
                    return Reply{200,
                                 {{"volumes", list},
@@ -469,12 +552,12 @@ void RegisterStorageRoutes(Router& router, ApiContext& api) {
   router.Add("GET", "/v1/volumes/{id}",
              Authenticated<std::int64_t>(
                  api, kRoleCustomer, [](const Request& r) { return IdParam(r, "volume"); },
-                 [](Txn& txn, const User& me, const std::int64_t& id) -> Result<Reply> {
+                 [&api](Txn& txn, const User& me, const std::int64_t& id) -> Result<Reply> {
                    const rentals::Volume* v = Store(txn).FindVolume(id);
                    if (v == nullptr || v->customer_id != me.id) {
                      return Status::NotFound("no volume " + std::to_string(id) + " of yours");
                    }
-                   json out = VolumeJson(txn, *v);
+                   json out = VolumeJson(api, txn, *v);
                    out["history"] = EventsJson(Store(txn).VolumeHistory(id));
                    out["charges"] = ChargesJson(Store(txn).ChargesOfVolume(id));
                    out["as_of"] = FormatTimestamp(txn.now);
@@ -489,11 +572,11 @@ void RegisterStorageRoutes(Router& router, ApiContext& api) {
                        RequiredInteger(in.body, "size_tb", 1, rentals::kMaxVolumeTb).status());
                    return in;
                  },
-                 [](Txn& txn, const User& me, const IdAnd& in) -> Result<Reply> {
+                 [&api](Txn& txn, const User& me, const IdAnd& in) -> Result<Reply> {
                    GPUHUB_ASSIGN_OR_RETURN(
                        auto v, engine::ResizeVolume(txn, me.id, in.id,
                                                     in.body["size_tb"].get<std::int64_t>()));
-                   return Reply{200, VolumeJson(txn, v)};
+                   return Reply{200, VolumeJson(api, txn, v)};
                  }));
   for (bool attach : {true, false}) {
     router.Add(
@@ -505,61 +588,61 @@ void RegisterStorageRoutes(Router& router, ApiContext& api) {
               GPUHUB_RETURN_IF_ERROR(RequiredInteger(in.body, "rental_id", 1, INT64_MAX).status());
               return in;
             },
-            [attach](Txn& txn, const User& me, const IdAnd& in) -> Result<Reply> {
+            [&api, attach](Txn& txn, const User& me, const IdAnd& in) -> Result<Reply> {
               const std::int64_t rental = in.body["rental_id"].get<std::int64_t>();
               GPUHUB_ASSIGN_OR_RETURN(auto v, attach
                                                   ? engine::AttachVolume(txn, me.id, in.id, rental)
                                                   : engine::DetachVolume(txn, me.id, in.id, rental));
-              return Reply{200, VolumeJson(txn, v)};
+              return Reply{200, VolumeJson(api, txn, v)};
             }));
   }
   router.Add("POST", "/v1/volumes/{id}/pay",
              Authenticated<std::int64_t>(
                  api, kRoleCustomer, [](const Request& r) { return IdOnly(r, "volume"); },
-                 [](Txn& txn, const User& me, const std::int64_t& id) -> Result<Reply> {
+                 [&api](Txn& txn, const User& me, const std::int64_t& id) -> Result<Reply> {
                    GPUHUB_ASSIGN_OR_RETURN(auto v, engine::PayVolume(txn, me.id, id));
-                   return Reply{200, VolumeJson(txn, v)};
+                   return Reply{200, VolumeJson(api, txn, v)};
                  }));
   router.Add("DELETE", "/v1/volumes/{id}",
              Authenticated<std::int64_t>(
                  api, kRoleCustomer, [](const Request& r) { return IdOnly(r, "volume"); },
-                 [](Txn& txn, const User& me, const std::int64_t& id) -> Result<Reply> {
+                 [&api](Txn& txn, const User& me, const std::int64_t& id) -> Result<Reply> {
                    GPUHUB_ASSIGN_OR_RETURN(auto v, engine::DeleteVolume(txn, me.id, id));
-                   return Reply{200, VolumeJson(txn, v)};
+                   return Reply{200, VolumeJson(api, txn, v)};
                  }));
 
   // ----- Snapshots ---------------------------------------------------------------------------
   router.Add("POST", "/v1/snapshots",
              Authenticated<SnapshotInput>(
                  api, kRoleCustomer, ParseSnapshot,
-                 [](Txn& txn, const User& me, const SnapshotInput& in) -> Result<Reply> {
+                 [&api](Txn& txn, const User& me, const SnapshotInput& in) -> Result<Reply> {
                    auto s = engine::CreateSnapshot(txn, me.id, in.spec);
                    if (!s.ok()) {
                      // The domain names its source "source_id"; the request named it.
                      Status st = s.status();
                      return st.field() == "source_id" ? st.WithField(in.source_field) : st;
                    }
-                   return Reply{201, SnapshotJson(txn, *s)};
+                   return Reply{201, SnapshotJson(api, txn, *s)};
                  }));
   router.Add("GET", "/v1/snapshots?limit",
              Authenticated<std::size_t>(
                  api, kRoleCustomer, ListLimit,
-                 [](Txn& txn, const User& me, const std::size_t& limit) -> Result<Reply> {
+                 [&api](Txn& txn, const User& me, const std::size_t& limit) -> Result<Reply> {
                    json list = json::array();
                    for (const auto& s : Store(txn).ListSnapshots(me.id, limit)) {
-                     list.push_back(SnapshotJson(txn, s));
+                     list.push_back(SnapshotJson(api, txn, s));
                    }
                    return Reply{200, {{"snapshots", list}, {"as_of", FormatTimestamp(txn.now)}}};
                  }));
   router.Add("GET", "/v1/snapshots/{id}",
              Authenticated<std::int64_t>(
                  api, kRoleCustomer, [](const Request& r) { return IdParam(r, "snapshot"); },
-                 [](Txn& txn, const User& me, const std::int64_t& id) -> Result<Reply> {
+                 [&api](Txn& txn, const User& me, const std::int64_t& id) -> Result<Reply> {
                    const rentals::DiskSnapshot* s = Store(txn).FindSnapshot(id);
                    if (s == nullptr || s->customer_id != me.id) {
                      return Status::NotFound("no snapshot " + std::to_string(id) + " of yours");
                    }
-                   json out = SnapshotJson(txn, *s);
+                   json out = SnapshotJson(api, txn, *s);
                    out["history"] = EventsJson(Store(txn).SnapshotHistory(id));
                    out["charges"] = ChargesJson(Store(txn).ChargesOfSnapshot(id));
                    out["as_of"] = FormatTimestamp(txn.now);
@@ -580,7 +663,7 @@ void RegisterStorageRoutes(Router& router, ApiContext& api) {
                    GPUHUB_RETURN_IF_ERROR(OptionalCurrency(in.body, Currency::kUsd).status());
                    return in;
                  },
-                 [](Txn& txn, const User& me, const IdAnd& in) -> Result<Reply> {
+                 [&api](Txn& txn, const User& me, const IdAnd& in) -> Result<Reply> {
                    rentals::RestoreSpec spec;
                    if (auto v = OptionalString(in.body, "region"); v.ok() && *v) spec.region = **v;
                    if (auto v = OptionalString(in.body, "name"); v.ok() && *v) spec.name = **v;
@@ -591,21 +674,21 @@ void RegisterStorageRoutes(Router& router, ApiContext& api) {
                      spec.currency = *OptionalCurrency(in.body, Currency::kUsd);
                    }
                    GPUHUB_ASSIGN_OR_RETURN(auto v, engine::RestoreSnapshot(txn, me.id, in.id, spec));
-                   return Reply{201, VolumeJson(txn, v)};
+                   return Reply{201, VolumeJson(api, txn, v)};
                  }));
   router.Add("POST", "/v1/snapshots/{id}/pay",
              Authenticated<std::int64_t>(
                  api, kRoleCustomer, [](const Request& r) { return IdOnly(r, "snapshot"); },
-                 [](Txn& txn, const User& me, const std::int64_t& id) -> Result<Reply> {
+                 [&api](Txn& txn, const User& me, const std::int64_t& id) -> Result<Reply> {
                    GPUHUB_ASSIGN_OR_RETURN(auto s, engine::PaySnapshot(txn, me.id, id));
-                   return Reply{200, SnapshotJson(txn, s)};
+                   return Reply{200, SnapshotJson(api, txn, s)};
                  }));
   router.Add("DELETE", "/v1/snapshots/{id}",
              Authenticated<std::int64_t>(
                  api, kRoleCustomer, [](const Request& r) { return IdOnly(r, "snapshot"); },
-                 [](Txn& txn, const User& me, const std::int64_t& id) -> Result<Reply> {
+                 [&api](Txn& txn, const User& me, const std::int64_t& id) -> Result<Reply> {
                    GPUHUB_ASSIGN_OR_RETURN(auto s, engine::DeleteSnapshot(txn, me.id, id));
-                   return Reply{200, SnapshotJson(txn, s)};
+                   return Reply{200, SnapshotJson(api, txn, s)};
                  }));
 
   // ----- Extra NVMe on a running rental ------------------------------------------------------
@@ -619,7 +702,7 @@ void RegisterStorageRoutes(Router& router, ApiContext& api) {
                            .status());
                    return in;
                  },
-                 [](Txn& txn, const User& me, const IdAnd& in) -> Result<Reply> {
+                 [&api](Txn& txn, const User& me, const IdAnd& in) -> Result<Reply> {
                    const std::int64_t before = static_cast<std::int64_t>(
                        Fleet(txn).ChargesOf(in.id).size());
                    GPUHUB_ASSIGN_OR_RETURN(

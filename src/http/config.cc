@@ -7,6 +7,7 @@
 #include "core/money.h"
 #include "core/strings.h"
 #include "engine/agents.h"
+#include "rentals/types.h"
 
 namespace gpuhub::http {
 
@@ -117,11 +118,11 @@ Result<ServiceConfig> ParseServiceConfig(std::string_view toml_text, std::string
     if (key.str() != "server" && key.str() != "auth" && key.str() != "payments" &&
         key.str() != "market" && key.str() != "rentals" && key.str() != "webhooks" &&
         key.str() != "agents" && key.str() != "billing" && key.str() != "ha" &&
-        key.str() != "metrics") {
+        key.str() != "metrics" && key.str() != "storage") {
       return Status::InvalidArgument(
           where(node, key.str()) +
           " is not a known section ([server], [auth], [payments], [market], [rentals], "
-          "[webhooks], [agents], [billing], [ha], [metrics])");
+          "[webhooks], [agents], [billing], [ha], [metrics], [storage])");
     }
     if (!node.is_table())
       return Status::InvalidArgument(where(node, key.str()) + " must be a table");
@@ -411,6 +412,50 @@ Result<ServiceConfig> ParseServiceConfig(std::string_view toml_text, std::string
           where(*m->get("bearer_token"), "metrics.bearer_token") + " is " +
           std::to_string(config.metrics_bearer_token.size()) + " bytes; it must be at least " +
           std::to_string(kMinMetricsTokenBytes) + " (e.g. `openssl rand -hex 32`)");
+    }
+  }
+  if (const toml::table* st = root["storage"].as_table()) {
+    GPUHUB_RETURN_IF_ERROR(known(*st, "storage", {"ceph_ready_timeout_seconds", "regions"}));
+    GPUHUB_RETURN_IF_ERROR(integer(*st, "storage", "ceph_ready_timeout_seconds", 10, 86'400,
+                                   &config.storage_ceph_ready_timeout_seconds));
+    if (const toml::node* regions = st->get("regions")) {
+      const toml::table* t = regions->as_table();
+      if (t == nullptr) {
+        return Status::InvalidArgument(where(*regions, "storage.regions") +
+                                       " must be tables [storage.regions.<REGION>]");
+      }
+      for (const auto& [key, node] : *t) {
+        const std::string section = "storage.regions." + std::string(key.str());
+        const toml::table* r = node.as_table();
+        auto code = rentals::CanonicalRegion(key.str());
+        if (r == nullptr || !code.ok()) {
+          return Status::InvalidArgument(where(node, section) +
+                                         " must be a table named by a region code (IAD-1)");
+        }
+        GPUHUB_RETURN_IF_ERROR(known(*r, section, {"ceph_conf", "ceph_name", "ceph_keyring",
+                                                   "cephfs", "monitors"}));
+        CephRegionConfig c;
+        c.region = *code;
+        GPUHUB_RETURN_IF_ERROR(text(*r, section, "ceph_conf", &c.ceph_conf));
+        GPUHUB_RETURN_IF_ERROR(text(*r, section, "ceph_name", &c.ceph_name));
+        GPUHUB_RETURN_IF_ERROR(text(*r, section, "ceph_keyring", &c.ceph_keyring));
+        GPUHUB_RETURN_IF_ERROR(text(*r, section, "cephfs", &c.cephfs));
+        GPUHUB_RETURN_IF_ERROR(text(*r, section, "monitors", &c.monitors));
+        for (auto [k, v] : {std::pair{"ceph_conf", &c.ceph_conf}, {"ceph_name", &c.ceph_name},
+                            {"ceph_keyring", &c.ceph_keyring}, {"cephfs", &c.cephfs},
+                            {"monitors", &c.monitors}}) {
+          if (v->empty() || v->size() > kMaxCephSettingBytes) {
+            return Status::InvalidArgument(where(node, section + "." + k) + " must be set (1.." +
+                                           std::to_string(kMaxCephSettingBytes) + " bytes)");
+          }
+        }
+        for (const auto& other : config.storage_ceph_regions) {
+          if (other.region == c.region) {
+            return Status::InvalidArgument(where(node, section) + " is given twice");
+          }
+        }
+        config.storage_ceph_regions.push_back(std::move(c));
+      }
     }
   }
   if (const toml::table* h = root["ha"].as_table()) {

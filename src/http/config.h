@@ -64,6 +64,15 @@
 //   simulated_hosts = false              # true: machines without an agent trade as if one ran
 //                                        # them (demos and tests only; --demo turns it on)
 //
+//   [storage]                            # network volumes (docs/storage.md "Ceph-backed volumes")
+//   ceph_ready_timeout_seconds = 600     # a volume not ready on Ceph by then fails (not charged)
+//   [storage.regions.IAD-1]              # a region whose volumes are CephFS subvolumes; a region
+//   ceph_conf = "/etc/ceph/ceph.conf"    # without one sells volumes that are billing records
+//   ceph_name = "client.admin"           # only, stored nowhere (demo)
+//   ceph_keyring = "/etc/ceph/ceph.client.admin.keyring"  # the server's key (0600)
+//   cephfs = "vols"                      # the CephFS volume holding the subvolumes
+//   monitors = "10.0.0.1:6789,10.0.0.2:6789"  # what the host agents mount from
+//
 //   [ha]                                 # high availability (docs/operations.md)
 //   standby = true                       # another engine writes the database: wait as a standby
 //                                        # (false: refuse to start, as a single-node setup wants)
@@ -112,6 +121,16 @@ std::vector<CuratedImage> DefaultCuratedImages();
 const CuratedImage* FindCuratedImage(const std::vector<CuratedImage>& images,
                                      std::string_view name);
 
+// One region's Ceph cluster ([storage.regions.<REGION>]).
+struct CephRegionConfig {
+  std::string region;  // canonical ("IAD-1")
+  std::string ceph_conf;
+  std::string ceph_name = "client.admin";
+  std::string ceph_keyring;
+  std::string cephfs;
+  std::string monitors;
+};
+
 struct ServiceConfig {
   std::string host = "127.0.0.1";
   int port = 8080;
@@ -151,6 +170,9 @@ struct ServiceConfig {
   // Outbound webhook POSTs to loopback, private, link-local or otherwise internal addresses are
   // refused unless this is set (a customer's URL must not reach the platform's own network).
   bool webhooks_allow_private_addresses = false;
+
+  std::vector<CephRegionConfig> storage_ceph_regions;
+  std::int64_t storage_ceph_ready_timeout_seconds = 600;  // rentals::kCephReadyTimeoutMicros
 
   bool standby = true;
   std::string advertise_address;

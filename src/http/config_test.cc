@@ -103,6 +103,45 @@ TEST(ConfigTest, RejectsTyposAndBadValuesWithFileAndLine) {
   }
 }
 
+TEST(ConfigTest, CephRegionsAreReadWithEverySettingAndChecked) {
+  auto none = ParseServiceConfig("", "test.toml");
+  ASSERT_TRUE(none.ok());
+  EXPECT_TRUE(none->storage_ceph_regions.empty()) << "no Ceph: volumes are billing records only";
+  EXPECT_EQ(none->storage_ceph_ready_timeout_seconds, 600);
+  auto r = ParseServiceConfig(
+      "[storage]\nceph_ready_timeout_seconds = 120\n[storage.regions.iad-1]\n"
+      "ceph_conf = \"/etc/ceph/c.conf\"\nceph_keyring = \"/etc/ceph/k\"\ncephfs = \"vols\"\n"
+      "monitors = \"10.0.0.1:6789,10.0.0.2:6789\"\n",
+      "test.toml");
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_EQ(r->storage_ceph_ready_timeout_seconds, 120);
+  ASSERT_EQ(r->storage_ceph_regions.size(), 1u);
+  const CephRegionConfig& c = r->storage_ceph_regions[0];
+  EXPECT_EQ(c.region, "IAD-1");
+  EXPECT_EQ(c.ceph_conf, "/etc/ceph/c.conf");
+  EXPECT_EQ(c.ceph_name, "client.admin");
+  EXPECT_EQ(c.ceph_keyring, "/etc/ceph/k");
+  EXPECT_EQ(c.cephfs, "vols");
+  EXPECT_EQ(c.monitors, "10.0.0.1:6789,10.0.0.2:6789");
+  struct Case {
+    const char* text;
+    const char* message;
+  } cases[] = {
+      {"[storage.regions.IAD-1]\nceph_conf = \"c\"\ncephfs = \"v\"\nceph_keyring = \"k\"\n",
+       "storage.regions.IAD-1.monitors must be set"},
+      {"[storage.regions.IAD-1]\nmonitor = \"m\"\n",
+       "storage.regions.IAD-1.monitor is not a known"},
+      {"[storage.regions.\"a b\"]\nmonitors = \"m\"\n", "named by a region code"},
+      {"[storage]\nceph_ready_timeout_seconds = 1\n", "must be between 10"},
+  };
+  for (const auto& k : cases) {
+    auto bad = ParseServiceConfig(k.text, "test.toml");
+    ASSERT_FALSE(bad.ok()) << k.text;
+    EXPECT_NE(bad.status().message().find(k.message), std::string::npos)
+        << bad.status().message();
+  }
+}
+
 TEST(ConfigTest, MaxConnectionsPerAddressDefaultsZeroMeansNoCapAndBadValuesAreRefused) {
   auto defaults = ParseServiceConfig("", "test.toml");
   ASSERT_TRUE(defaults.ok()) << defaults.status().ToString();

@@ -102,6 +102,12 @@ inline constexpr std::int64_t kMaxEnrolmentsPerAddressPerMinute = 30;
 inline constexpr std::size_t kMaxRegistryUsernameBytes = 256;
 inline constexpr std::size_t kMaxRegistryPasswordBytes = 1024;
 inline constexpr std::size_t kMaxCuratedImages = 32;
+// A [storage.regions.<REGION>] setting (a path, a name, the monitors' list).
+inline constexpr std::size_t kMaxCephSettingBytes = 1024;
+// The storage reconciler: how often it looks for work, and how often it reads each region's
+// pool size and health.
+inline constexpr int kStorageReconcileIntervalMillis = 1000;
+inline constexpr int kCephStatusIntervalSeconds = 30;
 inline constexpr std::size_t kMaxCuratedImageNameBytes = 32;
 inline constexpr std::size_t kMaxCuratedImageDescriptionBytes = 300;
 // The agents' long-poll of their desired state (GET /v1/agent/desired, desired_waiters.h): parked

@@ -5,6 +5,7 @@
 #include <sys/resource.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <csignal>
 #include <cstdio>
@@ -29,6 +30,7 @@
 #include "http/payments_runtime.h"
 #include "http/proxy.h"
 #include "http/server.h"
+#include "http/storage_reconciler.h"
 #include "http/webhook_sender.h"
 #include "store/read_pool.h"
 #include "store/store.h"
@@ -248,6 +250,18 @@ int RunServe(const ServeOptions& options) {
                                                     : rentals::Provisioning::kImmediate;
   // Storage is sold where the fleet rents (its regions).
   engine_options.domains.storage.regions = engine_options.domains.rentals.regions;
+  // Regions whose volumes live on Ceph ([storage.regions.<REGION>]); the rest are billing only.
+  for (const auto& c : config.storage_ceph_regions) {
+    const auto& regions = engine_options.domains.storage.regions;
+    if (std::find(regions.begin(), regions.end(), c.region) == regions.end()) {
+      std::cerr << "gpuhub: [storage.regions." << c.region
+                << "] is not a region where storage is sold\n";
+      return 1;
+    }
+    engine_options.domains.storage.ceph.push_back({c.region, c.monitors});
+  }
+  engine_options.domains.storage.ceph_ready_timeout_micros =
+      config.storage_ceph_ready_timeout_seconds * kMicrosPerSecond;
   engine::Engine engine(std::move(store), *clock, metrics, engine_options);
   engine.AddTickHook(engine::ExpireSessions);
   engine.AddTickHook(engine::ExpireIdempotencyKeys);
@@ -344,6 +358,17 @@ int RunServe(const ServeOptions& options) {
   sender_options.allow_private_addresses = config.webhooks_allow_private_addresses;
   WebhookSender webhooks(engine, metrics, sender_options);
   webhooks.Start();
+  // Network volumes on Ceph: applied off the writer by the storage reconciler (started once the
+  // engine is, stopped before it).
+  std::unique_ptr<StorageReconciler> storage_reconciler;
+  if (!config.storage_ceph_regions.empty()) {
+    storage_reconciler = std::make_unique<StorageReconciler>(
+        engine, **sealer, CephClientsOf(config.storage_ceph_regions));
+    api.storage_reconciler = storage_reconciler.get();
+  }
+  auto stop_storage = [&storage_reconciler] {
+    if (storage_reconciler) storage_reconciler->Stop();
+  };
   Server server(server_options, router, metrics);
   api.draining = [&server] { return server.draining(); };
   desired_waiters->Start(
@@ -355,6 +380,7 @@ int RunServe(const ServeOptions& options) {
   if (Status s = server.Listen(); !s.ok()) {
     std::cerr << "gpuhub: " << s.message() << "\n";
     webhooks.Stop();
+    stop_storage();
     engine.Stop();
     return 1;
   }
@@ -390,15 +416,18 @@ int RunServe(const ServeOptions& options) {
       writer ? "writer" : "standby", engine.node_id());
   // The reconciliation pass runs on the writer only (it skips its passes on a standby).
   StartReconciliation(api, config.reconcile_interval_seconds);
+  if (storage_reconciler) storage_reconciler->Start();
   std::cout << "listening on http://" << host << ":" << server.port() << std::endl;
-  server.Run([&engine, &payments_runtime, &webhooks] {
+  server.Run([&engine, &payments_runtime, &webhooks, &stop_storage] {
     if (payments_runtime.reconciler) payments_runtime.reconciler->Stop();
     webhooks.Stop();
+    stop_storage();
     engine.Stop();
   });
   if (payments_runtime.reconciler) payments_runtime.reconciler->Stop();
   payments_runtime.workers.Stop();
   webhooks.Stop();
+  stop_storage();
   engine.Stop();
   desired_waiters->Stop();  // after the engine: no re-read of theirs is in flight any more
   // Password hashes and forwarded requests still queued (only when the shutdown grace ran out)

@@ -102,6 +102,17 @@ inline constexpr std::int64_t kUnpaidRetryMicros = 1 * kMicrosPerHour;
 inline constexpr std::int64_t kMaxEgressSampleBytes = 10'000 * kBytesPerTb;
 inline constexpr std::size_t kMaxEgressSamplesPerRequest = 1'000;
 inline constexpr std::int64_t kMaxEgressSampleAheadMicros = 5 * 60 * kMicrosPerSecond;
+// A network volume of a Ceph region not ready this long after it was accepted fails (nothing was
+// charged: billing starts when it is ready). StorageConfig::ceph_ready_timeout_micros overrides.
+inline constexpr std::int64_t kCephReadyTimeoutMicros = 10 * 60 * kMicrosPerSecond;
+// What the host agent mounts (agent/limits.h kMaxNetworkVolumesPerWorkload, agent/volumes.cc): at
+// most this many Ceph volumes attached to one rental, names of at most this many bytes.
+inline constexpr std::size_t kMaxCephVolumesPerRental = 8;
+inline constexpr std::size_t kMaxCephMountNameBytes = 63;
+// A Ceph error kept as a failed volume's reason (Ceph's words, cut to this).
+inline constexpr std::size_t kMaxCephErrorBytes = 1024;
+// Volumes one storage reconciler pass reads (the rest wait for the next pass).
+inline constexpr std::size_t kMaxCephWorkPerPass = 256;
 // History kept in memory per volume or snapshot (every event stays in the store).
 inline constexpr std::size_t kMaxEventsKeptPerStorageItem = 64;
 

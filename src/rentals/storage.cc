@@ -49,6 +49,26 @@ Status ValidateHostname(std::string_view name) {
   return Status::Ok();
 }
 
+// A Ceph volume is mounted at /mnt/<name> in the containers: the name must be a path component
+// the host agent takes (1..kMaxCephMountNameBytes of [a-z0-9-], not starting with '-').
+Status ValidateMountName(std::string_view name) {
+  if (name.size() > kMaxCephMountNameBytes || (!name.empty() && name.front() == '-')) {
+    return Status::InvalidArgument("name must be at most " +
+                                   std::to_string(kMaxCephMountNameBytes) +
+                                   " characters and not start with '-' in a Ceph region")
+        .WithField("name");
+  }
+  for (char c : name) {
+    if (!((c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '-')) {
+      return Status::InvalidArgument(
+                 "name must be lower-case letters, digits and '-' in a Ceph region (the volume "
+                 "is mounted at /mnt/<name>), such as \"llama-ckpt\"")
+          .WithField("name");
+    }
+  }
+  return Status::Ok();
+}
+
 Status SizeField(std::int64_t size_tb, std::string_view field) {
   if (size_tb < 1 || size_tb > kMaxVolumeTb) {
     return Status::InvalidArgument(std::string(field) + " must be a whole number of TB, 1.." +
@@ -76,6 +96,16 @@ Status ValidateStorageConfig(const StorageConfig& config) {
     if (code != r || !seen.insert(code).second) {
       return Status::InvalidArgument("storage region '" + r + "' is not canonical or twice");
     }
+  }
+  std::set<std::string> ceph;
+  for (const auto& c : config.ceph) {
+    if (!seen.count(c.region) || !ceph.insert(c.region).second || c.monitors.empty()) {
+      return Status::InvalidArgument("Ceph region '" + c.region +
+                                     "' is not a storage region, is twice or has no monitors");
+    }
+  }
+  if (config.ceph_ready_timeout_micros < kMicrosPerSecond) {
+    return Status::InvalidArgument("the Ceph ready timeout must be at least a second");
   }
   // A day of 1 TB must cost at least a micro; 30 days of the largest volume must be an amount.
   for (std::int64_t p : {config.volume_micros_per_tb_month, config.snapshot_micros_per_tb_month}) {
@@ -179,6 +209,8 @@ Result<StorageHost> Storage::SetHostState(StorageHostId id, StorageHostState sta
 
 Result<std::vector<StorageHostId>> Storage::Place(const std::string& region, std::int64_t tb,
                                                   std::string_view field) const {
+  // Ceph's CRUSH places a Ceph region's replicas (its pool size is reported instead).
+  if (FindCephRegion(region) != nullptr) return std::vector<StorageHostId>{};
   std::vector<std::pair<std::int64_t, StorageHostId>> room;  // (free, id)
   for (const auto& [id, h] : hosts_) {
     if (h.region != region || h.state != StorageHostState::kActive) continue;
@@ -251,6 +283,7 @@ Result<Volume> Storage::CreateVolume(UserId customer, const VolumeSpec& spec,
   GPUHUB_ASSIGN_OR_RETURN(std::string region, Region(spec.region, "region"));
   GPUHUB_RETURN_IF_ERROR(SizeField(spec.size_tb, "size_tb"));
   GPUHUB_RETURN_IF_ERROR(ValidateName(spec.name, "name"));
+  if (FindCephRegion(region) != nullptr) GPUHUB_RETURN_IF_ERROR(ValidateMountName(spec.name));
   return NewVolume(customer, region, spec.size_tb, spec.name, spec.currency, 0, ledger, tax, now,
                    changes);
 }
@@ -275,6 +308,24 @@ Result<Volume> Storage::NewVolume(UserId customer, const std::string& region,
   v.bill.price_micros_per_tb_month = config_.volume_micros_per_tb_month;
   v.bill.anchor = now;
   v.created_at = v.updated_at = now;
+  if (FindCephRegion(region) != nullptr) {
+    // On Ceph: nothing is paid until the subvolume is ready (CephReady starts the bill).
+    v.provisioning = from ? CephState::kCloning : CephState::kPending;
+    v.provision_deadline = now + config_.ceph_ready_timeout_micros;
+    ++next_volume_id_;
+    VolumeSlot& stored = volumes_.emplace(v.id, std::move(slot)).first->second;
+    volumes_by_customer_[customer].push_back(stored.volume.id);
+    ++live_volumes_by_customer_[customer];
+    Record(Item::Of(stored), StorageEventKind::kCreated, now,
+           std::to_string(size_tb) + " TB in " + region + " on Ceph" +
+               (from ? " from snapshot " + std::to_string(from) : "") +
+               "; billed from when it is ready (by " +
+               FormatTimestamp(stored.volume.provision_deadline) +
+               ", else failed at no charge)",
+           changes);
+    Reschedule(Item::Of(stored));
+    return stored.volume;
+  }
   GPUHUB_ASSIGN_OR_RETURN(StorageCharge charge,
                           PayDays(Item::Of(slot), now, ledger, tax, now, changes));
 
@@ -310,6 +361,7 @@ Result<Volume> Storage::ResizeVolume(UserId customer, VolumeId id, std::int64_t 
         .WithField("size_tb");
   }
   GPUHUB_RETURN_IF_ERROR(CheckActive(Item::Of(slot)));
+  GPUHUB_RETURN_IF_ERROR(CheckCephReady(v, "size_tb"));
   const std::int64_t added = size_tb - v.size_tb;
   for (StorageHostId h : v.hosts) {
     std::int64_t free = hosts_.at(h).capacity_tb - host_used_tb_.at(h);
@@ -392,6 +444,7 @@ Result<Volume> Storage::Attach(UserId customer, VolumeId id, RentalId rental_id,
         .WithField("rental_id");
   }
   GPUHUB_RETURN_IF_ERROR(CheckActive(Item::Of(slot)));
+  GPUHUB_RETURN_IF_ERROR(CheckCephReady(v, ""));
   if (std::find(v.attachments.begin(), v.attachments.end(), rental_id) != v.attachments.end()) {
     return v;
   }
@@ -401,9 +454,11 @@ Result<Volume> Storage::Attach(UserId customer, VolumeId id, RentalId rental_id,
         .WithField("rental_id");
   }
   auto& of_rental = volumes_by_rental_[rental_id];
-  if (of_rental.size() >= kMaxVolumesPerRental) {
-    return Status::ResourceExhausted("an instance has at most " +
-                                     std::to_string(kMaxVolumesPerRental) + " volumes attached")
+  const std::size_t cap =
+      FindCephRegion(v.region) != nullptr ? kMaxCephVolumesPerRental : kMaxVolumesPerRental;
+  if (of_rental.size() >= cap) {
+    return Status::ResourceExhausted("an instance has at most " + std::to_string(cap) +
+                                     " volumes attached")
         .WithField("rental_id");
   }
   v.attachments.insert(std::upper_bound(v.attachments.begin(), v.attachments.end(), rental_id),
@@ -445,7 +500,8 @@ Result<Volume> Storage::DeleteVolume(UserId customer, VolumeId id, TimestampMicr
   if (!slot->volume.attachments.empty() && slot->volume.bill.state != StorageState::kDeleted) {
     return Status::FailedPrecondition("volume " + std::to_string(id) +
                                       " is attached to rental(s) " + Ids(slot->volume.attachments) +
-                                      "; detach it first");
+                                      "; detach it first")
+        .WithField("attachments");
   }
   GPUHUB_RETURN_IF_ERROR(DeleteOnRequest(Item::Of(*slot), now, changes));
   return slot->volume;
@@ -531,6 +587,8 @@ Result<DiskSnapshot> Storage::CreateSnapshot(UserId customer, const SnapshotSpec
           .WithField("source_id");
     }
     GPUHUB_RETURN_IF_ERROR(CheckActive(Item::Of(volumes_.at(v->id))).WithField("source_id"));
+    GPUHUB_RETURN_IF_ERROR(CheckCephReady(*v, "source_id"));
+    s.ceph = FindCephRegion(v->region) != nullptr;
     s.region = v->region;
     s.size_tb = v->size_tb;
     currency = v->bill.currency;
@@ -610,6 +668,15 @@ Result<Volume> Storage::RestoreSnapshot(UserId customer, SnapshotId id, const Re
   }
   GPUHUB_RETURN_IF_ERROR(ValidateName(spec.name, "name"));
   GPUHUB_RETURN_IF_ERROR(CheckActive(Item::Of(*slot)));
+  if (FindCephRegion(s->region) != nullptr) {
+    GPUHUB_RETURN_IF_ERROR(ValidateMountName(spec.name));
+    if (!s->ceph || !s->ceph_taken) {
+      return Status::FailedPrecondition(
+          "snapshot " + std::to_string(id) +
+          (s->ceph ? " is not taken on Ceph yet: restore it once it is"
+                   : " is a copy of local NVMe, which Ceph does not hold: it cannot be restored"));
+    }
+  }
   return NewVolume(customer, s->region, size_tb, spec.name,
                    spec.currency.value_or(s->bill.currency), id, ledger, tax, now, changes);
 }

@@ -55,8 +55,19 @@
 
 namespace gpuhub::rentals {
 
+// A region whose network volumes are CephFS subvolumes of its Ceph cluster (docs/storage.md
+// "Ceph-backed volumes"): the monitors are what the host agents mount from.
+struct CephRegion {
+  std::string region;
+  std::string monitors;  // "10.0.0.1:6789,10.0.0.2:6789"
+  friend bool operator==(const CephRegion&, const CephRegion&) = default;
+};
+
 struct StorageConfig {
   std::vector<std::string> regions;  // where storage is sold (the fleet's regions)
+  // Regions (of `regions`) on Ceph; any other region's volumes are billing records only (demo).
+  std::vector<CephRegion> ceph;
+  std::int64_t ceph_ready_timeout_micros = kCephReadyTimeoutMicros;
   std::int64_t volume_micros_per_tb_month = 14'000'000;
   std::int64_t snapshot_micros_per_tb_month = 6'000'000;
   std::int64_t egress_micros_per_tb = 4'000'000;  // $4 per TB = 0.004 per GB
@@ -121,6 +132,41 @@ struct StorageChanges {
   void Clear() { *this = StorageChanges{}; }
   void Normalize();  // sorts and deduplicates the id lists (events, charges, notices keep order)
   bool empty() const;
+};
+
+// What the storage reconciler has to do on the cluster for one volume of a Ceph region (a pure
+// function of the records: CephWorkOf). Clients are authorized only on a ready volume, with the
+// access its bill allows (r while read_only); a client whose rental is no longer attached (or of
+// a deleted volume) is deauthorized; a deleted or failed volume's subvolume is removed once its
+// clients are gone and no live snapshot of it remains.
+struct CephVolumeWork {
+  VolumeId volume_id = 0;
+  std::string region;
+  bool create = false;  // pending/creating: create the subvolume (or find it made before a crash)
+  bool clone = false;   // cloning: clone clone_snapshot of clone_subvolume (or find it)
+  std::string clone_subvolume;
+  std::string clone_snapshot;
+  std::int64_t size_tb = 0;  // the quota wanted
+  bool resize = false;       // ready with a smaller quota on Ceph
+  bool remove = false;
+  std::string path;  // ready: the subvolume's path (what clients are restricted to)
+  std::vector<std::pair<RentalId, bool>> authorize;  // (rental, read_only)
+  std::vector<RentalId> deauthorize;
+  bool empty() const {
+    return !create && !clone && !resize && !remove && authorize.empty() && deauthorize.empty();
+  }
+};
+// A snapshot of a Ceph volume to take or to remove.
+struct CephSnapshotWork {
+  SnapshotId snapshot_id = 0;
+  std::string region;
+  std::string subvolume;  // the volume's
+  bool take = false;
+  bool remove = false;
+};
+struct CephWork {
+  std::vector<CephVolumeWork> volumes;
+  std::vector<CephSnapshotWork> snapshots;
 };
 
 // What an egress sample did.
@@ -227,6 +273,35 @@ class Storage {
   TimestampMicros NextEventAt() const;
   static constexpr TimestampMicros kNever = INT64_MAX;
 
+  // ----- Ceph regions (storage_ceph.cc) --------------------------------------------------------
+  // Volumes of a Ceph region start pending (or cloning, restored from a snapshot) and take no
+  // bill, attachment, resize or snapshot before they are ready. The storage reconciler reads
+  // CephWorkToDo and reports what the cluster did with the Ceph* commands below; each applies
+  // only where it still fits the record (a report about a volume deleted meanwhile changes only
+  // what Ceph is known to hold), so a report repeated after a crash, or late, is harmless.
+  // not_found for an unknown id.
+  const CephRegion* FindCephRegion(std::string_view region) const;
+  CephWork CephWorkToDo(std::size_t limit) const;
+  // pending -> creating (the reconciler reached the cluster and is creating it).
+  Status CephCreating(VolumeId id, TimestampMicros now, StorageChanges* changes);
+  // The subvolume exists at `path` with a quota of `quota_tb`: pending/creating/cloning -> ready
+  // (billing starts now: its first day is due at once, AdvanceTo pays it) or a grown quota.
+  Status CephReady(VolumeId id, const std::string& path, std::int64_t quota_tb,
+                   TimestampMicros now, StorageChanges* changes);
+  // Could not be created (Ceph's words): failed and deleted (reason failed); nothing was charged.
+  Status CephFailed(VolumeId id, const std::string& error, TimestampMicros now,
+                    StorageChanges* changes);
+  Status CephRemoved(VolumeId id, TimestampMicros now, StorageChanges* changes);
+  // A client Ceph now holds (new, or its caps changed), or one it no longer holds.
+  Status CephClientSet(VolumeId id, const CephClient& client, TimestampMicros now,
+                       StorageChanges* changes);
+  Status CephClientRemoved(VolumeId id, RentalId rental, TimestampMicros now,
+                           StorageChanges* changes);
+  Status CephSnapshotTaken(SnapshotId id, TimestampMicros now, StorageChanges* changes);
+  Status CephSnapshotRemoved(SnapshotId id, TimestampMicros now, StorageChanges* changes);
+  // What the reconciler has to do for one volume (empty outside Ceph regions).
+  CephVolumeWork CephWorkOf(const Volume& v) const;
+
   // ----- Queries -----------------------------------------------------------------------------
   const StorageConfig& config() const { return config_; }
   const StorageHost* FindHost(StorageHostId id) const;
@@ -247,6 +322,8 @@ class Storage {
   // The rental's meters, oldest term first.
   std::vector<EgressMeter> MetersOf(RentalId rental) const;
   StorageNext Next(const StorageBill& bill) const;
+  // A volume's: a Ceph volume not ready yet fails at its provision_deadline ("fail").
+  StorageNext Next(const Volume& volume) const;
   // What one day costs: day `day` of an item of `size_tb` at `price` per TB-month.
   static std::int64_t DayMicros(std::int64_t price_micros_per_tb_month, std::int64_t size_tb,
                                 std::int64_t day);
@@ -278,7 +355,7 @@ class Storage {
  private:
   enum class ItemKind : std::uint8_t { kVolume, kSnapshot, kEgress };
   using TimelineKey = std::tuple<TimestampMicros, ItemKind, std::int64_t>;
-  enum class Due : std::uint8_t { kBill, kRetry, kDetach, kDelete };
+  enum class Due : std::uint8_t { kBill, kRetry, kDetach, kDelete, kFail };
   struct Schedule {
     TimestampMicros at = 0;
     Due due = Due::kBill;
@@ -312,6 +389,17 @@ class Storage {
   Result<std::vector<StorageHostId>> Place(const std::string& region, std::int64_t tb,
                                            std::string_view field) const;
   std::optional<Schedule> NextDue(const StorageBill& bill) const;
+  // The item's: a Ceph volume not ready yet is due to fail at its deadline, else its bill's.
+  std::optional<Schedule> NextDueOf(Item item) const;
+  std::optional<Schedule> NextDueOfVolume(const Volume& v) const;
+  // The Ceph fields agree with the provisioning state (storage_ceph.cc).
+  static Status CheckCephVolume(const Volume& v, const std::string& name);
+  // failed_precondition unless a volume of a Ceph region is ready ("volume 7 is pending: ...").
+  static Status CheckCephReady(const Volume& v, std::string_view field);
+  // Fails a Ceph volume not ready yet and deletes it (reason failed).
+  void FailProvisioning(VolumeSlot& slot, const std::string& why, TimestampMicros at,
+                        StorageChanges* changes);
+  bool HasLiveCephSnapshots(VolumeId id) const;
   void Reschedule(Item item);
   // Pays the days from days_paid + 1 through the one containing `through` (at least one) in one
   // batch and returns the charge, not yet stored (days_paid is not moved: the caller does).

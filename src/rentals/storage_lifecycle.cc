@@ -79,6 +79,8 @@ StorageNext Storage::Next(const StorageBill& bill) const {
       return {next->at, "detach"};
     case Due::kDelete:
       return {next->at, "delete"};
+    case Due::kFail:
+      return {next->at, "fail"};
   }
   return {};
 }
@@ -89,7 +91,7 @@ void Storage::Reschedule(Item item) {
     timeline_.erase({*scheduled, item.kind(), item.id()});
     scheduled.reset();
   }
-  if (auto next = NextDue(item.bill())) {
+  if (auto next = NextDueOf(item)) {
     timeline_.insert({next->at, item.kind(), item.id()});
     scheduled = next->at;
   }
@@ -135,7 +137,7 @@ void Storage::AdvanceTo(ledger::Ledger& ledger, const TaxFunction& tax, Timestam
       continue;
     }
     Item item = kind == ItemKind::kVolume ? Item::Of(volumes_.at(id)) : Item::Of(snapshots_.at(id));
-    auto due = NextDue(item.bill());
+    auto due = NextDueOf(item);
     GPUHUB_CHECK(due.has_value() && due->at == due_at);
     RunDue(item, due->due, ledger, tax, at, changes);
     Reschedule(item);
@@ -147,6 +149,13 @@ void Storage::RunDue(Item item, Due due, ledger::Ledger& ledger, const TaxFuncti
                      TimestampMicros at, StorageChanges* changes) {
   StorageBill& b = item.bill();
   switch (due) {
+    case Due::kFail:
+      return FailProvisioning(*item.volume,
+                              "not ready within " +
+                                  std::to_string(config_.ceph_ready_timeout_micros /
+                                                 kMicrosPerSecond) +
+                                  " s of its creation (the Ceph cluster did not answer)",
+                              at, changes);
     case Due::kBill: {
       // The next day, in advance, at its start.
       auto charge = PayDays(item, b.PaidThrough(), ledger, tax, at, changes);
@@ -357,8 +366,9 @@ void Storage::Delete(Item item, DeleteReason reason, TimestampMicros at, Storage
   auto& live = item.is_volume() ? live_volumes_by_customer_ : live_snapshots_by_customer_;
   if (--live[item.customer()] == 0) live.erase(item.customer());
   Record(item, StorageEventKind::kDeleted, at,
-         reason == DeleteReason::kUnpaid ? "unpaid: deleted, its data destroyed"
-                                         : "deleted on request; its data destroyed",
+         reason == DeleteReason::kUnpaid   ? "unpaid: deleted, its data destroyed"
+         : reason == DeleteReason::kFailed ? "failed on Ceph: nothing was charged"
+                                           : "deleted on request; its data destroyed",
          changes);
   if (reason == DeleteReason::kUnpaid) {
     Notify(item, "storage.deleted",

@@ -13,8 +13,9 @@ namespace {
 Status Bad(const std::string& what) { return Status::Internal("stored storage: " + what); }
 
 // What a bill's state says about its times (the same for volumes and snapshots).
-Status CheckBill(const StorageBill& b, const std::string& name) {
-  if (b.days_paid < 1 || b.anchor <= 0 || b.price_micros_per_tb_month <= 0) {
+// A volume of a Ceph region is billed from when it is ready: it may have no day paid.
+Status CheckBill(const StorageBill& b, const std::string& name, bool ceph) {
+  if (b.days_paid < (ceph ? 0 : 1) || b.anchor <= 0 || b.price_micros_per_tb_month <= 0) {
     return Bad(name + ": no day paid");
   }
   switch (b.state) {
@@ -68,8 +69,9 @@ Result<Storage> Storage::Restore(StorageConfig config, StorageRecords rec) {
     s.hosts_.emplace(h.id, std::move(h));
   }
   auto place = [&](const std::vector<StorageHostId>& hosts, const std::string& region,
-                   std::int64_t tb, StorageState state, const std::string& name) -> Status {
-    if (state == StorageState::kDeleted) {
+                   std::int64_t tb, StorageState state, const std::string& name,
+                   bool ceph) -> Status {
+    if (state == StorageState::kDeleted || ceph) {
       return hosts.empty() ? Status::Ok() : Bad(name + ": deleted but holds replicas");
     }
     std::set<StorageHostId> distinct(hosts.begin(), hosts.end());
@@ -93,8 +95,9 @@ Result<Storage> Storage::Restore(StorageConfig config, StorageRecords rec) {
         !std::is_sorted(v.attachments.begin(), v.attachments.end())) {
       return Bad(name);
     }
-    GPUHUB_RETURN_IF_ERROR(CheckBill(v.bill, name));
-    GPUHUB_RETURN_IF_ERROR(place(v.hosts, v.region, v.size_tb, v.bill.state, name));
+    const bool ceph = v.provisioning != CephState::kNone;
+    GPUHUB_RETURN_IF_ERROR(CheckBill(v.bill, name, ceph));
+    GPUHUB_RETURN_IF_ERROR(place(v.hosts, v.region, v.size_tb, v.bill.state, name, ceph));
     s.volumes_by_customer_[v.customer_id].push_back(v.id);
     if (v.bill.state != StorageState::kDeleted) ++s.live_volumes_by_customer_[v.customer_id];
     for (RentalId r : v.attachments) s.volumes_by_rental_[r].insert(v.id);
@@ -110,8 +113,9 @@ Result<Storage> Storage::Restore(StorageConfig config, StorageRecords rec) {
     if (sn.id <= 0 || s.snapshots_.count(sn.id) || sn.customer_id <= 0 || sn.size_tb < 1) {
       return Bad(name);
     }
-    GPUHUB_RETURN_IF_ERROR(CheckBill(sn.bill, name));
-    GPUHUB_RETURN_IF_ERROR(place(sn.hosts, sn.region, sn.size_tb, sn.bill.state, name));
+    const bool ceph = sn.ceph || s.FindCephRegion(sn.region) != nullptr;
+    GPUHUB_RETURN_IF_ERROR(CheckBill(sn.bill, name, false));
+    GPUHUB_RETURN_IF_ERROR(place(sn.hosts, sn.region, sn.size_tb, sn.bill.state, name, ceph));
     s.snapshots_by_customer_[sn.customer_id].push_back(sn.id);
     if (sn.bill.state != StorageState::kDeleted) ++s.live_snapshots_by_customer_[sn.customer_id];
     s.next_snapshot_id_ = std::max(s.next_snapshot_id_, sn.id + 1);
@@ -207,9 +211,12 @@ Status Storage::CheckInvariants(const Fleet& fleet) const {
   auto check_item = [&](const StorageBill& b, const std::vector<StorageHostId>& hosts,
                         const std::string& region, std::int64_t size_tb,
                         const std::optional<TimestampMicros>& at, const std::string& name,
-                        ItemKind kind, std::int64_t id) -> Status {
-    GPUHUB_RETURN_IF_ERROR(CheckBill(b, name));
-    if (b.state == StorageState::kDeleted) {
+                        ItemKind kind, std::int64_t id, bool ceph,
+                        std::optional<Schedule> due) -> Status {
+    GPUHUB_RETURN_IF_ERROR(CheckBill(b, name, ceph && kind == ItemKind::kVolume));
+    if (ceph) {
+      if (!hosts.empty()) return Bad(name + ": on storage hosts in a Ceph region");
+    } else if (b.state == StorageState::kDeleted) {
       if (!hosts.empty()) return Bad(name + ": deleted but holds replicas");
     } else {
       std::set<StorageHostId> distinct(hosts.begin(), hosts.end());
@@ -224,7 +231,6 @@ Status Storage::CheckInvariants(const Fleet& fleet) const {
         used[h] += size_tb;
       }
     }
-    auto due = NextDue(b);
     if (due.has_value() != at.has_value() ||
         (due && (*at != due->at || !timeline_.count({due->at, kind, id})))) {
       return Bad(name + ": its next step is not scheduled at its time");
@@ -235,8 +241,10 @@ Status Storage::CheckInvariants(const Fleet& fleet) const {
   for (const auto& [id, slot] : volumes_) {
     const Volume& v = slot.volume;
     const std::string name = "volume " + std::to_string(id);
+    const bool ceph = v.provisioning != CephState::kNone;
     GPUHUB_RETURN_IF_ERROR(check_item(v.bill, v.hosts, v.region, v.size_tb, slot.scheduled, name,
-                                      ItemKind::kVolume, id));
+                                      ItemKind::kVolume, id, ceph, NextDueOfVolume(v)));
+    GPUHUB_RETURN_IF_ERROR(CheckCephVolume(v, name));
     if (v.bill.state != StorageState::kDeleted) ++live_volumes[v.customer_id];
     if (!v.attachments.empty() && v.bill.state != StorageState::kActive &&
         v.bill.state != StorageState::kReadOnly) {
@@ -256,7 +264,9 @@ Status Storage::CheckInvariants(const Fleet& fleet) const {
   for (const auto& [id, slot] : snapshots_) {
     const DiskSnapshot& sn = slot.snapshot;
     GPUHUB_RETURN_IF_ERROR(check_item(sn.bill, sn.hosts, sn.region, sn.size_tb, slot.scheduled,
-                                      "snapshot " + std::to_string(id), ItemKind::kSnapshot, id));
+                                      "snapshot " + std::to_string(id), ItemKind::kSnapshot, id,
+                                      sn.ceph || FindCephRegion(sn.region) != nullptr,
+                                      NextDue(sn.bill)));
     if (sn.bill.state != StorageState::kDeleted) ++live_snapshots[sn.customer_id];
   }
   for (const auto& [id, h] : hosts_) {

@@ -44,9 +44,11 @@ FleetConfig FleetCfg() {
   return c;
 }
 
-StorageConfig StorageCfg() {
+// With `ceph`, PDX-1's volumes are CephFS subvolumes provisioned by a simulated reconciler.
+StorageConfig StorageCfg(bool ceph = false) {
   StorageConfig c;
   c.regions = kRegions;
+  if (ceph) c.ceph = {{"PDX-1", "10.0.0.1:6789"}};
   return c;
 }
 
@@ -65,8 +67,8 @@ struct Promise {
 
 class Simulation {
  public:
-  explicit Simulation(std::uint32_t seed)
-      : fleet_(FleetCfg()), storage_(StorageCfg()), rng_(seed) {}
+  explicit Simulation(std::uint32_t seed, bool ceph = false)
+      : fleet_(FleetCfg()), storage_(StorageCfg(ceph)), rng_(seed), ceph_(ceph) {}
 
   void Run(int steps) {
     ASSERT_TRUE(ledger_.SetFxRate(Currency::kEur, Currency::kUsd, 1'080'000'000, 50, now_).ok());
@@ -97,6 +99,8 @@ class Simulation {
               snapshots = 0, restores = 0, paid_by_hand = 0, read_only = 0, detached = 0,
               deleted_unpaid = 0, restored = 0, egress_charged_gb = 0, resends = 0,
               restarts = 0, releases = 0, synced_detaches = 0, refused_cross_region = 0;
+  std::size_t ceph_ready = 0, ceph_failed = 0, ceph_timeouts = 0, ceph_clients = 0,
+              ceph_read_only_clients = 0, ceph_removed = 0, ceph_clones = 0, ceph_down = 0;
 
  private:
   int Pick(int n) { return std::uniform_int_distribution<int>(0, n - 1)(rng_); }
@@ -297,7 +301,11 @@ class Simulation {
     } else if (op < 79) {
       Restart();
       return;
+    } else if (ceph_ && op < 86) {
+      Reconcile();
     } else {
+      // The reconciler runs every second: mostly before the clock jumps past a deadline.
+      if (ceph_ && Pick(4) != 0) Reconcile();
       std::int64_t step = Pick(8) == 0 ? std::int64_t{1 + Pick(72)} * kHour
                                        : std::int64_t{1 + Pick(120)} * 60 * kMicrosPerSecond;
       now_ += step;
@@ -312,11 +320,108 @@ class Simulation {
     Replay();
   }
 
+  // The storage reconciler against a simulated cluster: sometimes down (nothing done), sometimes
+  // reaching only part of the work, refusing some creations, repeating some reports (as after a
+  // crash between a Ceph call and its report).
+  void Reconcile() {
+    CephWork work = storage_.CephWorkToDo(kMaxCephWorkPerPass);
+    if (Pick(5) == 0) {
+      ++ceph_down;
+      return;
+    }
+    for (const CephVolumeWork& w : work.volumes) {
+      if (Pick(4) == 0) continue;
+      const std::string path = "/volumes/_nogroup/vol-" + std::to_string(w.volume_id) + "/u";
+      if (w.create || w.clone) {
+        if (Pick(12) == 0) {
+          ASSERT_TRUE(storage_.CephFailed(w.volume_id, "Error EINVAL", now_, &sc_).ok());
+          ++ceph_failed;
+          continue;
+        }
+        if (Pick(3) == 0) {
+          ASSERT_TRUE(storage_.CephCreating(w.volume_id, now_, &sc_).ok());
+        }
+        const int times = Pick(4) == 0 ? 2 : 1;
+        for (int i = 0; i < times; ++i) {
+          ASSERT_TRUE(storage_.CephReady(w.volume_id, path, w.size_tb, now_, &sc_).ok());
+        }
+        ready_at_[w.volume_id] = now_;
+        ++ceph_ready;
+        if (w.clone) ++ceph_clones;
+        continue;
+      }
+      if (w.resize) {
+        ASSERT_TRUE(storage_.CephReady(w.volume_id, path, w.size_tb, now_, &sc_).ok());
+      }
+      for (const auto& [rental, read_only] : w.authorize) {
+        ASSERT_TRUE(storage_.CephClientSet(w.volume_id, {rental, read_only, "v1:k"}, now_, &sc_)
+                        .ok());
+        ++(read_only ? ceph_read_only_clients : ceph_clients);
+      }
+      for (RentalId rental : w.deauthorize) {
+        ASSERT_TRUE(storage_.CephClientRemoved(w.volume_id, rental, now_, &sc_).ok());
+      }
+      if (w.remove) {
+        ASSERT_TRUE(storage_.CephRemoved(w.volume_id, now_, &sc_).ok());
+        ++ceph_removed;
+      }
+    }
+    for (const CephSnapshotWork& w : work.snapshots) {
+      if (Pick(4) == 0) continue;
+      ASSERT_TRUE((w.take ? storage_.CephSnapshotTaken(w.snapshot_id, now_, &sc_)
+                          : storage_.CephSnapshotRemoved(w.snapshot_id, now_, &sc_))
+                      .ok());
+    }
+  }
+
+  // Ceph volumes: never on storage hosts; nothing charged before ready (a failed one never
+  // charged); billing from the moment it became ready; attached only when ready; clients only of
+  // attachments once the reconciler caught up (checked where the work says nothing is left).
+  // Every volume the step changed (all of them when `thorough`).
+  void CheckCeph(bool thorough) {
+    std::vector<VolumeId> ids = sc_.volumes;
+    if (thorough) {
+      ids.clear();
+      for (VolumeId id = 1; id <= static_cast<VolumeId>(storage_.volume_count()); ++id) {
+        ids.push_back(id);
+      }
+    }
+    for (VolumeId id : ids) {
+      const Volume* v = storage_.FindVolume(id);
+      const bool ceph = v->region == "PDX-1";
+      ASSERT_EQ(ceph, v->provisioning != CephState::kNone) << "volume " << id;
+      if (!ceph) continue;
+      ASSERT_TRUE(v->hosts.empty());
+      const auto charges = storage_.ChargesOfVolume(id);
+      if (v->provisioning != CephState::kReady) {
+        ASSERT_TRUE(charges.empty()) << "volume " << id << " charged before it was ready";
+        ASSERT_TRUE(v->attachments.empty());
+      } else if (!charges.empty()) {
+        ASSERT_EQ(charges.front().first_day, 1);
+        ASSERT_EQ(charges.front().period_start, v->bill.anchor);
+        auto it = ready_at_.find(id);
+        ASSERT_TRUE(it != ready_at_.end());
+        ASSERT_EQ(v->bill.anchor, it->second) << "billing starts when it is ready";
+      }
+      if (v->provisioning == CephState::kFailed) {
+        if (v->provision_error.find("not ready within") != std::string::npos) {
+          timed_out_.insert(id);
+          ceph_timeouts = timed_out_.size();
+        }
+        ASSERT_EQ(v->bill.state, StorageState::kDeleted);
+      }
+      const CephVolumeWork w = storage_.CephWorkOf(*v);
+      if (w.authorize.empty() && w.deauthorize.empty() && v->provisioning == CephState::kReady) {
+        ASSERT_EQ(v->clients.size(), v->attachments.size()) << "volume " << id;
+      }
+    }
+  }
+
   void Restart() {
     ++restarts;
     auto fleet = Fleet::Restore(FleetCfg(), fleet_.Records());
     ASSERT_TRUE(fleet.ok()) << fleet.status().ToString();
-    auto storage = Storage::Restore(StorageCfg(), storage_.Records());
+    auto storage = Storage::Restore(StorageCfg(ceph_), storage_.Records());
     ASSERT_TRUE(storage.ok()) << storage.status().ToString();
     ASSERT_EQ(storage->NextEventAt(), storage_.NextEventAt());
     fleet_ = std::move(fleet).value();
@@ -371,6 +476,7 @@ class Simulation {
     ASSERT_TRUE(s.ok()) << s.ToString();
     s = storage_.CheckInvariants(fleet_);
     ASSERT_TRUE(s.ok()) << s.ToString();
+    if (ceph_) CheckCeph(thorough);
     // A node's extra NVMe, recounted from the live rentals.
     std::map<NodeId, std::int64_t> sold;
     for (RentalId id = 1; id <= static_cast<RentalId>(fleet_.rental_count()); ++id) {
@@ -422,6 +528,9 @@ class Simulation {
   std::vector<StorageHostId> hosts_;
   std::map<std::string, Promise> promises_;
   int topups_ = 0;
+  bool ceph_ = false;
+  std::map<VolumeId, TimestampMicros> ready_at_;  // when each Ceph volume was reported ready
+  std::set<VolumeId> timed_out_;
 };
 
 TEST(StorageSimulationTest, RandomStorageLifecyclesKeepEveryInvariant) {
@@ -451,6 +560,27 @@ TEST(StorageSimulationTest, RandomStorageLifecyclesKeepEveryInvariant) {
   EXPECT_GT(sim.egress_charged_gb, 1000u);
   EXPECT_GT(sim.synced_detaches, 20u);
   EXPECT_GT(sim.restarts, 50u);
+}
+
+// The same with PDX-1 on Ceph: its volumes wait for the simulated reconciler (sometimes down,
+// sometimes partial, refusing some, repeating reports), fail at their deadline at no charge, and
+// are billed from when they are ready.
+TEST(StorageSimulationTest, CephVolumesAreBilledFromReadyAndFailAtTheirDeadlineAtNoCharge) {
+  Simulation sim(20'261'204, true);
+  sim.Run(15'000);
+  std::printf(
+      "volumes %zu, ceph ready %zu (clones %zu), failed by Ceph %zu, timed-out volumes seen "
+      "%zu, clients rw %zu / r %zu, removed %zu, passes with Ceph down %zu\n",
+      sim.volumes, sim.ceph_ready, sim.ceph_clones, sim.ceph_failed, sim.ceph_timeouts,
+      sim.ceph_clients, sim.ceph_read_only_clients, sim.ceph_removed, sim.ceph_down);
+  EXPECT_GT(sim.ceph_ready, 200u);
+  EXPECT_GT(sim.ceph_clones, 50u);
+  EXPECT_GT(sim.ceph_failed, 10u);
+  EXPECT_GT(sim.ceph_timeouts, 100u);
+  EXPECT_GT(sim.ceph_clients, 15u);
+  EXPECT_GT(sim.ceph_read_only_clients, 1u);
+  EXPECT_GT(sim.ceph_removed, 200u);
+  EXPECT_GT(sim.ceph_down, 200u);
 }
 
 }  // namespace

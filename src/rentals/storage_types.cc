@@ -10,7 +10,10 @@ namespace {
 constexpr std::array<std::string_view, 2> kHostState = {"active", "draining"};
 constexpr std::array<std::string_view, 4> kStorageState = {"active", "read_only", "detached",
                                                            "deleted"};
-constexpr std::array<std::string_view, 3> kDeleteReason = {"", "deleted_by_customer", "unpaid"};
+constexpr std::array<std::string_view, 4> kDeleteReason = {"", "deleted_by_customer", "unpaid",
+                                                           "failed"};
+constexpr std::array<std::string_view, 6> kProvisioning = {"",         "pending", "creating",
+                                                           "cloning",  "ready",   "failed"};
 constexpr std::array<std::string_view, 2> kSnapshotSource = {"volume", "local_nvme"};
 constexpr std::array<std::string_view, 4> kChargeKind = {"volume_days", "volume_growth",
                                                          "snapshot_days", "egress"};
@@ -26,6 +29,15 @@ Result<StorageHostState> ParseStorageHostState(std::string_view n) {
 std::string_view StorageStateName(StorageState s) { return EnumName(kStorageState, s); }
 Result<StorageState> ParseStorageState(std::string_view n) {
   return ParseEnumName<StorageState>(kStorageState, n, "storage state");
+}
+std::string_view CephStateName(CephState p) { return EnumName(kProvisioning, p); }
+Result<CephState> ParseCephState(std::string_view n) {
+  return ParseEnumName<CephState>(kProvisioning, n, "provisioning");
+}
+std::string CephSubvolumeName(VolumeId id) { return "vol-" + std::to_string(id); }
+std::string CephSnapshotName(SnapshotId id) { return "snap-" + std::to_string(id); }
+std::string CephClientName(VolumeId volume, RentalId rental) {
+  return "gpuhub-vol" + std::to_string(volume) + "-r" + std::to_string(rental);
 }
 std::string_view DeleteReasonName(DeleteReason r) { return EnumName(kDeleteReason, r); }
 Result<DeleteReason> ParseDeleteReason(std::string_view n) {

@@ -40,9 +40,21 @@ enum class StorageState : std::uint8_t { kActive, kReadOnly, kDetached, kDeleted
 std::string_view StorageStateName(StorageState s);  // "active", "read_only", "detached", "deleted"
 Result<StorageState> ParseStorageState(std::string_view name);
 
-enum class DeleteReason : std::uint8_t { kNone, kCustomer, kUnpaid };
-std::string_view DeleteReasonName(DeleteReason r);  // "", "deleted_by_customer", "unpaid"
+// kFailed: a Ceph volume that could not be created (CephState::kFailed).
+enum class DeleteReason : std::uint8_t { kNone, kCustomer, kUnpaid, kFailed };
+// "", "deleted_by_customer", "unpaid", "failed"
+std::string_view DeleteReasonName(DeleteReason r);
 Result<DeleteReason> ParseDeleteReason(std::string_view name);
+
+// Where a network volume of a Ceph region stands on its cluster (docs/storage.md "Ceph-backed
+// volumes"): accepted (pending: Ceph not reached yet) -> creating (the subvolume being made) or
+// cloning (restored from a snapshot) -> ready (billing starts), or failed with the reason
+// (Ceph's words, or not ready within StorageConfig::ceph_ready_timeout_micros: nothing was
+// charged). A volume of a region without Ceph is kNone: a billing record not stored anywhere.
+enum class CephState : std::uint8_t { kNone, kPending, kCreating, kCloning, kReady, kFailed };
+// "", "pending", "creating", "cloning", "ready", "failed"
+std::string_view CephStateName(CephState p);
+Result<CephState> ParseCephState(std::string_view name);
 
 enum class SnapshotSource : std::uint8_t { kVolume, kLocalNvme };
 std::string_view SnapshotSourceName(SnapshotSource s);  // "volume", "local_nvme"
@@ -109,6 +121,19 @@ struct StorageBill {
   friend bool operator==(const StorageBill&, const StorageBill&) = default;
 };
 
+// One attachment's cephx client as the cluster holds it (recorded when the storage reconciler
+// authorized it): restricted to the volume's subvolume path, rw, or r while the volume is unpaid.
+struct CephClient {
+  RentalId rental_id = 0;
+  bool read_only = false;  // the caps Ceph holds
+  std::string sealed_key;  // the client's key sealed by the server (never in clear here)
+  friend bool operator==(const CephClient&, const CephClient&) = default;
+};
+// The names on the cluster: subvolume "vol-7", snapshot "snap-4", client "gpuhub-vol7-r3".
+std::string CephSubvolumeName(VolumeId id);
+std::string CephSnapshotName(SnapshotId id);
+std::string CephClientName(VolumeId volume, RentalId rental);
+
 struct Volume {
   VolumeId id = 0;
   UserId customer_id = 0;
@@ -123,6 +148,15 @@ struct Volume {
   TimestampMicros created_at = 0;
   TimestampMicros updated_at = 0;
   std::int64_t events = 0;  // history events recorded so far
+  // Ceph regions only (else kNone and the rest empty). Hosts stay empty there: Ceph's CRUSH
+  // places the replicas.
+  CephState provisioning = CephState::kNone;
+  std::string provision_error;             // failed: why
+  TimestampMicros provision_deadline = 0;  // not ready by then: failed
+  std::string ceph_path;                   // the subvolume's path, once ready
+  std::int64_t ceph_quota_tb = 0;          // the quota Ceph confirmed (< size_tb: a resize due)
+  bool ceph_removed = false;               // deleted or failed: the subvolume is confirmed gone
+  std::vector<CephClient> clients;         // by rental id, ascending
   friend bool operator==(const Volume&, const Volume&) = default;
 };
 
@@ -139,6 +173,11 @@ struct DiskSnapshot {
   TimestampMicros created_at = 0;
   TimestampMicros updated_at = 0;
   std::int64_t events = 0;
+  // A snapshot of a volume of a Ceph region is a subvolume snapshot (CephSnapshotName) of the
+  // volume's subvolume, which outlives the volume's deletion until its last snapshot is gone.
+  bool ceph = false;
+  bool ceph_taken = false;    // Ceph confirmed it exists
+  bool ceph_removed = false;  // deleted: Ceph confirmed it is gone
   friend bool operator==(const DiskSnapshot&, const DiskSnapshot&) = default;
 };
 

@@ -860,6 +860,23 @@ CREATE TABLE api_keys (
 );
 CREATE INDEX api_keys_by_user ON api_keys (user_id);
 )sql"},
+      // Network volumes on Ceph (issue 27): a volume's provisioning state on its region's cluster,
+      // the subvolume's path and confirmed quota, whether it was removed, and its attachments'
+      // cephx clients ("<rental>:<rw|r>:<sealed key>;..."); whether a snapshot is a Ceph one and
+      // taken / removed there.
+      {23, "ceph_volumes",
+       R"sql(
+ALTER TABLE storage_volumes ADD COLUMN provisioning TEXT NOT NULL DEFAULT '';
+ALTER TABLE storage_volumes ADD COLUMN provision_error TEXT NOT NULL DEFAULT '';
+ALTER TABLE storage_volumes ADD COLUMN provision_deadline_us BIGINT NOT NULL DEFAULT 0;
+ALTER TABLE storage_volumes ADD COLUMN ceph_path TEXT NOT NULL DEFAULT '';
+ALTER TABLE storage_volumes ADD COLUMN ceph_quota_tb BIGINT NOT NULL DEFAULT 0;
+ALTER TABLE storage_volumes ADD COLUMN ceph_removed BIGINT NOT NULL DEFAULT 0;
+ALTER TABLE storage_volumes ADD COLUMN ceph_clients TEXT NOT NULL DEFAULT '';
+ALTER TABLE storage_snapshots ADD COLUMN ceph BIGINT NOT NULL DEFAULT 0;
+ALTER TABLE storage_snapshots ADD COLUMN ceph_taken BIGINT NOT NULL DEFAULT 0;
+ALTER TABLE storage_snapshots ADD COLUMN ceph_removed BIGINT NOT NULL DEFAULT 0;
+)sql"},
   };
   return migrations;
 }
