@@ -19,6 +19,7 @@
 
 #include "core/process.h"
 #include "core/strings.h"
+#include "ceph_test_cluster.h"
 #include "storage/ceph.h"
 
 namespace gpuhub::storage {
@@ -26,21 +27,15 @@ namespace {
 
 constexpr std::int64_t kGiB = 1024LL * 1024 * 1024;
 constexpr std::int64_t kMiB = 1024LL * 1024;
-constexpr std::size_t kMaxOutputBytes = 1 << 20;
 
 // The cluster of this test binary, started once (SetUpTestSuite).
-struct Cluster {
-  std::string dir;
-  std::string conf, keyring, name, fs;
-  std::string skip;   // why no cluster can run here (the script's exit 3)
-  std::string error;  // why it could not be made (a failure, not a skip)
-};
+using Cluster = gpuhub::testing::CephTestCluster;
 Cluster* cluster = nullptr;
 
-std::string Script() { return std::string(GPUHUB_SOURCE_DIR) + "/scripts/ceph-test-cluster.sh"; }
+std::string Script() { return Cluster::Script(); }
 
 Result<ProcessResult> Exec(const std::vector<std::string>& argv, std::chrono::seconds timeout) {
-  return RunProcess(argv, timeout, "", kMaxOutputBytes);
+  return Cluster::Exec(argv, timeout);
 }
 
 std::string ReadFile(const std::string& path) {
@@ -93,49 +88,8 @@ std::int64_t Quota(CephFs& ceph, const std::string& name) {
 
 class CephClusterTest : public ::testing::Test {
  public:
-  static void SetUpTestSuite() {
-    cluster = new Cluster;
-    char templ[] = "/tmp/ceph.XXXXXX";
-    if (::mkdtemp(templ) == nullptr) {
-      cluster->error = "mkdtemp failed";
-      return;
-    }
-    cluster->dir = templ;
-    auto r = Exec({"bash", Script(), "start", cluster->dir}, std::chrono::seconds(300));
-    if (!r.ok()) {
-      cluster->error = r.status().message();
-      return;
-    }
-    if (r->exit_code == 3) {
-      cluster->skip = r->stderr_text;
-      return;
-    }
-    if (r->exit_code != 0) {
-      cluster->error = "ceph-test-cluster.sh start exited " + std::to_string(r->exit_code) +
-                       ": " + r->stderr_text;
-      return;
-    }
-    std::cerr << r->stderr_text;  // the time the start took
-    for (const auto& line : Split(r->stdout_text, '\n')) {
-      auto eq = line.find('=');
-      if (eq == std::string::npos) continue;
-      const std::string key = line.substr(0, eq), value = line.substr(eq + 1);
-      if (key == "CEPH_CONF") cluster->conf = value;
-      if (key == "CEPH_KEYRING") cluster->keyring = value;
-      if (key == "CEPH_NAME") cluster->name = value;
-      if (key == "CEPH_FS") cluster->fs = value;
-    }
-    if (cluster->conf.empty() || cluster->keyring.empty() || cluster->fs.empty()) {
-      cluster->error = "ceph-test-cluster.sh printed no environment: " + r->stdout_text;
-    }
-  }
-  static void TearDownTestSuite() {
-    if (cluster != nullptr && !cluster->dir.empty()) {
-      (void)Exec({"bash", Script(), "stop", cluster->dir}, std::chrono::seconds(120));
-    }
-    delete cluster;
-    cluster = nullptr;
-  }
+  static void SetUpTestSuite() { cluster = Cluster::Start("/tmp/ceph.XXXXXX"); }
+  static void TearDownTestSuite() { Cluster::Stop(cluster); }
 
  protected:
   void SetUp() override {

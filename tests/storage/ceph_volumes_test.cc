@@ -19,6 +19,7 @@
 
 #include "core/process.h"
 #include "core/strings.h"
+#include "ceph_test_cluster.h"
 #include "storage/ceph.h"
 #include "storage_fixture.h"
 
@@ -26,21 +27,17 @@ namespace gpuhub::testing {
 namespace {
 
 constexpr long long kTb = 1000LL * 1000 * 1000 * 1000;
-constexpr std::size_t kMaxOutputBytes = 1 << 20;
 // Bounds of the waits for the reconciler (each Ceph CLI call takes about half a second here; a
 // call against a stopped mon waits for its 10 s connect timeout).
 constexpr auto kCephWait = std::chrono::seconds(120);
 
-struct Cluster {
-  std::string dir, conf, keyring, name, fs, mon;
-  std::string skip, error;
-};
+using Cluster = gpuhub::testing::CephTestCluster;
 Cluster* cluster = nullptr;
 
-std::string Script() { return std::string(GPUHUB_SOURCE_DIR) + "/scripts/ceph-test-cluster.sh"; }
+std::string Script() { return Cluster::Script(); }
 
 Result<ProcessResult> Exec(const std::vector<std::string>& argv, std::chrono::seconds timeout) {
-  return RunProcess(argv, timeout, "", kMaxOutputBytes);
+  return Cluster::Exec(argv, timeout);
 }
 
 std::string ReadText(const std::string& path) {
@@ -52,50 +49,8 @@ std::string ReadText(const std::string& path) {
 
 class CephVolumesTest : public StorageFixture {
  public:
-  static void SetUpTestSuite() {
-    cluster = new Cluster;
-    char templ[] = "/tmp/cephv.XXXXXX";
-    if (::mkdtemp(templ) == nullptr) {
-      cluster->error = "mkdtemp failed";
-      return;
-    }
-    cluster->dir = templ;
-    auto r = Exec({"bash", Script(), "start", cluster->dir}, std::chrono::seconds(300));
-    if (!r.ok()) {
-      cluster->error = r.status().message();
-      return;
-    }
-    if (r->exit_code == 3) {
-      cluster->skip = r->stderr_text;
-      return;
-    }
-    if (r->exit_code != 0) {
-      cluster->error = "ceph-test-cluster.sh start exited " + std::to_string(r->exit_code) +
-                       ": " + r->stderr_text;
-      return;
-    }
-    std::cerr << r->stderr_text;
-    for (const auto& line : Split(r->stdout_text, '\n')) {
-      auto eq = line.find('=');
-      if (eq == std::string::npos) continue;
-      const std::string key = line.substr(0, eq), value = line.substr(eq + 1);
-      if (key == "CEPH_CONF") cluster->conf = value;
-      if (key == "CEPH_KEYRING") cluster->keyring = value;
-      if (key == "CEPH_NAME") cluster->name = value;
-      if (key == "CEPH_FS") cluster->fs = value;
-      if (key == "CEPH_MON") cluster->mon = value;
-    }
-    if (cluster->conf.empty() || cluster->mon.empty()) {
-      cluster->error = "ceph-test-cluster.sh printed no environment: " + r->stdout_text;
-    }
-  }
-  static void TearDownTestSuite() {
-    if (cluster != nullptr && !cluster->dir.empty()) {
-      (void)Exec({"bash", Script(), "stop", cluster->dir}, std::chrono::seconds(120));
-    }
-    delete cluster;
-    cluster = nullptr;
-  }
+  static void SetUpTestSuite() { cluster = Cluster::Start("/tmp/cephv.XXXXXX"); }
+  static void TearDownTestSuite() { Cluster::Stop(cluster); }
 
  protected:
   void SetUp() override {
