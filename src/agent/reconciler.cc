@@ -442,10 +442,24 @@ void Agent::ReconcileOnce() {
       bool live = u != updates.end() && u->second.state == "starting";
       it = live ? std::next(it) : s.probes.erase(it);
     }
-    // What is neither desired nor stopped just now is no longer reported.
+    // A workload no longer desired: reported until the server has its "stopped". One whose
+    // container went another way than our removal (Docker finished a removal our client gave up
+    // on, someone removed it) is reported stopped once it is no longer listed; the server would
+    // otherwise show it running.
     for (auto it = s.status.begin(); it != s.status.end();) {
-      bool keep = desired_ids.count(it->first) || it->second.state == "stopped";
-      it = keep ? std::next(it) : s.status.erase(it);
+      if (desired_ids.count(it->first) || it->second.state == "stopped") {
+        ++it;
+        continue;
+      }
+      const bool listed = std::any_of(actual.begin(), actual.end(), [&](const ActualContainer& a) {
+        return a.workload == it->first;
+      });
+      if (!listed) {
+        it->second = {it->first, "stopped", 0, ""};
+        s.force = true;
+        s.cv.notify_all();
+      }
+      ++it;
     }
     s.actual = actual;
     s.gpus_of = gpus_of;
