@@ -83,19 +83,6 @@ std::uint32_t ScopesAllowedFor(const User& user) {
   return allowed;
 }
 
-std::int64_t ApiKeyIdOf(std::string_view secret) {
-  if (!secret.starts_with(kApiKeyPrefix)) return 0;
-  secret.remove_prefix(kApiKeyPrefix.size());
-  std::size_t end = secret.find('_');
-  if (end == 0 || end == std::string_view::npos || end > 18) return 0;
-  std::int64_t id = 0;
-  for (char c : secret.substr(0, end)) {
-    if (c < '0' || c > '9') return 0;
-    id = id * 10 + (c - '0');
-  }
-  return id;
-}
-
 std::string ApiKeySecret(std::int64_t id, std::string_view random_hex) {
   return std::string(kApiKeyPrefix) + std::to_string(id) + "_" + std::string(random_hex);
 }

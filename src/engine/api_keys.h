@@ -55,7 +55,19 @@ std::uint32_t ScopesAllowedFor(const User& user);
 // The secret prefix, and the key id a secret claims ("ghk_12_..." -> 12; 0 when it is not of
 // that form). The claim is only a claim until the hash matches.
 inline constexpr std::string_view kApiKeyPrefix = "ghk_";
-std::int64_t ApiKeyIdOf(std::string_view secret);
+// Inline: the HTTP server names the key in its log line without linking the engine.
+inline std::int64_t ApiKeyIdOf(std::string_view secret) {
+  if (!secret.starts_with(kApiKeyPrefix)) return 0;
+  secret.remove_prefix(kApiKeyPrefix.size());
+  std::size_t end = secret.find('_');
+  if (end == 0 || end == std::string_view::npos || end > 18) return 0;
+  std::int64_t id = 0;
+  for (char c : secret.substr(0, end)) {
+    if (c < '0' || c > '9') return 0;
+    id = id * 10 + (c - '0');
+  }
+  return id;
+}
 // The secret of key `id` from 64 random hex digits (RandomHex(32), made off the writer thread).
 std::string ApiKeySecret(std::int64_t id, std::string_view random_hex);
 
