@@ -23,6 +23,10 @@
 #   ceph-test-cluster.sh stop-mon DIR    -> SIGKILL the mon (an outage: clients time out)
 #   ceph-test-cluster.sh start-mon DIR   -> start it again on its data and port; returns once it
 #                                           answers
+#   ceph-test-cluster.sh stop-osd DIR N  -> SIGKILL osd.N (a lost storage host: I/O goes on
+#                                           degraded, min_size 2); returns once the mon marks it down
+#   ceph-test-cluster.sh start-osd DIR N -> start osd.N again on its data; returns once its PGs are
+#                                           active+clean again (recovered)
 #   ceph-test-cluster.sh stop DIR        -> unmount the ceph-fuse mounts under DIR, stop every
 #                                           daemon of the cluster and remove DIR
 set -euo pipefail
@@ -31,7 +35,8 @@ dir=${2:?directory}
 
 fs_name=vols
 osd_count=3
-osd_block_bytes=$((3 * 1024 * 1024 * 1024))  # sparse: only what is written takes disk
+# Sparse: only what is written takes disk. CEPH_TEST_OSD_GB for more (the benches write GBs).
+osd_block_bytes=$((${CEPH_TEST_OSD_GB:-3} * 1024 * 1024 * 1024))
 
 cannot_start() {
   echo "ceph-test-cluster: a cluster cannot start: $*" >&2
@@ -288,5 +293,23 @@ case "$cmd" in
     if daemon_pid mon.a >/dev/null; then exit 0; fi
     start_mon
     ;;
-  *) echo "usage: $0 start|stop|stop-mon|start-mon DIR" >&2; exit 2 ;;
+  stop-osd)
+    n=${3:?osd number}
+    pid=$(daemon_pid "osd.$n") || fail "osd.$n does not run"
+    kill -9 "$pid"
+    for _ in $(seq 1 50); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
+    # Marked down at once rather than after the heartbeat grace (20 s): clients move on.
+    c osd down "$n" >/dev/null 2>&1 || true
+    osd_count=$((osd_count - 1))
+    wait_for 60 osds_up || fail "osd.$n is still up: $(c osd stat 2>&1)"
+    ;;
+  start-osd)
+    n=${3:?osd number}
+    if ! daemon_pid "osd.$n" >/dev/null; then
+      ceph-osd --conf "$conf" -i "$n" >>"$dir/log/daemons.out" 2>&1 || fail "ceph-osd exited $?"
+    fi
+    wait_for 60 osds_up || fail "osd.$n does not come up: $(c osd stat 2>&1)"
+    wait_for 120 pgs_clean || fail "the PGs do not recover: $(c pg stat 2>&1)"
+    ;;
+  *) echo "usage: $0 start|stop|stop-mon|start-mon|stop-osd N|start-osd N DIR" >&2; exit 2 ;;
 esac

@@ -18,6 +18,7 @@
 
 #include "agent/inventory.h"
 #include "agent_process.h"
+#include "fake_node_tools.h"
 #include "harness.h"
 #include "server_fixture.h"
 
@@ -183,17 +184,20 @@ class AgentFixture : public ServerFixture {
   }
 
   // Term rentals on a fleet node ([rentals] provisioning = "agent").
-  // A fleet node of 2 H100 SXM cards whose agent the admin enrols, with an NVMe device per card
+  // A fleet node of `cards` H100 SXM cards whose agent the admin enrols, with an NVMe device per card
   // slot and fake cryptsetup, mkfs and blkdiscard that append their arguments to tools.log.
   // `tools_extra`: shell lines a fake tool (by name) runs after logging, with $1.. its
   // arguments (e.g. to make an opened volume a real block device for a real Docker engine).
-  void AddNodeAndEnrol(const std::map<std::string, std::string>& tools_extra = {}) {
+  // `cards`: the node's (and the fake nvidia-smi's) card count; `credit_usd`: the customer's funds.
+  void AddNodeAndEnrol(const std::map<std::string, std::string>& tools_extra = {}, int cards = 2,
+                       const std::string& credit_usd = "2000") {
     customer_ = User("carl", {"customer"});
-    Credit("carl", "2000");
+    Credit("carl", credit_usd);
+    SetGpus(cards);
     ASSERT_EQ(client_->Call("POST", "/v1/ssh-keys", {{"public_key", customer_key_}}, customer_).status,
               201);
     auto node = client_->Call("POST", "/v1/admin/nodes",
-                              {{"gpu", "H100 SXM"}, {"region", "IAD-1"}, {"cards", 2}}, admin_);
+                              {{"gpu", "H100 SXM"}, {"region", "IAD-1"}, {"cards", cards}}, admin_);
     ASSERT_EQ(node.status, 201) << node.body;
     node_ = node.Json()["id"].get<long long>();
     const std::string tokens = "/v1/admin/nodes/" + std::to_string(node_) + "/enrolment-tokens";
@@ -201,17 +205,12 @@ class AgentFixture : public ServerFixture {
     auto token = client_->Call("POST", tokens, nullptr, admin_);
     ASSERT_EQ(token.status, 201) << token.body;
     tools_log_ = dir_.path() + "/tools.log";
-    std::string tools;
-    for (const char* tool : {"cryptsetup", "mkfs", "blkdiscard"}) {
-      const std::string path = dir_.path() + "/" + tool;
-      // `cryptsetup status` says "not open" (4), as after a reboot.
-      std::ofstream(path) << "#!/bin/sh\necho \"" << tool << " $*\" >> " << tools_log_ << "\n"
-                          << (tools_extra.count(tool) ? tools_extra.at(tool) : "")
-                          << "[ \"$1\" = status ] && exit 4\nexit 0\n";
-      ::chmod(path.c_str(), 0755);
-      tools += std::string(tool) + " = \"" + path + "\"\n";
+    const std::string tools = WriteFakeNodeTools(dir_.path(), tools_log_, tools_extra);
+    std::string nvme;
+    for (int i = 0; i < cards; ++i) {
+      nvme += (i ? ", " : "") + std::string("\"/dev/nvme") + std::to_string(i) + "n1\"";
     }
-    WriteAgentConfig("nvme_devices = [\"/dev/nvme0n1\", \"/dev/nvme1n1\"]\n[storage]\n" + tools);
+    WriteAgentConfig("nvme_devices = [" + nvme + "]\n[storage]\n" + tools);
     EnrolWith(token.Json()["token"]);
   }
   json NodeAgent() {

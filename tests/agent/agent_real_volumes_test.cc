@@ -248,8 +248,9 @@ class AgentRealVolumesTest : public ::testing::Test {
                        << "/gpus.csv ;;\n  --query-remapped-rows=*) ;;\n  *) echo '| NVIDIA-SMI "
                           "550.54.15 Driver Version: 550.54.15 CUDA Version: 12.4 |' ;;\nesac\n";
     ::chmod(smi.c_str(), 0755);
-    // Outside the 41000-48999 of agent_real_engine_test (other binaries run beside this one).
-    const int first = 49000 + static_cast<int>(::getpid() % 90) * 10;
+    // Below 20000: clear of the kernel's ephemeral range (32768 and up), of the Ceph daemons' (30000
+    // and up) and of agent_real_engine_test's (20000-29999).
+    const int first = 10000 + static_cast<int>(::getpid() % 1000) * 10;
     config_ = dir_.path() + "/agent.toml";
     std::ofstream(config_) << "state_dir = \"" << state_ << "\"\n"
                            << "server = \"http://127.0.0.1:" << plane_.port() << "\"\n"
