@@ -4,7 +4,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { newPage, screenshot } from './lib/browser.mjs';
-import { username, unexpected, signUp, useServerAndBrowser } from './lib/helpers.mjs';
+import { username, unexpected, signUp, useServerAndBrowser, accountTab } from './lib/helpers.mjs';
 
 const env = useServerAndBrowser();
 
@@ -12,6 +12,7 @@ test('API keys on the account page: refused beside the field, made once, listed,
   const { context, page, problems } = await newPage(env.chrome.browser, 'desktop', env.server.url);
   try {
     await signUp(page, username('kai'));
+    await accountTab(page, 'api-keys');
     await page.locator('#api-key-list').waitFor();
     await page.waitForFunction(() => /No API keys/.test(document.querySelector('#api-key-list')?.textContent || ''));
     await page.fill('#api-key-name', 'ci');

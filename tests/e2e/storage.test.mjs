@@ -77,7 +77,7 @@ test('rent with extra NVMe, then create a volume, attach it, snapshot it and res
     await screenshot(page, 'rent-extra-nvme-desktop');
 
     // The account page's Storage section.
-    await page.goto('/account/');
+    await page.goto('/account/#storage-section');
     await page.waitForSelector('#signed-in:not([hidden])');
     await waitForData(page);
     const section = page.locator('#storage');
