@@ -239,7 +239,7 @@ test('the calculator: 70b at FP8 needs 75 GB and one H100 PCIe; the URL carries 
     await page.fill('#context', '0');
     await page.click('#calc button[type="submit"]');
     await page.waitForFunction(() => document.querySelector('#err-context')?.textContent.length > 0);
-    assert.match(await page.locator('#err-context').innerText(), /context must be between 1 and/);
+    assert.match(await page.locator('#err-context').innerText(), /^Context must be between 1 and 10,000,000 tokens, got 0\.$/);
     assert.equal(await page.locator('#context').getAttribute('aria-invalid'), 'true');
 
     // A real model picked from the bundled list.

@@ -303,13 +303,16 @@ function stackBar(components) {
 }
 
 function configTable(fit) {
+  // Every row carries its action: rent it for a term, or buy its spot hours where it trades.
+  const region = form.elements.region.value || undefined;
   const rows = fit.best ? [fit.best, ...fit.alternatives] : [];
   const infer = fit.workload && fit.workload.workload === 'infer';
   const columns = [
     {
       label: 'Configuration',
       th: true,
-      cell: (r) => [r.configuration, r.stack === 'ROCm' ? [' ', h('span', { class: 'badge' }, 'ROCm')] : null],
+      // The row's action under its name (a column of its own would push the table past its card).
+      cell: (r) => [r.configuration, r.stack === 'ROCm' ? [' ', h('span', { class: 'badge' }, 'ROCm')] : null, h('div', { class: 'row-actions' }, actionLinks({ gpu: r.gpu, count: r.count, region, spot: spotNames.get(r.gpu) }))],
     },
     { label: 'Monthly', num: true, cell: (r) => usd(r.exact.monthly_usd) },
     { label: 'Weekly', num: true, cell: (r) => [usd(r.exact.weekly_usd), r.weekly_derived ? h('span', { title: 'Derived from the fleet\'s weekly/monthly ratio' }, '*') : ''] },
@@ -328,9 +331,7 @@ function configTable(fit) {
     columns.push({ label: 'Decode ceiling', num: true, cell: (r) => (r.decode_ceiling_tok_s == null ? '—' : decimal(r.decode_ceiling_tok_s, 1) + ' tok/s') });
   }
   columns.push({ label: 'Free now', num: true, cell: (r) => integer(r.free_now) });
-  // Every row carries its action: rent it for a term, or buy its spot hours where it trades.
-  const region = form.elements.region.value || undefined;
-  columns.push({ label: 'Get it', cell: (r) => actionLinks({ gpu: r.gpu, count: r.count, region, spot: spotNames.get(r.gpu) }) });
+
   const notes = [];
   if (rows.some((r) => r.weekly_derived)) notes.push('* weekly price derived from the fleet\'s weekly/monthly ratio.');
   if (rows.some((r) => r.discount_percent > 0)) notes.push('Sets of cards include the multi-card discount.');

@@ -21,7 +21,8 @@ export function fieldLabel(form, name) {
     const legend = control.closest('fieldset')?.querySelector('legend');
     if (legend) text = legend.textContent;
   }
-  text = text.replace(/\s+/g, ' ').replace(/\s*\(.*\)\s*$/, '').trim();
+  // A note in parentheses goes ("(optional, businesses)", "(tokens)"); a unit stays ("Size (TB)").
+  text = text.replace(/\s+/g, ' ').replace(/\s*\((?![A-Z]{2,4}\))[^)]*\)\s*$/, '').trim();
   return text || null;
 }
 
@@ -52,7 +53,7 @@ export function errorSentence(error, form) {
   // A rewritten rule says what is wanted; the parser's own detail after it goes ("(not a number)").
   if (rewritten) message = message.replace(/\s*\([^()]*\)\s*$/, '');
   // The field named at the start ("field 'x' must", "x must") becomes its label.
-  const lead = /^(?:field '([a-z][a-z0-9_]*)'|([a-z][a-z0-9_]*))(?= )/.exec(message);
+  const lead = /^(?:field '([a-z][a-z0-9_.]*)'|([a-z][a-z0-9_.]*))(?=[ :])/.exec(message);
   const name = lead ? lead[1] || lead[2] : null;
   const isField = name && (lead[1] || name === error.field || /_/.test(name) || (form && form.querySelector(`[name="${CSS.escape(name)}"]`)));
   if (isField) {
@@ -66,6 +67,9 @@ export function errorSentence(error, form) {
       return label ? label.toLowerCase() : word;
     });
   }
+  // Counts with separators, as everywhere else ("10000000 tokens" -> "10,000,000 tokens"); not
+  // inside quotes (what the person typed) nor in dates, addresses or versions.
+  message = message.replace(/(^|[\s(])(\d{5,})(?=[\s,.;:)]|$)/g, (m, pre, digits) => pre + digits.replace(/\B(?=(\d{3})+(?!\d))/g, ','));
   message = message.charAt(0).toUpperCase() + message.slice(1);
   if (!/[.!?]$/.test(message)) message += '.';
   return message;

@@ -6,7 +6,7 @@
 // list of both. Every figure is the API's.
 import { api, currentSession, newIdempotencyKey } from './api.js';
 import { h, $, replace, table, errorBox, empty, setBusy, copyableCommand } from './dom.js';
-import { amount, perHour, count, timestamp } from './format.js';
+import { amount, perHour, count, timestamp, usd } from './format.js';
 import { provisioningSteps, provisioning } from './provisioning.js';
 import { loadImages, launchCell } from './images.js';
 
@@ -78,6 +78,11 @@ function connectBlock(ssh, what, state) {
 }
 
 // ---------- a spot lease ----------
+
+// The exchange's book quotes per-GPU-hour prices to 0.001: its prices keep three decimals.
+function amountAt3(value) {
+  return usd(value, 3);
+}
 
 function leaseBadge(l) {
   if (l.status !== 'active') return h('span', { class: 'badge' }, END_REASON[l.end_reason] || l.status);
@@ -153,7 +158,7 @@ async function showLease(id) {
             fact('Image and ports', launchCell(l, images.images)))),
         card('Paid', 'paid',
           h('dl', { class: 'facts' },
-            fact('Price', perHour(l.price_usd_per_gpu_hour, { book: true }), ' per GPU-hour, ', h('strong', { 'data-testid': 'hourly' }, perHour(l.hourly_usd)), ' for the lease'),
+            fact('Price', amountAt3(l.price_usd_per_gpu_hour), ' per GPU-hour, ', h('strong', { 'data-testid': 'hourly' }, perHour(l.hourly_usd)), ' for the lease'),
             active && l.billing !== 'provisioning'
               ? fact('Paid until', h('span', { 'data-testid': 'paid-until' }, timestamp(l.paid_until)), ': the next hour is billed in ', countdownEl(l.paid_until))
               : active
@@ -206,7 +211,8 @@ function rentalConnectText(r) {
   if (r.state === 'released') return 'Released: the machine is gone and its data destroyed.';
   if (r.state === 'stopped') return 'On hold: pay the renewal to run it again.';
   if (r.instance.error) return `It failed to start: ${r.instance.error}`;
-  return 'The SSH line appears here as soon as its node runs it.';
+  if (r.state === 'provisioning') return 'Starting on its node: the SSH line appears here as soon as it runs.';
+  return `Running on node ${r.node_id}. No SSH line is reported for it yet: it appears here once the node's host agent runs the machine.`;
 }
 
 function invoiceLinks(charges) {
@@ -220,7 +226,7 @@ function invoiceLinks(charges) {
 }
 
 async function showRental(id) {
-  const r = await api('GET', '/v1/rentals/' + encodeURIComponent(id));
+  const [r, images] = await Promise.all([api('GET', '/v1/rentals/' + encodeURIComponent(id)), loadImages()]);
   setServerClock(r.as_of);
   const title = `Rental #${r.id}: ${count(r.count)} × ${r.gpu}`;
   $('#instance-title').textContent = title;
@@ -234,7 +240,8 @@ async function showRental(id) {
     h('div', { class: 'instance', dataset: { kind: 'rental', id: String(r.id), status: r.state } },
       card('State', 'state',
         h('p', null, h('span', { class: 'badge ' + (RENTAL_BADGE[r.state] || '') }, r.state)),
-        r.state !== 'released' && r.provisioning ? provisioningSteps(r, 'rental') : null,
+        // The steps while it starts, or once the node's agent has reported any (as the account page).
+        r.provisioning && (r.state === 'provisioning' || (r.state === 'active' && (r.provisioning.steps || []).length > 1)) ? provisioningSteps(r, 'rental') : null,
         connectBlock(ssh, `rental #${r.id}`, rentalConnectText(r)),
         releaseControls(r, () => show())),
       h('div', { class: 'grid grid-2' },
@@ -242,7 +249,7 @@ async function showRental(id) {
           h('dl', { class: 'facts' },
             fact('GPUs', `${count(r.count)} × ${r.gpu}`, h('span', { class: 'muted small' }, ` in ${r.region} (node ${r.node_id}, card${r.cards.length === 1 ? '' : 's'} ${r.cards.join(', ')})`)),
             fact('Local NVMe', `${count(r.instance.nvme_gb)} GB`, r.instance.extra_nvme_gb ? ` (${count(r.instance.extra_nvme_gb)} GB extra)` : ''),
-            fact('Image and ports', launchCell({ ...r, status: r.state === 'active' ? 'active' : r.state, connection: r.instance.connection }, [])))),
+            fact('Image and ports', launchCell({ ...r, status: r.state === 'active' ? 'active' : r.state, connection: r.instance.connection }, images.images)))),
         card('Paid', 'paid',
           h('dl', { class: 'facts' },
             fact('Price', h('strong', { 'data-testid': 'term-net' }, amount(r.price.term_net || r.price.net)), ` net per ${r.term}`, r.price.discount_percent !== '0' ? ` (${r.price.discount_percent}% multi-card discount)` : ''),

@@ -96,7 +96,14 @@ function configName(o) {
 function optionTable(plan) {
   const serving = plan.job.kind === 'serving';
   const columns = [
-    { label: 'Configuration', th: true, cell: (o) => [o.configuration, o.parallelism !== 'single' ? h('span', { class: 'muted small' }, ' ' + o.parallelism) : null] },
+    {
+      label: 'Configuration',
+      th: true,
+      // The action of the cheaper way under the name: Buy spot first when spot finishes it for
+      // less, else Rent (a column of its own would push the table past its card).
+      cell: (o) => [o.configuration, o.parallelism !== 'single' ? h('span', { class: 'muted small' }, ' ' + o.parallelism) : null,
+        h('div', { class: 'row-actions' }, actionLinks({ gpu: o.gpu, count: o.count, region: shared && shared.region, term: termOf(o), spot: spotNames.get(o.gpu), prefer: o.best }))],
+    },
     {
       label: serving ? 'Tokens/s each' : 'Tokens/s',
       num: true,
@@ -115,8 +122,6 @@ function optionTable(plan) {
     { label: 'Term', num: true, cell: (o) => (o.term ? [usd(o.term.exact.total_usd), h('span', { class: 'muted small' }, ' ' + o.term.detail)] : h('span', { class: 'muted' }, '—')) },
     { label: 'Cost to finish', num: true, cell: (o) => [h('strong', null, usd(o.best === 'spot' ? o.spot.exact.total_usd : o.term.exact.total_usd)), ' ', h('span', { class: 'badge' }, o.best)] },
     { label: '$/M tokens', num: true, cell: (o) => usd(o.usd_per_million_tokens, 3) },
-    // The action of the cheaper way: Buy spot first when spot finishes it for less, else Rent.
-    { label: 'Get it', cell: (o) => actionLinks({ gpu: o.gpu, count: o.count, region: shared && shared.region, term: termOf(o), spot: spotNames.get(o.gpu), prefer: o.best }) },
   ];
   return table(columns, plan.options, { rowClass: (o) => (o === plan.options[0] ? 'best' : null), stack: true });
 }
@@ -139,10 +144,16 @@ function whyTheyDiffer(plan) {
   if (!hold || !c || (hold.gpu === c.gpu && hold.count === c.count)) return null;
   const held = plan.options.find((o) => o.gpu === hold.gpu && o.count === hold.count);
   const holdName = hold.count === 1 ? 'one ' + hold.gpu : `${hold.count}× ${hold.gpu}`;
-  const text = held
-    ? `${holdName} is the cheapest to hold (${usd(hold.exact.monthly_usd)} a month), but ${configName(c)} is the cheapest to finish this job: ` +
-      `it runs ${decimal(c.tokens_per_s / held.tokens_per_s, 1)}× as fast, so ${hours(c.hours)}${c.best === 'spot' ? ' of spot' : ''} cost ${usd(cost(c))} against ${usd(cost(held))} for ${hours(held.hours)} on ${holdName}.`
-    : `${holdName} is the cheapest to hold (${usd(hold.exact.monthly_usd)} a month), but ${configName(c)} is the cheapest to finish this job (${usd(cost(c))}): a faster card pays for fewer hours, and ${holdName} is not among the ${plan.options.length} cheapest to finish.`;
+  const serving = plan.job.kind === 'serving';
+  const start = `${holdName.charAt(0).toUpperCase() + holdName.slice(1)} is the cheapest to hold (${usd(hold.exact.monthly_usd)} a month), but ${configName(c)} is the cheapest to finish this job`;
+  let text;
+  if (held && serving) {
+    text = `${start}: it serves ${decimal(c.tokens_per_s / held.tokens_per_s, 1)}× the tokens per second, so ${integer(c.replicas)} replica${c.replicas === 1 ? '' : 's'} cost ${usd(cost(c))} against ${usd(cost(held))} for the ${integer(held.replicas)} of ${holdName} the job needs.`;
+  } else if (held) {
+    text = `${start}: it runs ${decimal(c.tokens_per_s / held.tokens_per_s, 1)}× as fast, so ${hours(c.hours)}${c.best === 'spot' ? ' of spot' : ''} cost ${usd(cost(c))} against ${usd(cost(held))} for ${hours(held.hours)} on ${holdName}.`;
+  } else {
+    text = `${start} (${usd(cost(c))}): ${serving ? 'it serves more tokens per dollar' : 'a faster card pays for fewer hours'}, and ${holdName} is not among the ${plan.options.length} cheapest to finish.`;
+  }
   return h('p', { class: 'why-differ', id: 'plan-why', 'data-testid': 'plan-why' }, text);
 }
 

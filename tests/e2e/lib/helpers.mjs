@@ -81,6 +81,8 @@ export async function setBillingCountry(page, code) {
   await page.selectOption('#billing-country', code);
   await page.click('#billing-form button[type="submit"]');
   await page.waitForSelector('#billing-status[data-state="complete"]');
+  // Back to the overview (wallets, top-up, rentals), where the page opens after signing in.
+  await accountTab(page, 'overview');
 }
 
 // One real server (port 0, fresh database) and one Chromium per test file, started before its
