@@ -14,7 +14,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { newPage, screenshot } from './lib/browser.mjs';
-import { PASSWORD, username, waitForData, unexpected, signUp, setBillingCountry, useServerAndBrowser, accountTab } from './lib/helpers.mjs';
+import { PASSWORD, username, waitForData, unexpected, signUp, setBillingCountry, useServerAndBrowser, accountTab, logIn, scriptedAgent } from './lib/helpers.mjs';
 import { seriousViolations } from './lib/axe.mjs';
 
 const env = useServerAndBrowser();
@@ -35,7 +35,7 @@ async function noSeriousViolations(page, what) {
 async function headerLinksVisible(page) {
   const cut = await page.evaluate(() => {
     const out = [];
-    for (const a of document.querySelectorAll('.site-header .nav a')) {
+    for (const a of document.querySelectorAll('.site-header .nav a:not([hidden])')) {
       const r = a.getBoundingClientRect();
       if (a.offsetParent === null || r.left < 0 || r.right > window.innerWidth + 0.5 || a.scrollWidth > a.clientWidth + 1) out.push(a.textContent);
     }
@@ -193,6 +193,46 @@ test('rent with no SSH key: warned; the console of the rental: SSH, paid until, 
   }
 });
 
+test('a rental whose node agent runs it: the console shows the steps, then the SSH line with Copy', async () => {
+  const name = username('sam');
+  const customer = await env.api.user(name, ['customer']);
+  await env.api.fund(customer, '700.00');
+  await env.api.call('POST', '/v1/ssh-keys', { public_key: KEY }, customer);
+  const rental = await env.api.call('POST', '/v1/rentals', { gpu: 'H100 SXM', count: 1, term: 'week' }, customer);
+  const admin = await env.server.adminToken();
+  const token = await env.api.call('POST', `/v1/admin/nodes/${rental.node_id}/enrolment-tokens`, {}, admin);
+  const node = scriptedAgent(env.api, (await env.api.call('POST', '/v1/agent/enroll', { token: token.token, hostname: 'node-console' })).credential, { publicHost: '198.51.100.9' });
+  const desired = await node.beat(8);
+  const w = desired.workloads.find((x) => x.id === `rental-${rental.id}`);
+  await node.beat(8, [{ id: w.id, state: 'pulling', detail: 'pulling ' + w.image }]);
+
+  const { context, page, problems } = await newPage(env.chrome.browser, 'phone', env.server.url);
+  try {
+    await context.grantPermissions(['clipboard-read', 'clipboard-write']);
+    await logIn(page, name);
+    // From the account page's rental card to its console.
+    await page.click(`#rental-${rental.id} [data-testid="rental-console"]`);
+    await page.waitForSelector('.instance[data-kind="rental"] .steps');
+    assert.equal(await page.locator('.step[aria-current="step"]').getAttribute('data-step'), 'pulling');
+    assert.match(await page.locator('[data-testid="ssh"]').innerText(), /SSH line appears here|No SSH line is reported/);
+    await screenshot(page, 'console-rental-pulling-phone');
+    // The container answers: within the console's fast refresh (2 s) the SSH line is there.
+    await node.beat(8, [{ id: w.id, state: 'running', ssh_port: 40003 }]);
+    await page.waitForSelector('[data-testid="ssh"] code.connection-line', { timeout: 10000 });
+    assert.equal(await page.locator('[data-testid="ssh"] code').innerText(), 'ssh -p 40003 root@198.51.100.9');
+    await page.click('[data-testid="ssh"] button:has-text("Copy")');
+    await page.waitForSelector('[data-testid="ssh"] button:has-text("Copied")');
+    assert.equal(await page.evaluate(() => navigator.clipboard.readText()), 'ssh -p 40003 root@198.51.100.9');
+    assert.ok((await page.locator('[data-testid="machine"]').innerText()).includes(w.image));
+    assert.equal(await page.evaluate(() => document.documentElement.scrollWidth <= window.innerWidth), true, 'nothing wider than the phone');
+    await noSeriousViolations(page, 'rental console with its SSH line (phone)');
+    await screenshot(page, 'console-rental-ssh-phone');
+    assert.deepEqual(unexpected(problems), []);
+  } finally {
+    await context.close();
+  }
+});
+
 test('phone: the market opens with the link\'s card and count, warns, buys; the lease console stops it', async () => {
   const { context, page, problems } = await newPage(env.chrome.browser, 'phone', env.server.url);
   try {
@@ -208,6 +248,7 @@ test('phone: the market opens with the link\'s card and count, warns, buys; the 
     await page.waitForSelector('[data-testid="ssh-warning"]:not([hidden])');
     assert.match(await page.locator('[data-testid="ssh-warning"]').innerText(), /no SSH key/);
     await headerLinksVisible(page);
+    assert.equal(await page.locator('.site-header .nav a[href="/instances/"]').isVisible(), true, 'Instances in the header once signed in');
     await page.check('input[name="order"][value="market"]');
     await page.click('#bid-submit');
     const result = page.locator('#bid-result .alert-ok');
@@ -277,6 +318,7 @@ test('answers carry their action: the calculator\'s configurations, its verdict,
     await page.waitForSelector('.gpu-card');
     await waitForData(page);
     assert.equal(await page.locator('.site-header .nav a[href="/sell/"]').isVisible(), true);
+    assert.equal(await page.locator('.site-header .nav a[href="/instances/"]').isVisible(), false, 'Instances only signed in');
     const cards = await page.locator('.gpu-card').count();
     assert.equal(await page.locator('.gpu-card .rent-action a.btn').count() >= cards, true);
     for (const c of await page.locator('.gpu-card:has([data-testid="on-request"])').all()) {

@@ -135,11 +135,16 @@ export function copyableCommand(text, label) {
     'aria-label': `Copy ${label}`,
     onclick: async (e) => {
       const button = e.currentTarget;  // null once the event is over, after the await
+      // The accessible name keeps the visible word first (axe: label-content-name-mismatch).
+      const say = (word) => {
+        button.textContent = word;
+        button.setAttribute('aria-label', `${word}: ${label}`);
+      };
       try {
         await navigator.clipboard.writeText(text);
-        button.textContent = 'Copied';
+        say('Copied');
       } catch {
-        button.textContent = 'Select and copy';
+        say('Select and copy');
       }
     },
   }, 'Copy');

@@ -52,10 +52,11 @@ export function errorSentence(error, form) {
   }
   // A rewritten rule says what is wanted; the parser's own detail after it goes ("(not a number)").
   if (rewritten) message = message.replace(/\s*\([^()]*\)\s*$/, '');
-  // The field named at the start ("field 'x' must", "x must") becomes its label.
-  const lead = /^(?:field '([a-z][a-z0-9_.]*)'|([a-z][a-z0-9_.]*))(?=[ :])/.exec(message);
-  const name = lead ? lead[1] || lead[2] : null;
-  const isField = name && (lead[1] || name === error.field || /_/.test(name) || (form && form.querySelector(`[name="${CSS.escape(name)}"]`)));
+  // The field named at the start ("field 'x' must", "x must", "--x-y must" as the CLI spells it)
+  // becomes its label.
+  const lead = /^(?:field '([a-z][a-z0-9_.]*)'|--([a-z][a-z0-9-]*)|([a-z][a-z0-9_.]*))(?=[ :])/.exec(message);
+  const name = lead ? lead[1] || (lead[2] && lead[2].replace(/-/g, '_')) || lead[3] : null;
+  const isField = name && (lead[1] || lead[2] || name === error.field || /_/.test(name) || (form && form.querySelector(`[name="${CSS.escape(name)}"]`)));
   if (isField) {
     const label = fieldLabel(form, name) || fieldLabel(form, error.field) || humanName(name);
     message = label + message.slice(lead[0].length);
@@ -70,7 +71,8 @@ export function errorSentence(error, form) {
   // Counts with separators, as everywhere else ("10000000 tokens" -> "10,000,000 tokens"); not
   // inside quotes (what the person typed) nor in dates, addresses or versions.
   message = message.replace(/(^|[\s(])(\d{5,})(?=[\s,.;:)]|$)/g, (m, pre, digits) => pre + digits.replace(/\B(?=(\d{3})+(?!\d))/g, ','));
-  message = message.charAt(0).toUpperCase() + message.slice(1);
+  // "vCPUs must ..." keeps its spelling; any other sentence starts with a capital.
+  if (!/^[a-z][A-Z]/.test(message)) message = message.charAt(0).toUpperCase() + message.slice(1);
   if (!/[.!?]$/.test(message)) message += '.';
   return message;
 }

@@ -16,6 +16,7 @@ const HEADER = `
     <a href="/guide/">Guide</a>
     <a href="/use/training/" data-section="/use/">Use cases</a>
     <a href="/market/">Market</a>
+    <a href="/instances/" data-signed-in hidden>Instances</a>
     <a href="/sell/">Sell</a>
     <a href="/account/">Account</a>
   </nav>
@@ -57,6 +58,8 @@ async function renderBalance(slot) {
 
 function renderSession(session) {
   const signedIn = !!(session && session.user);
+  // Links for signed-in people only (their machines): shown once we know who is there.
+  for (const a of document.querySelectorAll('.nav [data-signed-in]')) a.hidden = !signedIn;
   const slot = document.getElementById('session-slot');
   if (!slot) return;
   if (signedIn) {
