@@ -307,6 +307,13 @@ test('answers carry their action: the calculator\'s configurations, its verdict,
     assert.ok((await page.locator('#results table tbody a.action-spot').count()) > 0, 'cards that trade on the exchange can be bought spot');
     const spot = page.locator('#results table tbody a.action-spot').first();
     assert.match(await spot.getAttribute('href'), /^\/market\/\?gpu=[^&]+&count=\d$/);
+    // The plan's cheapest to finish is another card: one sentence says why, with both figures.
+    await page.waitForSelector('#plan-verdict');
+    const finish = await page.locator('#plan-verdict strong').first().innerText();
+    assert.notEqual(finish, 'one H100 PCIe');
+    assert.match(await page.locator('[data-testid="plan-why"]').innerText(),
+      new RegExp(`^One H100 PCIe is the cheapest to hold \\(\\$1,490\\.00 a month\\), but ${finish} is the cheapest to finish this job`));
+    assert.ok((await page.locator('#plan-results tbody a.action-rent').count()) >= 1, 'the plan rows carry their action');
     await noSeriousViolations(page, 'calculator');
     await screenshot(page, 'console-calculator-actions-desktop');
     await firstRow.locator('a.action-rent').click();

@@ -5,7 +5,7 @@
 // section's inputs live in the URL as plan_<field>, beside the calculator's.
 import { api } from './api.js';
 import { h, $, replace, table, showFormError, clearFormErrors, errorBox } from './dom.js';
-import { usd, decimal, integer } from './format.js';
+import { usd, decimal, integer, timestamp } from './format.js';
 import { actionLinks, loadSpotNames } from './actions.js';
 
 const form = $('#plan-form');
@@ -84,9 +84,9 @@ function hours(hh) {
   return decimal(hh, hh < 10 ? 2 : 1) + ' h';
 }
 
+// The finish in the reader's locale, with UTC beside it when the reader is elsewhere (format.js).
 function when(iso) {
-  // "2026-06-01T08:30:00Z" -> "2026-06-01 08:30 UTC": the API's time, not the browser's zone.
-  return iso ? iso.slice(0, 10) + ' ' + iso.slice(11, 16) + ' UTC' : '—';
+  return iso ? timestamp(iso) : '—';
 }
 
 function configName(o) {
