@@ -69,6 +69,20 @@ TEST(Html, PrintsEveryFieldEscaped) {
   EXPECT_NE(RenderHtml(rc).find("Art. 196"), std::string::npos);
 }
 
+// Issue 29: a server without [billing] seller_address printed its configuration hint on the page.
+TEST(Html, HasTheSiteNavigationAndNoConfigurationText) {
+  billing::Document d = Sample(1);
+  d.seller.address = "(address not configured: [billing] seller_address)";
+  ASSERT_TRUE(billing::Seal(d).ok());
+  View v = MakeView(d);
+  EXPECT_EQ(v.seller.front(), "gpuhub Inc.");
+  for (const auto& line : v.seller) EXPECT_EQ(line.find("not configured"), std::string::npos);
+  std::string html = RenderHtml(d);
+  EXPECT_EQ(html.find("not configured"), std::string::npos);
+  EXPECT_NE(html.find("<nav class=\"site\" aria-label=\"Main\">"), std::string::npos);
+  EXPECT_NE(html.find("href=\"/account/#billing\""), std::string::npos);
+}
+
 TEST(Pdf, ParsesAndHoldsTheSameNumbersAndNamesAsTheDocument) {
   if (!HavePdfToText()) GTEST_SKIP() << "pdftotext (poppler-utils) is not installed";
   billing::Document doc = Sample();

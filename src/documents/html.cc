@@ -47,7 +47,9 @@ table{border-collapse:collapse;width:100%;margin:1rem 0}th,td{border-bottom:1px 
 td.n,th.n{text-align:right;white-space:nowrap}dl{display:grid;grid-template-columns:max-content auto;gap:.2rem 1rem;margin:0}dt{color:#555}dd{margin:0}
 .totals{margin-left:auto;width:auto}.totals td{border:none}.totals tr.gross td{font-weight:bold;border-top:2px solid #111}
 .notes p{margin:.3rem 0}.evidence{color:#666;font-size:.8rem}.print{margin:1rem 0}
-@media print{.print{display:none}body{margin:0;max-width:none}}
+.site{display:flex;flex-wrap:wrap;gap:.25rem 1rem;align-items:center;border-bottom:1px solid #ccc;padding:0 0 .6rem;margin:0 0 1.5rem}
+.site a{color:#3730a3;text-decoration:none}.site a:hover{text-decoration:underline}.site .brand{font-weight:bold;color:#111;margin-right:auto}
+@media print{.print,.site{display:none}body{margin:0;max-width:none}}
 )css";
 
 }  // namespace
@@ -60,6 +62,11 @@ std::string RenderHtml(const billing::Document& doc) {
   // The site's icon (else the browser asks for /favicon.ico, which the server does not have).
   h += "<link rel=\"icon\" href=\"/assets/favicon.svg\" type=\"image/svg+xml\">";
   h += "<title>" + Escape(v.title) + "</title><style>" + kStyle + "</style></head><body>\n";
+  // The site's navigation (not printed), so that the page is not a dead end in the browser.
+  h += "<nav class=\"site\" aria-label=\"Main\"><a class=\"brand\" href=\"/\">gpuhub</a>"
+       "<a href=\"/\">Catalog</a><a href=\"/calculator/\">Calculator</a><a href=\"/guide/\">Guide</a>"
+       "<a href=\"/market/\">Market</a><a href=\"/instances/\">Instances</a>"
+       "<a href=\"/account/#billing\">Invoices</a><a href=\"/account/\">Account</a></nav>\n<main>\n";
   h += "<h1 id=\"title\">" + Escape(v.title) + "</h1>\n<h2>" + Escape(v.heading) + "</h2>\n";
   h += "<dl id=\"facts\">";
   for (const auto& [k, val] : v.facts) h += "<dt>" + Escape(k) + "</dt><dd>" + Escape(val) + "</dd>";
@@ -88,7 +95,7 @@ std::string RenderHtml(const billing::Document& doc) {
   for (const auto& e : v.evidence) h += "<p>" + Escape(e) + "</p>";
   h += "</div>\n<p class=\"print\"><a href=\"" + Escape(doc.number) +
        ".pdf\">Download the PDF</a> · use your browser's Print to print this page</p>\n";
-  h += "</body></html>\n";
+  h += "</main></body></html>\n";
   return h;
 }
 

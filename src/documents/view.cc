@@ -15,7 +15,11 @@ std::vector<std::string> PartyLines(const billing::Party& p) {
   std::vector<std::string> out;
   out.push_back(p.name);
   for (const auto& line : Split(p.address, '\n')) {
-    if (!Trim(line).empty()) out.emplace_back(Trim(line));
+    // A server without [billing] seller_address stores a note to its operator as the address
+    // (engine/state.h); documents already issued keep it. A customer is shown no address rather
+    // than the operator's configuration text.
+    if (Trim(line).empty() || Trim(line).starts_with("(address not configured")) continue;
+    out.emplace_back(Trim(line));
   }
   if (!p.country.empty()) out.push_back(billing::CountryName(p.country) + " (" + p.country + ")");
   if (!p.vat_id.empty()) out.push_back("VAT id: " + p.vat_id);

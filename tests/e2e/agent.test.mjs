@@ -8,7 +8,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { newPage, screenshot } from './lib/browser.mjs';
-import { username, waitForData, unexpected, signUp, useServerAndBrowser, logIn, scriptedAgent } from './lib/helpers.mjs';
+import { username, waitForData, unexpected, signUp, useServerAndBrowser, logIn, scriptedAgent, accountTab } from './lib/helpers.mjs';
 
 const env = useServerAndBrowser();
 
@@ -19,6 +19,7 @@ test('SSH keys on the account page: refused with the reason beside the field, li
   const { context, page, problems } = await newPage(env.chrome.browser, 'desktop', env.server.url);
   try {
     await signUp(page, username('kim'));
+    await accountTab(page, 'ssh-keys');
     assert.match(await page.locator('#ssh-key-list').innerText(), /No keys yet/);
     await page.fill('#ssh-key-public', 'ssh-dss AAAAB3NzaC1kc3MAAACBAP');
     await page.click('#ssh-key-submit');

@@ -4,7 +4,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { newPage, screenshot } from './lib/browser.mjs';
-import { username, unexpected, signUp, useServerAndBrowser } from './lib/helpers.mjs';
+import { username, unexpected, signUp, useServerAndBrowser, accountTab } from './lib/helpers.mjs';
 
 const env = useServerAndBrowser();
 
@@ -12,6 +12,7 @@ test('API keys on the account page: refused beside the field, made once, listed,
   const { context, page, problems } = await newPage(env.chrome.browser, 'desktop', env.server.url);
   try {
     await signUp(page, username('kai'));
+    await accountTab(page, 'api-keys');
     await page.locator('#api-key-list').waitFor();
     await page.waitForFunction(() => /No API keys/.test(document.querySelector('#api-key-list')?.textContent || ''));
     await page.fill('#api-key-name', 'ci');
@@ -21,7 +22,7 @@ test('API keys on the account page: refused beside the field, made once, listed,
     await page.fill('#api-key-cidrs', '10.0.0.1/8');
     await page.click('#api-key-submit');
     await page.waitForFunction(() => document.querySelector('#err-api-key-cidrs')?.textContent.length > 0);
-    assert.match(await page.locator('#err-api-key-cidrs').innerText(), /allowed_cidrs/);
+    assert.match(await page.locator('#err-api-key-cidrs').innerText(), /^Only from these networks: '10\.0\.0\.1\/8' is not a network/);
     await page.fill('#api-key-cidrs', '127.0.0.0/8');
     await page.click('#api-key-submit');
     await page.locator('#api-key-secret code').waitFor();

@@ -11,7 +11,7 @@ import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { newPage, screenshot } from './lib/browser.mjs';
-import { PASSWORD, username, waitForData, unexpected, signUp, useServerAndBrowser } from './lib/helpers.mjs';
+import { PASSWORD, username, waitForData, unexpected, signUp, useServerAndBrowser, accountTab } from './lib/helpers.mjs';
 
 const env = useServerAndBrowser();
 
@@ -40,6 +40,7 @@ test('billing details, a taxed purchase, and the monthly invoice listed, viewed 
   try {
     const name = username('hedy');
     await signUp(page, name);
+    await accountTab(page, 'billing');
     await page.waitForSelector('#billing-status[data-state="missing"]');
     assert.match(await page.locator('#billing-status').innerText(), /billing country before your first purchase/);
     const token = (await env.api.call('POST', '/v1/sessions', { username: name, password: PASSWORD })).token;
@@ -94,6 +95,7 @@ test('billing details, a taxed purchase, and the monthly invoice listed, viewed 
     }
     await page.waitForSelector('#signed-in:not([hidden])');
     await waitForData(page);
+    await accountTab(page, 'billing');
     const row = page.locator('#documents tbody tr').first();
     await row.waitFor();
     const rowText = await row.innerText();

@@ -184,7 +184,9 @@ test('the calculator: detailed switches for a real model change the answer, live
       body: JSON.stringify({ ...inferBody, prefill_chunk: 0 }),
     }).then((r) => r.json());
     assert.equal(refused.error.field, 'prefill_chunk');
-    assert.equal(await page.locator('#err-prefill_chunk').innerText(), refused.error.message);
+    // The API's rule as a sentence about the field (errors.js): its label, separators, a period.
+    assert.match(refused.error.message, /^--prefill-chunk must be between 1 and 10000000 tokens per prefill step, got 0$/);
+    assert.equal(await page.locator('#err-prefill_chunk').innerText(), 'Prefill chunk must be between 1 and 10,000,000 tokens per prefill step, got 0.');
     assert.equal(await page.locator('#prefill_chunk').getAttribute('aria-invalid'), 'true');
     assert.equal(await page.evaluate(() => document.activeElement?.id), 'prefill_chunk');
     assert.deepEqual(unexpected(problems, ['/v1/size', '/v1/fit', 'status of 400']), []);

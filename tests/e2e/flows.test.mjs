@@ -7,7 +7,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { newPage, screenshot } from './lib/browser.mjs';
-import { PASSWORD, username, waitForData, unexpected, signUp, setBillingCountry, useServerAndBrowser } from './lib/helpers.mjs';
+import { PASSWORD, username, waitForData, unexpected, signUp, setBillingCountry, useServerAndBrowser, accountTab } from './lib/helpers.mjs';
 
 const env = useServerAndBrowser();
 
@@ -50,7 +50,9 @@ test('sign up, log out, log in with the keyboard, top up, signed webhook: the ba
     const name = username('ada');
     await signUp(page, name);
     assert.equal(await page.locator('#who').innerText(), name);
-    assert.equal(await page.locator('#session-slot').innerText(), name, 'the header shows who is signed in');
+    assert.equal(await page.locator('#session-slot .who').innerText(), name, 'the header shows who is signed in');
+    await page.waitForSelector('[data-testid="header-balance"]:not([hidden])');
+    assert.equal(await page.locator('[data-testid="header-balance"]').innerText(), '$0.00', 'and the balance');
     assert.equal(await page.locator('[data-testid="balance-USD"]').innerText(), '$0.00');
 
     // The session is an HttpOnly, SameSite=Strict cookie the page's scripts cannot read.
@@ -77,6 +79,7 @@ test('sign up, log out, log in with the keyboard, top up, signed webhook: the ba
     assert.equal(await page.locator('#topup-amount').getAttribute('aria-invalid'), 'true');
 
     await topUp(page, '250.00', '$250.00');
+    await accountTab(page, 'history');
     const history = await page.locator('#transfers table').innerText();
     assert.match(history, /Top-up/);
     assert.match(history, /\+\$250\.00/);
@@ -236,7 +239,7 @@ test('the calculator: 70b at FP8 needs 75 GB and one H100 PCIe; the URL carries 
     await page.fill('#context', '0');
     await page.click('#calc button[type="submit"]');
     await page.waitForFunction(() => document.querySelector('#err-context')?.textContent.length > 0);
-    assert.match(await page.locator('#err-context').innerText(), /context must be between 1 and/);
+    assert.match(await page.locator('#err-context').innerText(), /^Context must be between 1 and 10,000,000 tokens, got 0\.$/);
     assert.equal(await page.locator('#context').getAttribute('aria-invalid'), 'true');
 
     // A real model picked from the bundled list.
@@ -254,10 +257,10 @@ test('the calculator: 70b at FP8 needs 75 GB and one H100 PCIe; the URL carries 
 
 // Presses Tab until the focus is on `selector` (at most `max` times): proves the control is
 // reachable with the keyboard, in the page's order.
-async function tabTo(page, selector, max = 60) {
+async function tabTo(page, selector, max = 60, key = 'Tab') {
   for (let i = 0; i < max; i++) {
     if (await page.evaluate((s) => document.activeElement?.matches(s), selector)) return;
-    await page.keyboard.press('Tab');
+    await page.keyboard.press(key);
   }
   throw new Error(`${selector} was not reached with ${max} Tab presses`);
 }
@@ -279,7 +282,11 @@ test('keyboard only: sign up, top up, buy at the best offer, stop the lease', as
     assert.equal((await env.server.settleInvoice(await invoice.getAttribute('data-invoice'))).status, 200);
     await page.waitForFunction(() => document.querySelector('[data-testid="balance-USD"]')?.textContent === '$50.00', null, { timeout: 15000 });
 
-    // The billing country a purchase needs, chosen by typing into the select.
+    // The billing country a purchase needs, on the account's "Billing and invoices" tab: back to
+    // the tab strip with Shift+Tab, Enter opens it; then the country chosen by typing into the select.
+    await tabTo(page, '.account-tabs a[href="#billing"]', 60, 'Shift+Tab');
+    await page.keyboard.press('Enter');
+    await page.waitForSelector('#billing-form');
     await tabTo(page, '#billing-country');
     await page.keyboard.type('United States (US)');
     assert.equal(await page.locator('#billing-country').inputValue(), 'US');

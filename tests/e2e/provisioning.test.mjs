@@ -57,8 +57,10 @@ test('a lease shows its provisioning steps as they happen, then the SSH line wit
     assert.equal(await line.innerText(), 'ssh -p 40001 root@198.51.100.9');
     const copy = page.locator(`button[aria-label="Copy the SSH command of lease #${bid.lease_id}"]`);
     await copy.click();
-    await page.waitForFunction((label) => document.querySelector(`button[aria-label="${label}"]`)?.textContent !== 'Copy', `Copy the SSH command of lease #${bid.lease_id}`);
-    assert.equal(await copy.innerText(), 'Copied');
+    // The button then says Copied, and its accessible name too.
+    const copied = page.locator(`button[aria-label="Copied: the SSH command of lease #${bid.lease_id}"]`);
+    await copied.waitFor();
+    assert.equal(await copied.innerText(), 'Copied');
     assert.equal(await page.evaluate(() => navigator.clipboard.readText()), 'ssh -p 40001 root@198.51.100.9');
     await screenshot(page, 'market-lease-ready-desktop');
     await page.setViewportSize({ width: 390, height: 844 });

@@ -41,7 +41,7 @@ test('a provider lists a machine and an ask on the page; the ask is on the book,
     await page.fill('#m-ram', '1024');
     await page.fill('#m-disk', '8000');
     await page.click('#machine-submit');
-    assert.match(await errorFor(page, 'err-m-vcpus'), /vcpus.*between 1 and/);
+    assert.match(await errorFor(page, 'err-m-vcpus'), /^vCPUs must be between 1 and 4096\.$/);
     assert.equal(await page.locator('#m-vcpus').getAttribute('aria-invalid'), 'true');
     await page.fill('#m-vcpus', '104');
     await page.click('#machine-submit');

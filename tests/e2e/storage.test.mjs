@@ -10,7 +10,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { newPage, screenshot } from './lib/browser.mjs';
-import { PASSWORD, username, waitForData, unexpected, signUp, useServerAndBrowser } from './lib/helpers.mjs';
+import { PASSWORD, username, waitForData, unexpected, signUp, useServerAndBrowser, accountTab } from './lib/helpers.mjs';
 
 const env = useServerAndBrowser();
 const DAY = 86400;
@@ -77,7 +77,7 @@ test('rent with extra NVMe, then create a volume, attach it, snapshot it and res
     await screenshot(page, 'rent-extra-nvme-desktop');
 
     // The account page's Storage section.
-    await page.goto('/account/');
+    await page.goto('/account/#storage-section');
     await page.waitForSelector('#signed-in:not([hidden])');
     await waitForData(page);
     const section = page.locator('#storage');
@@ -89,7 +89,7 @@ test('rent with extra NVMe, then create a volume, attach it, snapshot it and res
     await page.fill('#volume-size', '0');
     await page.click('#volume-create');
     await page.waitForFunction(() => document.querySelector('#volume-form [data-error-for="size_tb"]')?.textContent !== '');
-    assert.match(await section.locator('#volume-form [data-error-for="size_tb"]').innerText(), /size_tb/);
+    assert.match(await section.locator('#volume-form [data-error-for="size_tb"]').innerText(), /^Size \(TB\) must be between 1 and 100\.$/);
     assert.equal(await section.locator('article[data-volume]').count(), 0);
 
     await page.fill('#volume-size', '3');
@@ -142,6 +142,7 @@ test('unpaid: the volume turns read-only, then 72 h later it is detached; the pa
   try {
     const name = username('walt');
     await signUp(page, name);
+    await accountTab(page, 'storage-section');
     const token = await tokenOf(name);
     await env.api.call('PUT', '/v1/billing-profile', { billing_country: 'US' }, token);
     // A week of an RTX 3090 (65.00) and exactly one day of a 1 TB volume (14/30 = 0.466667 -> 0.47
@@ -163,7 +164,7 @@ test('unpaid: the volume turns read-only, then 72 h later it is detached; the pa
     assert.match(unpaid, /Unpaid: read-only\./);
     assert.match(unpaid, /detached from every instance at .+, and deleted for good at .+ unless paid before/);
     assert.match(await v.locator('.attachments').innerText(), new RegExp(`rental ${rental.id}`));
-    assert.match(await v.locator('button.pay-storage').innerText(), /Pay \$0\.466666 now/);
+    assert.match(await v.locator('button.pay-storage').innerText(), /Pay \$0\.47 now/);
     assert.match(await page.locator('#notifications').innerText(), /could not be paid for the day from/);
     await screenshot(page, 'account-storage-read-only-phone');
 

@@ -8,6 +8,7 @@ import { initSshKeys, loadSshKeys } from './ssh_keys.js';
 import { initApiKeys, loadApiKeys } from './api_keys.js';
 import { initBilling, loadBillingProfile, loadDocuments } from './billing.js';
 import { startStorage } from './storage.js';
+import { initAccountTabs } from './account_tabs.js';
 
 const POLL_MS = 3000;
 const OPEN_INVOICE = new Set(['new', 'processing']);
@@ -128,6 +129,8 @@ async function loadWallets() {
   const slot = $('#wallets');
   try {
     const data = await api('GET', '/v1/wallets');
+    // The header's balance follows (layout.js).
+    document.dispatchEvent(new CustomEvent('gpuhub:wallets'));
     if (!data.wallets.length) return replace(slot, empty('No wallets yet: your first top-up opens one.'));
     replace(
       slot,
@@ -339,6 +342,7 @@ async function main() {
   $('#refresh-wallets').addEventListener('click', () => Promise.all([loadWallets(), loadTopups(), loadTransfers(true)]));
   $('#more-transfers').addEventListener('click', () => loadTransfers(false));
   initBilling();
+  initAccountTabs();
   document.addEventListener('gpuhub:session', (e) => {
     if (!e.detail && !$('#signed-in').hidden) show('out');
   });

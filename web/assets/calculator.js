@@ -5,9 +5,11 @@ import { api } from './api.js';
 import { h, $, $$, replace, table, showFormError, clearFormErrors, errorBox } from './dom.js';
 import { usd, decimal, integer, componentLabel, WORKLOAD_LABEL } from './format.js';
 import { planFor } from './plan.js';
+import { actionLinks, loadSpotNames, rentHref } from './actions.js';
 
 const form = $('#calc');
 const results = $('#results');
+let spotNames = new Map();  // term card -> spot market (actions.js)
 const MODEL_CONTROLS = {
   preset: { el: $('#m-preset'), field: 'model' },
   bundled: { el: $('#m-bundled'), field: 'model' },
@@ -301,13 +303,16 @@ function stackBar(components) {
 }
 
 function configTable(fit) {
+  // Every row carries its action: rent it for a term, or buy its spot hours where it trades.
+  const region = form.elements.region.value || undefined;
   const rows = fit.best ? [fit.best, ...fit.alternatives] : [];
   const infer = fit.workload && fit.workload.workload === 'infer';
   const columns = [
     {
       label: 'Configuration',
       th: true,
-      cell: (r) => [r.configuration, r.stack === 'ROCm' ? [' ', h('span', { class: 'badge' }, 'ROCm')] : null],
+      // The row's action under its name (a column of its own would push the table past its card).
+      cell: (r) => [r.configuration, r.stack === 'ROCm' ? [' ', h('span', { class: 'badge' }, 'ROCm')] : null, h('div', { class: 'row-actions' }, actionLinks({ gpu: r.gpu, count: r.count, region, spot: spotNames.get(r.gpu) }))],
     },
     { label: 'Monthly', num: true, cell: (r) => usd(r.exact.monthly_usd) },
     { label: 'Weekly', num: true, cell: (r) => [usd(r.exact.weekly_usd), r.weekly_derived ? h('span', { title: 'Derived from the fleet\'s weekly/monthly ratio' }, '*') : ''] },
@@ -326,6 +331,7 @@ function configTable(fit) {
     columns.push({ label: 'Decode ceiling', num: true, cell: (r) => (r.decode_ceiling_tok_s == null ? '—' : decimal(r.decode_ceiling_tok_s, 1) + ' tok/s') });
   }
   columns.push({ label: 'Free now', num: true, cell: (r) => integer(r.free_now) });
+
   const notes = [];
   if (rows.some((r) => r.weekly_derived)) notes.push('* weekly price derived from the fleet\'s weekly/monthly ratio.');
   if (rows.some((r) => r.discount_percent > 0)) notes.push('Sets of cards include the multi-card discount.');
@@ -390,7 +396,7 @@ function render(size, fit) {
       'p',
       { class: 'verdict', id: 'verdict' },
       'Fits on ',
-      h('strong', null, configName(b)),
+      h('a', { href: rentHref(b.gpu, b.count, { region: form.elements.region.value || undefined }), class: 'strong', 'data-testid': 'verdict-rent' }, configName(b)),
       ` for ${usd(b.exact.monthly_usd)}/month (${usd(b.exact.hourly_usd)}/hour), `,
       `${decimal(b.headroom_gb_per_card, 2)} GB spare${b.count > 1 ? ' per card' : ''}`,
       b.tight ? [' ', h('span', { class: 'badge badge-warn' }, 'tight')] : '',
@@ -430,19 +436,27 @@ async function calculate() {
   clearFormErrors(form);
   syncVisibility();
   const shared = sharedFields();
-  if (!shared) return;
+  if (!shared) {
+    // The previous result is not this input's: it goes, so that no stale answer is read.
+    ++run;
+    replace(results, h('div', { class: 'card' }, h('div', { class: 'empty' }, 'Fix the highlighted field to see the result.')));
+    planFor(null);
+    return;
+  }
   writeUrl();
   const mine = ++run;
   results.setAttribute('aria-busy', 'true');
   const first = results.querySelector('.card');
   if (first) first.classList.add('stale');
   try {
-    const [size, fit] = await Promise.all([api('POST', '/v1/size', sizeBody(shared)), api('POST', '/v1/fit', fitBody(shared))]);
+    const [size, fit, spot] = await Promise.all([api('POST', '/v1/size', sizeBody(shared)), api('POST', '/v1/fit', fitBody(shared)), loadSpotNames()]);
     if (mine !== run) return;
+    spotNames = spot;
     render(size, fit);
-    // The plan of the same request, with the fit's filters (it prices every configuration).
+    // The plan of the same request, with the fit's filters (it prices every configuration), and
+    // the cheapest to hold, so that the plan can say why the cheapest to finish differs.
     const { explain, top, ...filters } = fitBody(shared);
-    planFor(filters);
+    planFor(filters, fit.best);
   } catch (e) {
     if (mine !== run) return;
     revealField(e.field);

@@ -134,12 +134,31 @@ function gpuCard(card) {
       h('div', null, h('span', { class: 'label' }, 'Hourly'), h('span', { class: 'value' }, usd(card.exact.hourly_usd)))
     ),
     spotLine,
-    h(
-      'div',
-      { class: 'rent-action' },
-      h('a', { class: 'btn btn-small rent', href: '/rent/?gpu=' + encodeURIComponent(card.name), 'aria-label': `Rent ${card.name} by the week or the month` }, 'Rent'),
-      h('span', { class: 'muted small' }, 'by the week or the month')
-    )
+    free > 0
+      ? h(
+          'div',
+          { class: 'rent-action' },
+          h('a', { class: 'btn btn-small rent', href: '/rent/?gpu=' + encodeURIComponent(card.name), 'aria-label': `Rent ${card.name} by the week or the month` }, 'Rent'),
+          h('span', { class: 'muted small' }, 'by the week or the month')
+        )
+      : onRequestAction(card, spotName, ask)
+  );
+}
+
+// None free in the fleet now: renting would answer "not available", so the card leads to what
+// can be had: its spot hours when the exchange has an offer, else the cards with as much memory
+// that are free now; Rent stays, second, for the quote and its reason.
+function onRequestAction(card, spotName, ask) {
+  const vram = [141, 80, 48, 24].find((v) => Number(card.vram_gb) >= v);
+  const similar = '/?' + new URLSearchParams({ stock: '1', ...(vram ? { vram: String(vram) } : {}) });
+  return h(
+    'div',
+    { class: 'rent-action on-request', 'data-testid': 'on-request' },
+    ask && spotName
+      ? h('a', { class: 'btn btn-small buy-spot', href: '/market/?' + new URLSearchParams({ gpu: spotName, count: '1' }), 'aria-label': `Buy spot from ${usd(ask, 3)}/h: ${card.name} per GPU-hour on the market` }, `Buy spot from ${usd(ask, 3)}/h`)
+      : h('a', { class: 'btn btn-small similar', href: similar, 'aria-label': `Free cards like it: ${vram || card.vram_gb} GB or more, free now` }, 'Free cards like it'),
+    h('a', { class: 'btn btn-small btn-secondary rent', href: '/rent/?gpu=' + encodeURIComponent(card.name), 'aria-label': `Rent ${card.name}: none free now` }, 'Rent'),
+    h('span', { class: 'muted small' }, 'none free in the fleet now')
   );
 }
 

@@ -1,5 +1,6 @@
 // Small DOM helpers. Text from the API is only ever inserted as text nodes (never as HTML), so a
 // model name or a memo cannot inject markup.
+import { errorSentence } from './errors.js';
 
 // h('td', {class: 'num'}, '1.00') -> <td class="num">1.00</td>. Attributes: class, text, on<event>,
 // dataset {..}, aria-*/other attributes as strings; booleans set/omit the attribute.
@@ -100,13 +101,13 @@ export function showFormError(form, error) {
   if (field) {
     field.setAttribute('aria-invalid', 'true');
     const slot = form.querySelector(`[data-error-for="${CSS.escape(name)}"]`);
-    if (slot) slot.textContent = error.message;
+    if (slot) slot.textContent = errorSentence(error, form);
     field.focus();
     return true;
   }
   const alert = form.querySelector('.form-alert');
   if (alert) {
-    alert.textContent = error.message || String(error);
+    alert.textContent = error && error.message ? errorSentence(error, form) : String(error);
     alert.className = 'form-alert alert alert-error';
     alert.setAttribute('role', 'alert');
   }
@@ -134,11 +135,16 @@ export function copyableCommand(text, label) {
     'aria-label': `Copy ${label}`,
     onclick: async (e) => {
       const button = e.currentTarget;  // null once the event is over, after the await
+      // The accessible name keeps the visible word first (axe: label-content-name-mismatch).
+      const say = (word) => {
+        button.textContent = word;
+        button.setAttribute('aria-label', `${word}: ${label}`);
+      };
       try {
         await navigator.clipboard.writeText(text);
-        button.textContent = 'Copied';
+        say('Copied');
       } catch {
-        button.textContent = 'Select and copy';
+        say('Select and copy');
       }
     },
   }, 'Copy');

@@ -87,28 +87,43 @@ export function number(value, places) {
   return decimal(value, places);
 }
 
-const dateFormat = new Intl.DateTimeFormat('en-GB', {
-  year: 'numeric',
-  month: 'short',
-  day: 'numeric',
-  hour: '2-digit',
-  minute: '2-digit',
-  timeZoneName: 'short',
-});
-const thisYearFormat = new Intl.DateTimeFormat('en-GB', {
-  month: 'short',
-  day: 'numeric',
-  hour: '2-digit',
-  minute: '2-digit',
-  timeZoneName: 'short',
-});
+// Dates in the reader's locale and time zone, with the time in UTC beside it when the reader is
+// elsewhere ("4 Dec, 00:10 CET (23:10 UTC)"), since the server, its invoices and its clock count
+// in UTC. The year only when it is not this year.
+const LOCALE = undefined;  // the browser's
+const withYear = { year: 'numeric', month: 'short', day: 'numeric', hour: '2-digit', minute: '2-digit', timeZoneName: 'short' };
+const { year: _y, ...thisYear } = withYear;
+const localFormats = { year: new Intl.DateTimeFormat(LOCALE, withYear), now: new Intl.DateTimeFormat(LOCALE, thisYear) };
+const utcTime = new Intl.DateTimeFormat(LOCALE, { hour: '2-digit', minute: '2-digit', timeZone: 'UTC' });
+const readerInUtc = new Date().getTimezoneOffset() === 0 && /^(UTC|Etc\/UTC|Etc\/GMT|GMT)?$/.test(Intl.DateTimeFormat().resolvedOptions().timeZone || '');
 
-// "30 Nov, 05:16 UTC" (the year only when it is not this year), in the reader's time zone.
 export function timestamp(iso) {
   if (!iso) return '—';
   const d = new Date(iso);
   if (Number.isNaN(d.getTime())) return iso;
-  return (d.getFullYear() === new Date().getFullYear() ? thisYearFormat : dateFormat).format(d);
+  const local = (d.getFullYear() === new Date().getFullYear() ? localFormats.now : localFormats.year).format(d);
+  if (readerInUtc || /\bUTC\b/.test(local)) return local;
+  return `${local} (${utcTime.format(d)} UTC)`;
+}
+
+// One money format for every page (issue 29):
+//   amount(v, 'USD')   "$1,234.56": amounts to the cent, thousands separated;
+//   perHour(v)         "$2.35/h": a price per hour quoted in cents (a term's hourly price);
+//   perHour(v, {book: true}) "$2.880/h": the exchange's book quotes per-GPU-hour prices to 0.001,
+//                      so its prices (asks, bids, trades, a lease's price) keep three decimals;
+//   count(n)           "100,000,000".
+export function amount(value, currency = 'USD') {
+  return money(value, currency, 2);
+}
+
+export function perHour(value, { book = false, currency = 'USD' } = {}) {
+  if (value === null || value === undefined) return '—';
+  return money(value, currency, book ? 3 : 2) + '/h';
+}
+
+export function count(value) {
+  if (value === null || value === undefined || value === '') return '—';
+  return decimal(typeof value === 'number' ? Math.round(value) : value, 0);
 }
 
 // "infer" -> "Inference" and friends, for labels.

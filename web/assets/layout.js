@@ -1,7 +1,9 @@
 // Shared page chrome: the site header (brand, navigation, session) for every page, from this one
-// place; marks the current page in the navigation and shows who is signed in. Module scripts run
+// place; marks the current page in the navigation and shows who is signed in with the balance of
+// their wallets (refreshed when a page says the wallets changed: the gpuhub:wallets event). Module scripts run
 // in document order and each page loads this one first, so the header exists before page code.
-import { currentSession } from './api.js';
+import { api, currentSession } from './api.js';
+import { money } from './format.js';
 import { h, replace } from './dom.js';
 
 // Static markup, no data in it.
@@ -14,7 +16,8 @@ const HEADER = `
     <a href="/guide/">Guide</a>
     <a href="/use/training/" data-section="/use/">Use cases</a>
     <a href="/market/">Market</a>
-    <a href="/sell/" data-signed-in hidden>Sell</a>
+    <a href="/instances/" data-signed-in hidden>Instances</a>
+    <a href="/sell/">Sell</a>
     <a href="/account/">Account</a>
   </nav>
   <div class="session-slot" id="session-slot" aria-live="polite"></div>
@@ -36,31 +39,79 @@ function markCurrentPage() {
   }
 }
 
+// The wallets' available balances ("$94.24", and "€10.00" beside it for another non-empty wallet);
+// the USD wallet is always shown, as $0.00 before the first top-up.
+async function renderBalance(slot) {
+  const el = slot.querySelector('.header-balance');
+  if (!el) return;
+  try {
+    const data = await api('GET', '/v1/wallets');
+    const shown = data.wallets.filter((w) => w.currency === 'USD' || Number(w.available) !== 0);
+    if (!shown.some((w) => w.currency === 'USD')) shown.unshift({ currency: 'USD', available: '0' });
+    el.textContent = shown.map((w) => money(w.available, w.currency)).join(' · ');
+    el.title = 'Available in your wallets';
+    el.hidden = false;
+  } catch {
+    el.hidden = true;  // the name alone; the account page says why the wallets are missing
+  }
+}
+
 function renderSession(session) {
   const signedIn = !!(session && session.user);
-  // Links for signed-in people only (Sell): shown once we know who is there.
+  // Links for signed-in people only (their machines): shown once we know who is there.
   for (const a of document.querySelectorAll('.nav [data-signed-in]')) a.hidden = !signedIn;
   const slot = document.getElementById('session-slot');
   if (!slot) return;
   if (signedIn) {
     replace(
       slot,
+      h('a', { href: '/account/#overview', class: 'header-balance', 'data-testid': 'header-balance', hidden: true }),
       h(
         'a',
         { href: '/account/', class: 'who', title: 'Your account', dataset: { initial: session.user.username.charAt(0).toUpperCase() } },
         session.user.username
       )
     );
+    renderBalance(slot);
   } else {
     replace(slot, h('a', { href: '/account/', class: 'btn btn-small btn-ghost-light' }, 'Log in'));
   }
 }
 
+// A table wider than its card scrolls sideways inside it (app.css); on a narrow screen that is not
+// visible, so a line above such a table says so. Re-checked when the page's content or size
+// changes (tables are drawn by the page modules after this one runs).
+const HINT = 'scroll-hint';
+function markWideTables() {
+  for (const wrap of document.querySelectorAll('.table-wrap')) {
+    const wide = wrap.scrollWidth > wrap.clientWidth + 2 && getComputedStyle(wrap).overflowX !== 'visible';
+    const prev = wrap.previousElementSibling;
+    const has = prev && prev.classList.contains(HINT);
+    if (wide && !has) wrap.before(h('p', { class: HINT, 'aria-hidden': 'true' }, 'Scroll sideways for more columns →'));
+    else if (!wide && has) prev.remove();
+  }
+}
+let wideTimer = 0;
+function markWideTablesSoon() {
+  clearTimeout(wideTimer);
+  wideTimer = setTimeout(markWideTables, 100);
+}
+
 export function initLayout() {
+  new MutationObserver((records) => {
+    // Its own hints do not count as a change.
+    if (records.every((r) => [...r.addedNodes, ...r.removedNodes].every((n) => n.classList && n.classList.contains(HINT)))) return;
+    markWideTablesSoon();
+  }).observe(document.body, { childList: true, subtree: true });
+  window.addEventListener('resize', markWideTablesSoon);
   renderHeader();
   markCurrentPage();
   currentSession().then(renderSession);
   document.addEventListener('gpuhub:session', (e) => renderSession(e.detail));
+  document.addEventListener('gpuhub:wallets', () => {
+    const slot = document.getElementById('session-slot');
+    if (slot) renderBalance(slot);
+  });
 }
 
 initLayout();

@@ -7,6 +7,7 @@ import { usd, money, integer, timestamp } from './format.js';
 import { leaseConnection, provisioning } from './provisioning.js';
 import { loadMarkets, bestAsk, bestBid } from './markets.js';
 import { loadImages, setUpImagePicker, launchBody, forgetCredential, launchCell } from './images.js';
+import { sshKeyWarning } from './ssh_warning.js';
 
 const REFRESH_MS = 10000;
 const BOOK_LEVELS = 12;
@@ -280,6 +281,7 @@ function bidOutcome(bid) {
           ? ` + ${money(bid.tax.hourly_tax_usd, 'USD')} tax (${bid.tax.note}) = ${money(bid.tax.hourly_gross_usd, 'USD')}`
           : '') +
         ', first hour paid. ',
+      h('a', { class: 'btn btn-small', href: `/instances/?lease=${l.id}`, 'data-testid': 'bid-console' }, 'Open its console'), ' ',
       h('a', { href: '#leases-card' }, 'See your leases')
     );
   }
@@ -441,7 +443,7 @@ async function loadLeases() {
       $('#leases'),
       table(
         [
-          { label: 'Lease', th: true, cell: (l) => `#${l.id}` },
+          { label: 'Lease', th: true, cell: (l) => h('a', { href: `/instances/?lease=${l.id}`, 'aria-label': `Lease #${l.id}: open its console`, 'data-testid': 'lease-console' }, `#${l.id}`) },
           { label: 'GPUs', cls: 'nowrap', cell: (l) => `${integer(l.gpus)} × ${l.gpu}` },
           { label: 'Price / GPU-h', num: true, cell: (l) => priceText(l.price_usd_per_gpu_hour) },
           { label: 'Per hour', num: true, cell: (l) => money(l.hourly_usd, 'USD') },
@@ -488,6 +490,13 @@ async function loadRegions() {
   } catch (e) {
     /* "any region" still works */
   }
+  // An answer elsewhere (the calculator, the catalog) links here with the card, the count and the
+  // region: /market/?gpu=H100%20SXM&count=2&region=IAD-1.
+  const q = new URLSearchParams(location.search);
+  const n = Number(q.get('count'));
+  if (Number.isInteger(n) && n >= 1 && n <= 8) form.elements.gpus.value = String(n);
+  const region = q.get('region');
+  if (region && [...form.elements.region.options].some((o) => o.value === region)) form.elements.region.value = region;
 }
 
 let resizeTimer = 0;
@@ -512,6 +521,7 @@ async function main() {
   markets = m;
   session = s;
   showSignedIn(!!session);
+  if (session) sshKeyWarning($('#bid-ssh-warning'));
   const wanted = new URLSearchParams(location.search).get('gpu');
   const names = [...markets.keys()];
   if (!names.length) {
@@ -528,6 +538,7 @@ async function main() {
   document.addEventListener('gpuhub:session', (e) => {
     session = e.detail;
     showSignedIn(!!session);
+    if (session) sshKeyWarning($('#bid-ssh-warning'));
   });
 }
 

@@ -5,7 +5,8 @@
 // section's inputs live in the URL as plan_<field>, beside the calculator's.
 import { api } from './api.js';
 import { h, $, replace, table, showFormError, clearFormErrors, errorBox } from './dom.js';
-import { usd, decimal, integer } from './format.js';
+import { usd, decimal, integer, timestamp } from './format.js';
+import { actionLinks, loadSpotNames } from './actions.js';
 
 const form = $('#plan-form');
 const out = $('#plan-results');
@@ -24,6 +25,8 @@ const FIELDS = [
 const TOP = 8;
 
 let shared = null; // the calculator's request: model, workload, switches, filters
+let cheapestToHold = null; // the calculator's fit.best: the lowest monthly price that holds the memory
+let spotNames = new Map(); // term card -> spot market (actions.js)
 let run = 0;
 
 function kind() {
@@ -81,9 +84,9 @@ function hours(hh) {
   return decimal(hh, hh < 10 ? 2 : 1) + ' h';
 }
 
+// The finish in the reader's locale, with UTC beside it when the reader is elsewhere (format.js).
 function when(iso) {
-  // "2026-06-01T08:30:00Z" -> "2026-06-01 08:30 UTC": the API's time, not the browser's zone.
-  return iso ? iso.slice(0, 10) + ' ' + iso.slice(11, 16) + ' UTC' : '—';
+  return iso ? timestamp(iso) : '—';
 }
 
 function configName(o) {
@@ -93,7 +96,14 @@ function configName(o) {
 function optionTable(plan) {
   const serving = plan.job.kind === 'serving';
   const columns = [
-    { label: 'Configuration', th: true, cell: (o) => [o.configuration, o.parallelism !== 'single' ? h('span', { class: 'muted small' }, ' ' + o.parallelism) : null] },
+    {
+      label: 'Configuration',
+      th: true,
+      // The action of the cheaper way under the name: Buy spot first when spot finishes it for
+      // less, else Rent (a column of its own would push the table past its card).
+      cell: (o) => [o.configuration, o.parallelism !== 'single' ? h('span', { class: 'muted small' }, ' ' + o.parallelism) : null,
+        h('div', { class: 'row-actions' }, actionLinks({ gpu: o.gpu, count: o.count, region: shared && shared.region, term: termOf(o), spot: spotNames.get(o.gpu), prefer: o.best }))],
+    },
     {
       label: serving ? 'Tokens/s each' : 'Tokens/s',
       num: true,
@@ -114,6 +124,37 @@ function optionTable(plan) {
     { label: '$/M tokens', num: true, cell: (o) => usd(o.usd_per_million_tokens, 3) },
   ];
   return table(columns, plan.options, { rowClass: (o) => (o === plan.options[0] ? 'best' : null), stack: true });
+}
+
+// The term the plan's cost assumes ("1 month + 1 week" -> the month is what to rent first).
+function termOf(o) {
+  const d = o.term && o.term.detail ? String(o.term.detail) : '';
+  return /month/.test(d) || !/week/.test(d) ? 'month' : 'week';
+}
+
+function cost(o) {
+  return o.best === 'spot' ? o.spot.exact.total_usd : o.term.exact.total_usd;
+}
+
+// One sentence when the calculator's cheapest to hold (lowest monthly price with the memory) is
+// not the plan's cheapest to finish: what each optimises, with the figures of both.
+function whyTheyDiffer(plan) {
+  const hold = cheapestToHold;
+  const c = plan.cheapest;
+  if (!hold || !c || (hold.gpu === c.gpu && hold.count === c.count)) return null;
+  const held = plan.options.find((o) => o.gpu === hold.gpu && o.count === hold.count);
+  const holdName = hold.count === 1 ? 'one ' + hold.gpu : `${hold.count}× ${hold.gpu}`;
+  const serving = plan.job.kind === 'serving';
+  const start = `${holdName.charAt(0).toUpperCase() + holdName.slice(1)} is the cheapest to hold (${usd(hold.exact.monthly_usd)} a month), but ${configName(c)} is the cheapest to finish this job`;
+  let text;
+  if (held && serving) {
+    text = `${start}: it serves ${decimal(c.tokens_per_s / held.tokens_per_s, 1)}× the tokens per second, so ${integer(c.replicas)} replica${c.replicas === 1 ? '' : 's'} cost ${usd(cost(c))} against ${usd(cost(held))} for the ${integer(held.replicas)} of ${holdName} the job needs.`;
+  } else if (held) {
+    text = `${start}: it runs ${decimal(c.tokens_per_s / held.tokens_per_s, 1)}× as fast, so ${hours(c.hours)}${c.best === 'spot' ? ' of spot' : ''} cost ${usd(cost(c))} against ${usd(cost(held))} for ${hours(held.hours)} on ${holdName}.`;
+  } else {
+    text = `${start} (${usd(cost(c))}): ${serving ? 'it serves more tokens per dollar' : 'a faster card pays for fewer hours'}, and ${holdName} is not among the ${plan.options.length} cheapest to finish.`;
+  }
+  return h('p', { class: 'why-differ', id: 'plan-why', 'data-testid': 'plan-why' }, text);
 }
 
 function render(plan) {
@@ -149,6 +190,7 @@ function render(plan) {
   replace(
     out,
     verdict,
+    whyTheyDiffer(plan),
     fastest,
     optionTable(plan),
     h('p', { class: 'table-note' }, notes.join(' ')),
@@ -164,8 +206,9 @@ async function calculate() {
   const mine = ++run;
   out.setAttribute('aria-busy', 'true');
   try {
-    const plan = await api('POST', '/v1/plan', body());
+    const [plan, spot] = await Promise.all([api('POST', '/v1/plan', body()), loadSpotNames()]);
     if (mine !== run) return;
+    spotNames = spot;
     render(plan);
   } catch (e) {
     if (mine !== run) return;
@@ -183,8 +226,10 @@ function calculateSoon() {
 }
 
 // Called by the calculator with its current request (null while it has none).
-export function planFor(request) {
+export function planFor(request, holdBest = null) {
   shared = request;
+  cheapestToHold = holdBest;
+  if (!request) replace(out);
   syncVisibility();
   calculate();
 }

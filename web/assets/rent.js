@@ -6,6 +6,7 @@
 import { api, currentSession, RequestKey } from './api.js';
 import { h, $, replace, showFormError, clearFormErrors, setBusy, errorBox } from './dom.js';
 import { money, timestamp } from './format.js';
+import { sshKeyWarning } from './ssh_warning.js';
 
 const form = $('#rent-form');
 const orderKey = new RequestKey();
@@ -181,7 +182,8 @@ async function onSubmit(e) {
         'div',
         { class: 'alert alert-ok', role: 'status', 'data-testid': 'rent-done', dataset: { rental: String(rental.id) } },
         h('p', null, h('strong', null, `Rented: ${rental.count}× ${rental.gpu} in ${rental.region}`), ` until ${timestamp(rental.term_end)}.`),
-        h('p', null, h('a', { href: '/account/#rental-' + rental.id }, 'See it on your account page'), ' (renewals, auto-renew, release).'),
+        h('p', null, h('a', { class: 'btn btn-small', href: '/instances/?rental=' + rental.id, 'data-testid': 'rent-console' }, 'Open its console'), ' (how to connect, its state, time paid) · ',
+          h('a', { href: '/account/#rental-' + rental.id }, 'See it on your account page'), ' (renewals, auto-renew, release).'),
         rental.invoice
           ? h('p', null, 'Tax invoice ', h('a', { href: rental.invoice.html, target: '_blank', rel: 'noopener', 'data-testid': 'rent-invoice' }, rental.invoice.number),
               ' (', h('a', { href: rental.invoice.pdf }, 'PDF'), ').')
@@ -222,6 +224,7 @@ async function main() {
   $('#rent-title').textContent = `Rent ${card.name}`;
   $('#rent-card').textContent = `${card.vram_gb} GB ${card.memory} per card, ${card.link}` + (card.local_nvme_tb ? `, ${card.local_nvme_tb} TB local NVMe per card` : '') + `. ${card.regions.join(', ')}.`;
   fillForm();
+  if (session) sshKeyWarning($('#rent-ssh-warning'));
   if (!session) {
     $('#rent-signin').hidden = false;
     $('#rent-signin-link').href = '/account/?next=' + encodeURIComponent(location.pathname + location.search);
@@ -232,6 +235,7 @@ async function main() {
   form.addEventListener('submit', onSubmit);
   document.addEventListener('gpuhub:session', (ev) => {
     session = ev.detail;
+    if (session) sshKeyWarning($('#rent-ssh-warning'));
     if (lastQuote) renderQuote(lastQuote);
   });
   await updateQuote();

@@ -118,7 +118,8 @@ function rentalItem(r) {
       'header',
       { class: 'card-head' },
       h('h3', null, `${r.count}× ${r.gpu}`, h('span', { class: 'muted small' }, ` · ${r.region} · ${r.term} · ${money(r.price.net, 'USD')} net`)),
-      h('span', { class: 'badge state ' + (STATE_BADGE[r.state] || '') }, r.state)
+      h('span', { class: 'badge state ' + (STATE_BADGE[r.state] || '') }, r.state),
+      h('a', { class: 'btn btn-small btn-secondary', href: `/instances/?rental=${r.id}`, 'data-testid': 'rental-console', 'aria-label': `Rental #${r.id}: open its console` }, 'Console')
     ),
     h(
       'dl',

@@ -17,12 +17,10 @@ let refreshWallets = async () => {};
 let rentals = [];  // the account's rentals, for attach choices and the egress meters
 let customer = true;  // the signed-in account has the customer role (storage is a customer's)
 
-// Money as exact as the API says it: two decimals when that is exact, else all six ("$1.40",
-// "$0.466667"): a day of storage is not a whole number of cents.
+// Money to the cent, as on every page (issue 29: "$1.333334 the next day" beside "$2.35"); a day
+// of storage is often not a whole number of cents, and the API's answer keeps the exact figure.
 function exact(value) {
-  const [, frac = ''] = String(value).split('.');
-  const places = Math.max(2, frac.replace(/0+$/, '').length);
-  return money(value, 'USD', places);
+  return money(value, 'USD', 2);
 }
 
 async function act(button, method, path, body) {

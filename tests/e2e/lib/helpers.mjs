@@ -63,15 +63,26 @@ export async function signUp(page, name) {
   await waitForData(page);
 }
 
+// Opens a tab of the account page (Overview, Storage, Billing and invoices, SSH keys, Top-ups and
+// history, Notifications, API keys) by its link, as a person would: `hash` is its fragment
+// ('ssh-keys', 'billing', 'history', 'notifications-section', 'api-keys', 'storage-section').
+export async function accountTab(page, hash) {
+  await page.click(`.account-tabs a[href="#${hash}"]`);
+  await page.waitForSelector(`.account-tabs a[href="#${hash}"][aria-current="page"]`);
+}
+
 // Sets the billing country on the account page's billing form (a purchase needs one) and waits
 // for it to be saved.
 export async function setBillingCountry(page, code) {
-  if (!page.url().includes('/account/')) await page.goto('/account/');
+  if (!page.url().includes('/account/')) await page.goto('/account/#billing');
+  else await accountTab(page, 'billing');
   await page.waitForSelector('#billing-form');
   await page.waitForFunction(() => document.querySelectorAll('#billing-country option').length > 1);
   await page.selectOption('#billing-country', code);
   await page.click('#billing-form button[type="submit"]');
   await page.waitForSelector('#billing-status[data-state="complete"]');
+  // Back to the overview (wallets, top-up, rentals), where the page opens after signing in.
+  await accountTab(page, 'overview');
 }
 
 // One real server (port 0, fresh database) and one Chromium per test file, started before its
