@@ -2,7 +2,10 @@
 
 #include <gtest/gtest.h>
 
+#include <filesystem>
+#include <fstream>
 #include <set>
+#include <sstream>
 
 #include "engine/accounts.h"
 #include "engine/api_keys.h"
@@ -96,6 +99,34 @@ TEST(AuditOrigins, ClientTextIsCutToPrintableAscii) {
 }
 
 TEST(AuditRetention, KeepsAtLeastAYear) { EXPECT_GE(kAuditRetentionDays, 366); }
+
+// Append-only in the code itself: the only write to audit_events anywhere in src/ is
+// RecordAudit's Insert; no Upsert, Update or Delete names the table, and no SQL updates or deletes
+// from it.
+TEST(AuditAppendOnly, NothingInTheSourceUpdatesOrDeletesAnEvent) {
+  namespace fs = std::filesystem;
+  int inserts = 0;
+  for (const auto& entry : fs::recursive_directory_iterator(fs::path(GPUHUB_SOURCE_DIR) / "src")) {
+    const std::string ext = entry.path().extension().string();
+    if (ext != ".cc" && ext != ".h") continue;
+    if (entry.path().filename().string().ends_with("_test.cc")) continue;
+    std::ifstream in(entry.path());
+    std::stringstream text;
+    text << in.rdbuf();
+    std::istringstream lines(text.str());
+    std::string line;
+    while (std::getline(lines, line)) {
+      if (line.find("audit_events") == std::string::npos) continue;
+      EXPECT_EQ(line.find("Upsert"), std::string::npos) << entry.path() << ": " << line;
+      EXPECT_EQ(line.find("Update"), std::string::npos) << entry.path() << ": " << line;
+      EXPECT_EQ(line.find("Delete"), std::string::npos) << entry.path() << ": " << line;
+      EXPECT_EQ(line.find("UPDATE"), std::string::npos) << entry.path() << ": " << line;
+      EXPECT_EQ(line.find("DELETE"), std::string::npos) << entry.path() << ": " << line;
+      if (line.find("writes.Insert(\"audit_events\"") != std::string::npos) ++inserts;
+    }
+  }
+  EXPECT_EQ(inserts, 1);
+}
 
 TEST_F(AuditLogTest, EventsCommitWithTheirCommandOnlyAsInsertsAndPageNewestFirst) {
   AuditOrigin origin = MakeAuditOrigin("user:1", "10.0.0.7", "curl/8", "req-9");
