@@ -35,7 +35,8 @@ void PrintEvent(const json& e) {
 void AddAuditLogCommands(CLI::App& app) {
   auto flags = std::make_shared<Flags>();
   CLI::App* cmd = app.add_subcommand(
-      "audit-log", "the account's audit log on a running server (sign-ins, keys, money), newest first");
+      "audit-log",
+      "the account's audit log on a running server (sign-ins, keys, money), newest first");
   cmd->add_option("--limit", flags->limit, "events per page (1..200, default 50)");
   cmd->add_option("--before", flags->before, "the next page: events older than this id");
   cmd->add_option("--account-id", flags->account_id,

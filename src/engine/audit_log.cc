@@ -43,7 +43,7 @@ constexpr KindName kKindNames[] = {
 
 // Member names that say a value is a secret: a detail never carries one (defence in depth: the
 // callers pass ids and names only). Matched as substrings of the lower-cased name.
-constexpr std::string_view kSecretWords[] = {"password", "secret", "token", "code",
+constexpr std::string_view kSecretWords[] = {"password", "secret", "token",        "code",
                                              "otp",      "hash",   "key_material", "private"};
 
 bool SecretName(const std::string& name) {
@@ -65,9 +65,9 @@ std::string CleanText(std::string_view text, std::size_t max_bytes) {
   return out;
 }
 
-constexpr const char* kColumns[] = {"id",    "at_us",          "account_id", "actor",
-                                    "kind",  "remote_address", "user_agent", "request_id",
-                                    "detail"};
+constexpr const char* kColumns[] = {"id",         "at_us",      "account_id",
+                                    "actor",      "kind",       "remote_address",
+                                    "user_agent", "request_id", "detail"};
 
 std::vector<std::string> Columns() { return {std::begin(kColumns), std::end(kColumns)}; }
 
@@ -136,8 +136,8 @@ std::string AuditDetailText(const nlohmann::ordered_json& detail) {
     }
     // Objects and floating-point numbers are not detail material: dropped.
   }
-  std::string text = out.dump(-1, ' ', /*ensure_ascii=*/true,
-                              nlohmann::ordered_json::error_handler_t::replace);
+  std::string text =
+      out.dump(-1, ' ', /*ensure_ascii=*/true, nlohmann::ordered_json::error_handler_t::replace);
   if (text.size() > kMaxAuditDetailBytes) return R"({"truncated":true})";
   return text;
 }
@@ -161,8 +161,7 @@ std::int64_t RecordAudit(Txn& txn, const AuditOrigin& origin, std::int64_t accou
 std::int64_t RecordAudit(Txn& txn, std::int64_t account_id, AuditKind kind,
                          const nlohmann::ordered_json& detail) {
   static const AuditOrigin kSystem{"system", "", "", ""};
-  return RecordAudit(txn, txn.origin != nullptr ? *txn.origin : kSystem, account_id, kind,
-                     detail);
+  return RecordAudit(txn, txn.origin != nullptr ? *txn.origin : kSystem, account_id, kind, detail);
 }
 
 void NoteApiKeyUse(Txn& txn, std::int64_t key_id) {

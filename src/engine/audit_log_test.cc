@@ -52,10 +52,10 @@ TEST(AuditKinds, NamesRoundTripAndTheSecurityKindsExist) {
     EXPECT_EQ(*parsed, k);
   }
   // The kinds the two-factor and password routes record (issue 30, h30-totp).
-  for (const char* name : {"password_changed", "totp_enabled", "totp_disabled",
-                           "recovery_codes_regenerated", "payout_destination_added",
-                           "payout_destination_removed", "sign_in", "sign_in_failed", "sign_out",
-                           "api_key_created", "api_key_first_used", "api_key_revoked"}) {
+  for (const char* name :
+       {"password_changed", "totp_enabled", "totp_disabled", "recovery_codes_regenerated",
+        "payout_destination_added", "payout_destination_removed", "sign_in", "sign_in_failed",
+        "sign_out", "api_key_created", "api_key_first_used", "api_key_revoked"}) {
     EXPECT_TRUE(names.count(name)) << name;
   }
   EXPECT_EQ(ParseAuditKind("nope").status().field(), "kind");

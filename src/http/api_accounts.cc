@@ -203,9 +203,8 @@ void LogIn(ApiContext& api, const Request& request, Responder respond) {
                 if (!user) return Status::Unauthenticated("invalid username or password");
                 engine::RecordAudit(
                     txn,
-                    engine::MakeAuditOrigin("user:" + std::to_string(user_id),
-                                            seen.remote_address, seen.user_agent,
-                                            seen.request_id),
+                    engine::MakeAuditOrigin("user:" + std::to_string(user_id), seen.remote_address,
+                                            seen.user_agent, seen.request_id),
                     user_id, engine::AuditKind::kSignIn,
                     {{"session", cookie ? "cookie" : "bearer"}});
                 if (cookie) {
@@ -301,9 +300,9 @@ void RegisterAccountRoutes(Router& router, ApiContext& api) {
                  return api.engine.Execute<bool>(
                      [hash, seen = AuditSeenOf(r)](engine::Txn& txn) -> Result<bool> {
                        auto session = txn.state.accounts.sessions.find(hash);
-                       const std::int64_t user_id =
-                           session == txn.state.accounts.sessions.end() ? 0
-                                                                        : session->second.user_id;
+                       const std::int64_t user_id = session == txn.state.accounts.sessions.end()
+                                                        ? 0
+                                                        : session->second.user_id;
                        Status s = engine::DeleteSession(txn, hash);
                        if (!s.ok() && s.code() != StatusCode::kNotFound) return s;
                        if (s.ok()) {

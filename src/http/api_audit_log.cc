@@ -36,8 +36,7 @@ struct AuditQuery {
 
 Result<AuditQuery> ParseAuditQuery(const Request& r) {
   AuditQuery q;
-  auto limit =
-      LimitQuery(r, "limit", engine::kDefaultAuditPageLimit, engine::kMaxAuditPageLimit);
+  auto limit = LimitQuery(r, "limit", engine::kDefaultAuditPageLimit, engine::kMaxAuditPageLimit);
   if (!limit.ok()) return limit.status().WithField("limit");
   q.limit = *limit;
   if (auto it = r.query.find("before"); it != r.query.end()) {

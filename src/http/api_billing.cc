@@ -411,11 +411,11 @@ void RegisterBillingRoutes(Router& router, ApiContext& api) {
                                   GPUHUB_RETURN_IF_ERROR(
                                       engine::SetBillingProfile(txn, me.id, in).status());
                                   // The tax-relevant facts, not the address.
-                                  engine::RecordAudit(
-                                      txn, me.id, engine::AuditKind::kBillingProfileChanged,
-                                      {{"billing_country", in.country},
-                                       {"business", !in.business_name.empty()},
-                                       {"vat_id", in.vat_id}});
+                                  engine::RecordAudit(txn, me.id,
+                                                      engine::AuditKind::kBillingProfileChanged,
+                                                      {{"billing_country", in.country},
+                                                       {"business", !in.business_name.empty()},
+                                                       {"vat_id", in.vat_id}});
                                   return Reply{200, ProfileJson(txn.state, me.id, txn.now)};
                                 });
              }));

@@ -378,8 +378,8 @@ Caller CallerOf(const Request& request) {
 }
 
 AuditSeen AuditSeenOf(const Request& request) {
-  return {request.remote_address, request.Header("user-agent").substr(0, 1024),
-          request.request_id, request.route.starts_with("/v1/admin/")};
+  return {request.remote_address, request.Header("user-agent").substr(0, 1024), request.request_id,
+          request.route.starts_with("/v1/admin/")};
 }
 
 engine::AuditOrigin AuditOriginOf(const AuditSeen& seen, const AuthenticatedCaller& caller) {

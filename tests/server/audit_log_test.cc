@@ -21,8 +21,8 @@ constexpr const char* kSshKey =
     "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIG16T587uU+epMBs4vmoyyGuBG9yQ3QtlzA/ukPD/zmj carl@laptop";
 
 // A call with the headers the log records; `request_id` becomes the event's request id.
-HttpResponse As(HttpClient& c, const std::string& method, const std::string& path,
-                const json& body, const std::string& token, const std::string& request_id) {
+HttpResponse As(HttpClient& c, const std::string& method, const std::string& path, const json& body,
+                const std::string& token, const std::string& request_id) {
   std::vector<std::pair<std::string, std::string>> headers = {{"User-Agent", kAgent}};
   if (!request_id.empty()) headers.emplace_back("X-Request-Id", request_id);
   if (!token.empty()) headers.emplace_back("Authorization", "Bearer " + token);
@@ -71,13 +71,13 @@ TEST_P(AuditLogTest, EachActionRecordsWhoWhatAndWhereWithoutSecrets) {
                {{"username", "kate"}, {"password", kFixturePassword}}, "", "req-signin-1");
   ASSERT_EQ(in.status, 201) << in.body;
   std::string session = in.Json()["token"];
-  auto wrong = As(*client_, "POST", "/v1/sessions",
-                  {{"username", "kate"}, {"password", "not my password at all"}}, "",
-                  "req-wrong-1");
+  auto wrong =
+      As(*client_, "POST", "/v1/sessions",
+         {{"username", "kate"}, {"password", "not my password at all"}}, "", "req-wrong-1");
   EXPECT_EQ(wrong.status, 401);
   auto nobody = As(*client_, "POST", "/v1/sessions",
-                   {{"username", "nobody-here"}, {"password", "correct horse battery staple"}},
-                   "", "req-nobody-1");
+                   {{"username", "nobody-here"}, {"password", "correct horse battery staple"}}, "",
+                   "req-nobody-1");
   EXPECT_EQ(nobody.status, 401);
   // Keys, SSH keys, the webhook, a role.
   auto key = As(*client_, "POST", "/v1/api-keys", {{"name", "ci"}, {"scopes", {"read"}}}, session,
@@ -86,9 +86,9 @@ TEST_P(AuditLogTest, EachActionRecordsWhoWhatAndWhereWithoutSecrets) {
   std::string secret = key.Json()["secret"];
   long long key_id = key.Json()["id"];
   for (int i = 0; i < 3; ++i) {  // "first used" once, however many requests
-    EXPECT_EQ(As(*client_, "GET", "/v1/wallets", nullptr, secret, "req-use-" + std::to_string(i))
-                  .status,
-              200);
+    EXPECT_EQ(
+        As(*client_, "GET", "/v1/wallets", nullptr, secret, "req-use-" + std::to_string(i)).status,
+        200);
   }
   auto ssh = As(*client_, "POST", "/v1/ssh-keys", {{"public_key", kSshKey}, {"name", "laptop"}},
                 session, "req-ssh-1");
@@ -102,18 +102,18 @@ TEST_P(AuditLogTest, EachActionRecordsWhoWhatAndWhereWithoutSecrets) {
                  {{"url", "https://hooks.example.com/T000/B000/pathsecret?token=querysecret"}},
                  session, "req-hook-1");
   ASSERT_EQ(hook.status, 200) << hook.body;
-  EXPECT_EQ(As(*client_, "POST", "/v1/accounts/me/roles", {{"role", "provider"}}, session,
-               "req-role-1")
-                .status,
-            200);
+  EXPECT_EQ(
+      As(*client_, "POST", "/v1/accounts/me/roles", {{"role", "provider"}}, session, "req-role-1")
+          .status,
+      200);
   EXPECT_EQ(As(*client_, "DELETE", "/v1/api-keys/" + std::to_string(key_id), nullptr, session,
                "req-key-2")
                 .status,
             204);
   // An admin's credit and a tax rate.
   Credit("kate", "12.50");
-  auto tax = client_->Call("POST", "/v1/admin/tax-rates", {{"country", "DE"}, {"rate", "19"}},
-                           admin_);
+  auto tax =
+      client_->Call("POST", "/v1/admin/tax-rates", {{"country", "DE"}, {"rate", "19"}}, admin_);
   EXPECT_EQ(tax.status, 201) << tax.body;
   EXPECT_EQ(As(*client_, "DELETE", "/v1/sessions/current", nullptr, session, "req-out-1").status,
             204);
@@ -128,11 +128,21 @@ TEST_P(AuditLogTest, EachActionRecordsWhoWhatAndWhereWithoutSecrets) {
   }();
   // Newest first (the last sign-in on top; the fixture's sign-in and billing country, set by the
   // sign-up helper and again by User(), at the end).
-  std::vector<std::string> expected = {
-      "sign_in",         "sign_out",       "admin_credit",     "api_key_revoked",
-      "role_changed",    "webhook_url_changed", "ssh_key_removed", "ssh_key_added",
-      "api_key_first_used", "api_key_created", "sign_in_failed", "sign_in",
-      "billing_profile_changed", "billing_profile_changed", "sign_in"};
+  std::vector<std::string> expected = {"sign_in",
+                                       "sign_out",
+                                       "admin_credit",
+                                       "api_key_revoked",
+                                       "role_changed",
+                                       "webhook_url_changed",
+                                       "ssh_key_removed",
+                                       "ssh_key_added",
+                                       "api_key_first_used",
+                                       "api_key_created",
+                                       "sign_in_failed",
+                                       "sign_in",
+                                       "billing_profile_changed",
+                                       "billing_profile_changed",
+                                       "sign_in"};
   EXPECT_EQ(kinds, expected);
 
   const json* signin = Find(events, "sign_in_failed");
@@ -159,8 +169,7 @@ TEST_P(AuditLogTest, EachActionRecordsWhoWhatAndWhereWithoutSecrets) {
   EXPECT_EQ((*credit)["actor"], "admin:" + std::to_string(admin_id));
   EXPECT_EQ((*credit)["detail"]["amount"], "12.500000");
   EXPECT_EQ((*credit)["detail"]["currency"], "USD");
-  EXPECT_EQ(Find(events, "ssh_key_added")->at("detail")["fingerprint"],
-            ssh.Json()["fingerprint"]);
+  EXPECT_EQ(Find(events, "ssh_key_added")->at("detail")["fingerprint"], ssh.Json()["fingerprint"]);
 
   // No secret anywhere: the password, the key's secret, session tokens, the webhook's path.
   std::string everything;
@@ -236,22 +245,21 @@ TEST_P(AuditLogTest, NoAccountSeesAnothersEventsNotEvenWithAKey) {
     ASSERT_FALSE(events.empty());
     for (const auto& e : events) EXPECT_EQ(e["account_id"], kate_id) << e.dump();
     EXPECT_EQ(Find(events, "ssh_key_added"), nullptr);
-    for (const std::string& query :
-         {"account_id=" + std::to_string(liam_id), std::string("account_id=all"),
-          std::string("account_id=0")}) {
+    for (const std::string& query : {"account_id=" + std::to_string(liam_id),
+                                     std::string("account_id=all"), std::string("account_id=0")}) {
       auto r = client_->Call("GET", "/v1/audit-log?" + query, nullptr, token);
       EXPECT_EQ(r.status, 403) << query << ": " << r.body;
       EXPECT_EQ(r.Json()["error"]["field"], "account_id");
     }
     // Naming one's own account is fine.
-    EXPECT_EQ(client_->Call("GET", "/v1/audit-log?account_id=" + std::to_string(kate_id), nullptr,
-                            token)
-                  .status,
-              200);
+    EXPECT_EQ(
+        client_->Call("GET", "/v1/audit-log?account_id=" + std::to_string(kate_id), nullptr, token)
+            .status,
+        200);
   }
   // A key needs the read scope.
-  EXPECT_EQ(
-      client_->Call("GET", "/v1/audit-log", nullptr, market_key.Json()["secret"]).status, 403);
+  EXPECT_EQ(client_->Call("GET", "/v1/audit-log", nullptr, market_key.Json()["secret"]).status,
+            403);
   // An admin reads liam's log, and all of them.
   auto liams = AllEvents(*client_, admin_, "account_id=" + std::to_string(liam_id));
   ASSERT_NE(Find(liams, "ssh_key_added"), nullptr);
@@ -291,8 +299,9 @@ TEST_P(AuditLogTest, EveryAcknowledgedEventSurvivesSigkill) {
           if (r.status != 201) continue;
           // Revoked at once (kMaxApiKeysPerUser): its own event, its own request id.
           std::string revoke = id + "-r";
-          auto del = As(c, "DELETE", "/v1/api-keys/" + std::to_string(r.Json()["id"].get<long long>()),
-                        nullptr, kate, revoke);
+          auto del =
+              As(c, "DELETE", "/v1/api-keys/" + std::to_string(r.Json()["id"].get<long long>()),
+                 nullptr, kate, revoke);
           if (del.status == 0) {
             std::lock_guard<std::mutex> lock(mutex);
             acknowledged.insert(id);
