@@ -16,6 +16,7 @@
 #include "cli/rental_commands.h"
 #include "core/clock.h"
 #include "engine/accounts.h"
+#include "engine/audit_log.h"
 #include "engine/engine.h"
 #include "http/config.h"
 #include "store/store.h"
@@ -110,7 +111,16 @@ void GrantRole(const AdminOptions& o) {
   auto user = (*engine)->ExecuteSync<engine::User>([&](engine::Txn& txn) -> Result<engine::User> {
     const engine::User* u = engine::FindUserByName(txn.state, *name);
     if (!u) return Status::NotFound("no user '" + *name + "'");
-    return engine::GrantRoles(txn, u->id, *role);
+    const std::uint32_t before = u->roles;
+    GPUHUB_ASSIGN_OR_RETURN(engine::User granted, engine::GrantRoles(txn, u->id, *role));
+    if (granted.roles != before) {
+      // The operator at the console: the log's actor "system" (no origin).
+      engine::RecordAudit(txn, granted.id, engine::AuditKind::kRoleChanged,
+                          {{"granted", engine::RoleNames(*role)},
+                           {"roles", engine::RoleNames(granted.roles)},
+                           {"via", "gpuhub admin grant-role"}});
+    }
+    return granted;
   });
   (*engine)->Stop();
   if (!user.ok()) return Report(user.status());

@@ -53,7 +53,8 @@ void WriteKey(Txn& txn, const ApiKey& k) {
                                  {"created_at_us", k.created_at},
                                  {"expires_at_us", k.expires_at},
                                  {"spend_day", k.spend_day},
-                                 {"spent_micros", k.spent_micros}});
+                                 {"spent_micros", k.spent_micros},
+                                 {"first_used_at_us", k.first_used_at}});
 }
 
 }  // namespace
@@ -246,7 +247,8 @@ Status LoadApiKeys(store::Store& store, ApiKeysState& state) {
   return store.Scan(
       "api_keys",
       {"id", "user_id", "name", "secret_hash", "scopes", "spend_cap_micros", "cap_currency",
-       "networks", "created_at_us", "expires_at_us", "spend_day", "spent_micros"},
+       "networks", "created_at_us", "expires_at_us", "spend_day", "spent_micros",
+       "first_used_at_us"},
       "id", [&](const store::Row& row) -> Status {
         ApiKey k;
         GPUHUB_ASSIGN_OR_RETURN(k.id, row.Int(0));
@@ -271,6 +273,7 @@ Status LoadApiKeys(store::Store& store, ApiKeysState& state) {
         GPUHUB_ASSIGN_OR_RETURN(k.expires_at, row.Int(9));
         GPUHUB_ASSIGN_OR_RETURN(k.spend_day, row.Int(10));
         GPUHUB_ASSIGN_OR_RETURN(k.spent_micros, row.Int(11));
+        GPUHUB_ASSIGN_OR_RETURN(k.first_used_at, row.Int(12));
         state.by_user[k.user_id].insert(k.id);
         state.by_hash[k.secret_hash] = k.id;
         state.next_id = std::max(state.next_id, k.id + 1);

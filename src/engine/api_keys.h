@@ -87,6 +87,8 @@ struct ApiKey {
   // The UTC day (days since the epoch) of spent_micros; spending on a later day starts at zero.
   std::int64_t spend_day = 0;
   std::int64_t spent_micros = 0;
+  // The first request it authenticated (0: never used); the audit log's api_key_first_used.
+  TimestampMicros first_used_at = 0;
 
   bool Has(ApiScope scope) const { return (scopes & scope) != 0; }
   // What the key has spent on the day of `now`.

@@ -74,6 +74,8 @@
 
 namespace gpuhub::engine {
 
+struct AuditOrigin;  // engine/audit_log.h
+
 // What a command sees: the state, the batch its writes go to, and the time.
 class Txn {
  public:
@@ -82,6 +84,10 @@ class Txn {
   State& state;
   store::WriteBatch& writes;
   TimestampMicros now;
+  // Who asked for the command, for the audit log (actor, client address, user agent, request
+  // id): set by the HTTP layer around an authenticated action (AuditOriginScope); null for the
+  // engine's own work (ticks, the CLI's one-shot engines), which the log names "system".
+  const AuditOrigin* origin = nullptr;
 };
 
 struct Command {

@@ -216,4 +216,21 @@ inline constexpr std::int64_t kListedRamSlackPct = 5;
 inline constexpr std::int64_t kMaxUsageSampleAgeMicros = 24 * kMicrosPerHour;
 inline constexpr std::int64_t kMaxUsageSampleAheadMicros = 5 * 60 * kMicrosPerSecond;
 
+// The audit log (engine/audit_log.h). Events are kept at least this long: the log has no pruning
+// today; any pruning added later must keep this many days (a year and a day, so a yearly review
+// always finds the whole previous year).
+inline constexpr std::int64_t kAuditRetentionDays = 366;
+// What one event may carry: its JSON detail (a few ids and names, never a secret) at most this many
+// bytes, each detail string cut to kMaxAuditDetailValueBytes, at most kMaxAuditDetailFields
+// members; the client's User-Agent cut to kMaxAuditUserAgentBytes (printable ASCII only), the
+// actor and address to kMaxAuditShortTextBytes.
+inline constexpr std::size_t kMaxAuditDetailBytes = 1024;
+inline constexpr std::size_t kMaxAuditDetailValueBytes = 128;
+inline constexpr std::size_t kMaxAuditDetailFields = 8;
+inline constexpr std::size_t kMaxAuditUserAgentBytes = 256;
+inline constexpr std::size_t kMaxAuditShortTextBytes = 64;
+// GET /v1/audit-log pages: the default and the largest `limit`.
+inline constexpr std::size_t kDefaultAuditPageLimit = 50;
+inline constexpr std::size_t kMaxAuditPageLimit = 200;
+
 }  // namespace gpuhub::engine

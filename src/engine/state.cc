@@ -7,6 +7,7 @@
 
 #include "engine/agents.h"
 #include "engine/api_keys.h"
+#include "engine/audit_log.h"
 #include "engine/billing.h"
 #include "engine/market.h"
 #include "engine/notifications.h"
@@ -49,6 +50,7 @@ State::State()
       notifications(std::make_unique<NotificationsState>()),
       ssh_keys(std::make_unique<SshKeysState>()),
       api_keys(std::make_unique<ApiKeysState>()),
+      audit(std::make_unique<AuditState>()),
       agents(std::make_unique<AgentsState>()),
       billing(std::make_unique<BillingState>()),
       storage(std::make_unique<StorageState>(rentals::StorageConfig{})) {
@@ -99,6 +101,7 @@ Result<std::unique_ptr<State>> LoadState(store::Store& store, const DomainConfig
       LoadNotifications(store, *state->notifications).WithContext("loading notifications"));
   GPUHUB_RETURN_IF_ERROR(LoadSshKeys(store, *state->ssh_keys).WithContext("loading SSH keys"));
   GPUHUB_RETURN_IF_ERROR(LoadApiKeys(store, *state->api_keys).WithContext("loading API keys"));
+  GPUHUB_RETURN_IF_ERROR(LoadAuditLog(store, *state->audit).WithContext("loading the audit log"));
   state->agents->config = *config.agents;
   GPUHUB_RETURN_IF_ERROR(LoadAgents(store, state->market->exchange.OpenBidIds(), *state->agents)
                              .WithContext("loading host agents"));

@@ -24,6 +24,7 @@
 #include "core/status.h"
 #include "engine/accounts.h"
 #include "engine/api_keys.h"
+#include "engine/audit_log.h"
 #include "engine/billing.h"
 #include "engine/engine.h"
 #include "engine/idempotency.h"
@@ -153,6 +154,19 @@ struct AuthenticatedCaller {
   std::optional<engine::ApiKey> key;
 };
 Result<AuthenticatedCaller> AuthenticateCaller(const engine::Txn& txn, const Caller& caller);
+
+// What the audit log records of a request (engine/audit_log.h), read on the I/O thread: the
+// client's address, User-Agent (cut further by the engine), request id, and whether the route is
+// an admin route (an admin's session there is the actor "admin:<id>").
+struct AuditSeen {
+  std::string remote_address;
+  std::string user_agent;
+  std::string request_id;
+  bool admin_route = false;
+};
+AuditSeen AuditSeenOf(const Request& request);
+// The origin of an authenticated caller's events: "api_key:<id>", "admin:<id>" or "user:<id>".
+engine::AuditOrigin AuditOriginOf(const AuditSeen& seen, const AuthenticatedCaller& caller);
 
 // What an action returns on success: a status and a JSON body.
 struct Reply {
@@ -336,6 +350,8 @@ void RegisterAgentRoutes(Router& router, ApiContext& api);
 void RegisterSshKeyRoutes(Router& router, ApiContext& api);
 // API keys of the account (api_keys.cc): create, list, show, revoke.
 void RegisterApiKeyRoutes(Router& router, ApiContext& api);
+// The account's audit log (api_audit_log.cc): GET /v1/audit-log.
+void RegisterAuditLogRoutes(Router& router, ApiContext& api);
 // Around every route (serve's router wrapper, outermost, on every node): a request with an API
 // key on a route closed to keys (api_key_scopes.h) is answered 403 at once, naming why.
 Handler ApiKeyGate(const std::string& method, const std::string& pattern, Handler handler);

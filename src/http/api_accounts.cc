@@ -164,26 +164,49 @@ void LogIn(ApiContext& api, const Request& request, Responder respond) {
         return LoginTarget{user->id, user->password_hash};
       },
       [&api, respond, password = *password, name = *canonical, address = request.remote_address,
-       invalid, cookie, secure](Result<LoginTarget> target) {
+       seen = AuditSeenOf(request), invalid, cookie, secure](Result<LoginTarget> target) {
         if (!target.ok()) return respond(Response::Error(target.status()));
-        auto verify = [&api, respond, password, name, address, invalid, cookie, secure,
+        auto verify = [&api, respond, password, name, address, seen, invalid, cookie, secure,
                        target = *target]() {
           const std::string& hash =
               target.user_id ? target.password_hash : engine::DummyPasswordHash(api.config.hashing);
           bool ok = engine::VerifyPassword(hash, password) && target.user_id != 0;
           if (!ok) {
             api.logins.Failed(name);  // the pair counted it already, in Begin
-            return respond(invalid());
+            // In the account's audit log, answered once it is durable. A username that does
+            // not exist gets an event of no account (account 0, admins only) without the name:
+            // an account-scoped row would tell that the name exists, and people type passwords
+            // into the username field.
+            return api.engine.Execute<bool>(
+                [seen, user_id = target.user_id](engine::Txn& txn) -> Result<bool> {
+                  engine::RecordAudit(
+                      txn,
+                      engine::MakeAuditOrigin("anonymous", seen.remote_address, seen.user_agent,
+                                              seen.request_id),
+                      user_id, engine::AuditKind::kSignInFailed,
+                      {{"reason", user_id ? "wrong_password" : "unknown_username"}});
+                  return true;
+                },
+                [respond, invalid](Result<bool> recorded) {
+                  if (!recorded.ok()) return respond(Response::Error(recorded.status()));
+                  respond(invalid());
+                });
           }
           api.logins.Succeeded(name, address);
           std::string token = engine::NewSessionToken();
           api.engine.Execute<Reply>(
-              [user_id = target.user_id, hash = engine::HashToken(token), token,
-               cookie](engine::Txn& txn) -> Result<Reply> {
+              [user_id = target.user_id, hash = engine::HashToken(token), token, cookie,
+               seen](engine::Txn& txn) -> Result<Reply> {
                 GPUHUB_ASSIGN_OR_RETURN(engine::Session s,
                                         engine::CreateSession(txn, user_id, hash));
                 const engine::User* user = engine::FindUser(txn.state, user_id);
                 if (!user) return Status::Unauthenticated("invalid username or password");
+                engine::RecordAudit(
+                    txn,
+                    engine::MakeAuditOrigin("user:" + std::to_string(user_id), seen.remote_address,
+                                            seen.user_agent, seen.request_id),
+                    user_id, engine::AuditKind::kSignIn,
+                    {{"session", cookie ? "cookie" : "bearer"}});
                 if (cookie) {
                   // The token stays in the HttpOnly cookie; the page gets the CSRF token.
                   return Reply{201,
@@ -275,9 +298,21 @@ void RegisterAccountRoutes(Router& router, ApiContext& api) {
                  // already expired (the CSRF token still proves the page holds that cookie).
                  bool secure = CameOverTls(r);
                  return api.engine.Execute<bool>(
-                     [hash](engine::Txn& txn) -> Result<bool> {
+                     [hash, seen = AuditSeenOf(r)](engine::Txn& txn) -> Result<bool> {
+                       auto session = txn.state.accounts.sessions.find(hash);
+                       const std::int64_t user_id = session == txn.state.accounts.sessions.end()
+                                                        ? 0
+                                                        : session->second.user_id;
                        Status s = engine::DeleteSession(txn, hash);
                        if (!s.ok() && s.code() != StatusCode::kNotFound) return s;
+                       if (s.ok()) {
+                         engine::RecordAudit(
+                             txn,
+                             engine::MakeAuditOrigin("user:" + std::to_string(user_id),
+                                                     seen.remote_address, seen.user_agent,
+                                                     seen.request_id),
+                             user_id, engine::AuditKind::kSignOut, {{"session", "cookie"}});
+                       }
                        return s.ok();
                      },
                      [respond, secure](Result<bool> deleted) {
@@ -289,8 +324,10 @@ void RegisterAccountRoutes(Router& router, ApiContext& api) {
                      });
                }
                RunAuthenticated(api, r, std::move(respond), 0,
-                                [hash](engine::Txn& txn, const engine::User&) -> Result<Reply> {
+                                [hash](engine::Txn& txn, const engine::User& me) -> Result<Reply> {
                                   GPUHUB_RETURN_IF_ERROR(engine::DeleteSession(txn, hash));
+                                  engine::RecordAudit(txn, me.id, engine::AuditKind::kSignOut,
+                                                      {{"session", "bearer"}});
                                   return Reply{204, nullptr};
                                 });
              }));
@@ -319,6 +356,11 @@ void RegisterAccountRoutes(Router& router, ApiContext& api) {
                          [role = *role](engine::Txn& txn, const engine::User& me) -> Result<Reply> {
                            GPUHUB_ASSIGN_OR_RETURN(engine::User user,
                                                    engine::GrantRoles(txn, me.id, role));
+                           if (user.roles != me.roles) {
+                             engine::RecordAudit(txn, me.id, engine::AuditKind::kRoleChanged,
+                                                 {{"granted", engine::RoleNames(role)},
+                                                  {"roles", engine::RoleNames(user.roles)}});
+                           }
                            return Reply{200, UserJson(user)};
                          });
       }));

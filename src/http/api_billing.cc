@@ -410,6 +410,12 @@ void RegisterBillingRoutes(Router& router, ApiContext& api) {
                                 [in](Txn& txn, const User& me) -> Result<Reply> {
                                   GPUHUB_RETURN_IF_ERROR(
                                       engine::SetBillingProfile(txn, me.id, in).status());
+                                  // The tax-relevant facts, not the address.
+                                  engine::RecordAudit(txn, me.id,
+                                                      engine::AuditKind::kBillingProfileChanged,
+                                                      {{"billing_country", in.country},
+                                                       {"business", !in.business_name.empty()},
+                                                       {"vat_id", in.vat_id}});
                                   return Reply{200, ProfileJson(txn.state, me.id, txn.now)};
                                 });
              }));
@@ -520,6 +526,11 @@ void RegisterBillingRoutes(Router& router, ApiContext& api) {
                      spdlog::info("event=tax_rate_set country={} rate={} from={} admin={}",
                                   period.country, Percent(period.rate_ppm),
                                   FormatTimestamp(period.valid_from), me.id);
+                     // Every account of the country: an event of no account (admins see it).
+                     engine::RecordAudit(txn, 0, engine::AuditKind::kAdminTaxRateChanged,
+                                         {{"country", period.country},
+                                          {"rate_percent", Percent(period.rate_ppm)},
+                                          {"valid_from", FormatTimestamp(period.valid_from)}});
                      return Reply{201, RatePeriodJson(period)};
                    });
              }));
@@ -545,6 +556,10 @@ void RegisterBillingRoutes(Router& router, ApiContext& api) {
                                                            until == 0 ? txn.now : until, note));
                      spdlog::info("event=tax_rate_closed country={} until={} admin={}",
                                   period.country, FormatTimestamp(period.valid_until), me.id);
+                     engine::RecordAudit(txn, 0, engine::AuditKind::kAdminTaxRateChanged,
+                                         {{"country", period.country},
+                                          {"closed", true},
+                                          {"valid_until", FormatTimestamp(period.valid_until)}});
                      return Reply{200, RatePeriodJson(period)};
                    });
              }));

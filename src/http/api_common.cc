@@ -3,6 +3,7 @@
 #include "core/clock.h"
 #include "core/json_writer.h"
 #include "core/strings.h"
+#include "engine/audit_log.h"
 #include "http/address_filter.h"
 #include "http/api_key_scopes.h"
 #include "http/json_keys.h"
@@ -376,6 +377,20 @@ Caller CallerOf(const Request& request) {
   return caller;
 }
 
+AuditSeen AuditSeenOf(const Request& request) {
+  return {request.remote_address, request.Header("user-agent").substr(0, 1024), request.request_id,
+          request.route.starts_with("/v1/admin/")};
+}
+
+engine::AuditOrigin AuditOriginOf(const AuditSeen& seen, const AuthenticatedCaller& caller) {
+  std::string actor = caller.key ? "api_key:" + std::to_string(caller.key->id)
+                      : seen.admin_route && caller.user.Has(engine::kRoleAdmin)
+                          ? "admin:" + std::to_string(caller.user.id)
+                          : "user:" + std::to_string(caller.user.id);
+  return engine::MakeAuditOrigin(std::move(actor), seen.remote_address, seen.user_agent,
+                                 seen.request_id);
+}
+
 Result<AuthenticatedCaller> AuthenticateCaller(const engine::Txn& txn, const Caller& caller) {
   if (caller.token_hash.empty()) {
     return Status::Unauthenticated("this endpoint needs 'Authorization: Bearer <token>'");
@@ -465,13 +480,19 @@ void RunAuthenticated(ApiContext& api, const Request& request, Responder respond
   if (credentials.token.empty()) return respond(MissingToken());
   if (!CsrfAllows(request, credentials)) return respond(CsrfRefused());
   Run(api, request, std::move(respond), idempotent, key_reserved,
-      [caller = CallerOf(request), any_of_roles, action = std::move(action)](
-          engine::Txn& txn, const std::string& key, const engine::Fingerprint& fingerprint,
-          KeyMode mode) -> Result<engine::StoredResponse> {
+      [caller = CallerOf(request), seen = AuditSeenOf(request), any_of_roles,
+       action = std::move(action)](engine::Txn& txn, const std::string& key,
+                                   const engine::Fingerprint& fingerprint,
+                                   KeyMode mode) -> Result<engine::StoredResponse> {
         auto found = AuthenticateWithRoles(txn, caller, any_of_roles);
         if (!found.ok()) return ToStored(found.status());
         const engine::User me = found->user;
         const std::optional<engine::ApiKey>& api_key = found->key;
+        // What the action records in the audit log names this caller; a key's first request is
+        // recorded here, before the action (kept even when the action fails).
+        const engine::AuditOrigin origin = AuditOriginOf(seen, *found);
+        engine::AuditOriginScope audit(txn, origin);
+        if (api_key) engine::NoteApiKeyUse(txn, api_key->id);
         return RunMaybeIdempotent(
             txn, "user:" + std::to_string(me.id), key, fingerprint, mode,
             [&](engine::Txn& t) -> Result<Reply> {
@@ -496,6 +517,8 @@ void AuthenticateThen(ApiContext& api, const Request& request, Responder respond
       [caller = CallerOf(request), any_of_roles](engine::Txn& txn) -> Result<engine::User> {
         GPUHUB_ASSIGN_OR_RETURN(AuthenticatedCaller found,
                                 AuthenticateWithRoles(txn, caller, any_of_roles));
+        // Only on success: a failed command's rows are dropped, its memory is not.
+        if (found.key) engine::NoteApiKeyUse(txn, found.key->id);
         return found.user;
       },
       [respond = std::move(respond), next = std::move(next)](Result<engine::User> user) mutable {

@@ -8,7 +8,7 @@
 //   DELETE /v1/api-keys/{id}                              -> 204 (the key stops at once)
 // key: {"id", "name", "prefix", "scopes", "spend_cap_per_day": {"amount", "currency"} | null,
 //       "spent_today": {"amount", "currency"} | null, "allowed_cidrs", "created_at",
-//       "expires_at", "expired"}
+//       "expires_at", "expired", "first_used_at" (null until a request used it)}
 #include "engine/api_keys.h"
 #include "core/money.h"
 #include "engine/limits.h"
@@ -34,7 +34,9 @@ json KeyJson(const engine::ApiKey& k, TimestampMicros now) {
           {"allowed_cidrs", k.networks},
           {"created_at", FormatTimestamp(k.created_at)},
           {"expires_at", FormatTimestamp(k.expires_at)},
-          {"expired", k.expires_at <= now}};
+          {"expired", k.expires_at <= now},
+          {"first_used_at",
+           k.first_used_at ? json(FormatTimestamp(k.first_used_at)) : json(nullptr)}};
 }
 
 struct NewKey {
@@ -164,6 +166,12 @@ void RegisterApiKeyRoutes(Router& router, ApiContext& api) {
                    GPUHUB_ASSIGN_OR_RETURN(
                        engine::ApiKey key,
                        engine::CreateApiKey(txn, me, in.spec, engine::HashToken(secret)));
+                   // Never the secret, nor its hash: the id, name, scopes and expiry.
+                   engine::RecordAudit(txn, me.id, engine::AuditKind::kApiKeyCreated,
+                                       {{"api_key_id", key.id},
+                                        {"name", key.name},
+                                        {"scopes", engine::ApiScopeNames(key.scopes)},
+                                        {"expires_at", FormatTimestamp(key.expires_at)}});
                    json body = KeyJson(key, txn.now);
                    body["secret"] = secret;
                    return Reply{201, body, /*replayable=*/false};
@@ -173,7 +181,11 @@ void RegisterApiKeyRoutes(Router& router, ApiContext& api) {
              Authenticated<std::int64_t>(
                  api, 0, [](const Request& r) { return IdOnly(r, "API key"); },
                  [](Txn& txn, const User& me, const std::int64_t& id) -> Result<Reply> {
+                   const engine::ApiKey* k = engine::FindApiKey(txn.state, me.id, id);
+                   const std::string name = k ? k->name : "";
                    GPUHUB_RETURN_IF_ERROR(engine::RevokeApiKey(txn, me.id, id));
+                   engine::RecordAudit(txn, me.id, engine::AuditKind::kApiKeyRevoked,
+                                       {{"api_key_id", id}, {"name", name}});
                    return Reply{204, nullptr};
                  }));
 }

@@ -283,6 +283,10 @@ void RegisterMarketRoutes(Router& router, ApiContext& api) {
                  api, kRoleProvider, ParsePayoutAmount,
                  [](Txn& txn, const User& me, const std::int64_t& amount) -> Result<Reply> {
                    GPUHUB_ASSIGN_OR_RETURN(auto p, engine::RequestPayout(txn, me.id, amount));
+                   engine::RecordAudit(txn, me.id, engine::AuditKind::kPayoutRequested,
+                                       {{"payout_id", p.id},
+                                        {"amount", FormatMicros(p.amount_micros)},
+                                        {"currency", "USD"}});
                    return Reply{201, PayoutJson(p)};
                  }));
   // ----- Customers ---------------------------------------------------------------------------

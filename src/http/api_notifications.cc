@@ -110,6 +110,20 @@ Result<WebhookInput> ParseWebhook(const Request& r, bool allow_private_addresses
 
 constexpr std::size_t kDeliveriesShown = 20;
 
+// What the audit log keeps of a webhook URL: scheme and host[:port] only. Its user info, path and
+// query may carry a credential (https://hooks.example/T0/B1/secret, ?token=...), never logged.
+std::string WebhookOrigin(const std::string& url) {
+  std::size_t scheme = url.find("://");
+  if (scheme == std::string::npos) return "";
+  std::size_t start = scheme + 3;
+  std::size_t end = url.find_first_of("/?#", start);
+  std::string authority = url.substr(start, end == std::string::npos ? end : end - start);
+  if (std::size_t at = authority.rfind('@'); at != std::string::npos) {
+    authority = authority.substr(at + 1);
+  }
+  return url.substr(0, start) + authority;
+}
+
 }  // namespace
 
 void RegisterNotificationRoutes(Router& router, ApiContext& api) {
@@ -151,6 +165,10 @@ void RegisterNotificationRoutes(Router& router, ApiContext& api) {
                  [](Txn& txn, const User& me, const WebhookInput& in) -> Result<Reply> {
                    GPUHUB_ASSIGN_OR_RETURN(auto hook,
                                            engine::SetWebhook(txn, me.id, in.url, in.rotate));
+                   engine::RecordAudit(txn, me.id, engine::AuditKind::kWebhookChanged,
+                                       {{"action", "set"},
+                                        {"url_origin", WebhookOrigin(in.url)},
+                                        {"signing_rotated", in.rotate}});
                    return Reply{200, WebhookJson(hook, engine::RecentDeliveries(
                                                            txn.state, me.id, kDeliveriesShown))};
                  }));
@@ -169,6 +187,9 @@ void RegisterNotificationRoutes(Router& router, ApiContext& api) {
              Authenticated<Empty>(api, 0, NoInput,
                                   [](Txn& txn, const User& me, const Empty&) -> Result<Reply> {
                                     GPUHUB_RETURN_IF_ERROR(engine::DeleteWebhook(txn, me.id));
+                                    engine::RecordAudit(txn, me.id,
+                                                        engine::AuditKind::kWebhookChanged,
+                                                        {{"action", "removed"}});
                                     return Reply{204, nullptr};
                                   }));
 }

@@ -592,6 +592,16 @@ void RegisterPaymentRoutes(Router& router, ApiContext& api) {
               spdlog::info("event=payment_{} invoice={} seq={} admin={} amount={}",
                            engine::PaymentCreditStateName(p.state), id, seq, me.id,
                            FormatMicros(p.fiat_micros, 2));
+              auto invoice = txn.state.topups->invoices.find(id);
+              engine::RecordAudit(
+                  txn, invoice == txn.state.topups->invoices.end() ? 0 : invoice->second.user_id,
+                  engine::AuditKind::kAdminPaymentDecision,
+                  {{"invoice_id", id},
+                   {"payment_seq", seq},
+                   {"decision", decision},
+                   {"state", std::string(engine::PaymentCreditStateName(p.state))},
+                   {"amount", FormatMicros(p.fiat_micros)},
+                   {"reason", reason}});
               return Reply{200, PaymentJson(p)};
             });
       }));

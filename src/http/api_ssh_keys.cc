@@ -56,6 +56,11 @@ void RegisterSshKeyRoutes(Router& router, ApiContext& api) {
                                    [](Txn& txn, const User& me, const NewKey& k) -> Result<Reply> {
                                      GPUHUB_ASSIGN_OR_RETURN(
                                          auto key, engine::AddSshKey(txn, me.id, k.name, k.key));
+                                     engine::RecordAudit(txn, me.id,
+                                                         engine::AuditKind::kSshKeyAdded,
+                                                         {{"ssh_key_id", key.id},
+                                                          {"name", key.name},
+                                                          {"fingerprint", key.key.fingerprint}});
                                      return Reply{201, KeyJson(key)};
                                    }));
   router.Add("DELETE", "/v1/ssh-keys/{id}",
@@ -63,6 +68,8 @@ void RegisterSshKeyRoutes(Router& router, ApiContext& api) {
                  api, 0, [](const Request& r) { return IdOnly(r, "SSH key"); },
                  [](Txn& txn, const User& me, const std::int64_t& id) -> Result<Reply> {
                    GPUHUB_RETURN_IF_ERROR(engine::DeleteSshKey(txn, me.id, id));
+                   engine::RecordAudit(txn, me.id, engine::AuditKind::kSshKeyRemoved,
+                                       {{"ssh_key_id", id}});
                    return Reply{204, nullptr};
                  }));
 }

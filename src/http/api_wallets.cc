@@ -226,6 +226,11 @@ void RegisterWalletRoutes(Router& router, ApiContext& api) {
               if (!user) return Status::NotFound("no user '" + name + "'");
               GPUHUB_ASSIGN_OR_RETURN(
                   auto t, engine::ManualCredit(txn, me.id, user->id, currency, amount, reason));
+              engine::RecordAudit(txn, user->id, engine::AuditKind::kAdminCredit,
+                                  {{"transfer_id", t.id},
+                                   {"amount", FormatMicros(t.amount_micros)},
+                                   {"currency", std::string(CurrencyCode(currency))},
+                                   {"reason", t.memo}});
               return Reply{201,
                            {{"transfer_id", t.id},
                             {"username", user->username},

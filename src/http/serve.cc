@@ -314,6 +314,7 @@ int RunServe(const ServeOptions& options) {
   RegisterAgentRoutes(router, api);
   RegisterSshKeyRoutes(router, api);
   RegisterApiKeyRoutes(router, api);
+  RegisterAuditLogRoutes(router, api);
   RegisterBillingRoutes(router, api);
   RegisterReadRoutes(router, api, options.data_dir);
 

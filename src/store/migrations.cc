@@ -877,6 +877,25 @@ ALTER TABLE storage_snapshots ADD COLUMN ceph BIGINT NOT NULL DEFAULT 0;
 ALTER TABLE storage_snapshots ADD COLUMN ceph_taken BIGINT NOT NULL DEFAULT 0;
 ALTER TABLE storage_snapshots ADD COLUMN ceph_removed BIGINT NOT NULL DEFAULT 0;
 )sql"},
+      // 24 is two-factor sign-in (issue 30, the TOTP part), on its own branch.
+      // The audit log (issue 30): append-only events, paged newest first per account by
+      // (account_id, id); and when each API key first authenticated a request.
+      {25, "audit_log",
+       R"sql(
+CREATE TABLE audit_events (
+  id BIGINT PRIMARY KEY,
+  at_us BIGINT NOT NULL,
+  account_id BIGINT NOT NULL,
+  actor TEXT NOT NULL,
+  kind TEXT NOT NULL,
+  remote_address TEXT NOT NULL,
+  user_agent TEXT NOT NULL,
+  request_id TEXT NOT NULL,
+  detail TEXT NOT NULL
+);
+CREATE INDEX audit_events_by_account ON audit_events (account_id, id);
+ALTER TABLE api_keys ADD COLUMN first_used_at_us BIGINT NOT NULL DEFAULT 0;
+)sql"},
   };
   return migrations;
 }

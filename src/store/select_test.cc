@@ -126,6 +126,42 @@ TEST_P(SelectTest, AggregatesReadAsIntegersOnBothDatabases) {
   EXPECT_EQ(rows, 1);
 }
 
+// The audit log's page (engine::AuditPageSelect: one account, id below a cursor, newest first)
+// is served by audit_events_by_account (migration 25) on both databases.
+TEST_P(SelectTest, TheAuditLogsPageUsesItsIndex) {
+  WriteBatch batch;
+  for (int i = 1; i <= 5000; ++i) {
+    batch.Insert("audit_events", {{"id", std::int64_t{i}},
+                                  {"at_us", std::int64_t{i}},
+                                  {"account_id", std::int64_t{i % 100}},
+                                  {"actor", std::string("user:1")},
+                                  {"kind", std::string("sign_in")},
+                                  {"remote_address", std::string("127.0.0.1")},
+                                  {"user_agent", std::string("test")},
+                                  {"request_id", std::string("r")},
+                                  {"detail", std::string("{}")}});
+  }
+  ASSERT_TRUE(writer_->Apply(batch).ok());
+  Select page{"audit_events",
+              {"id", "at_us", "account_id", "actor", "kind", "remote_address", "user_agent",
+               "request_id", "detail"},
+              {{"account_id", Op::kEq, std::int64_t{7}}, {"id", Op::kLt, std::int64_t{4000}}},
+              {},
+              "id DESC",
+              51};
+  auto plan = writer_->ExplainPlan(page);
+  ASSERT_TRUE(plan.ok()) << plan.status().ToString();
+  std::string text;
+  for (const auto& line : *plan) text += line + "\n";
+  EXPECT_NE(text.find("audit_events_by_account"), std::string::npos) << text;
+  // SQLite walks the index backwards (no sort). PostgreSQL, before ANALYZE has seen the table,
+  // estimates a handful of rows and sorts what its bitmap scan of the index found: either way the
+  // index bounds what is read.
+  if (GetParam() == "sqlite") {
+    EXPECT_EQ(text.find("TEMP B-TREE"), std::string::npos) << text;
+  }
+}
+
 TEST_P(SelectTest, ExplainShowsTheIndexThatServesALookup) {
   Fill(5000);
   Select lookup{"engine_meta", {"value"}, {{"name", Op::kEq, std::string("k0042")}}};

@@ -122,6 +122,11 @@ TEST_P(MarketApiTest, MarketBuyIsBilledHourlyUntilTheWalletRunsDry) {
   ASSERT_EQ(payout.status, 201) << payout.body;
   EXPECT_EQ(payout.Json()["status"], "pending");
   EXPECT_EQ(Get("/v1/earnings", provider)["available"], "0.552000");
+  // In the provider's audit log (docs/api.md, "Audit log").
+  json audit = Get("/v1/audit-log?limit=1", provider)["events"][0];
+  EXPECT_EQ(audit["kind"], "payout_requested");
+  EXPECT_EQ(audit["detail"]["payout_id"], payout.Json()["id"]);
+  EXPECT_EQ(audit["detail"]["amount"], "15.000000");
   json pending = Get("/v1/admin/payouts", admin_);
   ASSERT_EQ(pending["payouts"].size(), 1u);
   EXPECT_EQ(pending["payouts"][0]["username"], "paula");

@@ -162,6 +162,17 @@ TEST_P(PaymentsTest, InvalidHoldsTheCreditUntilAnAdminDecides) {
   EXPECT_EQ(bad.Json()["error"]["field"], "decision");
   EXPECT_EQ(client_->Call("POST", path + "1", {{"decision", "release"}, {"reason", "x"}}, token_).status, 403);
   EXPECT_EQ(Available(), "20.000000");
+  // Both decisions are in the payer's audit log, by the admin (docs/api.md, "Audit log").
+  auto audit = client_->Call("GET", "/v1/audit-log?limit=2", nullptr, token_);
+  ASSERT_EQ(audit.status, 200) << audit.body;
+  json events = audit.Json()["events"];
+  ASSERT_EQ(events.size(), 2u);
+  EXPECT_EQ(events[0]["kind"], "admin_payment_decision");
+  EXPECT_EQ(events[0]["detail"]["decision"], "refuse");
+  EXPECT_EQ(events[0]["detail"]["reason"], "double spent");
+  EXPECT_EQ(events[1]["detail"]["decision"], "release");
+  EXPECT_EQ(events[1]["detail"]["invoice_id"], inv["invoice_id"]);
+  EXPECT_EQ(events[1]["actor"].get<std::string>().rfind("admin:", 0), 0u) << events[1];
 }
 
 // Retries of one top-up (one Idempotency-Key) arriving while BTCPay is still creating the first

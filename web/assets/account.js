@@ -6,6 +6,7 @@ import { money, timestamp } from './format.js';
 import { startRentals } from './rentals.js';
 import { initSshKeys, loadSshKeys } from './ssh_keys.js';
 import { initApiKeys, loadApiKeys } from './api_keys.js';
+import { initAuditLog, loadAuditLog } from './audit_log.js';
 import { initBilling, loadBillingProfile, loadDocuments } from './billing.js';
 import { startStorage } from './storage.js';
 import { initAccountTabs } from './account_tabs.js';
@@ -109,6 +110,7 @@ async function showAccount(session, welcome) {
     startStorage(() => Promise.all([loadWallets(), loadTransfers(true)]), roles.includes('customer')),
     loadSshKeys(),
     loadApiKeys(),
+    loadAuditLog(true),
     loadBillingProfile(),
     loadDocuments(),
   ]);
@@ -339,6 +341,7 @@ async function main() {
   $('#logout').addEventListener('click', onLogout);
   initSshKeys();
   initApiKeys();
+  initAuditLog();
   $('#refresh-wallets').addEventListener('click', () => Promise.all([loadWallets(), loadTopups(), loadTransfers(true)]));
   $('#more-transfers').addEventListener('click', () => loadTransfers(false));
   initBilling();
