@@ -10,10 +10,12 @@
 #include "engine/billing.h"
 #include "engine/market.h"
 #include "engine/notifications.h"
+#include "engine/payout_destinations.h"
 #include "engine/rentals.h"
 #include "engine/ssh_keys.h"
 #include "engine/storage.h"
 #include "engine/topups.h"
+#include "engine/totp.h"
 #include "engine/wallets.h"
 
 namespace gpuhub::engine {
@@ -49,6 +51,8 @@ State::State()
       notifications(std::make_unique<NotificationsState>()),
       ssh_keys(std::make_unique<SshKeysState>()),
       api_keys(std::make_unique<ApiKeysState>()),
+      totp(std::make_unique<TotpState>()),
+      payout_destinations(std::make_unique<PayoutDestinationsState>()),
       agents(std::make_unique<AgentsState>()),
       billing(std::make_unique<BillingState>()),
       storage(std::make_unique<StorageState>(rentals::StorageConfig{})) {
@@ -99,6 +103,9 @@ Result<std::unique_ptr<State>> LoadState(store::Store& store, const DomainConfig
       LoadNotifications(store, *state->notifications).WithContext("loading notifications"));
   GPUHUB_RETURN_IF_ERROR(LoadSshKeys(store, *state->ssh_keys).WithContext("loading SSH keys"));
   GPUHUB_RETURN_IF_ERROR(LoadApiKeys(store, *state->api_keys).WithContext("loading API keys"));
+  GPUHUB_RETURN_IF_ERROR(LoadTotp(store, *state->totp).WithContext("loading two-factor sign-in"));
+  GPUHUB_RETURN_IF_ERROR(LoadPayoutDestinations(store, *state->payout_destinations)
+                             .WithContext("loading payout destinations"));
   state->agents->config = *config.agents;
   GPUHUB_RETURN_IF_ERROR(LoadAgents(store, state->market->exchange.OpenBidIds(), *state->agents)
                              .WithContext("loading host agents"));

@@ -77,6 +77,8 @@ struct RentalsState;        // engine/rentals.h (term rentals)
 struct NotificationsState;  // engine/notifications.h (notifications, webhooks, outbox)
 struct SshKeysState;        // engine/ssh_keys.h (customers' SSH public keys)
 struct ApiKeysState;        // engine/api_keys.h (scoped API keys)
+struct TotpState;           // engine/totp.h (two-factor sign-in)
+struct PayoutDestinationsState;  // engine/payout_destinations.h (providers' payout addresses)
 struct AgentsState;         // engine/agents.h (host agents, their reports and desired workloads)
 struct AgentsConfig;
 struct BillingState;        // engine/billing.h (profiles, tax rates, invoices)
@@ -122,6 +124,8 @@ struct State {
   std::unique_ptr<NotificationsState> notifications;
   std::unique_ptr<SshKeysState> ssh_keys;
   std::unique_ptr<ApiKeysState> api_keys;
+  std::unique_ptr<TotpState> totp;
+  std::unique_ptr<PayoutDestinationsState> payout_destinations;
   std::unique_ptr<AgentsState> agents;
   std::unique_ptr<BillingState> billing;
   std::unique_ptr<StorageState> storage;
@@ -140,6 +144,8 @@ Status LoadTopups(store::Store& store, TopupsState& state);
 // engine/ssh_keys.cc and engine/agents.cc.
 Status LoadSshKeys(store::Store& store, SshKeysState& state);
 Status LoadApiKeys(store::Store& store, ApiKeysState& state);
+Status LoadTotp(store::Store& store, TotpState& state);
+Status LoadPayoutDestinations(store::Store& store, PayoutDestinationsState& state);
 Status LoadAgents(store::Store& store, AgentsState& state);
 
 }  // namespace gpuhub::engine
