@@ -6,6 +6,7 @@ import { money, timestamp } from './format.js';
 import { startRentals } from './rentals.js';
 import { initSshKeys, loadSshKeys } from './ssh_keys.js';
 import { initApiKeys, loadApiKeys } from './api_keys.js';
+import { initTwoFactor, loadTwoFactor } from './two_factor.js';
 import { initBilling, loadBillingProfile, loadDocuments } from './billing.js';
 import { startStorage } from './storage.js';
 
@@ -48,11 +49,19 @@ async function onLogin(e) {
   const button = form.querySelector('button[type="submit"]');
   setBusy(button, true);
   try {
-    const session = await logIn(username, password);
+    const session = await logIn(username, password, form.elements.totp_code.value.trim());
     form.reset();
+    $('#login-totp').hidden = true;
     if (goNext()) return;
     await showAccount(session);
   } catch (err) {
+    // Two-factor: the password was right and the code is missing or wrong; ask for it.
+    if (err.field === 'totp_code') {
+      $('#login-totp').hidden = false;
+      showFormError(form, err);
+      form.elements.totp_code.focus();
+      return;
+    }
     // A wrong username or password is one answer for both (the API does not say which).
     showFormError(form, err.status === 401 ? { message: err.message } : err);
   } finally {
@@ -73,8 +82,9 @@ async function onSignup(e) {
   setBusy(button, true);
   try {
     await api('POST', '/v1/accounts', { username, password, roles }, { idempotencyKey: newIdempotencyKey() });
-    const session = await logIn(username, password);
+    const session = await logIn(username, password, form.elements.totp_code.value.trim());
     form.reset();
+    $('#login-totp').hidden = true;
     if (goNext()) return;
     await showAccount(session, `Welcome, ${session.user.username}! Your account is ready: top up a wallet to rent GPUs.`);
   } catch (err) {
@@ -108,6 +118,7 @@ async function showAccount(session, welcome) {
     startStorage(() => Promise.all([loadWallets(), loadTransfers(true)]), roles.includes('customer')),
     loadSshKeys(),
     loadApiKeys(),
+    loadTwoFactor(),
     loadBillingProfile(),
     loadDocuments(),
   ]);
@@ -336,6 +347,7 @@ async function main() {
   $('#logout').addEventListener('click', onLogout);
   initSshKeys();
   initApiKeys();
+  initTwoFactor();
   $('#refresh-wallets').addEventListener('click', () => Promise.all([loadWallets(), loadTopups(), loadTransfers(true)]));
   $('#more-transfers').addEventListener('click', () => loadTransfers(false));
   initBilling();
