@@ -82,9 +82,8 @@ async function onSignup(e) {
   setBusy(button, true);
   try {
     await api('POST', '/v1/accounts', { username, password, roles }, { idempotencyKey: newIdempotencyKey() });
-    const session = await logIn(username, password, form.elements.totp_code.value.trim());
+    const session = await logIn(username, password);
     form.reset();
-    $('#login-totp').hidden = true;
     if (goNext()) return;
     await showAccount(session, `Welcome, ${session.user.username}! Your account is ready: top up a wallet to rent GPUs.`);
   } catch (err) {
