@@ -85,8 +85,9 @@ void AddAccountCommands(CLI::App& app) {
   password->require_subcommand(1);
   auto change = std::make_shared<Flags>();
   CLI::App* ch = password->add_subcommand(
-      "change", "current and new password from $GPUHUB_PASSWORD / $GPUHUB_NEW_PASSWORD or "
-                "stdin (one a line); every other session ends");
+      "change",
+      "current and new password from $GPUHUB_PASSWORD / $GPUHUB_NEW_PASSWORD or "
+      "stdin (one a line); every other session ends");
   AddTotpOption(ch, *change);
   AddConnection(ch, change->c, true);
   ch->callback([change] {
@@ -129,7 +130,8 @@ void AddAccountCommands(CLI::App& app) {
   en->callback([enable] {
     Run(*enable, {"POST", "/v1/accounts/me/totp", "{}", "", ""}, true, [](const json& a) {
       std::cout << "add this to your authenticator app, then run `gpuhub totp confirm "
-                   "--totp-code CODE`:\n  secret " << Str(a, "secret") << "\n"
+                   "--totp-code CODE`:\n  secret "
+                << Str(a, "secret") << "\n"
                 << Str(a, "otpauth_uri") << "\n";
     });
   });

@@ -37,8 +37,8 @@ void Run(const Flags& f, ServerCall call, void (*print)(const json&)) {
 }
 
 void AddPayoutDestinationCommands(CLI::App& app) {
-  CLI::App* dest = app.add_subcommand("payout-destinations",
-                                      "where a provider's payouts may be sent");
+  CLI::App* dest =
+      app.add_subcommand("payout-destinations", "where a provider's payouts may be sent");
   dest->require_subcommand(1);
 
   auto add = std::make_shared<Flags>();

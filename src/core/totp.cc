@@ -130,9 +130,10 @@ std::optional<std::int64_t> MatchTotp(std::string_view key, std::string_view cod
 std::string OtpauthUri(std::string_view issuer, std::string_view account,
                        std::string_view secret_base32) {
   std::string i = PercentEncode(issuer);
-  return "otpauth://totp/" + i + ":" + PercentEncode(account) + "?secret=" +
-         std::string(secret_base32) + "&issuer=" + i + "&algorithm=SHA1&digits=" +
-         std::to_string(kTotpDigits) + "&period=" + std::to_string(kTotpStepSeconds);
+  return "otpauth://totp/" + i + ":" + PercentEncode(account) +
+         "?secret=" + std::string(secret_base32) + "&issuer=" + i +
+         "&algorithm=SHA1&digits=" + std::to_string(kTotpDigits) +
+         "&period=" + std::to_string(kTotpStepSeconds);
 }
 
 }  // namespace gpuhub

@@ -107,9 +107,13 @@ TEST(Totp, MalformedCodesNeverMatch) {
 }
 
 TEST(Base32, Rfc4648Vectors) {
-  const std::pair<const char*, const char*> vectors[] = {
-      {"", ""},           {"f", "MY"},          {"fo", "MZXQ"},         {"foo", "MZXW6"},
-      {"foob", "MZXW6YQ"}, {"fooba", "MZXW6YTB"}, {"foobar", "MZXW6YTBOI"}};
+  const std::pair<const char*, const char*> vectors[] = {{"", ""},
+                                                         {"f", "MY"},
+                                                         {"fo", "MZXQ"},
+                                                         {"foo", "MZXW6"},
+                                                         {"foob", "MZXW6YQ"},
+                                                         {"fooba", "MZXW6YTB"},
+                                                         {"foobar", "MZXW6YTBOI"}};
   for (const auto& [plain, encoded] : vectors) {
     EXPECT_EQ(Base32Encode(plain), encoded);
     auto decoded = Base32Decode(encoded);

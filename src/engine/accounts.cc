@@ -242,8 +242,8 @@ Result<std::size_t> ChangePassword(Txn& txn, std::int64_t user_id, const std::st
   auto it = accounts.users.find(user_id);
   if (it == accounts.users.end()) return Status::NotFound("no such user");
   if (it->second.password_hash != expected_hash) {
-    return Status::Conflict("the password was changed meanwhile; try again").WithField(
-        "current_password");
+    return Status::Conflict("the password was changed meanwhile; try again")
+        .WithField("current_password");
   }
   it->second.password_hash = std::move(new_hash);
   WriteUser(txn, it->second);

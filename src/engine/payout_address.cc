@@ -152,10 +152,14 @@ Result<PayoutKind> ParsePayoutKind(std::string_view name) {
 
 std::string_view PayoutKindName(PayoutKind kind) {
   switch (kind) {
-    case PayoutKind::kBtc: return "btc";
-    case PayoutKind::kUsdt: return "usdt";
-    case PayoutKind::kUsdc: return "usdc";
-    case PayoutKind::kBank: return "bank";
+    case PayoutKind::kBtc:
+      return "btc";
+    case PayoutKind::kUsdt:
+      return "usdt";
+    case PayoutKind::kUsdc:
+      return "usdc";
+    case PayoutKind::kBank:
+      return "bank";
   }
   return "btc";
 }

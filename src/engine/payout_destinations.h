@@ -33,7 +33,7 @@ inline constexpr std::size_t kMinBankReferenceBytes = 8;
 
 enum class PayoutKind { kBtc, kUsdt, kUsdc, kBank };
 Result<PayoutKind> ParsePayoutKind(std::string_view name);  // field "kind"
-std::string_view PayoutKindName(PayoutKind kind);            // "btc", "usdt", "usdc", "bank"
+std::string_view PayoutKindName(PayoutKind kind);           // "btc", "usdt", "usdc", "bank"
 
 // The address in its stored form (an IBAN without spaces, upper case; others as given, trimmed),
 // or invalid_argument naming "address" and what is wrong with it.

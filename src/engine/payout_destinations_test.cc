@@ -19,9 +19,9 @@ TEST(PayoutAddress, BitcoinShapesAndChecksums) {
   // BIP 173 / 350 test vectors (mainnet) and well-known base58 addresses.
   EXPECT_EQ(Field(PayoutKind::kBtc, "bc1qw508d6qejxtdg4y5r3zarvary0c5xw7kv8f3t4"), "ok");
   EXPECT_EQ(Field(PayoutKind::kBtc, "BC1QW508D6QEJXTDG4Y5R3ZARVARY0C5XW7KV8F3T4"), "ok");
-  EXPECT_EQ(Field(PayoutKind::kBtc,
-                  "bc1p0xlxvlhemja6c4dqv22uapctqupfhlxm9h8z3k2e72q4k9hcz7vqzk5jj0"),
-            "ok");  // taproot, bech32m
+  EXPECT_EQ(
+      Field(PayoutKind::kBtc, "bc1p0xlxvlhemja6c4dqv22uapctqupfhlxm9h8z3k2e72q4k9hcz7vqzk5jj0"),
+      "ok");  // taproot, bech32m
   EXPECT_EQ(Field(PayoutKind::kBtc, "1A1zP1eP5QGefi2DMPTfTL5SLmv7DivfNa"), "ok");
   EXPECT_EQ(Field(PayoutKind::kBtc, "3J98t1WpEZ73CNmQviecrnyiWrnqRhWNLy"), "ok");
   // One character changed: the checksum catches it.
@@ -68,9 +68,8 @@ class PayoutDestinationsTest : public EngineOnSqliteTest {
     customer_ = Run<User>([](Txn& txn) { return CreateUser(txn, "carl", "h", kRoleCustomer); });
   }
   Result<PayoutDestination> Add(const User& u, std::string address, std::string label = "cold") {
-    return engine_->ExecuteSync<PayoutDestination>([&](Txn& txn) {
-      return AddPayoutDestination(txn, u, PayoutKind::kBtc, address, label);
-    });
+    return engine_->ExecuteSync<PayoutDestination>(
+        [&](Txn& txn) { return AddPayoutDestination(txn, u, PayoutKind::kBtc, address, label); });
   }
   User provider_, customer_;
 };
@@ -88,17 +87,19 @@ TEST_F(PayoutDestinationsTest, ProvidersOnlyWithALimitAndTheyPersist) {
   }
   EXPECT_EQ(Add(provider_, "one too many").status().code(), StatusCode::kResourceExhausted);
   OpenEngine();
-  auto list = Run<std::vector<PayoutDestination>>(
-      [&](Txn& txn) -> Result<std::vector<PayoutDestination>> {
+  auto list =
+      Run<std::vector<PayoutDestination>>([&](Txn& txn) -> Result<std::vector<PayoutDestination>> {
         return ListPayoutDestinations(txn.state, provider_.id);
       });
   ASSERT_EQ(list.size(), kMaxPayoutDestinationsPerUser);
   EXPECT_EQ(list[0].address, a);
   EXPECT_EQ(list[0].label, "cold");
-  Status other = engine_->ExecuteSync<int>([&](Txn& txn) -> Result<int> {
-                          GPUHUB_RETURN_IF_ERROR(RemovePayoutDestination(txn, customer_.id, 1));
-                          return 0;
-                        }).status();
+  Status other = engine_
+                     ->ExecuteSync<int>([&](Txn& txn) -> Result<int> {
+                       GPUHUB_RETURN_IF_ERROR(RemovePayoutDestination(txn, customer_.id, 1));
+                       return 0;
+                     })
+                     .status();
   EXPECT_EQ(other.code(), StatusCode::kNotFound);
   Run<int>([&](Txn& txn) -> Result<int> {
     GPUHUB_RETURN_IF_ERROR(RemovePayoutDestination(txn, provider_.id, 1));

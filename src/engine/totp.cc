@@ -28,9 +28,8 @@ void WriteTotp(Txn& txn, const AccountTotp& t) {
 }
 
 bool LooksLikeTotpCode(std::string_view code) {
-  return code.size() == 6 && std::all_of(code.begin(), code.end(), [](char c) {
-           return c >= '0' && c <= '9';
-         });
+  return code.size() == 6 &&
+         std::all_of(code.begin(), code.end(), [](char c) { return c >= '0' && c <= '9'; });
 }
 
 std::int64_t UnixSeconds(TimestampMicros t) {
@@ -124,7 +123,8 @@ Status ConfirmTotp(Txn& txn, std::int64_t user_id, std::string_view code,
   t.enabled_at = txn.now;
   t.last_step = *step;
   t.recovery_hashes.clear();
-  for (const auto& c : recovery_codes) t.recovery_hashes.push_back(Sha256Hex(NormalizeRecoveryCode(c)));
+  for (const auto& c : recovery_codes)
+    t.recovery_hashes.push_back(Sha256Hex(NormalizeRecoveryCode(c)));
   WriteTotp(txn, t);
   return Status::Ok();
 }
@@ -189,33 +189,33 @@ Status ReplaceRecoveryCodes(Txn& txn, std::int64_t user_id, const std::optional<
   GPUHUB_ASSIGN_OR_RETURN(AccountTotp * t, Enabled(txn, user_id));
   GPUHUB_RETURN_IF_ERROR(CheckTotp(txn, user_id, code, TotpPurpose::kFreshCode));
   t->recovery_hashes.clear();
-  for (const auto& c : recovery_codes) t->recovery_hashes.push_back(Sha256Hex(NormalizeRecoveryCode(c)));
+  for (const auto& c : recovery_codes)
+    t->recovery_hashes.push_back(Sha256Hex(NormalizeRecoveryCode(c)));
   WriteTotp(txn, *t);
   return Status::Ok();
 }
 
 Status LoadTotp(store::Store& store, TotpState& state) {
-  return store.Scan(
-      "account_totp",
-      {"user_id", "secret", "enabled", "last_step", "recovery_hashes", "created_at_us",
-       "enabled_at_us"},
-      "user_id", [&](const store::Row& row) -> Status {
-        AccountTotp t;
-        GPUHUB_ASSIGN_OR_RETURN(t.user_id, row.Int(0));
-        GPUHUB_ASSIGN_OR_RETURN(std::string secret, row.Text(1));
-        GPUHUB_ASSIGN_OR_RETURN(t.secret, Base32Decode(secret));
-        GPUHUB_ASSIGN_OR_RETURN(std::int64_t enabled, row.Int(2));
-        t.enabled = enabled != 0;
-        GPUHUB_ASSIGN_OR_RETURN(t.last_step, row.Int(3));
-        GPUHUB_ASSIGN_OR_RETURN(std::string hashes, row.Text(4));
-        for (const auto& h : Split(hashes, ',')) {
-          if (!h.empty()) t.recovery_hashes.push_back(h);
-        }
-        GPUHUB_ASSIGN_OR_RETURN(t.created_at, row.Int(5));
-        GPUHUB_ASSIGN_OR_RETURN(t.enabled_at, row.Int(6));
-        state.by_user[t.user_id] = std::move(t);
-        return Status::Ok();
-      });
+  return store.Scan("account_totp",
+                    {"user_id", "secret", "enabled", "last_step", "recovery_hashes",
+                     "created_at_us", "enabled_at_us"},
+                    "user_id", [&](const store::Row& row) -> Status {
+                      AccountTotp t;
+                      GPUHUB_ASSIGN_OR_RETURN(t.user_id, row.Int(0));
+                      GPUHUB_ASSIGN_OR_RETURN(std::string secret, row.Text(1));
+                      GPUHUB_ASSIGN_OR_RETURN(t.secret, Base32Decode(secret));
+                      GPUHUB_ASSIGN_OR_RETURN(std::int64_t enabled, row.Int(2));
+                      t.enabled = enabled != 0;
+                      GPUHUB_ASSIGN_OR_RETURN(t.last_step, row.Int(3));
+                      GPUHUB_ASSIGN_OR_RETURN(std::string hashes, row.Text(4));
+                      for (const auto& h : Split(hashes, ',')) {
+                        if (!h.empty()) t.recovery_hashes.push_back(h);
+                      }
+                      GPUHUB_ASSIGN_OR_RETURN(t.created_at, row.Int(5));
+                      GPUHUB_ASSIGN_OR_RETURN(t.enabled_at, row.Int(6));
+                      state.by_user[t.user_id] = std::move(t);
+                      return Status::Ok();
+                    });
 }
 
 }  // namespace gpuhub::engine

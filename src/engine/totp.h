@@ -39,9 +39,9 @@ inline constexpr std::string_view kTotpCodeField = "totp_code";
 
 struct AccountTotp {
   std::int64_t user_id = 0;
-  std::string secret;   // raw bytes (kTotpSecretBytes)
-  bool enabled = false;  // false: enrolment started, not confirmed
-  std::int64_t last_step = -1;  // the newest step a code was accepted for
+  std::string secret;                        // raw bytes (kTotpSecretBytes)
+  bool enabled = false;                      // false: enrolment started, not confirmed
+  std::int64_t last_step = -1;               // the newest step a code was accepted for
   std::vector<std::string> recovery_hashes;  // Sha256Hex of the unused recovery codes
   TimestampMicros created_at = 0;
   TimestampMicros enabled_at = 0;
@@ -53,8 +53,8 @@ struct TotpState {
 
 // `n` bytes of libsodium's CSPRNG, for the secret and the recovery codes (call it off the writer).
 std::string RandomBytes(std::size_t n);
-// Recovery codes from random bytes (kTotpRecoveryCodes * 7 of RandomBytes; fewer give fewer codes): each
-// "xxxxx-xxxxx" of lower-case base32. Pure, so a test can pass fixed bytes.
+// Recovery codes from random bytes (kTotpRecoveryCodes * 7 of RandomBytes; fewer give fewer codes):
+// each "xxxxx-xxxxx" of lower-case base32. Pure, so a test can pass fixed bytes.
 std::vector<std::string> RecoveryCodesFrom(std::string_view random_bytes);
 // A recovery code as typed ("ABCDE-FGHIJ", "abcde fghij") in the form that is hashed.
 std::string NormalizeRecoveryCode(std::string_view code);

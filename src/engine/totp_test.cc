@@ -24,10 +24,11 @@ class TotpTest : public EngineOnSqliteTest {
     return TotpCode(kSecret, NowSeconds() + steps_ahead * kTotpStepSeconds);
   }
   Status Exec(std::function<Status(Txn&)> fn) {
-    return engine_->ExecuteSync<int>([&](Txn& txn) -> Result<int> {
-                     GPUHUB_RETURN_IF_ERROR(fn(txn));
-                     return 0;
-                   })
+    return engine_
+        ->ExecuteSync<int>([&](Txn& txn) -> Result<int> {
+          GPUHUB_RETURN_IF_ERROR(fn(txn));
+          return 0;
+        })
         .status();
   }
   Status Check(std::optional<std::string> code, TotpPurpose purpose = TotpPurpose::kSignIn) {
@@ -43,8 +44,7 @@ class TotpTest : public EngineOnSqliteTest {
               "algorithm=SHA1&digits=6&period=30");
     auto codes = RecoveryCodesFrom(std::string(70, '\x5a'));
     for (std::size_t i = 0; i < codes.size(); ++i) codes[i][0] = static_cast<char>('a' + i);
-    Status confirmed =
-        Exec([&](Txn& txn) { return ConfirmTotp(txn, user_.id, CodeNow(), codes); });
+    Status confirmed = Exec([&](Txn& txn) { return ConfirmTotp(txn, user_.id, CodeNow(), codes); });
     EXPECT_TRUE(confirmed.ok()) << confirmed.ToString();
     return codes;
   }
@@ -66,7 +66,8 @@ TEST_F(TotpTest, NothingIsAskedWithoutTwoFactorNorWhilePending) {
   EXPECT_TRUE(Check(std::nullopt).ok());
   Run<TotpEnrolment>([&](Txn& txn) { return StartTotp(txn, user_, kSecret); });
   EXPECT_TRUE(Check(std::nullopt).ok());  // pending: not enabled until confirmed
-  EXPECT_FALSE(Run<bool>([&](Txn& txn) -> Result<bool> { return TotpEnabled(txn.state, user_.id); }));
+  EXPECT_FALSE(
+      Run<bool>([&](Txn& txn) -> Result<bool> { return TotpEnabled(txn.state, user_.id); }));
 }
 
 TEST_F(TotpTest, ConfirmNeedsTheCodeOfThePendingSecret) {
@@ -78,8 +79,8 @@ TEST_F(TotpTest, ConfirmNeedsTheCodeOfThePendingSecret) {
   }
   Enable();
   // Enabled: a second enrolment is refused until it is disabled.
-  auto again = engine_->ExecuteSync<TotpEnrolment>(
-      [&](Txn& txn) { return StartTotp(txn, user_, kSecret); });
+  auto again =
+      engine_->ExecuteSync<TotpEnrolment>([&](Txn& txn) { return StartTotp(txn, user_, kSecret); });
   EXPECT_EQ(again.status().code(), StatusCode::kConflict);
 }
 
@@ -132,9 +133,9 @@ TEST_F(TotpTest, RecoveryCodesAreSingleUseAndOnlyWherePurposeAllows) {
   // New codes replace the old ones (fresh TOTP code needed).
   Advance(kTotpStepSeconds * kMicrosPerSecond);
   std::vector<std::string> fresh = {"zzzzz-zzzzz"};
-  EXPECT_EQ(Exec([&](Txn& txn) { return ReplaceRecoveryCodes(txn, user_.id, codes[1], fresh); })
-                .field(),
-            "totp_code");
+  EXPECT_EQ(
+      Exec([&](Txn& txn) { return ReplaceRecoveryCodes(txn, user_.id, codes[1], fresh); }).field(),
+      "totp_code");
   EXPECT_TRUE(
       Exec([&](Txn& txn) { return ReplaceRecoveryCodes(txn, user_.id, CodeNow(), fresh); }).ok());
   EXPECT_EQ(Check(codes[1]).field(), "totp_code");

@@ -35,8 +35,7 @@ struct NewDestination {
 };
 
 Result<NewDestination> ParseNewDestination(const Request& r) {
-  GPUHUB_ASSIGN_OR_RETURN(json body,
-                          ParseJsonObject(r, {"kind", "address", "label", "totp_code"}));
+  GPUHUB_ASSIGN_OR_RETURN(json body, ParseJsonObject(r, {"kind", "address", "label", "totp_code"}));
   NewDestination out;
   GPUHUB_ASSIGN_OR_RETURN(std::string kind, RequiredString(body, "kind"));
   GPUHUB_ASSIGN_OR_RETURN(out.kind, engine::ParsePayoutKind(kind));
@@ -52,25 +51,23 @@ Result<NewDestination> ParseNewDestination(const Request& r) {
 
 void RegisterPayoutDestinationRoutes(Router& router, ApiContext& api) {
   router.Add("GET", "/v1/payout-destinations",
-             Authenticated<Empty>(api, 0, NoInput,
-                                  [](Txn& txn, const User& me, const Empty&) -> Result<Reply> {
-                                    json list = json::array();
-                                    for (const auto& d :
-                                         engine::ListPayoutDestinations(txn.state, me.id)) {
-                                      list.push_back(DestinationJson(d));
-                                    }
-                                    return Reply{200, {{"payout_destinations", list}}};
-                                  }));
+             Authenticated<Empty>(
+                 api, 0, NoInput, [](Txn& txn, const User& me, const Empty&) -> Result<Reply> {
+                   json list = json::array();
+                   for (const auto& d : engine::ListPayoutDestinations(txn.state, me.id)) {
+                     list.push_back(DestinationJson(d));
+                   }
+                   return Reply{200, {{"payout_destinations", list}}};
+                 }));
   router.Add("POST", "/v1/payout-destinations",
              Authenticated<NewDestination>(
                  api, engine::kRoleProvider, ParseNewDestination,
                  [&api](Txn& txn, const User& me, const NewDestination& in) -> Result<Reply> {
-                   GPUHUB_RETURN_IF_ERROR(engine::CheckNewPayoutDestination(
-                       txn.state, me, in.kind, in.address, in.label));
-                   GPUHUB_ASSIGN_OR_RETURN(
-                       engine::TotpUse use,
-                       VerifyFreshCode(api, txn, me, in.remote_address, in.code,
-                                       engine::TotpPurpose::kFreshCode));
+                   GPUHUB_RETURN_IF_ERROR(engine::CheckNewPayoutDestination(txn.state, me, in.kind,
+                                                                            in.address, in.label));
+                   GPUHUB_ASSIGN_OR_RETURN(engine::TotpUse use,
+                                           VerifyFreshCode(api, txn, me, in.remote_address, in.code,
+                                                           engine::TotpPurpose::kFreshCode));
                    GPUHUB_ASSIGN_OR_RETURN(
                        engine::PayoutDestination d,
                        engine::AddPayoutDestination(txn, me, in.kind, in.address, in.label));

@@ -40,7 +40,8 @@ Result<CodeOnly> ParseRequiredCode(const Request& r) {
   if (!out.code || out.code->empty()) {
     return Status::InvalidArgument("field 'totp_code' is required").WithField("totp_code");
   }
-  out.recovery_codes = engine::RecoveryCodesFrom(engine::RandomBytes(engine::kTotpRecoveryCodes * 7));
+  out.recovery_codes =
+      engine::RecoveryCodesFrom(engine::RandomBytes(engine::kTotpRecoveryCodes * 7));
   return out;
 }
 
@@ -89,8 +90,9 @@ void ChangePassword(ApiContext& api, const Request& r, Responder respond) {
       [&api, r, change = *change, address](const User& me, Responder respond) {
         auto task = [&api, r, change, address, me, respond]() mutable {
           if (std::int64_t wait = api.logins.Begin(me.username, address)) {
-            return respond(TooManyRequests(wait, "too many failed sign-in checks for this account"
-                                                 " from this address"));
+            return respond(TooManyRequests(wait,
+                                           "too many failed sign-in checks for this account"
+                                           " from this address"));
           }
           if (!engine::VerifyPassword(me.password_hash, change.current)) {
             api.logins.Failed(me.username);
@@ -105,10 +107,9 @@ void ChangePassword(ApiContext& api, const Request& r, Responder respond) {
               api, r, std::move(respond), 0,
               [&api, address, change, checked = me.password_hash, hash = *hash, keep](
                   Txn& txn, const User& user) -> Result<Reply> {
-                GPUHUB_ASSIGN_OR_RETURN(
-                    engine::TotpUse use,
-                    VerifyFreshCode(api, txn, user, address, change.code,
-                                    engine::TotpPurpose::kFreshCode));
+                GPUHUB_ASSIGN_OR_RETURN(engine::TotpUse use,
+                                        VerifyFreshCode(api, txn, user, address, change.code,
+                                                        engine::TotpPurpose::kFreshCode));
                 GPUHUB_ASSIGN_OR_RETURN(std::size_t ended,
                                         engine::ChangePassword(txn, user.id, checked, hash, keep));
                 engine::UseTotp(txn, use);
@@ -142,8 +143,9 @@ Result<engine::TotpUse> VerifyFreshCode(ApiContext& api, const engine::Txn& txn,
     return engine::VerifyTotp(txn.state, txn.now, me.id, code, purpose);
   }
   if (std::int64_t wait = api.logins.Begin(me.username, address)) {
-    return Status::ResourceExhausted("too many wrong two-factor codes from this address; retry in " +
-                                     std::to_string(wait) + " s")
+    return Status::ResourceExhausted(
+               "too many wrong two-factor codes from this address; retry in " +
+               std::to_string(wait) + " s")
         .WithField("totp_code");
   }
   auto use = engine::VerifyTotp(txn.state, txn.now, me.id, code, purpose);
@@ -161,54 +163,53 @@ void RegisterTotpRoutes(Router& router, ApiContext& api) {
                                   [](Txn& txn, const User& me, const Empty&) -> Result<Reply> {
                                     return Reply{200, StatusJson(txn.state, me.id)};
                                   }));
-  router.Add("POST", "/v1/accounts/me/totp",
-             Authenticated<std::string>(
-                 api, 0,
-                 [](const Request& r) -> Result<std::string> {
-                   if (!r.body.empty()) {
-                     GPUHUB_RETURN_IF_ERROR(ParseJsonObject(r, {}).status());
-                   }
-                   return engine::RandomBytes(engine::kTotpSecretBytes);
-                 },
-                 [](Txn& txn, const User& me, const std::string& secret) -> Result<Reply> {
-                   GPUHUB_ASSIGN_OR_RETURN(engine::TotpEnrolment e,
-                                           engine::StartTotp(txn, me, secret));
-                   return Reply{201,
-                                {{"secret", e.secret_base32},
-                                 {"otpauth_uri", e.otpauth_uri},
-                                 {"enabled", false}},
-                                /*replayable=*/false};
-                 },
-                 /*idempotent=*/false));
-  router.Add("POST", "/v1/accounts/me/totp/confirm",
-             Authenticated<CodeOnly>(
-                 api, 0, ParseRequiredCode,
-                 [](Txn& txn, const User& me, const CodeOnly& in) -> Result<Reply> {
-                   GPUHUB_RETURN_IF_ERROR(
-                       engine::ConfirmTotp(txn, me.id, *in.code, in.recovery_codes));
-                   return Reply{200,
-                                {{"enabled", true}, {"recovery_codes", in.recovery_codes}},
-                                /*replayable=*/false};
-                 },
-                 /*idempotent=*/false));
+  router.Add(
+      "POST", "/v1/accounts/me/totp",
+      Authenticated<std::string>(
+          api, 0,
+          [](const Request& r) -> Result<std::string> {
+            if (!r.body.empty()) {
+              GPUHUB_RETURN_IF_ERROR(ParseJsonObject(r, {}).status());
+            }
+            return engine::RandomBytes(engine::kTotpSecretBytes);
+          },
+          [](Txn& txn, const User& me, const std::string& secret) -> Result<Reply> {
+            GPUHUB_ASSIGN_OR_RETURN(engine::TotpEnrolment e, engine::StartTotp(txn, me, secret));
+            return Reply{
+                201,
+                {{"secret", e.secret_base32}, {"otpauth_uri", e.otpauth_uri}, {"enabled", false}},
+                /*replayable=*/false};
+          },
+          /*idempotent=*/false));
+  router.Add(
+      "POST", "/v1/accounts/me/totp/confirm",
+      Authenticated<CodeOnly>(
+          api, 0, ParseRequiredCode,
+          [](Txn& txn, const User& me, const CodeOnly& in) -> Result<Reply> {
+            GPUHUB_RETURN_IF_ERROR(engine::ConfirmTotp(txn, me.id, *in.code, in.recovery_codes));
+            return Reply{200,
+                         {{"enabled", true}, {"recovery_codes", in.recovery_codes}},
+                         /*replayable=*/false};
+          },
+          /*idempotent=*/false));
   router.Add("POST", "/v1/accounts/me/totp/disable",
              RequireBearer([&api](const Request& r, Responder respond) {
                auto in = ParseRequiredCode(r);
                if (!in.ok()) return respond(Response::Error(in.status()));
                std::string address = CallerOf(r).remote_address;
-               RunAuthenticated(api, r, std::move(respond), 0,
-                                [&api, address, in = *in](Txn& txn, const User& me) -> Result<Reply> {
-                                  if (!engine::TotpEnabled(txn.state, me.id)) {
-                                    return Status::FailedPrecondition(
-                                        "two-factor sign-in is not enabled on this account");
-                                  }
-                                  GPUHUB_RETURN_IF_ERROR(
-                                      VerifyFreshCode(api, txn, me, address, in.code,
-                                                      engine::TotpPurpose::kDisable)
-                                          .status());
-                                  GPUHUB_RETURN_IF_ERROR(engine::DisableTotp(txn, me.id, in.code));
-                                  return Reply{200, StatusJson(txn.state, me.id)};
-                                });
+               RunAuthenticated(
+                   api, r, std::move(respond), 0,
+                   [&api, address, in = *in](Txn& txn, const User& me) -> Result<Reply> {
+                     if (!engine::TotpEnabled(txn.state, me.id)) {
+                       return Status::FailedPrecondition(
+                           "two-factor sign-in is not enabled on this account");
+                     }
+                     GPUHUB_RETURN_IF_ERROR(VerifyFreshCode(api, txn, me, address, in.code,
+                                                            engine::TotpPurpose::kDisable)
+                                                .status());
+                     GPUHUB_RETURN_IF_ERROR(engine::DisableTotp(txn, me.id, in.code));
+                     return Reply{200, StatusJson(txn.state, me.id)};
+                   });
              }));
   router.Add("POST", "/v1/accounts/me/recovery-codes",
              RequireBearer([&api](const Request& r, Responder respond) {
@@ -227,7 +228,8 @@ void RegisterTotpRoutes(Router& router, ApiContext& api) {
                                                 .status());
                      GPUHUB_RETURN_IF_ERROR(
                          engine::ReplaceRecoveryCodes(txn, me.id, in.code, in.recovery_codes));
-                     return Reply{200, {{"recovery_codes", in.recovery_codes}},
+                     return Reply{200,
+                                  {{"recovery_codes", in.recovery_codes}},
                                   /*replayable=*/false};
                    },
                    /*idempotent=*/false);

@@ -19,8 +19,8 @@ class TotpCliTest : public CliFixture {
   }
   // Moves the manual clock one TOTP step; the server's time in seconds.
   std::int64_t NextStep() {
-    auto r = client_->Call("POST", "/v1/admin/clock/advance", {{"seconds", kTotpStepSeconds}},
-                           admin_);
+    auto r =
+        client_->Call("POST", "/v1/admin/clock/advance", {{"seconds", kTotpStepSeconds}}, admin_);
     EXPECT_EQ(r.status, 200) << r.body;
     auto now = ParseTimestamp(r.Json().value("now", ""));
     return now.ok() ? *now / 1'000'000 : 0;
@@ -64,9 +64,9 @@ TEST_F(TotpCliTest, EnableLogInWithACodeAndChangeThePassword) {
   ::unsetenv("GPUHUB_TOTP_CODE");
 
   now = NextStep();
-  auto change = RunGpuhub({"password", "change", "--token", alice_, "--totp-code",
-                           TotpCode(*secret, now)},
-                          "correct horse battery staple\na much better passphrase 42\n");
+  auto change =
+      RunGpuhub({"password", "change", "--token", alice_, "--totp-code", TotpCode(*secret, now)},
+                "correct horse battery staple\na much better passphrase 42\n");
   EXPECT_EQ(change.exit_code, 0) << change.output;
   EXPECT_TRUE(Has(change, "other session(s) ended")) << change.output;
   auto old_session = RunGpuhub({"totp", "status", "--token", LastLine(plain)}, "");
@@ -74,8 +74,8 @@ TEST_F(TotpCliTest, EnableLogInWithACodeAndChangeThePassword) {
 }
 
 TEST_F(TotpCliTest, PayoutDestinationsNameTheBadField) {
-  std::string paula = SignUpAndLogIn(*client_, "paula", "correct horse battery staple",
-                                     {"provider"});
+  std::string paula =
+      SignUpAndLogIn(*client_, "paula", "correct horse battery staple", {"provider"});
   auto bad = As(paula, {"payout-destinations", "add", "--kind", "btc", "--address",
                         "bc1qw508d6qejxtdg4y5r3zarvary0c5xw7kv8f3t5", "--label", "cold"});
   EXPECT_EQ(bad.exit_code, 2) << bad.output;

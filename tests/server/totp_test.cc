@@ -23,8 +23,8 @@ class TotpTest : public ServerFixture {
   }
   // Moves the manual clock a whole TOTP step (a new code) and returns the server's time.
   std::int64_t NextStep() {
-    auto r = client_->Call("POST", "/v1/admin/clock/advance", {{"seconds", kTotpStepSeconds}},
-                           admin_);
+    auto r =
+        client_->Call("POST", "/v1/admin/clock/advance", {{"seconds", kTotpStepSeconds}}, admin_);
     EXPECT_EQ(r.status, 200) << r.body;
     auto now = ParseTimestamp(r.Json().value("now", ""));
     EXPECT_TRUE(now.ok()) << r.body;
@@ -125,8 +125,8 @@ TEST_P(TotpTest, LoginNeedsTheCodeAndEachCodeIsGoodOnce) {
   EXPECT_EQ(no_code.status, 400) << no_code.body;
   EXPECT_EQ(Field(no_code), "totp_code");
   std::string new_recovery = fresh.Json()["recovery_codes"][0];
-  auto disabled = client_->Call("POST", "/v1/accounts/me/totp/disable",
-                                {{"totp_code", new_recovery}}, session);
+  auto disabled =
+      client_->Call("POST", "/v1/accounts/me/totp/disable", {{"totp_code", new_recovery}}, session);
   ASSERT_EQ(disabled.status, 200) << disabled.body;
   EXPECT_EQ(disabled.Json()["enabled"], false);
   EXPECT_EQ(Login("kate", std::nullopt).status, 201);
@@ -162,22 +162,22 @@ TEST_P(TotpTest, APasswordChangeEndsTheOtherSessionsButNotKeys) {
                              mine);
   EXPECT_EQ(wrong.status, 403) << wrong.body;
   EXPECT_EQ(Field(wrong), "current_password");
-  auto weak = client_->Call("POST", "/v1/accounts/me/password",
-                            {{"current_password", kFixturePassword}, {"new_password", "short"}},
-                            mine);
+  auto weak =
+      client_->Call("POST", "/v1/accounts/me/password",
+                    {{"current_password", kFixturePassword}, {"new_password", "short"}}, mine);
   EXPECT_EQ(weak.status, 400) << weak.body;
   EXPECT_EQ(Field(weak), "new_password");
   // A key can never change the password.
-  auto by_key = client_->Call("POST", "/v1/accounts/me/password",
-                              {{"current_password", kFixturePassword},
-                               {"new_password", "a much better passphrase 42"}},
-                              secret);
+  auto by_key = client_->Call(
+      "POST", "/v1/accounts/me/password",
+      {{"current_password", kFixturePassword}, {"new_password", "a much better passphrase 42"}},
+      secret);
   EXPECT_EQ(by_key.status, 403) << by_key.body;
 
-  auto changed = client_->Call("POST", "/v1/accounts/me/password",
-                               {{"current_password", kFixturePassword},
-                                {"new_password", "a much better passphrase 42"}},
-                               mine);
+  auto changed = client_->Call(
+      "POST", "/v1/accounts/me/password",
+      {{"current_password", kFixturePassword}, {"new_password", "a much better passphrase 42"}},
+      mine);
   ASSERT_EQ(changed.status, 200) << changed.body;
   EXPECT_EQ(changed.Json()["sessions_revoked"], 1);
   EXPECT_EQ(client_->Call("GET", "/v1/accounts/me", nullptr, other).status, 401);
@@ -221,9 +221,9 @@ TEST_P(TotpTest, SpendingAndPayoutKeysNeedAFreshCode) {
   // No key may touch two-factor.
   std::string key = read.Json()["secret"];
   EXPECT_EQ(client_->Call("GET", "/v1/accounts/me/totp", nullptr, key).status, 403);
-  EXPECT_EQ(client_->Call("POST", "/v1/accounts/me/totp/disable", {{"totp_code", Code()}}, key)
-                .status,
-            403);
+  EXPECT_EQ(
+      client_->Call("POST", "/v1/accounts/me/totp/disable", {{"totp_code", Code()}}, key).status,
+      403);
 }
 
 TEST_P(TotpTest, PayoutDestinationsAreValidatedAndNeedACode) {
@@ -237,24 +237,21 @@ TEST_P(TotpTest, PayoutDestinationsAreValidatedAndNeedACode) {
                        {"label", "cold"}});
   EXPECT_EQ(bad_btc.status, 400) << bad_btc.body;
   EXPECT_EQ(Field(bad_btc), "address");
-  EXPECT_EQ(Field(post({{"kind", "bank"}, {"address", "DE89 3704 0044 0532 0130 01"},
-                        {"label", "bank"}})),
+  EXPECT_EQ(Field(post(
+                {{"kind", "bank"}, {"address", "DE89 3704 0044 0532 0130 01"}, {"label", "bank"}})),
             "address");
   EXPECT_EQ(Field(post({{"kind", "usdt"}, {"address", "0x12"}, {"label", "t"}})), "address");
   EXPECT_EQ(Field(post({{"kind", "btc"}, {"address", "1A1zP1eP5QGefi2DMPTfTL5SLmv7DivfNa"}})),
             "label");
-  auto good = post({{"kind", "bank"},
-                    {"address", "DE89 3704 0044 0532 0130 00"},
-                    {"label", "main account"}});
+  auto good = post(
+      {{"kind", "bank"}, {"address", "DE89 3704 0044 0532 0130 00"}, {"label", "main account"}});
   ASSERT_EQ(good.status, 201) << good.body;
   EXPECT_EQ(good.Json()["address"], "DE89370400440532013000");
   // Customers hold none.
   std::string carl = User("carl", {"customer"});
-  auto customer = client_->Call("POST", "/v1/payout-destinations",
-                                {{"kind", "btc"},
-                                 {"address", "1A1zP1eP5QGefi2DMPTfTL5SLmv7DivfNa"},
-                                 {"label", "x"}},
-                                carl);
+  auto customer = client_->Call(
+      "POST", "/v1/payout-destinations",
+      {{"kind", "btc"}, {"address", "1A1zP1eP5QGefi2DMPTfTL5SLmv7DivfNa"}, {"label", "x"}}, carl);
   EXPECT_EQ(customer.status, 403) << customer.body;
 
   Enable(paula);
