@@ -1,11 +1,15 @@
 // Two-factor sign-in on the account page, in a real browser against a real server: set up shows
-// the otpauth:// URI and the secret, a code from it turns two-factor on and shows 10 recovery
+// the otpauth:// URI as a QR code (decoded back when zbarimg is installed) and the secret, a code from it turns two-factor on and shows 10 recovery
 // codes once, and the login form then asks for the code (its field appears when the API names
 // totp_code) and signs in with it. Codes are computed here from the secret (RFC 6238) at the
 // server's manual clock. Screenshot on desktop.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { createHmac } from 'node:crypto';
+import { spawnSync } from 'node:child_process';
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { newPage, screenshot } from './lib/browser.mjs';
 import { PASSWORD, username, unexpected, signUp, useServerAndBrowser } from './lib/helpers.mjs';
 
@@ -53,6 +57,15 @@ test('two-factor on the account page: set up, confirmed with a code, asked for a
     assert.match(uri, new RegExp(`^otpauth://totp/gpuhub:${name}\\?secret=${base32}&issuer=gpuhub`));
     assert.match(base32, /^[A-Z2-7]{32}$/);
     const secret = base32Decode(base32);
+    // The QR code holds the URI: decoded from a screenshot of it when zbarimg (zbar-tools) is here.
+    const png = await page.locator('#totp-qr svg').screenshot();
+    const zbar = spawnSync('zbarimg', ['--version'], { encoding: 'utf8' });
+    if (zbar.status === 0) {
+      const file = join(mkdtempSync(join(tmpdir(), 'gpuhub-qr-')), 'qr.png');
+      writeFileSync(file, png);
+      const decoded = spawnSync('zbarimg', ['-q', '--raw', file], { encoding: 'utf8' });
+      assert.equal(decoded.stdout.trim(), uri);
+    }
 
     // A wrong code is refused beside its field; the right one turns it on.
     await page.fill('#totp-code', '12345');

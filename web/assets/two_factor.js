@@ -1,10 +1,11 @@
 // Two-factor sign-in of the account (GET/POST /v1/accounts/me/totp, .../confirm, .../disable):
-// set up shows the secret and its otpauth:// URI for an authenticator app (typed or pasted; no QR
-// code yet), a code turns it on and the recovery codes are shown once; a code or a recovery code
+// set up shows the otpauth:// URI as a QR code to scan (qr.js), and as text with the secret to
+// paste or type, a code turns it on and the recovery codes are shown once; a code or a recovery code
 // turns it off. The server checks every code and names the field at fault.
 import { api } from './api.js';
 import { h, $, replace, showFormError, clearFormErrors, setBusy, errorBox, copyableCommand } from './dom.js';
 import { timestamp } from './format.js';
+import { qrSvg } from './qr.js';
 
 const form = $('#totp-form');
 let mode = 'confirm';  // what the code form does: 'confirm' (turn on) or 'disable'
@@ -36,7 +37,8 @@ async function onStart(e) {
     replace(
       $('#totp-enrol'),
       h('div', { class: 'alert alert-ok', role: 'status' },
-        h('p', {}, 'Add this account to your authenticator app with the link or the secret, then enter its code below.'),
+        h('p', {}, 'Scan this with your authenticator app (or paste the link or the secret), then enter its code below.'),
+        h('div', { id: 'totp-qr', class: 'totp-qr', role: 'img', 'aria-label': 'QR code of the otpauth link' }, qrSvg(t.otpauth_uri) || ''),
         copyableCommand(t.otpauth_uri, 'the otpauth link'),
         copyableCommand(t.secret, 'the secret'))
     );
