@@ -105,7 +105,48 @@ const PayoutDestination* FindPayoutDestination(const State& state, std::int64_t 
   return it == s.by_id.end() || it->second.user_id != user_id ? nullptr : &it->second;
 }
 
+Result<PayoutDestination> PayoutDestinationFor(const State& state, std::int64_t user_id,
+                                               std::int64_t id) {
+  const PayoutDestination* d = FindPayoutDestination(state, user_id, id);
+  if (!d) {
+    return Status::NotFound("no payout destination " + std::to_string(id) +
+                            " of yours (GET /v1/payout-destinations)")
+        .WithField("destination_id");
+  }
+  return *d;
+}
+
+void RecordPayoutTarget(Txn& txn, std::int64_t payout_id, const PayoutDestination& destination) {
+  PayoutTarget t{payout_id, destination.id, destination.kind, destination.address,
+                 destination.label};
+  txn.state.payout_destinations->targets[payout_id] = t;
+  txn.writes.Upsert("payout_targets", {{"payout_id", t.payout_id},
+                                       {"destination_id", t.destination_id},
+                                       {"kind", std::string(PayoutKindName(t.kind))},
+                                       {"address", t.address},
+                                       {"label", t.label}});
+}
+
+const PayoutTarget* FindPayoutTarget(const State& state, std::int64_t payout_id) {
+  const auto& targets = state.payout_destinations->targets;
+  auto it = targets.find(payout_id);
+  return it == targets.end() ? nullptr : &it->second;
+}
+
 Status LoadPayoutDestinations(store::Store& store, PayoutDestinationsState& state) {
+  GPUHUB_RETURN_IF_ERROR(store.Scan("payout_targets",
+                                    {"payout_id", "destination_id", "kind", "address", "label"},
+                                    "payout_id", [&](const store::Row& row) -> Status {
+                                      PayoutTarget t;
+                                      GPUHUB_ASSIGN_OR_RETURN(t.payout_id, row.Int(0));
+                                      GPUHUB_ASSIGN_OR_RETURN(t.destination_id, row.Int(1));
+                                      GPUHUB_ASSIGN_OR_RETURN(std::string kind, row.Text(2));
+                                      GPUHUB_ASSIGN_OR_RETURN(t.kind, ParsePayoutKind(kind));
+                                      GPUHUB_ASSIGN_OR_RETURN(t.address, row.Text(3));
+                                      GPUHUB_ASSIGN_OR_RETURN(t.label, row.Text(4));
+                                      state.targets[t.payout_id] = std::move(t);
+                                      return Status::Ok();
+                                    }));
   return store.Scan("payout_destinations",
                     {"id", "user_id", "kind", "address", "label", "created_at_us"}, "id",
                     [&](const store::Row& row) -> Status {

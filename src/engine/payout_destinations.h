@@ -48,8 +48,20 @@ struct PayoutDestination {
   TimestampMicros created_at = 0;
 };
 
+// Where one payout goes: a copy of the destination it named when it was requested.
+struct PayoutTarget {
+  std::int64_t payout_id = 0;
+  std::int64_t destination_id = 0;
+  PayoutKind kind = PayoutKind::kBtc;
+  std::string address;
+  std::string label;
+};
+
 struct PayoutDestinationsState {
   std::map<std::int64_t, PayoutDestination> by_id;
+  // By payout id. Every payout that named a destination (a few per provider a month): kept
+  // whole, as the payouts' own pending list is.
+  std::map<std::int64_t, PayoutTarget> targets;
   std::map<std::int64_t, std::set<std::int64_t>> by_user;
   std::int64_t next_id = 1;
 };
@@ -68,6 +80,14 @@ Status RemovePayoutDestination(Txn& txn, std::int64_t user_id, std::int64_t id);
 std::vector<PayoutDestination> ListPayoutDestinations(const State& state, std::int64_t user_id);
 const PayoutDestination* FindPayoutDestination(const State& state, std::int64_t user_id,
                                                std::int64_t id);
+
+// The user's destination `id` for a payout; not_found naming destination_id otherwise. Call it
+// before the payout is made (the command validates before it mutates).
+Result<PayoutDestination> PayoutDestinationFor(const State& state, std::int64_t user_id,
+                                               std::int64_t id);
+// Records that payout `payout_id` goes to `destination` (a copy).
+void RecordPayoutTarget(Txn& txn, std::int64_t payout_id, const PayoutDestination& destination);
+const PayoutTarget* FindPayoutTarget(const State& state, std::int64_t payout_id);
 
 Status LoadPayoutDestinations(store::Store& store, PayoutDestinationsState& state);
 

@@ -110,5 +110,27 @@ TEST_F(PayoutDestinationsTest, ProvidersOnlyWithALimitAndTheyPersist) {
   EXPECT_EQ(next->id, kMaxPayoutDestinationsPerUser + 1);
 }
 
+TEST_F(PayoutDestinationsTest, APayoutKeepsACopyOfItsDestination) {
+  auto d = Add(provider_, "bc1qw508d6qejxtdg4y5r3zarvary0c5xw7kv8f3t4");
+  ASSERT_TRUE(d.ok());
+  auto other = engine_->ExecuteSync<PayoutDestination>(
+      [&](Txn& txn) { return PayoutDestinationFor(txn.state, customer_.id, d->id); });
+  EXPECT_EQ(other.status().field(), "destination_id");
+  Run<int>([&](Txn& txn) -> Result<int> {
+    GPUHUB_ASSIGN_OR_RETURN(PayoutDestination to,
+                            PayoutDestinationFor(txn.state, provider_.id, d->id));
+    RecordPayoutTarget(txn, 7, to);
+    GPUHUB_RETURN_IF_ERROR(RemovePayoutDestination(txn, provider_.id, d->id));
+    return 0;
+  });
+  OpenEngine();
+  auto label = Run<std::string>([&](Txn& txn) -> Result<std::string> {
+    const PayoutTarget* t = FindPayoutTarget(txn.state, 7);
+    if (!t) return Status::NotFound("no target");
+    return t->address + " " + t->label;
+  });
+  EXPECT_EQ(label, "bc1qw508d6qejxtdg4y5r3zarvary0c5xw7kv8f3t4 cold");
+}
+
 }  // namespace
 }  // namespace gpuhub::engine

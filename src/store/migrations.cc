@@ -880,7 +880,8 @@ ALTER TABLE storage_snapshots ADD COLUMN ceph_removed BIGINT NOT NULL DEFAULT 0;
       // Two-factor sign-in (engine/totp.h): one row per account that started or finished a TOTP
       // enrolment (enabled 0: pending), the last step a code was accepted for (replay refused
       // across restarts), the SHA-256 of the unused recovery codes. Providers' payout
-      // destinations (engine/payout_destinations.h): where a payout may be sent.
+      // destinations (engine/payout_destinations.h): where a payout may be sent, and where each
+      // payout that named one goes (a copy: removing the destination later changes nothing).
       {24, "totp_and_payout_destinations",
        R"sql(
 CREATE TABLE account_totp (
@@ -901,6 +902,13 @@ CREATE TABLE payout_destinations (
   created_at_us BIGINT NOT NULL
 );
 CREATE INDEX payout_destinations_by_user ON payout_destinations (user_id);
+CREATE TABLE payout_targets (
+  payout_id BIGINT PRIMARY KEY,
+  destination_id BIGINT NOT NULL,
+  kind TEXT NOT NULL,
+  address TEXT NOT NULL,
+  label TEXT NOT NULL
+);
 )sql"},
   };
   return migrations;

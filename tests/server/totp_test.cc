@@ -269,6 +269,14 @@ TEST_P(TotpTest, PayoutDestinationsAreValidatedAndNeedACode) {
   ASSERT_EQ(list["payout_destinations"].size(), 2u);
   EXPECT_EQ(list["payout_destinations"][1]["label"], "cold");
   std::string id = list["payout_destinations"][0]["id"].dump();
+  // A payout may name one of them; someone else's or an unknown one is 404 naming the field.
+  auto unknown =
+      client_->Call("POST", "/v1/payouts", {{"amount", "1.00"}, {"destination_id", 99}}, paula);
+  EXPECT_EQ(unknown.status, 404) << unknown.body;
+  EXPECT_EQ(Field(unknown), "destination_id");
+  auto bad_id =
+      client_->Call("POST", "/v1/payouts", {{"amount", "1.00"}, {"destination_id", "one"}}, paula);
+  EXPECT_EQ(Field(bad_id), "destination_id") << bad_id.body;
   EXPECT_EQ(client_->Call("DELETE", "/v1/payout-destinations/" + id, nullptr, paula).status, 204);
   EXPECT_EQ(Get("/v1/payout-destinations", paula)["payout_destinations"].size(), 1u);
 }
