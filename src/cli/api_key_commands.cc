@@ -6,10 +6,13 @@
 //
 //   gpuhub api-keys create --name N --scope S [--scope S ...] [--spend-cap-per-day 25.00
 //                          [--spend-cap-currency USD]] [--expires-at RFC3339] [--allow-cidr C ...]
+//                          [--totp-code C]  (wallet-spend or payouts with two-factor sign-in on)
 //   gpuhub api-keys list | show ID | revoke ID
 //
 // Exit codes: 0 ok; 2 bad input, including any 4xx answer of the server (one line on stderr naming
 // the field); 1 when the server cannot be reached or fails (5xx).
+#include <stdlib.h>
+
 #include <CLI/CLI.hpp>
 #include <iostream>
 #include <memory>
@@ -23,7 +26,7 @@ namespace {
 struct Flags {
   Connection c;
   long long id = 0;
-  std::string name, spend_cap, spend_cap_currency, expires_at;
+  std::string name, spend_cap, spend_cap_currency, expires_at, totp_code;
   std::vector<std::string> scopes, cidrs;
 };
 
@@ -71,6 +74,9 @@ void AddApiKeyCommands(CLI::App& app) {
   c->add_option("--expires-at", create->expires_at,
                 "RFC 3339 time, at most 365 days ahead (default 90 days)");
   c->add_option("--allow-cidr", create->cidrs, "only from this network (repeat; IPv4 or IPv6)");
+  c->add_option("--totp-code", create->totp_code,
+                "with two-factor on, for wallet-spend or payouts: the current code (default "
+                "$GPUHUB_TOTP_CODE)");
   AddConnection(c, create->c, true);
   c->callback([create] {
     json body = {{"name", create->name}, {"scopes", create->scopes}};
@@ -80,6 +86,9 @@ void AddApiKeyCommands(CLI::App& app) {
     }
     if (!create->expires_at.empty()) body["expires_at"] = create->expires_at;
     if (!create->cidrs.empty()) body["allowed_cidrs"] = create->cidrs;
+    std::string code = create->totp_code;
+    if (const char* env = std::getenv("GPUHUB_TOTP_CODE"); code.empty() && env) code = env;
+    if (!code.empty()) body["totp_code"] = code;
     Run(*create, {"POST", "/v1/api-keys", body.dump(), "", ""}, [](const json& k) {
       PrintKey(k);
       std::cout << "secret (shown once; keep it in a file or GPUHUB_API_KEY):\n"

@@ -236,6 +236,31 @@ Status DeleteSession(Txn& txn, const std::string& token_hash) {
   return Status::Ok();
 }
 
+Result<std::size_t> ChangePassword(Txn& txn, std::int64_t user_id, const std::string& expected_hash,
+                                   std::string new_hash, const std::string& keep_token_hash) {
+  AccountsState& accounts = txn.state.accounts;
+  auto it = accounts.users.find(user_id);
+  if (it == accounts.users.end()) return Status::NotFound("no such user");
+  if (it->second.password_hash != expected_hash) {
+    return Status::Conflict("the password was changed meanwhile; try again")
+        .WithField("current_password");
+  }
+  it->second.password_hash = std::move(new_hash);
+  WriteUser(txn, it->second);
+  std::vector<std::string> others;
+  auto mine = accounts.sessions_by_user.find(user_id);
+  if (mine != accounts.sessions_by_user.end()) {
+    for (const auto& [created, hash] : mine->second) {
+      if (hash != keep_token_hash) others.push_back(hash);
+    }
+  }
+  for (const auto& hash : others) {
+    ForgetSession(accounts, hash);
+    txn.writes.Delete("sessions", {{"token_hash", hash}});
+  }
+  return others.size();
+}
+
 Status ExpireSessions(Txn& txn) {
   auto& by_expiry = txn.state.accounts.sessions_by_expiry;
   while (!by_expiry.empty() && by_expiry.begin()->first <= txn.now) {

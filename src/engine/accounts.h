@@ -70,6 +70,11 @@ Result<Session> CreateSession(Txn& txn, std::int64_t user_id, const std::string&
 Result<User> Authenticate(const Txn& txn, const std::string& token_hash);
 // Deletes the session (logout). not_found when there is none.
 Status DeleteSession(Txn& txn, const std::string& token_hash);
+// Sets the user's password hash and ends every other session of the user (API keys stay: they
+// are revoked one by one). `expected_hash` is the hash the caller verified the current password
+// against: conflict when the password changed since. Returns how many sessions ended.
+Result<std::size_t> ChangePassword(Txn& txn, std::int64_t user_id, const std::string& expected_hash,
+                                   std::string new_hash, const std::string& keep_token_hash);
 // Tick hook: drops expired sessions.
 Status ExpireSessions(Txn& txn);
 

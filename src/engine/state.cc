@@ -11,10 +11,12 @@
 #include "engine/billing.h"
 #include "engine/market.h"
 #include "engine/notifications.h"
+#include "engine/payout_destinations.h"
 #include "engine/rentals.h"
 #include "engine/ssh_keys.h"
 #include "engine/storage.h"
 #include "engine/topups.h"
+#include "engine/totp.h"
 #include "engine/wallets.h"
 
 namespace gpuhub::engine {
@@ -51,6 +53,8 @@ State::State()
       ssh_keys(std::make_unique<SshKeysState>()),
       api_keys(std::make_unique<ApiKeysState>()),
       audit(std::make_unique<AuditState>()),
+      totp(std::make_unique<TotpState>()),
+      payout_destinations(std::make_unique<PayoutDestinationsState>()),
       agents(std::make_unique<AgentsState>()),
       billing(std::make_unique<BillingState>()),
       storage(std::make_unique<StorageState>(rentals::StorageConfig{})) {
@@ -102,6 +106,9 @@ Result<std::unique_ptr<State>> LoadState(store::Store& store, const DomainConfig
   GPUHUB_RETURN_IF_ERROR(LoadSshKeys(store, *state->ssh_keys).WithContext("loading SSH keys"));
   GPUHUB_RETURN_IF_ERROR(LoadApiKeys(store, *state->api_keys).WithContext("loading API keys"));
   GPUHUB_RETURN_IF_ERROR(LoadAuditLog(store, *state->audit).WithContext("loading the audit log"));
+  GPUHUB_RETURN_IF_ERROR(LoadTotp(store, *state->totp).WithContext("loading two-factor sign-in"));
+  GPUHUB_RETURN_IF_ERROR(LoadPayoutDestinations(store, *state->payout_destinations)
+                             .WithContext("loading payout destinations"));
   state->agents->config = *config.agents;
   GPUHUB_RETURN_IF_ERROR(LoadAgents(store, state->market->exchange.OpenBidIds(), *state->agents)
                              .WithContext("loading host agents"));

@@ -78,6 +78,8 @@ struct NotificationsState;  // engine/notifications.h (notifications, webhooks, 
 struct SshKeysState;        // engine/ssh_keys.h (customers' SSH public keys)
 struct ApiKeysState;        // engine/api_keys.h (scoped API keys)
 struct AuditState;          // engine/audit_log.h (the audit log's next id; events stay in the store)
+struct TotpState;           // engine/totp.h (two-factor sign-in)
+struct PayoutDestinationsState;  // engine/payout_destinations.h (providers' payout addresses)
 struct AgentsState;         // engine/agents.h (host agents, their reports and desired workloads)
 struct AgentsConfig;
 struct BillingState;        // engine/billing.h (profiles, tax rates, invoices)
@@ -124,6 +126,8 @@ struct State {
   std::unique_ptr<SshKeysState> ssh_keys;
   std::unique_ptr<ApiKeysState> api_keys;
   std::unique_ptr<AuditState> audit;
+  std::unique_ptr<TotpState> totp;
+  std::unique_ptr<PayoutDestinationsState> payout_destinations;
   std::unique_ptr<AgentsState> agents;
   std::unique_ptr<BillingState> billing;
   std::unique_ptr<StorageState> storage;
@@ -143,6 +147,8 @@ Status LoadTopups(store::Store& store, TopupsState& state);
 Status LoadSshKeys(store::Store& store, SshKeysState& state);
 Status LoadApiKeys(store::Store& store, ApiKeysState& state);
 Status LoadAuditLog(store::Store& store, AuditState& state);
+Status LoadTotp(store::Store& store, TotpState& state);
+Status LoadPayoutDestinations(store::Store& store, PayoutDestinationsState& state);
 Status LoadAgents(store::Store& store, AgentsState& state);
 
 }  // namespace gpuhub::engine

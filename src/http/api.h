@@ -29,6 +29,7 @@
 #include "engine/engine.h"
 #include "engine/idempotency.h"
 #include "engine/topups.h"
+#include "engine/totp.h"
 #include "engine/metrics.h"
 #include "http/config.h"
 #include "http/limits.h"
@@ -324,6 +325,20 @@ bool AnsweredByEveryNode(const std::string& method, const std::string& pattern);
 // Route registration, one function per domain file.
 void RegisterSystemRoutes(Router& router, ApiContext& api);
 void RegisterAccountRoutes(Router& router, ApiContext& api);
+// Two-factor sign-in and the password (api_totp.cc); payout destinations
+// (api_payout_destinations.cc).
+void RegisterTotpRoutes(Router& router, ApiContext& api);
+void RegisterPayoutDestinationRoutes(Router& router, ApiContext& api);
+// The optional "totp_code" field of a sensitive action (at most 64 bytes).
+Result<std::optional<std::string>> TotpCodeField(const json& body);
+// The fresh two-factor code of a sensitive action (engine::VerifyTotp), on the writer thread. A
+// code that is sent goes through the login throttle of the user and `address` (a wrong one counts
+// as a failed login; 429 naming totp_code while that pair must wait). Changes nothing: spend the
+// answer with engine::UseTotp once the action can no longer fail.
+Result<engine::TotpUse> VerifyFreshCode(ApiContext& api, const engine::Txn& txn,
+                                        const engine::User& me, const std::string& address,
+                                        const std::optional<std::string>& code,
+                                        engine::TotpPurpose purpose);
 void RegisterAdminRoutes(Router& router, ApiContext& api);
 void RegisterWalletRoutes(Router& router, ApiContext& api);
 // Top-ups, BTCPay webhooks, payment methods, held payments (api_payments.cc).

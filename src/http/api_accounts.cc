@@ -1,7 +1,10 @@
 // Accounts and sessions: sign up, log in, log out, who am I, become a provider.
 //
 //   POST   /v1/accounts           {"username", "password", "roles"?: ["customer"|"provider"]} ->
-//   201 POST   /v1/sessions           {"username", "password"} -> 201 {"token", "token_type", ...}
+//   201 POST   /v1/sessions           {"username", "password", "totp_code"?} -> 201 {"token",
+//          "token_type", ...}; an account with two-factor sign-in (engine/totp.h) needs
+//          totp_code (a code or a recovery code): without it, or with a wrong one, 401 naming the
+//          field "totp_code" and no session
 //          with "cookie": true (the web pages): the token goes in the HttpOnly session cookie and
 //          the body carries {"token_type": "cookie", "csrf_token", ...} instead (web_session.h)
 //   GET    /v1/sessions/current   -> 200 {"authenticated", "user", "expires_at", "via",
@@ -123,8 +126,10 @@ Status CheckCookieLoginOrigin(const Request& request) {
 }
 
 void LogIn(ApiContext& api, const Request& request, Responder respond) {
-  auto body = ParseJsonObject(request, {"username", "password", "cookie"});
+  auto body = ParseJsonObject(request, {"username", "password", "cookie", "totp_code"});
   if (!body.ok()) return respond(Response::Error(body.status()));
+  auto totp_code = TotpCodeField(*body);
+  if (!totp_code.ok()) return respond(Response::Error(totp_code.status()));
   auto username = RequiredString(*body, "username");
   if (!username.ok()) return respond(Response::Error(username.status()));
   auto password = RequiredString(*body, "password");
@@ -164,9 +169,11 @@ void LogIn(ApiContext& api, const Request& request, Responder respond) {
         return LoginTarget{user->id, user->password_hash};
       },
       [&api, respond, password = *password, name = *canonical, address = request.remote_address,
-       seen = AuditSeenOf(request), invalid, cookie, secure](Result<LoginTarget> target) {
+       seen = AuditSeenOf(request), invalid, cookie, secure,
+       totp_code = *totp_code](Result<LoginTarget> target) {
         if (!target.ok()) return respond(Response::Error(target.status()));
         auto verify = [&api, respond, password, name, address, seen, invalid, cookie, secure,
+                       totp_code,
                        target = *target]() {
           const std::string& hash =
               target.user_id ? target.password_hash : engine::DummyPasswordHash(api.config.hashing);
@@ -192,13 +199,22 @@ void LogIn(ApiContext& api, const Request& request, Responder respond) {
                   respond(invalid());
                 });
           }
-          api.logins.Succeeded(name, address);
+          // The password checked out; with two-factor the code decides. A wrong code counts as a
+          // failed login (Failed); a missing one is neither (the pair keeps Begin's count until
+          // a full success), so a guesser gains nothing from the password step alone.
           std::string token = engine::NewSessionToken();
           api.engine.Execute<Reply>(
               [user_id = target.user_id, hash = engine::HashToken(token), token, cookie,
-               seen](engine::Txn& txn) -> Result<Reply> {
+               totp_code, seen](engine::Txn& txn) -> Result<Reply> {
+                auto use = engine::VerifyTotp(txn.state, txn.now, user_id, totp_code,
+                                              engine::TotpPurpose::kSignIn);
+                if (!use.ok()) {
+                  return Status::Unauthenticated(use.status().message())
+                      .WithField(use.status().field());
+                }
                 GPUHUB_ASSIGN_OR_RETURN(engine::Session s,
                                         engine::CreateSession(txn, user_id, hash));
+                engine::UseTotp(txn, *use);
                 const engine::User* user = engine::FindUser(txn.state, user_id);
                 if (!user) return Status::Unauthenticated("invalid username or password");
                 engine::RecordAudit(
@@ -221,8 +237,30 @@ void LogIn(ApiContext& api, const Request& request, Responder respond) {
                               {"expires_at", FormatTimestamp(s.expires_at)},
                               {"user", UserJson(*user)}}};
               },
-              [respond, cookie, secure, token](Result<Reply> reply) {
-                if (!reply.ok()) return respond(Response::Error(reply.status()));
+              [&api, respond, cookie, secure, token, name, address, seen,
+               user_id = target.user_id,
+               sent_code = totp_code && !totp_code->empty()](Result<Reply> reply) {
+                if (!reply.ok()) {
+                  if (reply.status().field() != engine::kTotpCodeField || !sent_code) {
+                    return respond(Response::Error(reply.status()));
+                  }
+                  // A wrong code: a failed login, in the throttle and in the account's log.
+                  api.logins.Failed(name);
+                  return api.engine.Execute<bool>(
+                      [seen, user_id](engine::Txn& txn) -> Result<bool> {
+                        engine::RecordAudit(
+                            txn,
+                            engine::MakeAuditOrigin("anonymous", seen.remote_address,
+                                                    seen.user_agent, seen.request_id),
+                            user_id, engine::AuditKind::kSignInFailed,
+                            {{"reason", "wrong_totp_code"}});
+                        return true;
+                      },
+                      [respond, error = reply.status()](Result<bool>) {
+                        respond(Response::Error(error));
+                      });
+                }
+                api.logins.Succeeded(name, address);
                 Response r = JsonResponse(reply->status, reply->body);
                 r.headers.emplace_back("Cache-Control", "no-store");
                 if (cookie) {

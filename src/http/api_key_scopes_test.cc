@@ -54,6 +54,16 @@ TEST(ApiKeyScopes, KeysNeverManageKeysSessionsOrTheAccount) {
   EXPECT_TRUE(SessionOnly("DELETE", "/v1/sessions/current"));
   EXPECT_TRUE(SessionOnly("POST", "/v1/accounts/me/password"));
   EXPECT_TRUE(SessionOnly("POST", "/v1/accounts/me/totp/enable"));
+  // The routes of two-factor sign-in, even their reads.
+  EXPECT_TRUE(SessionOnly("GET", "/v1/accounts/me/totp"));
+  EXPECT_TRUE(SessionOnly("POST", "/v1/accounts/me/totp"));
+  EXPECT_TRUE(SessionOnly("POST", "/v1/accounts/me/totp/confirm"));
+  EXPECT_TRUE(SessionOnly("POST", "/v1/accounts/me/totp/disable"));
+  EXPECT_TRUE(SessionOnly("POST", "/v1/accounts/me/recovery-codes"));
+  // Payout destinations: a read key may list them; adding or removing one is session only.
+  EXPECT_EQ(Needs("GET", "/v1/payout-destinations"), kScopeRead);
+  EXPECT_TRUE(SessionOnly("POST", "/v1/payout-destinations"));
+  EXPECT_TRUE(SessionOnly("DELETE", "/v1/payout-destinations/{id}"));
   EXPECT_TRUE(SessionOnly("POST", "/v1/accounts/me/roles"));
   EXPECT_TRUE(SessionOnly("PUT", "/v1/accounts/me/webhook"));
   EXPECT_TRUE(SessionOnly("PUT", "/v1/billing-profile"));

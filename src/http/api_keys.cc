@@ -2,7 +2,9 @@
 // (api_key_scopes.h).
 //
 //   POST   /v1/api-keys {"name", "scopes": [...], "spend_cap_per_day"?, "spend_cap_currency"?,
-//                        "expires_at"?, "allowed_cidrs"?}  -> 201 key + {"secret"} (shown once)
+//                        "expires_at"?, "allowed_cidrs"?, "totp_code"?}
+//                        -> 201 key + {"secret"} (shown once); a key with wallet-spend or payouts
+//                        on an account with two-factor needs a fresh totp_code
 //   GET    /v1/api-keys                                   -> 200 {"api_keys": [key]}
 //   GET    /v1/api-keys/{id}                              -> 200 key
 //   DELETE /v1/api-keys/{id}                              -> 204 (the key stops at once)
@@ -42,6 +44,8 @@ json KeyJson(const engine::ApiKey& k, TimestampMicros now) {
 struct NewKey {
   engine::ApiKeySpec spec;
   std::string random_hex;  // the secret's random part, made here (off the writer)
+  std::optional<std::string> totp_code;
+  std::string remote_address;
 };
 
 Result<std::vector<std::string>> StringArray(const json& body, std::string_view field,
@@ -69,7 +73,7 @@ Result<std::vector<std::string>> StringArray(const json& body, std::string_view 
 Result<NewKey> ParseNewKey(const Request& r) {
   GPUHUB_ASSIGN_OR_RETURN(
       json body, ParseJsonObject(r, {"name", "scopes", "spend_cap_per_day", "spend_cap_currency",
-                                     "expires_at", "allowed_cidrs"}));
+                                     "expires_at", "allowed_cidrs", "totp_code"}));
   NewKey out;
   GPUHUB_ASSIGN_OR_RETURN(out.spec.name, RequiredString(body, "name"));
   if (!body.contains("scopes")) {
@@ -129,6 +133,8 @@ Result<NewKey> ParseNewKey(const Request& r) {
           .WithField("allowed_cidrs");
     }
   }
+  GPUHUB_ASSIGN_OR_RETURN(out.totp_code, TotpCodeField(body));
+  out.remote_address = CallerOf(r).remote_address;
   out.random_hex = engine::RandomHex(32);
   return out;
 }
@@ -160,12 +166,21 @@ void RegisterApiKeyRoutes(Router& router, ApiContext& api) {
   router.Add("POST", "/v1/api-keys",
              Authenticated<NewKey>(
                  api, 0, ParseNewKey,
-                 [](Txn& txn, const User& me, const NewKey& in) -> Result<Reply> {
+                 [&api](Txn& txn, const User& me, const NewKey& in) -> Result<Reply> {
                    std::string secret =
                        engine::ApiKeySecret(engine::NextApiKeyId(txn.state), in.random_hex);
+                   // A key that can move money out needs a fresh code. Verifying changes nothing;
+                   // the code is spent only once the key exists.
+                   engine::TotpUse use;
+                   if (in.spec.scopes & (engine::kScopeWalletSpend | engine::kScopePayouts)) {
+                     GPUHUB_ASSIGN_OR_RETURN(
+                         use, VerifyFreshCode(api, txn, me, in.remote_address, in.totp_code,
+                                              engine::TotpPurpose::kFreshCode));
+                   }
                    GPUHUB_ASSIGN_OR_RETURN(
                        engine::ApiKey key,
                        engine::CreateApiKey(txn, me, in.spec, engine::HashToken(secret)));
+                   engine::UseTotp(txn, use);
                    // Never the secret, nor its hash: the id, name, scopes and expiry.
                    engine::RecordAudit(txn, me.id, engine::AuditKind::kApiKeyCreated,
                                        {{"api_key_id", key.id},

@@ -9,7 +9,7 @@
 //   {"machines"} POST   /v1/asks {"machine_id", "price_usd_per_gpu_hour", "min_gpus"?,
 //   "available_until"} -> 201 GET    /v1/asks -> {"asks"} DELETE /v1/asks/{id}          (running
 //   leases continue)                         -> 200 ask GET    /v1/earnings -> earnings POST
-//   /v1/payouts {"amount"}                                                   -> 201 payout GET
+//   /v1/payouts {"amount", "destination_id"?}                                -> 201 payout GET
 //   /v1/payouts                                                              -> {"payouts"}
 // Customers (role customer):
 //   POST   /v1/bids {"gpu", "gpus", "region"?, "limit_usd_per_gpu_hour" | "market": true,
@@ -35,6 +35,7 @@
 #include "core/strings.h"
 #include "engine/agents.h"
 #include "engine/market.h"
+#include "engine/payout_destinations.h"
 #include "engine/wallets.h"
 #include "http/api.h"
 #include "http/limits.h"
@@ -192,8 +193,38 @@ Result<BidRequest> ParseBid(const ApiContext& api, const Request& r) {
   return request;
 }
 
-Result<std::int64_t> ParsePayoutAmount(const Request& r) {
-  GPUHUB_ASSIGN_OR_RETURN(json body, ParseJsonObject(r, {"amount", "currency"}));
+struct PayoutRequest {
+  std::int64_t amount_micros = 0;
+  std::optional<std::int64_t> destination_id;  // one of the provider's payout destinations
+};
+
+Result<std::int64_t> ParsePayoutAmount(const json& body);
+
+Result<PayoutRequest> ParsePayoutRequest(const Request& r) {
+  GPUHUB_ASSIGN_OR_RETURN(json body, ParseJsonObject(r, {"amount", "currency", "destination_id"}));
+  PayoutRequest out;
+  GPUHUB_ASSIGN_OR_RETURN(out.amount_micros, ParsePayoutAmount(body));
+  if (auto it = body.find("destination_id"); it != body.end() && !it->is_null()) {
+    GPUHUB_ASSIGN_OR_RETURN(out.destination_id,
+                            RequiredInteger(body, "destination_id", 1, INT64_MAX));
+  }
+  return out;
+}
+
+// The payout's JSON with where it goes: its destination (a copy of it when it was requested) or
+// null.
+json PayoutWithTarget(const engine::State& state, const market::Payout& p) {
+  json j = PayoutJson(p);
+  const engine::PayoutTarget* t = engine::FindPayoutTarget(state, p.id);
+  j["destination"] = t ? json{{"id", t->destination_id},
+                              {"kind", std::string(engine::PayoutKindName(t->kind))},
+                              {"address", t->address},
+                              {"label", t->label}}
+                       : json(nullptr);
+  return j;
+}
+
+Result<std::int64_t> ParsePayoutAmount(const json& body) {
   GPUHUB_ASSIGN_OR_RETURN(auto currency, OptionalString(body, "currency"));
   if (currency && *currency != "USD") {
     return Status::InvalidArgument("payouts are in USD (provider earnings are in USD)")
@@ -279,15 +310,23 @@ void RegisterMarketRoutes(Router& router, ApiContext& api) {
                           {"downtime_credits", FormatMicros(e.credited_micros)}}};
           }));
   router.Add("POST", "/v1/payouts",
-             Authenticated<std::int64_t>(
-                 api, kRoleProvider, ParsePayoutAmount,
-                 [](Txn& txn, const User& me, const std::int64_t& amount) -> Result<Reply> {
-                   GPUHUB_ASSIGN_OR_RETURN(auto p, engine::RequestPayout(txn, me.id, amount));
+             Authenticated<PayoutRequest>(
+                 api, kRoleProvider, ParsePayoutRequest,
+                 [](Txn& txn, const User& me, const PayoutRequest& in) -> Result<Reply> {
+                   std::optional<engine::PayoutDestination> to;
+                   if (in.destination_id) {
+                     GPUHUB_ASSIGN_OR_RETURN(
+                         to, engine::PayoutDestinationFor(txn.state, me.id, *in.destination_id));
+                   }
+                   GPUHUB_ASSIGN_OR_RETURN(auto p,
+                                           engine::RequestPayout(txn, me.id, in.amount_micros));
+                   if (to) engine::RecordPayoutTarget(txn, p.id, *to);
                    engine::RecordAudit(txn, me.id, engine::AuditKind::kPayoutRequested,
                                        {{"payout_id", p.id},
                                         {"amount", FormatMicros(p.amount_micros)},
-                                        {"currency", "USD"}});
-                   return Reply{201, PayoutJson(p)};
+                                        {"currency", "USD"},
+                                        {"destination_id", to ? nlohmann::ordered_json(to->id) : nlohmann::ordered_json()}});
+                   return Reply{201, PayoutWithTarget(txn.state, p)};
                  }));
   // ----- Customers ---------------------------------------------------------------------------
   // A purchase: it needs a billing country (400 naming billing_country), its origin is recorded
@@ -332,7 +371,7 @@ void RegisterMarketRoutes(Router& router, ApiContext& api) {
                  [](Txn& txn, const User&, const std::size_t& limit) -> Result<Reply> {
                    json list = json::array();
                    for (const auto& p : X(txn).ListPendingPayouts(limit)) {
-                     json j = PayoutJson(p);
+                     json j = PayoutWithTarget(txn.state, p);
                      const engine::User* u = engine::FindUser(txn.state, p.provider_id);
                      j["username"] = u ? u->username : "";
                      list.push_back(j);

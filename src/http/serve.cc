@@ -299,6 +299,8 @@ int RunServe(const ServeOptions& options) {
   });
   RegisterSystemRoutes(router, api);
   RegisterAccountRoutes(router, api);
+  RegisterTotpRoutes(router, api);
+  RegisterPayoutDestinationRoutes(router, api);
   RegisterAdminRoutes(router, api);
   PaymentsRuntime payments_runtime(metrics);
   if (btcpay.configured()) {

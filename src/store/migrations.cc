@@ -877,7 +877,39 @@ ALTER TABLE storage_snapshots ADD COLUMN ceph BIGINT NOT NULL DEFAULT 0;
 ALTER TABLE storage_snapshots ADD COLUMN ceph_taken BIGINT NOT NULL DEFAULT 0;
 ALTER TABLE storage_snapshots ADD COLUMN ceph_removed BIGINT NOT NULL DEFAULT 0;
 )sql"},
-      // 24 is two-factor sign-in (issue 30, the TOTP part), on its own branch.
+      // Two-factor sign-in (engine/totp.h): one row per account that started or finished a TOTP
+      // enrolment (enabled 0: pending), the last step a code was accepted for (replay refused
+      // across restarts), the SHA-256 of the unused recovery codes. Providers' payout
+      // destinations (engine/payout_destinations.h): where a payout may be sent, and where each
+      // payout that named one goes (a copy: removing the destination later changes nothing).
+      {24, "totp_and_payout_destinations",
+       R"sql(
+CREATE TABLE account_totp (
+  user_id BIGINT PRIMARY KEY REFERENCES users (id),
+  secret TEXT NOT NULL,
+  enabled BIGINT NOT NULL,
+  last_step BIGINT NOT NULL,
+  recovery_hashes TEXT NOT NULL,
+  created_at_us BIGINT NOT NULL,
+  enabled_at_us BIGINT NOT NULL
+);
+CREATE TABLE payout_destinations (
+  id BIGINT PRIMARY KEY,
+  user_id BIGINT NOT NULL REFERENCES users (id),
+  kind TEXT NOT NULL,
+  address TEXT NOT NULL,
+  label TEXT NOT NULL,
+  created_at_us BIGINT NOT NULL
+);
+CREATE INDEX payout_destinations_by_user ON payout_destinations (user_id);
+CREATE TABLE payout_targets (
+  payout_id BIGINT PRIMARY KEY,
+  destination_id BIGINT NOT NULL,
+  kind TEXT NOT NULL,
+  address TEXT NOT NULL,
+  label TEXT NOT NULL
+);
+)sql"},
       // The audit log (issue 30): append-only events, paged newest first per account by
       // (account_id, id); and when each API key first authenticated a request.
       {25, "audit_log",

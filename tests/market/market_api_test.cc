@@ -117,10 +117,19 @@ TEST_P(MarketApiTest, MarketBuyIsBilledHourlyUntilTheWalletRunsDry) {
   earnings = Get("/v1/earnings", provider);
   EXPECT_EQ(earnings["net"], "15.552000");
   EXPECT_EQ(earnings["gpu_hours"], 6);
-  // The provider asks for a payout; an admin marks it paid.
-  auto payout = client_->Call("POST", "/v1/payouts", {{"amount", "15.00"}}, provider);
+  // The provider asks for a payout to one of its payout destinations; an admin marks it paid.
+  auto destination = client_->Call("POST", "/v1/payout-destinations",
+                                   {{"kind", "btc"},
+                                    {"address", "bc1qw508d6qejxtdg4y5r3zarvary0c5xw7kv8f3t4"},
+                                    {"label", "cold"}},
+                                   provider);
+  ASSERT_EQ(destination.status, 201) << destination.body;
+  auto payout =
+      client_->Call("POST", "/v1/payouts",
+                    {{"amount", "15.00"}, {"destination_id", destination.Json()["id"]}}, provider);
   ASSERT_EQ(payout.status, 201) << payout.body;
   EXPECT_EQ(payout.Json()["status"], "pending");
+  EXPECT_EQ(payout.Json()["destination"]["address"], "bc1qw508d6qejxtdg4y5r3zarvary0c5xw7kv8f3t4");
   EXPECT_EQ(Get("/v1/earnings", provider)["available"], "0.552000");
   // In the provider's audit log (docs/api.md, "Audit log").
   json audit = Get("/v1/audit-log?limit=1", provider)["events"][0];
@@ -130,6 +139,7 @@ TEST_P(MarketApiTest, MarketBuyIsBilledHourlyUntilTheWalletRunsDry) {
   json pending = Get("/v1/admin/payouts", admin_);
   ASSERT_EQ(pending["payouts"].size(), 1u);
   EXPECT_EQ(pending["payouts"][0]["username"], "paula");
+  EXPECT_EQ(pending["payouts"][0]["destination"]["label"], "cold");  // the admin sees where
   auto paid = client_->Call(
       "POST", "/v1/admin/payouts/" + std::to_string(payout.Json()["id"].get<long long>()) + "/paid",
       nullptr, admin_);

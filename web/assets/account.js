@@ -7,6 +7,7 @@ import { startRentals } from './rentals.js';
 import { initSshKeys, loadSshKeys } from './ssh_keys.js';
 import { initApiKeys, loadApiKeys } from './api_keys.js';
 import { initAuditLog, loadAuditLog } from './audit_log.js';
+import { initTwoFactor, loadTwoFactor } from './two_factor.js';
 import { initBilling, loadBillingProfile, loadDocuments } from './billing.js';
 import { startStorage } from './storage.js';
 import { initAccountTabs } from './account_tabs.js';
@@ -50,11 +51,19 @@ async function onLogin(e) {
   const button = form.querySelector('button[type="submit"]');
   setBusy(button, true);
   try {
-    const session = await logIn(username, password);
+    const session = await logIn(username, password, form.elements.totp_code.value.trim());
     form.reset();
+    $('#login-totp').hidden = true;
     if (goNext()) return;
     await showAccount(session);
   } catch (err) {
+    // Two-factor: the password was right and the code is missing or wrong; ask for it.
+    if (err.field === 'totp_code') {
+      $('#login-totp').hidden = false;
+      showFormError(form, err);
+      form.elements.totp_code.focus();
+      return;
+    }
     // A wrong username or password is one answer for both (the API does not say which).
     showFormError(form, err.status === 401 ? { message: err.message } : err);
   } finally {
@@ -111,6 +120,7 @@ async function showAccount(session, welcome) {
     loadSshKeys(),
     loadApiKeys(),
     loadAuditLog(true),
+    loadTwoFactor(),
     loadBillingProfile(),
     loadDocuments(),
   ]);
@@ -342,6 +352,7 @@ async function main() {
   initSshKeys();
   initApiKeys();
   initAuditLog();
+  initTwoFactor();
   $('#refresh-wallets').addEventListener('click', () => Promise.all([loadWallets(), loadTopups(), loadTransfers(true)]));
   $('#more-transfers').addEventListener('click', () => loadTransfers(false));
   initBilling();

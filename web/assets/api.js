@@ -109,8 +109,12 @@ function forgetSession() {
   document.dispatchEvent(new CustomEvent('gpuhub:session', { detail: null }));
 }
 
-export async function logIn(username, password) {
-  const s = await api('POST', '/v1/sessions', { username, password, cookie: true });
+// `totpCode`: for an account with two-factor sign-in (the API answers 401 naming totp_code
+// without it).
+export async function logIn(username, password, totpCode) {
+  const body = { username, password, cookie: true };
+  if (totpCode) body.totp_code = totpCode;
+  const s = await api('POST', '/v1/sessions', body);
   csrfToken = s.csrf_token;
   const session = { authenticated: true, user: s.user, expires_at: s.expires_at, csrf_token: s.csrf_token };
   sessionPromise = Promise.resolve(session);

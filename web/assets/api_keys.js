@@ -74,6 +74,7 @@ async function onCreate(e) {
   }
   if (el.expires_at.value) body.expires_at = `${el.expires_at.value}T00:00:00Z`;
   if (lines(el.allowed_cidrs.value).length) body.allowed_cidrs = lines(el.allowed_cidrs.value);
+  if (el.totp_code.value.trim()) body.totp_code = el.totp_code.value.trim();
   const button = $('#api-key-submit');
   setBusy(button, true);
   try {
