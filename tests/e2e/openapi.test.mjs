@@ -139,6 +139,10 @@ test('real answers match the response schemas', async () => {
   const plan = await call('POST', '/v1/plan', { model: '7b', workload: 'lora', tokens: 1000000000 });
   assert.equal(plan.status, 200, JSON.stringify(plan.body));
   assert.equal((await call('GET', '/v1/stock')).status, 200);
+  for (const path of ['/v1/storage', '/v1/images', '/v1/offers', '/v1/countries', '/v1/payments/methods', '/v1/guide',
+                      '/v1/use-cases/inference', '/v1/tax-rates?country=DE']) {
+    assert.equal((await call('GET', path)).status, 200, path);
+  }
   assert.equal((await call('POST', '/v1/rentals/quote', { gpu: 'H100 SXM', count: 1, term: 'week' })).status, 200);
   // Sign-up, login, the account.
   const anonymous = await call('GET', '/v1/sessions/current');
@@ -160,6 +164,9 @@ test('real answers match the response schemas', async () => {
   const topup = await call('POST', '/v1/topups', { amount: '100.00', currency: 'USD' }, token);
   assert.equal(topup.status, 201);
   assert.equal((await server.settleInvoice(topup.body.invoice_id)).status, 200);
+  assert.equal((await call('GET', `/v1/topups/${topup.body.invoice_id}`, undefined, token)).body.status, 'settled');
+  await call('GET', '/v1/topups?limit=5', undefined, token);
+  await call('GET', '/v1/billing-profile', undefined, token);
   const transfers = await call('GET', '/v1/transfers?limit=1', undefined, token);
   assert.equal(transfers.body.transfers[0].amount, '100.000000');
   await call('GET', '/v1/fx-rates', undefined, token);
