@@ -179,6 +179,23 @@ test('real answers match the response schemas', async () => {
   const denied = await call('POST', '/v1/api-keys', { name: 'x', scopes: ['read'] }, key.body.secret);
   assert.equal(denied.status, 403);
   assert.equal((await call('DELETE', `/v1/api-keys/${key.body.id}`, undefined, token)).status, 204);
+  // Buying: a market bid and its lease, a term rental, a volume (money strings throughout).
+  const more = await call('POST', '/v1/topups', { amount: '1000.00', currency: 'USD' }, token);
+  assert.equal((await server.settleInvoice(more.body.invoice_id)).status, 200);
+  const bid = await call('POST', '/v1/bids', { gpu, gpus: 1, market: true }, token, { 'Idempotency-Key': 'oas-bid-' + name });
+  assert.equal(bid.body.status, 'filled', JSON.stringify(bid.body));
+  const replay = await call('POST', '/v1/bids', { gpu, gpus: 1, market: true }, token, { 'Idempotency-Key': 'oas-bid-' + name });
+  assert.equal(replay.headers.get('idempotent-replayed'), 'true');
+  assert.equal((await call('GET', `/v1/leases/${bid.body.lease_id}`, undefined, token)).body.bid_id, bid.body.id);
+  await call('GET', '/v1/leases?limit=1', undefined, token);
+  const rental = await call('POST', '/v1/rentals', { gpu: 'H100 SXM', count: 1, term: 'week' }, token);
+  assert.equal(rental.status, 201, JSON.stringify(rental.body));
+  await call('GET', `/v1/rentals/${rental.body.id}`, undefined, token);
+  await call('GET', '/v1/rentals?limit=5', undefined, token);
+  const volume = await call('POST', '/v1/volumes', { region: rental.body.region, size_tb: 1 }, token);
+  assert.equal(volume.status, 201, JSON.stringify(volume.body));
+  await call('GET', '/v1/volumes', undefined, token);
+  await call('GET', '/v1/earnings', undefined, token);
   // Lists that page.
   await call('GET', '/v1/bids?limit=2', undefined, token);
   await call('GET', '/v1/leases?limit=2&as=customer', undefined, token);
