@@ -196,6 +196,21 @@ test('real answers match the response schemas', async () => {
   assert.equal(volume.status, 201, JSON.stringify(volume.body));
   await call('GET', '/v1/volumes', undefined, token);
   await call('GET', '/v1/earnings', undefined, token);
+  // Selling: a machine, an ask, its agent's enrolment token.
+  const machine = await call('POST', '/v1/machines', { gpu, gpus: 8, region: rental.body.region, vcpus: 64, ram_gb: 512, disk_gb: 4000 }, token);
+  assert.equal(machine.status, 201, JSON.stringify(machine.body));
+  const until = new Date(Date.parse(machine.body.created_at) + 30 * 86400e3).toISOString();
+  const ask = await call('POST', '/v1/asks', { machine_id: machine.body.id, price_usd_per_gpu_hour: '9.990', available_until: until }, token);
+  assert.equal(ask.status, 201, JSON.stringify(ask.body));
+  await call('GET', '/v1/asks', undefined, token);
+  await call('GET', '/v1/machines', undefined, token);
+  await call('GET', '/v1/payouts', undefined, token);
+  assert.equal((await call('POST', `/v1/machines/${machine.body.id}/enrolment-tokens`, undefined, token)).status, 201);
+  await call('GET', `/v1/machines/${machine.body.id}/agent`, undefined, token);
+  assert.equal((await call('DELETE', `/v1/asks/${ask.body.id}`, undefined, token)).body.status, 'cancelled');
+  await call('PUT', '/v1/accounts/me/webhook', { url: 'https://hooks.example.com/gpuhub' }, token);
+  await call('GET', '/v1/accounts/me/webhook', undefined, token);
+  await call('GET', '/v1/snapshots', undefined, token);
   // Lists that page.
   await call('GET', '/v1/bids?limit=2', undefined, token);
   await call('GET', '/v1/leases?limit=2&as=customer', undefined, token);
@@ -215,6 +230,9 @@ test('real answers match the response schemas', async () => {
   assert.equal((await call('GET', '/v1/admin/invariants', undefined, token)).status, 403);
   const admin = await server.adminToken();
   assert.equal((await call('GET', '/v1/admin/invariants', undefined, admin)).body.ok, true);
+  for (const path of ['/v1/admin/nodes?limit=2', '/v1/admin/storage-hosts', '/v1/admin/hosts', '/v1/admin/payouts']) {
+    assert.equal((await call('GET', path, undefined, admin)).status, 200, path);
+  }
 });
 
 // A value no documented field accepts (strings, numbers, booleans, objects and arrays of scalars
