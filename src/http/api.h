@@ -322,6 +322,13 @@ Handler WriterRoute(ApiContext& api, Handler handler);
 // the stateless read API. POST /v1/fit forwards itself when it needs the market's prices.
 bool AnsweredByEveryNode(const std::string& method, const std::string& pattern);
 
+// Every route `gpuhub serve` answers, in its order (each domain's Register*Routes below); the
+// OpenAPI coverage test (openapi_routes_test.cc) builds the same router.
+void RegisterApiRoutes(Router& router, ApiContext& api, const std::string& data_dir);
+// docs/openapi.json as compiled into the binary (cmake/embed_text.cmake), served at
+// GET /v1/openapi.json.
+std::string_view OpenApiDocument();
+
 // Route registration, one function per domain file.
 void RegisterSystemRoutes(Router& router, ApiContext& api);
 void RegisterAccountRoutes(Router& router, ApiContext& api);

@@ -7,6 +7,7 @@
 //   GET /healthz/writer  the same on the writer, 503 on a standby: a load balancer's check for the
 //                        backend that takes writes (docs/operations.md).
 //   GET /metrics         Prometheus text format 0.0.4, to [metrics] allow or its bearer token.
+//   GET /v1/openapi.json the OpenAPI 3.1 document of every route (docs/openapi.json, compiled in).
 // and the forwarding of the API from a standby to the writer (proxy.h).
 #include <sodium.h>
 
@@ -131,7 +132,7 @@ bool SameSecret(const std::string& offered, const std::string& expected) {
 bool AnsweredByEveryNode(const std::string& method, const std::string& pattern) {
   if (pattern == "/healthz" || pattern == "/healthz/writer" || pattern == "/metrics") return true;
   if (method == "GET") {
-    return pattern == "/v1/catalog" || pattern == "/v1/guide" || pattern == "/v1/models" ||
+    return pattern == "/v1/catalog" || pattern == "/v1/openapi.json" || pattern == "/v1/guide" || pattern == "/v1/models" ||
            pattern == "/v1/images";
   }
   return method == "POST" && (pattern == "/v1/size" || pattern == "/v1/fit");
@@ -185,6 +186,33 @@ void RegisterSystemRoutes(Router& router, ApiContext& api) {
     r.headers.emplace_back("Cache-Control", "no-store");
     respond(std::move(r));
   });
+  // The same bytes for the life of the binary: caches may keep them a while (a new release may
+  // change them, hence not immutable).
+  router.Add("GET", "/v1/openapi.json", [](const Request&, Responder respond) {
+    Response r = Response::Json(200, std::string(OpenApiDocument()));
+    r.headers.emplace_back("Cache-Control", "public, max-age=300");
+    respond(std::move(r));
+  });
+}
+
+void RegisterApiRoutes(Router& router, ApiContext& api, const std::string& data_dir) {
+  RegisterSystemRoutes(router, api);
+  RegisterAccountRoutes(router, api);
+  RegisterTotpRoutes(router, api);
+  RegisterPayoutDestinationRoutes(router, api);
+  RegisterAdminRoutes(router, api);
+  RegisterWalletRoutes(router, api);
+  RegisterPaymentRoutes(router, api);
+  RegisterMarketRoutes(router, api);
+  RegisterRentalRoutes(router, api);
+  RegisterStorageRoutes(router, api);
+  RegisterNotificationRoutes(router, api);
+  RegisterAgentRoutes(router, api);
+  RegisterSshKeyRoutes(router, api);
+  RegisterApiKeyRoutes(router, api);
+  RegisterAuditLogRoutes(router, api);
+  RegisterBillingRoutes(router, api);
+  RegisterReadRoutes(router, api, data_dir);
 }
 
 }  // namespace gpuhub::http

@@ -159,6 +159,13 @@ std::string Router::UnknownQueryParameter(const Match& match,
   return "";
 }
 
+std::vector<Router::RouteInfo> Router::Routes() const {
+  std::vector<RouteInfo> out;
+  out.reserve(routes_.size());
+  for (const Route& r : routes_) out.push_back({r.method, r.pattern, r.query_params});
+  return out;
+}
+
 Router::Match Router::Find(const std::string& method, const std::string& path) const {
   Match match;
   // Views into `path`, and parameters collected only for a route whose literal segments all match:

@@ -93,6 +93,15 @@ class Router {
                                            const std::map<std::string, std::string>& query);
   Match Find(const std::string& method, const std::string& path) const;
 
+  // What was registered, in order: the OpenAPI document's coverage test walks it
+  // (docs/openapi.json must describe every route, and only those).
+  struct RouteInfo {
+    std::string method;
+    std::string pattern;                    // without the query: "/v1/leases"
+    std::vector<std::string> query_params;  // "limit", "cursor", "as"
+  };
+  std::vector<RouteInfo> Routes() const;
+
  private:
   struct Route {
     std::string method;

@@ -297,28 +297,12 @@ int RunServe(const ServeOptions& options) {
     if (pattern.starts_with("/v1/agent/desired")) h = NoWaitOnStandby(api, std::move(h));
     return ApiKeyGate(method, pattern, std::move(h));
   });
-  RegisterSystemRoutes(router, api);
-  RegisterAccountRoutes(router, api);
-  RegisterTotpRoutes(router, api);
-  RegisterPayoutDestinationRoutes(router, api);
-  RegisterAdminRoutes(router, api);
   PaymentsRuntime payments_runtime(metrics);
   if (btcpay.configured()) {
     payments_runtime.btcpay = std::make_unique<payments::GreenfieldClient>(btcpay);
   }
   api.payments = &payments_runtime;
-  RegisterWalletRoutes(router, api);
-  RegisterPaymentRoutes(router, api);
-  RegisterMarketRoutes(router, api);
-  RegisterRentalRoutes(router, api);
-  RegisterStorageRoutes(router, api);
-  RegisterNotificationRoutes(router, api);
-  RegisterAgentRoutes(router, api);
-  RegisterSshKeyRoutes(router, api);
-  RegisterApiKeyRoutes(router, api);
-  RegisterAuditLogRoutes(router, api);
-  RegisterBillingRoutes(router, api);
-  RegisterReadRoutes(router, api, options.data_dir);
+  RegisterApiRoutes(router, api, options.data_dir);
 
   // Each connection is a file descriptor: with the common soft limit of 1024, accept() would run
   // out (EMFILE) before max_connections is reached, and new clients would get no answer at all

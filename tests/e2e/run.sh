@@ -2,6 +2,7 @@
 # Browser tests of the web pages: playwright-core drives Debian's Chromium (headless) against a
 # real `gpuhub serve` on port 0 with a fresh database per test file. Screenshots of every page
 # (phone and desktop) go to tests/out/e2e/.
+# openapi.test.mjs checks docs/openapi.json against the same real server (no browser).
 #   bash tests/e2e/run.sh BUILD_DIR [TEST_FILE...]
 # Installs what is missing: Chromium and Node.js through scripts/install-deps.sh --with-test-tools,
 # the npm packages with `npm ci` from the committed package-lock.json.
