@@ -19,6 +19,8 @@ test_packages=(postgresql-15 postgresql-client-15 curl wrk valgrind chromium pop
 # cryptsetup-bin: tests/agent/agent_real_disks_test (luksFormat, luksErase on a loop device;
 # losetup and blkdiscard come with util-linux).
 test_packages+=(cryptsetup-bin)
+# zbar-tools (zbarimg): tests/e2e/two_factor.test.mjs decodes the account page's QR code back.
+test_packages+=(zbar-tools)
 # Ceph 16.2 (pacific): scripts/ceph-test-cluster.sh starts a throwaway one-host cluster (mon, mgr,
 # 3 bluestore OSDs on files, MDS, CephFS) for tests/storage/ceph_cluster_test; ceph-fuse mounts
 # its subvolumes; ceph-common is the `ceph` CLI src/storage drives.

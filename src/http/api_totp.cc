@@ -126,6 +126,28 @@ void ChangePassword(ApiContext& api, const Request& r, Responder respond) {
       });
 }
 
+// A route of an account with two-factor on that needs a fresh code (or, to disable, a recovery
+// code): the code checked in the same command as `action`, which runs only when it passed.
+template <typename Action>
+Handler WithFreshCode(ApiContext& api, engine::TotpPurpose purpose, bool idempotent,
+                      Action action) {
+  return RequireBearer([&api, purpose, idempotent, action](const Request& r, Responder respond) {
+    auto in = ParseRequiredCode(r);
+    if (!in.ok()) return respond(Response::Error(in.status()));
+    std::string address = CallerOf(r).remote_address;
+    RunAuthenticated(
+        api, r, std::move(respond), 0,
+        [&api, address, purpose, action, in = *in](Txn& txn, const User& me) -> Result<Reply> {
+          if (!engine::TotpEnabled(txn.state, me.id)) {
+            return Status::FailedPrecondition("two-factor sign-in is not enabled on this account");
+          }
+          GPUHUB_RETURN_IF_ERROR(VerifyFreshCode(api, txn, me, address, in.code, purpose).status());
+          return action(txn, me, in);
+        },
+        idempotent);
+  });
+}
+
 }  // namespace
 
 Result<std::optional<std::string>> TotpCodeField(const json& body) {
@@ -197,49 +219,23 @@ void RegisterTotpRoutes(Router& router, ApiContext& api) {
           },
           /*idempotent=*/false));
   router.Add("POST", "/v1/accounts/me/totp/disable",
-             RequireBearer([&api](const Request& r, Responder respond) {
-               auto in = ParseRequiredCode(r);
-               if (!in.ok()) return respond(Response::Error(in.status()));
-               std::string address = CallerOf(r).remote_address;
-               RunAuthenticated(
-                   api, r, std::move(respond), 0,
-                   [&api, address, in = *in](Txn& txn, const User& me) -> Result<Reply> {
-                     if (!engine::TotpEnabled(txn.state, me.id)) {
-                       return Status::FailedPrecondition(
-                           "two-factor sign-in is not enabled on this account");
-                     }
-                     GPUHUB_RETURN_IF_ERROR(VerifyFreshCode(api, txn, me, address, in.code,
-                                                            engine::TotpPurpose::kDisable)
-                                                .status());
-                     GPUHUB_RETURN_IF_ERROR(engine::DisableTotp(txn, me.id, in.code));
-                     engine::RecordAudit(txn, me.id, engine::AuditKind::kTotpDisabled);
-                     return Reply{200, StatusJson(txn.state, me.id)};
-                   });
-             }));
+             WithFreshCode(api, engine::TotpPurpose::kDisable, /*idempotent=*/true,
+                           [](Txn& txn, const User& me, const CodeOnly& in) -> Result<Reply> {
+                             GPUHUB_RETURN_IF_ERROR(engine::DisableTotp(txn, me.id, in.code));
+                             engine::RecordAudit(txn, me.id, engine::AuditKind::kTotpDisabled);
+                             return Reply{200, StatusJson(txn.state, me.id)};
+                           }));
   router.Add("POST", "/v1/accounts/me/recovery-codes",
-             RequireBearer([&api](const Request& r, Responder respond) {
-               auto in = ParseRequiredCode(r);
-               if (!in.ok()) return respond(Response::Error(in.status()));
-               std::string address = CallerOf(r).remote_address;
-               RunAuthenticated(
-                   api, r, std::move(respond), 0,
-                   [&api, address, in = *in](Txn& txn, const User& me) -> Result<Reply> {
-                     if (!engine::TotpEnabled(txn.state, me.id)) {
-                       return Status::FailedPrecondition(
-                           "two-factor sign-in is not enabled on this account");
-                     }
-                     GPUHUB_RETURN_IF_ERROR(VerifyFreshCode(api, txn, me, address, in.code,
-                                                            engine::TotpPurpose::kFreshCode)
-                                                .status());
-                     GPUHUB_RETURN_IF_ERROR(
-                         engine::ReplaceRecoveryCodes(txn, me.id, in.code, in.recovery_codes));
-                     engine::RecordAudit(txn, me.id, engine::AuditKind::kRecoveryCodesRegenerated);
-                     return Reply{200,
-                                  {{"recovery_codes", in.recovery_codes}},
-                                  /*replayable=*/false};
-                   },
-                   /*idempotent=*/false);
-             }));
+             WithFreshCode(api, engine::TotpPurpose::kFreshCode, /*idempotent=*/false,
+                           [](Txn& txn, const User& me, const CodeOnly& in) -> Result<Reply> {
+                             GPUHUB_RETURN_IF_ERROR(engine::ReplaceRecoveryCodes(
+                                 txn, me.id, in.code, in.recovery_codes));
+                             engine::RecordAudit(txn, me.id,
+                                                 engine::AuditKind::kRecoveryCodesRegenerated);
+                             return Reply{200,
+                                          {{"recovery_codes", in.recovery_codes}},
+                                          /*replayable=*/false};
+                           }));
   router.Add("POST", "/v1/accounts/me/password",
              RequireBearer([&api](const Request& r, Responder respond) {
                ChangePassword(api, r, std::move(respond));

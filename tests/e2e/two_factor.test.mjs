@@ -11,7 +11,7 @@ import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { newPage, screenshot } from './lib/browser.mjs';
-import { PASSWORD, username, unexpected, signUp, useServerAndBrowser } from './lib/helpers.mjs';
+import { PASSWORD, username, unexpected, signUp, useServerAndBrowser, accountTab } from './lib/helpers.mjs';
 
 const env = useServerAndBrowser();
 
@@ -50,6 +50,7 @@ test('two-factor on the account page: set up, confirmed with a code, asked for a
   try {
     const name = username('tess');
     await signUp(page, name);
+    await accountTab(page, 'api-keys');  // two-factor sits on the Security and API keys tab
     await page.waitForFunction(() => /Off/.test(document.querySelector('#totp-status')?.textContent || ''));
     await page.click('#totp-start');
     await page.locator('#totp-enrol code').first().waitFor();
@@ -57,15 +58,15 @@ test('two-factor on the account page: set up, confirmed with a code, asked for a
     assert.match(uri, new RegExp(`^otpauth://totp/gpuhub:${name}\\?secret=${base32}&issuer=gpuhub`));
     assert.match(base32, /^[A-Z2-7]{32}$/);
     const secret = base32Decode(base32);
-    // The QR code holds the URI: decoded from a screenshot of it when zbarimg (zbar-tools) is here.
+    // The QR code holds the URI: decoded from a screenshot of it by zbarimg (zbar-tools, which
+    // scripts/install-deps.sh --with-test-tools installs).
     const png = await page.locator('#totp-qr svg').screenshot();
     const zbar = spawnSync('zbarimg', ['--version'], { encoding: 'utf8' });
-    if (zbar.status === 0) {
-      const file = join(mkdtempSync(join(tmpdir(), 'gpuhub-qr-')), 'qr.png');
-      writeFileSync(file, png);
-      const decoded = spawnSync('zbarimg', ['-q', '--raw', file], { encoding: 'utf8' });
-      assert.equal(decoded.stdout.trim(), uri);
-    }
+    assert.equal(zbar.status, 0, 'zbarimg is missing: apt-get install zbar-tools');
+    const file = join(mkdtempSync(join(tmpdir(), 'gpuhub-qr-')), 'qr.png');
+    writeFileSync(file, png);
+    const decoded = spawnSync('zbarimg', ['-q', '--raw', file], { encoding: 'utf8' });
+    assert.equal(decoded.stdout.trim(), uri);
 
     // A wrong code is refused beside its field; the right one turns it on.
     await page.fill('#totp-code', '12345');
@@ -86,7 +87,7 @@ test('two-factor on the account page: set up, confirmed with a code, asked for a
     await page.fill('#login-password', PASSWORD);
     await page.click('#login-form button[type="submit"]');
     await page.waitForSelector('#login-totp:not([hidden])');
-    assert.match(await page.locator('#err-login-totp').innerText(), /totp_code/);
+    assert.match(await page.locator('#err-login-totp').innerText(), /two-factor code .* is required/);
     assert.ok(await page.locator('#signed-in').isHidden());
     await page.fill('#login-password', PASSWORD);
     await page.fill('#login-totp-code', await nextCode(secret));

@@ -141,3 +141,18 @@ export function componentLabel(name) {
   const s = String(name).replace(/_/g, ' ');
   return s.charAt(0).toUpperCase() + s.slice(1);
 }
+
+// "2 d 4 h", "3 h 12 min", "12 min", "45 s": the time from `nowMs` to `iso`, never negative (the
+// countdowns of the rentals and instance pages; their clock is the server's, maybe a manual one).
+export function timeUntil(iso, nowMs) {
+  let s = Math.max(0, Math.round((Date.parse(iso) - nowMs) / 1000));
+  const d = Math.floor(s / 86400);
+  s -= d * 86400;
+  const hours = Math.floor(s / 3600);
+  s -= hours * 3600;
+  const min = Math.floor(s / 60);
+  if (d > 0) return `${d} d ${hours} h`;
+  if (hours > 0) return `${hours} h ${min} min`;
+  if (min > 0) return `${min} min`;
+  return `${s} s`;
+}

@@ -6,7 +6,7 @@
 // list of both. Every figure is the API's.
 import { api, currentSession, newIdempotencyKey } from './api.js';
 import { h, $, replace, table, errorBox, empty, setBusy, copyableCommand } from './dom.js';
-import { amount, perHour, count, timestamp, usd } from './format.js';
+import { amount, perHour, count, timestamp, usd, timeUntil } from './format.js';
 import { provisioningSteps, provisioning } from './provisioning.js';
 import { loadImages, launchCell } from './images.js';
 
@@ -45,16 +45,7 @@ function setServerClock(iso) {
 
 // "2 d 4 h", "3 h 12 min", "45 s" until `iso` on the server's clock (which may be a manual one).
 export function until(iso) {
-  let s = Math.max(0, Math.round((Date.parse(iso) - serverNow()) / 1000));
-  const d = Math.floor(s / 86400);
-  s -= d * 86400;
-  const hours = Math.floor(s / 3600);
-  s -= hours * 3600;
-  const min = Math.floor(s / 60);
-  if (d > 0) return `${d} d ${hours} h`;
-  if (hours > 0) return `${hours} h ${min} min`;
-  if (min > 0) return `${min} min`;
-  return `${s} s`;
+  return timeUntil(iso, serverNow());
 }
 
 function countdownEl(iso) {
@@ -99,28 +90,29 @@ function leaseConnectText(l) {
   return 'The SSH line appears here as soon as your container answers.';
 }
 
-function stopControls(l, onDone) {
-  if (l.status !== 'active') return null;
+// A destructive action behind a confirmation: the button, then the question with the action and
+// "keep" buttons; `run` calls the API, then `onDone` (errors shown under the buttons).
+function confirmedAction({ testid, label, alertClass, title, question, detail, confirmLabel, keepLabel, run, onDone }) {
   const slot = h('div', { class: 'form-actions instance-actions' });
   const ask = h('button', {
     type: 'button',
     class: 'btn btn-danger',
-    'data-testid': 'stop',
+    'data-testid': testid,
     onclick: () => {
       replace(
         slot,
-        h('p', { class: 'alert alert-warn', role: 'alertdialog', 'aria-label': 'Confirm stop' },
-          h('strong', null, 'Stop this lease now?'), ' The hour already paid is not refunded; the container and its disk are removed.'),
-        h('button', { type: 'button', class: 'btn btn-danger', 'data-testid': 'confirm-stop', onclick: (e) => stop(e.currentTarget) }, 'Stop, keep nothing'),
-        h('button', { type: 'button', class: 'btn btn-secondary', onclick: () => replace(slot, ask) }, 'Keep it running')
+        h('p', { class: `alert ${alertClass}`, role: 'alertdialog', 'aria-label': title },
+          h('strong', null, question), detail),
+        h('button', { type: 'button', class: 'btn btn-danger', 'data-testid': `confirm-${testid}`, onclick: (e) => act(e.currentTarget) }, confirmLabel),
+        h('button', { type: 'button', class: 'btn btn-secondary', onclick: () => replace(slot, ask) }, keepLabel)
       );
-      slot.querySelector('[data-testid="confirm-stop"]').focus();
+      slot.querySelector(`[data-testid="confirm-${testid}"]`).focus();
     },
-  }, 'Stop…');
-  async function stop(button) {
+  }, label);
+  async function act(button) {
     setBusy(button, true);
     try {
-      await api('POST', `/v1/leases/${l.id}/stop`, {}, { idempotencyKey: newIdempotencyKey() });
+      await run();
       await onDone();
     } catch (err) {
       setBusy(button, false);
@@ -129,6 +121,17 @@ function stopControls(l, onDone) {
   }
   slot.appendChild(ask);
   return slot;
+}
+
+function stopControls(l, onDone) {
+  if (l.status !== 'active') return null;
+  return confirmedAction({
+    testid: 'stop', label: 'Stop…', alertClass: 'alert-warn', title: 'Confirm stop',
+    question: 'Stop this lease now?',
+    detail: ' The hour already paid is not refunded; the container and its disk are removed.',
+    confirmLabel: 'Stop, keep nothing', keepLabel: 'Keep it running', onDone,
+    run: () => api('POST', `/v1/leases/${l.id}/stop`, {}, { idempotencyKey: newIdempotencyKey() }),
+  });
 }
 
 async function showLease(id) {
@@ -177,34 +180,13 @@ async function showLease(id) {
 
 function releaseControls(r, onDone) {
   if (r.state === 'released') return null;
-  const slot = h('div', { class: 'form-actions instance-actions' });
-  const ask = h('button', {
-    type: 'button',
-    class: 'btn btn-danger',
-    'data-testid': 'release',
-    onclick: () => {
-      replace(
-        slot,
-        h('p', { class: 'alert alert-error', role: 'alertdialog', 'aria-label': 'Confirm release' },
-          h('strong', null, 'Release this rental now?'), " Nothing of the term is refunded. The machine stops at once and its disk's encryption key is destroyed: the data on it cannot be recovered."),
-        h('button', { type: 'button', class: 'btn btn-danger', 'data-testid': 'confirm-release', onclick: (e) => release(e.currentTarget) }, 'Release, no refund'),
-        h('button', { type: 'button', class: 'btn btn-secondary', onclick: () => replace(slot, ask) }, 'Keep it')
-      );
-      slot.querySelector('[data-testid="confirm-release"]').focus();
-    },
-  }, 'Release…');
-  async function release(button) {
-    setBusy(button, true);
-    try {
-      await api('POST', `/v1/rentals/${r.id}/release`, { confirm: true });
-      await onDone();
-    } catch (err) {
-      setBusy(button, false);
-      slot.append(h('p', { class: 'field-error', role: 'alert' }, err.message));
-    }
-  }
-  slot.appendChild(ask);
-  return slot;
+  return confirmedAction({
+    testid: 'release', label: 'Release…', alertClass: 'alert-error', title: 'Confirm release',
+    question: 'Release this rental now?',
+    detail: " Nothing of the term is refunded. The machine stops at once and its disk's encryption key is destroyed: the data on it cannot be recovered.",
+    confirmLabel: 'Release, no refund', keepLabel: 'Keep it', onDone,
+    run: () => api('POST', `/v1/rentals/${r.id}/release`, { confirm: true }),
+  });
 }
 
 function rentalConnectText(r) {

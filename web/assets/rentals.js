@@ -4,7 +4,7 @@
 // says no refund is made and the data is destroyed. Notifications are the account's newest.
 import { api } from './api.js';
 import { h, $, replace, errorBox, empty, setBusy, copyableCommand } from './dom.js';
-import { money, timestamp } from './format.js';
+import { money, timestamp, timeUntil } from './format.js';
 import { provisioningSteps } from './provisioning.js';
 
 const REFRESH_MS = 10000;
@@ -31,16 +31,7 @@ function now() {
 
 // "2 d 4 h", "3 h 12 min", "45 s", from the server's clock.
 export function countdown(iso) {
-  let s = Math.max(0, Math.round((Date.parse(iso) - now()) / 1000));
-  const d = Math.floor(s / 86400);
-  s -= d * 86400;
-  const hours = Math.floor(s / 3600);
-  s -= hours * 3600;
-  const min = Math.floor(s / 60);
-  if (d > 0) return `${d} d ${hours} h`;
-  if (hours > 0) return `${hours} h ${min} min`;
-  if (min > 0) return `${min} min`;
-  return `${s} s`;
+  return timeUntil(iso, now());
 }
 
 function tickCountdowns() {
