@@ -1,9 +1,11 @@
-// Spot market: per GPU model the order book (a hand-drawn SVG depth ladder), recent trades, and for
-// a signed-in customer the bid form, their open bids and their leases with a stop button. The
-// figures are the API's; the page only scales bars to draw them.
+// Spot market: per GPU model the order book (a hand-drawn SVG depth ladder), its price history
+// (chart.js), recent trades, and for a signed-in customer the bid form with the cost of an hour and
+// the wallet that pays it, their open bids and their leases with a stop button. The figures are the
+// API's; the page scales bars and points to draw them and multiplies a price by a GPU count.
 import { api, currentSession, newIdempotencyKey, RequestKey } from './api.js';
 import { h, $, replace, table, showFormError, clearFormErrors, setBusy, errorBox, empty, stat } from './dom.js';
-import { usd, money, integer, timestamp } from './format.js';
+import { usd, money, amount, integer, timestamp } from './format.js';
+import { priceHistoryChart } from './chart.js';
 import { leaseConnection, provisioning } from './provisioning.js';
 import { loadMarkets, bestAsk, bestBid } from './markets.js';
 import { loadImages, setUpImagePicker, launchBody, forgetCredential, launchCell } from './images.js';
@@ -12,6 +14,9 @@ import { sshKeyWarning } from './ssh_warning.js';
 const REFRESH_MS = 10000;
 const BOOK_LEVELS = 12;
 const TRADES = 20;
+// The chart reads up to this many of the newest trades, a page of 100 at a time (the API's cursor).
+const HISTORY_PAGE = 100;
+const HISTORY_MAX = 300;
 
 const tabs = $('#market-tabs');
 const form = $('#bid-form');
@@ -107,11 +112,36 @@ function select(name, userAction) {
   if (changed) {
     replace($('#depth'), h('div', { class: 'loading', role: 'status' }, 'Loading the book…'));
     replace($('#trades'), h('div', { class: 'loading', role: 'status' }, 'Loading trades…'));
+    replace($('#history'), h('div', { class: 'loading', role: 'status' }, 'Loading the price history…'));
     replace($('#bid-result'));
   }
   renderStats();
+  renderCost();
   loadBook();
   loadTrades();
+}
+
+// The market with the lowest best offer (ties: the API's order), else the first with any offer.
+function cheapestMarket(names) {
+  let best = null;
+  for (const n of names) {
+    const p = tickOf(bestAsk(markets.get(n)));
+    if (p == null) continue;
+    if (best === null || p < best.p) best = { n, p };
+  }
+  return best ? best.n : names[0];
+}
+
+// A decimal string with at most `places` decimals -> an integer count of 10^-places, exactly
+// ("2.880" -> 2880 thousandths); null when it is not such a number.
+function unitsOf(value, places) {
+  const m = new RegExp(`^(\\d{1,9})(?:\\.(\\d{0,${places}}))?$`).exec(String(value ?? '').trim());
+  return m ? Number(m[1]) * 10 ** places + Number((m[2] || '').padEnd(places, '0')) : null;
+}
+
+// A price as the book quotes it (tick 0.001) -> its thousandths.
+function tickOf(price) {
+  return unitsOf(price, 3);
 }
 
 // ---------- market data ----------
@@ -194,12 +224,35 @@ async function loadBook() {
   }
 }
 
+let lastHistory = null;
+
+// The newest trades, up to HISTORY_MAX, following the API's cursor.
+async function fetchTrades(gpu) {
+  const trades = [];
+  let cursor = null;
+  do {
+    const q = `limit=${HISTORY_PAGE}` + (cursor ? '&cursor=' + encodeURIComponent(cursor) : '');
+    const data = await api('GET', `/v1/markets/${encodeURIComponent(gpu)}/trades?${q}`);
+    trades.push(...data.trades);
+    cursor = data.next_cursor;
+  } while (cursor && trades.length < HISTORY_MAX);
+  return trades;
+}
+
+function renderHistory() {
+  if (!lastHistory || lastHistory.gpu !== selected) return;
+  const width = Math.max(280, Math.round($('#history').clientWidth || 640));
+  replace($('#history'), priceHistoryChart({ gpu: selected, trades: lastHistory.trades, bestAsk: bestAsk(markets.get(selected)), width }));
+}
+
 async function loadTrades() {
   const gpu = selected;
   try {
-    const data = await api('GET', `/v1/markets/${encodeURIComponent(gpu)}/trades?limit=${TRADES}`);
+    const trades = await fetchTrades(gpu);
     if (gpu !== selected) return;
-    if (!data.trades.length) return replace($('#trades'), empty('No trades yet in this market.'));
+    lastHistory = { gpu, trades };
+    renderHistory();
+    if (!trades.length) return replace($('#trades'), empty('No trades yet in this market.'));
     replace(
       $('#trades'),
       table(
@@ -209,12 +262,14 @@ async function loadTrades() {
           { label: 'GPUs', num: true, cell: (t) => integer(t.gpus) },
           { label: 'Taker', cell: (t) => (t.maker === 'ask' ? h('span', { class: 'side-buy' }, 'buyer') : h('span', { class: 'side-sell' }, 'seller')) },
         ],
-        data.trades,
+        trades.slice(0, TRADES),
         { stack: true }
       )
     );
   } catch (e) {
-    if (gpu === selected) replace($('#trades'), errorBox('Trades could not be loaded: ' + e.message));
+    if (gpu !== selected) return;
+    replace($('#trades'), errorBox('Trades could not be loaded: ' + e.message));
+    replace($('#history'), errorBox('The price history could not be loaded: ' + e.message));
   }
 }
 
@@ -223,6 +278,7 @@ async function refreshMarkets() {
   if (!markets.has(selected)) return;
   renderTabs();
   renderStats();
+  renderCost();
   loadBook();
   loadTrades();
 }
@@ -232,7 +288,7 @@ function scheduleRefresh() {
   refreshTimer = setTimeout(async () => {
     if (!document.hidden) {
       await refreshMarkets();
-      if (session) await Promise.all([loadLeases(), loadBids()]);
+      if (session) await Promise.all([loadLeases(), loadBids(), loadWallets()]);
     }
     scheduleRefresh();
   }, REFRESH_MS);
@@ -246,6 +302,54 @@ function syncOrderType() {
   form.elements.limit_usd_per_gpu_hour.disabled = !limit;
   form.elements.time_in_force.disabled = !limit;
   form.elements.expires_at.disabled = !limit || form.elements.time_in_force.value !== 'gtc';
+}
+
+// ---------- what an hour costs, before committing ----------
+
+let wallets = null; // [{currency, available, held}] of the signed-in account
+
+async function loadWallets() {
+  try {
+    wallets = (await api('GET', '/v1/wallets')).wallets;
+  } catch (e) {
+    wallets = null;
+  }
+  renderCost();
+}
+
+// The price an hour is bought at: the best offer for a market order (the fill may take a dearer
+// offer when the best one has fewer GPUs), the limit for a limit order (the most it pays).
+function costPrice() {
+  const f = form.elements;
+  if (f.order.value === 'limit') return { price: f.limit_usd_per_gpu_hour.value.trim(), how: 'at your limit, the most it pays' };
+  return { price: bestAsk(markets.get(selected)), how: 'at the best offer' };
+}
+
+function renderCost() {
+  if (form.hidden) return;
+  const f = form.elements;
+  const gpus = /^\d{1,3}$/.test(f.gpus.value.trim()) ? Number(f.gpus.value.trim()) : null;
+  const { price, how } = costPrice();
+  const tick = tickOf(price);
+  const total = gpus && tick != null ? (tick * gpus) / 1000 : null;
+  const totalText = total == null ? null : total.toFixed(3);
+  $('#bid-total').textContent = totalText == null ? '—' : amount(totalText, 'USD') + '/h';
+  $('#bid-total-how').textContent =
+    totalText == null
+      ? gpus
+        ? f.order.value === 'limit' ? 'Enter your limit price to see the cost.' : 'No offer in this market now.'
+        : 'Enter a whole number of GPUs.'
+      : `${integer(gpus)} GPU${gpus === 1 ? '' : 's'} × ${priceText(price)}/GPU-h ${how}; billed hourly in advance, tax excluded.`;
+  const currency = f.currency.value;
+  const w = wallets && wallets.find((x) => x.currency === currency);
+  $('#bid-balance').textContent = w ? `${amount(w.available, currency)} available in ${currency}` : wallets ? `no ${currency} wallet` : '—';
+  const short = $('#bid-short');
+  // Only a USD wallet compares directly; EUR and GBP convert at the rate of the fill.
+  const lacks = w && currency === 'USD' && totalText != null && unitsOf(w.available, 6) < unitsOf(totalText, 3) * 1000;
+  short.hidden = !lacks;
+  if (lacks) {
+    replace(short, `Your USD wallet (${amount(w.available, 'USD')}) does not cover one hour (${amount(totalText, 'USD')}): the bid would be refused. `, h('a', { href: '/account/#overview' }, 'Top up'));
+  }
 }
 
 function bidBody() {
@@ -318,7 +422,7 @@ async function onBid(e) {
     bidKey.done();
     forgetCredential(f);
     replace($('#bid-result'), bidOutcome(bid));
-    await Promise.all([refreshMarkets(), loadLeases(), loadBids()]);
+    await Promise.all([refreshMarkets(), loadLeases(), loadBids(), loadWallets()]);
   } catch (err) {
     if (err.status === 401) {
       session = null;
@@ -504,6 +608,7 @@ function redrawOnResize() {
   clearTimeout(resizeTimer);
   resizeTimer = setTimeout(() => {
     if (lastBook && lastBook.gpu === selected) replace($('#depth'), depthChart(lastBook));
+    renderHistory();
     revealSelectedTab();
   }, 150);
 }
@@ -513,7 +618,9 @@ async function main() {
   form.addEventListener('submit', onBid);
   form.addEventListener('change', (e) => {
     if (['order', 'time_in_force'].includes(e.target.name)) syncOrderType();
+    renderCost();
   });
+  form.addEventListener('input', renderCost);
   syncOrderType();
   loadRegions();
   setUpImagePicker(form.elements.image_choice, form.elements.image, $('#bid-image-note'));
@@ -530,15 +637,19 @@ async function main() {
     replace($('#trades'));
     return;
   }
-  selected = markets.has(wanted) ? wanted : names.find((n) => bestAsk(markets.get(n))) || names[0];
+  // The URL's market, else the cheapest to buy now.
+  selected = markets.has(wanted) ? wanted : cheapestMarket(names);
   renderTabs();
   select(selected, false);
-  if (session) await Promise.all([loadLeases(), loadBids()]);
+  if (session) await Promise.all([loadLeases(), loadBids(), loadWallets()]);
   scheduleRefresh();
   document.addEventListener('gpuhub:session', (e) => {
     session = e.detail;
     showSignedIn(!!session);
-    if (session) sshKeyWarning($('#bid-ssh-warning'));
+    if (session) {
+      sshKeyWarning($('#bid-ssh-warning'));
+      loadWallets();
+    }
   });
 }
 
