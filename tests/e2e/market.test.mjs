@@ -137,8 +137,6 @@ test('market: the cheapest market first, the price history of its trades, the co
       await noSeriousViolations(page, `market (${size})`);
       await page.evaluate(() => window.scrollTo(0, 0));
       await screenshot(page, `market-history-${size}`);
-      await page.locator('#bid-form').scrollIntoViewIfNeeded();
-      await screenshot(page, `market-buy-form-${size}`);
 
       // The URL's market wins; a market without trades says so.
       await page.goto('/market/?gpu=H100%20NVL');
