@@ -32,7 +32,8 @@ async function noSeriousViolations(page, what) {
 }
 
 // Controls whose words do not fit in them: a button whose text overflows, a select narrower than
-// its chosen option's text (measured with the select's own font), anything past the screen's edge.
+// its chosen option's text (measured with the select's own font), a control outside a box that
+// clips it (a table's scrolling wrapper), anything past the screen's edge.
 async function cutControls(page, selector) {
   return page.evaluate((sel) => {
     const out = [];
@@ -52,7 +53,14 @@ async function cutControls(page, selector) {
         need = probe.offsetWidth;
         have = el.clientWidth - parseFloat(cs.paddingLeft) - parseFloat(cs.paddingRight) - 20;
       }
-      if (need > have + 1 || r.right > window.innerWidth + 0.5 || r.left < 0) out.push(`${el.id || el.textContent.trim()}: needs ${need}, has ${have}`);
+      // Cut by a box that clips (a table's scrolling wrapper, a card): outside its edges.
+      let clipped = false;
+      for (let a = el.parentElement; a; a = a.parentElement) {
+        if (getComputedStyle(a).overflowX === 'visible') continue;
+        const b = a.getBoundingClientRect();
+        if (r.right > b.right + 0.5 || r.left < b.left - 0.5) clipped = true;
+      }
+      if (need > have + 1 || clipped || r.right > window.innerWidth + 0.5 || r.left < 0) out.push(`${el.id || el.textContent.trim()}: needs ${need}, has ${have}${clipped ? ', cut by its box' : ''}`);
     }
     probe.remove();
     return out;
