@@ -352,11 +352,7 @@ void Agent::ReporterLoop(const std::atomic<bool>& stop) {
             s.usage_interval = answer->usage_interval;
           }
           s.inventory = inventory;
-          // A "stopped" report, once delivered, is done.
-          for (const auto& st : statuses) {
-            auto it = s.status.find(st.id);
-            if (it != s.status.end() && it->second.state == "stopped") s.status.erase(it);
-          }
+          ForgetDeliveredStops(statuses, &s.status);
           cache = {s.desired, answer->server_time, local};
         }
         s.cv.notify_all();

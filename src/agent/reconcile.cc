@@ -110,4 +110,13 @@ int PickPort(int first, int last, const std::set<int>& used) {
   return 0;
 }
 
+void ForgetDeliveredStops(const std::vector<WorkloadStatus>& sent,
+                          std::map<std::string, WorkloadStatus>* status) {
+  for (const auto& st : sent) {
+    if (st.state != "stopped") continue;
+    auto it = status->find(st.id);
+    if (it != status->end() && it->second.state == "stopped") status->erase(it);
+  }
+}
+
 }  // namespace gpuhub::agent

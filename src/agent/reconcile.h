@@ -20,12 +20,14 @@
 #pragma once
 
 #include <chrono>
+#include <map>
 #include <set>
 #include <string>
 #include <vector>
 
 #include "agent/container.h"
 #include "agent/docker.h"
+#include "agent/protocol.h"
 #include "core/clock.h"
 
 namespace gpuhub::agent {
@@ -68,6 +70,12 @@ Plan PlanReconcile(const ReconcileInput& input, const std::vector<ActualContaine
 // How long after its n-th recreate (n >= 1) a workload may be recreated again:
 // kRecreateBackoffFirst, doubling, at most kRecreateBackoffMax. The first recreate (n = 0) is at once.
 std::chrono::milliseconds RecreateBackoff(int recreates);
+
+// A heartbeat carrying `sent` was answered: the "stopped" reports it delivered leave `status`.
+// A report it carried in another state stays, even if `status` says "stopped" now: the reconciler
+// changed it while the heartbeat was in flight, and the server has not heard it yet.
+void ForgetDeliveredStops(const std::vector<WorkloadStatus>& sent,
+                          std::map<std::string, WorkloadStatus>* status);
 
 // The lowest port of [first, last] not in `used`; 0 when none is free.
 int PickPort(int first, int last, const std::set<int>& used);

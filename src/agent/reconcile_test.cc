@@ -152,5 +152,24 @@ TEST(ReconcileTest, AChangeOfNetworkVolumesRecreatesTheContainer) {
   EXPECT_TRUE(PlanReconcile(detached, {C("c1", "lease-1", "running")}).remove.empty());
 }
 
+// The reconciler removed lease-1's container while a heartbeat that still said "running" was in
+// flight: its answer must not swallow the "stopped" the server has not heard (the lease would
+// show running forever). A "stopped" the heartbeat did carry is done.
+TEST(ReconcileTest, AStoppedReportLeavesOnlyOnceAHeartbeatCarriedIt) {
+  std::map<std::string, WorkloadStatus> status = {{"lease-1", {"lease-1", "stopped", 0, ""}},
+                                                  {"lease-2", {"lease-2", "stopped", 0, ""}},
+                                                  {"lease-3", {"lease-3", "running", 22, ""}}};
+  const std::vector<WorkloadStatus> sent = {{"lease-1", "running", 20022, ""},
+                                            {"lease-2", "stopped", 0, ""},
+                                            {"lease-3", "running", 22, ""}};
+  ForgetDeliveredStops(sent, &status);
+  ASSERT_EQ(status.size(), 2u);
+  EXPECT_EQ(status.at("lease-1").state, "stopped") << "still to be reported";
+  EXPECT_EQ(status.count("lease-2"), 0u) << "delivered";
+  EXPECT_EQ(status.at("lease-3").state, "running");
+  ForgetDeliveredStops({{"lease-1", "stopped", 0, ""}}, &status);
+  EXPECT_EQ(status.count("lease-1"), 0u);
+}
+
 }  // namespace
 }  // namespace gpuhub::agent
