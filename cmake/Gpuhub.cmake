@@ -49,14 +49,20 @@ function(gpuhub_test)
 endfunction()
 
 function(gpuhub_server_test)
-  cmake_parse_arguments(ARG "" "NAME;TIMEOUT" "SOURCES;DEPS" ${ARGN})
+  # RESOURCE_LOCK: a machine-wide name its tests hold while they run (ctest runs no two tests
+  # holding the same one at once), for what every copy of the test would share, like /dev/mapper.
+  cmake_parse_arguments(ARG "" "NAME;TIMEOUT;RESOURCE_LOCK" "SOURCES;DEPS" ${ARGN})
   gpuhub_executable(${ARG_NAME} ${ARG_SOURCES})
   add_dependencies(${ARG_NAME} gpuhub)
   target_link_libraries(${ARG_NAME} PRIVATE gpuhub_server_harness ${ARG_DEPS} GTest::gtest
                         GTest::gtest_main Threads::Threads)
+  set(lock "")
+  if(ARG_RESOURCE_LOCK)
+    set(lock RESOURCE_LOCK ${ARG_RESOURCE_LOCK})
+  endif()
   gtest_discover_tests(${ARG_NAME} DISCOVERY_TIMEOUT 60
                        PROPERTIES LABELS integration TIMEOUT ${ARG_TIMEOUT}
-                                  ENVIRONMENT "GPUHUB_SOURCE_DIR=${PROJECT_SOURCE_DIR}")
+                                  ENVIRONMENT "GPUHUB_SOURCE_DIR=${PROJECT_SOURCE_DIR}" ${lock})
 endfunction()
 
 function(gpuhub_bench)

@@ -505,16 +505,19 @@ TEST_P(AgentRentalE2eTest, AHostPortThatIsTakenIsSkippedNotAFailure) {
 // greets each with an SSH banner.
 class SshStandIn {
  public:
-  explicit SshStandIn(int port) {
+  // Listens on a port the kernel picks: a fixed one clashed with the other backend's run of the
+  // same test under ctest -j2 (CI: "port 40100 is taken").
+  SshStandIn() {
     fd_ = ::socket(AF_INET, SOCK_STREAM, 0);
-    int one = 1;
-    ::setsockopt(fd_, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
     sockaddr_in addr{};
     addr.sin_family = AF_INET;
-    addr.sin_port = htons(static_cast<std::uint16_t>(port));
+    addr.sin_port = 0;
     addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    socklen_t len = sizeof addr;
     bound_ = ::bind(fd_, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0 &&
-             ::listen(fd_, 16) == 0;
+             ::listen(fd_, 16) == 0 &&
+             ::getsockname(fd_, reinterpret_cast<sockaddr*>(&addr), &len) == 0;
+    port_ = ntohs(addr.sin_port);
     thread_ = std::thread([this] {
       while (true) {
         int c = ::accept(fd_, nullptr, nullptr);
@@ -531,12 +534,14 @@ class SshStandIn {
     ::close(fd_);
   }
   bool bound() const { return bound_; }
+  int port() const { return port_; }
   void Ready() { ready_ = true; }
   int connections() const { return connections_; }
 
  private:
   int fd_ = -1;
   bool bound_ = false;
+  int port_ = 0;
   std::atomic<bool> ready_{false};
   std::atomic<int> connections_{0};
   std::thread thread_;
@@ -546,11 +551,12 @@ class SshStandIn {
 // long-poll, creates the container, reports "starting" at once while sshd does not answer, and
 // "ready" (the connection line) the moment sshd greets; the lease shows each step.
 TEST_P(AgentE2eTest, ANewLeaseRunsWithoutWaitingForAHeartbeatAndIsReadyWhenSshdAnswers) {
-  ssh_ports_ = "40100-40100";
+  SshStandIn sshd;
+  ASSERT_TRUE(sshd.bound()) << "no loopback port to listen on";
+  const std::string port = std::to_string(sshd.port());
+  ssh_ports_ = port + "-" + port;
   heartbeat_ms_ = 600'000;  // the first heartbeat at start, the next one long after this test
   ssh_ready_ms_ = 60'000;
-  SshStandIn sshd(40100);
-  ASSERT_TRUE(sshd.bound()) << "port 40100 is taken on this machine";
   ListMachineAndEnrol(2);
   docker_->AddImage(kImage);
   StartAgent();
@@ -565,12 +571,12 @@ TEST_P(AgentE2eTest, ANewLeaseRunsWithoutWaitingForAHeartbeatAndIsReadyWhenSshdA
       << Lease(lease).dump() << Context();
   json l = Lease(lease);
   EXPECT_TRUE(l["connection"]["ssh"].is_null()) << l.dump();
-  EXPECT_EQ(l["provisioning"]["detail"], "waiting for sshd to answer on port 40100");
+  EXPECT_EQ(l["provisioning"]["detail"], "waiting for sshd to answer on port " + port);
   ASSERT_TRUE(WaitFor([&] { return sshd.connections() > 0; })) << "the agent probes the port";
 
   sshd.Ready();
   ASSERT_TRUE(WaitFor([&] {
-    return Lease(lease)["connection"]["ssh"] == "ssh -p 40100 root@203.0.113.7";
+    return Lease(lease)["connection"]["ssh"] == "ssh -p " + port + " root@203.0.113.7";
   })) << Lease(lease).dump() << Context();
   l = Lease(lease);
   EXPECT_EQ(l["provisioning"]["step"], "ready");

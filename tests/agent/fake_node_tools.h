@@ -42,7 +42,13 @@ inline std::map<std::string, std::string> RealMapperDevices(const std::string& d
   return {
       {"cryptsetup",
        "case \"$1\" in\n"
-       "  open) [ -e \"/dev/mapper/$7\" ] && { echo \"/dev/mapper/$7 exists\" >&2; exit 5; }\n"
+       // A link left by a test that was killed is stale once its image is gone (the test's temp
+       // dir was removed): dropped, so one killed run does not fail every later one.
+       "  open) if [ -L \"/dev/mapper/$7\" ]; then o=$(readlink \"/dev/mapper/$7\")\n"
+       "      b=$(losetup -nO BACK-FILE \"$o\" 2>/dev/null)\n"
+       "      if [ -n \"$b\" ] && [ -f \"$b\" ]; then echo \"/dev/mapper/$7 exists\" >&2; exit 5; fi\n"
+       "      rm -f \"/dev/mapper/$7\"; [ -n \"$b\" ] && losetup -d \"$o\"\n"
+       "    fi\n"
        "    truncate -s " + size + " " + img + " && l=$(losetup -f --show " + img +
            ") || exit 1\n"
            "    mkdir -p /dev/mapper && ln -s \"$l\" \"/dev/mapper/$7\" && exit 0; exit 1 ;;\n"
