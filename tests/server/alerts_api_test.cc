@@ -6,6 +6,7 @@
 // another account's alert looks missing; the per-account limit holds.
 #include <gtest/gtest.h>
 
+#include "cli_fixture.h"
 #include "harness.h"
 #include "server_fixture.h"
 
@@ -247,6 +248,34 @@ TEST_P(AlertsApiTest, BadInputNamesTheFieldAndTheLimitHolds) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Databases, AlertsApiTest, ::testing::Values("sqlite", "postgresql"));
+
+// `gpuhub alerts ...` against the real server: exit 0 with the alert, exit 2 naming the field.
+class AlertsCliTest : public CliFixture {};
+
+TEST_F(AlertsCliTest, MakeListAndCancel) {
+  auto bad = As(alice_, {"alerts", "stock", "--gpu", "H100 SXM", "--count", "3"});
+  EXPECT_EQ(bad.exit_code, 2) << bad.output;
+  EXPECT_TRUE(Has(bad, "count must be one of the counts H100 SXM is rented in: 1, 2, 4, 8"))
+      << bad.output;
+  auto price = As(alice_, {"alerts", "price", "--gpu", "H100 SXM", "--max-usd-per-gpu-hour", "2.5"});
+  ASSERT_EQ(price.exit_code, 0) << price.output;
+  EXPECT_TRUE(Has(price, "alert 1: Spot H100 SXM at or under $2.500/h (not now; fired 0x)"))
+      << price.output;
+  auto stock = As(alice_, {"alerts", "stock", "--gpu", "A100 SXM", "--count", "8", "--region",
+                           "PDX-1"});
+  ASSERT_EQ(stock.exit_code, 0) << stock.output;
+  EXPECT_TRUE(Has(stock, "alert 2: 8 × A100 SXM free in PDX-1 (not now; fired 0x)"))
+      << stock.output;
+  auto list = As(alice_, {"alerts", "list"});
+  ASSERT_EQ(list.exit_code, 0) << list.output;
+  EXPECT_LT(list.output.find("alert 2:"), list.output.find("alert 1:")) << list.output;
+  auto json_list = As(alice_, {"alerts", "list", "--json"});
+  EXPECT_EQ(json::parse(json_list.output)["alerts"].size(), 2u) << json_list.output;
+  EXPECT_EQ(As(alice_, {"alerts", "cancel", "1"}).exit_code, 0);
+  auto again = As(alice_, {"alerts", "cancel", "1"});
+  EXPECT_EQ(again.exit_code, 2) << again.output;
+  EXPECT_TRUE(Has(As(alice_, {"alerts", "list"}), "alert 2:"));
+}
 
 }  // namespace
 }  // namespace gpuhub::testing
