@@ -14,35 +14,17 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { newPage, screenshot } from './lib/browser.mjs';
-import { PASSWORD, username, waitForData, unexpected, signUp, setBillingCountry, useServerAndBrowser, accountTab, logIn, scriptedAgent } from './lib/helpers.mjs';
-import { seriousViolations } from './lib/axe.mjs';
+import { username, waitForData, unexpected, signUp, setBillingCountry, useServerAndBrowser, accountTab, logIn, scriptedAgent, headerLinksVisible, tokenOf as tokenOfUser } from './lib/helpers.mjs';
+import { noSeriousViolations } from './lib/axe.mjs';
 
 const env = useServerAndBrowser();
 const DESKTOP = { width: 1440, height: 900 };
 const PHONE = { width: 390, height: 844 };
 const KEY = 'ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIG16T587uU+epMBs4vmoyyGuBG9yQ3QtlzA/ukPD/zmj grace@laptop';
 
-async function tokenOf(name) {
-  return (await env.api.call('POST', '/v1/sessions', { username: name, password: PASSWORD })).token;
-}
+const tokenOf = (name) => tokenOfUser(env.api, name);
 
-async function noSeriousViolations(page, what) {
-  const v = await seriousViolations(page);
-  assert.deepEqual(v, [], `${what}: ${JSON.stringify(v, null, 1)}`);
-}
 
-// Every link of the header's navigation is inside the screen and not cut.
-async function headerLinksVisible(page) {
-  const cut = await page.evaluate(() => {
-    const out = [];
-    for (const a of document.querySelectorAll('.site-header .nav a:not([hidden])')) {
-      const r = a.getBoundingClientRect();
-      if (a.offsetParent === null || r.left < 0 || r.right > window.innerWidth + 0.5 || a.scrollWidth > a.clientWidth + 1) out.push(a.textContent);
-    }
-    return out;
-  });
-  assert.deepEqual(cut, [], 'header links cut or off screen');
-}
 
 test('account: tabs instead of one long page, the balance in the header, errors as sentences', async () => {
   const { context, page, problems } = await newPage(env.chrome.browser, 'desktop', env.server.url);
@@ -54,7 +36,7 @@ test('account: tabs instead of one long page, the balance in the header, errors 
     assert.equal(await page.locator('section section').count(), 0);
     assert.equal(await page.locator('#notifications-section #billing, #notifications-section #ssh-keys').count(), 0);
     const tabs = await page.locator('.account-tabs a').allInnerTexts();
-    assert.deepEqual(tabs, ['Overview', 'Storage', 'Billing and invoices', 'SSH keys', 'Top-ups and history', 'Notifications', 'Security and API keys']);
+    assert.deepEqual(tabs, ['Overview', 'Storage', 'Billing and invoices', 'SSH keys', 'Top-ups and history', 'Notifications and alerts', 'Security and API keys']);
     assert.equal(await page.getAttribute('.account-tabs a[aria-current="page"]', 'href'), '#overview');
     assert.equal(await page.locator('#wallets').isVisible(), true);
     assert.equal(await page.locator('#ssh-key-form').isVisible(), false);
