@@ -291,11 +291,21 @@ test('answers carry their action: the calculator\'s configurations, its verdict,
     assert.match(await spot.getAttribute('href'), /^\/market\/\?gpu=[^&]+&count=\d$/);
     // The plan's cheapest to finish is another card: one sentence says why, with both figures.
     await page.waitForSelector('#plan-verdict');
-    const finish = await page.locator('#plan-verdict strong').first().innerText();
+    const finish = await page.locator('[data-testid="plan-verdict-action"]').innerText();
     assert.notEqual(finish, 'one H100 PCIe');
     assert.match(await page.locator('[data-testid="plan-why"]').innerText(),
       new RegExp(`^One H100 PCIe is the cheapest to hold \\(\\$1,490\\.00 a month\\), but ${finish} is the cheapest to finish this job`));
     assert.ok((await page.locator('#plan-results tbody a.action-rent').count()) >= 1, 'the plan rows carry their action');
+    // The verdict's configuration is a link to its cheaper way (it was link-coloured text).
+    assert.match(await page.locator('[data-testid="plan-verdict-action"]').getAttribute('href'), /^\/(market|rent)\/\?gpu=/);
+    // The calculator's recommendation is in the plan's table too (its last row when it is not
+    // among the cheapest to finish), with its action; spot-only rows offer Buy spot, never Rent.
+    const heldRow = page.locator('#plan-results tbody tr', { hasText: 'H100 PCIe' });
+    assert.ok((await heldRow.count()) >= 1, 'one H100 PCIe is in the plan table');
+    for (const row of await page.locator('#plan-results tbody tr').all()) {
+      const term = await row.locator('td').nth(4).innerText();
+      if (term.trim() === '—') assert.equal(await row.locator('a.action-rent').count(), 0, 'no Rent on a spot-only row');
+    }
     await noSeriousViolations(page, 'calculator');
     await screenshot(page, 'console-calculator-actions-desktop');
     await firstRow.locator('a.action-rent').click();
