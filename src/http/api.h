@@ -358,6 +358,9 @@ void RegisterMarketRoutes(Router& router, ApiContext& api);
 // the book: a JSON number, a 4th decimal, 0 or a price above the exchange's cap is
 // invalid_argument naming `field`.
 Result<std::int64_t> PriceField(const json& body, std::string_view field);
+// A payout's JSON with "destination": where it goes (a copy of the destination it named when it
+// was requested) or null.
+json PayoutWithTarget(const engine::State& state, const market::Payout& p);
 // Stock and price alerts (engine/alerts.h): api_alerts.cc.
 void RegisterAlertRoutes(Router& router, ApiContext& api);
 // Term rentals (api_rentals.cc): quotes, orders, renewals, release, stock, nodes (admin).

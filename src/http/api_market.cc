@@ -212,6 +212,8 @@ Result<PayoutRequest> ParsePayoutRequest(const Request& r) {
   return out;
 }
 
+}  // namespace
+
 // The payout's JSON with where it goes: its destination (a copy of it when it was requested) or
 // null.
 json PayoutWithTarget(const engine::State& state, const market::Payout& p) {
@@ -224,6 +226,8 @@ json PayoutWithTarget(const engine::State& state, const market::Payout& p) {
                        : json(nullptr);
   return j;
 }
+
+namespace {
 
 Result<std::int64_t> ParsePayoutAmount(const json& body) {
   GPUHUB_ASSIGN_OR_RETURN(auto currency, OptionalString(body, "currency"));
