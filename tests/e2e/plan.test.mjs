@@ -82,6 +82,8 @@ test('the plan section: a training job from the URL, more epochs, serving, a ref
       assert.equal(b.epochs, 1);
     });
     assert.equal(plan.prices, 'market');
+    // The count typed without separators is repeated with them (issue 29: "100000000").
+    assert.equal(await page.locator('[data-testid="echo-tokens"]').innerText(), '300,000,000 tokens');
     // The live ask priced the H100 rows.
     const h100 = plan.options.find((o) => o.gpu === 'H100 SXM' && o.spot);
     assert.ok(h100, 'an H100 SXM row priced on the book');

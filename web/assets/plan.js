@@ -268,7 +268,26 @@ export function planFor(request, holdBest = null) {
   calculate();
 }
 
+// Large counts typed into a number field (which cannot hold separators) are repeated beside it
+// with them: "100000000" reads as "100,000,000 tokens".
+const ECHOED = ['tokens', 'tokens_per_day'];
+function echoCounts() {
+  for (const name of ECHOED) {
+    const el = form.elements[name];
+    let echo = el.parentElement.querySelector('.count-echo');
+    if (!echo) {
+      echo = h('span', { class: 'help count-echo', id: `echo-plan-${name}`, 'data-testid': `echo-${name}` });
+      el.after(echo);
+      el.setAttribute('aria-describedby', `${el.getAttribute('aria-describedby') || ''} echo-plan-${name}`.trim());
+    }
+    const v = el.value.trim();
+    echo.textContent = /^\d{4,17}$/.test(v) ? `${integer(Number(v))} tokens` : '';
+  }
+}
+
 readUrl();
+echoCounts();
+form.addEventListener('input', echoCounts);
 form.addEventListener('submit', (e) => {
   e.preventDefault();
   calculate();
