@@ -49,23 +49,9 @@ class AlertsApiTest : public ServerFixture {
   }
   // The provider's machine of 8 H100 SXM in IAD-1 with an ask at `price`; returns the ask's id.
   long long Offer(const std::string& provider, const std::string& price) {
-    auto machine = client_->Call("POST", "/v1/machines",
-                                 {{"gpu", "H100 SXM"},
-                                  {"gpus", 8},
-                                  {"region", "IAD-1"},
-                                  {"vcpus", 96},
-                                  {"ram_gb", 1024},
-                                  {"disk_gb", 8000}},
-                                 provider);
+    auto machine = client_->Call("POST", "/v1/machines", MachineJson("H100 SXM", 8), provider);
     EXPECT_EQ(machine.status, 201) << machine.body;
-    return Ask(provider, machine.Json()["id"], price);
-  }
-  long long Ask(const std::string& provider, const json& machine_id, const std::string& price) {
-    auto ask = client_->Call("POST", "/v1/asks",
-                             {{"machine_id", machine_id},
-                              {"price_usd_per_gpu_hour", price},
-                              {"min_gpus", 1},
-                              {"available_until", Later(30)}},
+    auto ask = client_->Call("POST", "/v1/asks", AskJson(machine.Json()["id"], price, Later(30)),
                              provider);
     EXPECT_EQ(ask.status, 201) << ask.body;
     return ask.Json().value("id", 0LL);
@@ -150,7 +136,7 @@ TEST_P(AlertsApiTest, AlertsFireOncePerCrossingAsNotificationsAndSignedWebhooks)
   auto stock_notes = Notes(carl, "alert.stock");
   ASSERT_EQ(stock_notes.size(), 1u);
   EXPECT_EQ(stock_notes[0]["message"],
-            "8 x H100 SXM can be rented now in IAD-1 (1 set free; alert " +
+            "8 × H100 SXM can be rented now in IAD-1 (1 set free; alert " +
                 std::to_string(s["id"].get<long long>()) + ")");
   EXPECT_EQ(stock_notes[0]["data"]["sets_free"], "1");
   got = receiver.WaitFor(2, seconds(30));
