@@ -54,7 +54,7 @@ NotificationInput FiringOf(const State& state, const Alert& a) {
             {"gpu", a.gpu}};
   if (a.kind == AlertKind::kStock) {
     const int sets = F(state).FreeSets(a.gpu, a.region, a.count);
-    const std::string what = (a.count == 1 ? "1 " : std::to_string(a.count) + " x ") + a.gpu;
+    const std::string what = (a.count == 1 ? "1 " : std::to_string(a.count) + " × ") + a.gpu;
     n.kind = "alert.stock";
     n.message = what + " can be rented now" +
                 (a.region.empty() ? std::string() : " in " + a.region) + " (" +

@@ -230,7 +230,7 @@ TEST_F(EngineAlertsTest, AStockAlertFiresWhenASetIsFreeAgainInItsRegion) {
   EXPECT_EQ(Get(other_, anywhere->id).fired_count, 1);  // it held already
   auto notes = Notices(other_, "alert.stock");
   ASSERT_EQ(notes.size(), 3u);
-  EXPECT_EQ(notes[2].message, "8 x H100 SXM can be rented now in DFW-1 (1 set free; alert " +
+  EXPECT_EQ(notes[2].message, "8 × H100 SXM can be rented now in DFW-1 (1 set free; alert " +
                                   std::to_string(eight->id) + ")");
   // Draining the node takes its cards out of stock (re-arms), active again fires again.
   Run<rentals::Node>(

@@ -177,12 +177,11 @@ export async function startAlertsTab() {
     render();
   };
   const render = () => {
+    const card = term.find((c) => c.name === gpu.value) || term[0];
+    if (!gpu.value || (kind.value === 'stock' && !card)) return replace(formSlot, empty('Nothing to watch here right now.'));
     const spec = kind.value === 'price'
       ? { kind: 'price', gpu: gpu.value }
-      : (() => {
-          const card = term.find((c) => c.name === gpu.value) || term[0];
-          return { kind: 'stock', gpu: card.name, count: card.counts[0], counts: card.counts, regions: card.regions };
-        })();
+      : { kind: 'stock', gpu: card.name, count: card.counts[0], counts: card.counts, regions: card.regions };
     replace(formSlot, alertForm(spec, 'account', () => {
       loadAlerts();
       render();
