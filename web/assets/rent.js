@@ -122,7 +122,7 @@ function renderQuote(q) {
         : null;
   const availability = q.available
     ? h('p', { class: 'alert alert-ok', 'data-testid': 'quote-available' }, `Available now in ${q.region}. The term would run ${timestamp(q.term_start)} – ${timestamp(q.term_end)} if started now.`)
-    : h('div', { class: 'alert alert-warn dead-end' }, h('p', { 'data-testid': 'quote-unavailable' }, q.reason.message), nextSteps(q));
+    : h('div', { class: 'alert alert-warn dead-end' }, h('p', { 'data-testid': 'quote-unavailable' }, q.reason.message.charAt(0).toUpperCase() + q.reason.message.slice(1)), nextSteps(q));
   replace(
     $('#quote'),
     h('div', { class: 'table-wrap' }, h('table', { class: 'quote-table' }, h('tbody', null, lines, total))),
