@@ -51,10 +51,7 @@ void PrintCodes(const json& answer) {
 }
 
 void Run(const Flags& f, ServerCall call, bool needs_token, void (*print)(const json&)) {
-  auto answer = Call(f.c, std::move(call), needs_token);
-  if (!answer) return;
-  f.c.json_output ? void(std::cout << answer->dump(2) << "\n") : print(*answer);
-  SetExitCode(kExitOk);
+  CallAndPrint(f.c, std::move(call), needs_token, print);
 }
 
 void AddTotpOption(CLI::App* cmd, Flags& f) {

@@ -30,10 +30,7 @@ void PrintDestination(const json& d) {
 }
 
 void Run(const Flags& f, ServerCall call, void (*print)(const json&)) {
-  auto answer = Call(f.c, std::move(call), true);
-  if (!answer) return;
-  f.c.json_output ? void(std::cout << answer->dump(2) << "\n") : print(*answer);
-  SetExitCode(kExitOk);
+  CallAndPrint(f.c, std::move(call), true, print);
 }
 
 void AddPayoutDestinationCommands(CLI::App& app) {

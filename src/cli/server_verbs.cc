@@ -1,6 +1,7 @@
 #include "cli/server_verbs.h"
 
 #include <CLI/CLI.hpp>
+#include <iostream>
 
 #include "cli/command_registry.h"
 
@@ -15,6 +16,14 @@ void AddConnection(CLI::App* cmd, Connection& c, bool needs_token) {
                     "a file holding an API key (ghk_...; default $GPUHUB_API_KEY)");
   }
   cmd->add_flag("--json", c.json_output, "print the server's JSON answer");
+}
+
+void CallAndPrint(const Connection& c, ServerCall call, bool needs_token,
+                  void (*print)(const json&)) {
+  auto answer = Call(c, std::move(call), needs_token);
+  if (!answer) return;
+  c.json_output ? void(std::cout << answer->dump(2) << "\n") : print(*answer);
+  SetExitCode(kExitOk);
 }
 
 std::optional<json> Call(const Connection& c, ServerCall call, bool needs_token) {

@@ -32,6 +32,9 @@ void AddConnection(CLI::App* cmd, Connection& c, bool needs_token);
 // 4xx, 1 for the rest) and returns nullopt. A 402 names the top-up that covers the shortfall on
 // the same line.
 std::optional<json> Call(const Connection& c, ServerCall call, bool needs_token);
+// Call, then the answer: as JSON with --json, else through `print`; exit 0 on success.
+void CallAndPrint(const Connection& c, ServerCall call, bool needs_token,
+                  void (*print)(const json&));
 
 // A member as text: strings as they are, other values as JSON, "-" when absent or null.
 std::string Str(const json& j, const char* key);

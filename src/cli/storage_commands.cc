@@ -133,10 +133,7 @@ struct Flags {
 
 // Runs `call` and prints its answer with `print` (or as JSON with --json).
 void Run(const Flags& f, ServerCall call, void (*print)(const json&)) {
-  auto answer = Call(f.c, std::move(call), true);
-  if (!answer) return;
-  f.c.json_output ? void(std::cout << answer->dump(2) << "\n") : print(*answer);
-  SetExitCode(kExitOk);
+  CallAndPrint(f.c, std::move(call), true, print);
 }
 
 std::string Id(const char* base, long long id, const char* suffix = "") {

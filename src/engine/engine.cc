@@ -199,6 +199,11 @@ void Engine::AddTickHook(TickHook hook, TickDue due) {
   if (due) tick_dues_.push_back(std::move(due));
 }
 
+void Engine::AddCommandHook(CommandHook hook) {
+  GPUHUB_CHECK_MSG(!started_, "command hooks are added before Start");
+  command_hooks_.push_back(std::move(hook));
+}
+
 std::size_t Engine::queued() const {
   std::lock_guard<std::mutex> lock(mutex_);
   return queue_.size();
@@ -492,6 +497,7 @@ bool Engine::ApplyBatch(std::deque<Command>& batch) {
       std::size_t mark = writes.size();
       Txn txn(*state_, writes, clock_.NowMicros());
       if (batch[i].apply(txn)) {
+        for (auto& hook : command_hooks_) hook(txn);
         commands_applied_.Add();
       } else {
         commands_failed_.Add();

@@ -107,6 +107,10 @@ using TickHook = std::function<Status(Txn&)>;
 // hook that replays its own events in time order whenever it runs (lease billing) needs none.
 using TickDue = std::function<TimestampMicros(const State&)>;
 inline constexpr TimestampMicros kNoTickDue = std::numeric_limits<TimestampMicros>::max();
+// A command hook: work that follows whatever a command changed (alerts look at the markets and
+// stock a command touched). Runs on the writer after every command that succeeded (ticks
+// included), inside its Txn: what it writes commits with the command. It cannot fail the command.
+using CommandHook = std::function<void(Txn&)>;
 
 struct EngineOptions {
   std::size_t max_commands_per_batch = 0;  // 0: kMaxCommandsPerBatch
@@ -149,6 +153,8 @@ class Engine {
 
   // `due`: see TickDue; without one the hook only runs at the times the others and the clock set.
   void AddTickHook(TickHook hook, TickDue due = nullptr);
+  // Before Start, like tick hooks.
+  void AddCommandHook(CommandHook hook);
 
   // Queues a command. unavailable when the engine is stopping or the queue is full (the command's
   // `done` is then NOT called).
@@ -238,6 +244,7 @@ class Engine {
   std::atomic<TimestampMicros> writer_since_us_{0};
   std::vector<TickHook> tick_hooks_;
   std::vector<TickDue> tick_dues_;
+  std::vector<CommandHook> command_hooks_;
 
   // The batch being committed (see "Pipelined commit"): its commands, rows, and the ledger's last
   // transfer sequence and billing's last document id once it was applied (what is durable when

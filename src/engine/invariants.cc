@@ -3,6 +3,7 @@
 #include <map>
 #include <set>
 
+#include "engine/alerts.h"
 #include "engine/billing_checks.h"
 #include "engine/market.h"
 #include "engine/rentals.h"
@@ -136,6 +137,9 @@ InvariantReport CheckStateInvariants(const State& state, TimestampMicros now,
   report.checks.push_back({"rentals.invariants", state.rentals->fleet.CheckInvariants()});
   report.checks.push_back({"rentals.settlement", state.rentals->fleet.CheckSettlement(ledger)});
   AddBillingChecks(state, replay_stored_history, report);
+  // Alerts: what the index last saw of each watched market and stock is the state now (every
+  // change was looked at in the command that made it).
+  report.checks.push_back({"alerts.index", CheckAlerts(state)});
   return report;
 }
 

@@ -167,6 +167,9 @@ namespace gpuhub::engine {
 // SSH public keys on an account (engine/ssh_keys.h): what the host agent writes into a rented
 // machine's authorized_keys.
 inline constexpr std::size_t kMaxSshKeysPerUser = 20;
+// Stock and price alerts (engine/alerts.h) an account may hold at once: enough for every card and
+// market a person watches; each is one entry of the alert index.
+inline constexpr std::size_t kMaxAlertsPerAccount = 25;
 inline constexpr std::size_t kMaxSshKeyLineBytes = 8 * 1024;  // a 16384-bit RSA key is ~2.8 KB
 inline constexpr std::size_t kMaxSshKeyNameBytes = 64;
 inline constexpr std::size_t kMaxSshKeyCommentBytes = 256;

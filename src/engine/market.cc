@@ -7,6 +7,7 @@
 
 #include "engine/accounts.h"
 #include "engine/agent_watch.h"
+#include "engine/alerts.h"
 #include "engine/agents.h"
 #include "engine/billing.h"
 #include "engine/market_rows.h"
@@ -35,8 +36,11 @@ void Write(Txn& txn, Changes& changes, market::OrderId first_new_order) {
   market::Exchange& x = X(txn);
   WriteTransfers(txn, changes.transfers);
   RecordSpotHours(txn, changes.hours);
+  // The best ask of a market moves with its asks, its machines' condition and its leases (GPUs
+  // taken or back): alerts watching it look again after the command (alerts.h).
   for (auto id : changes.machines) {
     const market::Machine& m = *x.FindMachine(id);
+    NoteMarketChanged(txn.state, m.gpu);
     txn.writes.Upsert("market_machines", {{"id", m.id},
                                           {"provider_id", m.provider_id},
                                           {"gpu", m.gpu},
@@ -54,6 +58,7 @@ void Write(Txn& txn, Changes& changes, market::OrderId first_new_order) {
   }
   for (auto id : changes.asks) {
     const market::Ask& a = *x.FindAsk(id);
+    NoteMarketChanged(txn.state, a.gpu);
     txn.writes.Upsert("market_asks", {{"id", a.id},
                                       {"provider_id", a.provider_id},
                                       {"machine_id", a.machine_id},
@@ -98,6 +103,7 @@ void Write(Txn& txn, Changes& changes, market::OrderId first_new_order) {
   }
   for (auto id : changes.leases) {
     const market::Lease& l = *x.FindLease(id);
+    NoteMarketChanged(txn.state, l.gpu);
     NoteMachineDesiredChanged(txn.state, l.machine_id);  // its host's long-poll (agent_watch.h)
     txn.writes.Upsert("market_leases",
                       {{"id", l.id},

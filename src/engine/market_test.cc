@@ -165,7 +165,8 @@ TEST_F(EngineMarketTest, TheLedgerForgetsOldTransfersAndTheStoreAnswersForThem) 
   // While every transfer is in memory the live report runs every check.
   InvariantReport early = live_report();
   EXPECT_TRUE(early.ok()) << early.ToString();
-  EXPECT_EQ(early.checks.size(), 12u);  // billing.memory, .documents, .charge_documents included
+  EXPECT_EQ(early.checks.size(),
+            13u);  // billing.memory, .documents, .charge_documents, alerts.index included
   EXPECT_TRUE(early.skipped.empty());
   auto bid = Lease(200 * kUsd, {"H100 SXM", 8, "IAD-1", 64, 512, 2000}, 2'000'000, 1);
   ASSERT_TRUE(bid.lease.has_value());
@@ -199,7 +200,7 @@ TEST_F(EngineMarketTest, TheLedgerForgetsOldTransfersAndTheStoreAnswersForThem) 
   // The live endpoint's report (on the writer) does not replay what only the store holds.
   InvariantReport live = live_report();
   EXPECT_TRUE(live.ok()) << live.ToString();
-  EXPECT_EQ(live.checks.size(), 10u);  // every document is in memory: billing runs in full
+  EXPECT_EQ(live.checks.size(), 11u);  // every document is in memory: billing runs in full
   ASSERT_EQ(live.skipped.size(), 2u);
   EXPECT_EQ(live.skipped[0].rfind("ledger.history: not replayed here", 0), 0u) << live.skipped[0];
   EXPECT_EQ(live.skipped[1].rfind("market.lease_hours_once: not replayed here", 0), 0u);
@@ -275,9 +276,8 @@ TEST_F(EngineMarketTest, TheLedgerForgetsOldTransfersAndTheStoreAnswersForThem) 
   for (market::OrderId id : resting) {
     Run<market::Bid>([&](Txn& txn) { return CancelBid(txn, customer_, id); });
   }
-  auto after = Run<std::array<ledger::AccountBalance, kCurrencyCount>>([&](Txn& txn) {
-    return txn.state.wallets->ledger.Wallets(customer_);
-  });
+  auto after = Run<std::array<ledger::AccountBalance, kCurrencyCount>>(
+      [&](Txn& txn) { return txn.state.wallets->ledger.Wallets(customer_); });
   EXPECT_EQ(after[0].debits_pending, 0);
   const std::int64_t held =
       windowed.GetAccount(ledger::AccountKey::Wallet(customer_, Currency::kUsd))->debits_pending;
@@ -321,7 +321,7 @@ TEST_F(EngineMarketTest, TheInvariantsCatchASkippedHourAndAnHourChargedTwice) {
   const TimestampMicros start = clock_.NowMicros();
   auto none = [](State&) {};
   EXPECT_EQ(Failed(CheckCopy(start, none)), "");
-  EXPECT_EQ(CheckCopy(start, none).checks.size(), 12u);
+  EXPECT_EQ(CheckCopy(start, none).checks.size(), 13u);  // alerts.index too
   // An hour later without a tick: the second hour was never charged.
   EXPECT_EQ(Failed(CheckCopy(start + kMicrosPerHour, none)), "market.leases_paid_up ");
   EXPECT_EQ(Failed(CheckCopy(0, none)), "");  // a backup: no clock to compare with
@@ -397,8 +397,8 @@ TEST_F(EngineMarketTest, ABidsStoredRowIsTheBidAfterEveryOutcome) {
   ASSERT_EQ(cancelled.bid.status, market::BidStatus::kResting);
   ASSERT_EQ(filled.bid.status, market::BidStatus::kResting);
   std::vector<market::Bid> expected;
-  expected.push_back(Run<market::Bid>(
-      [&](Txn& txn) { return CancelBid(txn, customer_, cancelled.bid.id); }));
+  expected.push_back(
+      Run<market::Bid>([&](Txn& txn) { return CancelBid(txn, customer_, cancelled.bid.id); }));
   auto m = Run<market::Machine>([&](Txn& txn) {
     return AddMachine(txn, provider_, {"H100 SXM", 8, "IAD-1", 1, 1, 1});
   });
@@ -452,10 +452,13 @@ TEST_F(EngineMarketTest, ABidsStoredRowIsTheBidAfterEveryOutcome) {
   count.table = "market_bids";
   count.columns = {"count(*)"};
   count.where = {{"status", store::Condition::Op::kEq, std::string("resting")}};
-  ASSERT_TRUE(reads.Query(count, [&](const store::Row& row) -> Status {
-                     GPUHUB_ASSIGN_OR_RETURN(resting, row.Int(0));
-                     return Status::Ok();
-                   }).ok());
+  ASSERT_TRUE(reads
+                  .Query(count,
+                         [&](const store::Row& row) -> Status {
+                           GPUHUB_ASSIGN_OR_RETURN(resting, row.Int(0));
+                           return Status::Ok();
+                         })
+                  .ok());
   EXPECT_EQ(resting, 0);
   Open();
   EXPECT_TRUE(Records().bids.empty());

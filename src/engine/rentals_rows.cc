@@ -4,6 +4,7 @@
 
 #include "core/json_writer.h"
 #include "core/strings.h"
+#include "engine/alerts.h"
 #include "engine/wallets.h"
 
 namespace gpuhub::engine {
@@ -68,6 +69,7 @@ void WriteRentalRows(Txn& txn, const Fleet& fleet, const Changes& changes) {
   WriteTransfers(txn, changes.transfers);
   for (NodeId id : changes.nodes) {
     const Node& n = *fleet.FindNode(id);
+    NoteStockChanged(txn.state, n.gpu, n.region);  // a node added, drained or back (alerts.h)
     txn.writes.Upsert("rental_nodes", {{"id", n.id},
                                        {"gpu", n.gpu},
                                        {"region", n.region},
@@ -81,6 +83,7 @@ void WriteRentalRows(Txn& txn, const Fleet& fleet, const Changes& changes) {
   }
   for (RentalId id : changes.rentals) {
     const Rental& r = *fleet.FindRental(id);
+    NoteStockChanged(txn.state, r.gpu, r.region);  // its cards taken or back in stock
     txn.writes.Upsert(
         "rentals",
         {{"id", r.id},

@@ -6,6 +6,7 @@
 #include <functional>
 
 #include "engine/agents.h"
+#include "engine/alerts.h"
 #include "engine/api_keys.h"
 #include "engine/audit_log.h"
 #include "engine/billing.h"
@@ -57,7 +58,8 @@ State::State()
       payout_destinations(std::make_unique<PayoutDestinationsState>()),
       agents(std::make_unique<AgentsState>()),
       billing(std::make_unique<BillingState>()),
-      storage(std::make_unique<StorageState>(rentals::StorageConfig{})) {
+      storage(std::make_unique<StorageState>(rentals::StorageConfig{})),
+      alerts(std::make_unique<AlertsState>()) {
   BindSpotTax(*this);
   BindLeaseStart(*this);
 }
@@ -125,6 +127,8 @@ Result<std::unique_ptr<State>> LoadState(store::Store& store, const DomainConfig
   GPUHUB_RETURN_IF_ERROR(LoadStorage(store, config.storage, state->wallets->ledger,
                                      state->rentals->fleet, *state->storage)
                              .WithContext("loading storage"));
+  // After the exchange and the fleet: each alert is indexed against their state now.
+  GPUHUB_RETURN_IF_ERROR(LoadAlerts(store, *state).WithContext("loading alerts"));
   return state;
 }
 

@@ -83,6 +83,7 @@ struct PayoutDestinationsState;  // engine/payout_destinations.h (providers' pay
 struct AgentsState;         // engine/agents.h (host agents, their reports and desired workloads)
 struct AgentsConfig;
 struct BillingState;        // engine/billing.h (profiles, tax rates, invoices)
+struct AlertsState;         // engine/alerts.h (stock and price alerts)
 
 // Who sells: printed as the seller on every tax document ([billing] seller_* in the config).
 // Its country decides reverse charge (an EU business buying from another country).
@@ -131,6 +132,7 @@ struct State {
   std::unique_ptr<AgentsState> agents;
   std::unique_ptr<BillingState> billing;
   std::unique_ptr<StorageState> storage;
+  std::unique_ptr<AlertsState> alerts;
   // Engine-wide values that must survive a restart (the manual clock's time).
   std::map<std::string, std::int64_t> meta;
 };

@@ -354,6 +354,15 @@ void RegisterPaymentRoutes(Router& router, ApiContext& api);
 Result<Currency> CurrencyField(const json& body, std::string_view field);
 // The spot exchange (api_market.cc): machines, asks, bids, leases, earnings, payouts, market data.
 void RegisterMarketRoutes(Router& router, ApiContext& api);
+// A price per GPU-hour given as a decimal string with at most 3 decimals ("2.880"), the tick of
+// the book: a JSON number, a 4th decimal, 0 or a price above the exchange's cap is
+// invalid_argument naming `field`.
+Result<std::int64_t> PriceField(const json& body, std::string_view field);
+// A payout's JSON with "destination": where it goes (a copy of the destination it named when it
+// was requested) or null.
+json PayoutWithTarget(const engine::State& state, const market::Payout& p);
+// Stock and price alerts (engine/alerts.h): api_alerts.cc.
+void RegisterAlertRoutes(Router& router, ApiContext& api);
 // Term rentals (api_rentals.cc): quotes, orders, renewals, release, stock, nodes (admin).
 void RegisterRentalRoutes(Router& router, ApiContext& api);
 // A rental or storage charge's net, tax lines and gross, as the API shows them (api_rentals.cc).

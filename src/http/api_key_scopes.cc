@@ -54,6 +54,10 @@ constexpr Row kWrites[] = {
     // The wallets themselves.
     {"POST", "/v1/conversions", kSpend},
     {"POST", "/v1/topups", kSpend},
+    // Stock and price alerts: they move no money and change nothing but what the account is
+    // told, so a key that may read the markets may watch them.
+    {"POST", "/v1/alerts", kScopeRead},
+    {"DELETE", "/v1/alerts/{id}", kScopeRead},
     // Reads sent as POST (public, or priced for the caller).
     {"POST", "/v1/rentals/quote", kScopeRead},
     {"POST", "/v1/size", kScopeRead},

@@ -64,6 +64,10 @@ TEST(ApiKeyScopes, KeysNeverManageKeysSessionsOrTheAccount) {
   EXPECT_EQ(Needs("GET", "/v1/payout-destinations"), kScopeRead);
   EXPECT_TRUE(SessionOnly("POST", "/v1/payout-destinations"));
   EXPECT_TRUE(SessionOnly("DELETE", "/v1/payout-destinations/{id}"));
+  // Alerts: a read key may list, make and cancel them (no money moves).
+  EXPECT_EQ(Needs("GET", "/v1/alerts"), kScopeRead);
+  EXPECT_EQ(Needs("POST", "/v1/alerts"), kScopeRead);
+  EXPECT_EQ(Needs("DELETE", "/v1/alerts/{id}"), kScopeRead);
   EXPECT_TRUE(SessionOnly("POST", "/v1/accounts/me/roles"));
   EXPECT_TRUE(SessionOnly("PUT", "/v1/accounts/me/webhook"));
   EXPECT_TRUE(SessionOnly("PUT", "/v1/billing-profile"));

@@ -49,13 +49,6 @@
 #endif
 
 namespace gpuhub::http {
-namespace {
-
-using market::FormatPrice;
-
-const market::Exchange& X(engine::Txn& txn) { return txn.state.market->exchange; }
-
-// ----- Input ----------------------------------------------------------------------------------
 
 Result<std::int64_t> PriceField(const json& body, std::string_view field) {
   auto it = body.find(field);
@@ -70,6 +63,14 @@ Result<std::int64_t> PriceField(const json& body, std::string_view field) {
   if (!price.ok()) return price.status().WithField(std::string(field));
   return *price;
 }
+
+namespace {
+
+using market::FormatPrice;
+
+const market::Exchange& X(engine::Txn& txn) { return txn.state.market->exchange; }
+
+// ----- Input ----------------------------------------------------------------------------------
 
 Result<TimestampMicros> TimeField(const json& body, std::string_view field) {
   GPUHUB_ASSIGN_OR_RETURN(std::string text, RequiredString(body, field));
@@ -211,6 +212,8 @@ Result<PayoutRequest> ParsePayoutRequest(const Request& r) {
   return out;
 }
 
+}  // namespace
+
 // The payout's JSON with where it goes: its destination (a copy of it when it was requested) or
 // null.
 json PayoutWithTarget(const engine::State& state, const market::Payout& p) {
@@ -223,6 +226,8 @@ json PayoutWithTarget(const engine::State& state, const market::Payout& p) {
                        : json(nullptr);
   return j;
 }
+
+namespace {
 
 Result<std::int64_t> ParsePayoutAmount(const json& body) {
   GPUHUB_ASSIGN_OR_RETURN(auto currency, OptionalString(body, "currency"));

@@ -223,7 +223,7 @@ void RegisterMarketHistoryRoutes(Router& router, ApiContext& api) {
           json list = json::array();
           for (const auto& stored : payouts) {
             const market::Payout* pending = X(txn).FindPayout(stored.id);
-            list.push_back(PayoutJson(pending != nullptr ? *pending : stored));
+            list.push_back(PayoutWithTarget(txn.state, pending != nullptr ? *pending : stored));
           }
           return Reply{200, {{"payouts", list}, {"next_cursor", next}}};
         });
@@ -362,7 +362,7 @@ void RegisterMarketHistoryRoutes(Router& router, ApiContext& api) {
                            std::string(market::PayoutStatusName(market::PayoutStatus::kPending))),
                     [paid](Txn& txn, const User& me, std::int64_t id) -> Result<Reply> {
                       GPUHUB_ASSIGN_OR_RETURN(auto p, engine::ResolvePayout(txn, me.id, id, paid));
-                      return Reply{200, PayoutJson(p)};
+                      return Reply{200, PayoutWithTarget(txn.state, p)};
                     }));
   }
 }

@@ -200,6 +200,7 @@ void RegisterApiRoutes(Router& router, ApiContext& api, const std::string& data_
   RegisterAccountRoutes(router, api);
   RegisterTotpRoutes(router, api);
   RegisterPayoutDestinationRoutes(router, api);
+  RegisterAlertRoutes(router, api);
   RegisterAdminRoutes(router, api);
   RegisterWalletRoutes(router, api);
   RegisterPaymentRoutes(router, api);

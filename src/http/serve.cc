@@ -15,6 +15,7 @@
 
 #include "engine/accounts.h"
 #include "engine/agents.h"
+#include "engine/alerts.h"
 #include "http/registry_auth.h"
 #include "engine/billing.h"
 #include "engine/engine.h"
@@ -271,6 +272,7 @@ int RunServe(const ServeOptions& options) {
   engine::AddAgentTickHooks(engine);
   engine::AddBillingTickHooks(engine);  // after the market: a month's last hours come first
   engine::AddStorageTickHooks(engine);
+  engine::AddAlertHooks(engine);  // last: it looks at what the others changed
 
   Router router;
   // History reads (closed market records, history pages) on connections of their own: declared

@@ -391,6 +391,9 @@ class Exchange {
   // Whether Trades() sees every trade the market ever had (its recent list never dropped one):
   // when not, pages older than the recent trades are the store's. not_found for an unknown market.
   Result<bool> HoldsAllTrades(std::string_view gpu) const;
+  // The best (lowest) ask of the market on the book now, per GPU-hour; nullopt when it has no
+  // asks. not_found for an unknown market. O(1) past the market's lookup.
+  Result<std::optional<std::int64_t>> BestAsk(std::string_view gpu) const;
   // Asks that can be taken at `now`, cheapest first; `gpu` empty = every market.
   Result<std::vector<Offer>> Offers(std::string_view gpu, TimestampMicros now) const;
   Earnings ProviderEarnings(UserId provider, const ledger::Ledger& ledger) const;

@@ -205,6 +205,13 @@ Result<bool> Exchange::HoldsAllTrades(std::string_view gpu) const {
   return markets_[static_cast<std::size_t>(index)].recent.size() < kRecentTradesPerMarket;
 }
 
+Result<std::optional<std::int64_t>> Exchange::BestAsk(std::string_view gpu) const {
+  GPUHUB_ASSIGN_OR_RETURN(int index, FindMarket(gpu));
+  const OrderBook& book = markets_[static_cast<std::size_t>(index)].book;
+  if (!book.HasAsks()) return std::optional<std::int64_t>();
+  return std::optional<std::int64_t>(book.BestAskPrice() * kPriceTickMicros);
+}
+
 Result<std::vector<Offer>> Exchange::Offers(std::string_view gpu, TimestampMicros now) const {
   std::vector<int> markets;
   if (gpu.empty()) {

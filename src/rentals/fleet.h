@@ -269,6 +269,10 @@ class Fleet {
   const std::map<ChargeId, Charge>& Charges() const { return charges_; }
   // Stock per card (configuration order) and region.
   std::vector<StockByCard> Stock() const;
+  // How many rentals of `count` cards of `gpu` could be placed now in `region` ("" = summed over
+  // the card's regions): the free aligned sets of the stock. 0 for an unknown card, region or
+  // count. O(regions) map lookups.
+  int FreeSets(std::string_view gpu, std::string_view region, int count) const;
   // The canonical name of a configured card; not_found when unknown.
   Result<std::string> CardName(std::string_view gpu) const;
   // Released rentals whose wipe is past due and not recorded (agent mode), oldest first.

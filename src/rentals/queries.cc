@@ -93,6 +93,17 @@ std::vector<StockByCard> Fleet::Stock() const {
   return out;
 }
 
+int Fleet::FreeSets(std::string_view gpu, std::string_view region, int count) const {
+  auto card = card_by_key_.find(CardKey(gpu));
+  if (card == card_by_key_.end()) return 0;
+  int sets = 0;
+  for (const auto& r : config_.cards[static_cast<std::size_t>(card->second)].regions) {
+    if (!region.empty() && r != region) continue;
+    sets += inventory_.Stock(card->second, region_by_code_.at(r)).Sets(count);
+  }
+  return sets;
+}
+
 std::vector<Rental> Fleet::OverdueWipes(TimestampMicros now, std::size_t limit) const {
   std::vector<Rental> out;
   for (const auto& [id, slot] : rentals_) {

@@ -928,6 +928,24 @@ CREATE TABLE audit_events (
 CREATE INDEX audit_events_by_account ON audit_events (account_id, id);
 ALTER TABLE api_keys ADD COLUMN first_used_at_us BIGINT NOT NULL DEFAULT 0;
 )sql"},
+      // Stock and price alerts (engine/alerts.h, issue 29): one row per alert an account holds
+      // (cancelling deletes it); start-up loads them all and indexes them in memory, and the
+      // account's list is served from memory, so the table needs no index beyond its key.
+      {26, "alerts",
+       R"sql(
+CREATE TABLE alerts (
+  id BIGINT PRIMARY KEY,
+  user_id BIGINT NOT NULL REFERENCES users (id),
+  kind TEXT NOT NULL,
+  gpu TEXT NOT NULL,
+  region TEXT NOT NULL,
+  count BIGINT NOT NULL,
+  max_price_micros BIGINT NOT NULL,
+  created_at_us BIGINT NOT NULL,
+  fired_count BIGINT NOT NULL,
+  last_fired_at_us BIGINT NOT NULL
+);
+)sql"},
   };
   return migrations;
 }

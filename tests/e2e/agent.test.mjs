@@ -90,8 +90,13 @@ test('the sell page shows the agent and why the ask is off the book; a lease sho
     await seller.page.waitForFunction(() => /agent revoked/.test(document.querySelector('#machines tbody tr')?.textContent || ''));
     assert.match(await seller.page.locator('#machines tbody tr').first().innerText(), /held: the host's agent was disconnected/);
     await seller.page.click('#machines button:has-text("Enrol again")');
-    await seller.page.locator('#machine-result pre').waitFor();
-    assert.match(await seller.page.locator('#machine-result pre').innerText(), new RegExp(`^gpuhub agent enroll --server ${env.server.url} --token ghe_[0-9a-f]{64}$`));
+    // The command sits under its machine, with a Copy button (issue 29), and stays there when the
+    // table refreshes.
+    const enrol = seller.page.locator(`#machines [data-testid="enrol-${m.id}"]`);
+    await enrol.waitFor();
+    assert.match(await enrol.locator('code.connection-line').innerText(), new RegExp(`^gpuhub agent enroll --server ${env.server.url} --token ghe_[0-9a-f]{64}$`));
+    assert.equal(await enrol.locator('button').innerText(), 'Copy');
+    assert.equal(await enrol.locator('button').getAttribute('aria-label'), `Copy the enrol command of machine #${m.id}`);
     assert.deepEqual(unexpected(seller.problems), []);
   } finally {
     await seller.context.close();

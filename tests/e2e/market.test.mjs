@@ -14,22 +14,15 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { join } from 'node:path';
 import { newPage, screenshot, OUT_DIR } from './lib/browser.mjs';
-import { PASSWORD, username, waitForData, unexpected, signUp, setBillingCountry, useServerAndBrowser } from './lib/helpers.mjs';
-import { seriousViolations } from './lib/axe.mjs';
+import { username, waitForData, unexpected, signUp, setBillingCountry, useServerAndBrowser, tokenOf as tokenOfUser } from './lib/helpers.mjs';
+import { noSeriousViolations } from './lib/axe.mjs';
 
 const env = useServerAndBrowser();
 const DESKTOP = { width: 1440, height: 900 };
 const PHONE = { width: 390, height: 844 };
 const MARKET = 'A100 PCIe';
 
-async function tokenOf(name) {
-  return (await env.api.call('POST', '/v1/sessions', { username: name, password: PASSWORD })).token;
-}
-
-async function noSeriousViolations(page, what) {
-  const v = await seriousViolations(page);
-  assert.deepEqual(v, [], `${what}: ${JSON.stringify(v, null, 1)}`);
-}
+const tokenOf = (name) => tokenOfUser(env.api, name);
 
 // Controls whose words do not fit in them: a button whose text overflows, a select narrower than
 // its chosen option's text (measured with the select's own font), a control outside a box that

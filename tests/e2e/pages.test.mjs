@@ -5,6 +5,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { newPage, screenshot } from './lib/browser.mjs';
 import { waitForData, useServerAndBrowser } from './lib/helpers.mjs';
+import { seriousViolations } from './lib/axe.mjs';
 
 const env = useServerAndBrowser();
 
@@ -19,6 +20,7 @@ const PAGES = [
   { name: 'use-training', path: '/use/training/', ready: '#fit-cards .use-card', check: checkUse('training') },
   { name: 'use-fine-tuning', path: '/use/fine-tuning/', ready: '#fit-cards .use-card', check: checkUse('fine-tuning') },
   { name: 'use-inference', path: '/use/inference/', ready: '#fit-cards .use-card', check: checkUse('inference') },
+  { name: 'instances', path: '/instances/', ready: '#instance-signed-out:not([hidden])', check: checkInstances },
 ];
 
 // A use-case page: the engine's view (GET /v1/use-cases/<use>), fit cards first with why.
@@ -103,6 +105,11 @@ async function checkRent(page) {
   assert.equal(await page.locator('#rent-count option').count(), 4, '1, 2, 4 or 8 cards');
 }
 
+async function checkInstances(page) {
+  // Signed out: the way to log in, which comes back to the console.
+  assert.match(await page.locator('#instance-login').getAttribute('href'), /^\/account\//);
+}
+
 async function checkSell(page) {
   // Signed out: what selling needs, and the way to an account; no provider forms.
   assert.match(await page.locator('#sell-signed-out').innerText(), /provider role/);
@@ -126,6 +133,8 @@ for (const p of PAGES) {
         // Nothing overflows the screen sideways (tables scroll inside their own box).
         const overflow = await page.evaluate(() => document.documentElement.scrollWidth - window.innerWidth);
         assert.ok(overflow <= 0, `the page is ${overflow}px wider than the screen`);
+        // Accessibility (issue 29): axe-core finds nothing serious or critical.
+        assert.deepEqual(await seriousViolations(page), [], 'axe-core: no serious or critical violation');
         assert.deepEqual(problems, [], 'no console errors, failed requests or HTTP errors');
       } finally {
         await context.close();

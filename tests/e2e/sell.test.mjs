@@ -69,6 +69,10 @@ test('a provider lists a machine and an ask on the page; the ask is on the book,
     assert.equal(await page.evaluate(() => document.activeElement?.id), 'a-price', 'the focus stays on the field in error');
     await page.keyboard.press('Control+A');
     await page.keyboard.type('2.790');
+    // The earnings at that price before placing it: 8 GPUs × $2.790 = $22.32 an hour, less the
+    // 10% fee ($2.232, rounded half-even on the hour's total) = $20.088.
+    assert.match(await page.locator('[data-testid="ask-estimate"]').innerText(),
+      /^You get \$20\.09 an hour while all 8 GPUs of machine #\d+ are leased at \$2\.790\/GPU-h \(customers pay \$22\.32, the platform's fee is \$2\.23\): \$482\.11 a day, \$14,463\.36 for 30 days\./);
     await page.keyboard.press('Enter');
     await page.locator('#ask-result .alert-ok').waitFor();
     const placed = await page.locator('#ask-result').innerText();
@@ -106,7 +110,23 @@ test('a provider lists a machine and an ask on the page; the ask is on the book,
     assert.match(await page.locator('#machines tbody tr').first().innerText(), /2 of 8/);
     const available = await page.locator('#earnings').getAttribute('data-available');
 
-    // A payout: more than is available is refused beside the amount; a small one is pending.
+    // A payout asks where the money goes: without a destination the form says so and cannot be
+    // sent; a Bitcoin address with a wrong checksum is refused beside the address; a good one is
+    // listed and chosen.
+    assert.equal(await page.locator('#payout-needs-destination').isVisible(), true);
+    assert.equal(await page.locator('#payout-submit').isDisabled(), true);
+    await page.selectOption('#d-kind', 'btc');
+    await page.fill('#d-label', 'cold');
+    await page.fill('#d-address', 'bc1qw508d6qejxtdg4y5r3zarvary0c5xw7kv8f3t5');
+    await page.click('#destination-form button[type="submit"]');
+    assert.match(await errorFor(page, 'err-d-address'), /checksum/i);
+    await page.fill('#d-address', 'bc1qw508d6qejxtdg4y5r3zarvary0c5xw7kv8f3t4');
+    await page.click('#destination-form button[type="submit"]');
+    await page.locator('#destinations li').waitFor();
+    assert.match(await page.locator('#destinations li').innerText(), /cold\s+Bitcoin\s+bc1qw508d6qejxtdg4y5r3zarvary0c5xw7kv8f3t4/);
+    assert.equal(await page.locator('#payout-needs-destination').isVisible(), false);
+    assert.match(await page.locator('#p-destination option:checked').innerText(), /^cold \(Bitcoin bc1qw508d6…v8f3t4\)$/);
+    // More than is available is refused beside the amount; a small one is pending, to "cold".
     await page.fill('#p-amount', '100.00');
     await page.click('#payout-submit');
     assert.match(await errorFor(page, 'err-p-amount'), /at most/);
@@ -114,8 +134,9 @@ test('a provider lists a machine and an ask on the page; the ask is on the book,
       await page.fill('#p-amount', '1.00');
       await page.click('#payout-submit');
       await page.locator('#payout-result .alert-ok').waitFor();
+      assert.match(await page.locator('#payout-result').innerText(), /\$1\.00 to cold \(Bitcoin/);
       await page.locator('#payouts table').waitFor();
-      assert.match(await page.locator('#payouts tbody tr').first().innerText(), /\$1\.00[\s\S]*pending/);
+      assert.match(await page.locator('#payouts tbody tr').first().innerText(), /\$1\.00[\s\S]*cold[\s\S]*pending/);
     }
 
     await page.evaluate(() => window.scrollTo(0, 0));
@@ -138,7 +159,7 @@ test('a provider lists a machine and an ask on the page; the ask is on the book,
     assert.match(await page.locator('#provider-leases tbody tr').first().innerText(), /running/);
     await page.locator('#machines tbody tr button:has-text("Offer")').waitFor();
 
-    assert.deepEqual(unexpected(problems, ['/v1/machines', '/v1/asks', '/v1/payouts', 'status of 400', 'status of 402']), []);
+    assert.deepEqual(unexpected(problems, ['/v1/machines', '/v1/asks', '/v1/payouts', '/v1/payout-destinations', 'status of 400', 'status of 402']), []);
   } finally {
     await context.close();
   }

@@ -61,7 +61,7 @@ test('rent with extra NVMe, then create a volume, attach it, snapshot it and res
     await page.fill('#rent-nvme', '2');
     await page.dispatchEvent('#rent-nvme', 'change');
     await page.waitForFunction(() => document.querySelector('[data-testid="quote-total"]')?.textContent === '$284.20');
-    assert.match(await page.locator('#quote').innerText(), /Extra NVMe\s+\$4\.20\s+2 TB × \$2\.10 per week/);
+    assert.match(await page.locator('#quote').innerText(), /Extra NVMe\s+2 TB × \$2\.10 per week\s+\$4\.20/);
     assert.match(page.url(), /extra_nvme_tb=2/);
     // A fraction is refused beside the field, by the server.
     await page.fill('#rent-nvme', '1.5');

@@ -30,9 +30,13 @@ export function spotHref(market, count, { region } = {}) {
 }
 
 // "Rent" and, where the card trades on the exchange, "Buy spot" links for `count` × `gpu`.
-// `spot`: the spot market's name (null: no spot action); `prefer`: 'spot' puts it first.
-export function actionLinks({ gpu, count, region, term, spot, prefer }) {
+// `spot`: the spot market's name (null: no spot action); `prefer`: 'spot' puts it first;
+// `rentable` false: a card the term fleet does not rent (spot only), so no Rent.
+export function actionLinks({ gpu, count, region, term, spot, prefer, rentable = true }) {
   const name = count === 1 ? gpu : `${count}× ${gpu}`;
+  if (!rentable) {
+    return spot ? h('span', { class: 'actions' }, h('a', { class: 'btn btn-small action-spot', href: spotHref(spot, count, { region }), 'aria-label': `Buy spot hours of ${name} on the market` }, 'Buy spot')) : null;
+  }
   const rent = h('a', { class: 'btn btn-small action-rent', href: rentHref(gpu, count, { region, term }), 'aria-label': `Rent ${name} by the ${term || 'month'}` }, 'Rent');
   const buy = spot
     ? h('a', { class: 'btn btn-small btn-secondary action-spot', href: spotHref(spot, count, { region }), 'aria-label': `Buy spot hours of ${name} on the market`, title: `Buy spot hours of ${name} on the market` }, 'Buy spot')

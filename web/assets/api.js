@@ -21,10 +21,14 @@ let csrfToken = null;
 let sessionPromise = null;
 
 const SAFE = new Set(['GET', 'HEAD']);
+// A request the server does not answer within this long is given up with a sentence, so that no
+// page waits ("Calculating…") forever on a server that hangs.
+const TIMEOUT_MS = 30000;
 
 export async function api(method, path, body, { idempotencyKey } = {}) {
   const headers = { Accept: 'application/json' };
   const init = { method, headers, credentials: 'same-origin', cache: 'no-store' };
+  if (typeof AbortSignal !== 'undefined' && AbortSignal.timeout) init.signal = AbortSignal.timeout(TIMEOUT_MS);
   if (body !== undefined) {
     headers['Content-Type'] = 'application/json';
     init.body = JSON.stringify(body);
@@ -35,6 +39,7 @@ export async function api(method, path, body, { idempotencyKey } = {}) {
   try {
     response = await fetch(path, init);
   } catch (e) {
+    if (e && e.name === 'TimeoutError') throw new ApiError(0, 'timeout', 'The server did not answer within 30 seconds. Try again in a moment.');
     throw new ApiError(0, 'network', 'The server could not be reached. Check your connection and try again.');
   }
   if (response.status === 204) return null;

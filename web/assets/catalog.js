@@ -5,6 +5,7 @@ import { api } from './api.js';
 import { h, replace, $, errorBox, table } from './dom.js';
 import { usd, decimal, integer } from './format.js';
 import { loadMarkets, bestAsk, gpusOnOffer } from './markets.js';
+import { notifyMe } from './alerts.js';
 
 const form = $('#filters');
 const list = $('#term-list');
@@ -147,7 +148,8 @@ function gpuCard(card) {
 
 // None free in the fleet now: renting would answer "not available", so the card leads to what
 // can be had: its spot hours when the exchange has an offer, else the cards with as much memory
-// that are free now; Rent stays, second, for the quote and its reason.
+// that are free now; Rent stays, second, for the quote and its reason; "Notify me when free" makes
+// a stock alert (alerts.js).
 function onRequestAction(card, spotName, ask) {
   const vram = [141, 80, 48, 24].find((v) => Number(card.vram_gb) >= v);
   const similar = '/?' + new URLSearchParams({ stock: '1', ...(vram ? { vram: String(vram) } : {}) });
@@ -158,7 +160,8 @@ function onRequestAction(card, spotName, ask) {
       ? h('a', { class: 'btn btn-small buy-spot', href: '/market/?' + new URLSearchParams({ gpu: spotName, count: '1' }), 'aria-label': `Buy spot from ${usd(ask, 3)}/h: ${card.name} per GPU-hour on the market` }, `Buy spot from ${usd(ask, 3)}/h`)
       : h('a', { class: 'btn btn-small similar', href: similar, 'aria-label': `Free cards like it: ${vram || card.vram_gb} GB or more, free now` }, 'Free cards like it'),
     h('a', { class: 'btn btn-small btn-secondary rent', href: '/rent/?gpu=' + encodeURIComponent(card.name), 'aria-label': `Rent ${card.name}: none free now` }, 'Rent'),
-    h('span', { class: 'muted small' }, 'none free in the fleet now')
+    h('span', { class: 'muted small' }, 'none free in the fleet now'),
+    notifyMe({ kind: 'stock', gpu: card.name, count: card.counts[0], counts: card.counts, regions: card.regions })
   );
 }
 

@@ -139,3 +139,34 @@ export function priceHistoryChart({ gpu, trades, bestAsk, width = 640 }) {
   );
   return fig;
 }
+
+// A horizontal bar chart (the guide's cost per GB): one bar per row, longest = largest value, in
+// the rows' order; each bar is labelled on its left with `label` and on its right with `text` (the
+// figure as the page formats it). `value` (a number) only sizes the bar. -> a <figure> with the
+// SVG (role img, a name saying the order and the extremes) and a caption with the same words;
+// the figures themselves are in the page's table beside it.
+export function barChart({ rows, summary, testid, width = 640 }) {
+  const fig = h('figure', { class: 'bar-chart', 'data-testid': testid || 'bar-chart' });
+  if (!rows.length) return fig;
+  const rowH = 22;
+  const labelW = Math.min(150, Math.round(width * 0.34));
+  const textW = 96;
+  const top = 4;
+  const height = top + rows.length * rowH + 4;
+  const barMax = Math.max(20, width - labelW - textW - 12);
+  const max = Math.max(...rows.map((r) => r.value), 1e-9);
+  const svg = h(SVG + 'svg', { viewBox: `0 0 ${width} ${height}`, role: 'img', 'aria-label': summary });
+  svg.appendChild(h(SVG + 'title', null, summary));
+  rows.forEach((r, i) => {
+    const y = top + i * rowH;
+    const w = Math.max(2, (r.value / max) * barMax);
+    const g = h(SVG + 'g', { class: 'bar-row' + (r.highlight ? ' bar-highlight' : '') });
+    g.appendChild(h(SVG + 'text', { x: labelW - 8, y: y + rowH / 2 + 4, 'text-anchor': 'end', class: 'bar-label' }, r.label));
+    g.appendChild(h(SVG + 'rect', { x: labelW, y: y + 4, width: w.toFixed(1), height: rowH - 8, rx: 3, class: 'bar' }));
+    g.appendChild(h(SVG + 'text', { x: labelW + w + 6, y: y + rowH / 2 + 4, 'text-anchor': 'start', class: 'bar-value' }, r.text));
+    svg.appendChild(g);
+  });
+  fig.appendChild(svg);
+  fig.appendChild(h('figcaption', { class: 'table-note', 'data-testid': (testid || 'bar-chart') + '-summary' }, summary));
+  return fig;
+}

@@ -3,6 +3,10 @@
 import { api } from './api.js';
 import { h, $, replace, table, errorBox } from './dom.js';
 import { usd, decimal, integer } from './format.js';
+import { actionLinks, loadSpotNames } from './actions.js';
+import { barChart } from './chart.js';
+
+let spotNames = new Map();  // term card -> spot market (actions.js)
 
 const CHEAPEST_COLUMNS = [
   { key: 'bf16', label: 'BF16 inference', query: { workload: 'infer', precision: 'bf16' } },
@@ -121,6 +125,7 @@ function cheapestTable(cheapest, reasons) {
           h('a', { href: '/calculator/?' + q }, c.configuration),
           c.tight ? [' ', h('span', { class: 'badge badge-warn' }, 'tight')] : null,
           h('span', { class: 'price' }, usd(c.exact.monthly_usd) + '/mo'),
+          h('div', { class: 'row-actions' }, actionLinks({ gpu: c.gpu, count: c.count, spot: spotNames.get(c.gpu) })),
         ];
       },
     });
@@ -131,7 +136,7 @@ function cheapestTable(cheapest, reasons) {
 function costTable(cost) {
   return table(
     [
-      { label: 'Card', th: true, cell: (r) => r.gpu },
+      { label: 'Card', th: true, cell: (r) => [r.gpu, h('div', { class: 'row-actions' }, actionLinks({ gpu: r.gpu, count: 1, spot: spotNames.get(r.gpu) }))] },
       { label: 'VRAM', num: true, cell: (r) => decimal(r.vram_gb, 0) + ' GB' },
       { label: 'Monthly', num: true, cell: (r) => usd(r.monthly_usd) },
       { label: '$/GB-mo', num: true, cell: (r) => usd(r.usd_per_gb_month) },
@@ -144,6 +149,30 @@ function costTable(cost) {
     ],
     cost
   );
+}
+
+// The cost per GB as bars, cheapest first: what a person would rather look at than read. Drawn at
+// the section's width (again when it changes).
+function costChart(cost) {
+  const rows = cost
+    .filter((r) => r.usd_per_gb_month != null)
+    .slice()
+    .sort((a, b) => a.usd_per_gb_month - b.usd_per_gb_month)
+    .map((r, i) => ({ label: r.gpu, value: Number(r.usd_per_gb_month), text: usd(r.usd_per_gb_month) + '/GB-mo', highlight: i === 0 }));
+  if (!rows.length) return null;
+  const first = rows[0];
+  const last = rows[rows.length - 1];
+  const summary = `Monthly term price per GB of GPU memory, cheapest first: ${first.label} ${first.text}, ` +
+    `${rows.length > 2 ? rows[1].label + ' ' + rows[1].text + ', … ' : ''}${last.label} ${last.text} (${decimal(Number(last.value) / Number(first.value), 1)}× the cheapest).`;
+  const slot = h('div', { class: 'cost-chart', id: 'cost-chart' });
+  const draw = () => replace(slot, barChart({ rows, summary, testid: 'cost-chart', width: Math.max(300, Math.round(slot.clientWidth || 640)) }));
+  requestAnimationFrame(draw);
+  let timer = null;
+  window.addEventListener('resize', () => {
+    clearTimeout(timer);
+    timer = setTimeout(draw, 150);
+  });
+  return slot;
 }
 
 function shapesTable(presets) {
@@ -165,7 +194,7 @@ async function main() {
   const root = $('#guide');
   let guide;
   try {
-    guide = await api('GET', '/v1/guide');
+    [guide, spotNames] = await Promise.all([api('GET', '/v1/guide'), loadSpotNames()]);
   } catch (e) {
     replace(root, errorBox('The guide could not be loaded: ' + e.message));
     return;
@@ -176,7 +205,7 @@ async function main() {
     section('inference', 'Inference memory by precision', (guide.units && guide.units.inference) || 'GB per GPU', inferenceTable(guide.inference)),
     section('training', 'Training memory by method', 'GB on one GPU, with the guide\'s training assumptions', trainingTable(guide.training)),
     section('cheapest', 'Cheapest configuration by model and method', 'The cheapest term configuration that holds each job, no filters', cheapestTable(guide.cheapest, guide.cheapest_reasons)),
-    section('cost', 'Cost per GB', 'Term fleet at list prices, USD', costTable(guide.cost), h('p', { class: 'table-note' }, '* weekly price derived from the fleet\'s weekly/monthly ratio. Break-even: the hours a month on the spot exchange, at the opening ask, that cost as much as the monthly term.')),
+    section('cost', 'Cost per GB', 'Term fleet at list prices, USD', costChart(guide.cost), costTable(guide.cost), h('p', { class: 'table-note' }, '* weekly price derived from the fleet\'s weekly/monthly ratio. Break-even: the hours a month on the spot exchange, at the opening ask, that cost as much as the monthly term.')),
     h('div', { id: 'shapes-slot' })
   );
   try {

@@ -79,8 +79,9 @@ function renderSession(session) {
 }
 
 // A table wider than its card scrolls sideways inside it (app.css); on a narrow screen that is not
-// visible, so a line above such a table says so. Re-checked when the page's content or size
-// changes (tables are drawn by the page modules after this one runs).
+// visible, so a line above such a table says so, and the scrolling box takes the keyboard's focus
+// (a region named after the table) so that it can be scrolled without a pointer. Re-checked when
+// the page's content or size changes (tables are drawn by the page modules after this one runs).
 const HINT = 'scroll-hint';
 function markWideTables() {
   for (const wrap of document.querySelectorAll('.table-wrap')) {
@@ -89,6 +90,15 @@ function markWideTables() {
     const has = prev && prev.classList.contains(HINT);
     if (wide && !has) wrap.before(h('p', { class: HINT, 'aria-hidden': 'true' }, 'Scroll sideways for more columns →'));
     else if (!wide && has) prev.remove();
+    if (wide && !wrap.hasAttribute('tabindex')) {
+      const caption = wrap.querySelector('caption');
+      const heading = wrap.closest('section, .card')?.querySelector('h2, h3');
+      wrap.setAttribute('tabindex', '0');
+      wrap.setAttribute('role', 'region');
+      wrap.setAttribute('aria-label', ((caption || heading)?.textContent.trim() || 'Table') + ' (scrolls sideways)');
+    } else if (!wide && wrap.getAttribute('tabindex') === '0') {
+      for (const a of ['tabindex', 'role', 'aria-label']) wrap.removeAttribute(a);
+    }
   }
 }
 let wideTimer = 0;

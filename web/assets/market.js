@@ -8,6 +8,7 @@ import { usd, money, amount, integer, timestamp } from './format.js';
 import { priceHistoryChart } from './chart.js';
 import { leaseConnection, provisioning } from './provisioning.js';
 import { loadMarkets, bestAsk, bestBid } from './markets.js';
+import { notifyMe } from './alerts.js';
 import { loadImages, setUpImagePicker, launchBody, forgetCredential, launchCell } from './images.js';
 import { sshKeyWarning } from './ssh_warning.js';
 
@@ -116,9 +117,20 @@ function select(name, userAction) {
     replace($('#bid-result'));
   }
   renderStats();
+  if (changed || !$('#market-alert').hasChildNodes()) renderAlertControl();
   renderCost();
   loadBook();
   loadTrades();
+}
+
+// A price alert on the selected market (alerts.js): the way on when nobody offers, and a way to
+// wait for a lower price. Drawn when the market is chosen, not on each refresh (an open form keeps
+// what is typed).
+function renderAlertControl() {
+  const ask = bestAsk(markets.get(selected));
+  replace($('#market-alert'),
+    ask ? null : h('p', { class: 'muted small', 'data-testid': 'no-offers' }, `Nobody offers ${selected} GPU-hours right now.`),
+    notifyMe({ kind: 'price', gpu: selected }, { label: ask ? 'Notify me of a lower price' : 'Notify me when offered' }));
 }
 
 // The market with the lowest best offer (ties: the API's order), else the first with any offer.

@@ -6,7 +6,7 @@
 import { api } from './api.js';
 import { h, $, replace, table, showFormError, clearFormErrors, errorBox } from './dom.js';
 import { usd, decimal, integer, timestamp } from './format.js';
-import { actionLinks, loadSpotNames } from './actions.js';
+import { actionLinks, loadSpotNames, rentHref, spotHref } from './actions.js';
 
 const form = $('#plan-form');
 const out = $('#plan-results');
@@ -102,7 +102,8 @@ function optionTable(plan) {
       // The action of the cheaper way under the name: Buy spot first when spot finishes it for
       // less, else Rent (a column of its own would push the table past its card).
       cell: (o) => [o.configuration, o.parallelism !== 'single' ? h('span', { class: 'muted small' }, ' ' + o.parallelism) : null,
-        h('div', { class: 'row-actions' }, actionLinks({ gpu: o.gpu, count: o.count, region: shared && shared.region, term: termOf(o), spot: spotNames.get(o.gpu), prefer: o.best }))],
+        o === plan.held ? [' ', h('span', { class: 'badge', 'data-testid': 'plan-held' }, 'cheapest to hold')] : null,
+        h('div', { class: 'row-actions' }, actionLinks({ gpu: o.gpu, count: o.count, region: shared && shared.region, term: termOf(o), spot: spotOf(o), prefer: o.best, rentable: !!o.term }))],
     },
     {
       label: serving ? 'Tokens/s each' : 'Tokens/s',
@@ -123,10 +124,22 @@ function optionTable(plan) {
     { label: 'Cost to finish', num: true, cell: (o) => [h('strong', null, usd(o.best === 'spot' ? o.spot.exact.total_usd : o.term.exact.total_usd)), ' ', h('span', { class: 'badge' }, o.best)] },
     { label: '$/M tokens', num: true, cell: (o) => usd(o.usd_per_million_tokens, 3) },
   ];
-  return table(columns, plan.options, { rowClass: (o) => (o === plan.options[0] ? 'best' : null), stack: true });
+  const rows = plan.held ? [...plan.options, plan.held] : plan.options;
+  return table(columns, rows, { rowClass: (o) => (o === plan.options[0] ? 'best' : o === plan.held ? 'held' : null), stack: true });
 }
 
 // The term the plan's cost assumes ("1 month + 1 week" -> the month is what to rent first).
+// The spot market of a configuration: its term card's twin, or itself when it is spot only.
+function spotOf(o) {
+  return spotNames.get(o.gpu) || (o.spot ? o.gpu : null);
+}
+
+// Where the cheaper way of a configuration is bought: the market (spot) or the rent page (term).
+function bestHref(o) {
+  const region = shared && shared.region;
+  return o.best === 'spot' && spotOf(o) ? spotHref(spotOf(o), o.count, { region }) : rentHref(o.gpu, o.count, { region, term: termOf(o) });
+}
+
 function termOf(o) {
   const d = o.term && o.term.detail ? String(o.term.detail) : '';
   return /month/.test(d) || !/week/.test(d) ? 'month' : 'week';
@@ -142,7 +155,7 @@ function whyTheyDiffer(plan) {
   const hold = cheapestToHold;
   const c = plan.cheapest;
   if (!hold || !c || (hold.gpu === c.gpu && hold.count === c.count)) return null;
-  const held = plan.options.find((o) => o.gpu === hold.gpu && o.count === hold.count);
+  const held = plan.options.find((o) => o.gpu === hold.gpu && o.count === hold.count) || plan.held;
   const holdName = hold.count === 1 ? 'one ' + hold.gpu : `${hold.count}× ${hold.gpu}`;
   const serving = plan.job.kind === 'serving';
   const start = `${holdName.charAt(0).toUpperCase() + holdName.slice(1)} is the cheapest to hold (${usd(hold.exact.monthly_usd)} a month), but ${configName(c)} is the cheapest to finish this job`;
@@ -169,7 +182,7 @@ function render(plan) {
     'p',
     { class: 'verdict', id: 'plan-verdict' },
     'Cheapest to finish: ',
-    h('strong', null, configName(c)),
+    h('a', { class: 'strong', href: bestHref(c), 'data-testid': 'plan-verdict-action' }, configName(c)),
     c.replicas > 1 ? ` × ${integer(c.replicas)} replicas` : '',
     ` on ${c.best === 'spot' ? 'spot' : 'a term'}, `,
     h('strong', null, usd(cost)),
@@ -185,7 +198,7 @@ function render(plan) {
     plan.prices === 'market' ? 'Spot: the exchange\'s live best asks, billed by the hour.' : 'Spot: the catalog\'s opening asks.',
     'Term: the cheapest mix of months (720 h) and weeks (168 h) that covers the hours.',
   ];
-  if (plan.configurations > plan.options.length) notes.push(`${integer(plan.configurations - plan.options.length)} more configurations hold the job; the table lists the ${plan.options.length} cheapest.`);
+  if (plan.configurations > plan.options.length) notes.push(`${integer(plan.configurations - plan.options.length)} more configurations hold the job; the table lists the ${plan.options.length} cheapest${plan.held ? ', and last the calculator\'s cheapest to hold' : ''}.`);
   const open = document.getElementById('plan-arithmetic')?.open || undefined;
   replace(
     out,
@@ -206,9 +219,12 @@ async function calculate() {
   const mine = ++run;
   out.setAttribute('aria-busy', 'true');
   try {
-    const [plan, spot] = await Promise.all([api('POST', '/v1/plan', body()), loadSpotNames()]);
+    const request = body();
+    const [plan, spot] = await Promise.all([api('POST', '/v1/plan', request), loadSpotNames()]);
     if (mine !== run) return;
     spotNames = spot;
+    plan.held = await heldOption(plan, request);
+    if (mine !== run) return;
     render(plan);
   } catch (e) {
     if (mine !== run) return;
@@ -216,6 +232,24 @@ async function calculate() {
     else replace(out, h('div', { class: 'empty' }, 'Fix the highlighted field to see the plan.'));
   } finally {
     if (mine === run) out.removeAttribute('aria-busy');
+  }
+}
+
+// The calculator's cheapest to hold, planned the same way, when it is not among the cheapest to
+// finish: the table shows it too (a last row), so that the card the page recommends is never
+// missing from the plan. The same request with the API's `gpu` filter; null when it cannot be
+// planned (the filter's card, or its count, is not offered).
+async function heldOption(plan, request) {
+  const hold = cheapestToHold;
+  if (!hold || !plan.cheapest) return null;
+  const same = (o) => o.gpu === hold.gpu && o.count === hold.count;
+  if (plan.options.some(same)) return null;
+  try {
+    const { explain, ...rest } = request;
+    const only = await api('POST', '/v1/plan', { ...rest, gpu: hold.gpu, top: 16 });
+    return (only.options || []).find(same) || null;
+  } catch {
+    return null;
   }
 }
 
@@ -234,7 +268,26 @@ export function planFor(request, holdBest = null) {
   calculate();
 }
 
+// Large counts typed into a number field (which cannot hold separators) are repeated beside it
+// with them: "100000000" reads as "100,000,000 tokens".
+const ECHOED = ['tokens', 'tokens_per_day'];
+function echoCounts() {
+  for (const name of ECHOED) {
+    const el = form.elements[name];
+    let echo = el.parentElement.querySelector('.count-echo');
+    if (!echo) {
+      echo = h('span', { class: 'help count-echo', id: `echo-plan-${name}`, 'data-testid': `echo-${name}` });
+      el.after(echo);
+      el.setAttribute('aria-describedby', `${el.getAttribute('aria-describedby') || ''} echo-plan-${name}`.trim());
+    }
+    const v = el.value.trim();
+    echo.textContent = /^\d{4,17}$/.test(v) ? `${integer(Number(v))} tokens` : '';
+  }
+}
+
 readUrl();
+echoCounts();
+form.addEventListener('input', echoCounts);
 form.addEventListener('submit', (e) => {
   e.preventDefault();
   calculate();

@@ -7,6 +7,8 @@ import { api, currentSession, RequestKey } from './api.js';
 import { h, $, replace, showFormError, clearFormErrors, setBusy, errorBox } from './dom.js';
 import { money, timestamp } from './format.js';
 import { sshKeyWarning } from './ssh_warning.js';
+import { notifyMe } from './alerts.js';
+import { loadSpotNames, spotHref } from './actions.js';
 
 const form = $('#rent-form');
 const orderKey = new RequestKey();
@@ -15,6 +17,7 @@ let regions = [];
 let session = null;
 let quoteSeq = 0;
 let lastQuote = null;
+let spotNames = new Map();  // term card -> spot market (actions.js)
 
 function params() {
   return new URLSearchParams(location.search);
@@ -90,8 +93,10 @@ function renderRegions(stock) {
   select.value = keep;
 }
 
+// A line of the quote: its label with the note under it, the amount on the right (two columns, so
+// that the table fits a phone without scrolling).
 function row(label, value, note) {
-  return h('tr', null, h('th', { scope: 'row' }, label), h('td', { class: 'num' }, value), h('td', { class: 'muted small' }, note || ''));
+  return h('tr', null, h('th', { scope: 'row' }, label, note ? h('span', { class: 'quote-note muted small' }, note) : null), h('td', { class: 'num' }, value));
 }
 
 function renderQuote(q) {
@@ -108,7 +113,7 @@ function renderQuote(q) {
     a.tax.map((t) => row(t.name, money(t.amount, 'USD'), t.rate_percent + '%')),
     row('Tax', money(a.tax_total, 'USD'), a.tax.length ? '' : 'no tax applies'),
   ];
-  const total = h('tr', { class: 'total' }, h('th', { scope: 'row' }, 'Total'), h('td', { class: 'num', 'data-testid': 'quote-total' }, money(a.gross, 'USD')), h('td', null, ''));
+  const total = h('tr', { class: 'total' }, h('th', { scope: 'row' }, 'Total'), h('td', { class: 'num', 'data-testid': 'quote-total' }, money(a.gross, 'USD')));
   const paid =
     c.currency === 'USD'
       ? null
@@ -117,7 +122,7 @@ function renderQuote(q) {
         : null;
   const availability = q.available
     ? h('p', { class: 'alert alert-ok', 'data-testid': 'quote-available' }, `Available now in ${q.region}. The term would run ${timestamp(q.term_start)} – ${timestamp(q.term_end)} if started now.`)
-    : h('p', { class: 'alert alert-warn', 'data-testid': 'quote-unavailable' }, q.reason.message);
+    : h('div', { class: 'alert alert-warn dead-end' }, h('p', { 'data-testid': 'quote-unavailable' }, q.reason.message.charAt(0).toUpperCase() + q.reason.message.slice(1)), nextSteps(q));
   replace(
     $('#quote'),
     h('div', { class: 'table-wrap' }, h('table', { class: 'quote-table' }, h('tbody', null, lines, total))),
@@ -129,6 +134,19 @@ function renderQuote(q) {
   const button = $('#rent-submit');
   button.disabled = !q.available || !session;
   button.textContent = q.available ? `Rent for ${money(c.amount || a.gross, c.currency)}` : 'Not available';
+}
+
+// Not available: what can be done instead. Without stock (none free, or none in the chosen region)
+// a stock alert for this count and region, and the card's spot hours where it trades.
+function nextSteps(q) {
+  if (q.reason.code !== 'no_stock' && q.reason.code !== 'not_in_region') return null;
+  const c = choices();
+  const spot = spotNames.get(card.name);
+  return h('div', { class: 'next-steps' },
+    notifyMe({ kind: 'stock', gpu: card.name, count: c.count, region: c.region, counts: card.counts, regions: card.regions },
+      { label: `Notify me when ${c.count === 1 ? 'one is' : c.count + ' are'} free` }),
+    spot ? h('a', { class: 'btn btn-small btn-secondary', href: spotHref(spot, c.count, { region: c.region }) }, 'Buy spot hours instead') : null,
+    h('a', { class: 'btn btn-small btn-secondary', href: '/?stock=1' }, 'Cards free now'));
 }
 
 async function updateQuote() {
@@ -209,7 +227,7 @@ async function main() {
   const gpu = params().get('gpu');
   let catalog;
   try {
-    [catalog, session] = await Promise.all([api('GET', '/v1/catalog'), currentSession()]);
+    [catalog, session, spotNames] = await Promise.all([api('GET', '/v1/catalog'), currentSession(), loadSpotNames()]);
   } catch (err) {
     return replace($('#quote'), errorBox('The catalog could not be loaded: ' + err.message));
   }

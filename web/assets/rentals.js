@@ -171,6 +171,12 @@ export async function loadRentals() {
   }
 }
 
+// A notification's message is the server's text; the times in it (RFC 3339, UTC) are shown in the
+// reader's locale like every other date on the pages.
+function localTimes(message) {
+  return String(message).replace(/\b\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(?:\.\d+)?Z\b/g, (iso) => timestamp(iso));
+}
+
 export async function loadNotifications() {
   const slot = $('#notifications');
   try {
@@ -182,7 +188,7 @@ export async function loadNotifications() {
         'ul',
         { class: 'notifications' },
         data.notifications.map((n) =>
-          h('li', { dataset: { type: n.type } }, h('span', { class: 'muted small' }, timestamp(n.created_at) + ' '), n.message)
+          h('li', { dataset: { type: n.type } }, h('span', { class: 'muted small' }, timestamp(n.created_at) + ' '), localTimes(n.message))
         )
       )
     );

@@ -4,25 +4,25 @@
 // These endpoints need the provider role: an account without it is shown why, and can add it
 // itself (POST /v1/accounts/me/roles). Every figure is the API's; the page only formats it.
 import { api, currentSession, RequestKey } from './api.js';
-import { h, $, replace, table, showFormError, clearFormErrors, setBusy, errorBox, empty, stat } from './dom.js';
+import { h, $, replace, table, showFormError, clearFormErrors, setBusy, errorBox, empty, stat, copyableCommand } from './dom.js';
 import { usd, money, integer, percent, timestamp } from './format.js';
 import { loadMarkets, bestAsk } from './markets.js';
+import { initPayouts, loadPayouts, loadDestinations } from './payouts.js';
 
 const REFRESH_MS = 15000;
 const ASK_WINDOW_DAYS = 30;
 const ASK_BADGE = { open: 'badge-good', cancelled: '', expired: '' };
-const PAYOUT_BADGE = { pending: 'badge-warn', paid: 'badge-good', rejected: 'badge-bad' };
 const LEASE_END = { stopped: 'stopped by customer', unpaid: 'ended: unpaid', no_fx_rate: 'ended: no exchange rate', window_ended: 'ended: ask window closed', not_started: 'ended: your host never ran it (nothing charged)' };
 
 const machineForm = $('#machine-form');
 const askForm = $('#ask-form');
-const payoutForm = $('#payout-form');
 const machineKey = new RequestKey();
 const askKey = new RequestKey();
-const payoutKey = new RequestKey();
 
 let markets = new Map();
 let machines = [];
+let feePpm = null;  // the exchange's fee per hour (GET /v1/earnings fee_percent), for the estimate
+const enrolCommands = new Map();  // machine id -> the enrol command made on this page (a secret: memory only)
 let refreshTimer = 0;
 
 function show(which) {
@@ -77,6 +77,8 @@ async function loadEarnings() {
   try {
     const e = await api('GET', '/v1/earnings');
     const fee = percent(e.fee_percent);
+    feePpm = ppmOf(e.fee_percent);
+    renderEstimate();
     $('#fee-note').textContent = `Platform fee: ${fee} of each hour`;
     $('#earnings-hint').textContent = `USD, after the platform's ${fee}`;
     $('#help-p-amount').textContent = `Available now: ${money(e.available, 'USD')}.`;
@@ -126,6 +128,43 @@ function fillMachineSelect(preferred) {
   } else {
     syncPriceHelp();
   }
+  renderEstimate();
+}
+
+// "10.00" (percent) -> 100000 (parts per million), exactly; null when it is not such a decimal.
+function ppmOf(percentText) {
+  const m = /^(\d{1,3})(?:\.(\d{1,4}))?$/.exec(String(percentText));
+  return m ? Number(m[1]) * 10000 + Number((m[2] || '').padEnd(4, '0')) : null;
+}
+
+// micro-USD (BigInt) -> "12.345678"
+function microsText(micros) {
+  const neg = micros < 0n;
+  const v = neg ? -micros : micros;
+  return (neg ? '-' : '') + (v / 1000000n).toString() + '.' + (v % 1000000n).toString().padStart(6, '0');
+}
+
+// What an ask at the typed price would pay while all the chosen machine's GPUs are leased: the
+// exchange's own arithmetic on exact integers (per hour: GPUs × price, the platform's fee rounded
+// half-even on that total, the rest to the provider), then a day and 30 days of such hours. An
+// estimate: a provider earns the hours that are leased.
+function renderEstimate() {
+  const slot = $('#ask-estimate');
+  const m = machines.find((x) => String(x.id) === askForm.elements.machine_id.value);
+  const price = askForm.elements.price_usd_per_gpu_hour.value.trim();
+  const p = /^(\d{1,4})(?:\.(\d{1,3}))?$/.exec(price);
+  if (!m || !p || feePpm == null || !(Number(p[1]) > 0 || Number(p[2] || 0) > 0)) return replace(slot);
+  const milli = BigInt(p[1]) * 1000n + BigInt((p[2] || '').padEnd(3, '0'));
+  const total = milli * 1000n * BigInt(m.gpus);
+  const scaled = total * BigInt(feePpm);
+  let fee = scaled / 1000000n;
+  const rest = scaled % 1000000n;
+  if (rest * 2n > 1000000n || (rest * 2n === 1000000n && fee % 2n === 1n)) fee += 1n;
+  const net = total - fee;
+  replace(slot,
+    h('strong', null, `You get ${money(microsText(net), 'USD')} an hour`),
+    ` while all ${integer(m.gpus)} GPUs of machine #${m.id} are leased at ${priceText(microsText(milli * 1000n))}/GPU-h (customers pay ${money(microsText(total), 'USD')}, the platform's fee is ${money(microsText(fee), 'USD')}): `,
+    `${money(microsText(net * 24n), 'USD')} a day, ${money(microsText(net * 720n), 'USD')} for 30 days. An estimate: you earn the hours that are leased.`);
 }
 
 function syncPriceHelp() {
@@ -155,6 +194,7 @@ function offerButton(m) {
       onclick: () => {
         askForm.elements.machine_id.value = String(m.id);
         syncPriceHelp();
+        renderEstimate();
         askForm.elements.price_usd_per_gpu_hour.focus();
       },
     },
@@ -236,11 +276,12 @@ function agentCell(m) {
       null,
       badge('simulated host', AGENT_BADGE.simulated),
       h('span', { class: 'hint' }, ' ' + (a.label || 'demo: simulated host, no real machine')),
-      h('div', { class: 'form-actions' }, h('button', { type: 'button', class: 'btn btn-small btn-secondary', 'aria-label': `Enrol an agent on machine #${m.id}`, onclick: (e) => enrolToken(m, e.currentTarget) }, 'Enrol an agent'))
+      h('div', { class: 'form-actions' }, h('button', { type: 'button', class: 'btn btn-small btn-secondary', 'aria-label': `Enrol an agent on machine #${m.id}`, onclick: (e) => enrolToken(m, e.currentTarget) }, 'Enrol an agent')),
+      enrolCommand(m)
     );
   }
   if (a.status === 'none') {
-    return h('button', { type: 'button', class: 'btn btn-small btn-secondary', 'aria-label': `Enrol an agent on machine #${m.id}`, onclick: (e) => enrolToken(m, e.currentTarget) }, 'Enrol an agent');
+    return h('div', null, h('button', { type: 'button', class: 'btn btn-small btn-secondary', 'aria-label': `Enrol an agent on machine #${m.id}`, onclick: (e) => enrolToken(m, e.currentTarget) }, 'Enrol an agent'), enrolCommand(m));
   }
   const gpus = (a.inventory && a.inventory.gpus) || [];
   const models = {};
@@ -271,7 +312,7 @@ function agentCell(m) {
   } else {
     actions.appendChild(h('button', { type: 'button', class: 'btn btn-small btn-secondary', onclick: (e) => enrolToken(m, e.currentTarget) }, 'Enrol again'));
   }
-  return h('div', null, ...parts, actions);
+  return h('div', null, ...parts, actions, enrolCommand(m));
 }
 
 // Why GPUs of the machine are not sold: offline, held (the host reports fewer or other GPUs than
@@ -286,25 +327,33 @@ function sellingCell(m) {
   return h('span', { class: 'hint' }, status === 'online' ? 'as listed' : status === 'simulated' ? 'as listed (simulated host)' : '—');
 }
 
+// A one-time enrol command for the machine, shown under it (in its agent cell, with a Copy
+// button) until its agent is online; kept in memory only, so a refresh of the table keeps it.
 async function enrolToken(m, button) {
   setBusy(button, true);
   try {
     // No Idempotency-Key: the answer is a secret the server does not keep; a retry makes another.
     const t = await api('POST', `/v1/machines/${m.id}/enrolment-tokens`, {});
-    const command = `gpuhub agent enroll --server ${location.origin} --token ${t.token}`;
-    replace(
-      $('#machine-result'),
-      h('div', { class: 'alert alert-info', role: 'status' },
-        h('strong', null, `Enrol machine #${m.id}: `),
-        'run this once on the machine (the token works once and until ', timestamp(t.expires_at), '), then start ', h('code', null, 'gpuhub agent run'), ':',
-        h('pre', { class: 'connection-line', tabindex: '0' }, command))
-    );
-    $('#machine-result').scrollIntoView({ block: 'nearest' });
+    enrolCommands.set(m.id, { command: `gpuhub agent enroll --server ${location.origin} --token ${t.token}`, expires_at: t.expires_at });
+    await loadMachines();
+    $(`[data-testid="enrol-${m.id}"]`)?.scrollIntoView({ block: 'nearest' });
   } catch (err) {
     replace($('#machine-result'), errorBox(err.message));
   } finally {
     setBusy(button, false);
   }
+}
+
+function enrolCommand(m) {
+  const e = enrolCommands.get(m.id);
+  if (!e) return null;
+  if (m.agent && m.agent.status === 'online') {
+    enrolCommands.delete(m.id);
+    return null;
+  }
+  return h('div', { class: 'enrol-command', 'data-testid': `enrol-${m.id}` },
+    h('p', { class: 'small' }, 'Run this once on the machine (the token works once, until ', timestamp(e.expires_at), '), then ', h('code', null, 'gpuhub agent run'), ':'),
+    copyableCommand(e.command, `the enrol command of machine #${m.id}`));
 }
 
 async function revokeAgent(m, button, cell) {
@@ -510,59 +559,6 @@ async function loadLeases() {
   }
 }
 
-// ---------- payouts ----------
-
-async function loadPayouts() {
-  const slot = $('#payouts');
-  try {
-    const data = await api('GET', '/v1/payouts');
-    if (!data.payouts.length) return replace(slot, empty('No payouts yet.'));
-    replace(
-      slot,
-      table(
-        [
-          { label: 'Payout', th: true, cell: (p) => `#${p.id}` },
-          { label: 'Requested', cls: 'nowrap', cell: (p) => timestamp(p.created_at) },
-          { label: 'Amount', num: true, cell: (p) => money(p.amount, p.currency) },
-          { label: 'Status', cell: (p) => badge(p.status, PAYOUT_BADGE[p.status]) },
-        ],
-        data.payouts,
-        { stack: true }
-      )
-    );
-  } catch (err) {
-    replace(slot, errorBox('Payouts could not be loaded: ' + err.message));
-  }
-}
-
-async function onPayout(e) {
-  e.preventDefault();
-  clearFormErrors(payoutForm);
-  replace($('#payout-result'));
-  const amount = payoutForm.elements.amount.value.trim();
-  if (!amount) return showFormError(payoutForm, { field: 'amount', message: 'Enter an amount, such as 100.00.' });
-  const body = { amount };
-  const button = $('#payout-submit');
-  setBusy(button, true);
-  try {
-    const p = await api('POST', '/v1/payouts', body, { idempotencyKey: payoutKey.for(body) });
-    payoutKey.done();
-    payoutForm.reset();
-    replace(
-      $('#payout-result'),
-      h('div', { class: 'alert alert-ok', role: 'status' }, h('strong', null, `Payout #${p.id} requested: `), `${money(p.amount, p.currency)}, ${p.status}.`)
-    );
-    await Promise.all([loadPayouts(), loadEarnings()]);
-  } catch (err) {
-    if (err.status === 401 || err.status === 403) return main(true);
-    // The form has one field: a refused amount (too small, more than is available) belongs to it.
-    const aboutAmount = err.status === 400 || err.status === 402;
-    showFormError(payoutForm, aboutAmount && !err.field ? { field: 'amount', message: err.message } : err);
-  } finally {
-    setBusy(button, false);
-  }
-}
-
 // ---------- page ----------
 
 async function loadChoices() {
@@ -597,7 +593,7 @@ async function start(session, welcome) {
   if (welcome) replace($('#machine-result'), h('div', { class: 'alert alert-ok', role: 'status' }, welcome));
   if (!askForm.elements.available_until.value) askForm.elements.available_until.value = defaultUntil();
   await loadChoices();
-  await Promise.all([loadEarnings(), loadMachines(), loadAsks(), loadLeases(), loadPayouts()]);
+  await Promise.all([loadEarnings(), loadMachines(), loadAsks(), loadLeases(), loadPayouts(), loadDestinations()]);
   scheduleRefresh();
 }
 
@@ -609,8 +605,12 @@ async function main(refresh = false) {
     $('#provider-form').addEventListener('submit', onBecomeProvider);
     machineForm.addEventListener('submit', onMachine);
     askForm.addEventListener('submit', onAsk);
-    askForm.elements.machine_id.addEventListener('change', syncPriceHelp);
-    payoutForm.addEventListener('submit', onPayout);
+    askForm.elements.machine_id.addEventListener('change', () => {
+      syncPriceHelp();
+      renderEstimate();
+    });
+    initPayouts({ paid: () => loadEarnings(), signedOut: () => main(true) });
+    askForm.elements.price_usd_per_gpu_hour.addEventListener('input', renderEstimate);
     document.addEventListener('gpuhub:session', (e) => {
       if (!e.detail) show('out');
     });

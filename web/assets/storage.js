@@ -327,12 +327,14 @@ export async function loadStorage() {
       snapshots.snapshots.length ? h('div', { class: 'snapshots' }, snapshots.snapshots.map(snapshotItem)) : empty('No snapshots yet. Snapshot a volume, or the local NVMe of a running rental below.'),
       h('h3', null, 'Local NVMe and egress of your rentals'),
       live.length
-        ? h('ul', { class: 'rental-storage-list' }, live.map((r) => [
-            rentalStorage(r),
-            r.state === 'active'
-              ? h('button', { type: 'button', class: 'btn btn-small btn-secondary snapshot-nvme', dataset: { rental: String(r.id) }, onclick: (e) => act(e.currentTarget, 'POST', '/v1/snapshots', { rental_id: r.id }) }, `Snapshot rental ${r.id}'s local NVMe`)
-              : null,
-          ]))
+        ? h('ul', { class: 'rental-storage-list' }, live.map((r) => {
+            // The snapshot button inside its rental's item (a list holds only items).
+            const item = rentalStorage(r);
+            if (r.state === 'active') {
+              item.append(h('button', { type: 'button', class: 'btn btn-small btn-secondary snapshot-nvme', dataset: { rental: String(r.id) }, onclick: (e) => act(e.currentTarget, 'POST', '/v1/snapshots', { rental_id: r.id }) }, `Snapshot rental ${r.id}'s local NVMe`));
+            }
+            return item;
+          }))
         : empty('No live rentals.'),
       h('p', { class: 'muted small' }, `Egress: ${info.prices.egress_included_tb_per_month} TB per rental per 30 days included (a week: 7/30 of it), then ${money(info.prices.egress_per_tb, 'USD')} per TB, charged by the whole GB as it is measured. Extra NVMe: ${money(info.prices.extra_nvme_per_tb_month, 'USD')} per TB-month, prorated to the term end, then renewed with the rental.`),
       h('div', { class: 'storage-alert', 'aria-live': 'polite' })

@@ -6,6 +6,7 @@
 import { api } from './api.js';
 import { h, $, replace, table, errorBox } from './dom.js';
 import { usd, decimal, integer } from './format.js';
+import { actionLinks, spotHref } from './actions.js';
 
 const use = document.body.dataset.use;
 const root = $('#use');
@@ -46,6 +47,15 @@ function priceLine(card) {
   return h('div', { class: 'live-offer' }, from, term);
 }
 
+// Rent the card by the term (one card; the rent page changes the count) and, where it trades,
+// buy its spot hours; a spot-only card has Buy spot alone.
+function cardActions(card) {
+  const spot = card.spot ? card.spot.name : null;
+  if (card.term) return actionLinks({ gpu: card.name, count: 1, spot, prefer: spot && card.spot.from_usd_per_gpu_hour != null && card.term.free_now === 0 ? 'spot' : null });
+  if (spot) return h('a', { class: 'btn btn-small action-spot', href: spotHref(spot, 1), 'aria-label': `Buy spot hours of ${card.name} on the market` }, 'Buy spot');
+  return null;
+}
+
 function fitCard(card, index) {
   const tput = card.tokens_per_s > 0
     ? h(
@@ -70,7 +80,8 @@ function fitCard(card, index) {
     card.reference ? h('p', { class: 'muted small ref' }, card.reference) : null,
     largestList(card),
     h('ul', { class: 'why' }, card.why.map((w) => h('li', null, w))),
-    priceLine(card)
+    priceLine(card),
+    h('div', { class: 'rent-action' }, cardActions(card))
   );
 }
 

@@ -10,7 +10,7 @@ import { REPO } from './server.mjs';
 export const OUT_DIR = process.env.GPUHUB_E2E_OUT || join(REPO, 'tests', 'out', 'e2e');
 export const VIEWPORTS = {
   phone: { viewport: { width: 390, height: 844 }, deviceScaleFactor: 2, isMobile: true, hasTouch: true },
-  desktop: { viewport: { width: 1366, height: 900 } },
+  desktop: { viewport: { width: 1440, height: 900 } },  // the issue's desktop (issue 29)
 };
 
 export async function launch() {

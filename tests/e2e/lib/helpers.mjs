@@ -20,6 +20,25 @@ export async function waitForData(page) {
   });
 }
 
+// A session token of `name` (made with api.user or signed up in a page) for the API client.
+export async function tokenOf(api, name) {
+  return (await api.call('POST', '/v1/sessions', { username: name, password: PASSWORD })).token;
+}
+
+// Every link of the header's navigation is inside the screen and not cut (issue 29: the phone's
+// header was cut at "Acc…").
+export async function headerLinksVisible(page) {
+  const cut = await page.evaluate(() => {
+    const out = [];
+    for (const a of document.querySelectorAll('.site-header .nav a:not([hidden])')) {
+      const r = a.getBoundingClientRect();
+      if (a.offsetParent === null || r.left < 0 || r.right > window.innerWidth + 0.5 || a.scrollWidth > a.clientWidth + 1) out.push(a.textContent);
+    }
+    return out;
+  });
+  assert.deepEqual(cut, [], 'header links cut or off screen');
+}
+
 // Problems other than the ones a test provokes on purpose.
 export function unexpected(problems, allowed = []) {
   return problems.filter((p) => !allowed.some((a) => p.includes(a)));
