@@ -5,6 +5,7 @@
 
 #include "engine/billing_checks.h"
 #include "engine/market.h"
+#include "engine/quote_requests.h"
 #include "engine/rentals.h"
 #include "engine/wallets.h"
 
@@ -136,6 +137,7 @@ InvariantReport CheckStateInvariants(const State& state, TimestampMicros now,
   report.checks.push_back({"rentals.invariants", state.rentals->fleet.CheckInvariants()});
   report.checks.push_back({"rentals.settlement", state.rentals->fleet.CheckSettlement(ledger)});
   AddBillingChecks(state, replay_stored_history, report);
+  report.checks.push_back({"quote_requests.indexes", CheckQuoteRequests(state)});
   return report;
 }
 

@@ -12,6 +12,7 @@
 #include "engine/market.h"
 #include "engine/notifications.h"
 #include "engine/payout_destinations.h"
+#include "engine/quote_requests.h"
 #include "engine/rentals.h"
 #include "engine/ssh_keys.h"
 #include "engine/storage.h"
@@ -57,7 +58,8 @@ State::State()
       payout_destinations(std::make_unique<PayoutDestinationsState>()),
       agents(std::make_unique<AgentsState>()),
       billing(std::make_unique<BillingState>()),
-      storage(std::make_unique<StorageState>(rentals::StorageConfig{})) {
+      storage(std::make_unique<StorageState>(rentals::StorageConfig{})),
+      quote_requests(std::make_unique<QuoteRequestsState>()) {
   BindSpotTax(*this);
   BindLeaseStart(*this);
 }
@@ -125,6 +127,8 @@ Result<std::unique_ptr<State>> LoadState(store::Store& store, const DomainConfig
   GPUHUB_RETURN_IF_ERROR(LoadStorage(store, config.storage, state->wallets->ledger,
                                      state->rentals->fleet, *state->storage)
                              .WithContext("loading storage"));
+  GPUHUB_RETURN_IF_ERROR(
+      LoadQuoteRequests(store, *state->quote_requests).WithContext("loading quote requests"));
   return state;
 }
 
