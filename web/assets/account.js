@@ -11,6 +11,7 @@ import { initTwoFactor, loadTwoFactor } from './two_factor.js';
 import { initBilling, loadBillingProfile, loadDocuments } from './billing.js';
 import { startStorage } from './storage.js';
 import { initAccountTabs } from './account_tabs.js';
+import { loadQuoteRequests } from './quote_requests.js';
 
 const POLL_MS = 3000;
 const OPEN_INVOICE = new Set(['new', 'processing']);
@@ -123,6 +124,7 @@ async function showAccount(session, welcome) {
     loadTwoFactor(),
     loadBillingProfile(),
     loadDocuments(),
+    loadQuoteRequests(),
   ]);
 }
 
