@@ -75,7 +75,16 @@ json RequestJson(const engine::State& state, const QuoteRequest& q, bool with_us
   return j;
 }
 
+// Every account's requests are an admin's to read: an admin's session, or an admin's API key with
+// the admin scope (a read-only key of an admin account sees its own, as anyone's would).
+bool SeesEveryAccount(const engine::Txn& txn, const engine::User& me, const Caller& caller) {
+  if (!me.Has(engine::kRoleAdmin)) return false;
+  auto found = AuthenticateCaller(txn, caller);
+  return found.ok() && (!found->key || found->key->Has(engine::kScopeAdmin));
+}
+
 struct Page {
+  Caller caller;
   std::size_t limit = engine::kDefaultQuoteRequestsPageSize;
   std::int64_t before = 0;
   std::optional<QuoteStatus> status;
@@ -83,6 +92,7 @@ struct Page {
 
 Result<Page> ParsePage(const Request& r) {
   Page p;
+  p.caller = CallerOf(r);
   GPUHUB_ASSIGN_OR_RETURN(p.limit, LimitQuery(r, "limit", engine::kDefaultQuoteRequestsPageSize,
                                               engine::kMaxQuoteRequestsPageSize));
   if (auto it = r.query.find("before"); it != r.query.end()) {
@@ -195,7 +205,7 @@ void RegisterQuoteRequestRoutes(Router& router, ApiContext& api, const std::stri
   router.Add("GET", "/v1/quote-requests?limit&before&status",
              Authenticated<Page>(
                  api, 0, ParsePage, [](Txn& txn, const User& me, const Page& p) -> Result<Reply> {
-                   const bool admin = me.Has(engine::kRoleAdmin);
+                   const bool admin = SeesEveryAccount(txn, me, p.caller);
                    auto page = engine::ListQuoteRequests(
                        txn.state, admin ? std::nullopt : std::optional<std::int64_t>(me.id),
                        p.before, p.limit, p.status);
@@ -208,12 +218,21 @@ void RegisterQuoteRequestRoutes(Router& router, ApiContext& api, const std::stri
                                  {"next_before", page.next_before == 0 ? json(nullptr)
                                                                        : json(page.next_before)}}};
                  }));
+  struct OneRequest {
+    Caller caller;
+    std::int64_t id = 0;
+  };
   router.Add("GET", "/v1/quote-requests/{id}",
-             Authenticated<std::int64_t>(
-                 api, 0, [](const Request& r) { return IdParam(r, "quote request"); },
-                 [](Txn& txn, const User& me, const std::int64_t& id) -> Result<Reply> {
+             Authenticated<OneRequest>(
+                 api, 0,
+                 [](const Request& r) -> Result<OneRequest> {
+                   GPUHUB_ASSIGN_OR_RETURN(std::int64_t id, IdParam(r, "quote request"));
+                   return OneRequest{CallerOf(r), id};
+                 },
+                 [](Txn& txn, const User& me, const OneRequest& one) -> Result<Reply> {
+                   const std::int64_t id = one.id;
                    const QuoteRequest* q = engine::FindQuoteRequest(txn.state, id);
-                   const bool admin = me.Has(engine::kRoleAdmin);
+                   const bool admin = SeesEveryAccount(txn, me, one.caller);
                    // Someone else's is not found: the answer must not tell that it exists.
                    if (q == nullptr || (q->user_id != me.id && !admin)) {
                      return Status::NotFound("no quote request " + std::to_string(id) +

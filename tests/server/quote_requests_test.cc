@@ -146,6 +146,13 @@ TEST_P(QuoteRequestsTest, AnAdminsAnswerNotifiesTheCustomerAndIsAudited) {
   auto all = Get("/v1/quote-requests", admin_);
   ASSERT_EQ(all["quote_requests"].size(), 1u);
   EXPECT_EQ(all["quote_requests"][0]["username"], "alice");
+  // An admin's key without the admin scope reads as anyone's would: its own requests only.
+  auto key = client_->Call("POST", "/v1/api-keys", {{"name", "ro"}, {"scopes", {"read"}}}, admin_);
+  ASSERT_EQ(key.status, 201) << key.body;
+  const std::string read_key = key.Json()["secret"];
+  EXPECT_TRUE(Get("/v1/quote-requests", read_key)["quote_requests"].empty());
+  EXPECT_EQ(client_->Call("GET", "/v1/quote-requests/" + std::to_string(id), nullptr, read_key).status,
+            404);
 
   auto no_price = client_->Call("POST", answer, {{"status", "answered"}}, admin_);
   EXPECT_EQ(no_price.status, 400);
