@@ -13,14 +13,6 @@
 namespace gpuhub::cli {
 namespace {
 
-void FailWithStatus(const Status& s) {
-  if (s.code() == StatusCode::kInvalidArgument || s.code() == StatusCode::kNotFound) {
-    FailBadInput(s.message());
-  } else {
-    Fail(s.message());
-  }
-}
-
 void RunDiffusionModels(bool json) {
   auto models = sizing::ListDiffusionModels(DataDir());
   if (!models.ok()) return Fail(models.status().message());
@@ -90,7 +82,8 @@ void RunDiffusionSize(const DiffusionFlags& f, const std::string& model,
                         "--precision, --text-encoder-precision, --offload, --text-encoder-cpu)");
   }
   auto found = sizing::FindDiffusionModel(model, DataDir());
-  if (!found.ok()) return FailWithStatus(found.status());
+  // The name was found a moment ago (IsDiffusionModel): a failure now is a broken data folder.
+  if (!found.ok()) return Fail(found.status().message());
   fit::DiffusionRequest r;
   r.model = std::move(*found);
   r.explain = explain;

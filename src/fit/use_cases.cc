@@ -216,14 +216,7 @@ class Builder {
   }
 
   Result<UseCaseCard> Describe(const Card& card) {
-    UseCaseCard c;
-    c.name = card.name;
-    c.term = card.term;
-    c.spot = card.spot;
-    c.vram_gb = card.vram_gb;
-    c.bf16_tflops = card.rates.bf16_tflops;
-    c.fp8_tflops = card.rates.fp8_tflops;
-    c.bandwidth_gb_per_s = card.rates.bandwidth_gb_per_s;
+    UseCaseCard c = CardBasics(card);
     c.interconnect = card.term != nullptr
                          ? card.term->link + " (" +
                                std::string(catalog::ShardedTrainingName(card.term->sharded_training)) +
@@ -409,6 +402,19 @@ std::vector<Card> Cards(const catalog::Catalog& c) {
     if (!s.term_name) cards.push_back({nullptr, &s, s.name, s.vram_gb, RatesOf(s, nullptr)});
   }
   return cards;
+}
+
+UseCaseCard CardBasics(const Card& card) {
+  UseCaseCard c;
+  c.name = card.name;
+  c.term = card.term;
+  c.spot = card.spot;
+  c.vram_gb = card.vram_gb;
+  c.bf16_tflops = card.rates.bf16_tflops;
+  c.fp8_tflops = card.rates.fp8_tflops;
+  c.bandwidth_gb_per_s = card.rates.bandwidth_gb_per_s;
+  c.general = card.general();
+  return c;
 }
 
 std::int64_t SetHourlyMicros(const catalog::Catalog& catalog, const Card& card, int count) {

@@ -195,16 +195,8 @@ Result<UseCaseView> BuildGeneralUseCase(const catalog::Catalog& catalog,
       return Status::InvalidArgument("not a general use case");
   }
   for (const Card& card : Cards(catalog)) {
-    UseCaseCard c;
-    c.name = card.name;
-    c.term = card.term;
-    c.spot = card.spot;
-    c.vram_gb = card.vram_gb;
-    c.bf16_tflops = card.rates.bf16_tflops;
-    c.fp8_tflops = card.rates.fp8_tflops;
-    c.bandwidth_gb_per_s = card.rates.bandwidth_gb_per_s;
+    UseCaseCard c = CardBasics(card);
     c.interconnect = card.term != nullptr ? card.term->link : "not published";
-    c.general = card.general();
     c.hourly_micros = SetHourlyMicros(catalog, card, 1);
     if (use == UseCase::kImageVideo) {
       GPUHUB_RETURN_IF_ERROR(DescribeImageVideo(c, diffusion));
@@ -273,21 +265,10 @@ std::string GeneralUseCaseText(const UseCaseView& v) {
     }
     row.push_back(c.hourly_micros > 0 ? "$" + FormatMicros(c.hourly_micros, 3) : "");
     row.push_back(c.usd_per_tflops_hour > 0 ? FormatFixed(c.usd_per_tflops_hour, 4) : "");
-    row.push_back(c.spot_from_micros_per_gpu_hour
-                      ? "$" + FormatMicros(*c.spot_from_micros_per_gpu_hour, 3) + "/h"
-                      : "");
-    row.push_back(c.term ? "$" + catalog::FormatUsd(c.term->monthly_micros) : "");
+    AppendPriceCells(c, row);
     t.AddRow(row);
   }
-  out += t.Render();
-  out += "\nWhy\n";
-  for (const UseCaseCard& c : v.cards) {
-    out += "  " + c.name + (c.fit ? "" : " (not fit)") + "\n";
-    for (const auto& line : c.why) out += "    - " + line + "\n";
-  }
-  out += "\n";
-  for (const auto& n : v.notes) out += "  note: " + n + "\n";
-  return out;
+  return out + t.Render() + WhyAndNotes(v);
 }
 
 }  // namespace gpuhub::fit

@@ -32,6 +32,15 @@ std::vector<Card> Cards(const catalog::Catalog& c);
 // ask x count; 0 when neither.
 std::int64_t SetHourlyMicros(const catalog::Catalog& catalog, const Card& card, int count);
 
+// A view's card with what every use shows of it: name, fleets, memory, tensor throughput,
+// bandwidth and the datasheet's general figures.
+UseCaseCard CardBasics(const Card& card);
+
+// The text reports' shared parts (use_cases_report.cc): a row's "spot from" and "monthly" cells,
+// and the "Why" sentences of every card and the notes under the table.
+void AppendPriceCells(const UseCaseCard& c, std::vector<std::string>& row);
+std::string WhyAndNotes(const UseCaseView& view);
+
 // The views of use_cases_general.cc (BuildUseCase calls it for those uses).
 Result<UseCaseView> BuildGeneralUseCase(const catalog::Catalog& catalog,
                                         const std::vector<sizing::DiffusionModel>& diffusion,

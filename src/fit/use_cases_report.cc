@@ -149,14 +149,21 @@ std::string UseCaseText(const UseCaseView& v) {
     }
     row.push_back(c.tokens_per_second > 0 ? FormatFixed(c.tokens_per_second, 0) : "");
     row.push_back(c.usd_per_million_tokens > 0 ? FormatFixed(c.usd_per_million_tokens, 3) : "");
-    row.push_back(c.spot_from_micros_per_gpu_hour
-                      ? "$" + FormatMicros(*c.spot_from_micros_per_gpu_hour, 3) + "/h"
-                      : "");
-    row.push_back(c.term ? "$" + catalog::FormatUsd(c.term->monthly_micros) : "");
+    AppendPriceCells(c, row);
     t.AddRow(row);
   }
-  out += t.Render();
-  out += "\nWhy\n";
+  return out + t.Render() + WhyAndNotes(v);
+}
+
+void AppendPriceCells(const UseCaseCard& c, std::vector<std::string>& row) {
+  row.push_back(c.spot_from_micros_per_gpu_hour
+                    ? "$" + FormatMicros(*c.spot_from_micros_per_gpu_hour, 3) + "/h"
+                    : "");
+  row.push_back(c.term ? "$" + catalog::FormatUsd(c.term->monthly_micros) : "");
+}
+
+std::string WhyAndNotes(const UseCaseView& v) {
+  std::string out = "\nWhy\n";
   for (const UseCaseCard& c : v.cards) {
     out += "  " + c.name + (c.fit ? "" : " (not fit)") + "\n";
     for (const auto& line : c.why) out += "    - " + line + "\n";
