@@ -165,7 +165,7 @@ TEST_F(EngineMarketTest, TheLedgerForgetsOldTransfersAndTheStoreAnswersForThem) 
   // While every transfer is in memory the live report runs every check.
   InvariantReport early = live_report();
   EXPECT_TRUE(early.ok()) << early.ToString();
-  EXPECT_EQ(early.checks.size(), 12u);  // billing.memory, .documents, .charge_documents included
+  EXPECT_EQ(early.checks.size(), 13u);  // billing.memory, .documents, .charge_documents, quote_requests included
   EXPECT_TRUE(early.skipped.empty());
   auto bid = Lease(200 * kUsd, {"H100 SXM", 8, "IAD-1", 64, 512, 2000}, 2'000'000, 1);
   ASSERT_TRUE(bid.lease.has_value());
@@ -199,7 +199,7 @@ TEST_F(EngineMarketTest, TheLedgerForgetsOldTransfersAndTheStoreAnswersForThem) 
   // The live endpoint's report (on the writer) does not replay what only the store holds.
   InvariantReport live = live_report();
   EXPECT_TRUE(live.ok()) << live.ToString();
-  EXPECT_EQ(live.checks.size(), 10u);  // every document is in memory: billing runs in full
+  EXPECT_EQ(live.checks.size(), 11u);  // every document is in memory: billing runs in full
   ASSERT_EQ(live.skipped.size(), 2u);
   EXPECT_EQ(live.skipped[0].rfind("ledger.history: not replayed here", 0), 0u) << live.skipped[0];
   EXPECT_EQ(live.skipped[1].rfind("market.lease_hours_once: not replayed here", 0), 0u);
@@ -321,7 +321,7 @@ TEST_F(EngineMarketTest, TheInvariantsCatchASkippedHourAndAnHourChargedTwice) {
   const TimestampMicros start = clock_.NowMicros();
   auto none = [](State&) {};
   EXPECT_EQ(Failed(CheckCopy(start, none)), "");
-  EXPECT_EQ(CheckCopy(start, none).checks.size(), 12u);
+  EXPECT_EQ(CheckCopy(start, none).checks.size(), 13u);
   // An hour later without a tick: the second hour was never charged.
   EXPECT_EQ(Failed(CheckCopy(start + kMicrosPerHour, none)), "market.leases_paid_up ");
   EXPECT_EQ(Failed(CheckCopy(0, none)), "");  // a backup: no clock to compare with
