@@ -58,6 +58,20 @@ struct TensorThroughput {
   Architecture architecture = Architecture::kUnknown;
 };
 
+// What a card does besides tensor math, for the use-case views of image and video generation,
+// 3D rendering and VFX, and scientific computing ([[card_specs]] in the catalog, each entry with
+// the datasheet it is copied from). nullopt where the cited source does not publish the figure.
+struct GeneralSpecs {
+  std::optional<double> fp32_tflops;         // non-tensor FP32 (CUDA cores / vector units)
+  std::optional<double> fp64_tflops;         // FP64 vector
+  std::optional<double> fp64_tensor_tflops;  // FP64 tensor / matrix units
+  std::optional<bool> ecc;                   // ECC on the card's memory
+  std::optional<int> rt_cores;               // ray-tracing cores (0: the card has none)
+  std::optional<double> rt_tflops;           // RT core TFLOPS as published
+  std::string source;                        // the datasheet's URL; empty: no [[card_specs]] entry
+  std::string note;                          // what it says, in short
+};
+
 struct Region {
   std::string code;  // "DFW-1"
   std::string city;  // "Dallas"
@@ -94,6 +108,7 @@ struct TermGpu {
   bool weekly_derived = false;
   std::int64_t hourly_micros = 0;  // monthly / 720
   TensorThroughput compute;        // bf16_dense_tflops, fp8_dense_tflops, tflops_source, architecture
+  GeneralSpecs general;            // [[card_specs]] of its name
   int source_line = 0;
 
   bool AllowsCount(int count) const;
@@ -114,6 +129,7 @@ struct SpotGpu {
   // the 8-GPU figure is also floored to a multiple of 5 B (spec §5).
   std::int64_t largest_full_train_b_1gpu = 0;
   std::int64_t largest_full_train_b_8gpu = 0;
+  GeneralSpecs general;  // [[card_specs]] of its name, else of its term card
   int source_line = 0;
 };
 

@@ -9,6 +9,7 @@
 
 #include "catalog/catalog.h"
 #include "cli/command_registry.h"
+#include "cli/diffusion_size.h"
 #include "cli/market_fit.h"
 #include "cli/rental_commands.h"
 #include "cli/server_client.h"
@@ -216,7 +217,21 @@ void AddCatalogFlag(CLI::App* cmd, Flags& f) {
                                            "catalog file (default: <data dir>/catalog.toml)");
 }
 
-void RunSize(const Flags& f) {
+void RunSize(const Flags& f, const DiffusionFlags& diffusion) {
+  // A bundled diffusion model (sdxl, flux-dev, wan-14b, ...) is sized by cli/diffusion_commands.cc.
+  if (IsDiffusionModel(f.model)) {
+    std::vector<std::string> llm;
+    for (const auto& [name, option] : f.options) {
+      if (option->count() > 0 && name != "--model" && name != "--precision" && name != "--batch") {
+        llm.push_back(name);
+      }
+    }
+    return RunDiffusionSize(diffusion, f.model, f.Given("--precision") ? f.precision : "",
+                            f.Given("--batch") ? f.batch : "", llm, f.explain, f.json);
+  }
+  if (std::string flag = diffusion.FirstGiven(); !flag.empty()) {
+    return FailBadInput(flag + " applies to diffusion models (gpuhub diffusion-models lists them)");
+  }
   auto fields = ToFields(f);
   if (!fields.ok()) return FailWith(fields.status());
   auto request = fit::ResolveSizeRequest(*fields, CliContext());
@@ -301,13 +316,15 @@ void RunGuide(const Flags& f) {
   SetExitCode(kExitOk);
 }
 
-// gpuhub catalog --use training|fine-tuning|inference [--server URL]
+// gpuhub catalog --use training|fine-tuning|inference|image-video|rendering|science [--server URL]
 void RunUseCase(const Flags& f, const catalog::Catalog& fleet) {
   auto use = fit::ParseUseCase(f.use);
   if (!use.ok()) return FailBadInput("--use: " + use.status().message());
   auto bundled = sizing::ListBundledModels(DataDir());
   if (!bundled.ok()) return Fail(bundled.status().message());
-  auto view = fit::BuildUseCase(fleet, *bundled, *use);
+  auto diffusion = sizing::ListDiffusionModels(DataDir());
+  if (!diffusion.ok()) return Fail(diffusion.status().message());
+  auto view = fit::BuildUseCase(fleet, *bundled, *use, *diffusion);
   if (!view.ok()) return Fail(view.status().message());
   const std::string server = ServerFromEnvironment(f.server);
   if (!server.empty()) {
@@ -366,11 +383,13 @@ void RunModels(const Flags& f) {
 void AddSizingCommands(CLI::App& app) {
   // Flags live as long as the app: the callbacks run after parsing.
   static Flags size_flags, fit_flags, guide_flags, catalog_flags, models_flags, plan_flags;
+  static DiffusionFlags diffusion_flags;
 
   CLI::App* size = app.add_subcommand(
       "size", "GPU memory a model needs for inference or training, component by component");
   AddWorkloadFlags(size, size_flags, /*for_size=*/true);
-  size->callback([] { RunSize(size_flags); });
+  AddDiffusionFlags(size, diffusion_flags);
+  size->callback([] { RunSize(size_flags, diffusion_flags); });
 
   CLI::App* fit_cmd = app.add_subcommand(
       "fit", "the cheapest GPU configuration of the fleet that holds the job, and the runners-up");
@@ -454,8 +473,8 @@ void AddSizingCommands(CLI::App& app) {
       "USD per GPU-hour: add each card's break-even hours per month against it");
   catalog_flags.options["--use"] = catalog_cmd->add_option(
       "--use", catalog_flags.use,
-      "training, fine-tuning or inference: the cards fit for that use, why, the largest model one "
-      "and eight cards hold, and prices");
+      "training, fine-tuning, inference, image-video, rendering or science: the cards fit for "
+      "that use, why (memory, throughput, FP64, ECC, RT cores as published), and prices");
   catalog_flags.options["--server"] = catalog_cmd->add_option(
       "--server", catalog_flags.server,
       "a running gpuhub serve (default $GPUHUB_SERVER): the term fleet's live stock per region "

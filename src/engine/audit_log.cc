@@ -39,6 +39,9 @@ constexpr KindName kKindNames[] = {
     {AuditKind::kAdminCredit, "admin_credit"},
     {AuditKind::kAdminPaymentDecision, "admin_payment_decision"},
     {AuditKind::kAdminTaxRateChanged, "admin_tax_rate_changed"},
+    {AuditKind::kQuoteRequested, "quote_requested"},
+    {AuditKind::kQuoteWithdrawn, "quote_withdrawn"},
+    {AuditKind::kQuoteAnswered, "quote_answered"},
 };
 
 // Member names that say a value is a secret: a detail never carries one (defence in depth: the

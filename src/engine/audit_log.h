@@ -58,6 +58,9 @@ enum class AuditKind {
   kAdminCredit,
   kAdminPaymentDecision,
   kAdminTaxRateChanged,
+  kQuoteRequested,
+  kQuoteWithdrawn,
+  kQuoteAnswered,
 };
 // "sign_in", "sign_in_failed", ... (the API's and the database's name).
 std::string_view AuditKindName(AuditKind kind);

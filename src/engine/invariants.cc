@@ -6,6 +6,7 @@
 #include "engine/alerts.h"
 #include "engine/billing_checks.h"
 #include "engine/market.h"
+#include "engine/quote_requests.h"
 #include "engine/rentals.h"
 #include "engine/wallets.h"
 
@@ -140,6 +141,7 @@ InvariantReport CheckStateInvariants(const State& state, TimestampMicros now,
   // Alerts: what the index last saw of each watched market and stock is the state now (every
   // change was looked at in the command that made it).
   report.checks.push_back({"alerts.index", CheckAlerts(state)});
+  report.checks.push_back({"quote_requests.indexes", CheckQuoteRequests(state)});
   return report;
 }
 

@@ -219,6 +219,25 @@ inline constexpr std::int64_t kListedRamSlackPct = 5;
 inline constexpr std::int64_t kMaxUsageSampleAgeMicros = 24 * kMicrosPerHour;
 inline constexpr std::int64_t kMaxUsageSampleAheadMicros = 5 * 60 * kMicrosPerSecond;
 
+// Multi-node quote requests (engine/quote_requests.h): a job larger than one 8-card node, sent to
+// the operators for a price. Open ones per account (a customer waiting on more than a few is
+// resending the same job), and all kept per account (answered, declined and withdrawn included:
+// the record of what was offered). The texts: the customer's contact (a handle, not an email
+// requirement) and note, the admin's price and terms, the job and the server's recomputation of
+// it (JSON, written by the HTTP layer from fit/quote.h).
+inline constexpr std::size_t kMaxOpenQuoteRequestsPerAccount = 3;
+inline constexpr std::size_t kMaxQuoteRequestsPerAccount = 100;
+inline constexpr std::size_t kMaxQuoteContactBytes = 200;
+inline constexpr std::size_t kMaxQuoteNoteBytes = 2000;
+inline constexpr std::size_t kMaxQuotePriceBytes = 200;
+inline constexpr std::size_t kMaxQuoteTermsBytes = 4000;
+inline constexpr std::size_t kMaxQuoteJobBytes = 4 * 1024;
+inline constexpr std::size_t kMaxQuoteSizingBytes = 64 * 1024;
+inline constexpr std::size_t kMaxQuoteSummaryBytes = 512;
+// GET /v1/quote-requests pages.
+inline constexpr std::size_t kDefaultQuoteRequestsPageSize = 50;
+inline constexpr std::size_t kMaxQuoteRequestsPageSize = 200;
+
 // The audit log (engine/audit_log.h). Events are kept at least this long: the log has no pruning
 // today; any pruning added later must keep this many days (a year and a day, so a yearly review
 // always finds the whole previous year).

@@ -165,8 +165,8 @@ TEST_F(EngineMarketTest, TheLedgerForgetsOldTransfersAndTheStoreAnswersForThem) 
   // While every transfer is in memory the live report runs every check.
   InvariantReport early = live_report();
   EXPECT_TRUE(early.ok()) << early.ToString();
-  EXPECT_EQ(early.checks.size(),
-            13u);  // billing.memory, .documents, .charge_documents, alerts.index included
+  // billing.memory, .documents, .charge_documents, alerts.index and quote_requests included
+  EXPECT_EQ(early.checks.size(), 14u);
   EXPECT_TRUE(early.skipped.empty());
   auto bid = Lease(200 * kUsd, {"H100 SXM", 8, "IAD-1", 64, 512, 2000}, 2'000'000, 1);
   ASSERT_TRUE(bid.lease.has_value());
@@ -321,7 +321,7 @@ TEST_F(EngineMarketTest, TheInvariantsCatchASkippedHourAndAnHourChargedTwice) {
   const TimestampMicros start = clock_.NowMicros();
   auto none = [](State&) {};
   EXPECT_EQ(Failed(CheckCopy(start, none)), "");
-  EXPECT_EQ(CheckCopy(start, none).checks.size(), 13u);  // alerts.index too
+  EXPECT_EQ(CheckCopy(start, none).checks.size(), 14u);  // alerts.index and quote_requests too
   // An hour later without a tick: the second hour was never charged.
   EXPECT_EQ(Failed(CheckCopy(start + kMicrosPerHour, none)), "market.leases_paid_up ");
   EXPECT_EQ(Failed(CheckCopy(0, none)), "");  // a backup: no clock to compare with

@@ -13,6 +13,7 @@
 #include "engine/market.h"
 #include "engine/notifications.h"
 #include "engine/payout_destinations.h"
+#include "engine/quote_requests.h"
 #include "engine/rentals.h"
 #include "engine/ssh_keys.h"
 #include "engine/storage.h"
@@ -59,7 +60,8 @@ State::State()
       agents(std::make_unique<AgentsState>()),
       billing(std::make_unique<BillingState>()),
       storage(std::make_unique<StorageState>(rentals::StorageConfig{})),
-      alerts(std::make_unique<AlertsState>()) {
+      alerts(std::make_unique<AlertsState>()),
+      quote_requests(std::make_unique<QuoteRequestsState>()) {
   BindSpotTax(*this);
   BindLeaseStart(*this);
 }
@@ -127,6 +129,8 @@ Result<std::unique_ptr<State>> LoadState(store::Store& store, const DomainConfig
   GPUHUB_RETURN_IF_ERROR(LoadStorage(store, config.storage, state->wallets->ledger,
                                      state->rentals->fleet, *state->storage)
                              .WithContext("loading storage"));
+  GPUHUB_RETURN_IF_ERROR(
+      LoadQuoteRequests(store, *state->quote_requests).WithContext("loading quote requests"));
   // After the exchange and the fleet: each alert is indexed against their state now.
   GPUHUB_RETURN_IF_ERROR(LoadAlerts(store, *state).WithContext("loading alerts"));
   return state;

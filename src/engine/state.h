@@ -94,6 +94,7 @@ struct SellerConfig {
   std::string vat_id;
 };
 struct StorageState;        // engine/storage.h (volumes, snapshots, egress)
+struct QuoteRequestsState;  // engine/quote_requests.h (multi-node quote requests)
 
 // How the domains are configured; fixed for the life of an engine (a reload keeps it).
 struct DomainConfig {
@@ -133,6 +134,7 @@ struct State {
   std::unique_ptr<BillingState> billing;
   std::unique_ptr<StorageState> storage;
   std::unique_ptr<AlertsState> alerts;
+  std::unique_ptr<QuoteRequestsState> quote_requests;
   // Engine-wide values that must survive a restart (the manual clock's time).
   std::map<std::string, std::int64_t> meta;
 };
@@ -152,5 +154,6 @@ Status LoadAuditLog(store::Store& store, AuditState& state);
 Status LoadTotp(store::Store& store, TotpState& state);
 Status LoadPayoutDestinations(store::Store& store, PayoutDestinationsState& state);
 Status LoadAgents(store::Store& store, AgentsState& state);
+Status LoadQuoteRequests(store::Store& store, QuoteRequestsState& state);
 
 }  // namespace gpuhub::engine

@@ -19,4 +19,8 @@ inline constexpr std::int64_t kMaxPlanDays = 3'650;                      // ten 
 inline constexpr std::int64_t kMaxPlanHours = 87'600;  // a configuration slower is not listed
 inline constexpr std::int64_t kMaxServingReplicas = 10'000;
 
+// Multi-node quote requests (fit/quote.h): the job's fields as stored (the engine refuses more,
+// engine/limits.h kMaxQuoteJobBytes).
+inline constexpr std::size_t kMaxQuoteJobJsonBytes = 4 * 1024;
+
 }  // namespace gpuhub::fit

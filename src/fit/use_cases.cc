@@ -7,6 +7,7 @@
 #include "core/strings.h"
 #include "fit/fit.h"
 #include "fit/rates.h"
+#include "fit/use_cases_internal.h"
 
 namespace gpuhub::fit {
 
@@ -17,12 +18,21 @@ using sizing::Precision;
 
 Result<UseCase> ParseUseCase(std::string_view text) {
   if (text == "training") return UseCase::kTraining;
+  if (text == "image-video" || text == "image" || text == "video" || text == "image-generation") {
+    return UseCase::kImageVideo;
+  }
+  if (text == "rendering" || text == "3d" || text == "vfx" || text == "3d-rendering") {
+    return UseCase::kRendering;
+  }
+  if (text == "science" || text == "scientific-computing" || text == "simulation" || text == "hpc") {
+    return UseCase::kScience;
+  }
   if (text == "fine-tuning" || text == "finetuning" || text == "fine_tuning") {
     return UseCase::kFineTuning;
   }
   if (text == "inference") return UseCase::kInference;
   return Status::InvalidArgument("unknown use '" + std::string(text.substr(0, 40)) +
-                                 "' (expected training, fine-tuning or inference)")
+                                 "' (expected training, fine-tuning, inference, image-video, rendering or science)")
       .WithField("use");
 }
 
@@ -34,6 +44,12 @@ std::string_view UseCaseName(UseCase use) {
       return "fine-tuning";
     case UseCase::kInference:
       return "inference";
+    case UseCase::kImageVideo:
+      return "image-video";
+    case UseCase::kRendering:
+      return "rendering";
+    case UseCase::kScience:
+      return "science";
   }
   return "?";
 }
@@ -49,32 +65,6 @@ sizing::Workload Serving(Precision p) {
   sizing::Workload w;
   w.precision = p;
   return w;
-}
-
-// A card of either fleet (the term entry when it has one, and its twin on the exchange).
-struct Card {
-  const TermGpu* term = nullptr;
-  const SpotGpu* spot = nullptr;
-  std::string name;
-  double vram_gb = 0;
-  CardRates rates;
-  bool AllowsOne() const { return spot != nullptr || term->AllowsCount(1); }
-  bool AllowsEight() const { return spot != nullptr || term->AllowsCount(8); }
-};
-
-std::vector<Card> Cards(const catalog::Catalog& c) {
-  std::vector<Card> cards;
-  for (const TermGpu& g : c.term) {
-    Card card{&g, nullptr, g.name, g.vram_gb, RatesOf(g)};
-    for (const SpotGpu& s : c.spot) {
-      if (s.term_name && *s.term_name == g.name) card.spot = &s;
-    }
-    cards.push_back(card);
-  }
-  for (const SpotGpu& s : c.spot) {
-    if (!s.term_name) cards.push_back({nullptr, &s, s.name, s.vram_gb, RatesOf(s, nullptr)});
-  }
-  return cards;
 }
 
 class Builder {
@@ -130,6 +120,10 @@ class Builder {
         view.reference =
             "Llama-3.1-8B BF16, 32 sequences of 1,024 prompt + 256 output tokens, on one card";
         break;
+      case UseCase::kImageVideo:
+      case UseCase::kRendering:
+      case UseCase::kScience:
+        return Status::Internal("the general uses are built by use_cases_general.cc");
     }
     for (const Card& card : Cards(catalog_)) {
       GPUHUB_ASSIGN_OR_RETURN(UseCaseCard c, Describe(card));
@@ -208,17 +202,8 @@ class Builder {
     return l;
   }
 
-  // The set's hourly price: the term's (monthly / 720, multi-card discount), else the spot
-  // opening ask x count.
   std::int64_t HourlyMicros(const Card& card, int count) const {
-    if (card.term != nullptr && card.term->AllowsCount(count)) {
-      auto p = catalog::SetPriceMicros(catalog_, *card.term, count, catalog::Term::kHourly);
-      if (p.ok()) return *p;
-    }
-    if (card.spot != nullptr && card.spot->opening_ask_micros_per_hour) {
-      return *card.spot->opening_ask_micros_per_hour * count;
-    }
-    return 0;
+    return SetHourlyMicros(catalog_, card, count);
   }
 
   void SetRate(UseCaseCard& c, double tps, double p90, std::int64_t hourly_micros) {
@@ -231,14 +216,7 @@ class Builder {
   }
 
   Result<UseCaseCard> Describe(const Card& card) {
-    UseCaseCard c;
-    c.name = card.name;
-    c.term = card.term;
-    c.spot = card.spot;
-    c.vram_gb = card.vram_gb;
-    c.bf16_tflops = card.rates.bf16_tflops;
-    c.fp8_tflops = card.rates.fp8_tflops;
-    c.bandwidth_gb_per_s = card.rates.bandwidth_gb_per_s;
+    UseCaseCard c = CardBasics(card);
     c.interconnect = card.term != nullptr
                          ? card.term->link + " (" +
                                std::string(catalog::ShardedTrainingName(card.term->sharded_training)) +
@@ -395,6 +373,10 @@ class Builder {
                                                  "instead"));
         break;
       }
+      case UseCase::kImageVideo:
+      case UseCase::kRendering:
+      case UseCase::kScience:
+        break;  // built by use_cases_general.cc
     }
     return c;
   }
@@ -407,8 +389,49 @@ class Builder {
 
 }  // namespace
 
+std::vector<Card> Cards(const catalog::Catalog& c) {
+  std::vector<Card> cards;
+  for (const TermGpu& g : c.term) {
+    Card card{&g, nullptr, g.name, g.vram_gb, RatesOf(g)};
+    for (const SpotGpu& s : c.spot) {
+      if (s.term_name && *s.term_name == g.name) card.spot = &s;
+    }
+    cards.push_back(card);
+  }
+  for (const SpotGpu& s : c.spot) {
+    if (!s.term_name) cards.push_back({nullptr, &s, s.name, s.vram_gb, RatesOf(s, nullptr)});
+  }
+  return cards;
+}
+
+UseCaseCard CardBasics(const Card& card) {
+  UseCaseCard c;
+  c.name = card.name;
+  c.term = card.term;
+  c.spot = card.spot;
+  c.vram_gb = card.vram_gb;
+  c.bf16_tflops = card.rates.bf16_tflops;
+  c.fp8_tflops = card.rates.fp8_tflops;
+  c.bandwidth_gb_per_s = card.rates.bandwidth_gb_per_s;
+  c.general = card.general();
+  return c;
+}
+
+std::int64_t SetHourlyMicros(const catalog::Catalog& catalog, const Card& card, int count) {
+  if (card.term != nullptr && card.term->AllowsCount(count)) {
+    auto p = catalog::SetPriceMicros(catalog, *card.term, count, catalog::Term::kHourly);
+    if (p.ok()) return *p;
+  }
+  if (card.spot != nullptr && card.spot->opening_ask_micros_per_hour) {
+    return *card.spot->opening_ask_micros_per_hour * count;
+  }
+  return 0;
+}
+
 Result<UseCaseView> BuildUseCase(const catalog::Catalog& catalog,
-                                 const std::vector<sizing::BundledModel>& models, UseCase use) {
+                                 const std::vector<sizing::BundledModel>& models, UseCase use,
+                                 const std::vector<sizing::DiffusionModel>& diffusion) {
+  if (IsGeneralUseCase(use)) return BuildGeneralUseCase(catalog, diffusion, use);
   return Builder(catalog, models, use).Run();
 }
 

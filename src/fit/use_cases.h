@@ -29,15 +29,25 @@
 #include "catalog/catalog.h"
 #include "core/status.h"
 #include "fit/market_fit.h"
+#include "sizing/diffusion.h"
 #include "sizing/loader.h"
 
 namespace gpuhub::fit {
 
-enum class UseCase { kTraining, kFineTuning, kInference };
-Result<UseCase> ParseUseCase(std::string_view text);  // "training", "fine-tuning", "inference"
+// LLM uses, and general ones (use_cases_general.cc): image and video generation (the bundled
+// diffusion models sized at their defaults), 3D rendering and VFX (RT cores, FP32, memory), and
+// scientific computing and simulation (FP64, ECC).
+enum class UseCase { kTraining, kFineTuning, kInference, kImageVideo, kRendering, kScience };
+// "training", "fine-tuning", "inference", "image-video" (or image, video), "rendering" (or 3d,
+// vfx), "science" (or scientific-computing, simulation, hpc)
+Result<UseCase> ParseUseCase(std::string_view text);
 std::string_view UseCaseName(UseCase use);
-inline constexpr UseCase kUseCases[] = {UseCase::kTraining, UseCase::kFineTuning,
-                                        UseCase::kInference};
+inline bool IsGeneralUseCase(UseCase use) {
+  return use == UseCase::kImageVideo || use == UseCase::kRendering || use == UseCase::kScience;
+}
+inline constexpr UseCase kUseCases[] = {UseCase::kTraining,   UseCase::kFineTuning,
+                                        UseCase::kInference,  UseCase::kImageVideo,
+                                        UseCase::kRendering,  UseCase::kScience};
 
 // The largest bundled model a configuration holds for one workload of the use.
 struct LargestModel {
@@ -65,6 +75,22 @@ struct UseCaseCard {
   double tokens_per_second = 0, tokens_per_second_low = 0, tokens_per_second_high = 0;
   double decode_tokens_per_second = 0;  // inference: one sequence
   double usd_per_million_tokens = 0;
+  // General uses (image-video, rendering, science).
+  catalog::GeneralSpecs general;  // FP32, FP64, ECC, RT cores as published, with the source
+  struct DiffusionFit {
+    std::string model;    // "black-forest-labs/FLUX.1-dev"
+    std::string name;     // its short name, what --model takes ("flux.1-dev")
+    std::string setting;  // "1024x1024, 1 image, bf16"
+    double card_gb = 0;   // what the card must hold, offload none
+    bool fits = false;
+    double offloaded_card_gb = 0;  // with --offload model (diffusers enable_model_cpu_offload)
+    bool fits_offloaded = false;
+  };
+  std::vector<DiffusionFit> diffusion;  // image-video: every bundled model at its defaults
+  std::string value_metric;             // "BF16 TFLOPS", "RT TFLOPS", "FP64 TFLOPS"
+  double value_tflops = 0;              // the card's figure of that metric
+  double usd_per_tflops_hour = 0;       // hourly price / value_tflops (0: no price or figure)
+  std::int64_t hourly_micros = 0;       // one card: term hourly, else the spot opening ask
   // Spot: set by ApplySpotPrices.
   std::optional<std::int64_t> spot_from_micros_per_gpu_hour;
   bool spot_live = false;
@@ -80,9 +106,11 @@ struct UseCaseView {
   std::vector<std::string> notes;
 };
 
-// invalid_argument when the bundled models cannot be sized (a broken data folder).
+// invalid_argument when the bundled models cannot be sized (a broken data folder). The general
+// uses read `diffusion` (image-video) and the catalog's [[card_specs]]; the LLM uses `models`.
 Result<UseCaseView> BuildUseCase(const catalog::Catalog& catalog,
-                                 const std::vector<sizing::BundledModel>& models, UseCase use);
+                                 const std::vector<sizing::BundledModel>& models, UseCase use,
+                                 const std::vector<sizing::DiffusionModel>& diffusion = {});
 
 // "from $X/h": the cheapest ask per GPU-hour of each card on `offers` (live), else the catalog's
 // opening ask.

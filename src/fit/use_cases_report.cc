@@ -5,6 +5,7 @@
 #include "fit/json_parts.h"
 #include "fit/report_text.h"
 #include "fit/use_cases.h"
+#include "fit/use_cases_internal.h"
 
 namespace gpuhub::fit {
 
@@ -71,6 +72,33 @@ std::string UseCaseJson(const UseCaseView& v) {
     } else {
       r["term"] = nullptr;
     }
+    const catalog::GeneralSpecs& g = c.general;
+    r["general"] = {{"fp32_tflops", OrNull(g.fp32_tflops)},
+                    {"fp64_tflops", OrNull(g.fp64_tflops)},
+                    {"fp64_tensor_tflops", OrNull(g.fp64_tensor_tflops)},
+                    {"ecc", OrNull(g.ecc)},
+                    {"rt_cores", OrNull(g.rt_cores)},
+                    {"rt_tflops", OrNull(g.rt_tflops)},
+                    {"source", g.source.empty() ? Json() : Json(g.source)},
+                    {"note", g.note.empty() ? Json() : Json(g.note)}};
+    if (IsGeneralUseCase(v.use)) {
+      Json fits = Json::array();
+      for (const auto& f : c.diffusion) {
+        fits.push_back({{"model", f.model},
+                        {"name", f.name},
+                        {"setting", f.setting},
+                        {"card_gb", Round(f.card_gb, 2)},
+                        {"fits", f.fits},
+                        {"offloaded_card_gb", Round(f.offloaded_card_gb, 2)},
+                        {"fits_offloaded", f.fits_offloaded}});
+      }
+      r["diffusion"] = std::move(fits);
+      r["value"] = {{"metric", c.value_metric},
+                    {"tflops", c.value_tflops > 0 ? Json(c.value_tflops) : Json()},
+                    {"usd_per_tflops_hour",
+                     c.usd_per_tflops_hour > 0 ? Json(Round(c.usd_per_tflops_hour, 5)) : Json()},
+                    {"hourly_usd", c.hourly_micros > 0 ? Json(Usd(c.hourly_micros)) : Json()}};
+    }
     if (c.spot != nullptr) {
       r["spot"] = {
           {"name", c.spot->name},
@@ -92,6 +120,7 @@ std::string UseCaseJson(const UseCaseView& v) {
 }
 
 std::string UseCaseText(const UseCaseView& v) {
+  if (IsGeneralUseCase(v.use)) return GeneralUseCaseText(v);
   using A = TextTable::Align;
   std::string out = v.title + " (gpuhub catalog --use " + std::string(UseCaseName(v.use)) + ")\n";
   out += v.summary + "\nreference: " + v.reference + "\n\n";
@@ -120,14 +149,21 @@ std::string UseCaseText(const UseCaseView& v) {
     }
     row.push_back(c.tokens_per_second > 0 ? FormatFixed(c.tokens_per_second, 0) : "");
     row.push_back(c.usd_per_million_tokens > 0 ? FormatFixed(c.usd_per_million_tokens, 3) : "");
-    row.push_back(c.spot_from_micros_per_gpu_hour
-                      ? "$" + FormatMicros(*c.spot_from_micros_per_gpu_hour, 3) + "/h"
-                      : "");
-    row.push_back(c.term ? "$" + catalog::FormatUsd(c.term->monthly_micros) : "");
+    AppendPriceCells(c, row);
     t.AddRow(row);
   }
-  out += t.Render();
-  out += "\nWhy\n";
+  return out + t.Render() + WhyAndNotes(v);
+}
+
+void AppendPriceCells(const UseCaseCard& c, std::vector<std::string>& row) {
+  row.push_back(c.spot_from_micros_per_gpu_hour
+                    ? "$" + FormatMicros(*c.spot_from_micros_per_gpu_hour, 3) + "/h"
+                    : "");
+  row.push_back(c.term ? "$" + catalog::FormatUsd(c.term->monthly_micros) : "");
+}
+
+std::string WhyAndNotes(const UseCaseView& v) {
+  std::string out = "\nWhy\n";
   for (const UseCaseCard& c : v.cards) {
     out += "  " + c.name + (c.fit ? "" : " (not fit)") + "\n";
     for (const auto& line : c.why) out += "    - " + line + "\n";

@@ -383,6 +383,11 @@ void RegisterSshKeyRoutes(Router& router, ApiContext& api);
 void RegisterApiKeyRoutes(Router& router, ApiContext& api);
 // The account's audit log (api_audit_log.cc): GET /v1/audit-log.
 void RegisterAuditLogRoutes(Router& router, ApiContext& api);
+// Multi-node quote requests (api_quote_requests.cc): the job recomputed with the catalog and the
+// bundled models of `data_dir`.
+void RegisterQuoteRequestRoutes(Router& router, ApiContext& api, const std::string& data_dir);
+// Diffusion sizing (api_diffusion.cc): POST /v1/size/diffusion, GET /v1/diffusion-models.
+void RegisterDiffusionRoutes(Router& router, ApiContext& api, const std::string& data_dir);
 // Around every route (serve's router wrapper, outermost, on every node): a request with an API
 // key on a route closed to keys (api_key_scopes.h) is answered 403 at once, naming why.
 Handler ApiKeyGate(const std::string& method, const std::string& pattern, Handler handler);

@@ -42,6 +42,9 @@ constexpr Row kWrites[] = {
     {"POST", "/v1/rentals/{id}/release", kScopeRentals},
     {"POST", "/v1/ssh-keys", kScopeRentals},
     {"DELETE", "/v1/ssh-keys/{id}", kScopeRentals},
+    // Multi-node quote requests: asking the operators for capacity (no money moves).
+    {"POST", "/v1/quote-requests", kScopeRentals},
+    {"POST", "/v1/quote-requests/{id}/withdraw", kScopeRentals},
     // Storage.
     {"POST", "/v1/volumes", kScopeStorage | kSpend},
     {"POST", "/v1/volumes/{id}/pay", kScopeStorage | kSpend},
@@ -61,6 +64,7 @@ constexpr Row kWrites[] = {
     // Reads sent as POST (public, or priced for the caller).
     {"POST", "/v1/rentals/quote", kScopeRead},
     {"POST", "/v1/size", kScopeRead},
+    {"POST", "/v1/size/diffusion", kScopeRead},
     {"POST", "/v1/fit", kScopeRead},
     {"POST", "/v1/plan", kScopeRead},
 };

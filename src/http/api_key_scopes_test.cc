@@ -36,6 +36,10 @@ TEST(ApiKeyScopes, ReadsNeedReadAndWritesTheirArea) {
   EXPECT_EQ(Needs("POST", "/v1/rentals"), kScopeRentals | kScopeWalletSpend);
   EXPECT_EQ(Needs("POST", "/v1/rentals/{id}/renew"), kScopeRentals | kScopeWalletSpend);
   EXPECT_EQ(Needs("POST", "/v1/rentals/{id}/release"), kScopeRentals);
+  EXPECT_EQ(Needs("POST", "/v1/quote-requests"), kScopeRentals);
+  EXPECT_EQ(Needs("POST", "/v1/quote-requests/{id}/withdraw"), kScopeRentals);
+  EXPECT_EQ(Needs("GET", "/v1/quote-requests"), kScopeRead);
+  EXPECT_EQ(Needs("POST", "/v1/admin/quote-requests/{id}/answer"), kScopeAdmin);
   EXPECT_EQ(Needs("POST", "/v1/volumes"), kScopeStorage | kScopeWalletSpend);
   EXPECT_EQ(Needs("DELETE", "/v1/volumes/{id}"), kScopeStorage);
   EXPECT_EQ(Needs("POST", "/v1/conversions"), kScopeWalletSpend);

@@ -2,7 +2,8 @@
 //   GET /v1/catalog, POST /v1/size, POST /v1/fit, GET /v1/guide,
 //   GET /v1/models (the presets and bundled model ids POST /v1/size and /v1/fit accept),
 //   POST /v1/plan (fit/plan_report.h: hours and cost to finish, spot at the book's live asks),
-//   GET /v1/use-cases/{training|fine-tuning|inference} (fit/use_cases.h, "from $X/h" live)
+//   GET /v1/use-cases/{training|fine-tuning|inference|image-video|rendering|science}
+//       (fit/use_cases.h, "from $X/h" live)
 // Pure computations over the catalog loaded at start; plan (and fit with "prices": "market")
 // read the exchange's book through the engine first.
 #include <memory>
@@ -102,9 +103,12 @@ void RegisterReadRoutes(Router& router, ApiContext& api, const std::string& data
   auto bundled = sizing::ListBundledModels(data_dir);
   data->models_json =
       fit::ModelsJson(bundled.ok() ? *bundled : std::vector<sizing::BundledModel>{});
+  auto diffusion = sizing::ListDiffusionModels(data_dir);
   if (data->catalog && bundled.ok()) {
     for (fit::UseCase use : fit::kUseCases) {
-      auto view = fit::BuildUseCase(*data->catalog, *bundled, use);
+      auto view = fit::BuildUseCase(
+          *data->catalog, *bundled, use,
+          diffusion.ok() ? *diffusion : std::vector<sizing::DiffusionModel>{});
       if (view.ok()) data->use_cases.push_back(std::move(*view));
     }
   }

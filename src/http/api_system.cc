@@ -133,9 +133,10 @@ bool AnsweredByEveryNode(const std::string& method, const std::string& pattern) 
   if (pattern == "/healthz" || pattern == "/healthz/writer" || pattern == "/metrics") return true;
   if (method == "GET") {
     return pattern == "/v1/catalog" || pattern == "/v1/openapi.json" || pattern == "/v1/guide" || pattern == "/v1/models" ||
-           pattern == "/v1/images";
+           pattern == "/v1/images" || pattern == "/v1/diffusion-models";
   }
-  return method == "POST" && (pattern == "/v1/size" || pattern == "/v1/fit");
+  return method == "POST" &&
+         (pattern == "/v1/size" || pattern == "/v1/fit" || pattern == "/v1/size/diffusion");
 }
 
 bool ForwardIfStandby(ApiContext& api, const Request& request, Responder& respond) {
@@ -214,6 +215,8 @@ void RegisterApiRoutes(Router& router, ApiContext& api, const std::string& data_
   RegisterAuditLogRoutes(router, api);
   RegisterBillingRoutes(router, api);
   RegisterReadRoutes(router, api, data_dir);
+  RegisterQuoteRequestRoutes(router, api, data_dir);
+  RegisterDiffusionRoutes(router, api, data_dir);
 }
 
 }  // namespace gpuhub::http

@@ -36,4 +36,11 @@ inline constexpr std::uint64_t kMaxGgufStringBytes = 64ull * 1024 * 1024;
 inline constexpr std::uint64_t kMaxGgufTensors = 1'000'000;
 inline constexpr std::size_t kMaxBundledModels = 10'000;
 
+// Diffusion models (sizing/diffusion.h): images (videos) per prompt, and the bundled files.
+inline constexpr std::int64_t kMaxDiffusionBatch = 64;
+inline constexpr std::size_t kMaxDiffusionModelBytes = 64 * 1024;
+inline constexpr std::size_t kMaxDiffusionModels = 1'000;
+inline constexpr int kMaxDiffusionPixels = 16'384;  // width or height
+inline constexpr int kMaxDiffusionFrames = 1'024;
+
 }  // namespace gpuhub::sizing

@@ -946,6 +946,32 @@ CREATE TABLE alerts (
   last_fired_at_us BIGINT NOT NULL
 );
 )sql"},
+      // Multi-node quote requests (issue 28): a job larger than one 8-card node, its recomputation
+      // by the server, the customer's contact, and the admin's answer. Listed per account newest
+      // first by (user_id, id); every account's by the primary key.
+      {27, "quote_requests",
+       R"sql(
+CREATE TABLE quote_requests (
+  id BIGINT PRIMARY KEY,
+  user_id BIGINT NOT NULL REFERENCES users (id),
+  status TEXT NOT NULL,
+  model TEXT NOT NULL,
+  workload TEXT NOT NULL,
+  required_bytes BIGINT NOT NULL,
+  summary TEXT NOT NULL,
+  job TEXT NOT NULL,
+  sizing TEXT NOT NULL,
+  contact TEXT NOT NULL,
+  note TEXT NOT NULL,
+  created_at_us BIGINT NOT NULL,
+  updated_at_us BIGINT NOT NULL,
+  answered_by BIGINT NOT NULL,
+  answered_at_us BIGINT NOT NULL,
+  price TEXT NOT NULL,
+  terms TEXT NOT NULL
+);
+CREATE INDEX quote_requests_by_user ON quote_requests (user_id, id);
+)sql"},
   };
   return migrations;
 }

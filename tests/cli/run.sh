@@ -272,5 +272,32 @@ expect_bad "billing: not an invoice number" "not an invoice number" billing invo
 expect_bad "billing: --country is needed to change the profile" "--country is required" \
   billing profile --vat-id DE123456789 --token t --server http://127.0.0.1:9
 
+# --- diffusion models (gpuhub size --model sdxl ...; docs/sizing-model.md §7) -----------------
+expect_ok "size sdxl 1024x1024: 9.62 GB at the decode stage" \
+  "j['peak_stage'] == 'decode' and abs(j['per_gpu_gb'] - 9.62203) < 1e-5 and j['params']['denoiser'] == 2567463684 and j['components'][-1]['formula'].startswith('5 x 256 channels x 1 frame x 1024 x 1024 x 2 B')" \
+  size --model sdxl --json
+expect_ok "size wan-14b, stages offload: Wan2.1's 69.1 GB at the encode stage" \
+  "j['peak_stage'] == 'encode' and abs(j['per_gpu_gb'] - 69.06) < 0.01 and j['latent_tokens'] == 75600" \
+  size --model wan-14b --offload stages --json
+expect_ok "size flux-dev --explain prints the formulas" "'11.9e9 params x 2.0 B/param (bf16) = 23.80 GB' in t and 'decode_activations' in t" \
+  size --model flux-dev --resolution 1024x1024 --explain
+expect_ok "diffusion-models lists the bundled four" "len(j['models']) == 4" diffusion-models --json
+expect_bad "a language-model flag on a diffusion model" "--context applies to language models" size --model sdxl --context 8
+expect_bad "a diffusion flag on a language model" "--resolution applies to diffusion models" size --model 7b --workload infer --resolution 512x512
+expect_bad "frames not 4n + 1" "frames must be 4n + 1" size --model wan-14b --frames 80
+expect_bad "resolution not WxH" "--resolution must be WIDTHxHEIGHT" size --model sdxl --resolution big
+expect_bad "offload mode" "--offload must be none" size --model flux-dev --offload sometimes
+# --- use-case views of image-video, rendering and science ---------------------------------------
+expect_ok "catalog --use science: MI300X first at 81.7 FP64 TFLOPS" \
+  "j['cards'][0]['name'] == 'MI300X' and j['cards'][0]['general']['fp64_tflops'] == 81.7 and not [c for c in j['cards'] if c['name'] == 'L40S'][0]['fit']" \
+  catalog --use science --json
+expect_ok "catalog --use rendering: only cards with RT cores are fit" \
+  "all(c['general']['rt_cores'] for c in j['cards'] if c['fit']) and j['cards'][0]['fit']" catalog --use rendering --json
+expect_ok "catalog --use image: the RTX 4090 holds SDXL, not FLUX.1-dev" \
+  "[f for f in [c for c in j['cards'] if c['name'] == 'RTX 4090'][0]['diffusion'] if f['name'] == 'sdxl'][0]['fits']" catalog --use image --json
+expect_bad "unknown use" "expected training, fine-tuning, inference, image-video, rendering or science" catalog --use mining
+# quote-request talks to a server (tests/server/quote_requests_test.cc covers it); what it refuses first:
+expect_bad "quote-request create: a number flag that is not one" "--batch" quote-request create --model 405b --workload full --batch many --token t --server http://127.0.0.1:9
+
 echo "cli: $passed passed, $failed failed"
 [ $failed -eq 0 ]

@@ -36,7 +36,7 @@ test('account: tabs instead of one long page, the balance in the header, errors 
     assert.equal(await page.locator('section section').count(), 0);
     assert.equal(await page.locator('#notifications-section #billing, #notifications-section #ssh-keys').count(), 0);
     const tabs = await page.locator('.account-tabs a').allInnerTexts();
-    assert.deepEqual(tabs, ['Overview', 'Storage', 'Billing and invoices', 'SSH keys', 'Top-ups and history', 'Notifications and alerts', 'Security and API keys']);
+    assert.deepEqual(tabs, ['Overview', 'Storage', 'Billing and invoices', 'SSH keys', 'Top-ups and history', 'Notifications and alerts', 'Quote requests', 'Security and API keys']);
     assert.equal(await page.getAttribute('.account-tabs a[aria-current="page"]', 'href'), '#overview');
     assert.equal(await page.locator('#wallets').isVisible(), true);
     assert.equal(await page.locator('#ssh-key-form').isVisible(), false);

@@ -139,8 +139,13 @@ test('real answers match the response schemas', async () => {
   const plan = await call('POST', '/v1/plan', { model: '7b', workload: 'lora', tokens: 1000000000 });
   assert.equal(plan.status, 200, JSON.stringify(plan.body));
   assert.equal((await call('GET', '/v1/stock')).status, 200);
+  const diffusion = await call('POST', '/v1/size/diffusion', { model: 'flux-dev', resolution: '1024x1024', offload: 'model' });
+  assert.equal(diffusion.status, 200, JSON.stringify(diffusion.body));
+  assert.equal(diffusion.body.peak_stage, 'denoise');
+  assert.equal((await call('POST', '/v1/size/diffusion', { model: 'wan-14b', frames: 80 })).body.error.field, 'frames');
   for (const path of ['/v1/storage', '/v1/images', '/v1/offers', '/v1/countries', '/v1/payments/methods', '/v1/guide',
-                      '/v1/use-cases/inference', '/v1/tax-rates?country=DE']) {
+                      '/v1/use-cases/inference', '/v1/use-cases/image-video', '/v1/use-cases/rendering', '/v1/use-cases/science',
+                      '/v1/diffusion-models', '/v1/tax-rates?country=DE']) {
     assert.equal((await call('GET', path)).status, 200, path);
   }
   assert.equal((await call('POST', '/v1/rentals/quote', { gpu: 'H100 SXM', count: 1, term: 'week' })).status, 200);
@@ -211,6 +216,16 @@ test('real answers match the response schemas', async () => {
   await call('PUT', '/v1/accounts/me/webhook', { url: 'https://hooks.example.com/gpuhub' }, token);
   await call('GET', '/v1/accounts/me/webhook', undefined, token);
   await call('GET', '/v1/snapshots', undefined, token);
+  // Multi-node quote requests: sent, listed, read, answered by an admin, another sent and withdrawn.
+  const quote = await call('POST', '/v1/quote-requests', { model: '405b', workload: 'full', contact: '@oas:matrix.org' }, token);
+  assert.equal(quote.status, 201, JSON.stringify(quote.body));
+  await call('GET', '/v1/quote-requests?limit=5', undefined, token);
+  await call('GET', `/v1/quote-requests/${quote.body.id}`, undefined, token);
+  const quoteAdmin = await server.adminToken();
+  const answered = await call('POST', `/v1/admin/quote-requests/${quote.body.id}/answer`, { status: 'answered', price: '$1/month', terms: 'none' }, quoteAdmin);
+  assert.equal(answered.body.answer.price, '$1/month');
+  const second = await call('POST', '/v1/quote-requests', { model: '70b', workload: 'infer' }, token);
+  assert.equal((await call('POST', `/v1/quote-requests/${second.body.id}/withdraw`, undefined, token)).body.status, 'withdrawn');
   // Lists that page.
   await call('GET', '/v1/bids?limit=2', undefined, token);
   await call('GET', '/v1/leases?limit=2&as=customer', undefined, token);

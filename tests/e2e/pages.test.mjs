@@ -21,6 +21,10 @@ const PAGES = [
   { name: 'use-fine-tuning', path: '/use/fine-tuning/', ready: '#fit-cards .use-card', check: checkUse('fine-tuning') },
   { name: 'use-inference', path: '/use/inference/', ready: '#fit-cards .use-card', check: checkUse('inference') },
   { name: 'instances', path: '/instances/', ready: '#instance-signed-out:not([hidden])', check: checkInstances },
+  { name: 'use-image-video', path: '/use/image-video/', ready: '#fit-cards .use-card', check: checkUse('image-video') },
+  { name: 'use-rendering', path: '/use/rendering/', ready: '#fit-cards .use-card', check: checkUse('rendering') },
+  { name: 'use-science', path: '/use/science/', ready: '#fit-cards .use-card', check: checkUse('science') },
+  { name: 'quote', path: '/quote/?model=405b&workload=full', ready: '#quote-signin:not([hidden])', check: async (page) => assert.equal(await page.inputValue('#q-model'), '405b') },
 ];
 
 // A use-case page: the engine's view (GET /v1/use-cases/<use>), fit cards first with why.

@@ -152,7 +152,8 @@ TEST_P(PlanApiTest, UseCasesShowTheLiveBestAsk) {
   }
   auto unknown = client_->Call("GET", "/v1/use-cases/pretraining");
   EXPECT_EQ(unknown.status, 404) << unknown.body;
-  EXPECT_NE(unknown.body.find("training, fine-tuning or inference"), std::string::npos);
+  EXPECT_NE(unknown.body.find("training, fine-tuning, inference, image-video, rendering or science"),
+            std::string::npos);
   // The CLI reads the same book.
   std::string url = "http://127.0.0.1:" + std::to_string(server_->port());
   auto cli = RunGpuhub({"catalog", "--use", "inference", "--server", url, "--json"}, "");

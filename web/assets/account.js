@@ -12,6 +12,7 @@ import { initBilling, loadBillingProfile, loadDocuments } from './billing.js';
 import { startStorage } from './storage.js';
 import { initAccountTabs } from './account_tabs.js';
 import { startAlertsTab } from './alerts.js';
+import { loadQuoteRequests } from './quote_requests.js';
 
 const POLL_MS = 3000;
 const OPEN_INVOICE = new Set(['new', 'processing']);
@@ -125,6 +126,7 @@ async function showAccount(session, welcome) {
     loadBillingProfile(),
     loadDocuments(),
     startAlertsTab(),
+    loadQuoteRequests(),
   ]);
 }
 

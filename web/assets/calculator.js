@@ -148,6 +148,22 @@ function sharedFields() {
   return body;
 }
 
+// The quote request form (/quote/) with this job filled in: for a job no node of the fleet holds
+// (a multi-node job is priced by the operators, POST /v1/quote-requests).
+let lastShared = null;
+function quoteHref(shared) {
+  const q = new URLSearchParams();
+  for (const name of ['model', 'workload', 'precision', 'context', 'seq', 'batch']) {
+    if (shared && shared[name] !== undefined && typeof shared[name] !== 'object') q.set(name, String(shared[name]));
+  }
+  return '/quote/?' + q;
+}
+
+function quoteLink(shared) {
+  if (!shared || !shared.model) return null;  // a pasted config: the quote names a model
+  return h('a', { href: quoteHref(shared), class: 'btn btn-small', id: 'quote-link', 'data-testid': 'quote-link' }, 'Multi-node: request a quote');
+}
+
 function sizeBody(shared) {
   const body = { ...shared, explain: true };
   const gpus = form.elements.gpus.value.trim();
@@ -403,7 +419,14 @@ function render(size, fit) {
       b.decode_ceiling_tok_s != null ? `; decode ceiling ${decimal(b.decode_ceiling_tok_s, 1)} tok/s.` : '.'
     );
   } else {
-    verdict = h('div', { class: 'alert alert-warn', id: 'verdict', role: 'status' }, h('strong', null, 'Nothing in the fleet holds it. '), fit.reason || '');
+    verdict = h(
+      'div',
+      { class: 'alert alert-warn', id: 'verdict', role: 'status' },
+      h('strong', null, 'No node of the fleet holds it (nodes have up to 8 cards). '),
+      fit.reason || '',
+      ' ',
+      quoteLink(lastShared)
+    );
   }
   const hostNote = size.host_gb > 0 ? h('p', { class: 'muted small' }, `Plus ${decimal(size.host_gb, 2)} GB of host memory (offloaded state).`) : null;
   const notes = [...new Set([...(size.notes || []), ...(fit.notes || [])])];
@@ -452,6 +475,7 @@ async function calculate() {
     const [size, fit, spot] = await Promise.all([api('POST', '/v1/size', sizeBody(shared)), api('POST', '/v1/fit', fitBody(shared)), loadSpotNames()]);
     if (mine !== run) return;
     spotNames = spot;
+    lastShared = shared;
     render(size, fit);
     // The plan of the same request, with the fit's filters (it prices every configuration), and
     // the cheapest to hold, so that the plan can say why the cheapest to finish differs.

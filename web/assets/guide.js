@@ -119,7 +119,10 @@ function cheapestTable(cheapest, reasons) {
         const q = new URLSearchParams({ model: p, ...col.query });
         if (!c) {
           const why = reasons && reasons[p] && reasons[p][col.key];
-          return h('a', { href: '/calculator/?' + q, class: 'muted', title: why || 'nothing fits' }, 'nothing fits');
+          return [
+            h('a', { href: '/calculator/?' + q, class: 'muted', title: why || 'nothing fits' }, 'nothing fits'),
+            h('a', { href: '/quote/?' + q, class: 'quote-link small', 'aria-label': `request a quote: ${p} ${col.label}` }, 'request a quote'),
+          ];
         }
         return [
           h('a', { href: '/calculator/?' + q }, c.configuration),
