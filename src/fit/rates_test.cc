@@ -98,9 +98,10 @@ TEST(Throughput, RatesShowTheirArithmetic) {
               1e-9);
   EXPECT_NEAR(r->tokens_per_second, 4096 / r->step_seconds, 1e-6);
   ASSERT_GE(r->explain.size(), 4u);
-  EXPECT_NE(r->explain[1].find("989.0 dense BF16 TFLOPS x utilisation 0.50 (hopper, lora)"),
+  EXPECT_EQ(r->explain[0], "layout: single on 1 GPU");
+  EXPECT_NE(r->explain[2].find("989.0 dense BF16 TFLOPS x utilisation 0.50 (hopper, lora)"),
             std::string::npos)
-      << r->explain[1];
+      << r->explain[2];
   // A given utilisation replaces the calibrated one exactly.
   auto given = TrainingRateOn(m, w, Card("H100 SXM"), 1, Parallelism::kSingle, {0.3, {}});
   EXPECT_DOUBLE_EQ(given->utilisation, 0.3);

@@ -320,7 +320,7 @@ TEST(RequestJson, ErrorsNameTheirField) {
       {R"({"model": "70b", "workload": "lora", "rank": 0})", "rank"},
       {R"({"model": "70b", "workload": "full", "context": 4096})", "context"},
       {R"({"model": "70b", "workload": "infer", "seq": 4096})", "seq"},
-      {R"({"model": "70b", "workload": "infer", "precision": "fp4"})", "precision"},
+      {R"({"model": "70b", "workload": "infer", "precision": "fp6"})", "precision"},
       {R"({"model": "70b", "workload": "infer", "kv_precision": "int4"})", "kv_precision"},
       {R"({"model": "70b", "workload": "full", "precision": "fp8"})", "precision"},
       {R"({"model": "70b", "workload": "train"})", "workload"},

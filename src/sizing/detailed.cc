@@ -5,6 +5,7 @@
 #include <optional>
 
 #include "core/strings.h"
+#include "sizing/parallel.h"
 
 namespace gpuhub::sizing {
 namespace {
@@ -115,6 +116,10 @@ double QuantConstantBytesPerParam(Precision p, bool double_quant) {
                           : 4.0 / kNf4BlockSize;
     case Precision::kInt4:
       return (2.0 + 0.5) / kInt4GroupSize;  // fp16 scale + packed 4-bit zero per group of 128
+    case Precision::kFp4:
+      // NVFP4: one FP8 (E4M3) scale per 16 values (NVIDIA's ModelOpt checkpoints; the per-tensor
+      // FP32 scale is negligible).
+      return 1.0 / kFp4BlockSize;
     default:
       return 0;
   }
@@ -324,8 +329,14 @@ double ActivationBytesPerTokenPerLayer(const ModelShape& model_in, const Workloa
   // the normalized bf16 output when its weight trains (2h); SwiGLU keeps gate (for SiLU), the SiLU
   // output and up (for the product): 6i. Fused kernels keep the bf16 input (2h) and gate and up
   // (4i), recomputing the rest.
-  const double norm = w.fused_kernels ? 2 * x.h : (w.method == Method::kFullFineTune ? 6 : 4) * x.h;
-  const double swiglu = (w.fused_kernels ? 4 : 6) * x.mlp;
+  // Selective recompute keeps what fused kernels keep: the norms and the activation function are
+  // recomputed from their inputs in backward (with flash attention the attention core saves
+  // only its inputs and output, which stay).
+  const bool lean = w.fused_kernels || w.selective_recompute;
+  const double norm = lean ? 2 * x.h : (w.method == Method::kFullFineTune ? 6 : 4) * x.h;
+  // A plain (non-gated) MLP keeps the activation function's input, and its output only as the
+  // down projection's input (counted with the linears below).
+  const double swiglu = m.gated_mlp ? (lean ? 4 : 6) * x.mlp : 2 * x.mlp;
   // Pre-attention and pre-MLP norms; Gemma 2/3 add a post-attention and a post-MLP norm.
   const double norms = std::max(2, m.norms_per_layer);
   if (w.method == Method::kFullFineTune) {
@@ -384,7 +395,8 @@ GuideActivations GuideAdapterActivations(const ModelShape& model_in, const Workl
   w.pure_bf16 = false;
   const Widths x = WidthsOf(m);
   const double tokens = static_cast<double>(w.batch) * static_cast<double>(w.sequence_tokens);
-  const int split = std::max(1, w.gpus);
+  const Layout layout = LayoutOf(w);
+  const int split = layout.fsdp_base ? 1 : layout.model_shards();
   GuideActivations a;
   a.checkpoints_bytes = static_cast<double>(m.layers) * tokens * 2 * x.h / split;
   const double per_layer = ActivationBytesPerTokenPerLayer(m, w);
@@ -419,7 +431,6 @@ Result<MemoryEstimate> DetailedEstimate(const ModelShape& model_in, const Worklo
       e.notes.push_back(n);
     }
   }
-  const int gpus = w.gpus;
   const bool from_checkpoint =
       m.checkpoint.has_value() && m.checkpoint->bytes > 0 &&
       (w.weights_as_stored || CheckpointPrecision(*m.checkpoint) == w.precision);
@@ -432,26 +443,54 @@ Result<MemoryEstimate> DetailedEstimate(const ModelShape& model_in, const Worklo
     if (from_checkpoint) {
       weights = {m.checkpoint->bytes, CheckpointFormula(*m.checkpoint)};
     }
-    e.components.push_back(Split("weights", weights.bytes, weights.formula, gpus));
+    // Tensor parallel splits every layer's weights; pipeline stages (and a layer split) hold
+    // their layers; data-parallel replicas each hold a whole copy.
+    const Layout layout = LayoutOf(w);
+    const int shards = layout.model_shards();
+    e.components.push_back(Split("weights", weights.bytes, weights.formula, shards));
     double kv = KvCacheBytes(m, w.kv_precision, w.context_tokens, w.batch);
-    e.components.push_back(Split("kv_cache", kv, KvFormula(m, w, kv), gpus));
+    // Tensor parallel splits the KV heads; beyond the model's KV heads they are replicated (MLA's
+    // latent is replicated on every tensor-parallel rank).
+    const int kv_tensor = m.kv_lora_rank > 0 ? 1 : std::min(layout.tensor, std::max(1, m.kv_heads));
+    Component kvc = Split("kv_cache", kv, KvFormula(m, w, kv), layout.pipeline * kv_tensor);
+    if (kv_tensor < layout.tensor) {
+      kvc.formula += " (" + std::to_string(layout.tensor) + "-way tensor parallel over " +
+                     (m.kv_lora_rank > 0 ? std::string("MLA's shared latent")
+                                         : std::to_string(m.kv_heads) + " KV heads") +
+                     ": the rest replicated)";
+    }
+    e.components.push_back(std::move(kvc));
     // Prefill runs the whole prompt (every sequence of the batch) through one layer at a time:
     // that layer's activations are the working set (hidden in/out, q/k/v, attention output,
     // gate/up/SiLU). PyTorch engines (Hugging Face generate, LitGPT) prefill in one forward pass;
     // only the last position's logits are computed. Each GPU of a layer split runs its own layers,
-    // so every card holds this working set at its peak.
+    // so every card holds this working set at its peak. Serving engines prefill in chunks of
+    // their own size (ServingEngineTraits) unless --prefill-chunk says otherwise.
     Widths x = WidthsOf(m);
     const double prompt_tokens =
         static_cast<double>(w.context_tokens) * static_cast<double>(w.batch);
-    const bool chunked = w.prefill_chunk_tokens > 0 &&
-                         static_cast<double>(w.prefill_chunk_tokens) < prompt_tokens;
-    const double tokens = chunked ? static_cast<double>(w.prefill_chunk_tokens) : prompt_tokens;
-    double per_token = 4 * x.h + 2 * (x.q + x.k + x.v) + 2 * x.q + 6 * x.mlp;
+    const std::int64_t chunk_asked = w.prefill_chunk_tokens > 0
+                                         ? w.prefill_chunk_tokens
+                                         : TraitsOf(w.engine).prefill_chunk_tokens;
+    const bool chunked = chunk_asked > 0 && static_cast<double>(chunk_asked) < prompt_tokens;
+    const double tokens = chunked ? static_cast<double>(chunk_asked) : prompt_tokens;
+    // A gated MLP (SwiGLU) holds gate, up and their product; a plain one its input and output.
+    const double mlp_working = (m.gated_mlp ? 6 : 4) * x.mlp;
+    // Tensor parallel splits the heads and the MLP width; the hidden state is whole on each rank.
+    const double split_part = (2 * (x.q + x.k + x.v) + 2 * x.q + mlp_working) / layout.tensor;
+    double per_token = 4 * x.h + split_part;
     const std::string working_text =
         FormatFixed(tokens, 0) +
-        (chunked ? " prompt tokens per prefill chunk x "
+        (chunked ? " prompt tokens per prefill chunk" +
+                       (w.prefill_chunk_tokens > 0
+                            ? std::string()
+                            : " (" + std::string(ServingEngineName(w.engine)) + "'s)") +
+                       " x "
                  : " prompt tokens in one forward pass (context x batch) x ") +
-        FormatFixed(per_token, 0) + " B per token for one layer's working set";
+        FormatFixed(per_token, 0) + " B per token for one layer's working set" +
+        (layout.tensor > 1 ? " (its heads and MLP width / " + std::to_string(layout.tensor) +
+                                 " tensor-parallel ranks)"
+                           : "");
     double prefill = 0;
     std::string prefill_text;
     if (w.old_transformers) {
@@ -466,12 +505,12 @@ Result<MemoryEstimate> DetailedEstimate(const ModelShape& model_in, const Worklo
                      " x 6 B (bf16 + the fp32 upcast, transformers before 4.45) (" +
                      Gb(all_logits) + ") = " + Gb(prefill);
     } else {
-      double logits = static_cast<double>(w.batch) * m.vocab * 4;
+      double logits = static_cast<double>(w.batch) * m.vocab * 4 / layout.tensor;
       prefill = tokens * per_token + logits;
       prefill_text = working_text + " + batch x vocab x 4 B logits = " + Gb(prefill);
     }
     e.components.push_back({"prefill_activations", prefill, prefill_text});
-    AddRotaryCaches(m, w, gpus, e);
+    AddRotaryCaches(m, w, layout.pipeline, e);
     transient += prefill;
     e.decode_weight_bytes =
         from_checkpoint ? m.checkpoint->bytes * (m.active_params / std::max(1.0, m.total_params))
@@ -483,22 +522,30 @@ Result<MemoryEstimate> DetailedEstimate(const ModelShape& model_in, const Worklo
           "the active params only");
     }
   } else {
-    const double tokens = static_cast<double>(w.batch) * static_cast<double>(w.sequence_tokens);
     const bool full = w.method == Method::kFullFineTune;
-    // LoRA/QLoRA across GPUs: layers split (stage 0: each card holds its layers and their
-    // activations) or FSDP (stage 3: the frozen base sharded, every card runs its own batch).
-    // Full fine-tuning: data parallel with ZeRO sharding.
-    // FSDP on one GPU only matters with parameter offload (nothing to shard otherwise).
-    const bool fsdp = !full && w.zero_stage == 3 && (gpus > 1 || w.offload_params);
-    const int split = full || fsdp ? 1 : gpus;
-    const int shard = full ? 1 : gpus;
+    // The layout (sizing/parallel.h): tensor-parallel ranks split every layer (with sequence
+    // parallelism the activations too), pipeline stages and a layer split hold their layers,
+    // context-parallel ranks their share of each sequence, and the data-parallel group shards what
+    // its ZeRO stage / FSDP says. LoRA/QLoRA legacy: layers split (zero 0) or FSDP (zero 3); full
+    // fine-tuning legacy: data parallel with ZeRO.
+    const Layout layout = LayoutOf(w);
+    const bool fsdp = layout.fsdp_base;
+    const int tp = layout.tensor;
+    const int stages = layout.pipeline;  // layers are divided over these (a layer split too)
+    const int mp = layout.model_shards();
+    const int shard = full ? 1 : mp * (fsdp ? layout.data : 1);
+    // Tokens of one micro-batch on one context-parallel rank.
+    const double tokens = static_cast<double>(w.batch) * static_cast<double>(w.sequence_tokens) /
+                          layout.context;
+    // 1F1B: the first stage holds the activations of this many micro-batches at its peak.
+    const int in_flight = MicroBatchesInFlight(layout, w.gradient_accumulation_steps);
     if (full) {
       const std::string params = Num(m.total_params);
       const bool mixed = w.precision != Precision::kFp32 && !w.pure_bf16;
       const double wb = w.precision == Precision::kFp32 ? 4 : 2;
-      int shard_w = w.zero_stage >= 3 ? gpus : 1;
-      int shard_g = w.zero_stage >= 2 ? gpus : 1;
-      int shard_o = w.zero_stage >= 1 ? gpus : 1;
+      int shard_w = mp * (w.zero_stage >= 3 ? layout.data : 1);
+      int shard_g = mp * (w.zero_stage >= 2 ? layout.data : 1);
+      int shard_o = mp * (w.zero_stage >= 1 ? layout.data : 1);
       double weights = m.total_params * wb;
       Component wc = Split("weights", weights,
                            params + " params x " + B(wb) + " (" +
@@ -558,16 +605,18 @@ Result<MemoryEstimate> DetailedEstimate(const ModelShape& model_in, const Worklo
       e.components.push_back(oc);
       // Host memory for the node: each GPU offloads its shard; without sharding every process
       // keeps a full copy.
-      e.host_bytes += optimizer_host * (shard_o > 1 ? 1 : gpus);
+      e.host_bytes += optimizer_host * (shard_o > 1 ? 1 : w.gpus);
       if (w.offload_params) e.host_bytes *= 1;
       if (w.zero_stage >= 3) {
         // ZeRO-3/FSDP gather each layer's full parameters before use, prefetching the next.
         double layer_params =
             (m.total_params - m.embedding_params - m.lm_head_params) / std::max(1, m.layers);
-        double gathered = 2 * layer_params * wb;
+        double gathered = 2 * layer_params * wb / tp;
         e.components.push_back({"zero3_gathered_params", gathered,
                                 "2 layers (current + prefetched) x " + Num(layer_params) +
                                     " params x " + B(wb) +
+                                    (tp > 1 ? " / " + std::to_string(tp) + " tensor-parallel ranks"
+                                            : std::string()) +
                                     " gathered from the shards = " + Gb(gathered)});
       }
     } else {
@@ -631,7 +680,7 @@ Result<MemoryEstimate> DetailedEstimate(const ModelShape& model_in, const Worklo
               c.name != "frozen_unquantized" && c.name != "lora_adapters") {
             continue;
           }
-          e.host_bytes += c.bytes * gpus;
+          e.host_bytes += c.bytes * w.gpus;
           c.formula += " -> offloaded to host memory (FSDP CPU offload)";
           c.bytes = 0;
         }
@@ -647,10 +696,10 @@ Result<MemoryEstimate> DetailedEstimate(const ModelShape& model_in, const Worklo
         const double layer_bytes = qlora ? 0.5 : WeightBytesPerParam(w.precision);
         const double head_params = m.lm_head_params > 0 ? m.lm_head_params : m.embedding_params;
         const double head_bytes = qlora ? (w.pure_bf16 ? 2 : 4) : WeightBytesPerParam(w.precision);
-        const double beyond_shard = w.offload_params ? 1.0 : 1.0 - 1.0 / gpus;
-        const double two_layers = 2 * layer_params * layer_bytes;
+        const double beyond_shard = w.offload_params ? 1.0 : 1.0 - 1.0 / layout.data;
+        const double two_layers = 2 * layer_params * layer_bytes / tp;
         const double head_and_layer =
-            head_params * head_bytes * beyond_shard + layer_params * layer_bytes;
+            (head_params * head_bytes * beyond_shard + layer_params * layer_bytes) / tp;
         const double gathered = std::max(two_layers, head_and_layer);
         e.components.push_back(
             {"fsdp_gathered_params", gathered,
@@ -659,7 +708,8 @@ Result<MemoryEstimate> DetailedEstimate(const ModelShape& model_in, const Worklo
                  ") and, at the start of backward, the lm_head (" + Num(head_params) +
                  " params x " + B(head_bytes) +
                  (w.offload_params ? ", from host memory"
-                                   : " x (1 - 1/" + std::to_string(gpus) + ") beyond its shard") +
+                                   : " x (1 - 1/" + std::to_string(layout.data) +
+                                         ") beyond its shard") +
                  ") + the last layer prefetched (" + Gb(head_and_layer) + ") = " + Gb(gathered)});
       }
       if (w.offload_optimizer) {
@@ -668,57 +718,87 @@ Result<MemoryEstimate> DetailedEstimate(const ModelShape& model_in, const Worklo
       }
     }
 
-    AddRotaryCaches(m, w, split, e);
+    AddRotaryCaches(m, w, stages, e);
 
-    // Activations (Korthikanti et al. 2022, adapted to Llama-style blocks).
-    double per_layer_token = ActivationBytesPerTokenPerLayer(m, w);
-    double eager =
-        w.flash_attention ? 0 : EagerAttentionBytesPerLayer(m, w.sequence_tokens) * w.batch;
+    // Activations (Korthikanti et al. 2022, adapted to Llama-style blocks). With tensor parallel
+    // and sequence parallelism every saved tensor is split over the tensor-parallel ranks; eager
+    // attention's scores over the heads and, with context parallel, the query positions.
+    double per_layer_token = ActivationBytesPerTokenPerLayer(m, w) / tp;
+    double eager = w.flash_attention ? 0
+                                     : EagerAttentionBytesPerLayer(m, w.sequence_tokens) *
+                                           w.batch / (tp * layout.context);
     Widths x = WidthsOf(m);
-    double backward_temp = tokens * (4 * x.h + 2 * x.mlp);
-    double activations = 0;
-    std::string formula;
-    const std::string tok = FormatFixed(tokens, 0) + " tokens (batch " + std::to_string(w.batch) +
-                            " x seq " + std::to_string(w.sequence_tokens) + ")";
-    if (w.gradient_checkpointing) {
-      double kept = static_cast<double>(m.layers) * tokens * 2 * x.h / split;
-      double working = tokens * per_layer_token + eager + backward_temp;
-      std::string kept_text = std::to_string(m.layers) + " layers x " + tok + " x " +
-                              FormatFixed(2 * x.h, 0) + " B (one bf16 hidden state per layer)" +
-                              (split > 1 ? " / " + std::to_string(split) + " GPUs" : "");
-      if (w.offload_activations) {
-        e.host_bytes += kept * gpus;
-        kept_text = "checkpoints offloaded to host memory (" + Gb(kept) + ")";
-        kept = 0;
+    double backward_temp = tokens * (4 * x.h + 2 * x.mlp) / tp;
+    const double layers_per_stage = static_cast<double>(m.layers) / stages;
+    const std::string tok =
+        FormatFixed(tokens, 0) + " tokens (batch " + std::to_string(w.batch) + " x seq " +
+        std::to_string(w.sequence_tokens) +
+        (layout.context > 1 ? " / " + std::to_string(layout.context) + " context-parallel ranks"
+                            : std::string()) +
+        ")";
+    const std::string where =
+        (stages > 1 ? " / " + std::to_string(stages) +
+                          (layout.layer_split ? " GPUs" : " pipeline stages")
+                    : std::string()) +
+        (tp > 1 ? ", / " + std::to_string(tp) + " tensor-parallel ranks (sequence parallel)"
+                : std::string());
+    // The activations one stage holds for `micro` micro-batches in flight.
+    // `formula` set: this is the answer's stage, whose offloaded bytes count toward host memory.
+    auto stage_activations = [&](int micro, std::string* formula) {
+      double activations = 0;
+      const std::string flight =
+          micro > 1 ? " x " + std::to_string(micro) + " micro-batches in flight (1F1B)" : "";
+      if (w.gradient_checkpointing) {
+        double kept = layers_per_stage * micro * tokens * 2 * x.h / tp;
+        double working = tokens * per_layer_token + eager + backward_temp;
+        std::string kept_text = std::to_string(m.layers) + " layers x " + tok + " x " +
+                                FormatFixed(2 * x.h, 0) + " B (one bf16 hidden state per layer)" +
+                                where + flight;
+        if (w.offload_activations) {
+          if (formula != nullptr) e.host_bytes += kept * w.gpus;
+          kept_text = "checkpoints offloaded to host memory (" + Gb(kept) + ")";
+          kept = 0;
+        }
+        activations = kept + working;
+        if (formula != nullptr) {
+          *formula = "gradient checkpointing: " + kept_text + " + one layer recomputed: " + tok +
+                     " x " + FormatFixed(per_layer_token, 0) + " B" +
+                     (eager > 0 ? " + eager attention scores " + Gb(eager) : "") +
+                     " + backward temporaries " + Gb(backward_temp) + " = " + Gb(activations);
+        }
+        return activations;
       }
-      activations = kept + working;
-      formula = "gradient checkpointing: " + kept_text + " + one layer recomputed: " + tok + " x " +
-                FormatFixed(per_layer_token, 0) + " B" +
-                (eager > 0 ? " + eager attention scores " + Gb(eager) : "") +
-                " + backward temporaries " + Gb(backward_temp) + " = " + Gb(activations);
-    } else {
-      double layers_on_gpu = static_cast<double>(m.layers) / split;
+      double layers_on_gpu = layers_per_stage * micro;
       if (w.offload_activations) {
         // Two layers' activations stay on the GPU (the one in use and the one in transit).
-        e.host_bytes += (layers_on_gpu - std::min(2.0, layers_on_gpu)) *
-                        (tokens * per_layer_token + eager) * gpus;
+        if (formula != nullptr) {
+          e.host_bytes += (layers_on_gpu - std::min(2.0, layers_on_gpu)) *
+                          (tokens * per_layer_token + eager) * w.gpus;
+        }
         layers_on_gpu = std::min(2.0, layers_on_gpu);
       }
       activations = layers_on_gpu * (tokens * per_layer_token + eager) + backward_temp;
-      formula = std::to_string(m.layers) + " layers x " + tok + " x " +
-                FormatFixed(per_layer_token, 0) + " B per token per layer" +
-                (eager > 0 ? " + " + std::to_string(m.layers) + " x eager attention scores " +
-                                 Gb(eager) +
-                                 (m.attn_logit_softcapping > 0
-                                      ? " (8 x heads x seq^2 x batch: fp32 softmax, its bf16 "
-                                        "copy and the soft-capping tanh output)"
-                                      : " (6 x heads x seq^2 x batch)")
-                           : " (flash attention: no seq^2 term)") +
-                (split > 1 ? ", / " + std::to_string(split) + " GPUs" : "") +
-                " + backward temporaries " + Gb(backward_temp) + " = " + Gb(activations);
-    }
-    e.components.push_back({"activations", activations, formula});
-    transient += activations;
+      if (formula != nullptr) {
+        *formula =
+            std::to_string(m.layers) + " layers x " + tok + " x " +
+            FormatFixed(per_layer_token, 0) + " B per token per layer" +
+            (w.selective_recompute ? " (selective recompute: norms and activation functions "
+                                     "recomputed)"
+                                   : "") +
+            (eager > 0 ? " + " + std::to_string(m.layers) + " x eager attention scores " +
+                             Gb(eager) +
+                             (m.attn_logit_softcapping > 0
+                                  ? " (8 x heads x seq^2 x batch: fp32 softmax, its bf16 "
+                                    "copy and the soft-capping tanh output)"
+                                  : " (6 x heads x seq^2 x batch)")
+                       : " (flash attention: no seq^2 term)") +
+            where + flight + " + backward temporaries " + Gb(backward_temp) + " = " +
+            Gb(activations);
+      }
+      return activations;
+    };
+    std::string formula;
+    double activations = stage_activations(in_flight, &formula);
 
     // Logits and loss: bf16 logits (fp32 for QLoRA's fp32 lm_head), the fp32 upcast and
     // log-softmax kept for backward, and their gradients at the start of backward.
@@ -730,16 +810,38 @@ Result<MemoryEstimate> DetailedEstimate(const ModelShape& model_in, const Worklo
     // Final logit soft-capping (Gemma 2): tanh keeps its bf16 output beside the capped logits.
     const double softcap = m.final_logit_softcapping > 0 ? 2 : 0;
     per += softcap;
-    double logits = tokens * m.vocab * per;
-    e.components.push_back(
-        {"logits_and_loss", logits,
-         tok + " x vocab " + std::to_string(m.vocab) + " x " + B(per) +
-             (w.chunked_loss
-                  ? " (logits kept + fp32 loss in " + std::to_string(kLossChunks) + " chunks)"
-                  : " (logits " + B(logit_bytes) +
-                        " + fp32 log-softmax 4 B + its gradient 4 B + logits gradient 4 B)") +
-             (softcap > 0 ? " incl. 2 B for the soft-capping tanh output" : "") +
-             " = " + Gb(logits)});
+    // Tensor parallel splits the vocabulary (Megatron's vocab-parallel cross-entropy).
+    double logits = tokens * m.vocab * per / tp;
+    std::string logits_text =
+        tok + " x vocab " + std::to_string(m.vocab) + " x " + B(per) +
+        (w.chunked_loss
+             ? " (logits kept + fp32 loss in " + std::to_string(kLossChunks) + " chunks)"
+             : " (logits " + B(logit_bytes) +
+                   " + fp32 log-softmax 4 B + its gradient 4 B + logits gradient 4 B)") +
+        (softcap > 0 ? " incl. 2 B for the soft-capping tanh output" : "") +
+        (tp > 1 ? " / " + std::to_string(tp) + " tensor-parallel ranks" : std::string()) + " = " +
+        Gb(logits);
+    // Pipelined stages: the logits live on the last stage, which holds one micro-batch; the first
+    // holds `in_flight`. The card that peaks higher is the one every card is sized for.
+    if (in_flight > 1) {
+      const double first = activations;
+      const double host_before = e.host_bytes;
+      std::string last_formula;
+      const double last = stage_activations(1, &last_formula);
+      e.host_bytes = host_before;  // the first stage's offload was counted already
+      if (last + logits >= first) {
+        activations = last;
+        formula = "last pipeline stage (one micro-batch beside the logits; the first stage's " +
+                  Gb(first) + " of activations is lower with none): " + last_formula;
+      } else {
+        logits_text = "on the last pipeline stage, whose peak (" + Gb(last + logits) +
+                      " with its one micro-batch) is below the first stage's: 0 here";
+        logits = 0;
+      }
+    }
+    e.components.push_back({"activations", activations, formula});
+    transient += activations;
+    e.components.push_back({"logits_and_loss", logits, logits_text});
     transient += logits;
 
     // On one GPU, one micro-batch per step, the weight gradients do not add to the activation
@@ -751,7 +853,7 @@ Result<MemoryEstimate> DetailedEstimate(const ModelShape& model_in, const Worklo
     // whole step, so there the gradients add up in full (FSDP's sharded ones are 1/N anyway).
     // With gradient accumulation they stay allocated through the next micro-batches' forward and
     // backward, so they count in full.
-    if (gradients_index && gpus == 1 && w.gradient_accumulation_steps == 1 &&
+    if (gradients_index && w.gpus == 1 && w.gradient_accumulation_steps == 1 &&
         !w.optimizer_in_backward &&
         e.components[*gradients_index].bytes > 0) {
       Component& gc = e.components[*gradients_index];

@@ -242,7 +242,7 @@ expect_bad "context not a number" "--context must be a whole number, got '8k'" s
 expect_bad "batch 10^12" "batch must be between 1 and 65536, got 1000000000000" size --model 7b --workload infer --batch 1000000000000
 expect_bad "rank 0" "--rank must be between 1 and 65536" size --model 7b --workload lora --rank 0
 expect_bad "unknown flag" "--contxt" size --model 7b --workload infer --contxt 5
-expect_bad "unknown precision" "unknown precision 'fp4'" size --model 7b --workload infer --precision fp4
+expect_bad "unknown precision" "unknown precision 'fp6'" size --model 7b --workload infer --precision fp6
 expect_bad "unknown workload" "unknown workload 'train'" fit --model 7b --workload train
 expect_bad "missing workload" "--workload is required" fit --model 7b
 expect_bad "missing model" "--model is required" size --workload infer
