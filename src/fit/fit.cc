@@ -69,10 +69,14 @@ std::string ConfigurationName(const std::string& gpu, int count) {
 
 bool NeedsFp8(const sizing::Workload& w) {
   bool fp8_weights = w.method != Method::kQlora && w.method != Method::kFullFineTune &&
-                     w.precision == Precision::kFp8;
+                     (w.precision == Precision::kFp8 || w.precision == Precision::kFp4);
   bool fp8_kv = w.method == Method::kInference && w.kv_precision == Precision::kFp8;
-  return fp8_weights || fp8_kv;
+  return fp8_weights || fp8_kv || w.fp8_training;
 }
+
+bool NeedsFp4(const sizing::Workload& w) { return sizing::NeedsFp4Hardware(w.precision); }
+
+bool HasFp4(catalog::Architecture a) { return a == catalog::Architecture::kBlackwell; }
 
 namespace {
 
@@ -84,6 +88,8 @@ std::string Gb(double bytes) { return FormatFixed(bytes / sizing::kBytesPerGb, 2
 std::string VramText(const TermGpu& g) { return FormatFixed(g.vram_gb, 0) + " GB"; }
 
 std::string Fp8Reason(const sizing::Workload& w) {
+  if (w.precision == Precision::kFp4) return "FP4 weights";
+  if (w.fp8_training) return "FP8 training";
   if (w.method == Method::kInference && w.kv_precision == Precision::kFp8 &&
       w.precision != Precision::kFp8) {
     return "an FP8 KV cache";
@@ -237,6 +243,10 @@ class Fitter {
         return g.name + " is offered in " + regions + " only, not " + *filters_.region;
       }
       case Exclusion::kNeedsFp8:
+        if (NeedsFp4(workload_)) {
+          return "FP4 weights need FP4 tensor cores (Blackwell); " + g.name + " is " +
+                 std::string(catalog::ArchitectureName(g.compute.architecture));
+        }
         return Fp8Reason(workload_) + " need an FP8 card; " + g.name + " has no FP8";
       case Exclusion::kSingleCardFits:
         return "a single card holds this job; sets are considered only when none does";
@@ -281,7 +291,7 @@ class Fitter {
       Exclude(g, count, Exclusion::kRegion);
       return Status::Ok();
     }
-    if (result.needs_fp8 && !g.fp8) {
+    if ((result.needs_fp8 && !g.fp8) || (NeedsFp4(workload_) && !HasFp4(g.compute.architecture))) {
       Exclude(g, count, Exclusion::kNeedsFp8);
       return Status::Ok();
     }
@@ -466,6 +476,11 @@ Status ValidateFitInput(const Catalog& catalog, const sizing::Workload& workload
     if (g == nullptr) {
       return Status::InvalidArgument("unknown GPU '" + filters.gpu->substr(0, 40) +
                                      "' (term fleet: " + catalog.TermNames() + ")");
+    }
+    if (NeedsFp4(workload) && !HasFp4(g->compute.architecture)) {
+      return Status::InvalidArgument(g->name + " has no FP4 tensor cores: FP4 weights need a "
+                                     "Blackwell card (B200)")
+          .WithField("precision");
     }
     if (NeedsFp8(workload) && !g->fp8) {
       std::string fp8_cards;

@@ -110,8 +110,12 @@ Result<FitResult> Fit(const catalog::Catalog& catalog, const sizing::ModelShape&
                       const sizing::Workload& workload, const Filters& filters,
                       const FitOptions& options = {});
 
-// True when the workload needs an FP8 card: FP8 weights (inference, LoRA base) or FP8 KV cache.
+// True when the workload needs an FP8 card: FP8 (or FP4) weights (inference, LoRA base), an FP8
+// KV cache or FP8 training.
 bool NeedsFp8(const sizing::Workload& workload);
+// FP4 weights: Blackwell cards only.
+bool NeedsFp4(const sizing::Workload& workload);
+bool HasFp4(catalog::Architecture architecture);
 
 // Lines that show how a candidate's figures were made: each memory component's formula, the
 // headroom, the price and the decode ceiling.

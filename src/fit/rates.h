@@ -39,7 +39,9 @@ sizing::Workload WithParallelism(sizing::Workload workload, int count, Paralleli
 inline constexpr int kGpusPerNode = 8;
 // Between nodes, per GPU, one way: 400 Gb/s InfiniBand or RoCE per GPU (DGX H100/H200/B200 and
 // the MI300X platforms ship one 400G NIC per GPU) = 50 GB/s. An assumption, stated in every
-// multi-node answer; the fleet's own nodes publish no inter-node figure.
+// multi-node answer; the fleet's own nodes publish no inter-node figure. A collective whose
+// group has k members on each node crosses between nodes over k NICs at once (NCCL's rings and
+// trees use every NIC), capped by the link inside the node.
 inline constexpr double kInterNodeGbPerSPerGpu = 50;
 // The fixed cost of one collective (all-reduce of a small message) on a link between cards of a
 // node, NVLink/NVSwitch/Infinity Fabric; PCIe peer-to-peer twice it; between nodes 3 times.
@@ -48,9 +50,20 @@ inline constexpr double kCollectiveLatencySeconds = 17e-6;
 inline constexpr double kPcieCollectiveLatencyFactor = 2;
 inline constexpr double kInterNodeCollectiveLatencyFactor = 3;
 // FP8 training: the linear layers' matmuls reach this share of the FP8 peak that BF16 matmuls
-// reach of the BF16 peak (casts, scaling, the unquantized attention); calibrated on llm-foundry's
-// MPT-3B FP8 run on 8 H100s (docs/sizing-model.md §6).
-inline constexpr double kFp8MatmulEfficiency = 0.62;
+// reach of the BF16 peak (casts, scaling, the unquantized attention); calibrated on two PyTorch
+// FP8 runs on 8 H100s, llm-foundry's MPT-3B and torchtitan's Llama 3.1 8B with torchao's float8
+// (docs/sizing-model.md §6).
+inline constexpr double kFp8MatmulEfficiency = 0.72;
+// The Megatron stack (Transformer Engine's FP8 GEMMs, cuDNN's fused attention): its FP8
+// matmuls calibrated on NeMo's Llama 2 7B pre-training on 8 H100s; its attention takes the
+// Ampere share of FlashAttention-2 (cuDNN's Hopper kernels use the asynchronous tensor cores).
+inline constexpr double kMegatronFp8MatmulEfficiency = 0.91;
+// Attention's share of the matmuls' utilisation (Utilisation::attention): on Hopper (and the
+// cards without their own figure) calibrated on llm-foundry's MPT-7B at a 32,768-token sequence
+// on 8 H100s (FlashAttention-2 does not use Hopper's asynchronous tensor cores); on Ampere and Ada
+// FlashAttention-2's published 50-73% of the A100's peak against ~85% for large GEMMs (Dao 2023).
+inline constexpr double kAttentionEfficiency = 0.36;
+inline constexpr double kAmpereAttentionEfficiency = 0.75;
 
 // What a card family reaches, as fractions of its published peaks: the assumptions of the plan.
 struct Utilisation {
@@ -58,6 +71,9 @@ struct Utilisation {
   double prefill = 0;           // of dense tensor TFLOPS, serving a prompt
   double decode_bandwidth = 0;  // of memory bandwidth, one decode step (16-bit and FP8 weights)
   std::string source;           // where the factors were calibrated
+  // Attention (FlashAttention's kernels, whose backward recomputes the scores) reaches this
+  // share of the utilisation the matmuls reach.
+  double attention = 1;
 };
 // Weight-only int8/int4 kernels (GPTQ, AWQ, Marlin) dequantize while they read: a decode step
 // reaches this share of decode_bandwidth (Qwen2.5's vLLM speed benchmark on A100, 7B rows).
@@ -85,10 +101,10 @@ std::string_view EstimateKindName(EstimateKind kind);  // "training, one card", 
 ErrorBand HeldOutBand(EstimateKind kind);
 EstimateKind KindOf(bool serving, int gpus);
 // Every kind of a side together (the figures of the README and the docs' summary table).
-inline constexpr double kTrainingHeldOutMedianError = 0.152;
-inline constexpr double kTrainingHeldOutP90Error = 0.425;
-inline constexpr double kServingHeldOutMedianError = 0.073;
-inline constexpr double kServingHeldOutP90Error = 0.183;
+inline constexpr double kTrainingHeldOutMedianError = 0.1110;
+inline constexpr double kTrainingHeldOutP90Error = 0.2285;
+inline constexpr double kServingHeldOutMedianError = 0.0885;
+inline constexpr double kServingHeldOutP90Error = 0.3831;
 
 // One card's published rates, from the term fleet or the spot exchange.
 struct CardRates {

@@ -73,7 +73,12 @@ Result<ServingRate> ServingRateOn(const sizing::ModelShape& model, const sizing:
   // latent is read whole by every rank).
   const int kv_split = model.kv_lora_rank > 0 ? 1 : std::min(t, std::max(1, model.kv_heads));
   const double kv_traffic = sizing::KvTrafficFactor(w.engine, model.heads, model.kv_heads);
-  const double bandwidth = *card.bandwidth_gb_per_s * 1e9 * r.decode_bandwidth;
+  double bandwidth = *card.bandwidth_gb_per_s * 1e9 * r.decode_bandwidth;
+  // Some engines' decode kernels read no faster than their own ceiling, however fast the card.
+  const double ceiling = format < 1 ? engine.quantized_decode_ceiling_gb_per_s
+                                    : engine.decode_ceiling_gb_per_s;
+  const bool capped = ceiling > 0 && !over.decode_bandwidth && bandwidth > ceiling * 1e9;
+  if (capped) bandwidth = ceiling * 1e9;
   // Each rank reads its share of the weights once per micro-batch pass: stage after stage, or
   // every stage for each of the p micro-batches, the weights take the same time; the KV cache
   // of concurrent micro-batches is read in parallel.
@@ -108,9 +113,17 @@ Result<ServingRate> ServingRateOn(const sizing::ModelShape& model, const sizing:
   // Engines that launch every layer from Python (transformers) cannot go faster than the host.
   const double host = engine.host_seconds_per_layer * model.layers;
   r.decode_step_seconds = std::max(gpu_step, host);
+  // Prefill: the linear layers at the prefill utilisation, attention at kAttentionEfficiency of
+  // it; stages of a pipelining engine work on chunks at once, a layer split's take turns.
+  const double prefill_cards = t * (l.layer_split || !engine.pipelines_stages ? 1.0 : p);
+  const double prefill_matmul =
+      work.prefill_flops_per_token - work.prefill_attention_flops_per_token;
+  const double attention_share = std::max(defaults.attention, engine.attention_efficiency);
   r.prefill_seconds_per_request =
-      static_cast<double>(prompt_tokens) * work.prefill_flops_per_token /
-          (t * (l.layer_split ? 1.0 : p)) / rate +
+      static_cast<double>(prompt_tokens) *
+          (prefill_matmul / rate +
+           work.prefill_attention_flops_per_token / (rate * attention_share)) /
+          prefill_cards +
       tp_prefill;
   const double per_batch = static_cast<double>(batch) * r.prefill_seconds_per_request +
                            static_cast<double>(output_tokens) * r.decode_step_seconds;
@@ -136,9 +149,8 @@ Result<ServingRate> ServingRateOn(const sizing::ModelShape& model, const sizing:
       sizing::FormatCount(work.prefill_flops_per_token) + " FLOPs / (" +
       FormatFixed(peak_tflops, 1) + peak_name + " TFLOPS x " +
       FormatFixed(r.utilisation_prefill, 2) + (over.training_or_prefill ? " given" : "") +
-      (t * (l.layer_split ? 1 : p) > 1
-           ? " x " + std::to_string(t * (l.layer_split ? 1 : p)) + " cards"
-           : "") +
+      (prefill_cards > 1 ? " x " + FormatFixed(prefill_cards, 0) + " cards" : "") +
+      "; attention at " + FormatFixed(attention_share, 2) + " of it" +
       ")" + (tp_prefill > 0 ? " + tensor-parallel all-reduces " + Sec(tp_prefill) : "") + " = " +
       Sec(r.prefill_seconds_per_request) + " per request" +
       (r.prompt_tokens_per_second > 0
@@ -155,9 +167,10 @@ Result<ServingRate> ServingRateOn(const sizing::ModelShape& model, const sizing:
       (kv_split * stage_concurrency > 1
            ? " / " + FormatFixed(kv_split * stage_concurrency, 0)
            : "") +
-      " at " + FormatFixed(*card.bandwidth_gb_per_s, 0) + " GB/s x " +
-      FormatFixed(r.decode_bandwidth, 2) + (over.decode_bandwidth ? " given" : "") + " = " +
-      Sec(memory) + ", compute " + Sec(compute) + ")" +
+      (capped ? " at the engine's ceiling of " + FormatFixed(ceiling, 0) + " GB/s"
+              : " at " + FormatFixed(*card.bandwidth_gb_per_s, 0) + " GB/s x " +
+                    FormatFixed(r.decode_bandwidth, 2) + (over.decode_bandwidth ? " given" : "")) +
+      " = " + Sec(memory) + ", compute " + Sec(compute) + ")" +
       (tp_step > 0 ? " + tensor parallel 2 x " + std::to_string(model.layers) +
                          " all-reduces over " + tp_note + " = " + Sec(tp_step)
                    : "") +

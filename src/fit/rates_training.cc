@@ -60,20 +60,29 @@ Result<TrainingRate> TrainingRateOn(const sizing::ModelShape& model, const sizin
   // BF16 reaches), attention stays in BF16.
   const double attention_share =
       flops.forward > 0 ? flops.attention_forward / flops.forward : 0;
-  double flop_seconds_per_token = flops.per_token / rate;
+  // Attention runs at kAttentionEfficiency of the matmuls' utilisation (FlashAttention's
+  // backward recomputes the scores and its kernels reach less of the peak than GEMMs).
+  const double attention_share_of_rate =
+      w.megatron ? std::max(defaults.attention, kAmpereAttentionEfficiency) : defaults.attention;
+  const double attention_rate = rate * attention_share_of_rate;
+  const double fp8_efficiency = w.megatron ? kMegatronFp8MatmulEfficiency : kFp8MatmulEfficiency;
+  double flop_seconds_per_token =
+      flops.per_token * (1 - attention_share) / rate + flops.per_token * attention_share /
+                                                           attention_rate;
   std::string fp8_text;
   if (w.fp8_training) {
-    const double fp8_rate = *card.fp8_tflops * 1e12 * r.utilisation * kFp8MatmulEfficiency;
+    const double fp8_rate = *card.fp8_tflops * 1e12 * r.utilisation * fp8_efficiency;
     flop_seconds_per_token = flops.per_token * (1 - attention_share) / fp8_rate +
-                             flops.per_token * attention_share / rate;
+                             flops.per_token * attention_share / attention_rate;
     fp8_text = "; FP8 matmuls: " + FormatFixed(100 * (1 - attention_share), 1) + "% of the FLOPs at " +
                FormatFixed(*card.fp8_tflops, 0) + " FP8 TFLOPS x " +
-               FormatFixed(r.utilisation, 3) + " x " + FormatFixed(kFp8MatmulEfficiency, 2) +
-               " (casts and scaling) = " + Tf(fp8_rate) + ", attention at BF16";
+               FormatFixed(r.utilisation, 3) + " x " + FormatFixed(fp8_efficiency, 2) +
+               (w.megatron ? " (Transformer Engine)" : " (casts and scaling)") + " = " +
+               Tf(fp8_rate) + ", attention at BF16";
   }
   const double compute = tokens_micro * flop_seconds_per_token / concurrent;
-  const double attention_compute = tokens_micro * flops.per_token * attention_share / rate /
-                                   concurrent;
+  const double attention_compute =
+      tokens_micro * flops.per_token * attention_share / attention_rate / concurrent;
   const double bandwidth = card.bandwidth_gb_per_s ? *card.bandwidth_gb_per_s * 1e9 : 0;
   const double shards = static_cast<double>(t) * (l.layer_split ? 1 : p);
   const double floor =
@@ -109,16 +118,18 @@ Result<TrainingRate> TrainingRateOn(const sizing::ModelShape& model, const sizin
     cp_exposed = std::max(0.0, cp_comm - attention_compute);
   }
   double micro = std::max(compute + tp_seconds + cp_exposed, floor);
-  // The data-parallel group's link: it spans nodes when the set does.
+  // The data-parallel group (with the context-parallel ranks, which hold the same weights and
+  // sum their gradients too) and its link: it spans nodes when the set does.
+  const int zg = l.zero_group();
   std::optional<double> dp_link;
-  if (d > 1) dp_link = GroupLinkGbPerS(card, gpus, d, t * c * p, &dp_note);
-  const double dp_ring = d > 1 ? (d - 1.0) / d : 0;
+  if (zg > 1) dp_link = GroupLinkGbPerS(card, gpus, zg, t, &dp_note);
+  const double dp_ring = zg > 1 ? (zg - 1.0) / zg : 0;
   // ZeRO-3/FSDP gathers every layer's parameters for the forward and again for the backward and
   // reduce-scatters the gradients (the frozen base of LoRA/QLoRA: two gathers), each
   // micro-batch; prefetched, so hidden behind compute unless slower.
   double gather = 0;
   const bool sharded = (w.method == Method::kFullFineTune && l.zero_stage >= 3) || l.fsdp_base;
-  if (sharded && d > 1 && dp_link) {
+  if (sharded && zg > 1 && dp_link) {
     const double passes = w.method == Method::kFullFineTune ? 3 : 2;
     gather = passes * dp_ring * bytes.parameter_bytes / shards / (*dp_link * 1e9);
     micro = std::max(micro, gather);
@@ -131,14 +142,13 @@ Result<TrainingRate> TrainingRateOn(const sizing::ModelShape& model, const sizin
   // Data parallel without ZeRO-3: the gradients are all-reduced once per optimizer step,
   // overlapped with the last micro-batch's backward.
   double all_reduce = 0;
-  if (!sharded && d > 1 && dp_link) {
-    all_reduce = RingSeconds(2, d, bytes.gradient_bytes / shards, *dp_link * 1e9,
-                             rates_internal::CollectiveLatencySeconds(card, gpus, d, t * c * p),
-                             1);
+  if (!sharded && zg > 1 && dp_link) {
+    all_reduce = RingSeconds(2, zg, bytes.gradient_bytes / shards, *dp_link * 1e9,
+                             rates_internal::CollectiveLatencySeconds(card, gpus, zg, t), 1);
   }
   const double dp_exposed = std::max(0.0, all_reduce - micro);
   const double optimizer_shards =
-      shards * ((w.method == Method::kFullFineTune && l.zero_stage >= 1) ? d : 1);
+      shards * ((w.method == Method::kFullFineTune && l.zero_stage >= 1) ? zg : 1);
   const double optimizer =
       bandwidth > 0 ? bytes.optimizer_step / optimizer_shards / bandwidth : 0;
   r.step_seconds = accum * micro + bubble + optimizer + dp_exposed;
@@ -169,7 +179,10 @@ Result<TrainingRate> TrainingRateOn(const sizing::ModelShape& model, const sizin
                  FormatFixed(kHalfUtilisationTokens, 0) + ") tokens per micro-batch" +
                  (c > 1 ? " per context-parallel rank" : "") + " = " +
                  FormatFixed(r.utilisation, 3)) +
-      " = " + Tf(rate) + fp8_text);
+      " = " + Tf(rate) + "; attention (" + FormatFixed(100 * attention_share, 1) +
+      "% of the FLOPs) at " + FormatFixed(attention_share_of_rate, 2) + " of it" +
+      (w.megatron ? " (Megatron: cuDNN fused attention)" : "") + " = " + Tf(attention_rate) +
+      fp8_text);
   r.explain.push_back(
       "micro-batch: " + FormatFixed(tokens_micro, 0) + " tokens x " +
       sizing::FormatCount(flops.per_token) + " FLOPs" +

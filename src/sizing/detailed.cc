@@ -325,14 +325,23 @@ double ActivationBytesPerTokenPerLayer(const ModelShape& model_in, const Workloa
   // Attention with FlashAttention/SDPA keeps q, k, v and the output (plus a per-head logsumexp).
   double attention = 2 * x.q + 2 * x.k + 2 * x.v + 2 * x.q + 4.0 * m.heads;
   double bytes = 0;
+  if (w.selective_recompute) {
+    // Selective (per-op) recomputation, as torchtitan's policy runs it: inside each layer only
+    // the outputs of every other matmul and of the attention kernel (output and log-sum-exp) are
+    // saved, beside the layer's input; everything else is recomputed from them in backward.
+    const double matmul_outputs = x.q + x.k + x.v + x.h + (m.gated_mlp ? 2 : 1) * x.mlp + x.h;
+    bytes = 2 * x.h + 0.5 * 2 * matmul_outputs + 2 * x.q + 4.0 * m.heads;
+    bytes += x.moe_layers * 4.0 * m.experts;
+    return bytes;
+  }
+  // FP8 training (Transformer Engine, torchao float8) saves each linear's input as the FP8 copy
+  // its matmul read: 1 B per element instead of 2.
+  const double linear_input = w.fp8_training ? 1 : 2;
   // Unfused (eager PyTorch, Hugging Face): RMSNorm upcasts to fp32 and keeps that copy (4h), plus
   // the normalized bf16 output when its weight trains (2h); SwiGLU keeps gate (for SiLU), the SiLU
   // output and up (for the product): 6i. Fused kernels keep the bf16 input (2h) and gate and up
   // (4i), recomputing the rest.
-  // Selective recompute keeps what fused kernels keep: the norms and the activation function are
-  // recomputed from their inputs in backward (with flash attention the attention core saves
-  // only its inputs and output, which stay).
-  const bool lean = w.fused_kernels || w.selective_recompute;
+  const bool lean = w.fused_kernels;
   const double norm = lean ? 2 * x.h : (w.method == Method::kFullFineTune ? 6 : 4) * x.h;
   // A plain (non-gated) MLP keeps the activation function's input, and its output only as the
   // down projection's input (counted with the linears below).
@@ -341,7 +350,8 @@ double ActivationBytesPerTokenPerLayer(const ModelShape& model_in, const Workloa
   const double norms = std::max(2, m.norms_per_layer);
   if (w.method == Method::kFullFineTune) {
     // q/k/v, o, gate/up and down keep their inputs for the weight gradients (2h, 2q, 2h, 2i).
-    bytes = norms * norm + 2 * x.h + attention + 2 * x.q + 2 * x.h + swiglu + 2 * x.mlp;
+    bytes = norms * norm + attention + swiglu +
+            linear_input * (x.h + x.q + x.h + x.mlp);
   } else {
     // Frozen base: linears keep nothing (no weight gradient); the norms and SwiGLU keep what the
     // gradient flowing back to earlier layers' adapters needs.
@@ -533,7 +543,7 @@ Result<MemoryEstimate> DetailedEstimate(const ModelShape& model_in, const Worklo
     const int tp = layout.tensor;
     const int stages = layout.pipeline;  // layers are divided over these (a layer split too)
     const int mp = layout.model_shards();
-    const int shard = full ? 1 : mp * (fsdp ? layout.data : 1);
+    const int shard = full ? 1 : mp * (fsdp ? layout.zero_group() : 1);
     // Tokens of one micro-batch on one context-parallel rank.
     const double tokens = static_cast<double>(w.batch) * static_cast<double>(w.sequence_tokens) /
                           layout.context;
@@ -543,9 +553,9 @@ Result<MemoryEstimate> DetailedEstimate(const ModelShape& model_in, const Worklo
       const std::string params = Num(m.total_params);
       const bool mixed = w.precision != Precision::kFp32 && !w.pure_bf16;
       const double wb = w.precision == Precision::kFp32 ? 4 : 2;
-      int shard_w = mp * (w.zero_stage >= 3 ? layout.data : 1);
-      int shard_g = mp * (w.zero_stage >= 2 ? layout.data : 1);
-      int shard_o = mp * (w.zero_stage >= 1 ? layout.data : 1);
+      int shard_w = mp * (w.zero_stage >= 3 ? layout.zero_group() : 1);
+      int shard_g = mp * (w.zero_stage >= 2 ? layout.zero_group() : 1);
+      int shard_o = mp * (w.zero_stage >= 1 ? layout.zero_group() : 1);
       double weights = m.total_params * wb;
       Component wc = Split("weights", weights,
                            params + " params x " + B(wb) + " (" +
@@ -696,7 +706,7 @@ Result<MemoryEstimate> DetailedEstimate(const ModelShape& model_in, const Worklo
         const double layer_bytes = qlora ? 0.5 : WeightBytesPerParam(w.precision);
         const double head_params = m.lm_head_params > 0 ? m.lm_head_params : m.embedding_params;
         const double head_bytes = qlora ? (w.pure_bf16 ? 2 : 4) : WeightBytesPerParam(w.precision);
-        const double beyond_shard = w.offload_params ? 1.0 : 1.0 - 1.0 / layout.data;
+        const double beyond_shard = w.offload_params ? 1.0 : 1.0 - 1.0 / layout.zero_group();
         const double two_layers = 2 * layer_params * layer_bytes / tp;
         const double head_and_layer =
             (head_params * head_bytes * beyond_shard + layer_params * layer_bytes) / tp;
@@ -708,7 +718,7 @@ Result<MemoryEstimate> DetailedEstimate(const ModelShape& model_in, const Worklo
                  ") and, at the start of backward, the lm_head (" + Num(head_params) +
                  " params x " + B(head_bytes) +
                  (w.offload_params ? ", from host memory"
-                                   : " x (1 - 1/" + std::to_string(layout.data) +
+                                   : " x (1 - 1/" + std::to_string(layout.zero_group()) +
                                          ") beyond its shard") +
                  ") + the last layer prefetched (" + Gb(head_and_layer) + ") = " + Gb(gathered)});
       }
@@ -782,8 +792,8 @@ Result<MemoryEstimate> DetailedEstimate(const ModelShape& model_in, const Worklo
         *formula =
             std::to_string(m.layers) + " layers x " + tok + " x " +
             FormatFixed(per_layer_token, 0) + " B per token per layer" +
-            (w.selective_recompute ? " (selective recompute: norms and activation functions "
-                                     "recomputed)"
+            (w.selective_recompute ? " (selective recompute: the layer's input, every other "
+                                     "matmul's output and the attention output kept)"
                                    : "") +
             (eager > 0 ? " + " + std::to_string(m.layers) + " x eager attention scores " +
                              Gb(eager) +

@@ -196,6 +196,10 @@ Status ValidateWorkload(const Workload& w) {
     return bad("FP8 training keeps bf16 weights beside its FP8 matmuls: drop --precision fp32")
         .WithField("fp8_training");
   }
+  if (w.megatron && !training) {
+    return bad("the Megatron stack applies to training; serving names an --engine")
+        .WithField("stack");
+  }
   if (w.engine != ServingEngine::kUnspecified && training) {
     return bad("a serving engine applies to inference").WithField("engine");
   }
@@ -339,9 +343,9 @@ MemoryEstimate GuideTraining(const ModelShape& m, const Workload& w, MemoryEstim
     // ZeRO-3 shards all three; stage 2 gradients + optimizer; stage 1 optimizer only.
     const Layout l = LayoutOf(w);
     const int mp = l.model_shards();
-    int shard_weights = mp * (w.zero_stage >= 3 ? l.data : 1);
-    int shard_grads = mp * (w.zero_stage >= 2 ? l.data : 1);
-    int shard_optimizer = mp * (w.zero_stage >= 1 ? l.data : 1);
+    int shard_weights = mp * (w.zero_stage >= 3 ? l.zero_group() : 1);
+    int shard_grads = mp * (w.zero_stage >= 2 ? l.zero_group() : 1);
+    int shard_optimizer = mp * (w.zero_stage >= 1 ? l.zero_group() : 1);
     double weights = m.total_params * 2, grads = m.total_params * 2;
     double master = m.total_params * 4, adam = m.total_params * 8;
     e.components.push_back(Split(
@@ -378,7 +382,7 @@ MemoryEstimate GuideTraining(const ModelShape& m, const Workload& w, MemoryEstim
   double bpp = BytesPerParam(base);
   double weights = m.total_params * bpp;
   const Layout l = LayoutOf(w);
-  const int shard = l.model_shards() * (l.fsdp_base ? l.data : 1);
+  const int shard = l.model_shards() * (l.fsdp_base ? l.zero_group() : 1);
   e.components.push_back(Split("base_weights", weights,
                                params + " params x " + FormatFixed(bpp, 1) + " B/param (" +
                                    std::string(PrecisionName(base)) +

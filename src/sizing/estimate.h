@@ -118,6 +118,10 @@ struct Workload {
   // Training: the linear layers compute in FP8 (Transformer Engine, torchao float8) while the
   // weights, gradients and optimizer stay in mixed precision; needs an FP8 card.
   bool fp8_training = false;
+  // Training: the stack runs it as Megatron Core with Transformer Engine (NeMo, Megatron-LM,
+  // Megatron-Bridge: cuDNN fused attention, TE's FP8 GEMMs) rather than PyTorch's own modules
+  // (FSDP/DDP, Hugging Face, torchtitan, llm-foundry, torchtune). Speed only.
+  bool megatron = false;
   // Serving: the engine (prefill chunking for memory; decode efficiency for speed).
   ServingEngine engine = ServingEngine::kUnspecified;
 

@@ -32,7 +32,7 @@ Layout LayoutOf(const Workload& w) {
     l.data = w.data_parallel > 0 ? w.data_parallel : std::max(1, w.gpus / shards);
   }
   // FSDP of the frozen base needs something to shard over, or host memory to shard into.
-  l.fsdp_base = adapters && w.zero_stage == 3 && (l.data > 1 || w.offload_params);
+  l.fsdp_base = adapters && w.zero_stage == 3 && (l.zero_group() > 1 || w.offload_params);
   return l;
 }
 

@@ -34,6 +34,9 @@ struct Layout {
   int gpus() const { return data * tensor * pipeline * context; }
   // Cards that split the model's weights between them (each holds 1 / this of every layer).
   int model_shards() const { return tensor * pipeline; }
+  // The group ZeRO/FSDP shards over: the data-parallel ranks and the context-parallel ones (they
+  // hold the same weights: torchtitan's dp_shard_cp mesh, Megatron's distributed optimizer).
+  int zero_group() const { return data * context; }
   bool single() const { return gpus() == 1; }
 };
 

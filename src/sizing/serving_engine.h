@@ -53,6 +53,14 @@ struct ServingEngineTraits {
   // Weight-only int4/int8 kernels: the share of the 16-bit decode rate per byte they reach
   // (dequantizing while reading). nullopt-like 0: the architecture defaults of fit/rates.h.
   double int4_decode_efficiency = 0;
+  // The most a decode step reads per second (GB/s), whatever the card (0: no ceiling): 16-bit
+  // weights, and quantized (int8/int4) ones.
+  double decode_ceiling_gb_per_s = 0;
+  double quantized_decode_ceiling_gb_per_s = 0;
+  // Its own attention kernels on Hopper and later (fused multi-head attention using the
+  // asynchronous tensor cores) reach this share of the matmuls' utilisation at least (0: the
+  // architecture's FlashAttention-2 figure of fit/rates.h).
+  double attention_efficiency = 0;
   const char* source = "";
 };
 const ServingEngineTraits& TraitsOf(ServingEngine engine);

@@ -162,8 +162,9 @@ ServingWork ServingWorkFor(const ModelShape& model_in, const Workload& w,
   const ModelShape m = WithLlamaInventory(model_in);
   ServingWork s;
   const Matmuls p = MatmulParams(m);
-  s.prefill_flops_per_token =
-      2 * p.active + AttentionForward(m, (static_cast<double>(prompt_tokens) + 1) / 2);
+  s.prefill_attention_flops_per_token =
+      AttentionForward(m, (static_cast<double>(prompt_tokens) + 1) / 2);
+  s.prefill_flops_per_token = 2 * p.active + s.prefill_attention_flops_per_token;
   s.decode_flops_per_token = 2 * p.active + AttentionForward(m, static_cast<double>(context_tokens));
   const double weights = m.checkpoint && w.weights_as_stored && m.checkpoint->bytes > 0
                              ? m.checkpoint->bytes
