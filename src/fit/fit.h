@@ -85,8 +85,23 @@ struct Excluded {
   std::string reason;  // a sentence for people: "needs 71.3 GB per card, A40 has 48 GB"
 };
 
+// When no set of one node holds the job: the cheapest whole number of nodes (kNodeGpus cards
+// each) that does, by list price. The fleet rents nodes of up to 8 cards, so this is a quote
+// request (POST /v1/quote-requests), not a rental: the price is indicative.
+inline constexpr int kNodeGpus = 8;
+inline constexpr int kMaxFitNodes = 128;
+struct MultiNodeFit {
+  const catalog::TermGpu* gpu = nullptr;
+  int nodes = 0;
+  double per_card_bytes = 0;
+  std::int64_t monthly_micros = 0;  // nodes x the 8-card set's monthly list price
+};
+// "five nodes of 8x MI300X"
+std::string MultiNodeName(const MultiNodeFit& m);
+
 struct FitResult {
   sizing::MemoryEstimate required;  // the job on one GPU: required.per_gpu_bytes is "required_gb"
+  std::optional<MultiNodeFit> multi_node;  // set when nothing fits one node but nodes would
   bool needs_fp8 = false;
   bool considered_sets = false;    // no single card fit, so multi-card sets were ranked
   std::vector<Candidate> ranked;   // cheapest first; empty when nothing fits

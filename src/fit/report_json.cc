@@ -567,6 +567,23 @@ std::string GuideJson(const Guide& guide) {
   }
   j["cheapest"] = std::move(cheapest);
   j["cheapest_reasons"] = std::move(reasons);
+  Json multi = Json::object();
+  for (const auto& cell : guide.cheapest) {
+    if (!cell.multi_node) continue;
+    const MultiNodeFit& m = *cell.multi_node;
+    multi[cell.preset][cell.column] = {{"gpu", m.gpu->name},
+                                       {"nodes", m.nodes},
+                                       {"gpus_per_node", kNodeGpus},
+                                       {"configuration", MultiNodeName(m)},
+                                       {"label", MultiNodeName(m) + ", quote"},
+                                       {"per_card_gb", Gb(m.per_card_bytes)},
+                                       {"monthly_usd", Usd(m.monthly_micros)},
+                                       {"indicative", true},
+                                       {"quote", {{"needed", true},
+                                                  {"nodes", m.nodes},
+                                                  {"request", "POST /v1/quote-requests"}}}};
+  }
+  j["cheapest_multi_node"] = std::move(multi);
   Json cost = Json::array();
   for (const auto& row : guide.cost) {
     const catalog::TermGpu& g = *row.gpu;

@@ -370,6 +370,23 @@ std::string FitReportJson(const FitRequest& request, const FitResult& result,
   if (result.ranked.empty()) {
     w.Null();
     Field(w, "reason", result.reason);
+    if (result.multi_node) {
+      const MultiNodeFit& m = *result.multi_node;
+      w.Key("multi_node").BeginObject();
+      Field(w, "gpu", m.gpu->name);
+      Field(w, "nodes", m.nodes);
+      Field(w, "gpus_per_node", kNodeGpus);
+      Field(w, "configuration", MultiNodeName(m));
+      Field(w, "per_card_gb", Gb(m.per_card_bytes));
+      Field(w, "monthly_usd", Usd(m.monthly_micros));
+      Field(w, "indicative", true);
+      w.Key("quote").BeginObject();
+      Field(w, "needed", true);
+      Field(w, "nodes", m.nodes);
+      Field(w, "request", "POST /v1/quote-requests");
+      w.EndObject();
+      w.EndObject();
+    }
   } else {
     WriteConfig(w, result.ranked.front(), request.explain, texts);
   }
