@@ -428,6 +428,9 @@ Result<ModelShape> ParseHfConfig(std::string_view json_text, std::string id) {
       qkv_bias = qkv_bias || *b;
       o_bias = *b;
     }
+    // MPT with no_bias false: every linear and LayerNorm has a bias.
+    const bool mpt_bias = family == Family::kMpt && !root.value("no_bias", true);
+    if (mpt_bias) qkv_bias = o_bias = true;
     if (family == Family::kPhi3) {
       AddLinear(s, "qkv_proj", LinearKind::kAttention, hidden, q_width + 2 * kv_width, layers);
     } else {
@@ -440,9 +443,20 @@ Result<ModelShape> ParseHfConfig(std::string_view json_text, std::string id) {
       norms_per_layer += 2.0 * head_dim;  // q_norm and k_norm over head_dim
     }
     if (family == Family::kGptOss) s.other_params += static_cast<double>(heads) * layers;  // sinks
+    // MPT learns position embeddings (max_seq_len x d_model) unless it uses ALiBi.
+    if (family == Family::kMpt) {
+      bool alibi = false;
+      if (auto it = root.find("attn_config"); it != root.end() && it->is_object()) {
+        alibi = it->value("alibi", false);
+      }
+      if (root.value("learned_pos_emb", true) && !alibi && s.max_context > 0) {
+        s.other_params += static_cast<double>(s.max_context) * H;
+      }
+    }
     s.kv_elements_per_token_per_layer = 2.0 * kv_heads * head_dim;
   }
   s.norm_params = norms_per_layer * layers + H;  // + the final norm
+  if (family == Family::kMpt && !root.value("no_bias", true)) s.norm_params *= 2;  // LayerNorm biases
 
   // --- MLP: which layers are MoE ---
   std::int64_t moe_layers = 0;
@@ -472,8 +486,9 @@ Result<ModelShape> ParseHfConfig(std::string_view json_text, std::string id) {
   } else if (family == Family::kMpt) {
     // ffn.up_proj -> GELU -> ffn.down_proj, no gate.
     s.gated_mlp = false;
-    AddLinear(s, "up_proj", LinearKind::kMlp, hidden, inter, dense_layers);
-    AddLinear(s, "down_proj", LinearKind::kMlp, inter, hidden, dense_layers);
+    const bool bias = !root.value("no_bias", true);
+    AddLinear(s, "up_proj", LinearKind::kMlp, hidden, inter, dense_layers, bias);
+    AddLinear(s, "down_proj", LinearKind::kMlp, inter, hidden, dense_layers, bias);
   } else {
     bool mlp_bias = f.Bool("mlp_bias").value_or(false);
     AddLinear(s, "gate_proj", LinearKind::kMlp, hidden, inter, dense_layers, mlp_bias);
