@@ -100,6 +100,10 @@ enum class EstimateKind { kTrainingSingle, kTrainingMulti, kServingSingle, kServ
 std::string_view EstimateKindName(EstimateKind kind);  // "training, one card", ...
 ErrorBand HeldOutBand(EstimateKind kind);
 EstimateKind KindOf(bool serving, int gpus);
+// The memory model's held-out band (data/benchmarks/memory-evaluation.json, checked by
+// fit/memory_evaluation_test.cc), by the EstimateKindName of the job, and over every run.
+ErrorBand HeldOutMemoryBand(std::string_view kind_name);
+ErrorBand HeldOutMemoryBandAll();
 // Every kind of a side together (the figures of the README and the docs' summary table).
 inline constexpr double kTrainingHeldOutMedianError = 0.1110;
 inline constexpr double kTrainingHeldOutP90Error = 0.2285;

@@ -566,11 +566,32 @@ Result<MemoryEstimate> DetailedEstimate(const ModelShape& model_in, const Worklo
         wc.formula += " -> offloaded to host memory";
         wc.bytes = 0;
       }
+      // FSDP under pipeline stages (torchtitan): a stage's parameters stay gathered from its
+      // first micro-batch's forward to the step's end (re-gathering them for every micro-batch
+      // would cost more than they weigh), and its gradients are kept unsharded in fp32 until
+      // the last micro-batch's backward reduce-scatters them.
+      const bool fsdp_pipelined = w.zero_stage >= 3 && layout.pipeline > 1 &&
+                                  !layout.layer_split && layout.zero_group() > 1 &&
+                                  !w.offload_params;
+      if (fsdp_pipelined) {
+        wc = Split("weights", weights,
+                   params + " params x " + B(wb) + " (" + std::string(PrecisionName(w.precision)) +
+                       ") = " + Gb(weights) + ", gathered for the whole step on each pipeline "
+                                              "stage (FSDP under pipeline parallel)",
+                   mp);
+      }
       e.components.push_back(wc);
-      double grads = m.total_params * wb;
+      double grads = m.total_params * (fsdp_pipelined ? 4 : wb);
       double optimizer_host = 0;
-      Component gc = Split("gradients", grads,
-                           params + " params x " + B(wb) + " gradients = " + Gb(grads), shard_g);
+      Component gc =
+          fsdp_pipelined
+              ? Split("gradients", grads,
+                      params + " params x 4 B fp32 gradients, unsharded until the step's last "
+                               "micro-batch reduce-scatters them (FSDP under pipeline parallel) = " +
+                          Gb(grads),
+                      mp)
+              : Split("gradients", grads,
+                      params + " params x " + B(wb) + " gradients = " + Gb(grads), shard_g);
       if (w.offload_optimizer && w.zero_stage >= 2) {
         // ZeRO-Offload / FSDP CPU offload: the optimizer steps on the CPU, so the reduced gradient
         // shards are copied out as they are produced (fp32 on the host).
