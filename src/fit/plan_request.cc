@@ -3,6 +3,7 @@
 #include "fit/limits.h"
 #include "fit/plan.h"
 #include "sizing/limits.h"
+#include "sizing/parallel.h"
 
 namespace gpuhub::fit {
 namespace {
@@ -183,7 +184,22 @@ Result<PlanRequest> ResolvePlanRequest(const RequestFields& fields, const Reques
                  "tokens");
     }
   }
+  if (ask.vp && *ask.vp > 1 && !(ask.pp && *ask.pp > 1)) {
+    return Bad("virtual pipeline stages interleave pipeline stages: give --pp 2 or more", "vp");
+  }
   GPUHUB_ASSIGN_OR_RETURN(r.fit, ResolveFitRequest(f, context, catalog));
+  if (ask.NamesDegrees()) {
+    // The degrees asked for must suit the model (tensor parallel dividing its heads, no more
+    // pipeline stages than layers), or no configuration could ever be planned.
+    sizing::Workload w = r.fit.workload;
+    w.gpus = ask.gpus.value_or(1);
+    w.tensor_parallel = ask.tp.value_or(1);
+    w.pipeline_parallel = ask.pp.value_or(1);
+    w.context_parallel = ask.cp.value_or(1);
+    w.virtual_pipeline = ask.vp.value_or(1);
+    w.data_parallel = ask.dp.value_or(0);
+    GPUHUB_RETURN_IF_ERROR(sizing::ValidateLayoutForModel(r.fit.model, w));
+  }
   if (gpu) r.fit.filters.gpu = gpu;
   if (!serving) {
     TrainingJob& t = r.training;
