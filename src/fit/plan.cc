@@ -364,39 +364,37 @@ class Planner {
   std::optional<Timed> TimeLayout(const Card& card, const sizing::Workload& w, double per_card,
                                   const std::string& name, std::vector<std::string>& considered,
                                   std::string& first_error) {
-      Timed t;
-      t.workload = w;
-      t.per_card_bytes = per_card;
-      if (request_.serving) {
-        const ServingJob& job = request_.serving_job;
-        auto rate = ServingRateOn(request_.fit.model, w, job.prompt_tokens, job.output_tokens,
-                                  card.rates, request_.utilisation);
-        if (!rate.ok()) {
-          considered.push_back(name + ": " + rate.status().message());
-          if (first_error.empty()) first_error = rate.status().message();
-          return std::nullopt;
-        }
-        t.tokens_per_second = rate->output_tokens_per_second;
-        t.prompt_tokens_per_second = rate->prompt_tokens_per_second;
-        t.decode_tokens_per_second = rate->decode_tokens_per_second;
-        t.explain = std::move(rate->explain);
-      } else {
-        auto rate = TrainingRateOn(request_.fit.model, w, card.rates, request_.utilisation);
-        if (!rate.ok()) {
-          considered.push_back(name + ": " + rate.status().message());
-          if (first_error.empty()) first_error = rate.status().message();
-          return std::nullopt;
-        }
-        t.tokens_per_second = rate->tokens_per_second;
-        t.explain = std::move(rate->explain);
+    Timed t;
+    t.workload = w;
+    t.per_card_bytes = per_card;
+    if (request_.serving) {
+      const ServingJob& job = request_.serving_job;
+      auto rate = ServingRateOn(request_.fit.model, w, job.prompt_tokens, job.output_tokens,
+                                card.rates, request_.utilisation);
+      if (!rate.ok()) {
+        considered.push_back(name + ": " + rate.status().message());
+        if (first_error.empty()) first_error = rate.status().message();
+        return std::nullopt;
       }
-      considered.push_back(name + ": " + FormatFixed(t.tokens_per_second, 0) +
-                           (request_.serving ? " output" : "") + " tokens/s, " +
-                           sizing::FormatGb(per_card) + " per card" +
-                           (request_.serving && request_.batch_max
-                                ? ", batch " + std::to_string(w.batch)
-                                : ""));
-      return t;
+      t.tokens_per_second = rate->output_tokens_per_second;
+      t.prompt_tokens_per_second = rate->prompt_tokens_per_second;
+      t.decode_tokens_per_second = rate->decode_tokens_per_second;
+      t.explain = std::move(rate->explain);
+    } else {
+      auto rate = TrainingRateOn(request_.fit.model, w, card.rates, request_.utilisation);
+      if (!rate.ok()) {
+        considered.push_back(name + ": " + rate.status().message());
+        if (first_error.empty()) first_error = rate.status().message();
+        return std::nullopt;
+      }
+      t.tokens_per_second = rate->tokens_per_second;
+      t.explain = std::move(rate->explain);
+    }
+    considered.push_back(
+        name + ": " + FormatFixed(t.tokens_per_second, 0) + (request_.serving ? " output" : "") +
+        " tokens/s, " + sizing::FormatGb(per_card) + " per card" +
+        (request_.serving && request_.batch_max ? ", batch " + std::to_string(w.batch) : ""));
+    return t;
   }
 
   Status Consider(const Card& card, int count, PlanResult& result) {

@@ -25,8 +25,8 @@ struct Degrees {
 }  // namespace
 
 std::vector<Workload> CandidateLayouts(const Workload& base, const sizing::ModelShape& model,
-                                       int count, const LayoutAsk& ask,
-                                       const LayoutLimits& limits, std::string* why_none) {
+                                       int count, const LayoutAsk& ask, const LayoutLimits& limits,
+                                       std::string* why_none) {
   const Method m = base.method;
   const bool serving = m == Method::kInference;
   const bool full = m == Method::kFullFineTune;
@@ -91,8 +91,7 @@ std::vector<Workload> CandidateLayouts(const Workload& base, const sizing::Model
       // published link.
       if (limits.link_known) degrees.push_back({1, 1, 1, count, 0, false});
     } else {
-      const bool engine_splits_tensors =
-          !serving || sizing::TraitsOf(base.engine).pipelines_stages;
+      const bool engine_splits_tensors = !serving || sizing::TraitsOf(base.engine).pipelines_stages;
       for (int t : tps) {
         if (t > 1 && !engine_splits_tensors) continue;
         for (int p : pps) {

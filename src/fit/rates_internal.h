@@ -8,9 +8,7 @@
 
 namespace gpuhub::fit::rates_internal {
 
-inline std::string Tf(double flops_per_s) {
-  return FormatFixed(flops_per_s / 1e12, 1) + " TFLOPS";
-}
+inline std::string Tf(double flops_per_s) { return FormatFixed(flops_per_s / 1e12, 1) + " TFLOPS"; }
 inline std::string Sec(double s) {
   if (s >= 1) return FormatFixed(s, 3) + " s";
   if (s >= 1e-3) return FormatFixed(s * 1e3, 2) + " ms";

@@ -18,8 +18,8 @@ Result<ServingRate> ServingRateOn(const sizing::ModelShape& model, const sizing:
                                   std::int64_t prompt_tokens, std::int64_t output_tokens,
                                   const CardRates& card, int count, Parallelism parallelism,
                                   const UtilisationOverride& over) {
-  return ServingRateOn(model, WithParallelism(w, count, parallelism), prompt_tokens,
-                       output_tokens, card, over);
+  return ServingRateOn(model, WithParallelism(w, count, parallelism), prompt_tokens, output_tokens,
+                       card, over);
 }
 
 Result<ServingRate> ServingRateOn(const sizing::ModelShape& model, const sizing::Workload& w,
@@ -46,17 +46,16 @@ Result<ServingRate> ServingRateOn(const sizing::ModelShape& model, const sizing:
   const bool fp8 = w.precision == Precision::kFp8 && card.fp8_tflops;
   // Blackwell's dense FP4 rate is twice its FP8 rate (NVIDIA B200 datasheet: 9 vs 4.5 PFLOPS).
   const double peak_tflops = fp4 && card.fp8_tflops ? 2 * *card.fp8_tflops
-                             : fp8                   ? *card.fp8_tflops
-                                                     : *card.bf16_tflops;
+                             : fp8                  ? *card.fp8_tflops
+                                                    : *card.bf16_tflops;
   const char* peak_name = fp4 && card.fp8_tflops ? " FP4 (2 x FP8)" : fp8 ? " FP8" : " BF16";
   const double peak = peak_tflops * 1e12;
   r.utilisation_prefill = over.training_or_prefill.value_or(defaults.prefill);
   const double int4 =
       engine.int4_decode_efficiency > 0 ? engine.int4_decode_efficiency : kInt4DecodeEfficiency;
   const double format = w.precision == Precision::kInt8 ? kInt8DecodeEfficiency
-                        : w.precision == Precision::kInt4 || w.precision == Precision::kNf4
-                            ? int4
-                            : 1.0;
+                        : w.precision == Precision::kInt4 || w.precision == Precision::kNf4 ? int4
+                                                                                            : 1.0;
   r.decode_bandwidth = over.decode_bandwidth.value_or(
       std::min(0.95, defaults.decode_bandwidth * format * engine.decode_bandwidth_factor));
   const std::int64_t kv_tokens = prompt_tokens + output_tokens / 2;
@@ -66,8 +65,7 @@ Result<ServingRate> ServingRateOn(const sizing::ModelShape& model, const sizing:
   const double rate = peak * r.utilisation_prefill;
   // Pipeline stages work on micro-batches at once where the engine pipelines and the batch has a
   // sequence for every stage; otherwise the stages take turns (a layer split).
-  const bool pipelined =
-      !l.layer_split && p > 1 && engine.pipelines_stages && batch >= p;
+  const bool pipelined = !l.layer_split && p > 1 && engine.pipelines_stages && batch >= p;
   const double stage_concurrency = pipelined ? p : 1;
   // Tensor parallel splits the KV heads up to their number (the rest are replicated; MLA's
   // latent is read whole by every rank).
@@ -75,19 +73,19 @@ Result<ServingRate> ServingRateOn(const sizing::ModelShape& model, const sizing:
   const double kv_traffic = sizing::KvTrafficFactor(w.engine, model.heads, model.kv_heads);
   double bandwidth = *card.bandwidth_gb_per_s * 1e9 * r.decode_bandwidth;
   // Some engines' decode kernels read no faster than their own ceiling, however fast the card.
-  const double ceiling = format < 1 ? engine.quantized_decode_ceiling_gb_per_s
-                                    : engine.decode_ceiling_gb_per_s;
+  const double ceiling =
+      format < 1 ? engine.quantized_decode_ceiling_gb_per_s : engine.decode_ceiling_gb_per_s;
   const bool capped = ceiling > 0 && !over.decode_bandwidth && bandwidth > ceiling * 1e9;
   if (capped) bandwidth = ceiling * 1e9;
   // Each rank reads its share of the weights once per micro-batch pass: stage after stage, or
   // every stage for each of the p micro-batches, the weights take the same time; the KV cache
   // of concurrent micro-batches is read in parallel.
   const double weights_time = work.decode_weight_bytes / t / bandwidth;
-  const double kv_time = work.decode_kv_bytes * kv_traffic / kv_split / bandwidth /
-                         stage_concurrency;
+  const double kv_time =
+      work.decode_kv_bytes * kv_traffic / kv_split / bandwidth / stage_concurrency;
   const double memory = weights_time + kv_time;
-  const double compute = static_cast<double>(batch) * work.decode_flops_per_token /
-                         (t * stage_concurrency) / rate;
+  const double compute =
+      static_cast<double>(batch) * work.decode_flops_per_token / (t * stage_concurrency) / rate;
   // Tensor parallel: two all-reduces of the batch's hidden states per layer per step.
   std::string tp_note;
   double tp_step = 0, tp_prefill = 0;
@@ -95,13 +93,13 @@ Result<ServingRate> ServingRateOn(const sizing::ModelShape& model, const sizing:
     std::optional<double> link = GroupLinkGbPerS(card, gpus, t, 1, &tp_note);
     if (!link) {
       link = kUnpublishedPcieGbPerS;
-      tp_note = "link not published: PCIe Gen4 x16, " + FormatFixed(*link, 0) +
-                " GB/s one way, assumed";
+      tp_note =
+          "link not published: PCIe Gen4 x16, " + FormatFixed(*link, 0) + " GB/s one way, assumed";
     }
     const double latency = rates_internal::CollectiveLatencySeconds(card, gpus, t, 1);
-    tp_step = 2.0 * model.layers *
-              RingSeconds(2, t, static_cast<double>(batch) * model.hidden * 2, *link * 1e9,
-                          latency, 1);
+    tp_step =
+        2.0 * model.layers *
+        RingSeconds(2, t, static_cast<double>(batch) * model.hidden * 2, *link * 1e9, latency, 1);
     if (prompt_tokens > 0) {
       tp_prefill = 2.0 * model.layers *
                    RingSeconds(2, t, static_cast<double>(prompt_tokens) * model.hidden * 2,
@@ -138,24 +136,24 @@ Result<ServingRate> ServingRateOn(const sizing::ModelShape& model, const sizing:
 
   r.explain.push_back(
       "layout: " + sizing::LayoutName(l, w.method) + " on " + std::to_string(gpus) + " GPU" +
-      (gpus == 1 ? "" : "s") + (replicas > 1 ? " (" + std::to_string(replicas) + " replicas)" : "") +
+      (gpus == 1 ? "" : "s") +
+      (replicas > 1 ? " (" + std::to_string(replicas) + " replicas)" : "") +
       (w.engine != sizing::ServingEngine::kUnspecified
-           ? "; engine " + std::string(sizing::ServingEngineName(w.engine)) + ": " +
-                 engine.source
+           ? "; engine " + std::string(sizing::ServingEngineName(w.engine)) + ": " + engine.source
            : ""));
   r.explain.push_back("work: " + work.formula);
-  r.explain.push_back(
-      "prefill: " + std::to_string(prompt_tokens) + " prompt tokens x " +
-      sizing::FormatCount(work.prefill_flops_per_token) + " FLOPs / (" +
-      FormatFixed(peak_tflops, 1) + peak_name + " TFLOPS x " +
-      FormatFixed(r.utilisation_prefill, 2) + (over.training_or_prefill ? " given" : "") +
-      (prefill_cards > 1 ? " x " + FormatFixed(prefill_cards, 0) + " cards" : "") +
-      "; attention at " + FormatFixed(attention_share, 2) + " of it" +
-      ")" + (tp_prefill > 0 ? " + tensor-parallel all-reduces " + Sec(tp_prefill) : "") + " = " +
-      Sec(r.prefill_seconds_per_request) + " per request" +
-      (r.prompt_tokens_per_second > 0
-           ? " (" + FormatFixed(r.prompt_tokens_per_second, 0) + " prompt tokens/s)"
-           : ""));
+  r.explain.push_back("prefill: " + std::to_string(prompt_tokens) + " prompt tokens x " +
+                      sizing::FormatCount(work.prefill_flops_per_token) + " FLOPs / (" +
+                      FormatFixed(peak_tflops, 1) + peak_name + " TFLOPS x " +
+                      FormatFixed(r.utilisation_prefill, 2) +
+                      (over.training_or_prefill ? " given" : "") +
+                      (prefill_cards > 1 ? " x " + FormatFixed(prefill_cards, 0) + " cards" : "") +
+                      "; attention at " + FormatFixed(attention_share, 2) + " of it" + ")" +
+                      (tp_prefill > 0 ? " + tensor-parallel all-reduces " + Sec(tp_prefill) : "") +
+                      " = " + Sec(r.prefill_seconds_per_request) + " per request" +
+                      (r.prompt_tokens_per_second > 0
+                           ? " (" + FormatFixed(r.prompt_tokens_per_second, 0) + " prompt tokens/s)"
+                           : ""));
   r.explain.push_back(
       "decode step at batch " + std::to_string(batch) + ": max(memory: weights " +
       sizing::FormatGb(work.decode_weight_bytes) + (t > 1 ? " / " + std::to_string(t) : "") +
@@ -164,9 +162,8 @@ Result<ServingRate> ServingRateOn(const sizing::ModelShape& model, const sizing:
                             " (the dynamic cache concatenated and expanded to every query head "
                             "each step)"
                       : "") +
-      (kv_split * stage_concurrency > 1
-           ? " / " + FormatFixed(kv_split * stage_concurrency, 0)
-           : "") +
+      (kv_split * stage_concurrency > 1 ? " / " + FormatFixed(kv_split * stage_concurrency, 0)
+                                        : "") +
       (capped ? " at the engine's ceiling of " + FormatFixed(ceiling, 0) + " GB/s"
               : " at " + FormatFixed(*card.bandwidth_gb_per_s, 0) + " GB/s x " +
                     FormatFixed(r.decode_bandwidth, 2) + (over.decode_bandwidth ? " given" : "")) +
@@ -174,21 +171,21 @@ Result<ServingRate> ServingRateOn(const sizing::ModelShape& model, const sizing:
       (tp_step > 0 ? " + tensor parallel 2 x " + std::to_string(model.layers) +
                          " all-reduces over " + tp_note + " = " + Sec(tp_step)
                    : "") +
-      (host > gpu_step ? "; host-bound: " + std::to_string(model.layers) + " layers x " +
-                             Sec(engine.host_seconds_per_layer) + " launched from Python = " +
-                             Sec(host)
-                       : "") +
+      (host > gpu_step
+           ? "; host-bound: " + std::to_string(model.layers) + " layers x " +
+                 Sec(engine.host_seconds_per_layer) + " launched from Python = " + Sec(host)
+           : "") +
       " = " + Sec(r.decode_step_seconds) +
       (l.layer_split ? " (layers split: the cards read their shares one after another)"
        : pipelined   ? " (" + std::to_string(p) + " pipeline stages on micro-batches at once)"
                      : "") +
       " (" + FormatFixed(r.decode_tokens_per_second, 1) + " decode tokens/s)");
-  r.explain.push_back(
-      "throughput: " + std::to_string(replicas) + " replica(s) x " + std::to_string(batch) +
-      " sequences x " + std::to_string(output_tokens) + " output tokens / (" +
-      std::to_string(batch) + " prefills x " + Sec(r.prefill_seconds_per_request) + " + " +
-      std::to_string(output_tokens) + " steps x " + Sec(r.decode_step_seconds) + ") = " +
-      FormatFixed(r.output_tokens_per_second, 1) + " output tokens/s");
+  r.explain.push_back("throughput: " + std::to_string(replicas) + " replica(s) x " +
+                      std::to_string(batch) + " sequences x " + std::to_string(output_tokens) +
+                      " output tokens / (" + std::to_string(batch) + " prefills x " +
+                      Sec(r.prefill_seconds_per_request) + " + " + std::to_string(output_tokens) +
+                      " steps x " + Sec(r.decode_step_seconds) +
+                      ") = " + FormatFixed(r.output_tokens_per_second, 1) + " output tokens/s");
   return r;
 }
 

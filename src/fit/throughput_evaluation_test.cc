@@ -93,8 +93,8 @@ std::vector<Outcome> RunAll(const std::string& file_name) {
     auto fields = ParseRequestJson(body.dump(), RequestKind::kPlan);
     EXPECT_TRUE(fields.ok()) << id << ": " << fields.status().ToString();
     if (!fields.ok()) continue;
-    auto request = ResolvePlanRequest(*fields, RequestContext{evaluation::DataDir(), false},
-                                      catalog, 0);
+    auto request =
+        ResolvePlanRequest(*fields, RequestContext{evaluation::DataDir(), false}, catalog, 0);
     EXPECT_TRUE(request.ok()) << id << ": " << request.status().ToString();
     if (!request.ok()) continue;
     auto result = Plan(catalog, *request, offers, false);
@@ -136,8 +136,8 @@ void Print(const char* title, const std::vector<Outcome>& outcomes) {
   std::printf("%s\n| run | layout | measured tok/s | estimate | error |\n|---|---|---|---|---|\n",
               title);
   for (const auto& o : outcomes) {
-    std::printf("| %s | %s | %.0f | %.0f | %+.1f%% |\n", o.id.c_str(), o.layout.c_str(),
-                o.measured, o.estimate, 100 * o.error);
+    std::printf("| %s | %s | %.0f | %.0f | %+.1f%% |\n", o.id.c_str(), o.layout.c_str(), o.measured,
+                o.estimate, 100 * o.error);
   }
   std::printf("| set | runs | median | p90 | worst |\n|---|---|---|---|---|\n");
   for (const auto& [kind, errors] : ByKind(outcomes)) {

@@ -68,13 +68,13 @@ Status ValidateLayout(const Workload& w) {
                "cp");
   }
   if (!NamesLayout(w)) return Status::Ok();
-  const long long shards = static_cast<long long>(w.tensor_parallel) * w.pipeline_parallel *
-                           w.context_parallel;
+  const long long shards =
+      static_cast<long long>(w.tensor_parallel) * w.pipeline_parallel * w.context_parallel;
   const long long data = w.data_parallel > 0 ? w.data_parallel : w.gpus / shards;
   if (shards > w.gpus || data * shards != w.gpus) {
     const std::string product =
-        "tp " + std::to_string(w.tensor_parallel) + " x pp " +
-        std::to_string(w.pipeline_parallel) + " x cp " + std::to_string(w.context_parallel) +
+        "tp " + std::to_string(w.tensor_parallel) + " x pp " + std::to_string(w.pipeline_parallel) +
+        " x cp " + std::to_string(w.context_parallel) +
         (w.data_parallel > 0 ? " x dp " + std::to_string(w.data_parallel) : "");
     return bad("the layout must use every GPU: " + product + " does not make " +
                    std::to_string(w.gpus) + " GPUs" +

@@ -130,7 +130,7 @@ TEST(Layout, PipelineStagesHoldTheirLayersAndMicroBatchesInFlight) {
   // beside the logits. The larger is the card figure, the activations of one stage.
   const double per_layer_micro =
       ActivationBytesPerTokenPerLayer(m, pp) * 2048.0;  // one layer, one micro-batch
-  const double first = 8 * 4 * per_layer_micro;  // + backward temporaries
+  const double first = 8 * 4 * per_layer_micro;         // + backward temporaries
   EXPECT_GT(Component(e, "activations"), first);
   EXPECT_LT(Component(e, "activations"), first * 1.1);
   EXPECT_DOUBLE_EQ(Component(e, "logits_and_loss"), 0);  // on the last stage, which peaks lower
@@ -184,8 +184,9 @@ TEST(Layout, Fp8TrainingKeepsTheLinearInputsInFp8) {
   Workload fp8 = bf16;
   fp8.fp8_training = true;
   // q/k/v, o, gate/up and down inputs: h + q + h + i elements, 1 B instead of 2.
-  EXPECT_DOUBLE_EQ(ActivationBytesPerTokenPerLayer(m, bf16) - ActivationBytesPerTokenPerLayer(m, fp8),
-                   4096 + 4096 + 4096 + 14336);
+  EXPECT_DOUBLE_EQ(
+      ActivationBytesPerTokenPerLayer(m, bf16) - ActivationBytesPerTokenPerLayer(m, fp8),
+      4096 + 4096 + 4096 + 14336);
   Workload serve;
   serve.fp8_training = true;
   EXPECT_EQ(ValidateWorkload(serve).field(), "fp8_training");
