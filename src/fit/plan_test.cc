@@ -260,6 +260,23 @@ TEST(Plan, RequestValidationNamesTheField) {
   epochs.epochs = 0;
   RequestFields huge = Lora8b(1);
   huge.tokens = 20'000'000'000'000'000;
+  RequestFields tp_heads = Lora8b(1);
+  tp_heads.tp = 3;
+  RequestFields tp_zero = Lora8b(1);
+  tp_zero.tp = 0;
+  RequestFields odd_product = Lora8b(1);
+  odd_product.gpus = 8;
+  odd_product.dp = 3;
+  RequestFields zero_stage = Lora8b(1);
+  zero_stage.zero = 4;
+  RequestFields vp_alone = Lora8b(1);
+  vp_alone.vp = 2;
+  RequestFields cp_serving = no_volume;
+  cp_serving.tokens_per_day = 1'000'000;
+  cp_serving.cp = 2;
+  RequestFields stages = Lora8b(1);
+  stages.pp = 64;
+  stages.gpus = 64;
   const Bad rows[] = {
       {"no tokens", no_tokens, "tokens", "--tokens (tokens per epoch) or --samples"},
       {"tokens and samples", both, "samples", "not both"},
@@ -273,6 +290,13 @@ TEST(Plan, RequestValidationNamesTheField) {
       {"days for training", days, "days", "--days applies to serving"},
       {"epochs 0", epochs, "epochs", "--epochs must be between 1 and 1000"},
       {"too many tokens", huge, "tokens", "--tokens must be between 1 and"},
+      {"tp not dividing the heads", tp_heads, "tp", "does not divide the model's 32 attention"},
+      {"tp 0", tp_zero, "tp", "--tp must be between 1 and 1024"},
+      {"degrees not making --gpus", odd_product, "gpus", "tp x pp x cp x dp is 3 GPUs, not the 8"},
+      {"zero 4", zero_stage, "zero", "--zero must be between 0 and 3"},
+      {"vp without pp", vp_alone, "vp", "give --pp 2 or more"},
+      {"cp for serving", cp_serving, "cp", "serving splits with --tp or --pp"},
+      {"more stages than layers", stages, "pp", "32 layers"},
   };
   for (const Bad& b : rows) {
     auto r = Resolve(b.fields);
