@@ -186,8 +186,8 @@ TEST(Plan, ServingReplicasAndCostPerMillionTokens) {
   auto rate = ServingRateOn(request.fit.model, request.fit.workload, 1024, 256,
                             RatesOf(*Fleet().FindTerm("H100 SXM")), 1, Parallelism::kSingle, {});
   ASSERT_TRUE(rate.ok());
-  const std::int64_t replicas = static_cast<std::int64_t>(
-      std::ceil(500e6 / (rate->output_tokens_per_second * 86400)));
+  const std::int64_t replicas =
+      static_cast<std::int64_t>(std::ceil(500e6 / (rate->output_tokens_per_second * 86400)));
   EXPECT_EQ(one->replicas, replicas);
   EXPECT_DOUBLE_EQ(one->hours, 7 * 24);
   ASSERT_TRUE(one->spot.has_value());
@@ -206,7 +206,7 @@ TEST(Plan, LiveOffersAreMatchedByCardCountRegionAndTime) {
   PlanRequest request = MustResolve(f);
   std::vector<MarketOffer> book = {
       Offer(1, "H100 SXM", 2, 2'000'000, "IAD-1", "2030-01-01T00:00:00Z"),
-      Offer(2, "H100 SXM", 8, 3'000'000, "IAD-1", "2026-05-29T00:00:00Z"),  // ends too soon
+      Offer(2, "H100 SXM", 8, 3'000'000, "IAD-1", "2026-05-29T00:00:00Z"),     // ends too soon
       Offer(3, "H100 SXM", 4, 2'500'000, "PDX-1", "2030-01-01T00:00:00Z", 4),  // 4 or more
   };
   auto result = Plan(Fleet(), request, book, true);
@@ -453,8 +453,7 @@ TEST(Plan, PcieTensorParallelPaysForItsLink) {
               64 * (2 * kCollectiveLatencySeconds + bytes / 32e9), 1e-9);
   EXPECT_NEAR(nvlink->tensor_parallel_seconds_per_step,
               64 * (kCollectiveLatencySeconds + bytes / 300e9), 1e-9);
-  EXPECT_GT(pcie->tensor_parallel_seconds_per_step,
-            2.5 * nvlink->tensor_parallel_seconds_per_step);
+  EXPECT_GT(pcie->tensor_parallel_seconds_per_step, 2.5 * nvlink->tensor_parallel_seconds_per_step);
 }
 
 TEST(Plan, BatchMaxPromptZeroAndBothRates) {
