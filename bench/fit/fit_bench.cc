@@ -122,6 +122,35 @@ void BM_PlanServingJsonRequest(benchmark::State& state) {
 }
 BENCHMARK(BM_PlanServingJsonRequest);
 
+// One node: a real model's full fine-tune, every layout of 1-8 cards of every card searched.
+void BM_PlanSingleNodeLayoutSearch(benchmark::State& state) {
+  PlanJson(state, R"({"model": "meta-llama/Llama-3.1-70B", "workload": "full", "seq": 4096,
+                      "tokens": 1000000000, "explain": true})");
+}
+BENCHMARK(BM_PlanSingleNodeLayoutSearch);
+
+// Serving with --batch max on every card and count: the largest batch of every layout.
+void BM_PlanServingBatchMax(benchmark::State& state) {
+  PlanJson(state, R"({"model": "meta-llama/Llama-3.1-70B", "workload": "infer", "batch": "max",
+                      "precision": "fp8", "engine": "vllm", "tokens_per_day": 1000000000})");
+}
+BENCHMARK(BM_PlanServingBatchMax);
+
+// Beyond one node: no node holds the 405B full fine-tune, so every card's smallest number of
+// nodes is searched (binary search, every layout of each count) and timed.
+void BM_PlanMultiNodeSearch(benchmark::State& state) {
+  PlanJson(state, R"({"model": "meta-llama/Llama-3.1-405B", "workload": "full", "seq": 8192,
+                      "tokens": 1000000000, "explain": true})");
+}
+BENCHMARK(BM_PlanMultiNodeSearch);
+
+// A fixed count of 64 cards (8 nodes), every layout of them on every card.
+void BM_PlanFixed64Gpus(benchmark::State& state) {
+  PlanJson(state, R"({"model": "meta-llama/Llama-3.1-70B", "workload": "full", "seq": 8192,
+                      "gpus": 64, "tokens": 1000000000})");
+}
+BENCHMARK(BM_PlanFixed64Gpus);
+
 // The plan engine alone (no JSON): a preset full fine-tune across every count of both fleets.
 void BM_PlanOnly(benchmark::State& state) {
   const Catalog& fleet = Fleet();

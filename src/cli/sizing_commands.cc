@@ -45,6 +45,8 @@ void FailWith(const Status& status) {
 struct Flags {
   std::string model, workload, precision, kv_precision, profile;
   std::string context, batch, seq, rank, gpus, zero, prefill_chunk, grad_accum;
+  std::string tp, pp, cp, dp, vp, recompute, engine, stack;
+  bool fp8_training = false;
   bool offload_optimizer = false, explain = false, json = false;
   std::string optimizer, lora_targets;
   bool lora_dropout = false, pure_bf16 = false, fused_kernels = false, chunked_loss = false;
@@ -69,6 +71,18 @@ struct Flags {
   }
 };
 
+// The parallel layout: size takes it as given, plan searches the degrees not given.
+void AddLayoutFlags(CLI::App* cmd, Flags& f) {
+  auto text = [&](const std::string& name, std::string& target, const std::string& help) {
+    f.options[name] = cmd->add_option(name, target, help);
+  };
+  text("--tp", f.tp, "tensor-parallel cards (every layer split across them)");
+  text("--pp", f.pp, "pipeline stages (1F1B in training; micro-batches at once when serving)");
+  text("--cp", f.cp, "training: context-parallel cards (each sequence split across them)");
+  text("--dp", f.dp, "data-parallel ranks (default: gpus / (tp x pp x cp))");
+  text("--vp", f.vp, "interleaved (virtual) pipeline stages per card");
+}
+
 void AddWorkloadFlags(CLI::App* cmd, Flags& f, bool for_size) {
   auto text = [&](const std::string& name, std::string& target, const std::string& help) {
     f.options[name] = cmd->add_option(name, target, help);
@@ -82,7 +96,9 @@ void AddWorkloadFlags(CLI::App* cmd, Flags& f, bool for_size) {
   text("--kv-precision", f.kv_precision, "KV cache: fp16 (default) or fp8 (inference)");
   text("--profile", f.profile, "guide (default for presets) or detailed");
   text("--context", f.context, "tokens in the KV cache per sequence (inference; default 8192)");
-  text("--batch", f.batch, "sequences (inference) or micro-batch (training); default 1");
+  text("--batch", f.batch,
+       "sequences (inference) or micro-batch (training); default 1; plan, serving: max = the "
+       "largest batch that fits");
   text("--seq", f.seq, "training sequence length in tokens (default 2048)");
   text("--rank", f.rank, "LoRA/QLoRA adapter rank (default 16)");
   text("--grad-accum", f.grad_accum,
@@ -94,7 +110,20 @@ void AddWorkloadFlags(CLI::App* cmd, Flags& f, bool for_size) {
   if (for_size) {
     text("--gpus", f.gpus, "GPUs the job is spread over (default 1)");
     text("--zero", f.zero, "ZeRO stage for full fine-tuning across GPUs: 0, 1, 2 or 3");
+    AddLayoutFlags(cmd, f);
   }
+  text("--recompute", f.recompute,
+       "training: full (gradient checkpointing, default), selective (norms and activation "
+       "functions) or none");
+  text("--stack", f.stack,
+       "training: pytorch (default: FSDP/DDP, Hugging Face, torchtitan, torchtune) or megatron "
+       "(NeMo, Megatron-LM: Transformer Engine)");
+  text("--engine", f.engine,
+       "inference: vllm, sglang, tensorrt-llm, llama.cpp or transformers (prefill chunking, "
+       "decode speed)");
+  f.options["--fp8-training"] = cmd->add_flag(
+      "--fp8-training", f.fp8_training,
+      "training: FP8 matmuls (Transformer Engine, torchao float8) on an FP8 card");
   cmd->add_flag("--offload-optimizer", f.offload_optimizer,
                 "training: keep the optimizer state in host memory");
   // Detailed profile (--profile detailed, the default for real models).
@@ -148,7 +177,19 @@ Result<fit::RequestFields> ToFields(const Flags& f) {
   r.kv_precision = text("--kv-precision", f.kv_precision);
   r.profile = text("--profile", f.profile);
   GPUHUB_ASSIGN_OR_RETURN(r.context, IntFlag(f, "--context", f.context));
-  GPUHUB_ASSIGN_OR_RETURN(r.batch, IntFlag(f, "--batch", f.batch));
+  if (f.Given("--batch") && f.batch == "max") {
+    r.batch_max = true;
+  } else {
+    GPUHUB_ASSIGN_OR_RETURN(r.batch, IntFlag(f, "--batch", f.batch));
+  }
+  GPUHUB_ASSIGN_OR_RETURN(r.tp, IntFlag(f, "--tp", f.tp));
+  GPUHUB_ASSIGN_OR_RETURN(r.pp, IntFlag(f, "--pp", f.pp));
+  GPUHUB_ASSIGN_OR_RETURN(r.cp, IntFlag(f, "--cp", f.cp));
+  GPUHUB_ASSIGN_OR_RETURN(r.dp, IntFlag(f, "--dp", f.dp));
+  GPUHUB_ASSIGN_OR_RETURN(r.vp, IntFlag(f, "--vp", f.vp));
+  r.recompute = text("--recompute", f.recompute);
+  r.engine = text("--engine", f.engine);
+  r.stack = text("--stack", f.stack);
   GPUHUB_ASSIGN_OR_RETURN(r.seq, IntFlag(f, "--seq", f.seq));
   GPUHUB_ASSIGN_OR_RETURN(r.prefill_chunk, IntFlag(f, "--prefill-chunk", f.prefill_chunk));
   GPUHUB_ASSIGN_OR_RETURN(r.grad_accum, IntFlag(f, "--grad-accum", f.grad_accum));
@@ -173,6 +214,7 @@ Result<fit::RequestFields> ToFields(const Flags& f) {
   r.flash_attention = given("--flash-attention", f.flash_attention);
   r.gradient_checkpointing = given("--gradient-checkpointing", f.gradient_checkpointing);
   r.double_quant = given("--double-quant", f.double_quant);
+  r.fp8_training = given("--fp8-training", f.fp8_training);
   r.explain = f.explain;
   r.cuda_only = f.cuda_only;
   r.in_stock = f.in_stock;
@@ -428,8 +470,12 @@ void AddSizingCommands(CLI::App& app) {
   auto plan_option = [&](const std::string& name, std::string& target, const std::string& help) {
     plan_flags.options[name] = plan->add_option(name, target, help);
   };
-  plan_option("--gpus", plan_flags.gpus, "not for plan: it tries every count itself");
-  plan_option("--zero", plan_flags.zero, "not for plan: it shards with ZeRO-3 itself");
+  plan_option("--gpus", plan_flags.gpus,
+              "a fixed number of GPUs (default: every count of each card; above 8, whole nodes "
+              "of 8)");
+  plan_option("--zero", plan_flags.zero, "training: ZeRO stage of the data-parallel group "
+                                         "(default: searched)");
+  AddLayoutFlags(plan, plan_flags);
   plan->add_flag("--cuda-only", plan_flags.cuda_only, "CUDA cards only (no ROCm)");
   plan_option("--region", plan_flags.region, "region code: DFW-1, IAD-1 or PDX-1");
   plan->add_flag("--in-stock", plan_flags.in_stock, "term: only sets free now");

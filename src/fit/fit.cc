@@ -63,16 +63,27 @@ std::string ShardedTrainingReason(const TermGpu& g, int count) {
   return name + " cannot shard training";
 }
 
+std::string MultiNodeName(const MultiNodeFit& m) {
+  static const char* kWords[] = {"zero", "one", "two",   "three", "four", "five",
+                                 "six",  "seven", "eight", "nine", "ten"};
+  const std::string n = m.nodes >= 0 && m.nodes <= 10 ? kWords[m.nodes] : std::to_string(m.nodes);
+  return n + " nodes of " + ConfigurationName(m.gpu->name, kNodeGpus);
+}
+
 std::string ConfigurationName(const std::string& gpu, int count) {
   return count == 1 ? gpu : std::to_string(count) + "x " + gpu;
 }
 
 bool NeedsFp8(const sizing::Workload& w) {
   bool fp8_weights = w.method != Method::kQlora && w.method != Method::kFullFineTune &&
-                     w.precision == Precision::kFp8;
+                     (w.precision == Precision::kFp8 || w.precision == Precision::kFp4);
   bool fp8_kv = w.method == Method::kInference && w.kv_precision == Precision::kFp8;
-  return fp8_weights || fp8_kv;
+  return fp8_weights || fp8_kv || w.fp8_training;
 }
+
+bool NeedsFp4(const sizing::Workload& w) { return sizing::NeedsFp4Hardware(w.precision); }
+
+bool HasFp4(catalog::Architecture a) { return a == catalog::Architecture::kBlackwell; }
 
 namespace {
 
@@ -84,6 +95,8 @@ std::string Gb(double bytes) { return FormatFixed(bytes / sizing::kBytesPerGb, 2
 std::string VramText(const TermGpu& g) { return FormatFixed(g.vram_gb, 0) + " GB"; }
 
 std::string Fp8Reason(const sizing::Workload& w) {
+  if (w.precision == Precision::kFp4) return "FP4 weights";
+  if (w.fp8_training) return "FP8 training";
   if (w.method == Method::kInference && w.kv_precision == Precision::kFp8 &&
       w.precision != Precision::kFp8) {
     return "an FP8 KV cache";
@@ -182,8 +195,79 @@ class Fitter {
         x.reason = Reason(p);
       }
     }
-    if (result.ranked.empty()) result.reason = NothingFitsReason(result);
+    if (result.ranked.empty()) {
+      result.reason = NothingFitsReason(result);
+      GPUHUB_RETURN_IF_ERROR(FindMultiNode(result));
+      if (result.multi_node) {
+        result.reason += "; multi-node: " + MultiNodeName(*result.multi_node) +
+                         " would hold it (" + Gb(result.multi_node->per_card_bytes) +
+                         " per card), request a quote (gpuhub quote-request, POST "
+                         "/v1/quote-requests)";
+      }
+    }
     return result;
+  }
+
+  // The cheapest whole number of nodes of one card that holds the job, when no set of one node
+  // does and memory is why: full fine-tuning shards with ZeRO-3 over every card (where the card
+  // shards 8-way), the rest split the layers. Binary search on the node count per card.
+  Status FindMultiNode(FitResult& result) {
+    // Only when memory is why: something that fit one node but was over budget or out of stock
+    // is the answer to change, not more nodes.
+    bool memory_is_why = false;
+    for (const Pending& p : pending_) {
+      if (p.kind == Exclusion::kOverBudget || p.kind == Exclusion::kOutOfStock ||
+          p.kind == Exclusion::kSmallerSetFits) {
+        return Status::Ok();
+      }
+      memory_is_why = memory_is_why || p.kind == Exclusion::kDoesNotFit;
+    }
+    if (!memory_is_why) return Status::Ok();
+    for (const TermGpu& g : catalog_.term) {
+      if (!g.AllowsCount(kNodeGpus)) continue;
+      if (filters_.gpu && g.name != *filters_.gpu) continue;
+      if (filters_.cuda_only && g.stack != catalog::Stack::kCuda) continue;
+      if (filters_.region && !g.InRegion(*filters_.region)) continue;
+      if (result.needs_fp8 && !g.fp8) continue;
+      if (NeedsFp4(workload_) && !HasFp4(g.compute.architecture)) continue;
+      if (workload_.method == Method::kFullFineTune &&
+          !catalog::AllowsShardedTraining(g.sharded_training, kNodeGpus)) {
+        continue;
+      }
+      const double vram = g.vram_gb * sizing::kBytesPerGb;
+      double per_card = 0;
+      auto fits = [&](int nodes) {
+        auto e = sizing::EstimateMemory(model_, OnCards(workload_, nodes * kNodeGpus));
+        if (!e.ok() || e->card_bytes() > vram) return false;
+        per_card = e->card_bytes();
+        return true;
+      };
+      int hi = 2;
+      while (hi <= kMaxFitNodes && !fits(hi)) hi *= 2;
+      if (hi > kMaxFitNodes) {
+        if (!fits(kMaxFitNodes)) continue;
+        hi = kMaxFitNodes;
+      }
+      int lo = hi / 2;
+      while (hi - lo > 1) {
+        const int mid = (lo + hi) / 2;
+        if (fits(mid)) {
+          hi = mid;
+        } else {
+          lo = mid;
+        }
+      }
+      fits(hi);  // per_card of the answer
+      GPUHUB_ASSIGN_OR_RETURN(std::int64_t set,
+                              catalog::SetPriceMicros(catalog_, g, kNodeGpus, catalog::Term::kMonthly));
+      std::int64_t monthly = 0;
+      if (!CheckedMul(set, hi, &monthly)) continue;
+      if (filters_.max_monthly_micros && monthly > *filters_.max_monthly_micros) continue;
+      if (!result.multi_node || monthly < result.multi_node->monthly_micros) {
+        result.multi_node = MultiNodeFit{&g, hi, per_card, monthly};
+      }
+    }
+    return Status::Ok();
   }
 
  private:
@@ -237,6 +321,10 @@ class Fitter {
         return g.name + " is offered in " + regions + " only, not " + *filters_.region;
       }
       case Exclusion::kNeedsFp8:
+        if (NeedsFp4(workload_)) {
+          return "FP4 weights need FP4 tensor cores (Blackwell); " + g.name + " is " +
+                 std::string(catalog::ArchitectureName(g.compute.architecture));
+        }
         return Fp8Reason(workload_) + " need an FP8 card; " + g.name + " has no FP8";
       case Exclusion::kSingleCardFits:
         return "a single card holds this job; sets are considered only when none does";
@@ -281,7 +369,7 @@ class Fitter {
       Exclude(g, count, Exclusion::kRegion);
       return Status::Ok();
     }
-    if (result.needs_fp8 && !g.fp8) {
+    if ((result.needs_fp8 && !g.fp8) || (NeedsFp4(workload_) && !HasFp4(g.compute.architecture))) {
       Exclude(g, count, Exclusion::kNeedsFp8);
       return Status::Ok();
     }
@@ -466,6 +554,11 @@ Status ValidateFitInput(const Catalog& catalog, const sizing::Workload& workload
     if (g == nullptr) {
       return Status::InvalidArgument("unknown GPU '" + filters.gpu->substr(0, 40) +
                                      "' (term fleet: " + catalog.TermNames() + ")");
+    }
+    if (NeedsFp4(workload) && !HasFp4(g->compute.architecture)) {
+      return Status::InvalidArgument(g->name + " has no FP4 tensor cores: FP4 weights need a "
+                                     "Blackwell card (B200)")
+          .WithField("precision");
     }
     if (NeedsFp8(workload) && !g->fp8) {
       std::string fp8_cards;

@@ -85,8 +85,23 @@ struct Excluded {
   std::string reason;  // a sentence for people: "needs 71.3 GB per card, A40 has 48 GB"
 };
 
+// When no set of one node holds the job: the cheapest whole number of nodes (kNodeGpus cards
+// each) that does, by list price. The fleet rents nodes of up to 8 cards, so this is a quote
+// request (POST /v1/quote-requests), not a rental: the price is indicative.
+inline constexpr int kNodeGpus = 8;
+inline constexpr int kMaxFitNodes = 128;
+struct MultiNodeFit {
+  const catalog::TermGpu* gpu = nullptr;
+  int nodes = 0;
+  double per_card_bytes = 0;
+  std::int64_t monthly_micros = 0;  // nodes x the 8-card set's monthly list price
+};
+// "five nodes of 8x MI300X"
+std::string MultiNodeName(const MultiNodeFit& m);
+
 struct FitResult {
   sizing::MemoryEstimate required;  // the job on one GPU: required.per_gpu_bytes is "required_gb"
+  std::optional<MultiNodeFit> multi_node;  // set when nothing fits one node but nodes would
   bool needs_fp8 = false;
   bool considered_sets = false;    // no single card fit, so multi-card sets were ranked
   std::vector<Candidate> ranked;   // cheapest first; empty when nothing fits
@@ -110,8 +125,12 @@ Result<FitResult> Fit(const catalog::Catalog& catalog, const sizing::ModelShape&
                       const sizing::Workload& workload, const Filters& filters,
                       const FitOptions& options = {});
 
-// True when the workload needs an FP8 card: FP8 weights (inference, LoRA base) or FP8 KV cache.
+// True when the workload needs an FP8 card: FP8 (or FP4) weights (inference, LoRA base), an FP8
+// KV cache or FP8 training.
 bool NeedsFp8(const sizing::Workload& workload);
+// FP4 weights: Blackwell cards only.
+bool NeedsFp4(const sizing::Workload& workload);
+bool HasFp4(catalog::Architecture architecture);
 
 // Lines that show how a candidate's figures were made: each memory component's formula, the
 // headroom, the price and the decode ceiling.

@@ -142,6 +142,7 @@ Result<Guide> BuildGuide(const catalog::Catalog& catalog) {
       cell.required_bytes = fit.required.card_bytes();
       if (fit.ranked.empty()) {
         cell.reason = fit.reason;
+        cell.multi_node = fit.multi_node;
       } else {
         cell.best = std::move(fit.ranked.front());
       }

@@ -83,6 +83,7 @@ struct GuideCheapestCell {
   std::string preset;
   std::string column;  // one of kGuideCheapestColumns
   std::optional<Candidate> best;
+  std::optional<MultiNodeFit> multi_node;  // no single node holds it: nodes, and a quote
   double required_bytes = 0;
   std::string reason;  // when best is empty
 };

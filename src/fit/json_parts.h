@@ -29,6 +29,8 @@ Json NotesJson(const sizing::ModelShape& model, const std::vector<std::string>& 
                const sizing::MemoryEstimate& estimate);
 Json ModelJson(const sizing::ModelShape& m);
 Json WorkloadJson(const sizing::Workload& w, const sizing::MemoryEstimate& e);
+// "full", "selective" or "none": how a training workload recomputes activations.
+const char* RecomputeName(const sizing::Workload& w);
 Json ComponentJson(const sizing::Component& c);
 Json ComponentsJson(const sizing::MemoryEstimate& e);
 Json OutsideAllocatorJson(const sizing::MemoryEstimate& e);

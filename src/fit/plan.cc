@@ -4,11 +4,14 @@
 #include <cmath>
 #include <map>
 #include <memory>
+#include <tuple>
 
 #include "core/money.h"
 #include "core/strings.h"
 #include "catalog/limits.h"
 #include "fit/limits.h"
+#include "sizing/limits.h"
+#include "sizing/parallel.h"
 
 namespace gpuhub::fit {
 
@@ -46,6 +49,12 @@ Result<TermMix> CheapestTermMix(std::int64_t hours, std::int64_t monthly, std::i
 namespace {
 
 std::string Usd(std::int64_t micros) { return "$" + catalog::FormatUsd(micros); }
+
+std::string Join(const std::vector<std::string>& items, const char* separator) {
+  std::string out;
+  for (const auto& item : items) out += (out.empty() ? "" : separator) + item;
+  return out;
+}
 std::string Tokens(double t) { return FormatFixed(t, 0); }
 
 // "1 month", "2 weeks", "1 month + 2 weeks".
@@ -89,6 +98,12 @@ std::vector<Card> Cards(const catalog::Catalog& c) {
   return cards;
 }
 
+// Layouts timed per card and count: the first ones that fit, in plan_layouts.h's order (more
+// model shards and heavier ZeRO stages communicate more, so later ones rarely win).
+constexpr std::size_t kMaxTimedLayouts = 4;
+// Nodes a multi-node plan may ask for (kMaxGpus / kGpusPerNode).
+constexpr int kMaxPlanNodes = sizing::kMaxGpus / kGpusPerNode;
+
 class Planner {
  public:
   Planner(const catalog::Catalog& catalog, const PlanRequest& request,
@@ -106,10 +121,11 @@ class Planner {
     } else {
       result.total_tokens = request_.training.total_tokens;
     }
-    GPUHUB_ASSIGN_OR_RETURN(auto single, EstimateFor(1));
+    GPUHUB_ASSIGN_OR_RETURN(auto single, EstimateFor(OnCards(w, 1)));
     result.required = *single;
     const bool needs_fp8 = NeedsFp8(w);
     const Filters& f = request_.fit.filters;
+    std::vector<Card> cards;
     for (const Card& card : Cards(catalog_)) {
       auto exclude_all = [&](const std::string& why) {
         result.excluded.push_back({card.name, 1, why});
@@ -122,17 +138,66 @@ class Planner {
         exclude_all(card.name + " runs ROCm, not CUDA");
         continue;
       }
-      if (needs_fp8 && !card.fp8) {
-        exclude_all("FP8 weights or KV cache need an FP8 card; " + card.name + " has none");
+      if (NeedsFp4(w) && !HasFp4(card.rates.architecture)) {
+        exclude_all("FP4 weights need FP4 tensor cores (Blackwell); " + card.name + " has none");
         continue;
       }
-      std::vector<int> counts = card.term ? card.term->counts : std::vector<int>{1, 2, 4, 8};
-      for (int count : counts) {
-        GPUHUB_RETURN_IF_ERROR(Consider(card, count, result));
+      if (needs_fp8 && !card.fp8) {
+        exclude_all(Fp8Phrase(w) + " need an FP8 card; " + card.name + " has none");
+        continue;
+      }
+      cards.push_back(card);
+    }
+    const std::optional<int> fixed = request_.layout.gpus;
+    for (const Card& card : cards) {
+      if (fixed && *fixed > kGpusPerNode) continue;  // whole nodes: below
+      // The term fleet's counts, and whatever one machine of the spot exchange can hold.
+      std::vector<int> counts = card.term ? card.term->counts : std::vector<int>{};
+      if (card.spot != nullptr) {
+        for (int n : {1, 2, 4, 8}) {
+          if (std::find(counts.begin(), counts.end(), n) == counts.end()) counts.push_back(n);
+        }
+        std::sort(counts.begin(), counts.end());
+      }
+      if (fixed) {
+        if (std::find(counts.begin(), counts.end(), *fixed) == counts.end()) {
+          result.excluded.push_back({card.name, *fixed, card.name + " is not rented in sets of " +
+                                                            std::to_string(*fixed)});
+          continue;
+        }
+        counts = {*fixed};
+      }
+      for (int count : counts) GPUHUB_RETURN_IF_ERROR(Consider(card, count, result));
+    }
+    // Beyond one node: asked for, or the only way the job fits.
+    if (fixed && *fixed > kGpusPerNode) {
+      for (const Card& card : cards) {
+        if (!CanRentWholeNodes(card)) {
+          result.excluded.push_back({card.name, *fixed, WholeNodesReason(card)});
+          continue;
+        }
+        GPUHUB_RETURN_IF_ERROR(Consider(card, *fixed, result));
+      }
+    } else if (!fixed && result.ranked.empty()) {
+      for (const Card& card : cards) {
+        if (!CanRentWholeNodes(card)) continue;
+        const int nodes = SmallestNodes(card);
+        if (nodes == 0) {
+          result.excluded.push_back(
+              {card.name, kGpusPerNode * kMaxPlanNodes,
+               "does not fit even " + std::to_string(kMaxPlanNodes) + " nodes of " +
+                   std::to_string(kGpusPerNode)});
+          continue;
+        }
+        GPUHUB_RETURN_IF_ERROR(Consider(card, nodes * kGpusPerNode, result));
       }
     }
     std::stable_sort(result.ranked.begin(), result.ranked.end(),
                      [](const PlanOption& a, const PlanOption& b) {
+                       if (a.quote.has_value() != b.quote.has_value()) return !a.quote;
+                       if (a.memory_warning.empty() != b.memory_warning.empty()) {
+                         return a.memory_warning.empty();
+                       }
                        if (a.best_micros != b.best_micros) return a.best_micros < b.best_micros;
                        if (a.hours != b.hours) return a.hours < b.hours;
                        if (a.gpu != b.gpu) return a.gpu < b.gpu;
@@ -150,15 +215,122 @@ class Planner {
   }
 
  private:
-  Result<std::shared_ptr<const sizing::MemoryEstimate>> EstimateFor(int count) {
-    auto it = estimates_.find(count);
+  static std::string Fp8Phrase(const sizing::Workload& w) {
+    if (w.fp8_training) return "FP8 training";
+    if (w.method == Method::kInference && w.kv_precision == sizing::Precision::kFp8 &&
+        w.precision != sizing::Precision::kFp8) {
+      return "an FP8 KV cache";
+    }
+    return "FP8 weights";
+  }
+
+  // Whole nodes of 8: term cards rented in sets of 8, spot cards (offers of 8 on one machine).
+  static bool CanRentWholeNodes(const Card& card) {
+    return card.term == nullptr || card.term->AllowsCount(kGpusPerNode);
+  }
+  static std::string WholeNodesReason(const Card& card) {
+    return card.name + " is not rented in nodes of " + std::to_string(kGpusPerNode);
+  }
+
+  using EstimateKey = std::tuple<int, int, int, int, int, int, int, std::int64_t>;
+  static EstimateKey KeyOf(const sizing::Workload& w) {
+    return {w.gpus,           w.tensor_parallel,  w.pipeline_parallel, w.context_parallel,
+            w.data_parallel,  w.virtual_pipeline, w.zero_stage,        w.batch};
+  }
+
+  Result<std::shared_ptr<const sizing::MemoryEstimate>> EstimateFor(const sizing::Workload& w) {
+    const EstimateKey key = KeyOf(w);
+    auto it = estimates_.find(key);
     if (it != estimates_.end()) return it->second;
-    GPUHUB_ASSIGN_OR_RETURN(
-        sizing::MemoryEstimate e,
-        sizing::EstimateMemory(request_.fit.model, OnCards(request_.fit.workload, count)));
-    auto shared = std::make_shared<const sizing::MemoryEstimate>(std::move(e));
-    estimates_.emplace(count, shared);
+    auto e = sizing::EstimateMemory(request_.fit.model, w);
+    if (!e.ok()) return e.status();
+    auto shared = std::make_shared<const sizing::MemoryEstimate>(*std::move(e));
+    if (estimates_.size() < kMaxCachedEstimates) estimates_.emplace(key, shared);
     return shared;
+  }
+
+  // What a card may give the engine: vLLM/SGLang/TensorRT-LLM reserve a share of it up front.
+  double ServingBudgetBytes(double vram_bytes) const {
+    const double reserves = sizing::TraitsOf(request_.fit.workload.engine).reserves_fraction;
+    return reserves > 0 ? vram_bytes * reserves : vram_bytes;
+  }
+
+  // The largest batch whose card figure fits `budget` (0: not even one sequence). The KV cache
+  // and the logits grow linearly with the batch; the prefill working set grows until it reaches
+  // the engine's chunk and then stays: the slope is refined from ever larger batches until the
+  // answer stops moving, and checked.
+  Result<std::int64_t> MaxBatch(sizing::Workload w, double budget) {
+    w.batch = 1;
+    GPUHUB_ASSIGN_OR_RETURN(auto one, EstimateFor(w));
+    const double base = one->card_bytes();
+    if (base > budget) return std::int64_t{0};
+    std::int64_t batch = 2;
+    for (int round = 0; round < 8; ++round) {
+      w.batch = batch;
+      GPUHUB_ASSIGN_OR_RETURN(auto e, EstimateFor(w));
+      const double slope = (e->card_bytes() - base) / static_cast<double>(batch - 1);
+      std::int64_t next = sizing::kMaxBatch;
+      if (slope > 0) {
+        next = std::clamp<std::int64_t>(
+            1 + static_cast<std::int64_t>(std::floor((budget - base) / slope)), 1,
+            sizing::kMaxBatch);
+      }
+      if (next == batch || next < 2) {
+        batch = next;
+        break;
+      }
+      batch = next;
+    }
+    for (int tries = 0; tries < 16 && batch > 1; ++tries) {
+      w.batch = batch;
+      GPUHUB_ASSIGN_OR_RETURN(auto e, EstimateFor(w));
+      if (e->card_bytes() <= budget) break;
+      batch = std::max<std::int64_t>(1, batch * 97 / 100);
+    }
+    return batch;
+  }
+
+  LayoutLimits LimitsFor(const Card& card, int count) const {
+    LayoutLimits limits;
+    limits.link_known = card.rates.link_gb_per_s_one_way.has_value();
+    const int per_node = std::min(count, kGpusPerNode);
+    limits.full_sharding = count == 1 || (card.term != nullptr &&
+                                          catalog::AllowsShardedTraining(
+                                              card.term->sharded_training, per_node));
+    return limits;
+  }
+
+  // The smallest number of whole nodes of this card whose memory holds the job (0: none up to
+  // kMaxPlanNodes). Memory only: the plan times the answer afterwards.
+  int SmallestNodes(const Card& card) {
+    const double vram = card.vram_gb * sizing::kBytesPerGb;
+    auto fits = [&](int nodes) {
+      const int count = nodes * kGpusPerNode;
+      std::string why;
+      for (sizing::Workload w : CandidateLayouts(request_.fit.workload, request_.fit.model, count,
+                                                 request_.layout, LimitsFor(card, count), &why)) {
+        if (request_.serving && request_.batch_max) w.batch = 1;
+        auto e = EstimateFor(w);
+        if (e.ok() && (*e)->card_bytes() <= vram) return true;
+      }
+      return false;
+    };
+    int hi = 2;
+    while (hi <= kMaxPlanNodes && !fits(hi)) hi *= 2;
+    if (hi > kMaxPlanNodes) {
+      if (!fits(kMaxPlanNodes)) return 0;
+      hi = kMaxPlanNodes;
+    }
+    int lo = std::max(1, hi / 2);  // lo does not fit (or is one node)
+    while (hi - lo > 1) {
+      const int mid = (lo + hi) / 2;
+      if (fits(mid)) {
+        hi = mid;
+      } else {
+        lo = mid;
+      }
+    }
+    return hi;
   }
 
   // The cheapest offer of the book for `count` GPUs of this spot card on one machine.
@@ -178,91 +350,192 @@ class Planner {
     return best;
   }
 
+  // One layout timed on a card.
+  struct Timed {
+    sizing::Workload workload;
+    double per_card_bytes = 0;
+    double tokens_per_second = 0;
+    double prompt_tokens_per_second = 0, decode_tokens_per_second = 0;
+    std::vector<std::string> explain;
+  };
+
+  // Times one layout on a card: nullopt (with the reason in `considered`) when the card's
+  // published figures cannot time it.
+  std::optional<Timed> TimeLayout(const Card& card, const sizing::Workload& w, double per_card,
+                                  const std::string& name, std::vector<std::string>& considered,
+                                  std::string& first_error) {
+    Timed t;
+    t.workload = w;
+    t.per_card_bytes = per_card;
+    if (request_.serving) {
+      const ServingJob& job = request_.serving_job;
+      auto rate = ServingRateOn(request_.fit.model, w, job.prompt_tokens, job.output_tokens,
+                                card.rates, request_.utilisation);
+      if (!rate.ok()) {
+        considered.push_back(name + ": " + rate.status().message());
+        if (first_error.empty()) first_error = rate.status().message();
+        return std::nullopt;
+      }
+      t.tokens_per_second = rate->output_tokens_per_second;
+      t.prompt_tokens_per_second = rate->prompt_tokens_per_second;
+      t.decode_tokens_per_second = rate->decode_tokens_per_second;
+      t.explain = std::move(rate->explain);
+    } else {
+      auto rate = TrainingRateOn(request_.fit.model, w, card.rates, request_.utilisation);
+      if (!rate.ok()) {
+        considered.push_back(name + ": " + rate.status().message());
+        if (first_error.empty()) first_error = rate.status().message();
+        return std::nullopt;
+      }
+      t.tokens_per_second = rate->tokens_per_second;
+      t.explain = std::move(rate->explain);
+    }
+    considered.push_back(
+        name + ": " + FormatFixed(t.tokens_per_second, 0) + (request_.serving ? " output" : "") +
+        " tokens/s, " + sizing::FormatGb(per_card) + " per card" +
+        (request_.serving && request_.batch_max ? ", batch " + std::to_string(w.batch) : ""));
+    return t;
+  }
+
   Status Consider(const Card& card, int count, PlanResult& result) {
-    const sizing::Workload& w = request_.fit.workload;
     const Filters& f = request_.fit.filters;
-    const bool full = w.method == Method::kFullFineTune;
     auto exclude = [&](std::string why) {
       result.excluded.push_back({card.name, count, std::move(why)});
       return Status::Ok();
     };
     const double vram = card.vram_gb * sizing::kBytesPerGb;
-    const bool single_fits = result.required.card_bytes() <= vram;
-    Parallelism parallelism = Parallelism::kSingle;
-    double per_card = result.required.card_bytes();
-    if (count == 1) {
-      if (!single_fits) {
-        return exclude("needs " + sizing::FormatGb(per_card) + ", " + card.name + " has " +
-                       FormatFixed(card.vram_gb, 0) + " GB");
-      }
-    } else if (single_fits &&
-               !(full && card.term != nullptr &&
-                 catalog::AllowsShardedTraining(card.term->sharded_training, count))) {
-      // Replicas: inference and adapters always; full fine-tuning only where the cards cannot
-      // shard (ZeRO-3 shards the optimizer step too, which replicas would each repeat).
-      if (full && card.term != nullptr &&
-          card.term->sharded_training == catalog::ShardedTraining::kSingleCard) {
-        return exclude("full fine-tuning runs on one " + card.name +
-                       " only (single-card), so no data-parallel set");
-      }
-      // Full fine-tuning replicas all-reduce every gradient each step: it needs a known link.
-      // LoRA/QLoRA exchange only the adapters' gradients; inference replicas exchange nothing.
-      if (full && !card.rates.link_gb_per_s_one_way) {
-        return exclude("the link between " + card.name + " cards is not published");
-      }
-      parallelism = Parallelism::kDataParallel;
-    } else {
-      if (full) {
-        if (card.term == nullptr) {
-          return exclude("full fine-tuning across " + card.name +
-                         " cards: the link between them is not published");
+    const sizing::Method method = request_.fit.workload.method;
+    const int nodes = (count + kGpusPerNode - 1) / kGpusPerNode;
+    const bool multi_node = count > kGpusPerNode;
+
+    // Which layout: every candidate sized with its own sharding, the first that fit timed, the
+    // fastest kept.
+    std::string why_none;
+    const LayoutLimits limits = LimitsFor(card, count);
+    std::vector<sizing::Workload> layouts =
+        CandidateLayouts(request_.fit.workload, request_.fit.model, count, request_.layout,
+                         limits, &why_none);
+    // The catalog's sharded-training limit, when it is what keeps a full fine-tune to replicas.
+    const std::string no_sharding =
+        method == sizing::Method::kFullFineTune && !limits.full_sharding && card.term != nullptr
+            ? ShardedTrainingReason(*card.term, count)
+            : std::string();
+    if (layouts.empty()) return exclude(no_sharding.empty() ? why_none : no_sharding);
+    std::optional<Timed> best;
+    std::vector<std::string> considered;
+    double smallest_need = 0;
+    std::optional<sizing::Workload> smallest;  // the layout that misses the card by the least
+    std::string first_error;
+    std::size_t timed = 0;
+    for (sizing::Workload& w : layouts) {
+      const std::string name =
+          sizing::LayoutName(sizing::LayoutOf(w), method);
+      if (request_.serving && request_.batch_max) {
+        auto batch = MaxBatch(w, ServingBudgetBytes(vram));
+        if (!batch.ok()) {
+          considered.push_back(name + ": cannot be sized (" + batch.status().message() + ")");
+          if (first_error.empty()) first_error = batch.status().message();
+          continue;
         }
-        if (!catalog::AllowsShardedTraining(card.term->sharded_training, count)) {
-          return exclude(ShardedTrainingReason(*card.term, count));
+        if (*batch == 0) {
+          w.batch = 1;
+          auto e = EstimateFor(w);
+          const double need = e.ok() ? (*e)->card_bytes() : 0;
+          if (smallest_need == 0 || need < smallest_need) smallest_need = need;
+          considered.push_back(name + ": needs " + sizing::FormatGb(need) +
+                               " per card for one sequence");
+          continue;
         }
-        parallelism = Parallelism::kSharded;
-      } else {
-        parallelism = Parallelism::kLayerSplit;
+        w.batch = *batch;
       }
-      auto sized = EstimateFor(count);
-      if (!sized.ok()) return exclude("cannot be sized: " + sized.status().message());
-      per_card = (*sized)->card_bytes();
+      auto sized = EstimateFor(w);
+      if (!sized.ok()) {
+        considered.push_back(name + ": cannot be sized (" + sized.status().message() + ")");
+        if (first_error.empty()) first_error = sized.status().message();
+        continue;
+      }
+      const double per_card = (*sized)->card_bytes();
       if (per_card > vram) {
-        return exclude("needs " + sizing::FormatGb(per_card) + " per card, " + card.name +
-                       " has " + FormatFixed(card.vram_gb, 0) + " GB");
+        if (smallest_need == 0 || per_card < smallest_need) {
+          smallest_need = per_card;
+          smallest = w;
+        }
+        considered.push_back(name + ": needs " + sizing::FormatGb(per_card) + " per card");
+        continue;
       }
+      if (timed >= kMaxTimedLayouts) {
+        considered.push_back(name + ": fits (" + sizing::FormatGb(per_card) +
+                             " per card), not timed: more shards than the layouts timed");
+        continue;
+      }
+      ++timed;
+      auto t = TimeLayout(card, w, per_card, name, considered, first_error);
+      if (!t) continue;
+      if (!best || t->tokens_per_second > best->tokens_per_second * 1.0000001) best = std::move(t);
+    }
+    // A count the request fixed is answered even when the estimate says it does not fit: the
+    // run may exist (the memory model has its own error band), and the answer says so.
+    std::string memory_warning;
+    if (!best && request_.layout.gpus && smallest) {
+      const std::string name = sizing::LayoutName(sizing::LayoutOf(*smallest), method);
+      best = TimeLayout(card, *smallest, smallest_need, name, considered, first_error);
+      if (best) {
+        memory_warning = "the memory estimate, " + sizing::FormatGb(smallest_need) +
+                         " per card for " + name + ", is over the " +
+                         FormatFixed(card.vram_gb, 0) + " GB of a " + card.name +
+                         ": it may not fit (docs/sizing-model.md §4 gives the memory model's "
+                         "error band)";
+      }
+    }
+    if (!best) {
+      if (smallest_need > 0) {
+        return exclude((no_sharding.empty() ? "" : no_sharding + "; replicas ") + "needs " +
+                       sizing::FormatGb(smallest_need) + (count > 1 ? " per card" : "") + ", " +
+                       card.name + " has " + FormatFixed(card.vram_gb, 0) + " GB");
+      }
+      return exclude(first_error.empty() ? "no layout fits" : first_error);
     }
 
     PlanOption o;
     o.gpu = card.name;
     o.count = count;
-    o.parallelism = parallelism;
-    o.per_card_bytes = per_card;
+    o.memory_warning = memory_warning;
+    o.workload = best->workload;
+    const sizing::Layout layout = sizing::LayoutOf(o.workload);
+    o.parallelism = ParallelismOf(layout);
+    o.layout = sizing::LayoutName(layout, method);
+    o.considered = std::move(considered);
+    o.per_card_bytes = best->per_card_bytes;
     o.vram_gb = card.vram_gb;
     o.term = card.term != nullptr;
     o.in_stock = card.term != nullptr && card.term->free_now >= count;
+    o.kind = KindOf(request_.serving, count);
+    o.band = HeldOutBand(o.kind);
+    o.tokens_per_second = best->tokens_per_second;
+    o.tokens_per_second_low = o.tokens_per_second / (1 + o.band.p90);
+    o.tokens_per_second_high = o.tokens_per_second / std::max(0.05, 1 - o.band.p90);
+    o.prompt_tokens_per_second = best->prompt_tokens_per_second;
+    o.decode_tokens_per_second = best->decode_tokens_per_second;
+    if (request_.serving) o.batch = o.workload.batch;
+    if (multi_node) o.quote = PlanQuote{nodes, kGpusPerNode};
+    if (!memory_warning.empty()) o.explain.push_back("memory: " + memory_warning);
+    o.explain.push_back("layout: " + o.layout + ", the fastest of " +
+                        std::to_string(o.considered.size()) + " tried on " +
+                        ConfigurationName(card.name, count) + " (" + Join(o.considered, "; ") +
+                        ")");
     o.explain.push_back(
-        "memory: " + sizing::FormatGb(per_card) + " per card of " +
-        FormatFixed(card.vram_gb, 0) + " GB (" + std::string(ParallelismName(parallelism)) +
-        (parallelism == Parallelism::kDataParallel
-             ? ": every card holds the whole job and runs its own micro-batches"
-         : parallelism == Parallelism::kSharded ? ": ZeRO-3 shards weights, gradients and state"
-         : parallelism == Parallelism::kLayerSplit ? ": each card holds its share of the layers"
-                                                   : "") +
-        ")");
+        "memory: " + sizing::FormatGb(o.per_card_bytes) + " per card of " +
+        FormatFixed(card.vram_gb, 0) + " GB, sized with the same sharding" +
+        (request_.serving && request_.batch_max
+             ? "; --batch max: " + std::to_string(o.batch) + " sequences per replica fill " +
+                   FormatFixed(100 * ServingBudgetBytes(vram) / vram, 0) + "% of the card"
+             : ""));
+    for (auto& line : best->explain) o.explain.push_back(std::move(line));
 
-    // How fast.
-    const double p90_training = kTrainingHeldOutP90Error, p90_serving = kServingHeldOutP90Error;
     double hours = 0;
     std::int64_t replicas = 1;
     if (request_.serving) {
       const ServingJob& job = request_.serving_job;
-      auto rate = ServingRateOn(request_.fit.model, w, job.prompt_tokens, job.output_tokens,
-                                card.rates, count, parallelism, request_.utilisation);
-      if (!rate.ok()) return exclude(rate.status().message());
-      o.tokens_per_second = rate->output_tokens_per_second;
-      o.tokens_per_second_low = o.tokens_per_second / (1 + p90_serving);
-      o.tokens_per_second_high = o.tokens_per_second / (1 - p90_serving);
       const double per_day = o.tokens_per_second * 86400;
       replicas = static_cast<std::int64_t>(
           std::ceil(static_cast<double>(job.tokens_per_day) / std::max(per_day, 1e-9)));
@@ -272,7 +545,6 @@ class Planner {
                        std::to_string(kMaxServingReplicas) + ")");
       }
       hours = static_cast<double>(job.days) * 24;
-      for (auto& line : rate->explain) o.explain.push_back(line);
       o.explain.push_back(
           "replicas: " + std::to_string(job.tokens_per_day) + " tokens a day / (" +
           FormatFixed(o.tokens_per_second, 1) + " tokens/s x 86,400 s) = " +
@@ -280,14 +552,7 @@ class Planner {
           std::to_string(replicas) + " (running " + std::to_string(job.days) + " days, " +
           FormatFixed(hours, 0) + " h)");
     } else {
-      auto rate = TrainingRateOn(request_.fit.model, w, card.rates, count, parallelism,
-                                 request_.utilisation);
-      if (!rate.ok()) return exclude(rate.status().message());
-      o.tokens_per_second = rate->tokens_per_second;
-      o.tokens_per_second_low = o.tokens_per_second / (1 + p90_training);
-      o.tokens_per_second_high = o.tokens_per_second / (1 - p90_training);
       hours = request_.training.total_tokens / o.tokens_per_second / 3600;
-      for (auto& line : rate->explain) o.explain.push_back(line);
       o.explain.push_back("hours: " + Tokens(request_.training.total_tokens) + " tokens / " +
                           FormatFixed(o.tokens_per_second, 0) + " tokens/s / 3600 = " +
                           FormatFixed(hours, 2) + " h (" +
@@ -296,7 +561,7 @@ class Planner {
                           " to " +
                           FormatFixed(request_.training.total_tokens /
                                           o.tokens_per_second_low / 3600, 2) +
-                          " h for 9 in 10 of the published runs checked)");
+                          " h for 9 in 10 of the held-out runs of its kind)");
     }
     if (!(hours > 0) || hours > static_cast<double>(kMaxPlanHours)) {
       return exclude("would take " + FormatFixed(hours / 24 / 365, 1) + " years (over " +
@@ -307,9 +572,15 @@ class Planner {
     o.finish = request_.start + static_cast<std::int64_t>(std::ceil(hours * 3600)) *
                                     kMicrosPerSecond;
     const std::int64_t billed = static_cast<std::int64_t>(std::ceil(hours - 1e-9));
+    // A multi-node set is priced as `nodes` single-node sets of the list: indicative.
+    const int set_count = multi_node ? kGpusPerNode : count;
+    const std::int64_t sets = multi_node ? nodes * replicas : replicas;
+    const std::string what =
+        multi_node ? std::to_string(nodes) + " nodes of " + ConfigurationName(card.name, set_count)
+                   : ConfigurationName(card.name, count);
 
     // Term: months and weeks of the set (x replicas).
-    if (card.term != nullptr) {
+    if (card.term != nullptr && card.term->AllowsCount(set_count)) {
       const TermGpu& g = *card.term;
       if (f.region && !g.InRegion(*f.region)) {
         o.explain.push_back("term: " + g.name + " is not offered in " + *f.region);
@@ -317,17 +588,20 @@ class Planner {
         o.explain.push_back("term: " + std::to_string(g.free_now) + " free now, " +
                             std::to_string(count * replicas) + " needed (--in-stock)");
       } else {
-        GPUHUB_ASSIGN_OR_RETURN(std::int64_t monthly,
-                                catalog::SetPriceMicros(catalog_, g, count, catalog::Term::kMonthly));
-        GPUHUB_ASSIGN_OR_RETURN(std::int64_t weekly,
-                                catalog::SetPriceMicros(catalog_, g, count, catalog::Term::kWeekly));
+        GPUHUB_ASSIGN_OR_RETURN(
+            std::int64_t monthly,
+            catalog::SetPriceMicros(catalog_, g, set_count, catalog::Term::kMonthly));
+        GPUHUB_ASSIGN_OR_RETURN(
+            std::int64_t weekly,
+            catalog::SetPriceMicros(catalog_, g, set_count, catalog::Term::kWeekly));
         if (f.max_monthly_micros && monthly > *f.max_monthly_micros) {
           o.explain.push_back("term: " + Usd(monthly) + "/month is over the " +
                               Usd(*f.max_monthly_micros) + " budget");
         } else {
           PlanPrice p;
-          if (!CheckedMul(monthly, replicas, &p.monthly_micros) ||
-              !CheckedMul(weekly, replicas, &p.weekly_micros)) {
+          p.indicative = multi_node;
+          if (!CheckedMul(monthly, sets, &p.monthly_micros) ||
+              !CheckedMul(weekly, sets, &p.weekly_micros)) {
             return exclude("the term price overflows");
           }
           GPUHUB_ASSIGN_OR_RETURN(TermMix mix,
@@ -338,10 +612,12 @@ class Planner {
           p.billed_hours = mix.months * catalog::kHoursPerMonth + mix.weeks * 168;
           p.detail = TermDetail(mix.months, mix.weeks);
           o.explain.push_back(
-              "term: " + std::to_string(billed) + " h covered by " + p.detail + " of " +
-              (replicas > 1 ? std::to_string(replicas) + " x " : "") +
-              ConfigurationName(g.name, count) + " (" + Usd(monthly) + "/month, " + Usd(weekly) +
-              "/week" + (count > 1 ? ", multi-card discount in" : "") + ") = " +
+              std::string(multi_node ? "term (indicative: list price of single nodes): "
+                                     : "term: ") +
+              std::to_string(billed) + " h covered by " + p.detail + " of " +
+              (replicas > 1 ? std::to_string(replicas) + " x " : "") + what + " (" +
+              Usd(monthly) + "/month, " + Usd(weekly) + "/week" +
+              (set_count > 1 ? " per set, multi-card discount in" : "") + ") = " +
               Usd(p.total_micros) + "; the cheapest mix of 720 h months and 168 h weeks");
           o.term_price = std::move(p);
         }
@@ -349,17 +625,18 @@ class Planner {
     }
     // Spot: the cheapest offer of the book for this card and count, billed by the hour.
     if (card.spot != nullptr) {
-      const MarketOffer* offer = CheapestOffer(*card.spot, count);
+      const MarketOffer* offer = CheapestOffer(*card.spot, set_count);
       if (offer == nullptr) {
-        o.explain.push_back("spot: no offer of " + std::to_string(count) + " " +
+        o.explain.push_back("spot: no offer of " + std::to_string(set_count) + " " +
                             card.spot->name + " GPUs on one machine" +
                             (live_ ? " on the book now" : ""));
       } else {
         PlanPrice p;
+        p.indicative = multi_node;
         p.price_micros_per_gpu_hour = offer->price_micros_per_gpu_hour;
         std::int64_t set_hourly = 0;
-        if (!CheckedMul(offer->price_micros_per_gpu_hour, count, &set_hourly) ||
-            !CheckedMul(set_hourly, replicas, &p.hourly_micros) ||
+        if (!CheckedMul(offer->price_micros_per_gpu_hour, set_count, &set_hourly) ||
+            !CheckedMul(set_hourly, sets, &p.hourly_micros) ||
             !CheckedMul(p.hourly_micros, billed, &p.total_micros)) {
           return exclude("the spot price overflows");
         }
@@ -375,9 +652,11 @@ class Planner {
           }
         }
         o.explain.push_back(
-            "spot: " + std::to_string(billed) + " h (billed by the hour) x " +
-            (replicas > 1 ? std::to_string(replicas) + " x " : "") + std::to_string(count) +
-            " x " + "$" + FormatMicros(offer->price_micros_per_gpu_hour, 3) + "/GPU-h (" +
+            std::string(multi_node ? "spot (indicative: one machine's ask for every node): "
+                                   : "spot: ") +
+            std::to_string(billed) + " h (billed by the hour) x " +
+            (sets > 1 ? std::to_string(sets) + " x " : "") + std::to_string(set_count) + " x " +
+            "$" + FormatMicros(offer->price_micros_per_gpu_hour, 3) + "/GPU-h (" +
             (live_ ? "ask " + std::to_string(offer->ask_id) + " on the book"
                    : "the catalog's opening ask; --server for the live book") +
             ") = " + Usd(p.total_micros) + when);
@@ -395,17 +674,27 @@ class Planner {
     o.usd_per_million_tokens = catalog::MicrosToUsd(o.best_micros) / (tokens / 1e6);
     o.explain.push_back("cheapest way to pay: " +
                         std::string(o.best_is_spot ? "spot " : "term ") + Usd(o.best_micros) +
-                        " = $" + FormatFixed(o.usd_per_million_tokens, 4) +
-                        " per million tokens");
+                        (multi_node ? " (indicative)" : "") + " = $" +
+                        FormatFixed(o.usd_per_million_tokens, 4) + " per million tokens");
+    if (multi_node) {
+      o.explain.push_back("multi-node: request a quote (gpuhub quote-request, POST "
+                          "/v1/quote-requests) for " +
+                          std::to_string(nodes) + " nodes of " +
+                          ConfigurationName(card.name, kGpusPerNode) +
+                          "; between nodes 400 Gb/s per GPU assumed");
+    }
     result.ranked.push_back(std::move(o));
     return Status::Ok();
   }
+
+  // Estimates kept per plan (the layouts of every count tried; a bound, not a target).
+  static constexpr std::size_t kMaxCachedEstimates = 4096;
 
   const catalog::Catalog& catalog_;
   const PlanRequest& request_;
   std::span<const MarketOffer> offers_;
   bool live_;
-  std::map<int, std::shared_ptr<const sizing::MemoryEstimate>> estimates_;
+  std::map<EstimateKey, std::shared_ptr<const sizing::MemoryEstimate>> estimates_;
 };
 
 }  // namespace

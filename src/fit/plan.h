@@ -11,13 +11,16 @@
 //
 // Configurations (rules of fit.h where they apply): every card of the term fleet at every count it
 // is rented in, and every card on the spot exchange at 1, 2, 4 or 8 GPUs of one machine (the
-// cheapest offer of each card and count). How the cards share the job:
-//  - full fine-tuning on N cards shards with ZeRO-3 where the card's link allows N (NVLink/
-//    NVSwitch/Infinity Fabric, its sharded-training limit), as fit does; elsewhere, when one card
-//    holds it, N replicas (data parallel: not on `single-card` cards, and only over a published
-//    link);
-//  - LoRA, QLoRA and inference: N replicas when one card holds the job, else the layers split
-//    (no faster than one card).
+// cheapest offer of each card and count); --gpus N fixes the count. Beyond one node (8 cards)
+// a set is whole nodes: when no single node of a card holds the job (or --gpus asks for more
+// than 8), the smallest number of nodes that does is planned with its arithmetic and an
+// indicative list price, and marked `quote` (the fleet rents nodes of up to 8 cards: a larger
+// set is a quote request, POST /v1/quote-requests).
+// How the cards share the job: every layout of plan_layouts.h (data, tensor, pipeline and
+// context parallel, ZeRO stage; a layer split) is sized with the same sharding its throughput
+// assumes, and the fastest that fits is kept, with the others and why they lost
+// (PlanOption::considered). Full fine-tuning shards only where the catalog's sharded-training
+// limit allows that count; otherwise replicas over a published link.
 // Filters: --gpu (a term or spot card), --region, --cuda-only, --in-stock (term: free now; spot:
 // everything on the book is free), FP8 needed, --max-monthly-usd (a term set's monthly price).
 //
@@ -41,6 +44,7 @@
 #include "core/clock.h"
 #include "core/status.h"
 #include "fit/market_fit.h"
+#include "fit/plan_layouts.h"
 #include "fit/rates.h"
 #include "fit/request.h"
 
@@ -62,6 +66,8 @@ struct ServingJob {
 struct PlanRequest {
   FitRequest fit;  // model, workload, filters, top, explain
   bool serving = false;
+  LayoutAsk layout;        // --gpus, --tp, --pp, --cp, --dp, --vp, --zero as given
+  bool batch_max = false;  // serving: --batch max, the largest batch that fits each layout
   TrainingJob training;
   ServingJob serving_job;
   UtilisationOverride utilisation;
@@ -81,12 +87,26 @@ struct PlanPrice {
   std::int64_t months = 0, weeks = 0;
   std::int64_t monthly_micros = 0, weekly_micros = 0;  // the set (x replicas for serving)
   std::string detail;  // "38 h x $5.760000/h", "1 month + 2 weeks"
+  // Multi-node sets: the price the fleet's list would give n single-node sets; the real price
+  // comes with the quote.
+  bool indicative = false;
+};
+
+// A set larger than one node: the fleet rents nodes of up to kGpusPerNode cards.
+struct PlanQuote {
+  int nodes = 0;
+  int gpus_per_node = kGpusPerNode;
 };
 
 struct PlanOption {
   std::string gpu;  // the card's name (term fleet name when it has one)
   int count = 1;
   Parallelism parallelism = Parallelism::kSingle;
+  sizing::Workload workload;  // as planned: gpus, layout, batch
+  std::string layout;         // sizing::LayoutName of it
+  // The other layouts tried for this card and count, each with its tokens/s or why it was left
+  // out; the chosen one is the fastest that fits.
+  std::vector<std::string> considered;
   double per_card_bytes = 0;
   double vram_gb = 0;
   bool term = false;  // rentable on a term
@@ -94,6 +114,15 @@ struct PlanOption {
   // training: tokens/s of the configuration; serving: output tokens/s of one replica
   double tokens_per_second = 0;
   double tokens_per_second_low = 0, tokens_per_second_high = 0;  // the held-out p90 error bar
+  // serving: prompt tokens/s while prefilling and decode tokens/s of the configuration
+  double prompt_tokens_per_second = 0, decode_tokens_per_second = 0;
+  std::int64_t batch = 0;     // serving: sequences per replica (--batch max: the largest that fits)
+  EstimateKind kind = EstimateKind::kTrainingSingle;
+  ErrorBand band;             // the held-out error band of this kind of estimate
+  std::optional<PlanQuote> quote;  // set: more than one node, a quote request
+  // Set when --gpus fixed the count and no layout fits by the estimate: the fastest of the
+  // closest is answered, with this sentence (ranked after every option that fits).
+  std::string memory_warning;
   std::int64_t replicas = 1;  // serving: configurations needed for the daily volume
   double hours = 0;           // training: to finish; serving: the period
   TimestampMicros finish = 0;

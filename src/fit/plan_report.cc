@@ -8,6 +8,7 @@
 #include "fit/json_parts.h"
 #include "fit/report_json.h"
 #include "fit/report_text.h"
+#include "sizing/parallel.h"
 
 namespace gpuhub::fit {
 
@@ -32,11 +33,44 @@ Json OptionJson(const PlanOption& o, bool explain) {
   j["count"] = o.count;
   j["configuration"] = ConfigurationName(o.gpu, o.count);
   j["parallelism"] = ParallelismName(o.parallelism);
+  {
+    const sizing::Layout l = sizing::LayoutOf(o.workload);
+    j["layout"] = {{"name", o.layout},
+                   {"dp", l.data},
+                   {"tp", l.tensor},
+                   {"pp", l.pipeline},
+                   {"cp", l.context},
+                   {"vp", l.virtual_stages},
+                   {"zero", l.zero_stage},
+                   {"layer_split", l.layer_split},
+                   {"nodes", (o.count + kGpusPerNode - 1) / kGpusPerNode}};
+  }
+  j["considered"] = Strings(o.considered);
+  j["memory_warning"] = o.memory_warning.empty() ? Json(nullptr) : Json(o.memory_warning);
   j["per_card_gb"] = Gb(o.per_card_bytes);
   j["vram_gb"] = o.vram_gb;
   j["tokens_per_s"] = Round(o.tokens_per_second, 1);
   j["tokens_per_s_range"] = {Round(o.tokens_per_second_low, 1),
                              Round(o.tokens_per_second_high, 1)};
+  j["error_band"] = {{"kind", EstimateKindName(o.kind)},
+                     {"median", o.band.median},
+                     {"p90", o.band.p90},
+                     {"runs", o.band.runs}};
+  if (o.batch > 0) {
+    j["batch"] = o.batch;
+    j["prompt_tokens_per_s"] = Round(o.prompt_tokens_per_second, 1);
+    j["decode_tokens_per_s"] = Round(o.decode_tokens_per_second, 1);
+  }
+  if (o.quote) {
+    j["quote"] = {{"needed", true},
+                  {"nodes", o.quote->nodes},
+                  {"gpus_per_node", o.quote->gpus_per_node},
+                  {"request", "POST /v1/quote-requests"},
+                  {"cli", "gpuhub quote-request"},
+                  {"inter_node_gb_per_s_per_gpu", kInterNodeGbPerSPerGpu}};
+  } else {
+    j["quote"] = {{"needed", false}};
+  }
   j["replicas"] = o.replicas;
   j["hours"] = Round(o.hours, 3);
   j["finish"] = FormatTimestamp(o.finish);
@@ -57,6 +91,7 @@ Json OptionJson(const PlanOption& o, bool explain) {
     s["region"] = p.offer ? Json(p.offer->region) : Json(nullptr);
     s["available_until"] = p.offer ? Json(p.offer->available_until) : Json(nullptr);
     s["outlasts_offer"] = p.outlasts_offer;
+    s["indicative"] = p.indicative;
     s["exact"] = {{"total_usd", Exact(p.total_micros)},
                   {"price_usd_per_gpu_hour", FormatMicros(p.price_micros_per_gpu_hour, 3)},
                   {"hourly_usd", Exact(p.hourly_micros)}};
@@ -73,6 +108,7 @@ Json OptionJson(const PlanOption& o, bool explain) {
                  {"monthly_usd", Usd(p.monthly_micros)},
                  {"weekly_usd", Usd(p.weekly_micros)},
                  {"detail", p.detail},
+                 {"indicative", p.indicative},
                  {"exact",
                   {{"total_usd", Exact(p.total_micros)},
                    {"monthly_usd", Exact(p.monthly_micros)},
@@ -136,17 +172,30 @@ std::string PlanReportJson(const PlanRequest& request, const PlanResult& result)
       {"half_utilisation_tokens", kHalfUtilisationTokens},
       {"int8_decode_efficiency", kInt8DecodeEfficiency},
       {"int4_decode_efficiency", kInt4DecodeEfficiency},
+      {"fp8_matmul_efficiency", kFp8MatmulEfficiency},
+      {"collective_latency_s", kCollectiveLatencySeconds},
+      {"gpus_per_node", kGpusPerNode},
+      {"inter_node_gb_per_s_per_gpu", kInterNodeGbPerSPerGpu},
       {"factors", FactorsJson(request.fit.workload.method)}};
   const double median = request.serving ? kServingHeldOutMedianError : kTrainingHeldOutMedianError;
   const double p90 = request.serving ? kServingHeldOutP90Error : kTrainingHeldOutP90Error;
+  Json bands = Json::object();
+  for (EstimateKind k : {EstimateKind::kTrainingSingle, EstimateKind::kTrainingMulti,
+                         EstimateKind::kServingSingle, EstimateKind::kServingMulti}) {
+    const ErrorBand b = HeldOutBand(k);
+    bands[std::string(EstimateKindName(k))] = {
+        {"median", b.median}, {"p90", b.p90}, {"runs", b.runs}};
+  }
   j["error_bar"] = {
       {"median", median},
       {"p90", p90},
+      {"by_kind", std::move(bands)},
       {"about",
        "the tokens/s estimates were off by a median of " + FormatFixed(median * 100, 1) +
            "% and by at most " + FormatFixed(p90 * 100, 1) +
-           "% for 9 in 10 of the published runs they were checked against after calibration "
-           "(docs/sizing-model.md §6); tokens_per_s_range is that band"}};
+           "% for 9 in 10 of the published runs they were checked against, none of them used to "
+           "fit the model (docs/sizing-model.md §6); each option's error_band is that of its kind "
+           "(training or serving, one card or several) and tokens_per_s_range is that band"}};
   j["cheapest"] = result.ranked.empty()
                       ? Json()
                       : OptionJson(result.ranked.front(), request.fit.explain);
@@ -205,26 +254,44 @@ std::string PlanReportText(const PlanRequest& request, const PlanResult& result)
     return out;
   }
   const PlanOption& best = result.ranked.front();
-  out += "Cheapest to finish: " + ConfigurationName(best.gpu, best.count) + " on " +
-         (best.best_is_spot ? "spot" : "a term") + ", " + Money(best.best_micros) + ", " +
-         Hours(best.hours) + (request.serving ? " of service" : "") + ", finishing " +
-         FormatTimestamp(best.finish) +
+  out += "Cheapest to finish: " +
+         (best.quote ? std::to_string(best.quote->nodes) + " nodes of " +
+                           ConfigurationName(best.gpu, best.quote->gpus_per_node)
+                     : ConfigurationName(best.gpu, best.count)) +
+         " (" + best.layout + ") on " + (best.best_is_spot ? "spot" : "a term") + ", " +
+         Money(best.best_micros) + (best.quote ? " indicative" : "") + ", " + Hours(best.hours) +
+         (request.serving ? " of service" : "") + ", finishing " + FormatTimestamp(best.finish) +
          (best.replicas > 1 ? " (" + std::to_string(best.replicas) + " replicas)" : "") + "\n";
+  if (best.quote) {
+    out += "multi-node: request a quote (gpuhub quote-request) for " +
+           std::to_string(best.quote->nodes) + " nodes of " +
+           ConfigurationName(best.gpu, best.quote->gpus_per_node) + "\n";
+  }
+  if (request.serving) {
+    out += "per replica: batch " + std::to_string(best.batch) +
+           (request.batch_max ? " (the largest that fits)" : "") + ", prefill " +
+           FormatFixed(best.prompt_tokens_per_second, 0) + " prompt tokens/s, decode " +
+           FormatFixed(best.decode_tokens_per_second, 0) + " tokens/s\n";
+  }
   if (const PlanOption* fast = Fastest(result); fast != nullptr && fast != &best &&
                                                 !request.serving) {
     out += "Fastest: " + ConfigurationName(fast->gpu, fast->count) + ", " + Hours(fast->hours) +
            " for " + Money(fast->best_micros) + "\n";
   }
   out += "\n";
-  TextTable t({"#", "configuration", request.serving ? "tok/s each" : "tokens/s",
+  TextTable t({"#", "configuration", "layout", request.serving ? "tok/s each" : "tokens/s",
                request.serving ? "replicas" : "hours", "finish", "spot", "term", "best",
                "$/M tokens"},
-              {A::kRight, A::kLeft, A::kRight, A::kRight, A::kLeft, A::kRight, A::kRight,
-               A::kLeft, A::kRight});
+              {A::kRight, A::kLeft, A::kLeft, A::kRight, A::kRight, A::kLeft, A::kRight,
+               A::kRight, A::kLeft, A::kRight});
   const std::size_t top = static_cast<std::size_t>(std::max(1, request.fit.top));
   for (std::size_t i = 0; i < result.ranked.size() && i < top; ++i) {
     const PlanOption& o = result.ranked[i];
-    t.AddRow({std::to_string(i + 1), ConfigurationName(o.gpu, o.count),
+    t.AddRow({std::to_string(i + 1),
+              ConfigurationName(o.gpu, o.count) + (o.quote ? " (quote)" : "") +
+                  (o.memory_warning.empty() ? "" : " (may not fit)"),
+              o.layout + (o.batch > 0 && request.batch_max ? ", batch " + std::to_string(o.batch)
+                                                           : ""),
               FormatFixed(o.tokens_per_second, 0),
               request.serving ? std::to_string(o.replicas) : FormatFixed(o.hours, 1),
               FormatTimestamp(o.finish).substr(0, 16),
@@ -241,9 +308,26 @@ std::string PlanReportText(const PlanRequest& request, const PlanResult& result)
   const double p90 = request.serving ? kServingHeldOutP90Error : kTrainingHeldOutP90Error;
   const double median =
       request.serving ? kServingHeldOutMedianError : kTrainingHeldOutMedianError;
-  out += "  error bar: tokens/s were off by a median of " + FormatFixed(median * 100, 0) +
-         "%, within " + FormatFixed(p90 * 100, 0) +
-         "% for 9 in 10 published runs (docs/sizing-model.md §6)\n";
+  {
+    const ErrorBand band = best.band;
+    out += "  error bar (" + std::string(EstimateKindName(best.kind)) +
+           "): tokens/s were off by a median of " + FormatFixed(band.median * 100, 0) +
+           "%, within " + FormatFixed(band.p90 * 100, 0) + "% for 9 in 10 of " +
+           std::to_string(band.runs) +
+           " published runs not used to fit the model (docs/sizing-model.md §6)\n";
+    (void)median;
+    (void)p90;
+  }
+  bool any_quote = false;
+  for (std::size_t i = 0; i < result.ranked.size() && i < top; ++i) {
+    any_quote = any_quote || result.ranked[i].quote.has_value();
+  }
+  if (any_quote) {
+    out += "  multi-node: request a quote (gpuhub quote-request): the fleet rents nodes of up to " +
+           std::to_string(kGpusPerNode) +
+           " cards; the prices of (quote) sets are the list's, indicative; between nodes " +
+           FormatFixed(kInterNodeGbPerSPerGpu * 8, 0) + " Gb/s per GPU is assumed\n";
+  }
   out += std::string("  spot: ") +
          (result.live_prices ? "live best asks of the book, billed by the hour"
                              : "the catalog's opening asks (--server URL for the live book)") +

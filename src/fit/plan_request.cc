@@ -2,6 +2,8 @@
 #include "core/strings.h"
 #include "fit/limits.h"
 #include "fit/plan.h"
+#include "sizing/limits.h"
+#include "sizing/parallel.h"
 
 namespace gpuhub::fit {
 namespace {
@@ -54,9 +56,76 @@ Result<PlanRequest> ResolvePlanRequest(const RequestFields& fields, const Reques
     }
     f.gpu.reset();
   }
+  // The layout plan searches: what the request fixes of it is kept aside (fit refuses it).
+  LayoutAsk ask;
+  {
+    struct Degree {
+      std::optional<std::int64_t>& value;
+      std::optional<int>* target;
+      const char* flag;
+      const char* field;
+    };
+    Degree degrees[] = {{f.gpus, &ask.gpus, "--gpus", "gpus"}, {f.tp, &ask.tp, "--tp", "tp"},
+                        {f.pp, &ask.pp, "--pp", "pp"},         {f.cp, &ask.cp, "--cp", "cp"},
+                        {f.dp, &ask.dp, "--dp", "dp"},         {f.vp, &ask.vp, "--vp", "vp"}};
+    for (Degree& d : degrees) {
+      if (!d.value) continue;
+      GPUHUB_ASSIGN_OR_RETURN(std::int64_t v,
+                              InRange(*d.value, 1, sizing::kMaxGpus, d.flag, d.field));
+      *d.target = static_cast<int>(v);
+      d.value.reset();
+    }
+    if (f.zero) {
+      GPUHUB_ASSIGN_OR_RETURN(std::int64_t z, InRange(*f.zero, 0, 3, "--zero", "zero"));
+      ask.zero = static_cast<int>(z);
+      f.zero.reset();
+    }
+  }
+  if (ask.NamesDegrees()) {
+    const long long product = static_cast<long long>(ask.tp.value_or(1)) * ask.pp.value_or(1) *
+                              ask.cp.value_or(1) * ask.dp.value_or(1);
+    if (!ask.gpus && ask.dp) {
+      if (product > sizing::kMaxGpus) {
+        return Bad("tp x pp x cp x dp is " + std::to_string(product) + " GPUs, over " +
+                       std::to_string(sizing::kMaxGpus),
+                   "gpus");
+      }
+      ask.gpus = static_cast<int>(product);
+    }
+    if (ask.gpus && ask.dp && product != *ask.gpus) {
+      return Bad("tp x pp x cp x dp is " + std::to_string(product) + " GPUs, not the " +
+                     std::to_string(*ask.gpus) + " of --gpus",
+                 "gpus");
+    }
+    if (ask.gpus && *ask.gpus % (product / ask.dp.value_or(1)) != 0) {
+      return Bad("--gpus " + std::to_string(*ask.gpus) + " is not a multiple of tp x pp x cp (" +
+                     std::to_string(product / ask.dp.value_or(1)) + ")",
+                 "gpus");
+    }
+    if (!ask.gpus) ask.gpus = static_cast<int>(product);
+  }
+  if (ask.gpus && *ask.gpus > kGpusPerNode && *ask.gpus % kGpusPerNode != 0) {
+    return Bad("above " + std::to_string(kGpusPerNode) + " GPUs a set is whole nodes of " +
+                   std::to_string(kGpusPerNode) + ": --gpus must be a multiple of " +
+                   std::to_string(kGpusPerNode) + ", got " + std::to_string(*ask.gpus),
+               "gpus");
+  }
+  const bool batch_max = f.batch_max;
+  f.batch_max = false;
   const bool serving = f.workload && (*f.workload == "infer" || *f.workload == "inference");
   PlanRequest r;
   r.serving = serving;
+  r.layout = ask;
+  r.batch_max = batch_max;
+  if (batch_max && !serving) {
+    return Bad("--batch max applies to serving (--workload infer): the largest batch of "
+               "sequences that fits each configuration",
+               "batch");
+  }
+  if (ask.zero && serving) return Bad("--zero applies to training", "zero");
+  if (ask.cp && *ask.cp > 1 && serving) {
+    return Bad("--cp splits a training sequence; serving splits with --tp or --pp", "cp");
+  }
   if (serving) {
     for (auto [given, flag] : {std::pair{f.tokens.has_value(), "--tokens"},
                                std::pair{f.samples.has_value(), "--samples"},
@@ -76,7 +145,7 @@ Result<PlanRequest> ResolvePlanRequest(const RequestFields& fields, const Reques
     GPUHUB_ASSIGN_OR_RETURN(j.tokens_per_day, InRange(*f.tokens_per_day, 1, kMaxTokensPerDay,
                                                       "--tokens-per-day", "tokens_per_day"));
     if (f.prompt_tokens) {
-      GPUHUB_ASSIGN_OR_RETURN(j.prompt_tokens, InRange(*f.prompt_tokens, 1, 10'000'000,
+      GPUHUB_ASSIGN_OR_RETURN(j.prompt_tokens, InRange(*f.prompt_tokens, 0, 10'000'000,
                                                        "--prompt-tokens", "prompt_tokens"));
     }
     if (f.output_tokens) {
@@ -115,7 +184,22 @@ Result<PlanRequest> ResolvePlanRequest(const RequestFields& fields, const Reques
                  "tokens");
     }
   }
+  if (ask.vp && *ask.vp > 1 && !(ask.pp && *ask.pp > 1)) {
+    return Bad("virtual pipeline stages interleave pipeline stages: give --pp 2 or more", "vp");
+  }
   GPUHUB_ASSIGN_OR_RETURN(r.fit, ResolveFitRequest(f, context, catalog));
+  if (ask.NamesDegrees()) {
+    // The degrees asked for must suit the model (tensor parallel dividing its heads, no more
+    // pipeline stages than layers), or no configuration could ever be planned.
+    sizing::Workload w = r.fit.workload;
+    w.gpus = ask.gpus.value_or(1);
+    w.tensor_parallel = ask.tp.value_or(1);
+    w.pipeline_parallel = ask.pp.value_or(1);
+    w.context_parallel = ask.cp.value_or(1);
+    w.virtual_pipeline = ask.vp.value_or(1);
+    w.data_parallel = ask.dp.value_or(0);
+    GPUHUB_RETURN_IF_ERROR(sizing::ValidateLayoutForModel(r.fit.model, w));
+  }
   if (gpu) r.fit.filters.gpu = gpu;
   if (!serving) {
     TrainingJob& t = r.training;

@@ -102,8 +102,9 @@ TEST(Plan, TrainingHoursAndCostsFollowTheRate) {
   EXPECT_EQ(h100->best_micros, h100->spot->total_micros);
   EXPECT_NEAR(h100->usd_per_million_tokens, billed * 2.88 / 300, 1e-9);
   // The error bar: the held-out p90 around the estimate.
-  EXPECT_DOUBLE_EQ(h100->tokens_per_second_low,
-                   h100->tokens_per_second / (1 + kTrainingHeldOutP90Error));
+  EXPECT_EQ(h100->kind, EstimateKind::kTrainingSingle);
+  EXPECT_DOUBLE_EQ(h100->band.p90, HeldOutBand(EstimateKind::kTrainingSingle).p90);
+  EXPECT_DOUBLE_EQ(h100->tokens_per_second_low, h100->tokens_per_second / (1 + h100->band.p90));
   // Ranked cheapest to finish first; sets of a card that holds the job alone are replicas.
   for (std::size_t i = 1; i < result->ranked.size(); ++i) {
     EXPECT_LE(result->ranked[i - 1].best_micros, result->ranked[i].best_micros);
@@ -123,7 +124,9 @@ TEST(Plan, TrainingHoursAndCostsFollowTheRate) {
 }
 
 TEST(Plan, HowCardsShareTheJob) {
-  // 405B QLoRA (guide: 248 GB) fits no single card: layers split, no faster than one card.
+  // 405B QLoRA (guide: 248 GB) fits no single card: of the layouts that fit two MI300X, FSDP
+  // (each card its own micro-batch, the frozen base sharded) beats the layer split (one card
+  // after the other, no faster than one).
   RequestFields f;
   f.model = "405b";
   f.workload = "qlora";
@@ -134,7 +137,17 @@ TEST(Plan, HowCardsShareTheJob) {
   ASSERT_TRUE(result.ok());
   const PlanOption* mi300x = Find(*result, "MI300X", 2);
   ASSERT_NE(mi300x, nullptr);
-  EXPECT_EQ(mi300x->parallelism, Parallelism::kLayerSplit);
+  EXPECT_EQ(mi300x->parallelism, Parallelism::kSharded);
+  EXPECT_EQ(mi300x->layout, "dp 2 (FSDP)");
+  ASSERT_GE(mi300x->considered.size(), 2u);
+  bool split_slower = false;
+  for (const auto& c : mi300x->considered) {
+    if (c.rfind("layers split over 2: ", 0) == 0) {
+      const double split = std::stod(c.substr(std::string("layers split over 2: ").size()));
+      split_slower = split < 0.75 * mi300x->tokens_per_second;
+    }
+  }
+  EXPECT_TRUE(split_slower) << ::testing::PrintToString(mi300x->considered);
   EXPECT_EQ(Find(*result, "MI300X", 1), nullptr);
   // Full fine-tuning of 13b (239 GB): ZeRO-3 only where the card shards (not over PCIe).
   f.model = "13b";
@@ -173,8 +186,8 @@ TEST(Plan, ServingReplicasAndCostPerMillionTokens) {
   auto rate = ServingRateOn(request.fit.model, request.fit.workload, 1024, 256,
                             RatesOf(*Fleet().FindTerm("H100 SXM")), 1, Parallelism::kSingle, {});
   ASSERT_TRUE(rate.ok());
-  const std::int64_t replicas = static_cast<std::int64_t>(
-      std::ceil(500e6 / (rate->output_tokens_per_second * 86400)));
+  const std::int64_t replicas =
+      static_cast<std::int64_t>(std::ceil(500e6 / (rate->output_tokens_per_second * 86400)));
   EXPECT_EQ(one->replicas, replicas);
   EXPECT_DOUBLE_EQ(one->hours, 7 * 24);
   ASSERT_TRUE(one->spot.has_value());
@@ -193,7 +206,7 @@ TEST(Plan, LiveOffersAreMatchedByCardCountRegionAndTime) {
   PlanRequest request = MustResolve(f);
   std::vector<MarketOffer> book = {
       Offer(1, "H100 SXM", 2, 2'000'000, "IAD-1", "2030-01-01T00:00:00Z"),
-      Offer(2, "H100 SXM", 8, 3'000'000, "IAD-1", "2026-05-29T00:00:00Z"),  // ends too soon
+      Offer(2, "H100 SXM", 8, 3'000'000, "IAD-1", "2026-05-29T00:00:00Z"),     // ends too soon
       Offer(3, "H100 SXM", 4, 2'500'000, "PDX-1", "2030-01-01T00:00:00Z", 4),  // 4 or more
   };
   auto result = Plan(Fleet(), request, book, true);
@@ -247,6 +260,23 @@ TEST(Plan, RequestValidationNamesTheField) {
   epochs.epochs = 0;
   RequestFields huge = Lora8b(1);
   huge.tokens = 20'000'000'000'000'000;
+  RequestFields tp_heads = Lora8b(1);
+  tp_heads.tp = 3;
+  RequestFields tp_zero = Lora8b(1);
+  tp_zero.tp = 0;
+  RequestFields odd_product = Lora8b(1);
+  odd_product.gpus = 8;
+  odd_product.dp = 3;
+  RequestFields zero_stage = Lora8b(1);
+  zero_stage.zero = 4;
+  RequestFields vp_alone = Lora8b(1);
+  vp_alone.vp = 2;
+  RequestFields cp_serving = no_volume;
+  cp_serving.tokens_per_day = 1'000'000;
+  cp_serving.cp = 2;
+  RequestFields stages = Lora8b(1);
+  stages.pp = 64;
+  stages.gpus = 64;
   const Bad rows[] = {
       {"no tokens", no_tokens, "tokens", "--tokens (tokens per epoch) or --samples"},
       {"tokens and samples", both, "samples", "not both"},
@@ -260,6 +290,13 @@ TEST(Plan, RequestValidationNamesTheField) {
       {"days for training", days, "days", "--days applies to serving"},
       {"epochs 0", epochs, "epochs", "--epochs must be between 1 and 1000"},
       {"too many tokens", huge, "tokens", "--tokens must be between 1 and"},
+      {"tp not dividing the heads", tp_heads, "tp", "does not divide the model's 32 attention"},
+      {"tp 0", tp_zero, "tp", "--tp must be between 1 and 1024"},
+      {"degrees not making --gpus", odd_product, "gpus", "tp x pp x cp x dp is 3 GPUs, not the 8"},
+      {"zero 4", zero_stage, "zero", "--zero must be between 0 and 3"},
+      {"vp without pp", vp_alone, "vp", "give --pp 2 or more"},
+      {"cp for serving", cp_serving, "cp", "serving splits with --tp or --pp"},
+      {"more stages than layers", stages, "pp", "32 layers"},
   };
   for (const Bad& b : rows) {
     auto r = Resolve(b.fields);
@@ -323,6 +360,143 @@ TEST(Plan, JsonReportCarriesExactMoneyTheErrorBarAndTheArithmetic) {
                                 Fleet(), book, true, kStart);
   ASSERT_FALSE(unknown.ok());
   EXPECT_EQ(unknown.status().field(), "tokns");
+}
+
+}  // namespace
+}  // namespace gpuhub::fit
+
+namespace gpuhub::fit {
+namespace {
+
+Json PlanJson(const std::string& body) {
+  auto out = HandlePlanJson(body, kDataDir, Fleet(), {}, false, kStart);
+  EXPECT_TRUE(out.ok()) << out.status().ToString();
+  return out.ok() ? Json::parse(*out) : Json();
+}
+
+TEST(Plan, BeyondOneNodeIsWholeNodesAndAQuote) {
+  // The guide's 405B full fine-tune (7,452 GB): no node holds it; five nodes of 8 MI300X do.
+  Json j = PlanJson(R"({"model": "405b", "workload": "full", "tokens": 1000000000, "top": 20,
+                        "gpu": "MI300X"})");
+  ASSERT_TRUE(j["cheapest"].is_object()) << j.dump();
+  const Json& c = j["cheapest"];
+  EXPECT_EQ(c["count"], 40);
+  EXPECT_EQ(c["layout"]["nodes"], 5);
+  EXPECT_EQ(c["quote"]["needed"], true);
+  EXPECT_EQ(c["quote"]["nodes"], 5);
+  EXPECT_EQ(c["quote"]["request"], "POST /v1/quote-requests");
+  EXPECT_EQ(c["term"]["indicative"], true);
+  // Five 8-card sets at the list price: $1,590 x 8 x 0.9 = $11,448 a month each.
+  EXPECT_EQ(c["term"]["exact"]["monthly_usd"], "57240.000000");
+  EXPECT_LE(c["per_card_gb"].get<double>(), 192);
+  // Four nodes would not hold it: 7,452 GB / 32 cards is over 192 GB.
+  EXPECT_GT(7452.0 / 32, 192);
+  // A count the request fixes beyond 8 must be whole nodes.
+  auto odd = HandlePlanJson(R"({"model": "70b", "workload": "full", "tokens": 1000, "gpus": 12})",
+                            kDataDir, Fleet(), {}, false, kStart);
+  ASSERT_FALSE(odd.ok());
+  EXPECT_EQ(odd.status().field(), "gpus");
+  // 64 H100s, as llm-foundry ran MPT-70B: asked and answered, on 8 nodes.
+  Json fixed = PlanJson(R"({"model": "meta-llama/Llama-3.1-70B", "workload": "full",
+                            "tokens": 1000000000, "gpus": 64, "gpu": "H100 SXM", "seq": 2048,
+                            "batch": 8, "grad_accum": 4})");
+  ASSERT_TRUE(fixed["cheapest"].is_object()) << fixed.dump();
+  EXPECT_EQ(fixed["cheapest"]["count"], 64);
+  EXPECT_EQ(fixed["cheapest"]["quote"]["nodes"], 8);
+  EXPECT_EQ(fixed["cheapest"]["error_band"]["kind"], "training, several cards");
+}
+
+TEST(Plan, TheLayoutIsSearchedAndExplained) {
+  // Llama 3.1 70B LoRA on two H100s: the search sizes replicas (they do not fit), FSDP, tensor
+  // parallel and the layer split, times those that fit and keeps the fastest.
+  Json j = PlanJson(R"({"model": "meta-llama/Llama-3.1-70B", "workload": "lora",
+                        "tokens": 100000000, "gpu": "H100 SXM", "gpus": 2, "explain": true})");
+  ASSERT_TRUE(j["cheapest"].is_object()) << j.dump();
+  const Json& c = j["cheapest"];
+  const std::string chosen = c["layout"]["name"];
+  ASSERT_GE(c["considered"].size(), 3u);
+  double split = 0, best = c["tokens_per_s"];
+  bool replicas_did_not_fit = false;
+  for (const auto& line : c["considered"]) {
+    const std::string s = line;
+    if (s.rfind("layers split over 2: ", 0) == 0) split = std::stod(s.substr(21));
+    if (s.rfind("dp 2: needs ", 0) == 0) replicas_did_not_fit = true;
+  }
+  EXPECT_TRUE(replicas_did_not_fit) << c["considered"].dump();
+  EXPECT_GT(split, 0);
+  EXPECT_GT(best, 1.5 * split) << chosen;  // the split is no faster than one card
+  EXPECT_NE(c["explain"][0].get<std::string>().find("layout: " + chosen + ", the fastest of"),
+            std::string::npos);
+  // Asked for: exactly that layout (tensor parallel 2).
+  Json tp = PlanJson(R"({"model": "meta-llama/Llama-3.1-70B", "workload": "lora",
+                         "tokens": 100000000, "gpu": "H100 SXM", "tp": 2})");
+  EXPECT_EQ(tp["cheapest"]["layout"]["tp"], 2);
+  EXPECT_EQ(tp["cheapest"]["count"], 2);
+  EXPECT_EQ(tp["workload"]["gpus"], 1);  // the request's workload; the option's layout says 2
+}
+
+TEST(Plan, PcieTensorParallelPaysForItsLink) {
+  // The same tensor-parallel serving layout on two NVLink-class A100 SXM and two PCIe L40S: the
+  // per-token all-reduces cost what the link says (L40S: 32 GB/s one way, PCIe latency).
+  sizing::ModelShape m = *sizing::LoadModel("meta-llama/Llama-3.1-8B", kDataDir);
+  sizing::Workload w;
+  w.gpus = 2;
+  w.tensor_parallel = 2;
+  w.batch = 64;
+  auto nvlink = ServingRateOn(m, w, 1024, 256, RatesOf(*Fleet().FindTerm("A100 SXM")), {});
+  auto pcie = ServingRateOn(m, w, 1024, 256, RatesOf(*Fleet().FindTerm("L40S")), {});
+  ASSERT_TRUE(nvlink.ok() && pcie.ok());
+  // 2 all-reduces per layer of 64 x 4096 x 2 B: 32 layers x 2 x (latency + 2 x 1/2 x 524 KB /
+  // link).
+  const double bytes = 64.0 * 4096 * 2;
+  EXPECT_NEAR(pcie->tensor_parallel_seconds_per_step,
+              64 * (2 * kCollectiveLatencySeconds + bytes / 32e9), 1e-9);
+  EXPECT_NEAR(nvlink->tensor_parallel_seconds_per_step,
+              64 * (kCollectiveLatencySeconds + bytes / 300e9), 1e-9);
+  EXPECT_GT(pcie->tensor_parallel_seconds_per_step, 2.5 * nvlink->tensor_parallel_seconds_per_step);
+}
+
+TEST(Plan, BatchMaxPromptZeroAndBothRates) {
+  Json j = PlanJson(R"({"model": "meta-llama/Llama-3.1-8B", "workload": "infer",
+                        "precision": "fp8", "kv_precision": "fp8", "engine": "vllm",
+                        "batch": "max", "prompt_tokens": 0, "output_tokens": 512,
+                        "tokens_per_day": 1000000000, "gpu": "H100 SXM", "gpus": 1})");
+  ASSERT_TRUE(j["cheapest"].is_object()) << j.dump();
+  const Json& c = j["cheapest"];
+  const std::int64_t batch = c["batch"];
+  // vLLM reserves 90% of the card; the KV cache of 512 tokens is 512 x 32 x 2 x 8 x 128 x 1 B.
+  const double kv_per_sequence = 512.0 * 32 * 2 * 8 * 128;
+  EXPECT_GT(batch, static_cast<std::int64_t>((72e9 - 12e9) / kv_per_sequence));
+  EXPECT_LE(c["per_card_gb"].get<double>(), 72.0);
+  EXPECT_EQ(c["prompt_tokens_per_s"], 0);  // no prompt, no prefill
+  EXPECT_GT(c["decode_tokens_per_s"].get<double>(), c["tokens_per_s"].get<double>() * 0.99);
+  EXPECT_EQ(j["job"]["prompt_tokens"], 0);
+  // Training has no --batch max, and fit and size refuse it.
+  auto training = HandlePlanJson(R"({"model": "7b", "workload": "lora", "tokens": 10,
+                                     "batch": "max"})",
+                                 kDataDir, Fleet(), {}, false, kStart);
+  ASSERT_FALSE(training.ok());
+  EXPECT_EQ(training.status().field(), "batch");
+}
+
+TEST(Plan, Fp8TrainingAndFp4WeightsNeedTheirCards) {
+  Json fp8 = PlanJson(R"({"model": "meta-llama/Llama-3.1-8B", "workload": "full",
+                          "fp8_training": true, "tokens": 100000000, "top": 100, "why_not": true})");
+  for (const auto& o : fp8["options"]) {
+    EXPECT_NE(o["gpu"], "A100 SXM");  // Ampere has no FP8
+    EXPECT_NE(o["gpu"], "RTX A6000");
+  }
+  bool said = false;
+  for (const auto& x : fp8["excluded"]) {
+    if (x["gpu"] == "A100 SXM") said = x["reason"].get<std::string>().find("FP8 training") == 0;
+  }
+  EXPECT_TRUE(said);
+  Json fp4 = PlanJson(R"({"model": "meta-llama/Llama-3.1-70B", "workload": "infer",
+                          "precision": "fp4", "tokens_per_day": 100000000, "top": 100})");
+  ASSERT_FALSE(fp4["options"].empty());
+  for (const auto& o : fp4["options"]) {  // Blackwell only
+    EXPECT_TRUE(o["gpu"] == "B200" || o["gpu"] == "B300" || o["gpu"] == "RTX 5090") << o["gpu"];
+  }
 }
 
 }  // namespace

@@ -11,6 +11,7 @@
 #include "core/money.h"
 #include "fit/json_parts.h"
 #include "fit/limits.h"
+#include "sizing/parallel.h"
 
 namespace gpuhub::fit {
 
@@ -70,6 +71,10 @@ Json ModelJson(const sizing::ModelShape& m) {
   return j;
 }
 
+const char* RecomputeName(const sizing::Workload& w) {
+  return w.gradient_checkpointing ? "full" : w.selective_recompute ? "selective" : "none";
+}
+
 Json WorkloadJson(const sizing::Workload& w, const sizing::MemoryEstimate& e) {
   Json j;
   j["workload"] = sizing::MethodName(w.method);
@@ -87,6 +92,19 @@ Json WorkloadJson(const sizing::Workload& w, const sizing::MemoryEstimate& e) {
     j["offload_optimizer"] = w.offload_optimizer;
   }
   j["gpus"] = w.gpus;
+  if (sizing::NamesLayout(w)) {
+    const sizing::Layout l = sizing::LayoutOf(w);
+    j["tp"] = l.tensor;
+    j["pp"] = l.pipeline;
+    j["cp"] = l.context;
+    j["dp"] = l.data;
+    j["vp"] = l.virtual_stages;
+  }
+  if (w.fp8_training) j["fp8_training"] = true;
+  if (w.megatron) j["stack"] = "megatron";
+  if (w.engine != sizing::ServingEngine::kUnspecified) {
+    j["engine"] = sizing::ServingEngineName(w.engine);
+  }
   j["profile"] = sizing::ProfileName(e.profile);
   if (e.profile == sizing::Profile::kDetailed && w.method == Method::kInference) {
     j["prefill_chunk"] = w.prefill_chunk_tokens;  // 0: the whole prompt in one pass
@@ -104,6 +122,7 @@ Json WorkloadJson(const sizing::Workload& w, const sizing::MemoryEstimate& e) {
     j["chunked_loss"] = w.chunked_loss;
     j["flash_attention"] = w.flash_attention;
     j["gradient_checkpointing"] = w.gradient_checkpointing;
+    j["recompute"] = RecomputeName(w);
     j["offload_activations"] = w.offload_activations;
     j["offload_params"] = w.offload_params;
     j["old_transformers"] = w.old_transformers;
@@ -183,7 +202,7 @@ using namespace json_parts;  // NOLINT: the shared pieces of every report
 // follows from the JSON type: kMoney and kObject are kept as text).
 struct FieldSpec {
   std::string_view name;
-  enum Type { kString, kInteger, kBool, kMoney, kObject } type;
+  enum Type { kString, kInteger, kBool, kMoney, kObject, kBatch } type;
   bool fit_only;
   std::optional<std::string> RequestFields::*text = nullptr;      // kString, kMoney, kObject
   std::optional<std::int64_t> RequestFields::*integer = nullptr;  // kInteger
@@ -228,13 +247,22 @@ constexpr FieldSpec kFields[] = {
     Text("kv_precision", &R::kv_precision),
     Text("profile", &R::profile),
     Integer("context", &R::context),
-    Integer("batch", &R::batch),
+    {"batch", FieldSpec::kBatch, false, nullptr, &R::batch},
     Integer("seq", &R::seq),
     Integer("prefill_chunk", &R::prefill_chunk),
     Integer("grad_accum", &R::grad_accum),
     Integer("rank", &R::rank),
     Integer("gpus", &R::gpus),
     Integer("zero", &R::zero),
+    Integer("tp", &R::tp),
+    Integer("pp", &R::pp),
+    Integer("cp", &R::cp),
+    Integer("dp", &R::dp),
+    Integer("vp", &R::vp),
+    Text("recompute", &R::recompute),
+    Flag("fp8_training", &R::fp8_training),
+    Text("engine", &R::engine),
+    Text("stack", &R::stack),
     Flag("offload_optimizer", &R::offload_optimizer),
     Text("optimizer", &R::optimizer),
     Text("lora_targets", &R::lora_targets),
@@ -271,7 +299,8 @@ constexpr FieldSpec kFields[] = {
 
 constexpr bool EveryFieldHasItsMember() {
   for (const FieldSpec& f : kFields) {
-    bool wired = f.type == FieldSpec::kInteger ? f.integer != nullptr
+    bool wired = f.type == FieldSpec::kInteger || f.type == FieldSpec::kBatch
+                     ? f.integer != nullptr
                  : f.type == FieldSpec::kBool  ? (f.flag != nullptr) != (f.optional_flag != nullptr)
                                                : f.text != nullptr;
     if (!wired) return false;
@@ -376,6 +405,20 @@ Status ApplyField(RequestFields& f, const std::string& key, const AnyJson& v, Re
       } else {
         return wrong("a decimal string like \"1500.50\" or a number");
       }
+      break;
+    }
+    case FieldSpec::kBatch: {
+      // A number of sequences, or "max": the largest batch that fits (plan).
+      if (v.is_string() && v.template get<std::string>() == "max") {
+        f.batch_max = true;
+        break;
+      }
+      if (!v.is_number_integer()) return wrong("a whole number or \"max\"");
+      if (v.is_number_unsigned() &&
+          v.template get<std::uint64_t>() > static_cast<std::uint64_t>(INT64_MAX)) {
+        return wrong("a whole number within range");
+      }
+      f.*spec->integer = v.template get<std::int64_t>();
       break;
     }
     case FieldSpec::kObject: {
@@ -524,6 +567,23 @@ std::string GuideJson(const Guide& guide) {
   }
   j["cheapest"] = std::move(cheapest);
   j["cheapest_reasons"] = std::move(reasons);
+  Json multi = Json::object();
+  for (const auto& cell : guide.cheapest) {
+    if (!cell.multi_node) continue;
+    const MultiNodeFit& m = *cell.multi_node;
+    multi[cell.preset][cell.column] = {{"gpu", m.gpu->name},
+                                       {"nodes", m.nodes},
+                                       {"gpus_per_node", kNodeGpus},
+                                       {"configuration", MultiNodeName(m)},
+                                       {"label", MultiNodeName(m) + ", quote"},
+                                       {"per_card_gb", Gb(m.per_card_bytes)},
+                                       {"monthly_usd", Usd(m.monthly_micros)},
+                                       {"indicative", true},
+                                       {"quote", {{"needed", true},
+                                                  {"nodes", m.nodes},
+                                                  {"request", "POST /v1/quote-requests"}}}};
+  }
+  j["cheapest_multi_node"] = std::move(multi);
   Json cost = Json::array();
   for (const auto& row : guide.cost) {
     const catalog::TermGpu& g = *row.gpu;

@@ -160,13 +160,14 @@ TEST(RequestJson, BadBodiesNameTheField) {
       {"", RequestKind::kSize, "request body is not valid JSON"},
       {R"({"model": "7b", "workload": "infer", "contxt": 5})", RequestKind::kSize,
        "unknown field 'contxt'; size takes: model, config, workload, precision, kv_precision, "
-       "profile, context, batch, seq, prefill_chunk, grad_accum, rank, gpus, zero, offload_optimizer, optimizer, "
+       "profile, context, batch, seq, prefill_chunk, grad_accum, rank, gpus, zero, tp, pp, cp, dp, vp, "
+       "recompute, fp8_training, engine, stack, offload_optimizer, optimizer, "
        "lora_targets, lora_dropout, pure_bf16, fused_kernels, chunked_loss, offload_activations, "
        "offload_params, old_transformers, optimizer_in_backward, flash_attention, gradient_checkpointing, double_quant, explain"},
       {R"({"kv-precision": "fp8"})", RequestKind::kFit,
        "unknown field 'kv-precision' (did you mean 'kv_precision'?); fit takes: model, config, "
        "workload, precision, kv_precision, profile, context, batch, seq, prefill_chunk, grad_accum, rank, gpus, zero, "
-       "offload_optimizer, optimizer, lora_targets, lora_dropout, pure_bf16, fused_kernels, "
+       "tp, pp, cp, dp, vp, recompute, fp8_training, engine, stack, offload_optimizer, optimizer, lora_targets, lora_dropout, pure_bf16, fused_kernels, "
        "chunked_loss, offload_activations, offload_params, old_transformers, optimizer_in_backward, flash_attention, "
        "gradient_checkpointing, double_quant, explain, cuda_only, region, in_stock, "
        "max_monthly_usd, top, why_not, gpu"},
@@ -320,7 +321,7 @@ TEST(RequestJson, ErrorsNameTheirField) {
       {R"({"model": "70b", "workload": "lora", "rank": 0})", "rank"},
       {R"({"model": "70b", "workload": "full", "context": 4096})", "context"},
       {R"({"model": "70b", "workload": "infer", "seq": 4096})", "seq"},
-      {R"({"model": "70b", "workload": "infer", "precision": "fp4"})", "precision"},
+      {R"({"model": "70b", "workload": "infer", "precision": "fp6"})", "precision"},
       {R"({"model": "70b", "workload": "infer", "kv_precision": "int4"})", "kv_precision"},
       {R"({"model": "70b", "workload": "full", "precision": "fp8"})", "precision"},
       {R"({"model": "70b", "workload": "train"})", "workload"},

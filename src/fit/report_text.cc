@@ -338,6 +338,8 @@ std::string GuideText(const Guide& guide) {
       if (cell.best) {
         row.push_back(ConfigurationName(cell.best->gpu->name, cell.best->count) + " " +
                       Usd(cell.best->monthly_micros));
+      } else if (cell.multi_node) {
+        row.push_back(MultiNodeName(*cell.multi_node) + ", quote");
       } else {
         row.push_back("nothing fits");
       }

@@ -16,6 +16,7 @@
 #include "core/json_writer.h"
 #include "fit/json_parts.h"
 #include "fit/report_json.h"
+#include "sizing/parallel.h"
 
 namespace gpuhub::fit {
 namespace {
@@ -23,6 +24,7 @@ namespace {
 using json_parts::Exact;
 using json_parts::Gb;
 using json_parts::Round;
+using json_parts::RecomputeName;
 using json_parts::Usd;
 using sizing::Method;
 
@@ -104,6 +106,19 @@ void WriteWorkload(JsonWriter& w, const sizing::Workload& wl, const sizing::Memo
     Field(w, "offload_optimizer", wl.offload_optimizer);
   }
   Field(w, "gpus", wl.gpus);
+  if (sizing::NamesLayout(wl)) {
+    const sizing::Layout l = sizing::LayoutOf(wl);
+    Field(w, "tp", l.tensor);
+    Field(w, "pp", l.pipeline);
+    Field(w, "cp", l.context);
+    Field(w, "dp", l.data);
+    Field(w, "vp", l.virtual_stages);
+  }
+  if (wl.fp8_training) Field(w, "fp8_training", true);
+  if (wl.megatron) Field(w, "stack", "megatron");
+  if (wl.engine != sizing::ServingEngine::kUnspecified) {
+    Field(w, "engine", sizing::ServingEngineName(wl.engine));
+  }
   Field(w, "profile", sizing::ProfileName(e.profile));
   bool detailed = e.profile == sizing::Profile::kDetailed;
   if (detailed && wl.method == Method::kInference) {
@@ -122,6 +137,7 @@ void WriteWorkload(JsonWriter& w, const sizing::Workload& wl, const sizing::Memo
     Field(w, "chunked_loss", wl.chunked_loss);
     Field(w, "flash_attention", wl.flash_attention);
     Field(w, "gradient_checkpointing", wl.gradient_checkpointing);
+    Field(w, "recompute", RecomputeName(wl));
     Field(w, "offload_activations", wl.offload_activations);
     Field(w, "offload_params", wl.offload_params);
     Field(w, "old_transformers", wl.old_transformers);
@@ -354,6 +370,23 @@ std::string FitReportJson(const FitRequest& request, const FitResult& result,
   if (result.ranked.empty()) {
     w.Null();
     Field(w, "reason", result.reason);
+    if (result.multi_node) {
+      const MultiNodeFit& m = *result.multi_node;
+      w.Key("multi_node").BeginObject();
+      Field(w, "gpu", m.gpu->name);
+      Field(w, "nodes", m.nodes);
+      Field(w, "gpus_per_node", kNodeGpus);
+      Field(w, "configuration", MultiNodeName(m));
+      Field(w, "per_card_gb", Gb(m.per_card_bytes));
+      Field(w, "monthly_usd", Usd(m.monthly_micros));
+      Field(w, "indicative", true);
+      w.Key("quote").BeginObject();
+      Field(w, "needed", true);
+      Field(w, "nodes", m.nodes);
+      Field(w, "request", "POST /v1/quote-requests");
+      w.EndObject();
+      w.EndObject();
+    }
   } else {
     WriteConfig(w, result.ranked.front(), request.explain, texts);
   }

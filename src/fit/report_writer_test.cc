@@ -65,6 +65,19 @@ std::string TreeFitReport(const FitRequest& request, const FitResult& result) {
   if (result.ranked.empty()) {
     j["best"] = nullptr;
     j["reason"] = result.reason;
+    if (result.multi_node) {
+      const MultiNodeFit& m = *result.multi_node;
+      j["multi_node"] = {{"gpu", m.gpu->name},
+                         {"nodes", m.nodes},
+                         {"gpus_per_node", kNodeGpus},
+                         {"configuration", MultiNodeName(m)},
+                         {"per_card_gb", Gb(m.per_card_bytes)},
+                         {"monthly_usd", Usd(m.monthly_micros)},
+                         {"indicative", true},
+                         {"quote", {{"needed", true},
+                                    {"nodes", m.nodes},
+                                    {"request", "POST /v1/quote-requests"}}}};
+    }
   } else {
     j["best"] = ConfigJson(result.ranked.front(), request.explain);
   }

@@ -212,10 +212,73 @@ Status ResolveWorkload(const RequestFields& f, sizing::Workload& w, std::vector<
     GPUHUB_RETURN_IF_ERROR(detailed_only(s.flag));
     *s.target = *s.value;
   }
+  if (f.recompute) {
+    if (!training) return not_for("--recompute", "training");
+    if (*f.recompute == "full") {
+      w.gradient_checkpointing = true;
+      w.selective_recompute = false;
+    } else if (*f.recompute == "selective" || *f.recompute == "none") {
+      GPUHUB_RETURN_IF_ERROR(detailed_only("--recompute"));
+      w.gradient_checkpointing = false;
+      w.selective_recompute = *f.recompute == "selective";
+    } else {
+      return BadField("--recompute must be full, selective or none, got '" +
+                          f.recompute->substr(0, 40) + "'",
+                      "--recompute");
+    }
+    if (f.gradient_checkpointing && *f.gradient_checkpointing != w.gradient_checkpointing) {
+      return BadField("--recompute " + *f.recompute + " contradicts --" +
+                          (*f.gradient_checkpointing ? "" : "no-") + "gradient-checkpointing",
+                      "--recompute");
+    }
+  }
+  if (f.fp8_training && *f.fp8_training) {
+    if (!training) return not_for("--fp8-training", "training (serving in FP8 is --precision fp8)");
+    w.fp8_training = true;
+  }
+  if (f.stack) {
+    if (!training) return not_for("--stack", "training (serving names an --engine)");
+    if (*f.stack != "pytorch" && *f.stack != "megatron") {
+      return BadField("--stack must be pytorch (FSDP/DDP, Hugging Face, torchtitan, llm-foundry, "
+                      "torchtune) or megatron (Megatron Core with Transformer Engine: NeMo, "
+                      "Megatron-LM, Megatron-Bridge), got '" +
+                          f.stack->substr(0, 40) + "'",
+                      "--stack");
+    }
+    w.megatron = *f.stack == "megatron";
+  }
+  if (f.engine) {
+    if (training) return not_for("--engine", "inference");
+    GPUHUB_ASSIGN_OR_RETURN(w.engine, ForField(sizing::ParseServingEngine(*f.engine), "engine"));
+    // llama.cpp and transformers read the model's own prompt in their way; the engine's prefill
+    // chunk (ServingEngineTraits) applies unless --prefill-chunk is given.
+  }
   if (m == Method::kFullFineTune && guide_profile && (f.seq || f.batch)) {
     notes.push_back(
         "guide profile: activations are the quick rule's 15% allowance, so --seq and "
         "--batch do not change the figure (use --profile detailed)");
+  }
+  return Status::Ok();
+}
+
+// --tp, --pp, --cp, --dp, --vp into the workload (size and plan; fit picks its own layout).
+Status ApplyLayout(const RequestFields& f, sizing::Workload& w) {
+  struct Degree {
+    const std::optional<std::int64_t>& value;
+    int* target;
+    const char* flag;
+    const char* what;
+  };
+  const Degree degrees[] = {
+      {f.tp, &w.tensor_parallel, "--tp", "tensor-parallel cards"},
+      {f.pp, &w.pipeline_parallel, "--pp", "pipeline stages"},
+      {f.cp, &w.context_parallel, "--cp", "context-parallel cards"},
+      {f.dp, &w.data_parallel, "--dp", "data-parallel ranks"},
+      {f.vp, &w.virtual_pipeline, "--vp", "virtual pipeline stages per card"},
+  };
+  for (const Degree& d : degrees) {
+    if (!d.value) continue;
+    GPUHUB_ASSIGN_OR_RETURN(*d.target, NarrowInt(*d.value, 1, sizing::kMaxGpus, d.flag, d.what));
   }
   return Status::Ok();
 }
@@ -260,6 +323,8 @@ Result<sizing::ModelShape> ResolveModelFields(const RequestFields& f,
 
 }  // namespace
 
+Status ApplyLayoutFields(const RequestFields& f, sizing::Workload& w) { return ApplyLayout(f, w); }
+
 Result<sizing::ModelShape> ResolveModel(const std::string& spec, const RequestContext& context) {
   if (!context.allow_paths) {
     // The API names models, it never points the server at its own files: a preset or a bundled
@@ -297,10 +362,16 @@ Result<SizeRequest> ResolveSizeRequest(const RequestFields& f, const RequestCont
   SizeRequest r;
   GPUHUB_ASSIGN_OR_RETURN(r.model, ResolveModelFields(f, context));
   GPUHUB_RETURN_IF_ERROR(ResolveWorkload(f, r.workload, r.notes, r.model));
+  if (f.batch_max) {
+    return BadField("--batch max is the largest batch that fits a card: gpuhub plan finds it "
+                    "for a serving plan (--workload infer)",
+                    "batch");
+  }
   if (f.gpus) {
     GPUHUB_ASSIGN_OR_RETURN(r.workload.gpus, NarrowInt(*f.gpus, 1, sizing::kMaxGpus, "--gpus",
                                                        "GPUs the job is spread over"));
   }
+  GPUHUB_RETURN_IF_ERROR(ApplyLayoutFields(f, r.workload));
   if (r.workload.zero_stage > 0 && r.workload.gpus == 1 && !r.workload.offload_params) {
     r.notes.push_back("ZeRO shards across GPUs: with --gpus 1 it changes nothing");
   }
@@ -319,6 +390,20 @@ Result<FitRequest> ResolveFitRequest(const RequestFields& f, const RequestContex
   }
   if (f.zero) {
     return BadField(kZeroIsFitsChoice, "zero");
+  }
+  for (auto [given, flag] : {std::pair{f.tp.has_value(), "tp"}, std::pair{f.pp.has_value(), "pp"},
+                             std::pair{f.cp.has_value(), "cp"}, std::pair{f.dp.has_value(), "dp"},
+                             std::pair{f.vp.has_value(), "vp"}}) {
+    if (given) {
+      return BadField(std::string("fit picks how a set shares the job; drop --") + flag +
+                          " (gpuhub size or gpuhub plan take a layout)",
+                      flag);
+    }
+  }
+  if (f.batch_max) {
+    return BadField("--batch max is the largest batch that fits a card: gpuhub plan finds it "
+                    "for a serving plan (--workload infer)",
+                    "batch");
   }
   FitRequest r;
   GPUHUB_ASSIGN_OR_RETURN(r.model, ResolveModelFields(f, context));

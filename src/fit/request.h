@@ -29,12 +29,20 @@ struct RequestFields {
   std::optional<std::string> profile;       // --profile guide|detailed
   std::optional<std::int64_t> context;      // --context tokens (inference)
   std::optional<std::int64_t> batch;        // --batch
+  bool batch_max = false;                   // --batch max / "batch": "max" (plan, serving)
   std::optional<std::int64_t> seq;          // --seq tokens (training)
   std::optional<std::int64_t> prefill_chunk;  // --prefill-chunk tokens (inference, detailed)
   std::optional<std::int64_t> grad_accum;     // --grad-accum micro-batches (training, detailed)
   std::optional<std::int64_t> rank;         // --rank (LoRA, QLoRA)
-  std::optional<std::int64_t> gpus;         // --gpus (size only)
-  std::optional<std::int64_t> zero;         // --zero 0..3 (size, full fine-tuning)
+  std::optional<std::int64_t> gpus;         // --gpus (size; plan: a fixed count, whole nodes > 8)
+  std::optional<std::int64_t> zero;         // --zero 0..3 (size, plan; training)
+  // The parallel layout (size and plan; sizing/parallel.h): tensor, pipeline, context and data
+  // parallel degrees and interleaved pipeline stages. Plan searches the ones not given.
+  std::optional<std::int64_t> tp, pp, cp, dp, vp;
+  std::optional<std::string> recompute;     // --recompute full|selective|none (training)
+  std::optional<bool> fp8_training;         // --fp8-training (training, FP8 cards)
+  std::optional<std::string> engine;        // --engine vllm|sglang|tensorrt-llm|llama.cpp|transformers
+  std::optional<std::string> stack;         // --stack pytorch|megatron (training)
   bool offload_optimizer = false;           // --offload-optimizer (training)
   // Detailed profile only (--profile detailed; the default for real models). The guide's published
   // rules ignore them, so asking for a non-default value under the guide profile is an error.
@@ -101,6 +109,10 @@ Result<SizeRequest> ResolveSizeRequest(const RequestFields& fields, const Reques
 // Validates the filters against `catalog` too (unknown --gpu or --region, FP8 on a non-FP8 --gpu).
 Result<FitRequest> ResolveFitRequest(const RequestFields& fields, const RequestContext& context,
                                      const catalog::Catalog& catalog);
+
+// --tp, --pp, --cp, --dp and --vp into the workload's layout (range-checked; the product with
+// --gpus is checked by sizing::ValidateWorkload).
+Status ApplyLayoutFields(const RequestFields& fields, sizing::Workload& workload);
 
 // Resolves --model: a preset, a bundled model id, or (allow_paths) a config.json / checkpoint path.
 Result<sizing::ModelShape> ResolveModel(const std::string& spec, const RequestContext& context);

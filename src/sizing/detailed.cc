@@ -5,18 +5,11 @@
 #include <optional>
 
 #include "core/strings.h"
+#include "sizing/detailed_internal.h"
+#include "sizing/parallel.h"
 
 namespace gpuhub::sizing {
-namespace {
-
-std::string Num(double v) { return FormatCount(v); }
-std::string Gb(double bytes) { return FormatGb(bytes); }
-std::string B(double bytes_per) {
-  // "2 B", "0.5 B", "0.0159 B"
-  if (bytes_per == std::floor(bytes_per)) return FormatFixed(bytes_per, 0) + " B";
-  if (bytes_per >= 0.1) return FormatFixed(bytes_per, 2) + " B";
-  return FormatFixed(bytes_per, 4) + " B";
-}
+namespace detailed_internal {
 
 // Presets carry nominal counts only: give them a Llama-style inventory (vocab 32000, untied) whose
 // MLP width makes the total come out at the nominal count, so the detailed formulas apply.
@@ -53,12 +46,6 @@ ModelShape WithInventory(const ModelShape& m) {
                     std::to_string(s.intermediate) + ")");
   return s;
 }
-
-struct Widths {
-  double h = 0, q = 0, k = 0, v = 0;
-  double mlp = 0;         // MLP width a token runs through, averaged over layers
-  double moe_layers = 0;  // fraction of layers that are MoE
-};
 
 Widths WidthsOf(const ModelShape& m) {
   Widths w;
@@ -115,6 +102,10 @@ double QuantConstantBytesPerParam(Precision p, bool double_quant) {
                           : 4.0 / kNf4BlockSize;
     case Precision::kInt4:
       return (2.0 + 0.5) / kInt4GroupSize;  // fp16 scale + packed 4-bit zero per group of 128
+    case Precision::kFp4:
+      // NVFP4: one FP8 (E4M3) scale per 16 values (NVIDIA's ModelOpt checkpoints; the per-tensor
+      // FP32 scale is negligible).
+      return 1.0 / kFp4BlockSize;
     default:
       return 0;
   }
@@ -134,11 +125,6 @@ std::optional<Precision> CheckpointPrecision(const CheckpointSummary& c) {
   }
   return std::nullopt;
 }
-
-struct WeightPart {
-  double bytes = 0;
-  std::string formula;
-};
 
 // Resident weights at `precision`: decoder linears at the quantized width (with their constants),
 // everything else (embeddings, lm_head, norms, vision tower) in 16 bits, as GPTQ/AWQ/bitsandbytes/
@@ -212,12 +198,6 @@ double LargestLinearParams(const ModelShape& m) {
   return best;
 }
 
-// Optimizer state bytes for `params` trainable parameters laid out as `matrices` (rows, cols).
-struct OptimizerPart {
-  double bytes = 0;
-  std::string formula;
-};
-
 OptimizerPart OptimizerState(Optimizer o, double params, double factored_bytes, bool bf16_states) {
   OptimizerPart p;
   const double state = bf16_states ? 2 : 4;
@@ -288,7 +268,96 @@ void AddRotaryCaches(const ModelShape& m, const Workload& w, int layer_split, Me
            Gb(bytes)});
 }
 
-}  // namespace
+// Inference: weights, KV cache and the prefill's working set; returns the transient bytes.
+double AddInferenceParts(const ModelShape& m, const Workload& w, bool from_checkpoint,
+                         MemoryEstimate& e) {
+  double transient = 0;
+  WeightPart weights = Weights(m, w.precision, w.double_quant);
+  if (from_checkpoint) {
+    weights = {m.checkpoint->bytes, CheckpointFormula(*m.checkpoint)};
+  }
+  // Tensor parallel splits every layer's weights; pipeline stages (and a layer split) hold
+  // their layers; data-parallel replicas each hold a whole copy.
+  const Layout layout = LayoutOf(w);
+  const int shards = layout.model_shards();
+  e.components.push_back(Split("weights", weights.bytes, weights.formula, shards));
+  double kv = KvCacheBytes(m, w.kv_precision, w.context_tokens, w.batch);
+  // Tensor parallel splits the KV heads; beyond the model's KV heads they are replicated (MLA's
+  // latent is replicated on every tensor-parallel rank).
+  const int kv_tensor = m.kv_lora_rank > 0 ? 1 : std::min(layout.tensor, std::max(1, m.kv_heads));
+  Component kvc = Split("kv_cache", kv, KvFormula(m, w, kv), layout.pipeline * kv_tensor);
+  if (kv_tensor < layout.tensor) {
+    kvc.formula += " (" + std::to_string(layout.tensor) + "-way tensor parallel over " +
+                   (m.kv_lora_rank > 0 ? std::string("MLA's shared latent")
+                                       : std::to_string(m.kv_heads) + " KV heads") +
+                   ": the rest replicated)";
+  }
+  e.components.push_back(std::move(kvc));
+  // Prefill runs the whole prompt (every sequence of the batch) through one layer at a time:
+  // that layer's activations are the working set (hidden in/out, q/k/v, attention output,
+  // gate/up/SiLU). PyTorch engines (Hugging Face generate, LitGPT) prefill in one forward pass;
+  // only the last position's logits are computed. Each GPU of a layer split runs its own layers,
+  // so every card holds this working set at its peak. Serving engines prefill in chunks of
+  // their own size (ServingEngineTraits) unless --prefill-chunk says otherwise.
+  Widths x = WidthsOf(m);
+  const double prompt_tokens = static_cast<double>(w.context_tokens) * static_cast<double>(w.batch);
+  const std::int64_t chunk_asked =
+      w.prefill_chunk_tokens > 0 ? w.prefill_chunk_tokens : TraitsOf(w.engine).prefill_chunk_tokens;
+  const bool chunked = chunk_asked > 0 && static_cast<double>(chunk_asked) < prompt_tokens;
+  const double tokens = chunked ? static_cast<double>(chunk_asked) : prompt_tokens;
+  // A gated MLP (SwiGLU) holds gate, up and their product; a plain one its input and output.
+  const double mlp_working = (m.gated_mlp ? 6 : 4) * x.mlp;
+  // Tensor parallel splits the heads and the MLP width; the hidden state is whole on each rank.
+  const double split_part = (2 * (x.q + x.k + x.v) + 2 * x.q + mlp_working) / layout.tensor;
+  double per_token = 4 * x.h + split_part;
+  const std::string working_text =
+      FormatFixed(tokens, 0) +
+      (chunked ? " prompt tokens per prefill chunk" +
+                     (w.prefill_chunk_tokens > 0
+                          ? std::string()
+                          : " (" + std::string(ServingEngineName(w.engine)) + "'s)") +
+                     " x "
+               : " prompt tokens in one forward pass (context x batch) x ") +
+      FormatFixed(per_token, 0) + " B per token for one layer's working set" +
+      (layout.tensor > 1 ? " (its heads and MLP width / " + std::to_string(layout.tensor) +
+                               " tensor-parallel ranks)"
+                         : "");
+  double prefill = 0;
+  std::string prefill_text;
+  if (w.old_transformers) {
+    // Transformers before 4.45: lm_head runs on every prompt position and the forward upcasts
+    // the result, so the bf16 logits and their fp32 copy are alive together once the layers'
+    // working set is gone: the prefill peaks at the larger of the two.
+    const double all_logits = tokens * m.vocab * 6;
+    prefill = std::max(tokens * per_token, all_logits);
+    prefill_text = "the larger of " + working_text + " (" + Gb(tokens * per_token) +
+                   ") and the logits of every position of the step: " + FormatFixed(tokens, 0) +
+                   " tokens x vocab " + std::to_string(m.vocab) +
+                   " x 6 B (bf16 + the fp32 upcast, transformers before 4.45) (" + Gb(all_logits) +
+                   ") = " + Gb(prefill);
+  } else {
+    double logits = static_cast<double>(w.batch) * m.vocab * 4 / layout.tensor;
+    prefill = tokens * per_token + logits;
+    prefill_text = working_text + " + batch x vocab x 4 B logits = " + Gb(prefill);
+  }
+  e.components.push_back({"prefill_activations", prefill, prefill_text});
+  AddRotaryCaches(m, w, layout.pipeline, e);
+  transient += prefill;
+  e.decode_weight_bytes =
+      from_checkpoint ? m.checkpoint->bytes * (m.active_params / std::max(1.0, m.total_params))
+                      : Weights(m, w.precision, w.double_quant).bytes *
+                            (m.active_params / std::max(1.0, m.total_params));
+  if (m.is_moe()) {
+    e.notes.push_back(
+        "MoE: every expert is resident (memory uses total params); decoding reads "
+        "the active params only");
+  }
+  return transient;
+}
+
+}  // namespace detailed_internal
+
+using namespace detailed_internal;  // NOLINT: the helpers shared with detailed_training.cc
 
 ModelShape WithLlamaInventory(const ModelShape& model) { return WithInventory(model); }
 
@@ -320,17 +389,32 @@ double ActivationBytesPerTokenPerLayer(const ModelShape& model_in, const Workloa
   // Attention with FlashAttention/SDPA keeps q, k, v and the output (plus a per-head logsumexp).
   double attention = 2 * x.q + 2 * x.k + 2 * x.v + 2 * x.q + 4.0 * m.heads;
   double bytes = 0;
+  if (w.selective_recompute) {
+    // Selective (per-op) recomputation, as torchtitan's policy runs it: inside each layer only
+    // the outputs of every other matmul and of the attention kernel (output and log-sum-exp) are
+    // saved, beside the layer's input; everything else is recomputed from them in backward.
+    const double matmul_outputs = x.q + x.k + x.v + x.h + (m.gated_mlp ? 2 : 1) * x.mlp + x.h;
+    bytes = 2 * x.h + 0.5 * 2 * matmul_outputs + 2 * x.q + 4.0 * m.heads;
+    bytes += x.moe_layers * 4.0 * m.experts;
+    return bytes;
+  }
+  // FP8 training (Transformer Engine, torchao float8) saves each linear's input as the FP8 copy
+  // its matmul read: 1 B per element instead of 2.
+  const double linear_input = w.fp8_training ? 1 : 2;
   // Unfused (eager PyTorch, Hugging Face): RMSNorm upcasts to fp32 and keeps that copy (4h), plus
   // the normalized bf16 output when its weight trains (2h); SwiGLU keeps gate (for SiLU), the SiLU
   // output and up (for the product): 6i. Fused kernels keep the bf16 input (2h) and gate and up
   // (4i), recomputing the rest.
-  const double norm = w.fused_kernels ? 2 * x.h : (w.method == Method::kFullFineTune ? 6 : 4) * x.h;
-  const double swiglu = (w.fused_kernels ? 4 : 6) * x.mlp;
+  const bool lean = w.fused_kernels;
+  const double norm = lean ? 2 * x.h : (w.method == Method::kFullFineTune ? 6 : 4) * x.h;
+  // A plain (non-gated) MLP keeps the activation function's input, and its output only as the
+  // down projection's input (counted with the linears below).
+  const double swiglu = m.gated_mlp ? (lean ? 4 : 6) * x.mlp : 2 * x.mlp;
   // Pre-attention and pre-MLP norms; Gemma 2/3 add a post-attention and a post-MLP norm.
   const double norms = std::max(2, m.norms_per_layer);
   if (w.method == Method::kFullFineTune) {
     // q/k/v, o, gate/up and down keep their inputs for the weight gradients (2h, 2q, 2h, 2i).
-    bytes = norms * norm + 2 * x.h + attention + 2 * x.q + 2 * x.h + swiglu + 2 * x.mlp;
+    bytes = norms * norm + attention + swiglu + linear_input * (x.h + x.q + x.h + x.mlp);
   } else {
     // Frozen base: linears keep nothing (no weight gradient); the norms and SwiGLU keep what the
     // gradient flowing back to earlier layers' adapters needs.
@@ -384,7 +468,8 @@ GuideActivations GuideAdapterActivations(const ModelShape& model_in, const Workl
   w.pure_bf16 = false;
   const Widths x = WidthsOf(m);
   const double tokens = static_cast<double>(w.batch) * static_cast<double>(w.sequence_tokens);
-  const int split = std::max(1, w.gpus);
+  const Layout layout = LayoutOf(w);
+  const int split = layout.fsdp_base ? 1 : layout.model_shards();
   GuideActivations a;
   a.checkpoints_bytes = static_cast<double>(m.layers) * tokens * 2 * x.h / split;
   const double per_layer = ActivationBytesPerTokenPerLayer(m, w);
@@ -396,17 +481,16 @@ GuideActivations GuideAdapterActivations(const ModelShape& model_in, const Workl
   a.logits_bytes = tokens * m.vocab * per_logit;
   const std::string tok = FormatFixed(tokens, 0) + " tokens (batch " + std::to_string(w.batch) +
                           " x seq " + std::to_string(w.sequence_tokens) + ")";
-  a.formula = "gradient checkpointing: " + std::to_string(m.layers) + " layers x " + tok + " x " +
-              FormatFixed(2 * x.h, 0) + " B (one bf16 hidden state per layer)" +
-              (split > 1 ? " / " + std::to_string(split) + " GPUs" : "") + " = " +
-              Gb(a.checkpoints_bytes) + " + one layer recomputed: " + tok + " x " +
-              FormatFixed(per_layer, 0) +
-              " B (Llama-style block, adapters on q/k/v/o) + backward temporaries " +
-              Gb(temporaries) + " = " + Gb(a.recompute_bytes) + " + logits: " + tok +
-              " x vocab " + std::to_string(m.vocab) + " x " + B(per_logit) + " (" +
-              (w.method == Method::kQlora ? "fp32" : "bf16") +
-              " logits + fp32 log-softmax, its gradient, the logits' gradient) = " +
-              Gb(a.logits_bytes) + "; total " + Gb(a.bytes());
+  a.formula =
+      "gradient checkpointing: " + std::to_string(m.layers) + " layers x " + tok + " x " +
+      FormatFixed(2 * x.h, 0) + " B (one bf16 hidden state per layer)" +
+      (split > 1 ? " / " + std::to_string(split) + " GPUs" : "") + " = " + Gb(a.checkpoints_bytes) +
+      " + one layer recomputed: " + tok + " x " + FormatFixed(per_layer, 0) +
+      " B (Llama-style block, adapters on q/k/v/o) + backward temporaries " + Gb(temporaries) +
+      " = " + Gb(a.recompute_bytes) + " + logits: " + tok + " x vocab " + std::to_string(m.vocab) +
+      " x " + B(per_logit) + " (" + (w.method == Method::kQlora ? "fp32" : "bf16") +
+      " logits + fp32 log-softmax, its gradient, the logits' gradient) = " + Gb(a.logits_bytes) +
+      "; total " + Gb(a.bytes());
   return a;
 }
 
@@ -419,360 +503,13 @@ Result<MemoryEstimate> DetailedEstimate(const ModelShape& model_in, const Worklo
       e.notes.push_back(n);
     }
   }
-  const int gpus = w.gpus;
   const bool from_checkpoint =
       m.checkpoint.has_value() && m.checkpoint->bytes > 0 &&
       (w.weights_as_stored || CheckpointPrecision(*m.checkpoint) == w.precision);
-  double transient = 0;  // what the caching allocator churns through (activations, logits)
-  // Full fine-tuning: where the gradients component sits (adjusted once activations are known).
-  std::optional<std::size_t> gradients_index;
-
-  if (w.method == Method::kInference) {
-    WeightPart weights = Weights(m, w.precision, w.double_quant);
-    if (from_checkpoint) {
-      weights = {m.checkpoint->bytes, CheckpointFormula(*m.checkpoint)};
-    }
-    e.components.push_back(Split("weights", weights.bytes, weights.formula, gpus));
-    double kv = KvCacheBytes(m, w.kv_precision, w.context_tokens, w.batch);
-    e.components.push_back(Split("kv_cache", kv, KvFormula(m, w, kv), gpus));
-    // Prefill runs the whole prompt (every sequence of the batch) through one layer at a time:
-    // that layer's activations are the working set (hidden in/out, q/k/v, attention output,
-    // gate/up/SiLU). PyTorch engines (Hugging Face generate, LitGPT) prefill in one forward pass;
-    // only the last position's logits are computed. Each GPU of a layer split runs its own layers,
-    // so every card holds this working set at its peak.
-    Widths x = WidthsOf(m);
-    const double prompt_tokens =
-        static_cast<double>(w.context_tokens) * static_cast<double>(w.batch);
-    const bool chunked = w.prefill_chunk_tokens > 0 &&
-                         static_cast<double>(w.prefill_chunk_tokens) < prompt_tokens;
-    const double tokens = chunked ? static_cast<double>(w.prefill_chunk_tokens) : prompt_tokens;
-    double per_token = 4 * x.h + 2 * (x.q + x.k + x.v) + 2 * x.q + 6 * x.mlp;
-    const std::string working_text =
-        FormatFixed(tokens, 0) +
-        (chunked ? " prompt tokens per prefill chunk x "
-                 : " prompt tokens in one forward pass (context x batch) x ") +
-        FormatFixed(per_token, 0) + " B per token for one layer's working set";
-    double prefill = 0;
-    std::string prefill_text;
-    if (w.old_transformers) {
-      // Transformers before 4.45: lm_head runs on every prompt position and the forward upcasts
-      // the result, so the bf16 logits and their fp32 copy are alive together once the layers'
-      // working set is gone: the prefill peaks at the larger of the two.
-      const double all_logits = tokens * m.vocab * 6;
-      prefill = std::max(tokens * per_token, all_logits);
-      prefill_text = "the larger of " + working_text + " (" + Gb(tokens * per_token) +
-                     ") and the logits of every position of the step: " + FormatFixed(tokens, 0) +
-                     " tokens x vocab " + std::to_string(m.vocab) +
-                     " x 6 B (bf16 + the fp32 upcast, transformers before 4.45) (" +
-                     Gb(all_logits) + ") = " + Gb(prefill);
-    } else {
-      double logits = static_cast<double>(w.batch) * m.vocab * 4;
-      prefill = tokens * per_token + logits;
-      prefill_text = working_text + " + batch x vocab x 4 B logits = " + Gb(prefill);
-    }
-    e.components.push_back({"prefill_activations", prefill, prefill_text});
-    AddRotaryCaches(m, w, gpus, e);
-    transient += prefill;
-    e.decode_weight_bytes =
-        from_checkpoint ? m.checkpoint->bytes * (m.active_params / std::max(1.0, m.total_params))
-                        : Weights(m, w.precision, w.double_quant).bytes *
-                              (m.active_params / std::max(1.0, m.total_params));
-    if (m.is_moe()) {
-      e.notes.push_back(
-          "MoE: every expert is resident (memory uses total params); decoding reads "
-          "the active params only");
-    }
-  } else {
-    const double tokens = static_cast<double>(w.batch) * static_cast<double>(w.sequence_tokens);
-    const bool full = w.method == Method::kFullFineTune;
-    // LoRA/QLoRA across GPUs: layers split (stage 0: each card holds its layers and their
-    // activations) or FSDP (stage 3: the frozen base sharded, every card runs its own batch).
-    // Full fine-tuning: data parallel with ZeRO sharding.
-    // FSDP on one GPU only matters with parameter offload (nothing to shard otherwise).
-    const bool fsdp = !full && w.zero_stage == 3 && (gpus > 1 || w.offload_params);
-    const int split = full || fsdp ? 1 : gpus;
-    const int shard = full ? 1 : gpus;
-    if (full) {
-      const std::string params = Num(m.total_params);
-      const bool mixed = w.precision != Precision::kFp32 && !w.pure_bf16;
-      const double wb = w.precision == Precision::kFp32 ? 4 : 2;
-      int shard_w = w.zero_stage >= 3 ? gpus : 1;
-      int shard_g = w.zero_stage >= 2 ? gpus : 1;
-      int shard_o = w.zero_stage >= 1 ? gpus : 1;
-      double weights = m.total_params * wb;
-      Component wc = Split("weights", weights,
-                           params + " params x " + B(wb) + " (" +
-                               std::string(PrecisionName(w.precision)) + ") = " + Gb(weights),
-                           shard_w);
-      if (w.offload_params) {
-        e.host_bytes += weights;
-        wc.formula += " -> offloaded to host memory";
-        wc.bytes = 0;
-      }
-      e.components.push_back(wc);
-      double grads = m.total_params * wb;
-      double optimizer_host = 0;
-      Component gc = Split("gradients", grads,
-                           params + " params x " + B(wb) + " gradients = " + Gb(grads), shard_g);
-      if (w.offload_optimizer && w.zero_stage >= 2) {
-        // ZeRO-Offload / FSDP CPU offload: the optimizer steps on the CPU, so the reduced gradient
-        // shards are copied out as they are produced (fp32 on the host).
-        optimizer_host += m.total_params * 4;
-        gc.formula += " -> offloaded to host memory (the optimizer steps on the CPU)";
-        gc.bytes = 0;
-      } else if (w.optimizer_in_backward) {
-        // The optimizer steps each parameter as soon as its gradient is ready (a post-accumulate
-        // hook) and frees that gradient: only the largest single parameter's gradient is ever
-        // alive, the lm_head's (or the tied embedding's).
-        const double head = (m.lm_head_params > 0 ? m.lm_head_params : m.embedding_params) * wb;
-        gc.bytes = head / shard_g;
-        gc.formula = "optimizer step fused into backward: each gradient is freed once its "
-                     "parameter is stepped, so at most the largest one is alive: lm_head " +
-                     Num(head / wb) + " params x " + B(wb) +
-                     (shard_g > 1 ? " / " + std::to_string(shard_g) + " GPUs" : "") + " = " +
-                     Gb(gc.bytes);
-      }
-      gradients_index = e.components.size();
-      e.components.push_back(gc);
-      if (mixed) {
-        double master = m.total_params * 4;
-        Component mc =
-            Split("master_weights", master,
-                  params + " params x 4 B (fp32 master copy for mixed precision) = " + Gb(master),
-                  shard_o);
-        if (w.offload_optimizer) {
-          optimizer_host += master;
-          mc.formula += " -> offloaded to host memory";
-          mc.bytes = 0;
-        }
-        e.components.push_back(mc);
-      }
-      OptimizerPart opt = OptimizerState(w.optimizer, m.total_params,
-                                         AdafactorBytes(m, 0, w.lora_targets, false), w.pure_bf16);
-      Component oc = Split("optimizer_state", opt.bytes, opt.formula, shard_o);
-      if (w.offload_optimizer) {
-        optimizer_host += opt.bytes;
-        oc.formula += " -> offloaded to host memory";
-        oc.bytes = 0;
-      }
-      e.components.push_back(oc);
-      // Host memory for the node: each GPU offloads its shard; without sharding every process
-      // keeps a full copy.
-      e.host_bytes += optimizer_host * (shard_o > 1 ? 1 : gpus);
-      if (w.offload_params) e.host_bytes *= 1;
-      if (w.zero_stage >= 3) {
-        // ZeRO-3/FSDP gather each layer's full parameters before use, prefetching the next.
-        double layer_params =
-            (m.total_params - m.embedding_params - m.lm_head_params) / std::max(1, m.layers);
-        double gathered = 2 * layer_params * wb;
-        e.components.push_back({"zero3_gathered_params", gathered,
-                                "2 layers (current + prefetched) x " + Num(layer_params) +
-                                    " params x " + B(wb) +
-                                    " gathered from the shards = " + Gb(gathered)});
-      }
-    } else {
-      const bool qlora = w.method == Method::kQlora;
-      if (qlora) {
-        double linear = LinearWeightParams(m);
-        double rest = m.total_params - linear;
-        double quant = linear * 0.5;
-        e.components.push_back(
-            Split("base_weights", quant,
-                  Num(linear) + " linear params x 0.5 B (nf4, frozen) = " + Gb(quant), shard));
-        double constants = linear * QuantConstantBytesPerParam(Precision::kNf4, w.double_quant);
-        e.components.push_back(
-            Split("quantization_constants", constants,
-                  Num(linear) + " params / 64-weight blocks x " +
-                      (w.double_quant
-                           ? std::string("(1 B absmax + 4 B per 256 blocks: double quantization)")
-                           : std::string("4 B fp32 absmax")) +
-                      " = " + Gb(constants),
-                  shard));
-        const double rb = w.pure_bf16 ? 2 : 4;
-        double rest_bytes = rest * rb;
-        e.components.push_back(
-            Split("frozen_unquantized", rest_bytes,
-                  Num(rest) + " embedding/lm_head/norm params x " + B(rb) +
-                      (w.pure_bf16 ? std::string(" (bf16)")
-                                   : std::string(" (fp32, as prepare_model_for_kbit_"
-                                                 "training leaves them)")) +
-                      " = " + Gb(rest_bytes),
-                  shard));
-        double dequant = LargestLinearParams(m) * 2;
-        e.components.push_back({"dequant_workspace", dequant,
-                                "largest linear " + Num(LargestLinearParams(m)) +
-                                    " params dequantized to bf16 for its matmul = " + Gb(dequant)});
-      } else {
-        WeightPart base = Weights(m, w.precision, w.double_quant);
-        if (from_checkpoint) base = {m.checkpoint->bytes, CheckpointFormula(*m.checkpoint)};
-        e.components.push_back(
-            Split("base_weights", base.bytes, base.formula + " (frozen)", shard));
-      }
-      double adapter_params = LoraAdapterParams(m, w.lora_targets, w.lora_rank);
-      OptimizerPart opt =
-          OptimizerState(w.optimizer, adapter_params,
-                         AdafactorBytes(m, w.lora_rank, w.lora_targets, true), w.pure_bf16);
-      const double ab = w.pure_bf16 ? 2 : 4;
-      const std::string adt = w.pure_bf16 ? "bf16" : "fp32";
-      double adapters = adapter_params * 2 * ab + opt.bytes;
-      e.components.push_back(Split("lora_adapters", adapters,
-                                   "rank " + std::to_string(w.lora_rank) + " on " +
-                                       std::string(LoraTargetsName(w.lora_targets)) + ": " +
-                                       Num(adapter_params) + " params x (" + B(ab) + " " + adt +
-                                       " weights + " + B(ab) + " " + adt + " grads) + " +
-                                       opt.formula,
-                                   shard));
-      if (w.offload_params) {
-        // FSDP CPUOffload(offload_params=True): every parameter shard, the adapters' gradients
-        // and the optimizer step live in host memory; a unit's parameters come to the GPU only
-        // while it runs (below).
-        for (Component& c : e.components) {
-          if (c.name != "base_weights" && c.name != "quantization_constants" &&
-              c.name != "frozen_unquantized" && c.name != "lora_adapters") {
-            continue;
-          }
-          e.host_bytes += c.bytes * gpus;
-          c.formula += " -> offloaded to host memory (FSDP CPU offload)";
-          c.bytes = 0;
-        }
-      }
-      if (fsdp) {
-        // FSDP all-gathers the unit about to run and prefetches the next one: two decoder layers
-        // in the middle of the passes; at the start of the backward (where the activations and
-        // the loss peak) the lm_head's unit, in use for the loss's backward, and the last layer
-        // being prefetched. Each gathered unit costs its full size beyond the shard already
-        // counted (all of it when the shards live in host memory).
-        const double layer_params =
-            (m.total_params - m.embedding_params - m.lm_head_params) / std::max(1, m.layers);
-        const double layer_bytes = qlora ? 0.5 : WeightBytesPerParam(w.precision);
-        const double head_params = m.lm_head_params > 0 ? m.lm_head_params : m.embedding_params;
-        const double head_bytes = qlora ? (w.pure_bf16 ? 2 : 4) : WeightBytesPerParam(w.precision);
-        const double beyond_shard = w.offload_params ? 1.0 : 1.0 - 1.0 / gpus;
-        const double two_layers = 2 * layer_params * layer_bytes;
-        const double head_and_layer =
-            head_params * head_bytes * beyond_shard + layer_params * layer_bytes;
-        const double gathered = std::max(two_layers, head_and_layer);
-        e.components.push_back(
-            {"fsdp_gathered_params", gathered,
-             "the larger of 2 decoder layers (current + prefetched: 2 x " + Num(layer_params) +
-                 " params x " + B(layer_bytes) + " = " + Gb(two_layers) +
-                 ") and, at the start of backward, the lm_head (" + Num(head_params) +
-                 " params x " + B(head_bytes) +
-                 (w.offload_params ? ", from host memory"
-                                   : " x (1 - 1/" + std::to_string(gpus) + ") beyond its shard") +
-                 ") + the last layer prefetched (" + Gb(head_and_layer) + ") = " + Gb(gathered)});
-      }
-      if (w.offload_optimizer) {
-        e.notes.push_back(
-            "optimizer offload has little to move for LoRA: adapter state stays on GPU");
-      }
-    }
-
-    AddRotaryCaches(m, w, split, e);
-
-    // Activations (Korthikanti et al. 2022, adapted to Llama-style blocks).
-    double per_layer_token = ActivationBytesPerTokenPerLayer(m, w);
-    double eager =
-        w.flash_attention ? 0 : EagerAttentionBytesPerLayer(m, w.sequence_tokens) * w.batch;
-    Widths x = WidthsOf(m);
-    double backward_temp = tokens * (4 * x.h + 2 * x.mlp);
-    double activations = 0;
-    std::string formula;
-    const std::string tok = FormatFixed(tokens, 0) + " tokens (batch " + std::to_string(w.batch) +
-                            " x seq " + std::to_string(w.sequence_tokens) + ")";
-    if (w.gradient_checkpointing) {
-      double kept = static_cast<double>(m.layers) * tokens * 2 * x.h / split;
-      double working = tokens * per_layer_token + eager + backward_temp;
-      std::string kept_text = std::to_string(m.layers) + " layers x " + tok + " x " +
-                              FormatFixed(2 * x.h, 0) + " B (one bf16 hidden state per layer)" +
-                              (split > 1 ? " / " + std::to_string(split) + " GPUs" : "");
-      if (w.offload_activations) {
-        e.host_bytes += kept * gpus;
-        kept_text = "checkpoints offloaded to host memory (" + Gb(kept) + ")";
-        kept = 0;
-      }
-      activations = kept + working;
-      formula = "gradient checkpointing: " + kept_text + " + one layer recomputed: " + tok + " x " +
-                FormatFixed(per_layer_token, 0) + " B" +
-                (eager > 0 ? " + eager attention scores " + Gb(eager) : "") +
-                " + backward temporaries " + Gb(backward_temp) + " = " + Gb(activations);
-    } else {
-      double layers_on_gpu = static_cast<double>(m.layers) / split;
-      if (w.offload_activations) {
-        // Two layers' activations stay on the GPU (the one in use and the one in transit).
-        e.host_bytes += (layers_on_gpu - std::min(2.0, layers_on_gpu)) *
-                        (tokens * per_layer_token + eager) * gpus;
-        layers_on_gpu = std::min(2.0, layers_on_gpu);
-      }
-      activations = layers_on_gpu * (tokens * per_layer_token + eager) + backward_temp;
-      formula = std::to_string(m.layers) + " layers x " + tok + " x " +
-                FormatFixed(per_layer_token, 0) + " B per token per layer" +
-                (eager > 0 ? " + " + std::to_string(m.layers) + " x eager attention scores " +
-                                 Gb(eager) +
-                                 (m.attn_logit_softcapping > 0
-                                      ? " (8 x heads x seq^2 x batch: fp32 softmax, its bf16 "
-                                        "copy and the soft-capping tanh output)"
-                                      : " (6 x heads x seq^2 x batch)")
-                           : " (flash attention: no seq^2 term)") +
-                (split > 1 ? ", / " + std::to_string(split) + " GPUs" : "") +
-                " + backward temporaries " + Gb(backward_temp) + " = " + Gb(activations);
-    }
-    e.components.push_back({"activations", activations, formula});
-    transient += activations;
-
-    // Logits and loss: bf16 logits (fp32 for QLoRA's fp32 lm_head), the fp32 upcast and
-    // log-softmax kept for backward, and their gradients at the start of backward.
-    // Older transformers upcast the logits inside the model's forward (old_transformers).
-    double logit_bytes = (w.method == Method::kQlora && !w.pure_bf16) || w.old_transformers ? 4 : 2;
-    // Chunked: only one chunk's fp32 work at a time (fused kernels do it without the fp32 copy).
-    double per = w.chunked_loss ? logit_bytes + (w.fused_kernels ? 4.0 : 12.0) / kLossChunks
-                                : logit_bytes + 12;
-    // Final logit soft-capping (Gemma 2): tanh keeps its bf16 output beside the capped logits.
-    const double softcap = m.final_logit_softcapping > 0 ? 2 : 0;
-    per += softcap;
-    double logits = tokens * m.vocab * per;
-    e.components.push_back(
-        {"logits_and_loss", logits,
-         tok + " x vocab " + std::to_string(m.vocab) + " x " + B(per) +
-             (w.chunked_loss
-                  ? " (logits kept + fp32 loss in " + std::to_string(kLossChunks) + " chunks)"
-                  : " (logits " + B(logit_bytes) +
-                        " + fp32 log-softmax 4 B + its gradient 4 B + logits gradient 4 B)") +
-             (softcap > 0 ? " incl. 2 B for the soft-capping tanh output" : "") +
-             " = " + Gb(logits)});
-    transient += logits;
-
-    // On one GPU, one micro-batch per step, the weight gradients do not add to the activation
-    // peak: zero_grad(set_to_none) frees them before the next forward, and autograd writes each layer's gradients while it
-    // frees that layer's saved tensors. The peak is the larger of the start of backward (saved
-    // activations + logits + the lm_head gradient, computed first) and its end (every gradient +
-    // the first layer's working set); the component shows the gradients alive at that peak. Across
-    // GPUs, DDP buckets and DeepSpeed's flat gradient partitions hold gradient storage for the
-    // whole step, so there the gradients add up in full (FSDP's sharded ones are 1/N anyway).
-    // With gradient accumulation they stay allocated through the next micro-batches' forward and
-    // backward, so they count in full.
-    if (gradients_index && gpus == 1 && w.gradient_accumulation_steps == 1 &&
-        !w.optimizer_in_backward &&
-        e.components[*gradients_index].bytes > 0) {
-      Component& gc = e.components[*gradients_index];
-      const double wb = w.precision == Precision::kFp32 ? 4 : 2;
-      const double head = (m.lm_head_params > 0 ? m.lm_head_params : m.embedding_params) * wb;
-      const double last_layer =
-          (w.gradient_checkpointing ? tokens * per_layer_token + eager
-                                    : std::min(activations, tokens * per_layer_token + eager)) +
-          backward_temp;
-      const double freed = activations + logits - std::min(activations, last_layer);
-      const double alive = std::clamp(gc.bytes - freed, std::min(head, gc.bytes), gc.bytes);
-      const bool at_start = alive <= head;
-      gc.formula += "; written during backward while autograd frees " + Gb(freed) +
-                    " of saved activations and logits: " + Gb(alive) + " alive at the peak (" +
-                    (at_start ? "start of backward: the lm_head gradient"
-                              : "end of backward: all gradients, activations freed") +
-                    ")";
-      gc.bytes = alive;
-    }
-  }
-
+  // What the caching allocator churns through (activations, logits).
+  const double transient = w.method == Method::kInference
+                               ? AddInferenceParts(m, w, from_checkpoint, e)
+                               : AddTrainingParts(m, w, from_checkpoint, e);
   e.outside_allocator = {"cuda_context", kCudaContextBytes,
                          "CUDA context, cuBLAS/cuDNN handles and loaded kernels, per GPU process, "
                          "outside PyTorch's allocator (nvidia-smi shows it, "

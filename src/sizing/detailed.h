@@ -14,6 +14,7 @@ inline constexpr double kAllocatorReserveFraction =
 inline constexpr int kNf4BlockSize = 64;           // bitsandbytes 4-bit block
 inline constexpr int kDoubleQuantBlockSize = 256;  // blocks of absmax per second-level constant
 inline constexpr int kInt4GroupSize = 128;         // GPTQ/AWQ group size
+inline constexpr int kFp4BlockSize = 16;           // NVFP4: one FP8 scale per 16 values
 inline constexpr int kLossChunks = 8;              // torchtune CEWithChunkedOutputLoss
 
 // A preset (nominal parameter count only) with the detailed profile's Llama-style per-layer

@@ -8,6 +8,7 @@
 #include "core/strings.h"
 #include "sizing/detailed.h"
 #include "sizing/limits.h"
+#include "sizing/parallel.h"
 
 namespace gpuhub::sizing {
 
@@ -174,10 +175,35 @@ Status ValidateWorkload(const Workload& w) {
         .WithField("optimizer_in_backward");
   }
   if (w.method == Method::kLora &&
-      (w.precision == Precision::kInt4 || w.precision == Precision::kNf4)) {
+      (w.precision == Precision::kInt4 || w.precision == Precision::kNf4 ||
+       w.precision == Precision::kFp4)) {
     return bad("LoRA on a 4-bit base is QLoRA: use --workload qlora");
   }
-  return Status::Ok();
+  const bool training = w.method != Method::kInference;
+  if (w.selective_recompute && !training) {
+    return bad("selective recompute applies to training").WithField("recompute");
+  }
+  if (w.selective_recompute && w.gradient_checkpointing) {
+    return bad("selective recompute replaces full gradient checkpointing: choose one "
+               "(--recompute full, selective or none)")
+        .WithField("recompute");
+  }
+  if (w.fp8_training && !training) {
+    return bad("FP8 training applies to training; serving in FP8 is --precision fp8")
+        .WithField("fp8_training");
+  }
+  if (w.fp8_training && w.method == Method::kFullFineTune && w.precision == Precision::kFp32) {
+    return bad("FP8 training keeps bf16 weights beside its FP8 matmuls: drop --precision fp32")
+        .WithField("fp8_training");
+  }
+  if (w.megatron && !training) {
+    return bad("the Megatron stack applies to training; serving names an --engine")
+        .WithField("stack");
+  }
+  if (w.engine != ServingEngine::kUnspecified && training) {
+    return bad("a serving engine applies to inference").WithField("engine");
+  }
+  return ValidateLayout(w);
 }
 
 std::string FormatCount(double count) {
@@ -285,9 +311,11 @@ MemoryEstimate GuideInference(const ModelShape& m, const Workload& w, MemoryEsti
   std::string weights_formula = FormatCount(m.total_params) + " params x " + FormatFixed(bpp, 1) +
                                 " B/param (" + std::string(PrecisionName(w.precision)) +
                                 ") = " + FormatGb(weights);
-  e.components.push_back(Split("weights", weights, weights_formula, w.gpus));
+  // Each card of a tensor/pipeline split holds its share; data-parallel replicas hold it each.
+  const int shards = LayoutOf(w).model_shards();
+  e.components.push_back(Split("weights", weights, weights_formula, shards));
   double kv = KvCacheBytes(m, w.kv_precision, w.context_tokens, w.batch);
-  e.components.push_back(Split("kv_cache", kv, KvFormula(m, w, kv), w.gpus));
+  e.components.push_back(Split("kv_cache", kv, KvFormula(m, w, kv), shards));
   e.components.push_back({"runtime_overhead", kRuntimeOverheadBytes,
                           "2 GB per GPU process (CUDA/ROCm context, framework, allocator)"});
   e.decode_weight_bytes = m.active_params * bpp;
@@ -313,9 +341,11 @@ MemoryEstimate GuideTraining(const ModelShape& m, const Workload& w, MemoryEstim
   const std::string params = FormatCount(m.total_params);
   if (w.method == Method::kFullFineTune) {
     // ZeRO-3 shards all three; stage 2 gradients + optimizer; stage 1 optimizer only.
-    int shard_weights = w.zero_stage >= 3 ? w.gpus : 1;
-    int shard_grads = w.zero_stage >= 2 ? w.gpus : 1;
-    int shard_optimizer = w.zero_stage >= 1 ? w.gpus : 1;
+    const Layout l = LayoutOf(w);
+    const int mp = l.model_shards();
+    int shard_weights = mp * (w.zero_stage >= 3 ? l.zero_group() : 1);
+    int shard_grads = mp * (w.zero_stage >= 2 ? l.zero_group() : 1);
+    int shard_optimizer = mp * (w.zero_stage >= 1 ? l.zero_group() : 1);
     double weights = m.total_params * 2, grads = m.total_params * 2;
     double master = m.total_params * 4, adam = m.total_params * 8;
     e.components.push_back(Split(
@@ -351,12 +381,14 @@ MemoryEstimate GuideTraining(const ModelShape& m, const Workload& w, MemoryEstim
   Precision base = w.method == Method::kQlora ? Precision::kNf4 : w.precision;
   double bpp = BytesPerParam(base);
   double weights = m.total_params * bpp;
+  const Layout l = LayoutOf(w);
+  const int shard = l.model_shards() * (l.fsdp_base ? l.zero_group() : 1);
   e.components.push_back(Split("base_weights", weights,
                                params + " params x " + FormatFixed(bpp, 1) + " B/param (" +
                                    std::string(PrecisionName(base)) +
                                    ", frozen) = " + FormatGb(weights),
-                               w.gpus));
-  e.components.push_back(Adapters(m, w, w.gpus));
+                               shard));
+  e.components.push_back(Adapters(m, w, shard));
   // Activations at the guide's assumptions, from the shapes (sequence and batch as asked: they
   // grow on top of the published 2048 x 1).
   GuideActivations act = GuideAdapterActivations(m, w);
@@ -375,6 +407,7 @@ MemoryEstimate GuideTraining(const ModelShape& m, const Workload& w, MemoryEstim
 Result<MemoryEstimate> EstimateMemory(const ModelShape& model, const Workload& workload) {
   GPUHUB_RETURN_IF_ERROR(ValidateShape(model));
   GPUHUB_RETURN_IF_ERROR(ValidateWorkload(workload));
+  GPUHUB_RETURN_IF_ERROR(ValidateLayoutForModel(model, workload));
   MemoryEstimate e;
   e.components.reserve(8);  // room for what the profiles list (3 to about 8): no moves while adding
   e.model_id = model.id;

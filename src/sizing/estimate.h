@@ -17,6 +17,7 @@
 #include "core/status.h"
 #include "sizing/model.h"
 #include "sizing/precision.h"
+#include "sizing/serving_engine.h"
 
 namespace gpuhub::sizing {
 
@@ -104,6 +105,26 @@ struct Workload {
   // Saved activations stream to host memory (torchtune activation offloading, DeepSpeed CPU
   // checkpointing): with gradient checkpointing the per-layer checkpoints leave the GPU.
   bool offload_activations = false;
+  // --- Parallel layout (sizing/parallel.h). None named: the legacy meanings of `gpus` above. ---
+  int data_parallel = 0;  // 0: gpus / (tensor x pipeline x context)
+  int tensor_parallel = 1;
+  int pipeline_parallel = 1;
+  int context_parallel = 1;  // training: the sequence split across cards (ring attention)
+  int virtual_pipeline = 1;  // interleaved pipeline chunks per card: the bubble / this
+  // Training without full checkpointing: the matmul inputs are kept and the cheap parts of each
+  // layer (norms, activation functions, the attention core) are recomputed in backward
+  // (Korthikanti et al.'s selective recomputation, torchtitan's selective op checkpointing).
+  bool selective_recompute = false;
+  // Training: the linear layers compute in FP8 (Transformer Engine, torchao float8) while the
+  // weights, gradients and optimizer stay in mixed precision; needs an FP8 card.
+  bool fp8_training = false;
+  // Training: the stack runs it as Megatron Core with Transformer Engine (NeMo, Megatron-LM,
+  // Megatron-Bridge: cuDNN fused attention, TE's FP8 GEMMs) rather than PyTorch's own modules
+  // (FSDP/DDP, Hugging Face, torchtitan, llm-foundry, torchtune). Speed only.
+  bool megatron = false;
+  // Serving: the engine (prefill chunking for memory; decode efficiency for speed).
+  ServingEngine engine = ServingEngine::kUnspecified;
+
   // When the model carries checkpoint headers: size the weights from the tensor bytes as stored
   // (e.g. a GGUF Q4_K_M or a GPTQ checkpoint) instead of params x precision. The CLI sets it when
   // no --precision is given. Weights also come from the checkpoint when `precision` is the

@@ -28,6 +28,7 @@ enum class Family {
   kDeepseekV2,
   kDeepseekV3,
   kGptOss,
+  kMpt,
   kGeneric,
 };
 
@@ -52,7 +53,35 @@ constexpr FamilyName kFamilies[] = {
     {"deepseek_v2", Family::kDeepseekV2},
     {"deepseek_v3", Family::kDeepseekV3},
     {"gpt_oss", Family::kGptOss},
+    {"mpt", Family::kMpt},
 };
+
+// MosaicML's MPT configs name their dimensions their own way (d_model, n_layers, n_heads,
+// expansion_ratio, max_seq_len) and always tie the embeddings: rewritten into the Hugging Face
+// names the parser reads. The MLP is a plain up/GELU/down (no gate), no biases (no_bias).
+void NormalizeMpt(json& root) {
+  auto copy = [&](const char* from, const char* to) {
+    if (auto it = root.find(from); it != root.end() && !root.contains(to)) root[to] = *it;
+  };
+  copy("d_model", "hidden_size");
+  copy("n_layers", "num_hidden_layers");
+  copy("n_heads", "num_attention_heads");
+  copy("max_seq_len", "max_position_embeddings");
+  if (auto it = root.find("attn_config"); it != root.end() && it->is_object()) {
+    if (auto kv = it->find("kv_n_heads"); kv != it->end() && !root.contains("num_key_value_heads")) {
+      root["num_key_value_heads"] = *kv;
+    }
+  }
+  auto d = root.find("d_model");
+  auto ratio = root.find("expansion_ratio");
+  if (!root.contains("intermediate_size") && d != root.end() && d->is_number_integer()) {
+    double r = ratio != root.end() && ratio->is_number() ? ratio->get<double>() : 4.0;
+    if (r > 0 && r <= 64) {
+      root["intermediate_size"] = static_cast<std::int64_t>(r * d->get<std::int64_t>());
+    }
+  }
+  if (!root.contains("tie_word_embeddings")) root["tie_word_embeddings"] = true;
+}
 
 // Reads fields from the decoder's config (text_config when present, then the top level), collecting
 // every missing or malformed field so the error names them all at once.
@@ -219,6 +248,9 @@ Result<ModelShape> ParseHfConfig(std::string_view json_text, std::string id) {
   json root = json::parse(json_text.begin(), json_text.end(), nullptr, /*allow_exceptions=*/false);
   if (root.is_discarded()) return fail("not valid JSON");
   if (!root.is_object()) return fail("expected a JSON object at the top level");
+  if (auto mt = root.find("model_type"); mt != root.end() && mt->is_string() && *mt == "mpt") {
+    NormalizeMpt(root);
+  }
 
   const json* text = nullptr;
   if (auto it = root.find("text_config"); it != root.end() && it->is_object()) text = &*it;
@@ -396,6 +428,9 @@ Result<ModelShape> ParseHfConfig(std::string_view json_text, std::string id) {
       qkv_bias = qkv_bias || *b;
       o_bias = *b;
     }
+    // MPT with no_bias false: every linear and LayerNorm has a bias.
+    const bool mpt_bias = family == Family::kMpt && !root.value("no_bias", true);
+    if (mpt_bias) qkv_bias = o_bias = true;
     if (family == Family::kPhi3) {
       AddLinear(s, "qkv_proj", LinearKind::kAttention, hidden, q_width + 2 * kv_width, layers);
     } else {
@@ -408,9 +443,20 @@ Result<ModelShape> ParseHfConfig(std::string_view json_text, std::string id) {
       norms_per_layer += 2.0 * head_dim;  // q_norm and k_norm over head_dim
     }
     if (family == Family::kGptOss) s.other_params += static_cast<double>(heads) * layers;  // sinks
+    // MPT learns position embeddings (max_seq_len x d_model) unless it uses ALiBi.
+    if (family == Family::kMpt) {
+      bool alibi = false;
+      if (auto it = root.find("attn_config"); it != root.end() && it->is_object()) {
+        alibi = it->value("alibi", false);
+      }
+      if (root.value("learned_pos_emb", true) && !alibi && s.max_context > 0) {
+        s.other_params += static_cast<double>(s.max_context) * H;
+      }
+    }
     s.kv_elements_per_token_per_layer = 2.0 * kv_heads * head_dim;
   }
   s.norm_params = norms_per_layer * layers + H;  // + the final norm
+  if (family == Family::kMpt && !root.value("no_bias", true)) s.norm_params *= 2;  // LayerNorm biases
 
   // --- MLP: which layers are MoE ---
   std::int64_t moe_layers = 0;
@@ -437,6 +483,12 @@ Result<ModelShape> ParseHfConfig(std::string_view json_text, std::string id) {
   if (family == Family::kPhi3) {
     AddLinear(s, "gate_up_proj", LinearKind::kMlp, hidden, 2 * inter, dense_layers);
     AddLinear(s, "down_proj", LinearKind::kMlp, inter, hidden, dense_layers);
+  } else if (family == Family::kMpt) {
+    // ffn.up_proj -> GELU -> ffn.down_proj, no gate.
+    s.gated_mlp = false;
+    const bool bias = !root.value("no_bias", true);
+    AddLinear(s, "up_proj", LinearKind::kMlp, hidden, inter, dense_layers, bias);
+    AddLinear(s, "down_proj", LinearKind::kMlp, inter, hidden, dense_layers, bias);
   } else {
     bool mlp_bias = f.Bool("mlp_bias").value_or(false);
     AddLinear(s, "gate_proj", LinearKind::kMlp, hidden, inter, dense_layers, mlp_bias);

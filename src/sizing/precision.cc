@@ -8,12 +8,12 @@ Result<Precision> ParsePrecision(std::string_view text) {
   std::string lower = ToLower(text);
   static constexpr Precision kAll[] = {Precision::kFp32, Precision::kBf16, Precision::kFp16,
                                        Precision::kFp8,  Precision::kInt8, Precision::kInt4,
-                                       Precision::kNf4};
+                                       Precision::kNf4,  Precision::kFp4};
   for (Precision p : kAll) {
     if (PrecisionName(p) == lower) return p;
   }
   return Status::InvalidArgument("unknown precision '" + std::string(text.substr(0, 40)) +
-                                 "' (expected fp32, bf16, fp16, fp8, int8, int4 or nf4)");
+                                 "' (expected fp32, bf16, fp16, fp8, int8, int4, nf4 or fp4)");
 }
 
 std::string_view PrecisionName(Precision precision) {
@@ -32,6 +32,8 @@ std::string_view PrecisionName(Precision precision) {
       return "int4";
     case Precision::kNf4:
       return "nf4";
+    case Precision::kFp4:
+      return "fp4";
   }
   return "?";
 }
@@ -48,6 +50,7 @@ double BytesPerParam(Precision precision) {
       return 1;
     case Precision::kInt4:
     case Precision::kNf4:
+    case Precision::kFp4:
       return 0.5;
   }
   return 0;

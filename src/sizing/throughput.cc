@@ -68,7 +68,11 @@ TrainingFlops TrainingFlopsPerToken(const ModelShape& model_in, const Workload& 
   // Causal attention: a token attends to (seq + 1) / 2 positions on average.
   f.attention_forward = AttentionForward(m, (static_cast<double>(w.sequence_tokens) + 1) / 2);
   f.forward = 2 * f.matmul_params + f.attention_forward + 2 * f.adapter_params;
-  const double recompute = w.gradient_checkpointing ? f.forward : 0;
+  // Full checkpointing recomputes the whole forward; selective recompute (torchtitan's per-op
+  // policy keeps every other matmul's output) recomputes half of the matmuls' forward.
+  const double recompute = w.gradient_checkpointing  ? f.forward
+                           : w.selective_recompute ? f.matmul_params
+                                                   : 0;
   std::string how;
   if (full) {
     // Backward: activation gradients and weight gradients, each as costly as the forward.
@@ -91,7 +95,9 @@ TrainingFlops TrainingFlopsPerToken(const ModelShape& model_in, const Workload& 
               " positions (causal half of seq " + std::to_string(w.sequence_tokens) + ") = " +
               Flops(f.forward) + " FLOPs/token; step = " + how +
               (w.gradient_checkpointing ? " + 1 x forward recomputed (gradient checkpointing)"
-                                        : "") +
+               : w.selective_recompute
+                   ? " + half the matmuls' forward recomputed (selective recompute)"
+                   : "") +
               " = " + Flops(f.per_token) + " FLOPs/token";
   return f;
 }
@@ -106,7 +112,7 @@ TrainingBytes TrainingBytesPerStep(const ModelShape& model_in, const Workload& w
                               : qlora ? 0.5 + 2 + 2  // nf4 read, bf16 copy written and read
                                       : BytesPerParam(w.precision);
   b.weights_per_pass = p.all * weight_bytes;
-  b.passes = (full ? 3 : 2) + (w.gradient_checkpointing ? 1 : 0);
+  b.passes = (full ? 3 : 2) + (w.gradient_checkpointing || w.selective_recompute ? 1 : 0);
   const double trainable =
       full ? model_in.total_params : LoraAdapterParams(m, w.lora_targets, w.lora_rank);
   // Optimizer step, per trainable parameter: PyTorch's default (foreach, unfused) AdamW makes ~20
@@ -156,8 +162,9 @@ ServingWork ServingWorkFor(const ModelShape& model_in, const Workload& w,
   const ModelShape m = WithLlamaInventory(model_in);
   ServingWork s;
   const Matmuls p = MatmulParams(m);
-  s.prefill_flops_per_token =
-      2 * p.active + AttentionForward(m, (static_cast<double>(prompt_tokens) + 1) / 2);
+  s.prefill_attention_flops_per_token =
+      AttentionForward(m, (static_cast<double>(prompt_tokens) + 1) / 2);
+  s.prefill_flops_per_token = 2 * p.active + s.prefill_attention_flops_per_token;
   s.decode_flops_per_token = 2 * p.active + AttentionForward(m, static_cast<double>(context_tokens));
   const double weights = m.checkpoint && w.weights_as_stored && m.checkpoint->bytes > 0
                              ? m.checkpoint->bytes

@@ -51,6 +51,7 @@ TrainingBytes TrainingBytesPerStep(const ModelShape& model, const Workload& work
 // Serving: one forward pass per prompt token (prefill) and one decode step for a batch.
 struct ServingWork {
   double prefill_flops_per_token = 0;  // 2 x active matmul params + attention over the prompt
+  double prefill_attention_flops_per_token = 0;  // the attention part of it
   double decode_flops_per_token = 0;   // 2 x active matmul params + attention over the context
   double decode_weight_bytes = 0;      // weights read by one decode step at the batch
   double decode_kv_bytes = 0;          // KV cache read by one decode step (every sequence)

@@ -222,7 +222,24 @@ expect_bad "plan without tokens" "--tokens (tokens per epoch) or --samples" plan
 expect_bad "plan utilisation above 1" "--utilisation must be a fraction" plan --model 7b --workload lora --tokens 5 --utilisation 2
 expect_bad "plan tokens-per-day for training" "--tokens-per-day applies to serving" plan --model 7b --workload lora --tokens 5 --tokens-per-day 9
 expect_bad "plan unknown gpu" "unknown GPU 'V100'" plan --model 7b --workload lora --tokens 5 --gpu V100
-expect_bad "plan --gpus" "fit picks the number of GPUs itself" plan --model 7b --workload lora --tokens 5 --gpus 2
+expect_bad "plan --gpus beyond a node is whole nodes" "--gpus must be a multiple of 8" plan --model 7b --workload lora --tokens 5 --gpus 12
+expect_bad "plan --batch max for training" "--batch max applies to serving" plan --model 7b --workload lora --tokens 5 --batch max
+expect_bad "plan --engine for training" "--engine applies to inference" plan --model 7b --workload lora --tokens 5 --engine vllm
+expect_bad "plan --recompute typo" "--recompute must be full, selective or none" plan --model meta-llama/Llama-3.1-8B --workload full --tokens 5 --recompute some
+expect_ok "plan --gpus 64: eight nodes, a quote, the layout and why" \
+  "(lambda c: c['count'] == 64 and c['quote']['needed'] and c['quote']['nodes'] == 8 and c['layout']['nodes'] == 8 and len(c['considered']) >= 2 and c['error_band']['kind'] == 'training, several cards')(j['cheapest'])" \
+  plan --model meta-llama/Llama-3.1-70B --workload full --tokens 1000000000 --gpus 64 --gpu 'H100 SXM' --json
+expect_ok "plan: nothing fits a node, so whole nodes and a quote (the guide's 405B full fine-tune)" \
+  "'multi-node: request a quote (gpuhub quote-request)' in t and '5 nodes of 8x MI300X' in t" \
+  plan --model 405b --workload full --tokens 1000000000 --gpu MI300X
+expect_ok "plan serving --batch max: the batch, prompt and decode tokens/s" \
+  "(lambda c: c['batch'] > 1 and c['prompt_tokens_per_s'] == 0 and c['decode_tokens_per_s'] > 0)(j['cheapest'])" \
+  plan --model meta-llama/Llama-3.1-8B --workload infer --engine vllm --batch max --prompt-tokens 0 --output-tokens 256 --tokens-per-day 100000000 --gpu 'H100 SXM' --json
+expect_ok "size with a layout: tensor parallel 8 shards the weights" \
+  "j['workload']['tp'] == 8 and abs(j['components'][0]['bytes'] - 8030261248 * 2 / 8) < 1" \
+  size --model meta-llama/Llama-3.1-8B --workload full --gpus 8 --tp 8 --zero 1 --json
+expect_bad "size: a layout that does not use every GPU" "the layout must use every GPU" size --model meta-llama/Llama-3.1-8B --workload full --gpus 8 --tp 3
+expect_ok "guide: five nodes, quote" "'five nodes of 8x MI300X, quote' in t" guide
 expect_bad "plan bad start" "--start must be a time like" plan --model 7b --workload lora --tokens 5 --start soon
 # A server that cannot be reached is not bad input: exit 1, one line naming it.
 "$bin" plan --model 7b --workload lora --tokens 5 --server http://127.0.0.1:1 >"$out" 2>"$err"
@@ -242,7 +259,7 @@ expect_bad "context not a number" "--context must be a whole number, got '8k'" s
 expect_bad "batch 10^12" "batch must be between 1 and 65536, got 1000000000000" size --model 7b --workload infer --batch 1000000000000
 expect_bad "rank 0" "--rank must be between 1 and 65536" size --model 7b --workload lora --rank 0
 expect_bad "unknown flag" "--contxt" size --model 7b --workload infer --contxt 5
-expect_bad "unknown precision" "unknown precision 'fp4'" size --model 7b --workload infer --precision fp4
+expect_bad "unknown precision" "unknown precision 'fp6'" size --model 7b --workload infer --precision fp6
 expect_bad "unknown workload" "unknown workload 'train'" fit --model 7b --workload train
 expect_bad "missing workload" "--workload is required" fit --model 7b
 expect_bad "missing model" "--model is required" size --workload infer

@@ -107,7 +107,7 @@ function trainingTable(tr) {
   ];
 }
 
-function cheapestTable(cheapest, reasons) {
+function cheapestTable(cheapest, reasons, multiNode) {
   const rows = Object.entries(cheapest);
   const columns = [{ label: 'Model', th: true, cell: ([p]) => presetCell(p) }];
   for (const col of CHEAPEST_COLUMNS) {
@@ -119,10 +119,17 @@ function cheapestTable(cheapest, reasons) {
         const q = new URLSearchParams({ model: p, ...col.query });
         if (!c) {
           const why = reasons && reasons[p] && reasons[p][col.key];
-          return [
-            h('a', { href: '/calculator/?' + q, class: 'muted', title: why || 'nothing fits' }, 'nothing fits'),
-            h('a', { href: '/quote/?' + q, class: 'quote-link small', 'aria-label': `request a quote: ${p} ${col.label}` }, 'request a quote'),
-          ];
+          const quote = h('a', { href: '/quote/?' + q, class: 'quote-link small', 'aria-label': `request a quote: ${p} ${col.label}` }, 'request a quote');
+          const multi = multiNode && multiNode[p] && multiNode[p][col.key];
+          if (multi) {
+            // No single node holds it: the nodes that would, and a quote request.
+            return [
+              h('a', { href: '/calculator/?' + q, title: why || '' }, multi.label),
+              h('span', { class: 'price' }, usd(multi.monthly_usd) + '/mo, indicative'),
+              quote,
+            ];
+          }
+          return [h('a', { href: '/calculator/?' + q, class: 'muted', title: why || 'nothing fits' }, 'nothing fits'), quote];
         }
         return [
           h('a', { href: '/calculator/?' + q }, c.configuration),
@@ -207,7 +214,7 @@ async function main() {
     section('kv', 'KV cache by context', 'GB of FP16 cache at batch 1; per token in MB', kvTable(guide.kv_cache), h('p', { class: 'table-note' }, 'KV cache = 2 (K and V) × layers × KV heads × head dim × bytes per value × tokens × batch. An FP8 cache halves it.')),
     section('inference', 'Inference memory by precision', (guide.units && guide.units.inference) || 'GB per GPU', inferenceTable(guide.inference)),
     section('training', 'Training memory by method', 'GB on one GPU, with the guide\'s training assumptions', trainingTable(guide.training)),
-    section('cheapest', 'Cheapest configuration by model and method', 'The cheapest term configuration that holds each job, no filters', cheapestTable(guide.cheapest, guide.cheapest_reasons)),
+    section('cheapest', 'Cheapest configuration by model and method', 'The cheapest term configuration that holds each job, no filters', cheapestTable(guide.cheapest, guide.cheapest_reasons, guide.cheapest_multi_node)),
     section('cost', 'Cost per GB', 'Term fleet at list prices, USD', costChart(guide.cost), costTable(guide.cost), h('p', { class: 'table-note' }, '* weekly price derived from the fleet\'s weekly/monthly ratio. Break-even: the hours a month on the spot exchange, at the opening ask, that cost as much as the monthly term.')),
     h('div', { id: 'shapes-slot' })
   );

@@ -1,0 +1,387 @@
+#include <algorithm>
+#include <optional>
+
+#include "core/strings.h"
+#include "sizing/detailed.h"
+#include "sizing/detailed_internal.h"
+#include "sizing/parallel.h"
+
+// Training's memory (full fine-tuning, LoRA, QLoRA) under its layout: weights, gradients,
+// optimizer state, FSDP's gathered units, activations with their pipeline and recompute rules,
+// logits and loss. Split from detailed.cc, which keeps the shared helpers and inference.
+namespace gpuhub::sizing::detailed_internal {
+
+double AddTrainingParts(const ModelShape& m, const Workload& w, bool from_checkpoint,
+                        MemoryEstimate& e) {
+  double transient = 0;
+  // Full fine-tuning: where the gradients component sits (adjusted once activations are known).
+  std::optional<std::size_t> gradients_index;
+  const bool full = w.method == Method::kFullFineTune;
+  // The layout (sizing/parallel.h): tensor-parallel ranks split every layer (with sequence
+  // parallelism the activations too), pipeline stages and a layer split hold their layers,
+  // context-parallel ranks their share of each sequence, and the data-parallel group shards what
+  // its ZeRO stage / FSDP says. LoRA/QLoRA legacy: layers split (zero 0) or FSDP (zero 3); full
+  // fine-tuning legacy: data parallel with ZeRO.
+  const Layout layout = LayoutOf(w);
+  const bool fsdp = layout.fsdp_base;
+  const int tp = layout.tensor;
+  const int stages = layout.pipeline;  // layers are divided over these (a layer split too)
+  const int mp = layout.model_shards();
+  const int shard = full ? 1 : mp * (fsdp ? layout.zero_group() : 1);
+  // Tokens of one micro-batch on one context-parallel rank.
+  const double tokens =
+      static_cast<double>(w.batch) * static_cast<double>(w.sequence_tokens) / layout.context;
+  // 1F1B: the first stage holds the activations of this many micro-batches at its peak.
+  const int in_flight = MicroBatchesInFlight(layout, w.gradient_accumulation_steps);
+  if (full) {
+    const std::string params = Num(m.total_params);
+    const bool mixed = w.precision != Precision::kFp32 && !w.pure_bf16;
+    const double wb = w.precision == Precision::kFp32 ? 4 : 2;
+    int shard_w = mp * (w.zero_stage >= 3 ? layout.zero_group() : 1);
+    int shard_g = mp * (w.zero_stage >= 2 ? layout.zero_group() : 1);
+    int shard_o = mp * (w.zero_stage >= 1 ? layout.zero_group() : 1);
+    double weights = m.total_params * wb;
+    Component wc = Split("weights", weights,
+                         params + " params x " + B(wb) + " (" +
+                             std::string(PrecisionName(w.precision)) + ") = " + Gb(weights),
+                         shard_w);
+    if (w.offload_params) {
+      e.host_bytes += weights;
+      wc.formula += " -> offloaded to host memory";
+      wc.bytes = 0;
+    }
+    // FSDP under pipeline stages (torchtitan): a stage's parameters stay gathered from its
+    // first micro-batch's forward to the step's end (re-gathering them for every micro-batch
+    // would cost more than they weigh), and its gradients are kept unsharded in fp32 until
+    // the last micro-batch's backward reduce-scatters them.
+    const bool fsdp_pipelined = w.zero_stage >= 3 && layout.pipeline > 1 && !layout.layer_split &&
+                                layout.zero_group() > 1 && !w.offload_params;
+    if (fsdp_pipelined) {
+      wc = Split("weights", weights,
+                 params + " params x " + B(wb) + " (" + std::string(PrecisionName(w.precision)) +
+                     ") = " + Gb(weights) +
+                     ", gathered for the whole step on each pipeline "
+                     "stage (FSDP under pipeline parallel)",
+                 mp);
+    }
+    e.components.push_back(wc);
+    double grads = m.total_params * (fsdp_pipelined ? 4 : wb);
+    double optimizer_host = 0;
+    Component gc =
+        fsdp_pipelined
+            ? Split("gradients", grads,
+                    params +
+                        " params x 4 B fp32 gradients, unsharded until the step's last "
+                        "micro-batch reduce-scatters them (FSDP under pipeline parallel) = " +
+                        Gb(grads),
+                    mp)
+            : Split("gradients", grads, params + " params x " + B(wb) + " gradients = " + Gb(grads),
+                    shard_g);
+    if (w.offload_optimizer && w.zero_stage >= 2) {
+      // ZeRO-Offload / FSDP CPU offload: the optimizer steps on the CPU, so the reduced gradient
+      // shards are copied out as they are produced (fp32 on the host).
+      optimizer_host += m.total_params * 4;
+      gc.formula += " -> offloaded to host memory (the optimizer steps on the CPU)";
+      gc.bytes = 0;
+    } else if (w.optimizer_in_backward) {
+      // The optimizer steps each parameter as soon as its gradient is ready (a post-accumulate
+      // hook) and frees that gradient: only the largest single parameter's gradient is ever
+      // alive, the lm_head's (or the tied embedding's).
+      const double head = (m.lm_head_params > 0 ? m.lm_head_params : m.embedding_params) * wb;
+      gc.bytes = head / shard_g;
+      gc.formula =
+          "optimizer step fused into backward: each gradient is freed once its "
+          "parameter is stepped, so at most the largest one is alive: lm_head " +
+          Num(head / wb) + " params x " + B(wb) +
+          (shard_g > 1 ? " / " + std::to_string(shard_g) + " GPUs" : "") + " = " + Gb(gc.bytes);
+    }
+    gradients_index = e.components.size();
+    e.components.push_back(gc);
+    if (mixed) {
+      double master = m.total_params * 4;
+      Component mc = Split(
+          "master_weights", master,
+          params + " params x 4 B (fp32 master copy for mixed precision) = " + Gb(master), shard_o);
+      if (w.offload_optimizer) {
+        optimizer_host += master;
+        mc.formula += " -> offloaded to host memory";
+        mc.bytes = 0;
+      }
+      e.components.push_back(mc);
+    }
+    OptimizerPart opt = OptimizerState(w.optimizer, m.total_params,
+                                       AdafactorBytes(m, 0, w.lora_targets, false), w.pure_bf16);
+    Component oc = Split("optimizer_state", opt.bytes, opt.formula, shard_o);
+    if (w.offload_optimizer) {
+      optimizer_host += opt.bytes;
+      oc.formula += " -> offloaded to host memory";
+      oc.bytes = 0;
+    }
+    e.components.push_back(oc);
+    // Host memory for the node: each GPU offloads its shard; without sharding every process
+    // keeps a full copy.
+    e.host_bytes += optimizer_host * (shard_o > 1 ? 1 : w.gpus);
+    if (w.offload_params) e.host_bytes *= 1;
+    if (w.zero_stage >= 3) {
+      // ZeRO-3/FSDP gather each layer's full parameters before use, prefetching the next.
+      double layer_params =
+          (m.total_params - m.embedding_params - m.lm_head_params) / std::max(1, m.layers);
+      double gathered = 2 * layer_params * wb / tp;
+      e.components.push_back(
+          {"zero3_gathered_params", gathered,
+           "2 layers (current + prefetched) x " + Num(layer_params) + " params x " + B(wb) +
+               (tp > 1 ? " / " + std::to_string(tp) + " tensor-parallel ranks" : std::string()) +
+               " gathered from the shards = " + Gb(gathered)});
+    }
+  } else {
+    const bool qlora = w.method == Method::kQlora;
+    if (qlora) {
+      double linear = LinearWeightParams(m);
+      double rest = m.total_params - linear;
+      double quant = linear * 0.5;
+      e.components.push_back(
+          Split("base_weights", quant,
+                Num(linear) + " linear params x 0.5 B (nf4, frozen) = " + Gb(quant), shard));
+      double constants = linear * QuantConstantBytesPerParam(Precision::kNf4, w.double_quant);
+      e.components.push_back(
+          Split("quantization_constants", constants,
+                Num(linear) + " params / 64-weight blocks x " +
+                    (w.double_quant
+                         ? std::string("(1 B absmax + 4 B per 256 blocks: double quantization)")
+                         : std::string("4 B fp32 absmax")) +
+                    " = " + Gb(constants),
+                shard));
+      const double rb = w.pure_bf16 ? 2 : 4;
+      double rest_bytes = rest * rb;
+      e.components.push_back(
+          Split("frozen_unquantized", rest_bytes,
+                Num(rest) + " embedding/lm_head/norm params x " + B(rb) +
+                    (w.pure_bf16 ? std::string(" (bf16)")
+                                 : std::string(" (fp32, as prepare_model_for_kbit_"
+                                               "training leaves them)")) +
+                    " = " + Gb(rest_bytes),
+                shard));
+      double dequant = LargestLinearParams(m) * 2;
+      e.components.push_back({"dequant_workspace", dequant,
+                              "largest linear " + Num(LargestLinearParams(m)) +
+                                  " params dequantized to bf16 for its matmul = " + Gb(dequant)});
+    } else {
+      WeightPart base = Weights(m, w.precision, w.double_quant);
+      if (from_checkpoint) base = {m.checkpoint->bytes, CheckpointFormula(*m.checkpoint)};
+      e.components.push_back(Split("base_weights", base.bytes, base.formula + " (frozen)", shard));
+    }
+    double adapter_params = LoraAdapterParams(m, w.lora_targets, w.lora_rank);
+    OptimizerPart opt =
+        OptimizerState(w.optimizer, adapter_params,
+                       AdafactorBytes(m, w.lora_rank, w.lora_targets, true), w.pure_bf16);
+    const double ab = w.pure_bf16 ? 2 : 4;
+    const std::string adt = w.pure_bf16 ? "bf16" : "fp32";
+    double adapters = adapter_params * 2 * ab + opt.bytes;
+    e.components.push_back(Split("lora_adapters", adapters,
+                                 "rank " + std::to_string(w.lora_rank) + " on " +
+                                     std::string(LoraTargetsName(w.lora_targets)) + ": " +
+                                     Num(adapter_params) + " params x (" + B(ab) + " " + adt +
+                                     " weights + " + B(ab) + " " + adt + " grads) + " + opt.formula,
+                                 shard));
+    if (w.offload_params) {
+      // FSDP CPUOffload(offload_params=True): every parameter shard, the adapters' gradients
+      // and the optimizer step live in host memory; a unit's parameters come to the GPU only
+      // while it runs (below).
+      for (Component& c : e.components) {
+        if (c.name != "base_weights" && c.name != "quantization_constants" &&
+            c.name != "frozen_unquantized" && c.name != "lora_adapters") {
+          continue;
+        }
+        e.host_bytes += c.bytes * w.gpus;
+        c.formula += " -> offloaded to host memory (FSDP CPU offload)";
+        c.bytes = 0;
+      }
+    }
+    if (fsdp) {
+      // FSDP all-gathers the unit about to run and prefetches the next one: two decoder layers
+      // in the middle of the passes; at the start of the backward (where the activations and
+      // the loss peak) the lm_head's unit, in use for the loss's backward, and the last layer
+      // being prefetched. Each gathered unit costs its full size beyond the shard already
+      // counted (all of it when the shards live in host memory).
+      const double layer_params =
+          (m.total_params - m.embedding_params - m.lm_head_params) / std::max(1, m.layers);
+      const double layer_bytes = qlora ? 0.5 : WeightBytesPerParam(w.precision);
+      const double head_params = m.lm_head_params > 0 ? m.lm_head_params : m.embedding_params;
+      const double head_bytes = qlora ? (w.pure_bf16 ? 2 : 4) : WeightBytesPerParam(w.precision);
+      const double beyond_shard = w.offload_params ? 1.0 : 1.0 - 1.0 / layout.zero_group();
+      const double two_layers = 2 * layer_params * layer_bytes / tp;
+      const double head_and_layer =
+          (head_params * head_bytes * beyond_shard + layer_params * layer_bytes) / tp;
+      const double gathered = std::max(two_layers, head_and_layer);
+      e.components.push_back(
+          {"fsdp_gathered_params", gathered,
+           "the larger of 2 decoder layers (current + prefetched: 2 x " + Num(layer_params) +
+               " params x " + B(layer_bytes) + " = " + Gb(two_layers) +
+               ") and, at the start of backward, the lm_head (" + Num(head_params) + " params x " +
+               B(head_bytes) +
+               (w.offload_params
+                    ? ", from host memory"
+                    : " x (1 - 1/" + std::to_string(layout.zero_group()) + ") beyond its shard") +
+               ") + the last layer prefetched (" + Gb(head_and_layer) + ") = " + Gb(gathered)});
+    }
+    if (w.offload_optimizer) {
+      e.notes.push_back(
+          "optimizer offload has little to move for LoRA: adapter state stays on GPU");
+    }
+  }
+
+  AddRotaryCaches(m, w, stages, e);
+
+  // Activations (Korthikanti et al. 2022, adapted to Llama-style blocks). With tensor parallel
+  // and sequence parallelism every saved tensor is split over the tensor-parallel ranks; eager
+  // attention's scores over the heads and, with context parallel, the query positions.
+  double per_layer_token = ActivationBytesPerTokenPerLayer(m, w) / tp;
+  double eager = w.flash_attention ? 0
+                                   : EagerAttentionBytesPerLayer(m, w.sequence_tokens) * w.batch /
+                                         (tp * layout.context);
+  Widths x = WidthsOf(m);
+  double backward_temp = tokens * (4 * x.h + 2 * x.mlp) / tp;
+  const double layers_per_stage = static_cast<double>(m.layers) / stages;
+  const std::string tok =
+      FormatFixed(tokens, 0) + " tokens (batch " + std::to_string(w.batch) + " x seq " +
+      std::to_string(w.sequence_tokens) +
+      (layout.context > 1 ? " / " + std::to_string(layout.context) + " context-parallel ranks"
+                          : std::string()) +
+      ")";
+  const std::string where =
+      (stages > 1
+           ? " / " + std::to_string(stages) + (layout.layer_split ? " GPUs" : " pipeline stages")
+           : std::string()) +
+      (tp > 1 ? ", / " + std::to_string(tp) + " tensor-parallel ranks (sequence parallel)"
+              : std::string());
+  // The activations one stage holds for `micro` micro-batches in flight.
+  // `formula` set: this is the answer's stage, whose offloaded bytes count toward host memory.
+  auto stage_activations = [&](int micro, std::string* formula) {
+    double activations = 0;
+    const std::string flight =
+        micro > 1 ? " x " + std::to_string(micro) + " micro-batches in flight (1F1B)" : "";
+    if (w.gradient_checkpointing) {
+      double kept = layers_per_stage * micro * tokens * 2 * x.h / tp;
+      double working = tokens * per_layer_token + eager + backward_temp;
+      std::string kept_text = std::to_string(m.layers) + " layers x " + tok + " x " +
+                              FormatFixed(2 * x.h, 0) + " B (one bf16 hidden state per layer)" +
+                              where + flight;
+      if (w.offload_activations) {
+        if (formula != nullptr) e.host_bytes += kept * w.gpus;
+        kept_text = "checkpoints offloaded to host memory (" + Gb(kept) + ")";
+        kept = 0;
+      }
+      activations = kept + working;
+      if (formula != nullptr) {
+        *formula = "gradient checkpointing: " + kept_text + " + one layer recomputed: " + tok +
+                   " x " + FormatFixed(per_layer_token, 0) + " B" +
+                   (eager > 0 ? " + eager attention scores " + Gb(eager) : "") +
+                   " + backward temporaries " + Gb(backward_temp) + " = " + Gb(activations);
+      }
+      return activations;
+    }
+    double layers_on_gpu = layers_per_stage * micro;
+    if (w.offload_activations) {
+      // Two layers' activations stay on the GPU (the one in use and the one in transit).
+      if (formula != nullptr) {
+        e.host_bytes += (layers_on_gpu - std::min(2.0, layers_on_gpu)) *
+                        (tokens * per_layer_token + eager) * w.gpus;
+      }
+      layers_on_gpu = std::min(2.0, layers_on_gpu);
+    }
+    activations = layers_on_gpu * (tokens * per_layer_token + eager) + backward_temp;
+    if (formula != nullptr) {
+      *formula =
+          std::to_string(m.layers) + " layers x " + tok + " x " + FormatFixed(per_layer_token, 0) +
+          " B per token per layer" +
+          (w.selective_recompute ? " (selective recompute: the layer's input, every other "
+                                   "matmul's output and the attention output kept)"
+                                 : "") +
+          (eager > 0 ? " + " + std::to_string(m.layers) + " x eager attention scores " + Gb(eager) +
+                           (m.attn_logit_softcapping > 0
+                                ? " (8 x heads x seq^2 x batch: fp32 softmax, its bf16 "
+                                  "copy and the soft-capping tanh output)"
+                                : " (6 x heads x seq^2 x batch)")
+                     : " (flash attention: no seq^2 term)") +
+          where + flight + " + backward temporaries " + Gb(backward_temp) + " = " + Gb(activations);
+    }
+    return activations;
+  };
+  std::string formula;
+  double activations = stage_activations(in_flight, &formula);
+
+  // Logits and loss: bf16 logits (fp32 for QLoRA's fp32 lm_head), the fp32 upcast and
+  // log-softmax kept for backward, and their gradients at the start of backward.
+  // Older transformers upcast the logits inside the model's forward (old_transformers).
+  double logit_bytes = (w.method == Method::kQlora && !w.pure_bf16) || w.old_transformers ? 4 : 2;
+  // Chunked: only one chunk's fp32 work at a time (fused kernels do it without the fp32 copy).
+  double per = w.chunked_loss ? logit_bytes + (w.fused_kernels ? 4.0 : 12.0) / kLossChunks
+                              : logit_bytes + 12;
+  // Final logit soft-capping (Gemma 2): tanh keeps its bf16 output beside the capped logits.
+  const double softcap = m.final_logit_softcapping > 0 ? 2 : 0;
+  per += softcap;
+  // Tensor parallel splits the vocabulary (Megatron's vocab-parallel cross-entropy).
+  double logits = tokens * m.vocab * per / tp;
+  std::string logits_text =
+      tok + " x vocab " + std::to_string(m.vocab) + " x " + B(per) +
+      (w.chunked_loss ? " (logits kept + fp32 loss in " + std::to_string(kLossChunks) + " chunks)"
+                      : " (logits " + B(logit_bytes) +
+                            " + fp32 log-softmax 4 B + its gradient 4 B + logits gradient 4 B)") +
+      (softcap > 0 ? " incl. 2 B for the soft-capping tanh output" : "") +
+      (tp > 1 ? " / " + std::to_string(tp) + " tensor-parallel ranks" : std::string()) + " = " +
+      Gb(logits);
+  // Pipelined stages: the logits live on the last stage, which holds one micro-batch; the first
+  // holds `in_flight`. The card that peaks higher is the one every card is sized for.
+  if (in_flight > 1) {
+    const double first = activations;
+    const double host_before = e.host_bytes;
+    std::string last_formula;
+    const double last = stage_activations(1, &last_formula);
+    e.host_bytes = host_before;  // the first stage's offload was counted already
+    if (last + logits >= first) {
+      activations = last;
+      formula = "last pipeline stage (one micro-batch beside the logits; the first stage's " +
+                Gb(first) + " of activations is lower with none): " + last_formula;
+    } else {
+      logits_text = "on the last pipeline stage, whose peak (" + Gb(last + logits) +
+                    " with its one micro-batch) is below the first stage's: 0 here";
+      logits = 0;
+    }
+  }
+  e.components.push_back({"activations", activations, formula});
+  transient += activations;
+  e.components.push_back({"logits_and_loss", logits, logits_text});
+  transient += logits;
+
+  // On one GPU, one micro-batch per step, the weight gradients do not add to the activation
+  // peak: zero_grad(set_to_none) frees them before the next forward, and autograd writes each
+  // layer's gradients while it frees that layer's saved tensors. The peak is the larger of the
+  // start of backward (saved activations + logits + the lm_head gradient, computed first) and its
+  // end (every gradient + the first layer's working set); the component shows the gradients alive
+  // at that peak. Across GPUs, DDP buckets and DeepSpeed's flat gradient partitions hold gradient
+  // storage for the whole step, so there the gradients add up in full (FSDP's sharded ones are 1/N
+  // anyway). With gradient accumulation they stay allocated through the next micro-batches' forward
+  // and backward, so they count in full.
+  if (gradients_index && w.gpus == 1 && w.gradient_accumulation_steps == 1 &&
+      !w.optimizer_in_backward && e.components[*gradients_index].bytes > 0) {
+    Component& gc = e.components[*gradients_index];
+    const double wb = w.precision == Precision::kFp32 ? 4 : 2;
+    const double head = (m.lm_head_params > 0 ? m.lm_head_params : m.embedding_params) * wb;
+    const double last_layer =
+        (w.gradient_checkpointing ? tokens * per_layer_token + eager
+                                  : std::min(activations, tokens * per_layer_token + eager)) +
+        backward_temp;
+    const double freed = activations + logits - std::min(activations, last_layer);
+    const double alive = std::clamp(gc.bytes - freed, std::min(head, gc.bytes), gc.bytes);
+    const bool at_start = alive <= head;
+    gc.formula += "; written during backward while autograd frees " + Gb(freed) +
+                  " of saved activations and logits: " + Gb(alive) + " alive at the peak (" +
+                  (at_start ? "start of backward: the lm_head gradient"
+                            : "end of backward: all gradients, activations freed") +
+                  ")";
+    gc.bytes = alive;
+  }
+  return transient;
+}
+
+}  // namespace gpuhub::sizing::detailed_internal
