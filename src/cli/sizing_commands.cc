@@ -20,10 +20,10 @@
 #include "fit/guide.h"
 #include "fit/plan.h"
 #include "fit/plan_report.h"
-#include "fit/use_cases.h"
 #include "fit/report_json.h"
 #include "fit/report_text.h"
 #include "fit/request.h"
+#include "fit/use_cases.h"
 #include "sizing/estimate.h"
 #include "sizing/loader.h"
 
@@ -51,14 +51,14 @@ struct Flags {
   std::string optimizer, lora_targets;
   bool lora_dropout = false, pure_bf16 = false, fused_kernels = false, chunked_loss = false;
   bool offload_activations = false, offload_params = false, old_transformers = false;
-  bool optimizer_in_backward = false;
+  bool optimizer_in_backward = false, unchunked_nf4_quantization = false;
   bool flash_attention = true, gradient_checkpointing = true, double_quant = true;
   // fit
   bool cuda_only = false, in_stock = false, why_not = false;
   std::string region, max_monthly_usd, top, gpu;
   std::string catalog_path;
-  std::string hourly_rate;  // catalog --hourly-rate
-  std::string use;          // catalog --use training|fine-tuning|inference
+  std::string hourly_rate;              // catalog --hourly-rate
+  std::string use;                      // catalog --use training|fine-tuning|inference
   std::string prices = "list", server;  // fit --prices market --server URL
   // plan
   std::string tokens, samples, epochs, tokens_per_day, prompt_tokens, output_tokens, days;
@@ -121,9 +121,9 @@ void AddWorkloadFlags(CLI::App* cmd, Flags& f, bool for_size) {
   text("--engine", f.engine,
        "inference: vllm, sglang, tensorrt-llm, llama.cpp or transformers (prefill chunking, "
        "decode speed)");
-  f.options["--fp8-training"] = cmd->add_flag(
-      "--fp8-training", f.fp8_training,
-      "training: FP8 matmuls (Transformer Engine, torchao float8) on an FP8 card");
+  f.options["--fp8-training"] =
+      cmd->add_flag("--fp8-training", f.fp8_training,
+                    "training: FP8 matmuls (Transformer Engine, torchao float8) on an FP8 card");
   cmd->add_flag("--offload-optimizer", f.offload_optimizer,
                 "training: keep the optimizer state in host memory");
   // Detailed profile (--profile detailed, the default for real models).
@@ -149,6 +149,9 @@ void AddWorkloadFlags(CLI::App* cmd, Flags& f, bool for_size) {
   flag("--old-transformers", "--old-transformers", f.old_transformers,
        "detailed: Hugging Face transformers before 4.45 (fp32 logits of every position, per-layer "
        "rotary caches)");
+  flag("--unchunked-nf4-quantization", "--unchunked-nf4-quantization", f.unchunked_nf4_quantization,
+       "detailed, QLoRA: torchao before 0.2 quantizes each weight on the GPU against all 16 NF4 "
+       "codes at once (torchtune 0.1); the allocator keeps that memory reserved");
   flag("--flash-attention,!--no-flash-attention", "--flash-attention", f.flash_attention,
        "detailed: FlashAttention/SDPA kernels (default on)");
   flag("--gradient-checkpointing,!--no-gradient-checkpointing", "--gradient-checkpointing",
@@ -211,6 +214,8 @@ Result<fit::RequestFields> ToFields(const Flags& f) {
   r.offload_params = given("--offload-params", f.offload_params);
   r.old_transformers = given("--old-transformers", f.old_transformers);
   r.optimizer_in_backward = given("--optimizer-in-backward", f.optimizer_in_backward);
+  r.unchunked_nf4_quantization =
+      given("--unchunked-nf4-quantization", f.unchunked_nf4_quantization);
   r.flash_attention = given("--flash-attention", f.flash_attention);
   r.gradient_checkpointing = given("--gradient-checkpointing", f.gradient_checkpointing);
   r.double_quant = given("--double-quant", f.double_quant);
@@ -294,8 +299,9 @@ void RunFit(const Flags& f) {
   auto fleet = LoadCatalogOrFail(f);
   if (!fleet) return;
   if (f.prices != "list" && f.prices != "market") {
-    return FailBadInput("--prices must be list (the fleet's list prices) or market (live offers of "
-                        "a server's spot exchange)");
+    return FailBadInput(
+        "--prices must be list (the fleet's list prices) or market (live offers of "
+        "a server's spot exchange)");
   }
   if (f.prices == "market") {
     std::string server = f.server;
@@ -453,9 +459,10 @@ void AddSizingCommands(CLI::App& app) {
   fit_flags.options["--gpu"] = fit_cmd->add_option(
       "--gpu", fit_flags.gpu, "only this card of the term fleet (\"H100 SXM\")");
   AddCatalogFlag(fit_cmd, fit_flags);
-  fit_cmd->add_option("--prices", fit_flags.prices,
-                      "list (the fleet's list prices) or market (live offers on a server's spot "
-                      "exchange, per hour)")
+  fit_cmd
+      ->add_option("--prices", fit_flags.prices,
+                   "list (the fleet's list prices) or market (live offers on a server's spot "
+                   "exchange, per hour)")
       ->default_str("list");
   fit_cmd->add_option("--server", fit_flags.server,
                       "with --prices market: a running gpuhub serve, http://HOST:PORT "
@@ -473,8 +480,9 @@ void AddSizingCommands(CLI::App& app) {
   plan_option("--gpus", plan_flags.gpus,
               "a fixed number of GPUs (default: every count of each card; above 8, whole nodes "
               "of 8)");
-  plan_option("--zero", plan_flags.zero, "training: ZeRO stage of the data-parallel group "
-                                         "(default: searched)");
+  plan_option("--zero", plan_flags.zero,
+              "training: ZeRO stage of the data-parallel group "
+              "(default: searched)");
   AddLayoutFlags(plan, plan_flags);
   plan->add_flag("--cuda-only", plan_flags.cuda_only, "CUDA cards only (no ROCm)");
   plan_option("--region", plan_flags.region, "region code: DFW-1, IAD-1 or PDX-1");

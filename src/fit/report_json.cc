@@ -126,6 +126,7 @@ Json WorkloadJson(const sizing::Workload& w, const sizing::MemoryEstimate& e) {
     j["offload_activations"] = w.offload_activations;
     j["offload_params"] = w.offload_params;
     j["old_transformers"] = w.old_transformers;
+    if (w.unchunked_nf4_quantization) j["unchunked_nf4_quantization"] = true;
     if (w.method == Method::kFullFineTune) j["optimizer_in_backward"] = w.optimizer_in_backward;
   }
   if (e.profile == sizing::Profile::kDetailed &&
@@ -273,6 +274,7 @@ constexpr FieldSpec kFields[] = {
     Flag("offload_activations", &R::offload_activations),
     Flag("offload_params", &R::offload_params),
     Flag("old_transformers", &R::old_transformers),
+    Flag("unchunked_nf4_quantization", &R::unchunked_nf4_quantization),
     Flag("optimizer_in_backward", &R::optimizer_in_backward),
     Flag("flash_attention", &R::flash_attention),
     Flag("gradient_checkpointing", &R::gradient_checkpointing),
@@ -299,10 +301,9 @@ constexpr FieldSpec kFields[] = {
 
 constexpr bool EveryFieldHasItsMember() {
   for (const FieldSpec& f : kFields) {
-    bool wired = f.type == FieldSpec::kInteger || f.type == FieldSpec::kBatch
-                     ? f.integer != nullptr
-                 : f.type == FieldSpec::kBool  ? (f.flag != nullptr) != (f.optional_flag != nullptr)
-                                               : f.text != nullptr;
+    bool wired = f.type == FieldSpec::kInteger || f.type == FieldSpec::kBatch ? f.integer != nullptr
+                 : f.type == FieldSpec::kBool ? (f.flag != nullptr) != (f.optional_flag != nullptr)
+                                              : f.text != nullptr;
     if (!wired) return false;
   }
   return true;
@@ -571,17 +572,16 @@ std::string GuideJson(const Guide& guide) {
   for (const auto& cell : guide.cheapest) {
     if (!cell.multi_node) continue;
     const MultiNodeFit& m = *cell.multi_node;
-    multi[cell.preset][cell.column] = {{"gpu", m.gpu->name},
-                                       {"nodes", m.nodes},
-                                       {"gpus_per_node", kNodeGpus},
-                                       {"configuration", MultiNodeName(m)},
-                                       {"label", MultiNodeName(m) + ", quote"},
-                                       {"per_card_gb", Gb(m.per_card_bytes)},
-                                       {"monthly_usd", Usd(m.monthly_micros)},
-                                       {"indicative", true},
-                                       {"quote", {{"needed", true},
-                                                  {"nodes", m.nodes},
-                                                  {"request", "POST /v1/quote-requests"}}}};
+    multi[cell.preset][cell.column] = {
+        {"gpu", m.gpu->name},
+        {"nodes", m.nodes},
+        {"gpus_per_node", kNodeGpus},
+        {"configuration", MultiNodeName(m)},
+        {"label", MultiNodeName(m) + ", quote"},
+        {"per_card_gb", Gb(m.per_card_bytes)},
+        {"monthly_usd", Usd(m.monthly_micros)},
+        {"indicative", true},
+        {"quote", {{"needed", true}, {"nodes", m.nodes}, {"request", "POST /v1/quote-requests"}}}};
   }
   j["cheapest_multi_node"] = std::move(multi);
   Json cost = Json::array();

@@ -160,15 +160,20 @@ TEST(RequestJson, BadBodiesNameTheField) {
       {"", RequestKind::kSize, "request body is not valid JSON"},
       {R"({"model": "7b", "workload": "infer", "contxt": 5})", RequestKind::kSize,
        "unknown field 'contxt'; size takes: model, config, workload, precision, kv_precision, "
-       "profile, context, batch, seq, prefill_chunk, grad_accum, rank, gpus, zero, tp, pp, cp, dp, vp, "
+       "profile, context, batch, seq, prefill_chunk, grad_accum, rank, gpus, zero, tp, pp, cp, dp, "
+       "vp, "
        "recompute, fp8_training, engine, stack, offload_optimizer, optimizer, "
        "lora_targets, lora_dropout, pure_bf16, fused_kernels, chunked_loss, offload_activations, "
-       "offload_params, old_transformers, optimizer_in_backward, flash_attention, gradient_checkpointing, double_quant, explain"},
+       "offload_params, old_transformers, unchunked_nf4_quantization, optimizer_in_backward, "
+       "flash_attention, gradient_checkpointing, double_quant, explain"},
       {R"({"kv-precision": "fp8"})", RequestKind::kFit,
        "unknown field 'kv-precision' (did you mean 'kv_precision'?); fit takes: model, config, "
-       "workload, precision, kv_precision, profile, context, batch, seq, prefill_chunk, grad_accum, rank, gpus, zero, "
-       "tp, pp, cp, dp, vp, recompute, fp8_training, engine, stack, offload_optimizer, optimizer, lora_targets, lora_dropout, pure_bf16, fused_kernels, "
-       "chunked_loss, offload_activations, offload_params, old_transformers, optimizer_in_backward, flash_attention, "
+       "workload, precision, kv_precision, profile, context, batch, seq, prefill_chunk, "
+       "grad_accum, rank, gpus, zero, "
+       "tp, pp, cp, dp, vp, recompute, fp8_training, engine, stack, offload_optimizer, optimizer, "
+       "lora_targets, lora_dropout, pure_bf16, fused_kernels, "
+       "chunked_loss, offload_activations, offload_params, old_transformers, "
+       "unchunked_nf4_quantization, optimizer_in_backward, flash_attention, "
        "gradient_checkpointing, double_quant, explain, cuda_only, region, in_stock, "
        "max_monthly_usd, top, why_not, gpu"},
       {R"({"region": "DFW-1"})", RequestKind::kSize, "field 'region' applies to fit, not size"},
@@ -223,7 +228,8 @@ TEST(RequestJson, FlatAndNestedBodiesReadAlike) {
   EXPECT_FALSE(flat->in_stock);
   EXPECT_EQ(flat->region, "DFW-1");
   EXPECT_EQ(flat->kv_precision, "fp8");
-  auto nested = parse(R"({"config": {"hidden_size": 4096, "list": [1, 2.5]}, "workload": "infer"})");
+  auto nested =
+      parse(R"({"config": {"hidden_size": 4096, "list": [1, 2.5]}, "workload": "infer"})");
   ASSERT_TRUE(nested.ok()) << nested.status().ToString();
   EXPECT_EQ(nested->config_json, R"({"hidden_size":4096,"list":[1,2.5]})");
   EXPECT_EQ(nested->workload, "infer");
@@ -242,14 +248,17 @@ TEST(RequestJson, FlatAndNestedBodiesReadAlike) {
       {"\"70b\"", "request body must be a JSON object"},
       {"7", "request body must be a JSON object"},
       {std::string(40, '[') + std::string(40, ']'), "request body is nested deeper than 32 levels"},
-      {R"({"model": null})", "field 'model' must be present with a value (omit it instead of null), "
-                             "got null"},
-      {R"({"context": 18446744073709551615})", "field 'context' must be a whole number within "
-                                               "range, got an integer"},
+      {R"({"model": null})",
+       "field 'model' must be present with a value (omit it instead of null), "
+       "got null"},
+      {R"({"context": 18446744073709551615})",
+       "field 'context' must be a whole number within "
+       "range, got an integer"},
       {R"({"context": 8192.5})", "field 'context' must be a whole number, got a number"},
       {R"({"top": [5]})", "field 'top' must be a whole number, got an array"},
-      {R"({"model": "70b", "context": -1, "top": "x"})", "field 'top' must be a whole number, got "
-                                                         "a string"},
+      {R"({"model": "70b", "context": -1, "top": "x"})",
+       "field 'top' must be a whole number, got "
+       "a string"},
   };
   for (const Bad& b : kBad) {
     auto r = parse(b.body);
@@ -386,7 +395,7 @@ TEST(CatalogJson, NotPublishedIsNull) {
   EXPECT_EQ(j["spot"][0]["bf16_dense_tflops"], 2250);  // from the HGX B300 datasheet
   EXPECT_NE(j["spot"][0]["tflops_source"].get<std::string>().find("HGX B300"), std::string::npos);
   EXPECT_TRUE(j["spot"][7]["fp8_dense_tflops"].is_null());  // A100 SXM: no FP8
-  EXPECT_EQ(j["term"][3]["bf16_dense_tflops"], 989);       // H100 SXM
+  EXPECT_EQ(j["term"][3]["bf16_dense_tflops"], 989);        // H100 SXM
   EXPECT_EQ(j["term"][3]["fp8_dense_tflops"], 1979);
   EXPECT_EQ(j["term"][3]["architecture"], "hopper");
   EXPECT_TRUE(j["term"][5]["fp8_dense_tflops"].is_null());  // A100 SXM

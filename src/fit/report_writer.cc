@@ -23,8 +23,8 @@ namespace {
 
 using json_parts::Exact;
 using json_parts::Gb;
-using json_parts::Round;
 using json_parts::RecomputeName;
+using json_parts::Round;
 using json_parts::Usd;
 using sizing::Method;
 
@@ -141,6 +141,7 @@ void WriteWorkload(JsonWriter& w, const sizing::Workload& wl, const sizing::Memo
     Field(w, "offload_activations", wl.offload_activations);
     Field(w, "offload_params", wl.offload_params);
     Field(w, "old_transformers", wl.old_transformers);
+    if (wl.unchunked_nf4_quantization) Field(w, "unchunked_nf4_quantization", true);
     if (wl.method == Method::kFullFineTune) {
       Field(w, "optimizer_in_backward", wl.optimizer_in_backward);
     }

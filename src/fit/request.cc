@@ -153,10 +153,9 @@ Status ResolveWorkload(const RequestFields& f, sizing::Workload& w, std::vector<
   }
   if (f.grad_accum) {
     if (!training) return not_for("--grad-accum", "training");
-    GPUHUB_ASSIGN_OR_RETURN(
-        w.gradient_accumulation_steps,
-        NarrowInt(*f.grad_accum, 1, sizing::kMaxGradAccumSteps, "--grad-accum",
-                  "micro-batches per optimizer step"));
+    GPUHUB_ASSIGN_OR_RETURN(w.gradient_accumulation_steps,
+                            NarrowInt(*f.grad_accum, 1, sizing::kMaxGradAccumSteps, "--grad-accum",
+                                      "micro-batches per optimizer step"));
     if (w.gradient_accumulation_steps != 1) GPUHUB_RETURN_IF_ERROR(detailed_only("--grad-accum"));
   }
   if (f.offload_optimizer) {
@@ -199,6 +198,8 @@ Status ResolveWorkload(const RequestFields& f, sizing::Workload& w, std::vector<
       {f.offload_params, &w.offload_params, false, "--offload-params", training, "training"},
       {f.old_transformers, &w.old_transformers, false, "--old-transformers", true,
        "every workload"},
+      {f.unchunked_nf4_quantization, &w.unchunked_nf4_quantization, false,
+       "--unchunked-nf4-quantization", m == Method::kQlora, "QLoRA"},
       {f.optimizer_in_backward, &w.optimizer_in_backward, false, "--optimizer-in-backward",
        m == Method::kFullFineTune, "full fine-tuning"},
       {f.flash_attention, &w.flash_attention, true, "--no-flash-attention", training, "training"},
@@ -222,9 +223,9 @@ Status ResolveWorkload(const RequestFields& f, sizing::Workload& w, std::vector<
       w.gradient_checkpointing = false;
       w.selective_recompute = *f.recompute == "selective";
     } else {
-      return BadField("--recompute must be full, selective or none, got '" +
-                          f.recompute->substr(0, 40) + "'",
-                      "--recompute");
+      return BadField(
+          "--recompute must be full, selective or none, got '" + f.recompute->substr(0, 40) + "'",
+          "--recompute");
     }
     if (f.gradient_checkpointing && *f.gradient_checkpointing != w.gradient_checkpointing) {
       return BadField("--recompute " + *f.recompute + " contradicts --" +
@@ -239,11 +240,12 @@ Status ResolveWorkload(const RequestFields& f, sizing::Workload& w, std::vector<
   if (f.stack) {
     if (!training) return not_for("--stack", "training (serving names an --engine)");
     if (*f.stack != "pytorch" && *f.stack != "megatron") {
-      return BadField("--stack must be pytorch (FSDP/DDP, Hugging Face, torchtitan, llm-foundry, "
-                      "torchtune) or megatron (Megatron Core with Transformer Engine: NeMo, "
-                      "Megatron-LM, Megatron-Bridge), got '" +
-                          f.stack->substr(0, 40) + "'",
-                      "--stack");
+      return BadField(
+          "--stack must be pytorch (FSDP/DDP, Hugging Face, torchtitan, llm-foundry, "
+          "torchtune) or megatron (Megatron Core with Transformer Engine: NeMo, "
+          "Megatron-LM, Megatron-Bridge), got '" +
+              f.stack->substr(0, 40) + "'",
+          "--stack");
     }
     w.megatron = *f.stack == "megatron";
   }
@@ -363,9 +365,10 @@ Result<SizeRequest> ResolveSizeRequest(const RequestFields& f, const RequestCont
   GPUHUB_ASSIGN_OR_RETURN(r.model, ResolveModelFields(f, context));
   GPUHUB_RETURN_IF_ERROR(ResolveWorkload(f, r.workload, r.notes, r.model));
   if (f.batch_max) {
-    return BadField("--batch max is the largest batch that fits a card: gpuhub plan finds it "
-                    "for a serving plan (--workload infer)",
-                    "batch");
+    return BadField(
+        "--batch max is the largest batch that fits a card: gpuhub plan finds it "
+        "for a serving plan (--workload infer)",
+        "batch");
   }
   if (f.gpus) {
     GPUHUB_ASSIGN_OR_RETURN(r.workload.gpus, NarrowInt(*f.gpus, 1, sizing::kMaxGpus, "--gpus",
@@ -401,9 +404,10 @@ Result<FitRequest> ResolveFitRequest(const RequestFields& f, const RequestContex
     }
   }
   if (f.batch_max) {
-    return BadField("--batch max is the largest batch that fits a card: gpuhub plan finds it "
-                    "for a serving plan (--workload infer)",
-                    "batch");
+    return BadField(
+        "--batch max is the largest batch that fits a card: gpuhub plan finds it "
+        "for a serving plan (--workload infer)",
+        "batch");
   }
   FitRequest r;
   GPUHUB_ASSIGN_OR_RETURN(r.model, ResolveModelFields(f, context));

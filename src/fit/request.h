@@ -21,29 +21,29 @@
 namespace gpuhub::fit {
 
 struct RequestFields {
-  std::optional<std::string> model;         // --model: preset, bundled id, or (CLI only) a path
-  std::optional<std::string> config_json;   // "config": a pasted config.json (HTTP API only)
-  std::optional<std::string> workload;      // --workload infer|full|lora|qlora (required)
-  std::optional<std::string> precision;     // --precision fp32|bf16|fp16|fp8|int8|int4|nf4
-  std::optional<std::string> kv_precision;  // --kv-precision fp16|fp8 (inference)
-  std::optional<std::string> profile;       // --profile guide|detailed
-  std::optional<std::int64_t> context;      // --context tokens (inference)
-  std::optional<std::int64_t> batch;        // --batch
-  bool batch_max = false;                   // --batch max / "batch": "max" (plan, serving)
-  std::optional<std::int64_t> seq;          // --seq tokens (training)
+  std::optional<std::string> model;           // --model: preset, bundled id, or (CLI only) a path
+  std::optional<std::string> config_json;     // "config": a pasted config.json (HTTP API only)
+  std::optional<std::string> workload;        // --workload infer|full|lora|qlora (required)
+  std::optional<std::string> precision;       // --precision fp32|bf16|fp16|fp8|int8|int4|nf4
+  std::optional<std::string> kv_precision;    // --kv-precision fp16|fp8 (inference)
+  std::optional<std::string> profile;         // --profile guide|detailed
+  std::optional<std::int64_t> context;        // --context tokens (inference)
+  std::optional<std::int64_t> batch;          // --batch
+  bool batch_max = false;                     // --batch max / "batch": "max" (plan, serving)
+  std::optional<std::int64_t> seq;            // --seq tokens (training)
   std::optional<std::int64_t> prefill_chunk;  // --prefill-chunk tokens (inference, detailed)
   std::optional<std::int64_t> grad_accum;     // --grad-accum micro-batches (training, detailed)
-  std::optional<std::int64_t> rank;         // --rank (LoRA, QLoRA)
-  std::optional<std::int64_t> gpus;         // --gpus (size; plan: a fixed count, whole nodes > 8)
-  std::optional<std::int64_t> zero;         // --zero 0..3 (size, plan; training)
+  std::optional<std::int64_t> rank;           // --rank (LoRA, QLoRA)
+  std::optional<std::int64_t> gpus;           // --gpus (size; plan: a fixed count, whole nodes > 8)
+  std::optional<std::int64_t> zero;           // --zero 0..3 (size, plan; training)
   // The parallel layout (size and plan; sizing/parallel.h): tensor, pipeline, context and data
   // parallel degrees and interleaved pipeline stages. Plan searches the ones not given.
   std::optional<std::int64_t> tp, pp, cp, dp, vp;
-  std::optional<std::string> recompute;     // --recompute full|selective|none (training)
-  std::optional<bool> fp8_training;         // --fp8-training (training, FP8 cards)
-  std::optional<std::string> engine;        // --engine vllm|sglang|tensorrt-llm|llama.cpp|transformers
-  std::optional<std::string> stack;         // --stack pytorch|megatron (training)
-  bool offload_optimizer = false;           // --offload-optimizer (training)
+  std::optional<std::string> recompute;  // --recompute full|selective|none (training)
+  std::optional<bool> fp8_training;      // --fp8-training (training, FP8 cards)
+  std::optional<std::string> engine;     // --engine vllm|sglang|tensorrt-llm|llama.cpp|transformers
+  std::optional<std::string> stack;      // --stack pytorch|megatron (training)
+  bool offload_optimizer = false;        // --offload-optimizer (training)
   // Detailed profile only (--profile detailed; the default for real models). The guide's published
   // rules ignore them, so asking for a non-default value under the guide profile is an error.
   std::optional<std::string> optimizer;     // --optimizer adamw|adam8bit|sgd|adafactor (training)
@@ -55,8 +55,9 @@ struct RequestFields {
   std::optional<bool> offload_activations;  // --offload-activations (training)
   std::optional<bool> offload_params;       // --offload-params (training, ZeRO-3 / FSDP)
   std::optional<bool> old_transformers;     // --old-transformers (transformers < 4.45)
-  std::optional<bool> optimizer_in_backward;  // --optimizer-in-backward (full fine-tuning)
-  std::optional<bool> flash_attention;      // --flash-attention / --no-flash-attention (training)
+  std::optional<bool> unchunked_nf4_quantization;  // --unchunked-nf4-quantization (QLoRA)
+  std::optional<bool> optimizer_in_backward;       // --optimizer-in-backward (full fine-tuning)
+  std::optional<bool> flash_attention;  // --flash-attention / --no-flash-attention (training)
   std::optional<bool> gradient_checkpointing;  // --[no-]gradient-checkpointing (training)
   std::optional<bool> double_quant;            // --[no-]double-quant (nf4 weights, QLoRA)
   bool explain = false;                        // --explain: formulas in the report
@@ -69,14 +70,14 @@ struct RequestFields {
   bool why_not = false;                        // --why-not
   std::optional<std::string> gpu;              // --gpu "H100 SXM"
   // plan only (gpuhub plan, POST /v1/plan)
-  std::optional<std::int64_t> tokens;          // --tokens: training tokens per epoch
-  std::optional<std::int64_t> samples;         // --samples: dataset samples (x --seq = tokens)
-  std::optional<std::int64_t> epochs;          // --epochs (default 1)
-  std::optional<std::int64_t> tokens_per_day;  // --tokens-per-day: serving, output tokens
-  std::optional<std::int64_t> prompt_tokens;   // --prompt-tokens: serving, per request (1024)
-  std::optional<std::int64_t> output_tokens;   // --output-tokens: serving, per request (256)
-  std::optional<std::int64_t> days;            // --days: serving period (30)
-  std::optional<std::string> utilisation;      // --utilisation 0.35: of the dense tensor peak
+  std::optional<std::int64_t> tokens;               // --tokens: training tokens per epoch
+  std::optional<std::int64_t> samples;              // --samples: dataset samples (x --seq = tokens)
+  std::optional<std::int64_t> epochs;               // --epochs (default 1)
+  std::optional<std::int64_t> tokens_per_day;       // --tokens-per-day: serving, output tokens
+  std::optional<std::int64_t> prompt_tokens;        // --prompt-tokens: serving, per request (1024)
+  std::optional<std::int64_t> output_tokens;        // --output-tokens: serving, per request (256)
+  std::optional<std::int64_t> days;                 // --days: serving period (30)
+  std::optional<std::string> utilisation;           // --utilisation 0.35: of the dense tensor peak
   std::optional<std::string> bandwidth_efficiency;  // --bandwidth-efficiency 0.7: decode
   std::optional<std::string> start;                 // --start 2025-07-01T09:00:00Z (default now)
 };

@@ -516,11 +516,22 @@ Result<MemoryEstimate> DetailedEstimate(const ModelShape& model_in, const Worklo
                          "torch.cuda.max_memory_allocated does not) = " +
                              Gb(kCudaContextBytes)};
   double reserve = transient * kAllocatorReserveFraction;
-  e.components.push_back({"allocator_reserve", reserve,
-                          "10% of " + Gb(transient) +
-                              " transient memory (PyTorch caching allocator: blocks rounded and "
-                              "cached, fragmentation) = " +
-                              Gb(reserve)});
+  std::string reserve_formula = "10% of " + Gb(transient) +
+                                " transient memory (PyTorch caching allocator: blocks rounded and "
+                                "cached, fragmentation) = " +
+                                Gb(reserve);
+  // The allocator never hands memory back during a run (no empty_cache): what it reserved to load
+  // the model stays reserved, and the run's own tensors reuse it.
+  const ReservedFloor load_floor = LoadReservedFloor(m, w, e);
+  double live = 0;
+  for (const Component& c : e.components) live += c.bytes;
+  if (load_floor.bytes > live + reserve) {
+    reserve = load_floor.bytes - live;
+    reserve_formula = load_floor.formula + ", less the " + Gb(live) +
+                      " of live tensors that reuse it = " + Gb(reserve) + " (above " +
+                      reserve_formula + ")";
+  }
+  e.components.push_back({"allocator_reserve", reserve, reserve_formula});
   return e;
 }
 

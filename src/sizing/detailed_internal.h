@@ -65,5 +65,12 @@ double AddInferenceParts(const ModelShape& m, const Workload& w, bool from_check
                          MemoryEstimate& e);
 double AddTrainingParts(const ModelShape& m, const Workload& w, bool from_checkpoint,
                         MemoryEstimate& e);
+// The memory the caching allocator reserved while the model was loaded and keeps for the run
+// (0 when loading reserves no more than the weights): `e` holds the components already counted.
+struct ReservedFloor {
+  double bytes = 0;
+  std::string formula;
+};
+ReservedFloor LoadReservedFloor(const ModelShape& m, const Workload& w, const MemoryEstimate& e);
 
 }  // namespace gpuhub::sizing::detailed_internal

@@ -319,8 +319,7 @@ TEST(Detailed, FsdpGathersLayersAndTheHeadAndOffloadsTheRest) {
   const double head = 128256.0 * 8192;
   EXPECT_DOUBLE_EQ(m.lm_head_params, head);
   // lm_head x 2 B x 7/8 + one layer x 2 B (3.55 GB) beats two layers x 2 B (3.42 GB).
-  EXPECT_DOUBLE_EQ(Component(sharded, "fsdp_gathered_params"),
-                   head * 2 * 7.0 / 8 + layer * 2);
+  EXPECT_DOUBLE_EQ(Component(sharded, "fsdp_gathered_params"), head * 2 * 7.0 / 8 + layer * 2);
   EXPECT_DOUBLE_EQ(Component(sharded, "base_weights"), m.total_params * 2 / 8);
 
   w.offload_params = true;
@@ -329,8 +328,8 @@ TEST(Detailed, FsdpGathersLayersAndTheHeadAndOffloadsTheRest) {
   EXPECT_DOUBLE_EQ(Component(off, "lora_adapters"), 0);
   EXPECT_DOUBLE_EQ(Component(off, "fsdp_gathered_params"), head * 2 + layer * 2);
   // Every card's shard and its adapters' state, in host memory.
-  EXPECT_DOUBLE_EQ(off.host_bytes, (Component(sharded, "base_weights") +
-                                    Component(sharded, "lora_adapters")) * 8);
+  EXPECT_DOUBLE_EQ(off.host_bytes,
+                   (Component(sharded, "base_weights") + Component(sharded, "lora_adapters")) * 8);
 
   // QLoRA offloaded on one GPU (FSDP with one rank): the nf4 layers and the bf16 head come in.
   ModelShape small = Model("meta-llama/Llama-2-7b-hf");
@@ -409,16 +408,48 @@ TEST(Detailed, OldTransformersUpcastEveryLogitAndCacheRotaryTables) {
   MemoryEstimate bf16_logits = Estimate(m, t);
   t.old_transformers = true;
   MemoryEstimate fp32_logits = Estimate(m, t);
-  EXPECT_DOUBLE_EQ(Component(fp32_logits, "logits_and_loss") -
-                       Component(bf16_logits, "logits_and_loss"),
-                   2048.0 * 151936 * 2);
+  EXPECT_DOUBLE_EQ(
+      Component(fp32_logits, "logits_and_loss") - Component(bf16_logits, "logits_and_loss"),
+      2048.0 * 151936 * 2);
 }
 
 // PEFT's target_modules=["gate_proj", "up_proj", "down_proj"].
+TEST(Detailed, UnchunkedNf4QuantizationLeavesAReservedFloor) {
+  // torchtune 0.1's QLoRA (torchao 0.1) quantizes each Llama-2-7B linear on the GPU; the largest,
+  // gate/up/down at 11,008 x 4,096 = 45,088,768 weights, needs three cached 32n-byte segments for
+  // the n x 16 bf16 differences plus 14n for the weight, its scaled copy and the code indices and
+  // minima: 110 B x n = 4.96 GB kept reserved on top of the weights.
+  ModelShape m = Model("meta-llama/Llama-2-7b-hf");
+  Workload w;
+  w.method = Method::kQlora;
+  w.pure_bf16 = true;
+  w.lora_rank = 8;
+  w.lora_targets = LoraTargets::kAllLinear;
+  w.sequence_tokens = 512;
+  w.batch = 2;
+  const MemoryEstimate plain = Estimate(m, w);
+  w.unchunked_nf4_quantization = true;
+  const MemoryEstimate floor = Estimate(m, w);
+  const double n = 11008.0 * 4096.0;
+  const double weights = Component(floor, "base_weights") +
+                         Component(floor, "quantization_constants") +
+                         Component(floor, "frozen_unquantized");
+  EXPECT_NEAR(floor.per_gpu_bytes, weights + 110 * n, 1);
+  EXPECT_NEAR(110 * n, 4.96e9, 0.01e9);
+  // Only the reserve grows: the tensors alive during training are the same.
+  EXPECT_DOUBLE_EQ(floor.per_gpu_bytes - Component(floor, "allocator_reserve"),
+                   plain.per_gpu_bytes - Component(plain, "allocator_reserve"));
+  EXPECT_GT(floor.per_gpu_bytes, plain.per_gpu_bytes + 3e9);
+  // A training peak above the floor (a long sequence) leaves the 10% reserve as it was.
+  w.sequence_tokens = 16384;
+  const MemoryEstimate long_run = Estimate(m, w);
+  w.unchunked_nf4_quantization = false;
+  EXPECT_DOUBLE_EQ(long_run.per_gpu_bytes, Estimate(m, w).per_gpu_bytes);
+}
+
 TEST(Detailed, MlpTargetsAdaptTheMlpProjectionsOnly) {
   ModelShape m = Model("meta-llama/Llama-3.2-3B");  // h 3072, MLP 8192, 28 layers
-  EXPECT_DOUBLE_EQ(LoraAdapterParams(m, LoraTargets::kMlp, 10),
-                   28 * 10.0 * 3 * (3072 + 8192));
+  EXPECT_DOUBLE_EQ(LoraAdapterParams(m, LoraTargets::kMlp, 10), 28 * 10.0 * 3 * (3072 + 8192));
   EXPECT_DOUBLE_EQ(LoraAdapterParams(m, LoraTargets::kMlp, 10) +
                        LoraAdapterParams(m, LoraTargets::kAttention, 10),
                    LoraAdapterParams(m, LoraTargets::kAllLinear, 10));

@@ -384,4 +384,32 @@ double AddTrainingParts(const ModelShape& m, const Workload& w, bool from_checkp
   return transient;
 }
 
+ReservedFloor LoadReservedFloor(const ModelShape& m, const Workload& w, const MemoryEstimate& e) {
+  if (w.method != Method::kQlora || !w.unchunked_nf4_quantization) return {};
+  // torchao before 0.2 (NF4Tensor.quantize_tensor_nearest) quantizes a weight of n elements by
+  // materialising `value - nf4` and its `.abs()`, n x 16 bf16 each (32n B), beside the bf16
+  // weight and its block-scaled copy (2n each); `.min(dim=-1)` then returns int64 indices (8n)
+  // and bf16 values (2n). Each 32n tensor is one allocation, returned to the cache when freed.
+  // The next weight, its scaled copy and the quantized pieces that stay are carved by best fit
+  // out of one of those cached blocks, so the next difference pair no longer fits there and a
+  // third 32n segment is reserved: three segments of 32n, one of them filling up with the
+  // quantized weights, plus the quantization's other tensors (14n). The largest linear sets it.
+  double resident = 0;
+  for (const Component& c : e.components) {
+    if (c.name == "base_weights" || c.name == "quantization_constants" ||
+        c.name == "frozen_unquantized") {
+      resident += c.bytes;
+    }
+  }
+  const double n = LargestLinearParams(m);
+  const double quantize = n * (3 * 16 * 2 + 2 + 2 + 8 + 2);
+  return {resident + quantize,
+          "reserved while loading (torchao before 0.2 quantizes each weight on the GPU against "
+          "all 16 NF4 codes at once): the weights " +
+              Gb(resident) + " + largest linear " + Num(n) +
+              " params x 110 B (3 cached segments of n x 16 bf16 differences + the bf16 weight, "
+              "its scaled copy, int64 code indices and bf16 minima) " +
+              Gb(quantize) + " = " + Gb(resident + quantize)};
+}
+
 }  // namespace gpuhub::sizing::detailed_internal

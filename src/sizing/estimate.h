@@ -60,8 +60,8 @@ struct Workload {
   // prompt (context x batch) in one forward pass, as Hugging Face generate and LitGPT do; serving
   // engines chunk long prompts (vLLM's max_num_batched_tokens, SGLang's chunked_prefill_size).
   std::int64_t prefill_chunk_tokens = 0;
-  std::int64_t batch = 1;                     // sequences (inference) or micro-batch (training)
-  std::int64_t sequence_tokens = 2048;        // training sequence length
+  std::int64_t batch = 1;               // sequences (inference) or micro-batch (training)
+  std::int64_t sequence_tokens = 2048;  // training sequence length
   // Training, detailed profile: micro-batches per optimizer step. Above 1 the weight gradients
   // stay allocated while the next micro-batch runs forward, so they add to the activation peak.
   int gradient_accumulation_steps = 1;
@@ -90,6 +90,11 @@ struct Workload {
   // instead of the last position's), and each attention layer keeps rotary cos/sin caches for
   // max_position_embeddings positions.
   bool old_transformers = false;
+  // QLoRA as torchtune 0.1 ran it with torchao before 0.2: each linear is created in bf16 on the
+  // GPU and quantized there, its nearest NF4 code found by comparing the whole weight with the 16
+  // codes at once (n x 16 bf16 differences and their absolute values). The caching allocator keeps
+  // the blocks that needed for the rest of the run: a reserved floor (sizing-model.md §3).
+  bool unchunked_nf4_quantization = false;
   // The optimizer steps each parameter inside the backward pass as soon as its gradient is ready
   // and frees the gradient (torchtune's optimizer_in_bwd, LOMO): only the largest gradient is
   // alive. Full fine-tuning, one micro-batch per step, no optimizer offload.

@@ -120,6 +120,12 @@ expect_ok "size --optimizer-in-backward: only the lm_head's gradient is alive (1
 expect_ok "size --lora-targets mlp: r x (in + out) on gate, up and down" \
   "j['workload']['lora_targets'] == 'mlp'" \
   size --model meta-llama/Llama-3.2-3B --workload lora --lora-targets mlp --json
+expect_ok "size --unchunked-nf4-quantization: torchao 0.1's quantization keeps 110 B x 45,088,768 reserved beside the weights" \
+  "j['workload']['unchunked_nf4_quantization'] and abs(j['per_gpu_gb'] - 8.83) < 0.01 and 'torchao before 0.2' in [c for c in j['components'] if c['name'] == 'allocator_reserve'][0]['formula']" \
+  size --model meta-llama/Llama-2-7b-hf --workload qlora --seq 512 --batch 2 --rank 8 --lora-targets all-linear --pure-bf16 --unchunked-nf4-quantization --json
+expect_bad "--unchunked-nf4-quantization is for QLoRA" \
+  "--unchunked-nf4-quantization applies to QLoRA, not LoRA" \
+  size --model meta-llama/Llama-2-7b-hf --workload lora --unchunked-nf4-quantization
 expect_bad "--optimizer-in-backward is for full fine-tuning" \
   "--optimizer-in-backward applies to full fine-tuning, not LoRA" \
   size --model meta-llama/Llama-3.2-3B --workload lora --optimizer-in-backward
