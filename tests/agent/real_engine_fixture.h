@@ -157,52 +157,58 @@ class SshSession {
   std::string received_;
 };
 
+// Starts this binary's dockerd (once per suite: SetUpTestSuite) into `engine`; a machine where
+// none can start leaves engine->skip set, a broken environment engine->error.
+inline void StartEngine() {
+  engine = new Engine;
+  char templ[] = "/tmp/dk.XXXXXX";  // short: a unix socket path has 108 bytes
+  if (::mkdtemp(templ) == nullptr) {
+    engine->error = "mkdtemp failed";
+    return;
+  }
+  engine->dir = templ;
+  auto r = agent::RunProcess({"bash", DockerTestEnvScript(), "start", engine->dir},
+                             std::chrono::minutes(10));
+  if (!r.ok()) {
+    engine->error = r.status().message();
+    return;
+  }
+  if (r->exit_code == 3) {
+    engine->skip = r->stderr_text;
+    return;
+  }
+  if (r->exit_code != 0) {
+    engine->error =
+        "docker-test-env.sh start exited " + std::to_string(r->exit_code) + ": " + r->stderr_text;
+    return;
+  }
+  std::cerr << r->stderr_text;
+  for (const auto& line : Split(r->stdout_text, '\n')) {
+    auto eq = line.find('=');
+    if (eq == std::string::npos) continue;
+    const std::string key = line.substr(0, eq), value = line.substr(eq + 1);
+    if (key == "DOCKER_HOST") engine->host = value;
+    if (key == "GPUHUB_TEST_SSHD_IMAGE") engine->image = value;
+    if (key == "GPUHUB_TEST_HOOK_LOG") engine->hook_log = value;
+  }
+  if (engine->host.empty() || engine->image.empty() || engine->hook_log.empty()) {
+    engine->error = "docker-test-env.sh printed no environment: " + r->stdout_text;
+  }
+}
+
+inline void StopEngine() {
+  if (engine != nullptr && !engine->dir.empty()) {
+    (void)agent::RunProcess({"bash", DockerTestEnvScript(), "stop", engine->dir},
+                            std::chrono::minutes(2));
+  }
+  delete engine;
+  engine = nullptr;
+}
+
 class AgentRealEngineTest : public AgentFixture {
  public:
-  static void SetUpTestSuite() {
-    engine = new Engine;
-    char templ[] = "/tmp/dk.XXXXXX";  // short: a unix socket path has 108 bytes
-    if (::mkdtemp(templ) == nullptr) {
-      engine->error = "mkdtemp failed";
-      return;
-    }
-    engine->dir = templ;
-    auto r = agent::RunProcess({"bash", DockerTestEnvScript(), "start", engine->dir},
-                               std::chrono::minutes(10));
-    if (!r.ok()) {
-      engine->error = r.status().message();
-      return;
-    }
-    if (r->exit_code == 3) {
-      engine->skip = r->stderr_text;
-      return;
-    }
-    if (r->exit_code != 0) {
-      engine->error =
-          "docker-test-env.sh start exited " + std::to_string(r->exit_code) + ": " + r->stderr_text;
-      return;
-    }
-    std::cerr << r->stderr_text;
-    for (const auto& line : Split(r->stdout_text, '\n')) {
-      auto eq = line.find('=');
-      if (eq == std::string::npos) continue;
-      const std::string key = line.substr(0, eq), value = line.substr(eq + 1);
-      if (key == "DOCKER_HOST") engine->host = value;
-      if (key == "GPUHUB_TEST_SSHD_IMAGE") engine->image = value;
-      if (key == "GPUHUB_TEST_HOOK_LOG") engine->hook_log = value;
-    }
-    if (engine->host.empty() || engine->image.empty() || engine->hook_log.empty()) {
-      engine->error = "docker-test-env.sh printed no environment: " + r->stdout_text;
-    }
-  }
-  static void TearDownTestSuite() {
-    if (engine != nullptr && !engine->dir.empty()) {
-      (void)agent::RunProcess({"bash", DockerTestEnvScript(), "stop", engine->dir},
-                              std::chrono::minutes(2));
-    }
-    delete engine;
-    engine = nullptr;
-  }
+  static void SetUpTestSuite() { StartEngine(); }
+  static void TearDownTestSuite() { StopEngine(); }
 
  protected:
   void Configure(ServerOptions& options) override {
