@@ -77,10 +77,10 @@ TEST_F(RealDockerTest, RunsAContainerWithoutGpuThroughTheEngineApi) {
   // 256 KiB sent to an address nobody answers grow tx_bytes by at least that.
   ASSERT_TRUE((*docker)->EnsureIsolatedNetwork(agent::kNetworkName).ok());
   ASSERT_TRUE((*docker)->EnsureIsolatedNetwork(agent::kNetworkName).ok());
-  EXPECT_EQ(Docker({"network", "inspect", "--format",
-                    "{{index .Options \"com.docker.network.bridge.enable_icc\"}}",
-                    agent::kNetworkName}),
-            "false");
+  EXPECT_EQ(
+      Docker({"network", "inspect", "--format",
+              "{{index .Options \"com.docker.network.bridge.enable_icc\"}}", agent::kNetworkName}),
+      "false");
   body["HostConfig"]["NetworkMode"] = agent::kNetworkName;
   auto on_net = (*docker)->Create(name, body.dump());
   ASSERT_TRUE(on_net.ok()) << on_net.status().ToString();
