@@ -72,6 +72,7 @@ Result<ServingRate> ServingRateOn(const sizing::ModelShape& model, const sizing:
   // latent is read whole by every rank).
   const int kv_split = model.kv_lora_rank > 0 ? 1 : std::min(t, std::max(1, model.kv_heads));
   const double kv_traffic = sizing::KvTrafficFactor(w.engine, model.heads, model.kv_heads);
+  const double kv_copy = kv_traffic > 1 && !over.decode_bandwidth ? engine.kv_copy_efficiency : 1;
   double bandwidth = *card.bandwidth_gb_per_s * 1e9 * r.decode_bandwidth;
   // Some engines' decode kernels read no faster than their own ceiling, however fast the card.
   const double ceiling =
@@ -83,7 +84,7 @@ Result<ServingRate> ServingRateOn(const sizing::ModelShape& model, const sizing:
   // of concurrent micro-batches is read in parallel.
   const double weights_time = work.decode_weight_bytes / t / bandwidth;
   const double kv_time =
-      work.decode_kv_bytes * kv_traffic / kv_split / bandwidth / stage_concurrency;
+      work.decode_kv_bytes * kv_traffic / kv_split / (bandwidth * kv_copy) / stage_concurrency;
   const double memory = weights_time + kv_time;
   // The matmuls compute whole tensor-core tiles: below tile_rows sequences the padded rows cost
   // as much as real ones (the H20 decodes at batch 1 bound by its tensor cores, not its HBM).
@@ -165,7 +166,8 @@ Result<ServingRate> ServingRateOn(const sizing::ModelShape& model, const sizing:
       " + KV " + sizing::FormatGb(work.decode_kv_bytes) +
       (kv_traffic > 1 ? " x " + FormatFixed(kv_traffic, 1) +
                             " (the dynamic cache concatenated and expanded to every query head "
-                            "each step)"
+                            "each step)" +
+                            (kv_copy < 1 ? " at " + FormatFixed(kv_copy, 2) + " of the rate" : "")
                       : "") +
       (kv_split * stage_concurrency > 1 ? " / " + FormatFixed(kv_split * stage_concurrency, 0)
                                         : "") +

@@ -168,6 +168,32 @@ TEST(Throughput, DecodeGemmsArePaddedToTheTensorCoreTile) {
   EXPECT_EQ(h100->explain[3].find("padded"), std::string::npos) << h100->explain[3];
 }
 
+// transformers' dynamic cache is concatenated and expanded every step by unfused copies that move
+// at 0.53 of the weights' rate (set on Qwen2.5-7B's 14,336-token transformers run, 29.78 tok/s).
+TEST(Throughput, TransformersCacheCopiesMoveSlowerThanTheWeights) {
+  sizing::ModelShape m = Model("Qwen/Qwen2.5-7B");
+  Workload w;
+  w.method = Method::kInference;
+  w.batch = 1;
+  w.engine = sizing::ServingEngine::kTransformers;
+  EXPECT_DOUBLE_EQ(sizing::TraitsOf(w.engine).kv_copy_efficiency, 0.53);
+  EXPECT_DOUBLE_EQ(sizing::TraitsOf(sizing::ServingEngine::kVllm).kv_copy_efficiency, 1);
+  auto r = ServingRateOn(m, w, 14336, 2048, Card("A100 SXM"), {});
+  ASSERT_TRUE(r.ok());
+  const sizing::ServingWork work = sizing::ServingWorkFor(m, w, 14336, 14336 + 1024, 1, 16);
+  const double rate = 2040e9 * 0.67;
+  // Qwen2.5-7B: 28 heads on 4 KV heads, 4 + 2 x 7 = 18 bytes moved per cached byte.
+  EXPECT_NEAR(r->decode_step_seconds,
+              work.decode_weight_bytes / rate + work.decode_kv_bytes * 18 / (rate * 0.53), 1e-12);
+  EXPECT_NEAR(r->decode_step_seconds, 33.0e-3, 0.3e-3);  // measured: ~32.9 ms a step
+  EXPECT_NEAR(r->output_tokens_per_second, 29.78, 0.3);
+  EXPECT_NE(r->explain[3].find("at 0.53 of the rate"), std::string::npos) << r->explain[3];
+  // A given bandwidth efficiency replaces every factor, this one included.
+  auto given = ServingRateOn(m, w, 14336, 2048, Card("A100 SXM"), {std::nullopt, 0.67});
+  EXPECT_NEAR(given->decode_step_seconds,
+              (work.decode_weight_bytes + work.decode_kv_bytes * 18) / rate, 1e-12);
+}
+
 // The checks against published throughput (calibration and held-out runs) are in
 // throughput_evaluation_test.cc, over data/benchmarks/throughput-*.json.
 
