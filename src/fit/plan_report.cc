@@ -166,17 +166,20 @@ std::string PlanReportJson(const PlanRequest& request, const PlanResult& result)
   j["prices"] = result.live_prices ? "market" : "opening_ask";
   j["offers_considered"] = result.offers;
   j["required_gb"] = Gb(result.required.card_bytes());
-  j["assumptions"] = {
-      {"utilisation", OrNull(request.utilisation.training_or_prefill)},
-      {"bandwidth_efficiency", OrNull(request.utilisation.decode_bandwidth)},
-      {"half_utilisation_tokens", kHalfUtilisationTokens},
-      {"int8_decode_efficiency", kInt8DecodeEfficiency},
-      {"int4_decode_efficiency", kInt4DecodeEfficiency},
-      {"fp8_matmul_efficiency", kFp8MatmulEfficiency},
-      {"collective_latency_s", kCollectiveLatencySeconds},
-      {"gpus_per_node", kGpusPerNode},
-      {"inter_node_gb_per_s_per_gpu", kInterNodeGbPerSPerGpu},
-      {"factors", FactorsJson(request.fit.workload.method)}};
+  j["assumptions"] = {{"utilisation", OrNull(request.utilisation.training_or_prefill)},
+                      {"bandwidth_efficiency", OrNull(request.utilisation.decode_bandwidth)},
+                      {"half_utilisation_tokens", kHalfUtilisationTokens},
+                      {"int8_decode_efficiency", kInt8DecodeEfficiency},
+                      {"int4_decode_efficiency", kInt4DecodeEfficiency},
+                      {"decode_tile_rows",
+                       {{"hopper_and_nvlink_blackwell", kWgmmaTileRows},
+                        {"other", kMmaTileRows},
+                        {"llama_cpp", 1}}},
+                      {"fp8_matmul_efficiency", kFp8MatmulEfficiency},
+                      {"collective_latency_s", kCollectiveLatencySeconds},
+                      {"gpus_per_node", kGpusPerNode},
+                      {"inter_node_gb_per_s_per_gpu", kInterNodeGbPerSPerGpu},
+                      {"factors", FactorsJson(request.fit.workload.method)}};
   const double median = request.serving ? kServingHeldOutMedianError : kTrainingHeldOutMedianError;
   const double p90 = request.serving ? kServingHeldOutP90Error : kTrainingHeldOutP90Error;
   Json bands = Json::object();

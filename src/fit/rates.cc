@@ -90,6 +90,18 @@ EstimateKind KindOf(bool serving, int gpus) {
   return gpus > 1 ? EstimateKind::kTrainingMulti : EstimateKind::kTrainingSingle;
 }
 
+int DecodeTileRows(const CardRates& card, sizing::Precision precision,
+                   sizing::ServingEngine engine) {
+  if (engine == sizing::ServingEngine::kLlamaCpp) return 1;
+  if (precision == sizing::Precision::kInt8 || precision == sizing::Precision::kInt4 ||
+      precision == sizing::Precision::kNf4) {
+    return kMmaTileRows;
+  }
+  const bool sm100 = card.architecture == Architecture::kBlackwell &&
+                     card.interconnect != catalog::Interconnect::kPcie;
+  return card.architecture == Architecture::kHopper || sm100 ? kWgmmaTileRows : kMmaTileRows;
+}
+
 Utilisation DefaultUtilisation(Architecture a, Method m) {
   // Training at a saturated micro-batch, of the dense BF16 peak, from published tokens/s (the
   // calibration table of docs/sizing-model.md §6 and fit/rates_test.cc). QLoRA's bitsandbytes
@@ -188,7 +200,7 @@ ErrorBand HeldOutBand(EstimateKind kind) {
     case EstimateKind::kTrainingMulti:
       return {0.1095, 0.2247, 68};
     case EstimateKind::kServingSingle:
-      return {0.1008, 0.5092, 57};
+      return {0.0863, 0.2153, 56};
     case EstimateKind::kServingMulti:
       return {0.0845, 0.1877, 29};
   }

@@ -79,6 +79,19 @@ struct Utilisation {
 // reaches this share of decode_bandwidth (Qwen2.5's vLLM speed benchmark on A100, 7B rows).
 inline constexpr double kInt8DecodeEfficiency = 0.78;
 inline constexpr double kInt4DecodeEfficiency = 0.63;
+// Rows a tensor-core GEMM computes however few sequences a decode step carries: Hopper's
+// wgmma and Blackwell's tcgen05 instructions are 64 rows deep (PTX ISA: wgmma.mma_async
+// m64nNk16; tcgen05.mma M = 64 or 128), Ampere/Ada's mma.sync and CDNA's MFMA 16. Measured on an
+// H20 (InferSim's DeepGEMM table, bench_data/gemm/h20): 16, 32 and 64 rows take the same time.
+// It binds only where the card's FLOPs per byte of bandwidth are low (the H20: 148 BF16 TFLOPS on
+// 4.0 TB/s); the weight-only int4/int8 kernels (Marlin, GPTQ) use mma.sync and llama.cpp's
+// batch-1 matrix-vector kernels no tensor cores at all. The GeForce/RTX PRO Blackwell parts
+// (sm_120, PCIe only) have no tcgen05: mma.sync as Ada; the NVLink Blackwell parts are sm_100.
+inline constexpr int kWgmmaTileRows = 64;
+inline constexpr int kMmaTileRows = 16;
+struct CardRates;
+int DecodeTileRows(const CardRates& card, sizing::Precision precision,
+                   sizing::ServingEngine engine);
 // The calibrated defaults (docs/sizing-model.md §6 gives the sources and the fit).
 Utilisation DefaultUtilisation(catalog::Architecture architecture, sizing::Method method);
 // Training matmuls over a micro-batch of T tokens reach training x T / (T + this): small
@@ -107,8 +120,8 @@ ErrorBand HeldOutMemoryBandAll();
 // Every kind of a side together (the figures of the README and the docs' summary table).
 inline constexpr double kTrainingHeldOutMedianError = 0.1110;
 inline constexpr double kTrainingHeldOutP90Error = 0.2285;
-inline constexpr double kServingHeldOutMedianError = 0.0885;
-inline constexpr double kServingHeldOutP90Error = 0.3831;
+inline constexpr double kServingHeldOutMedianError = 0.0861;
+inline constexpr double kServingHeldOutP90Error = 0.2133;
 
 // One card's published rates, from the term fleet or the spot exchange.
 struct CardRates {

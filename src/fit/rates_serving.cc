@@ -60,8 +60,9 @@ Result<ServingRate> ServingRateOn(const sizing::ModelShape& model, const sizing:
       std::min(0.95, defaults.decode_bandwidth * format * engine.decode_bandwidth_factor));
   const std::int64_t kv_tokens = prompt_tokens + output_tokens / 2;
   const std::int64_t batch = std::max<std::int64_t>(1, w.batch);
+  const int tile_rows = DecodeTileRows(card, w.precision, w.engine);
   const sizing::ServingWork work =
-      sizing::ServingWorkFor(model, w, prompt_tokens, kv_tokens, batch);
+      sizing::ServingWorkFor(model, w, prompt_tokens, kv_tokens, batch, tile_rows);
   const double rate = peak * r.utilisation_prefill;
   // Pipeline stages work on micro-batches at once where the engine pipelines and the batch has a
   // sequence for every stage; otherwise the stages take turns (a layer split).
@@ -71,6 +72,7 @@ Result<ServingRate> ServingRateOn(const sizing::ModelShape& model, const sizing:
   // latent is read whole by every rank).
   const int kv_split = model.kv_lora_rank > 0 ? 1 : std::min(t, std::max(1, model.kv_heads));
   const double kv_traffic = sizing::KvTrafficFactor(w.engine, model.heads, model.kv_heads);
+  const double kv_copy = kv_traffic > 1 && !over.decode_bandwidth ? engine.kv_copy_efficiency : 1;
   double bandwidth = *card.bandwidth_gb_per_s * 1e9 * r.decode_bandwidth;
   // Some engines' decode kernels read no faster than their own ceiling, however fast the card.
   const double ceiling =
@@ -82,10 +84,14 @@ Result<ServingRate> ServingRateOn(const sizing::ModelShape& model, const sizing:
   // of concurrent micro-batches is read in parallel.
   const double weights_time = work.decode_weight_bytes / t / bandwidth;
   const double kv_time =
-      work.decode_kv_bytes * kv_traffic / kv_split / bandwidth / stage_concurrency;
+      work.decode_kv_bytes * kv_traffic / kv_split / (bandwidth * kv_copy) / stage_concurrency;
   const double memory = weights_time + kv_time;
-  const double compute =
-      static_cast<double>(batch) * work.decode_flops_per_token / (t * stage_concurrency) / rate;
+  // The matmuls compute whole tensor-core tiles: below tile_rows sequences the padded rows cost
+  // as much as real ones (the H20 decodes at batch 1 bound by its tensor cores, not its HBM).
+  const double compute = (work.decode_step_matmul_flops +
+                          static_cast<double>(batch) * work.decode_attention_flops_per_token) /
+                         (t * stage_concurrency) / rate;
+  const bool padded = batch < tile_rows && compute > memory;
   // Tensor parallel: two all-reduces of the batch's hidden states per layer per step.
   std::string tp_note;
   double tp_step = 0, tp_prefill = 0;
@@ -160,14 +166,19 @@ Result<ServingRate> ServingRateOn(const sizing::ModelShape& model, const sizing:
       " + KV " + sizing::FormatGb(work.decode_kv_bytes) +
       (kv_traffic > 1 ? " x " + FormatFixed(kv_traffic, 1) +
                             " (the dynamic cache concatenated and expanded to every query head "
-                            "each step)"
+                            "each step)" +
+                            (kv_copy < 1 ? " at " + FormatFixed(kv_copy, 2) + " of the rate" : "")
                       : "") +
       (kv_split * stage_concurrency > 1 ? " / " + FormatFixed(kv_split * stage_concurrency, 0)
                                         : "") +
       (capped ? " at the engine's ceiling of " + FormatFixed(ceiling, 0) + " GB/s"
               : " at " + FormatFixed(*card.bandwidth_gb_per_s, 0) + " GB/s x " +
                     FormatFixed(r.decode_bandwidth, 2) + (over.decode_bandwidth ? " given" : "")) +
-      " = " + Sec(memory) + ", compute " + Sec(compute) + ")" +
+      " = " + Sec(memory) + ", compute " + Sec(compute) +
+      (padded
+           ? " (the matmuls padded to " + std::to_string(tile_rows) + " rows, the tensor-core tile)"
+           : "") +
+      ")" +
       (tp_step > 0 ? " + tensor parallel 2 x " + std::to_string(model.layers) +
                          " all-reduces over " + tp_note + " = " + Sec(tp_step)
                    : "") +

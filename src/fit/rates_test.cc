@@ -6,8 +6,8 @@
 #include <cmath>
 #include <cstdio>
 
-#include "sizing/loader.h"
 #include "sizing/detailed.h"
+#include "sizing/loader.h"
 #include "sizing/throughput.h"
 
 namespace gpuhub::fit {
@@ -118,6 +118,80 @@ TEST(Throughput, RatesShowTheirArithmetic) {
   CardRates unknown = Card("H100 SXM");
   unknown.bf16_tflops.reset();
   EXPECT_FALSE(TrainingRateOn(m, w, unknown, 1, Parallelism::kSingle, {}).ok());
+}
+
+// A card with few tensor FLOPs per byte of bandwidth decodes at batch 1 as fast as its tensor cores
+// compute 64-row tiles, not as fast as it reads the weights: the H20 (148 BF16 TFLOPS, 4.0 TB/s;
+// Qwen3's speed benchmark ran SGLang on it at ~1.4 TB/s effective). The H100 does not notice.
+TEST(Throughput, DecodeGemmsArePaddedToTheTensorCoreTile) {
+  sizing::ModelShape m = Model("Qwen/Qwen3-8B");
+  Workload w;
+  w.method = Method::kInference;
+  w.batch = 1;
+  w.engine = sizing::ServingEngine::kSglang;
+  CardRates h20;
+  h20.name = "H20";
+  h20.architecture = catalog::Architecture::kHopper;
+  h20.bf16_tflops = 148;
+  h20.fp8_tflops = 296;
+  h20.bandwidth_gb_per_s = 4000;
+  EXPECT_EQ(DecodeTileRows(h20, Precision::kBf16, w.engine), 64);
+  EXPECT_EQ(DecodeTileRows(Card("B200"), Precision::kFp8, w.engine), 64);
+  EXPECT_EQ(DecodeTileRows(Card("RTX 5090"), Precision::kBf16, w.engine), 16);  // sm_120
+  EXPECT_EQ(DecodeTileRows(Card("A100 SXM"), Precision::kBf16, w.engine), 16);
+  EXPECT_EQ(DecodeTileRows(h20, Precision::kInt4, w.engine), 16);
+  EXPECT_EQ(DecodeTileRows(h20, Precision::kBf16, sizing::ServingEngine::kLlamaCpp), 1);
+  const sizing::ServingWork one = sizing::ServingWorkFor(m, w, 0, 1024, 1, 64);
+  const sizing::ServingWork unpadded = sizing::ServingWorkFor(m, w, 0, 1024, 1, 1);
+  EXPECT_NEAR(one.decode_step_matmul_flops / unpadded.decode_step_matmul_flops, 64, 1e-9);
+  EXPECT_DOUBLE_EQ(unpadded.decode_step_matmul_flops + unpadded.decode_attention_flops_per_token,
+                   unpadded.decode_flops_per_token);
+  auto r = ServingRateOn(m, w, 0, 2048, h20, {});
+  ASSERT_TRUE(r.ok());
+  // 2 x 64 rows x 7.57e9 matmul params / (148 TFLOPS x 0.50): 13.1 ms a token, where the 16.4 GB of
+  // weights alone take 6.1 ms at 4.0 TB/s x 0.67.
+  const double padded =
+      (one.decode_step_matmul_flops + one.decode_attention_flops_per_token) / (148e12 * 0.50);
+  EXPECT_NEAR(r->decode_step_seconds, padded, 1e-12);
+  EXPECT_NEAR(r->decode_step_seconds, 13.2e-3, 0.2e-3);
+  EXPECT_NEAR(r->decode_tokens_per_second, 76, 1);  // measured 81.7 (prompt 1, SGLang 0.4.6)
+  EXPECT_NE(r->explain[3].find("padded to 64 rows"), std::string::npos) << r->explain[3];
+  // Up to 64 sequences cost the same matmul time: the tile was computed anyway.
+  w.batch = 64;
+  auto full = ServingRateOn(m, w, 0, 2048, h20, {});
+  EXPECT_GT(full->decode_tokens_per_second, 50 * r->decode_tokens_per_second);
+  // The H100 SXM (989 TFLOPS on 3.35 TB/s) still reads its weights slower than it pads.
+  w.batch = 1;
+  auto h100 = ServingRateOn(m, w, 0, 2048, Card("H100 SXM"), {});
+  EXPECT_NEAR(h100->decode_step_seconds,
+              (one.decode_weight_bytes + one.decode_kv_bytes) / (3350e9 * 0.67), 1e-12);
+  EXPECT_EQ(h100->explain[3].find("padded"), std::string::npos) << h100->explain[3];
+}
+
+// transformers' dynamic cache is concatenated and expanded every step by unfused copies that move
+// at 0.53 of the weights' rate (set on Qwen2.5-7B's 14,336-token transformers run, 29.78 tok/s).
+TEST(Throughput, TransformersCacheCopiesMoveSlowerThanTheWeights) {
+  sizing::ModelShape m = Model("Qwen/Qwen2.5-7B");
+  Workload w;
+  w.method = Method::kInference;
+  w.batch = 1;
+  w.engine = sizing::ServingEngine::kTransformers;
+  EXPECT_DOUBLE_EQ(sizing::TraitsOf(w.engine).kv_copy_efficiency, 0.53);
+  EXPECT_DOUBLE_EQ(sizing::TraitsOf(sizing::ServingEngine::kVllm).kv_copy_efficiency, 1);
+  auto r = ServingRateOn(m, w, 14336, 2048, Card("A100 SXM"), {});
+  ASSERT_TRUE(r.ok());
+  const sizing::ServingWork work = sizing::ServingWorkFor(m, w, 14336, 14336 + 1024, 1, 16);
+  const double rate = 2040e9 * 0.67;
+  // Qwen2.5-7B: 28 heads on 4 KV heads, 4 + 2 x 7 = 18 bytes moved per cached byte.
+  EXPECT_NEAR(r->decode_step_seconds,
+              work.decode_weight_bytes / rate + work.decode_kv_bytes * 18 / (rate * 0.53), 1e-12);
+  EXPECT_NEAR(r->decode_step_seconds, 33.0e-3, 0.3e-3);  // measured: ~32.9 ms a step
+  EXPECT_NEAR(r->output_tokens_per_second, 29.78, 0.3);
+  EXPECT_NE(r->explain[3].find("at 0.53 of the rate"), std::string::npos) << r->explain[3];
+  // A given bandwidth efficiency replaces every factor, this one included.
+  auto given = ServingRateOn(m, w, 14336, 2048, Card("A100 SXM"), {std::nullopt, 0.67});
+  EXPECT_NEAR(given->decode_step_seconds,
+              (work.decode_weight_bytes + work.decode_kv_bytes * 18) / rate, 1e-12);
 }
 
 // The checks against published throughput (calibration and held-out runs) are in

@@ -119,7 +119,11 @@ const ServingEngineTraits& TraitsOf(ServingEngine engine) {
       "card; decode factors calibrated on its RTX 4090 and A100 Llama 3 8B F16 and Q4_K_M runs"};
   // transformers generate, eager: Python launches each layer's kernels one after another, about
   // 0.8 ms per decoder layer per step on an A100 host (Qwen2.5-7B, 28 layers: 40.4 tok/s where
-  // the weights alone allow 90), and the dynamic cache is concatenated every step.
+  // the weights alone allow 90), and the dynamic cache is concatenated every step. That cache
+  // traffic moves at 0.53 of the rate the weights are read: set on Qwen2.5-7B's transformers run
+  // at a 14,336-token prompt (29.78 tok/s: 32.9 ms a step where 11.1 ms of weights and 11.6 ms of
+  // cache traffic at the vLLM share account for 22.7), moved from the evaluation to the
+  // calibration for it (docs/sizing-model.md §6).
   static const ServingEngineTraits kTransformers{
       0,
       0,
@@ -133,7 +137,9 @@ const ServingEngineTraits& TraitsOf(ServingEngine engine) {
       0,
       0,
       "Hugging Face transformers generate: the whole prompt in one forward pass, a static batch, "
-      "eager Python (host time per layer calibrated on Qwen2.5-7B's transformers run, prompt 1)"};
+      "eager Python (host time per layer calibrated on Qwen2.5-7B's transformers run, prompt 1; "
+      "the dynamic cache's copies at 0.53 of the decode bandwidth, on its 14,336-token run)",
+      0.53};
   switch (engine) {
     case ServingEngine::kUnspecified:
       return kUnspecified;

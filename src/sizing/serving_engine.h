@@ -62,6 +62,10 @@ struct ServingEngineTraits {
   // architecture's FlashAttention-2 figure of fit/rates.h).
   double attention_efficiency = 0;
   const char* source = "";
+  // The share of the decode bandwidth share at which the per-step cache traffic of an engine that
+  // expands its KV cache every step (KvTrafficFactor > 1) moves: separate unfused copy kernels
+  // (torch.cat, repeat_kv's expand + reshape) allocating fresh tensors each step.
+  double kv_copy_efficiency = 1;
 };
 const ServingEngineTraits& TraitsOf(ServingEngine engine);
 

@@ -158,14 +158,15 @@ TrainingBytes TrainingBytesPerStep(const ModelShape& model_in, const Workload& w
 
 ServingWork ServingWorkFor(const ModelShape& model_in, const Workload& w,
                            std::int64_t prompt_tokens, std::int64_t context_tokens,
-                           std::int64_t batch) {
+                           std::int64_t batch, int tile_rows) {
   const ModelShape m = WithLlamaInventory(model_in);
   ServingWork s;
   const Matmuls p = MatmulParams(m);
   s.prefill_attention_flops_per_token =
       AttentionForward(m, (static_cast<double>(prompt_tokens) + 1) / 2);
   s.prefill_flops_per_token = 2 * p.active + s.prefill_attention_flops_per_token;
-  s.decode_flops_per_token = 2 * p.active + AttentionForward(m, static_cast<double>(context_tokens));
+  s.decode_attention_flops_per_token = AttentionForward(m, static_cast<double>(context_tokens));
+  s.decode_flops_per_token = 2 * p.active + s.decode_attention_flops_per_token;
   const double weights = m.checkpoint && w.weights_as_stored && m.checkpoint->bytes > 0
                              ? m.checkpoint->bytes
                              : WeightBytesAt(m, w.precision, w.double_quant);
@@ -178,6 +179,16 @@ ServingWork ServingWorkFor(const ModelShape& model_in, const Workload& w,
     touched = 1 - std::pow(1 - k_over_e, static_cast<double>(batch));
   }
   s.decode_weight_bytes = weights * (1 - expert_share) + weights * expert_share * touched;
+  const double rows = static_cast<double>(batch);
+  const double tile = std::max(1, tile_rows);
+  const double routed_share =
+      m.experts > 0 ? static_cast<double>(m.experts_per_token) / m.experts : 0;
+  const double dense_params = p.active - p.expert * routed_share;
+  // Each touched expert sees its share of the batch's routed rows, padded up to the tile.
+  const double expert_rows = touched > 0 ? rows * routed_share / touched : 0;
+  s.decode_step_matmul_flops =
+      2 * dense_params * std::max(rows, tile) +
+      (m.experts > 0 ? 2 * p.expert * touched * std::max(expert_rows, tile) : 0);
   s.decode_kv_bytes = KvCacheBytes(m, w.kv_precision, context_tokens, batch);
   s.formula = "prefill " + Flops(s.prefill_flops_per_token) + " FLOPs per prompt token (2 x " +
               Flops(p.active) + " active matmul params + attention); decode step at batch " +

@@ -52,9 +52,14 @@ TrainingBytes TrainingBytesPerStep(const ModelShape& model, const Workload& work
 struct ServingWork {
   double prefill_flops_per_token = 0;  // 2 x active matmul params + attention over the prompt
   double prefill_attention_flops_per_token = 0;  // the attention part of it
-  double decode_flops_per_token = 0;   // 2 x active matmul params + attention over the context
-  double decode_weight_bytes = 0;      // weights read by one decode step at the batch
-  double decode_kv_bytes = 0;          // KV cache read by one decode step (every sequence)
+  double decode_flops_per_token = 0;  // 2 x active matmul params + attention over the context
+  double decode_weight_bytes = 0;     // weights read by one decode step at the batch
+  double decode_kv_bytes = 0;         // KV cache read by one decode step (every sequence)
+  // The batch's matmul FLOPs in one decode step with every GEMM's rows rounded up to
+  // `tile_rows` (a tensor-core instruction computes at least that many rows however few
+  // sequences there are; each touched expert's GEMM is padded on its own).
+  double decode_step_matmul_flops = 0;
+  double decode_attention_flops_per_token = 0;  // the attention part of decode_flops_per_token
   std::string formula;
 };
 // `prompt_tokens`: average prompt; `context_tokens`: the average KV length a decode step reads
@@ -63,6 +68,6 @@ struct ServingWork {
 // batch's tokens is routed to: 1 - (1 - k/E)^batch of them, balanced routing assumed.
 ServingWork ServingWorkFor(const ModelShape& model, const Workload& workload,
                            std::int64_t prompt_tokens, std::int64_t context_tokens,
-                           std::int64_t batch);
+                           std::int64_t batch, int tile_rows = 1);
 
 }  // namespace gpuhub::sizing
