@@ -204,11 +204,19 @@ class Planner {
                        return a.count < b.count;
                      });
     if (result.ranked.empty()) {
-      result.reason = "no configuration holds this job and can be priced";
+      // The set that got furthest says the most: one that held the job but would take years
+      // before any that did not hold it, then the largest tried.
+      const PlanExcluded* furthest = nullptr;
       for (const auto& x : result.excluded) {
-        result.reason = "no configuration holds this job and can be priced (" +
-                        ConfigurationName(x.gpu, x.count) + ": " + x.reason + ")";
-        break;
+        if (furthest == nullptr || std::pair(x.fits, x.count) > std::pair(furthest->fits,
+                                                                         furthest->count)) {
+          furthest = &x;
+        }
+      }
+      result.reason = "no configuration holds this job and can be priced";
+      if (furthest != nullptr) {
+        result.reason += " (" + ConfigurationName(furthest->gpu, furthest->count) + ": " +
+                         furthest->reason + ")";
       }
     }
     return result;
@@ -399,8 +407,9 @@ class Planner {
 
   Status Consider(const Card& card, int count, PlanResult& result) {
     const Filters& f = request_.fit.filters;
+    bool fits = false;  // set once a layout holds the job
     auto exclude = [&](std::string why) {
-      result.excluded.push_back({card.name, count, std::move(why)});
+      result.excluded.push_back({card.name, count, std::move(why), fits});
       return Status::Ok();
     };
     const double vram = card.vram_gb * sizing::kBytesPerGb;
@@ -496,6 +505,7 @@ class Planner {
       return exclude(first_error.empty() ? "no layout fits" : first_error);
     }
 
+    fits = true;
     PlanOption o;
     o.gpu = card.name;
     o.count = count;

@@ -137,6 +137,7 @@ struct PlanExcluded {
   std::string gpu;
   int count = 1;
   std::string reason;
+  bool fits = false;  // a layout held the job: excluded for its time or price, not its memory
 };
 
 struct PlanResult {

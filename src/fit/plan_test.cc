@@ -404,6 +404,14 @@ TEST(Plan, BeyondOneNodeIsWholeNodesAndAQuote) {
   EXPECT_EQ(fixed["cheapest"]["count"], 64);
   EXPECT_EQ(fixed["cheapest"]["quote"]["nodes"], 8);
   EXPECT_EQ(fixed["cheapest"]["error_band"]["kind"], "training, several cards");
+  // A job that fits five nodes but would run for millennia: the answer names that, not the
+  // single card that was never going to hold 7,452 GB.
+  Json forever = PlanJson(R"({"model": "405b", "workload": "full", "gpu": "MI300X",
+                              "tokens": 1000000000000000})");
+  EXPECT_TRUE(forever["cheapest"].is_null()) << forever.dump();
+  const std::string reason = forever["reason"];
+  EXPECT_NE(reason.find("(40x MI300X: would take "), std::string::npos) << reason;
+  EXPECT_NE(reason.find("years (over 87600 hours)"), std::string::npos) << reason;
 }
 
 TEST(Plan, TheLayoutIsSearchedAndExplained) {
