@@ -85,13 +85,19 @@ Result<ServingRate> ServingRateOn(const sizing::ModelShape& model, const sizing:
   const double weights_time = work.decode_weight_bytes / t / bandwidth;
   const double kv_time =
       work.decode_kv_bytes * kv_traffic / kv_split / (bandwidth * kv_copy) / stage_concurrency;
-  const double memory = weights_time + kv_time;
   // The matmuls compute whole tensor-core tiles: below tile_rows sequences the padded rows cost
   // as much as real ones (the H20 decodes at batch 1 bound by its tensor cores, not its HBM).
-  const double compute = (work.decode_step_matmul_flops +
-                          static_cast<double>(batch) * work.decode_attention_flops_per_token) /
-                         (t * stage_concurrency) / rate;
-  const bool padded = batch < tile_rows && compute > memory;
+  const double matmul_compute = work.decode_step_matmul_flops / (t * stage_concurrency) / rate;
+  const double attention_compute = static_cast<double>(batch) *
+                                   work.decode_attention_flops_per_token /
+                                   (t * stage_concurrency) / rate;
+  // The matmuls and the attention are separate kernels, one after the other: each is bound by
+  // its own roofline (the weights' read or the GEMM's FLOPs; the KV cache's read or attention's
+  // FLOPs), and their times add. One max over the whole step would let the GEMMs' compute hide
+  // behind the KV cache's read, which no kernel does.
+  const double matmul_time = std::max(weights_time, matmul_compute);
+  const double attention_time = std::max(kv_time, attention_compute);
+  const bool padded = batch < tile_rows && matmul_compute > weights_time;
   // Tensor parallel: two all-reduces of the batch's hidden states per layer per step.
   std::string tp_note;
   double tp_step = 0, tp_prefill = 0;
@@ -113,7 +119,7 @@ Result<ServingRate> ServingRateOn(const sizing::ModelShape& model, const sizing:
     }
   }
   r.tensor_parallel_seconds_per_step = tp_step;
-  const double gpu_step = std::max(memory, compute) + tp_step;
+  const double gpu_step = matmul_time + attention_time + tp_step;
   // Engines that launch every layer from Python (transformers) cannot go faster than the host.
   const double host = engine.host_seconds_per_layer * model.layers;
   r.decode_step_seconds = std::max(gpu_step, host);
@@ -161,9 +167,13 @@ Result<ServingRate> ServingRateOn(const sizing::ModelShape& model, const sizing:
                            ? " (" + FormatFixed(r.prompt_tokens_per_second, 0) + " prompt tokens/s)"
                            : ""));
   r.explain.push_back(
-      "decode step at batch " + std::to_string(batch) + ": max(memory: weights " +
+      "decode step at batch " + std::to_string(batch) + ": matmuls max(weights " +
       sizing::FormatGb(work.decode_weight_bytes) + (t > 1 ? " / " + std::to_string(t) : "") +
-      " + KV " + sizing::FormatGb(work.decode_kv_bytes) +
+      " read " + Sec(weights_time) + ", compute " + Sec(matmul_compute) +
+      (padded
+           ? " (padded to " + std::to_string(tile_rows) + " rows, the tensor-core tile)"
+           : "") +
+      ") + attention max(KV " + sizing::FormatGb(work.decode_kv_bytes) +
       (kv_traffic > 1 ? " x " + FormatFixed(kv_traffic, 1) +
                             " (the dynamic cache concatenated and expanded to every query head "
                             "each step)" +
@@ -174,11 +184,7 @@ Result<ServingRate> ServingRateOn(const sizing::ModelShape& model, const sizing:
       (capped ? " at the engine's ceiling of " + FormatFixed(ceiling, 0) + " GB/s"
               : " at " + FormatFixed(*card.bandwidth_gb_per_s, 0) + " GB/s x " +
                     FormatFixed(r.decode_bandwidth, 2) + (over.decode_bandwidth ? " given" : "")) +
-      " = " + Sec(memory) + ", compute " + Sec(compute) +
-      (padded
-           ? " (the matmuls padded to " + std::to_string(tile_rows) + " rows, the tensor-core tile)"
-           : "") +
-      ")" +
+      " read " + Sec(kv_time) + ", compute " + Sec(attention_compute) + ")" +
       (tp_step > 0 ? " + tensor parallel 2 x " + std::to_string(model.layers) +
                          " all-reduces over " + tp_note + " = " + Sec(tp_step)
                    : "") +
