@@ -210,7 +210,7 @@ ErrorBand HeldOutBand(EstimateKind kind) {
 ErrorBand HeldOutMemoryBand(std::string_view kind) {
   // Measured by fit/memory_evaluation_test.cc on data/benchmarks/memory-evaluation.json.
   if (kind == EstimateKindName(EstimateKind::kTrainingSingle)) return {0.0614, 0.0986, 7};
-  if (kind == EstimateKindName(EstimateKind::kTrainingMulti)) return {0.0771, 0.3901, 16};
+  if (kind == EstimateKindName(EstimateKind::kTrainingMulti)) return {0.0771, 0.3804, 16};
   if (kind == EstimateKindName(EstimateKind::kServingSingle)) return {0.0040, 0.0286, 30};
   if (kind == EstimateKindName(EstimateKind::kServingMulti)) return {0, 0, 0};
   return {};

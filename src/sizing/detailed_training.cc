@@ -33,6 +33,12 @@ double AddTrainingParts(const ModelShape& m, const Workload& w, bool from_checkp
       static_cast<double>(w.batch) * static_cast<double>(w.sequence_tokens) / layout.context;
   // 1F1B: the first stage holds the activations of this many micro-batches at its peak.
   const int in_flight = MicroBatchesInFlight(layout, w.gradient_accumulation_steps);
+  // FSDP under pipeline stages is torchtitan's layout, run by torch.distributed.pipelining
+  // (PyTorch 2.4-2.6): its gathered parameters and fp32 gradients below, its per-step buffers
+  // with the activations.
+  const bool pipelining_runtime = full && w.zero_stage >= 3 && layout.pipeline > 1 &&
+                                  !layout.layer_split && layout.zero_group() > 1 &&
+                                  !w.offload_params;
   if (full) {
     const std::string params = Num(m.total_params);
     const bool mixed = w.precision != Precision::kFp32 && !w.pure_bf16;
@@ -54,8 +60,7 @@ double AddTrainingParts(const ModelShape& m, const Workload& w, bool from_checkp
     // first micro-batch's forward to the step's end (re-gathering them for every micro-batch
     // would cost more than they weigh), and its gradients are kept unsharded in fp32 until
     // the last micro-batch's backward reduce-scatters them.
-    const bool fsdp_pipelined = w.zero_stage >= 3 && layout.pipeline > 1 && !layout.layer_split &&
-                                layout.zero_group() > 1 && !w.offload_params;
+    const bool fsdp_pipelined = pipelining_runtime;
     if (fsdp_pipelined) {
       wc = Split("weights", weights,
                  params + " params x " + B(wb) + " (" + std::string(PrecisionName(w.precision)) +
@@ -331,27 +336,125 @@ double AddTrainingParts(const ModelShape& m, const Workload& w, bool from_checkp
       (tp > 1 ? " / " + std::to_string(tp) + " tensor-parallel ranks" : std::string()) + " = " +
       Gb(logits);
   // Pipelined stages: the logits live on the last stage, which holds one micro-batch; the first
-  // holds `in_flight`. The card that peaks higher is the one every card is sized for.
+  // holds `in_flight`, stage s min(micro-batches, stages - s). The card that peaks highest is the
+  // one every card is sized for.
+  //
+  // torch.distributed.pipelining (stage.py, PyTorch 2.4-2.6) also keeps one boundary tensor per
+  // micro-batch of the step, not only those in flight: `_prepare_forward_infra` allocates an
+  // activation receive buffer for every micro-batch (stages after the first) and
+  // `_prepare_backward_infra` a gradient receive buffer for every micro-batch (stages before the
+  // last), both kept across steps; `forward_one_chunk` appends every micro-batch's output to
+  // `output_chunks` (the last stage's are its logits) and `torch.autograd.backward` accumulates
+  // each input gradient into its receive buffer's `.grad`, both cleared only by
+  // `clear_runtime_states` at the next step's start. A boundary tensor is one bf16 hidden state,
+  // split over the sequence by the tensor-parallel ranks (torchtitan's blocks return the local
+  // Shard(1) tensor).
+  double buffers = 0, buffers_persistent = 0;
+  std::string buffers_text;
   if (in_flight > 1) {
-    const double first = activations;
+    const int n = std::max(1, w.gradient_accumulation_steps);
+    const double boundary = tokens * 2 * x.h / tp;
+    const double logits_out = tokens * m.vocab * logit_bytes / tp;
+    const std::string each = std::to_string(n) + " micro-batches of " + tok + " x " +
+                             FormatFixed(2 * x.h, 0) + " B" +
+                             (tp > 1 ? " / " + std::to_string(tp) + " tensor-parallel ranks"
+                                     : std::string()) +
+                             " = " + Gb(boundary) + " each";
+    struct StagePeak {
+      int stage = 0;
+      int micro = 1;
+      double activations = 0, logits = 0, buffers = 0, persistent = 0, host = 0;
+      std::string formula, buffers_text;
+      double total() const { return activations + logits + buffers; }
+    };
     const double host_before = e.host_bytes;
-    std::string last_formula;
-    const double last = stage_activations(1, &last_formula);
-    e.host_bytes = host_before;  // the first stage's offload was counted already
-    if (last + logits >= first) {
-      activations = last;
+    auto peak_of = [&](int stage) {
+      StagePeak p;
+      p.stage = stage;
+      const bool last_stage = stage == stages - 1;
+      p.micro = last_stage ? 1 : std::max(1, std::min(n, stages - stage));
+      e.host_bytes = host_before;
+      p.activations = stage_activations(p.micro, &p.formula);
+      p.host = e.host_bytes - host_before;
+      if (last_stage) p.logits = logits;
+      if (!pipelining_runtime) return p;
+      const int f = p.micro;
+      // At the stage's peak (its last forward; the last stage's last backward) the receive
+      // buffers beyond the micro-batches in flight (those are their first layer's checkpoints),
+      // the input gradients of the micro-batches already backwarded, every gradient receive
+      // buffer and every output so far.
+      const int recv_extra = stage == 0 ? 0 : n - f;
+      const int grads_in = stage == 0 ? 0 : n - f;
+      const int grad_recv = last_stage ? 0 : n;
+      const int outputs = last_stage ? n - 1 : n;  // the last micro-batch's logits are counted
+      const double outputs_bytes = outputs * (last_stage ? logits_out : boundary);
+      p.buffers = (recv_extra + grads_in + grad_recv) * boundary + outputs_bytes;
+      p.persistent = (recv_extra + grad_recv) * boundary;
+      p.buffers_text =
+          "torch.distributed.pipelining keeps a boundary tensor per micro-batch of the step (" +
+          each + "); pipeline stage " + std::to_string(stage + 1) + " of " +
+          std::to_string(stages) + " (" + std::to_string(f) + " in flight): " +
+          (stage == 0 ? std::string()
+                      : "activation receive buffers beyond those in flight " +
+                            std::to_string(recv_extra) +
+                            " + their input gradients kept to the next step " +
+                            std::to_string(grads_in) + " + ") +
+          (last_stage ? std::string()
+                      : "gradient receive buffers " + std::to_string(grad_recv) + " + ") +
+          (last_stage ? "the logits of the " + std::to_string(outputs) +
+                            " earlier micro-batches kept in output_chunks (" + tok +
+                            " x vocab " + std::to_string(m.vocab) + " x " + B(logit_bytes) +
+                            (tp > 1 ? " / " + std::to_string(tp) : std::string()) + " each) " +
+                            Gb(outputs_bytes)
+                      : "outputs kept in output_chunks " + std::to_string(outputs)) +
+          " = " + Gb(p.buffers);
+      return p;
+    };
+    StagePeak best = peak_of(0);
+    const StagePeak first = best;
+    if (pipelining_runtime) {
+      for (int s = 1; s < stages - 1; ++s) {
+        StagePeak p = peak_of(s);
+        if (p.total() > best.total()) best = p;
+      }
+    }
+    const StagePeak last = peak_of(stages - 1);
+    if (last.total() >= best.total()) best = last;
+    e.host_bytes = host_before + best.host;
+    activations = best.activations;
+    formula = best.formula;
+    if (best.stage == stages - 1) {
       formula = "last pipeline stage (one micro-batch beside the logits; the first stage's " +
-                Gb(first) + " of activations is lower with none): " + last_formula;
+                Gb(first.activations) + " of activations is lower with none): " + formula;
     } else {
-      logits_text = "on the last pipeline stage, whose peak (" + Gb(last + logits) +
-                    " with its one micro-batch) is below the first stage's: 0 here";
+      if (best.stage > 0) {
+        formula = "pipeline stage " + std::to_string(best.stage + 1) + " of " +
+                  std::to_string(stages) + " (" + std::to_string(best.micro) +
+                  " micro-batches in flight; with the pipeline's buffers it peaks above the "
+                  "first stage's " +
+                  Gb(first.total()) + "): " + formula;
+      }
+      logits_text = "on the last pipeline stage, whose peak (" + Gb(last.total()) +
+                    " with its one micro-batch" +
+                    (pipelining_runtime ? " and its buffers" : "") + ") is below " +
+                    (best.stage == 0 ? std::string("the first stage's")
+                                     : "stage " + std::to_string(best.stage + 1) + "'s") +
+                    ": 0 here";
       logits = 0;
     }
+    buffers = best.buffers;
+    buffers_persistent = best.persistent;
+    buffers_text = best.buffers_text;
   }
   e.components.push_back({"activations", activations, formula});
   transient += activations;
   e.components.push_back({"logits_and_loss", logits, logits_text});
   transient += logits;
+  if (pipelining_runtime && in_flight > 1) {
+    e.components.push_back({"pipeline_buffers", buffers, buffers_text});
+    // The receive buffers are allocated once; what the step appends and clears is transient.
+    transient += buffers - buffers_persistent;
+  }
 
   // On one GPU, one micro-batch per step, the weight gradients do not add to the activation
   // peak: zero_grad(set_to_none) frees them before the next forward, and autograd writes each

@@ -144,6 +144,56 @@ TEST(Layout, PipelineStagesHoldTheirLayersAndMicroBatchesInFlight) {
   EXPECT_EQ(MicroBatchesInFlight(LayoutOf(split), 8), 1);
 }
 
+TEST(Layout, PipeliningRuntimeKeepsEveryMicroBatchsBoundaryTensors) {
+  // torchtitan's 405B run: FSDP 8 x TP 8 x PP 8, 1F1B, full recomputation, Float8. Under FSDP
+  // torch.distributed.pipelining keeps a receive buffer (and its input gradient), a gradient
+  // receive buffer and the output of every micro-batch of the step, not only those in flight.
+  const ModelShape m = Model("meta-llama/Llama-3.1-405B");
+  Workload w = Full(512);
+  w.zero_stage = 3;
+  w.tensor_parallel = 8;
+  w.pipeline_parallel = 8;
+  w.sequence_tokens = 8192;
+  w.gradient_accumulation_steps = 32;
+  w.gradient_checkpointing = true;
+  w.fp8_training = true;
+  w.fused_kernels = true;
+  const double boundary = 8192.0 * 2 * 16384 / 8;  // one bf16 hidden state, sequence-sharded
+  const double logits = 8192.0 * 128256 * 2 / 8;   // the last stage's bf16 output, vocab-sharded
+  MemoryEstimate e = Estimate(m, w);
+  // The last stage peaks: the 31 earlier micro-batches' receive buffers, their input gradients
+  // and their logits, beside the last one's loss.
+  EXPECT_DOUBLE_EQ(Component(e, "pipeline_buffers"), (31 + 31) * boundary + 31 * logits);
+  EXPECT_NEAR(Component(e, "pipeline_buffers") / 1e9, 10.22, 0.005);
+  EXPECT_GT(Component(e, "logits_and_loss"), 0);
+  const std::string& last = e.components[7].formula;
+  EXPECT_EQ(e.components[7].name, "pipeline_buffers");
+  EXPECT_NE(last.find("pipeline stage 8 of 8 (1 in flight): activation receive buffers beyond "
+                      "those in flight 31 + their input gradients kept to the next step 31 + the "
+                      "logits of the 31 earlier micro-batches kept in output_chunks"),
+            std::string::npos)
+      << last;
+  EXPECT_NEAR(e.per_gpu_bytes / 1e9, 63.60, 0.005);
+
+  // 32,768 tokens in 8 micro-batches: the first stage peaks, with a gradient receive buffer and
+  // a kept output for each of them.
+  w.sequence_tokens = 32768;
+  w.gradient_accumulation_steps = 8;
+  e = Estimate(m, w);
+  EXPECT_DOUBLE_EQ(Component(e, "pipeline_buffers"), (8 + 8) * 32768.0 * 2 * 16384 / 8);
+  EXPECT_DOUBLE_EQ(Component(e, "logits_and_loss"), 0);
+  EXPECT_NE(e.components[7].formula.find("pipeline stage 1 of 8 (8 in flight): gradient receive "
+                                         "buffers 8 + outputs kept in output_chunks 8 = 2.15 GB"),
+            std::string::npos)
+      << e.components[7].formula;
+  EXPECT_NEAR(e.per_gpu_bytes / 1e9, 72.82, 0.005);
+
+  // Without FSDP (Megatron's layouts: ZeRO-1 distributed optimizer) there is no such component.
+  w.zero_stage = 1;
+  e = Estimate(m, w);
+  for (const auto& c : e.components) EXPECT_NE(c.name, "pipeline_buffers");
+}
+
 TEST(Layout, ServingTensorParallelSplitsKvUpToItsHeads) {
   const ModelShape m = Model("meta-llama/Llama-3.1-8B");  // 8 KV heads
   Workload w;
