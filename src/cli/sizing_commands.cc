@@ -51,7 +51,7 @@ struct Flags {
   std::string optimizer, lora_targets;
   bool lora_dropout = false, pure_bf16 = false, fused_kernels = false, chunked_loss = false;
   bool offload_activations = false, offload_params = false, old_transformers = false;
-  bool optimizer_in_backward = false, unchunked_nf4_quantization = false;
+  bool optimizer_in_backward = false, unchunked_nf4_quantization = false, foreach_adamw = false;
   bool flash_attention = true, gradient_checkpointing = true, double_quant = true;
   // fit
   bool cuda_only = false, in_stock = false, why_not = false;
@@ -152,6 +152,9 @@ void AddWorkloadFlags(CLI::App* cmd, Flags& f, bool for_size) {
   flag("--unchunked-nf4-quantization", "--unchunked-nf4-quantization", f.unchunked_nf4_quantization,
        "detailed, QLoRA: torchao before 0.2 quantizes each weight on the GPU against all 16 NF4 "
        "codes at once (torchtune 0.1); the allocator keeps that memory reserved");
+  flag("--foreach-adamw", "--foreach-adamw", f.foreach_adamw,
+       "detailed, training: torch.optim.AdamW without fused/foreach given (foreach on CUDA): "
+       "the step's sqrt(exp_avg_sq) copy of every state tensor at once");
   flag("--flash-attention,!--no-flash-attention", "--flash-attention", f.flash_attention,
        "detailed: FlashAttention/SDPA kernels (default on)");
   flag("--gradient-checkpointing,!--no-gradient-checkpointing", "--gradient-checkpointing",
@@ -216,6 +219,7 @@ Result<fit::RequestFields> ToFields(const Flags& f) {
   r.optimizer_in_backward = given("--optimizer-in-backward", f.optimizer_in_backward);
   r.unchunked_nf4_quantization =
       given("--unchunked-nf4-quantization", f.unchunked_nf4_quantization);
+  r.foreach_adamw = given("--foreach-adamw", f.foreach_adamw);
   r.flash_attention = given("--flash-attention", f.flash_attention);
   r.gradient_checkpointing = given("--gradient-checkpointing", f.gradient_checkpointing);
   r.double_quant = given("--double-quant", f.double_quant);

@@ -127,6 +127,7 @@ Json WorkloadJson(const sizing::Workload& w, const sizing::MemoryEstimate& e) {
     j["offload_params"] = w.offload_params;
     j["old_transformers"] = w.old_transformers;
     if (w.unchunked_nf4_quantization) j["unchunked_nf4_quantization"] = true;
+    if (w.foreach_adamw) j["foreach_adamw"] = true;
     if (w.method == Method::kFullFineTune) j["optimizer_in_backward"] = w.optimizer_in_backward;
   }
   if (e.profile == sizing::Profile::kDetailed &&
@@ -275,6 +276,7 @@ constexpr FieldSpec kFields[] = {
     Flag("offload_params", &R::offload_params),
     Flag("old_transformers", &R::old_transformers),
     Flag("unchunked_nf4_quantization", &R::unchunked_nf4_quantization),
+    Flag("foreach_adamw", &R::foreach_adamw),
     Flag("optimizer_in_backward", &R::optimizer_in_backward),
     Flag("flash_attention", &R::flash_attention),
     Flag("gradient_checkpointing", &R::gradient_checkpointing),

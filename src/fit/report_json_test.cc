@@ -164,8 +164,8 @@ TEST(RequestJson, BadBodiesNameTheField) {
        "vp, "
        "recompute, fp8_training, engine, stack, offload_optimizer, optimizer, "
        "lora_targets, lora_dropout, pure_bf16, fused_kernels, chunked_loss, offload_activations, "
-       "offload_params, old_transformers, unchunked_nf4_quantization, optimizer_in_backward, "
-       "flash_attention, gradient_checkpointing, double_quant, explain"},
+       "offload_params, old_transformers, unchunked_nf4_quantization, foreach_adamw, "
+       "optimizer_in_backward, flash_attention, gradient_checkpointing, double_quant, explain"},
       {R"({"kv-precision": "fp8"})", RequestKind::kFit,
        "unknown field 'kv-precision' (did you mean 'kv_precision'?); fit takes: model, config, "
        "workload, precision, kv_precision, profile, context, batch, seq, prefill_chunk, "
@@ -173,7 +173,7 @@ TEST(RequestJson, BadBodiesNameTheField) {
        "tp, pp, cp, dp, vp, recompute, fp8_training, engine, stack, offload_optimizer, optimizer, "
        "lora_targets, lora_dropout, pure_bf16, fused_kernels, "
        "chunked_loss, offload_activations, offload_params, old_transformers, "
-       "unchunked_nf4_quantization, optimizer_in_backward, flash_attention, "
+       "unchunked_nf4_quantization, foreach_adamw, optimizer_in_backward, flash_attention, "
        "gradient_checkpointing, double_quant, explain, cuda_only, region, in_stock, "
        "max_monthly_usd, top, why_not, gpu"},
       {R"({"region": "DFW-1"})", RequestKind::kSize, "field 'region' applies to fit, not size"},

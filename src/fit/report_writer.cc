@@ -142,6 +142,7 @@ void WriteWorkload(JsonWriter& w, const sizing::Workload& wl, const sizing::Memo
     Field(w, "offload_params", wl.offload_params);
     Field(w, "old_transformers", wl.old_transformers);
     if (wl.unchunked_nf4_quantization) Field(w, "unchunked_nf4_quantization", true);
+    if (wl.foreach_adamw) Field(w, "foreach_adamw", true);
     if (wl.method == Method::kFullFineTune) {
       Field(w, "optimizer_in_backward", wl.optimizer_in_backward);
     }

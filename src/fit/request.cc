@@ -200,6 +200,7 @@ Status ResolveWorkload(const RequestFields& f, sizing::Workload& w, std::vector<
        "every workload"},
       {f.unchunked_nf4_quantization, &w.unchunked_nf4_quantization, false,
        "--unchunked-nf4-quantization", m == Method::kQlora, "QLoRA"},
+      {f.foreach_adamw, &w.foreach_adamw, false, "--foreach-adamw", training, "training"},
       {f.optimizer_in_backward, &w.optimizer_in_backward, false, "--optimizer-in-backward",
        m == Method::kFullFineTune, "full fine-tuning"},
       {f.flash_attention, &w.flash_attention, true, "--no-flash-attention", training, "training"},

@@ -56,6 +56,7 @@ struct RequestFields {
   std::optional<bool> offload_params;       // --offload-params (training, ZeRO-3 / FSDP)
   std::optional<bool> old_transformers;     // --old-transformers (transformers < 4.45)
   std::optional<bool> unchunked_nf4_quantization;  // --unchunked-nf4-quantization (QLoRA)
+  std::optional<bool> foreach_adamw;  // --foreach-adamw (training, AdamW)
   std::optional<bool> optimizer_in_backward;       // --optimizer-in-backward (full fine-tuning)
   std::optional<bool> flash_attention;  // --flash-attention / --no-flash-attention (training)
   std::optional<bool> gradient_checkpointing;  // --[no-]gradient-checkpointing (training)

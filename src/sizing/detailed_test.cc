@@ -447,6 +447,83 @@ TEST(Detailed, UnchunkedNf4QuantizationLeavesAReservedFloor) {
   EXPECT_DOUBLE_EQ(long_run.per_gpu_bytes, Estimate(m, w).per_gpu_bytes);
 }
 
+// torch.optim.AdamW without fused/foreach runs the foreach step on CUDA (PyTorch 2.2, as
+// torchtune 0.1's configs give it): torch._foreach_sqrt(exp_avg_sqs) copies every state tensor
+// at once. torchtune 0.1's Llama-2-7B full fine-tune on 4 GPUs (FSDP, bf16 state, 2 x 512 tokens,
+// checkpointing): 6,738,415,616 params x 2 B / 4 = 3.37 GB, beside 3.37 GB of weights, 3.37 GB of
+// gradients and 6.74 GB of state: a step peak of 16.85 GB above the backward's.
+TEST(Detailed, ForeachAdamwStepCopiesTheStateBeyondTheFreedActivations) {
+  ModelShape m = Model("meta-llama/Llama-2-7b-hf");
+  Workload w;
+  w.method = Method::kFullFineTune;
+  w.pure_bf16 = true;
+  w.gpus = 4;
+  w.zero_stage = 3;
+  w.sequence_tokens = 512;
+  w.batch = 2;
+  const MemoryEstimate fused = Estimate(m, w);
+  w.foreach_adamw = true;
+  const MemoryEstimate foreach = Estimate(m, w);
+  const double temp = m.total_params * 2 / 4;
+  EXPECT_NEAR(temp, 3.369e9, 0.001e9);
+  const double freed = Component(foreach, "activations") + Component(foreach, "logits_and_loss") +
+                       Component(foreach, "zero3_gathered_params");
+  EXPECT_GT(freed, 0);
+  EXPECT_NEAR(Component(foreach, "optimizer_step_temporaries"), temp - freed, 1);
+  EXPECT_NEAR(foreach.per_gpu_bytes - fused.per_gpu_bytes, temp - freed, 1);
+  // Without the reserve the estimate is the step's peak: weights + gradients + state + the copy.
+  const double step = Component(foreach, "weights") + Component(foreach, "gradients") +
+                      Component(foreach, "optimizer_state") + temp;
+  EXPECT_NEAR(step, 16.85e9, 0.01e9);
+  EXPECT_NEAR(foreach.per_gpu_bytes - Component(foreach, "allocator_reserve"), step, 1);
+  // A long sequence frees more activations than the copy needs: nothing is added.
+  w.sequence_tokens = 16384;
+  w.gradient_checkpointing = false;
+  EXPECT_EQ(Component(Estimate(m, w), "optimizer_step_temporaries"), 0);
+  // LoRA: the copy covers the adapters' state only (4,194,304 params x 2 B / 2 GPUs), far below
+  // the freed activations.
+  Workload l;
+  l.method = Method::kLora;
+  l.pure_bf16 = true;
+  l.lora_rank = 8;
+  l.gpus = 2;
+  l.zero_stage = 3;
+  l.sequence_tokens = 512;
+  l.batch = 2;
+  const MemoryEstimate lora_fused = Estimate(m, l);
+  l.foreach_adamw = true;
+  EXPECT_DOUBLE_EQ(Estimate(m, l).per_gpu_bytes, lora_fused.per_gpu_bytes);
+  // Other optimizers, and a step on the CPU or inside backward, have no such copy.
+  w.sequence_tokens = 512;
+  w.gradient_checkpointing = true;
+  w.optimizer = Optimizer::kSgdMomentum;
+  const double sgd = Estimate(m, w).per_gpu_bytes;
+  w.foreach_adamw = false;
+  EXPECT_DOUBLE_EQ(Estimate(m, w).per_gpu_bytes, sgd);
+}
+
+// torchtune 0.1's lora_llama2_7b builds every adapter with dropout 0.05: each adapter keeps its
+// own dropped input (2 B) and mask (1 B) instead of sharing the norm's output (2 B, once). For
+// q and v that is 2 x 3h - 2h = 4h = 16,384 B per token per layer: at 2 x 512 tokens without
+// checkpointing, 32 layers x 1,024 x 16,384 B = 0.54 GB.
+TEST(Detailed, LoraDropoutKeepsEachAdaptersDroppedInputAndMask) {
+  ModelShape m = Model("meta-llama/Llama-2-7b-hf");
+  Workload w;
+  w.method = Method::kLora;
+  w.pure_bf16 = true;
+  w.lora_rank = 8;
+  w.gpus = 2;
+  w.zero_stage = 3;
+  w.gradient_checkpointing = false;
+  w.sequence_tokens = 512;
+  w.batch = 2;
+  const double plain = Component(Estimate(m, w), "activations");
+  w.lora_dropout = true;
+  const double dropped = Component(Estimate(m, w), "activations");
+  EXPECT_NEAR(dropped - plain, 32 * 1024 * 16384.0, 1);
+  EXPECT_NEAR(dropped - plain, 0.537e9, 0.001e9);
+}
+
 TEST(Detailed, MlpTargetsAdaptTheMlpProjectionsOnly) {
   ModelShape m = Model("meta-llama/Llama-3.2-3B");  // h 3072, MLP 8192, 28 layers
   EXPECT_DOUBLE_EQ(LoraAdapterParams(m, LoraTargets::kMlp, 10), 28 * 10.0 * 3 * (3072 + 8192));

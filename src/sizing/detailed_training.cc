@@ -484,6 +484,54 @@ double AddTrainingParts(const ModelShape& m, const Workload& w, bool from_checkp
                   ")";
     gc.bytes = alive;
   }
+
+  // torch.optim.AdamW without `fused` or `foreach` runs the foreach step on CUDA tensors
+  // (_default_to_fused_or_foreach), whose `torch._foreach_sqrt(exp_avg_sqs)` allocates sqrt(v)
+  // for every parameter of the group at once before adding it into the update: one state
+  // tensor's worth (the parameters' dtype), alive beside the weights, every gradient and the
+  // state. The activations, logits and gathered units are freed by then and the allocator reuses
+  // their cached blocks, so the step adds only what it needs beyond them.
+  const bool step_on_gpu = !w.offload_optimizer && !w.optimizer_in_backward &&
+                           !(w.method != Method::kFullFineTune && w.offload_params);
+  if (w.foreach_adamw && w.optimizer == Optimizer::kAdamW && step_on_gpu) {
+    double params = 0, bytes = 0, grads_at_step = 0, grads_at_peak = 0;
+    int group = 1;
+    if (full) {
+      params = m.total_params;
+      bytes = (w.pure_bf16 || w.precision == Precision::kFp32) ? WeightBytesPerParam(w.precision)
+                                                               : 4;  // fp32 master copy
+      group = mp * layout.zero_group();  // ZeRO >= 1 / FSDP shard the state
+      if (w.zero_stage < 1) group = mp;
+      const double wb = w.precision == Precision::kFp32 ? 4 : 2;
+      const int shard_g = mp * (w.zero_stage >= 2 ? layout.zero_group() : 1);
+      grads_at_step = m.total_params * wb / shard_g;
+      grads_at_peak = gradients_index ? e.components[*gradients_index].bytes : grads_at_step;
+    } else {
+      params = LoraAdapterParams(m, w.lora_targets, w.lora_rank);
+      bytes = w.pure_bf16 ? 2 : 4;
+      group = shard;
+    }
+    const double temp = params * bytes / group;
+    // On one GPU the backward peak may hold fewer gradients than the step (all of them).
+    const double more_grads = std::max(0.0, grads_at_step - grads_at_peak);
+    double freed = 0;
+    for (const Component& c : e.components) {
+      if (c.name == "activations" || c.name == "logits_and_loss" ||
+          c.name == "zero3_gathered_params" || c.name == "fsdp_gathered_params") {
+        freed += c.bytes;
+      }
+    }
+    const double extra = std::max(0.0, temp + more_grads - freed);
+    e.components.push_back(
+        {"optimizer_step_temporaries", extra,
+         "foreach AdamW step: sqrt(exp_avg_sq) of every parameter at once, " + Num(params) +
+             " params x " + B(bytes) + (group > 1 ? " / " + std::to_string(group) + " GPUs" : "") +
+             " = " + Gb(temp) +
+             (more_grads > 0 ? " + the gradients not alive at the backward peak " + Gb(more_grads)
+                             : std::string()) +
+             ", in the cached blocks of the freed activations, logits and gathered units (" +
+             Gb(freed) + "): " + Gb(extra) + " beyond them"});
+  }
   return transient;
 }
 

@@ -95,6 +95,12 @@ struct Workload {
   // codes at once (n x 16 bf16 differences and their absolute values). The caching allocator keeps
   // the blocks that needed for the rest of the run: a reserved floor (sizing-model.md §3).
   bool unchunked_nf4_quantization = false;
+  // AdamW as torch.optim.AdamW runs when neither `fused` nor `foreach` is given (PyTorch 2.x on
+  // CUDA: the foreach implementation): its step computes sqrt(exp_avg_sq) for every parameter of
+  // the group at once (torch._foreach_sqrt), a temporary as large as one state tensor. It reuses
+  // the cached blocks of the freed activations and adds only where it is larger (sizing-model.md
+  // §3). AdamW only; no effect with optimizer offload or the optimizer in backward.
+  bool foreach_adamw = false;
   // The optimizer steps each parameter inside the backward pass as soon as its gradient is ready
   // and frees the gradient (torchtune's optimizer_in_bwd, LOMO): only the largest gradient is
   // alive. Full fine-tuning, one micro-batch per step, no optimizer offload.

@@ -123,6 +123,9 @@ expect_ok "size --lora-targets mlp: r x (in + out) on gate, up and down" \
 expect_ok "size --unchunked-nf4-quantization: torchao 0.1's quantization keeps 110 B x 45,088,768 reserved beside the weights" \
   "j['workload']['unchunked_nf4_quantization'] and abs(j['per_gpu_gb'] - 8.83) < 0.01 and 'torchao before 0.2' in [c for c in j['components'] if c['name'] == 'allocator_reserve'][0]['formula']" \
   size --model meta-llama/Llama-2-7b-hf --workload qlora --seq 512 --batch 2 --rank 8 --lora-targets all-linear --pure-bf16 --unchunked-nf4-quantization --json
+expect_ok "size --foreach-adamw: torch.optim.AdamW's foreach step copies the sharded state (3.37 GB for Llama-2-7B on 4 GPUs, 1.53 GB beyond the freed activations)" \
+  "j['workload']['foreach_adamw'] and abs(j['per_gpu_gb'] - 17.02) < 0.01 and abs([c for c in j['components'] if c['name'] == 'optimizer_step_temporaries'][0]['bytes'] - 1.53e9) < 0.01e9" \
+  size --model meta-llama/Llama-2-7b-hf --workload full --seq 512 --batch 2 --gpus 4 --zero 3 --pure-bf16 --old-transformers --foreach-adamw --json
 expect_bad "--unchunked-nf4-quantization is for QLoRA" \
   "--unchunked-nf4-quantization applies to QLoRA, not LoRA" \
   size --model meta-llama/Llama-2-7b-hf --workload lora --unchunked-nf4-quantization
