@@ -50,6 +50,7 @@ struct Flags {
   bool offload_optimizer = false, explain = false, json = false;
   std::string optimizer, lora_targets;
   bool lora_dropout = false, pure_bf16 = false, fused_kernels = false, chunked_loss = false;
+  bool compiled_loss = false;
   bool offload_activations = false, offload_params = false, old_transformers = false;
   bool optimizer_in_backward = false, unchunked_nf4_quantization = false, foreach_adamw = false;
   bool flash_attention = true, gradient_checkpointing = true, double_quant = true;
@@ -138,6 +139,9 @@ void AddWorkloadFlags(CLI::App* cmd, Flags& f, bool for_size) {
        "detailed: fused RMSNorm/SwiGLU kernels (Liger, Unsloth, torch.compile)");
   flag("--chunked-loss", "--chunked-loss", f.chunked_loss,
        "detailed: cross-entropy in chunks (no full fp32 logits)");
+  flag("--compiled-loss", "--compiled-loss", f.compiled_loss,
+       "detailed: the cross-entropy loss runs under torch.compile (torchtitan since April 2025 "
+       "with --training.compile): no fp32 copy of the logits");
   flag("--offload-activations", "--offload-activations", f.offload_activations,
        "detailed: saved activations stream to host memory");
   flag("--offload-params", "--offload-params", f.offload_params,
@@ -213,6 +217,7 @@ Result<fit::RequestFields> ToFields(const Flags& f) {
   r.pure_bf16 = given("--pure-bf16", f.pure_bf16);
   r.fused_kernels = given("--fused-kernels", f.fused_kernels);
   r.chunked_loss = given("--chunked-loss", f.chunked_loss);
+  r.compiled_loss = given("--compiled-loss", f.compiled_loss);
   r.offload_activations = given("--offload-activations", f.offload_activations);
   r.offload_params = given("--offload-params", f.offload_params);
   r.old_transformers = given("--old-transformers", f.old_transformers);

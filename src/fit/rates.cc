@@ -210,13 +210,13 @@ ErrorBand HeldOutBand(EstimateKind kind) {
 ErrorBand HeldOutMemoryBand(std::string_view kind) {
   // Measured by fit/memory_evaluation_test.cc on data/benchmarks/memory-evaluation.json.
   if (kind == EstimateKindName(EstimateKind::kTrainingSingle)) return {0.0603, 0.0956, 7};
-  if (kind == EstimateKindName(EstimateKind::kTrainingMulti)) return {0.0771, 0.3663, 16};
+  if (kind == EstimateKindName(EstimateKind::kTrainingMulti)) return {0.0720, 0.2174, 16};
   if (kind == EstimateKindName(EstimateKind::kServingSingle)) return {0.0040, 0.0286, 30};
   if (kind == EstimateKindName(EstimateKind::kServingMulti)) return {0, 0, 0};
   return {};
 }
 
-ErrorBand HeldOutMemoryBandAll() { return {0.0239, 0.1441, 53}; }
+ErrorBand HeldOutMemoryBandAll() { return {0.0239, 0.0950, 53}; }
 
 std::optional<double> GroupLinkGbPerS(const CardRates& card, int gpus, int group, int stride,
                                       std::string* note) {

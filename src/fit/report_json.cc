@@ -120,6 +120,7 @@ Json WorkloadJson(const sizing::Workload& w, const sizing::MemoryEstimate& e) {
     j["pure_bf16"] = w.pure_bf16;
     j["fused_kernels"] = w.fused_kernels;
     j["chunked_loss"] = w.chunked_loss;
+    if (w.compiled_loss) j["compiled_loss"] = true;
     j["flash_attention"] = w.flash_attention;
     j["gradient_checkpointing"] = w.gradient_checkpointing;
     j["recompute"] = RecomputeName(w);
@@ -272,6 +273,7 @@ constexpr FieldSpec kFields[] = {
     Flag("pure_bf16", &R::pure_bf16),
     Flag("fused_kernels", &R::fused_kernels),
     Flag("chunked_loss", &R::chunked_loss),
+    Flag("compiled_loss", &R::compiled_loss),
     Flag("offload_activations", &R::offload_activations),
     Flag("offload_params", &R::offload_params),
     Flag("old_transformers", &R::old_transformers),

@@ -163,8 +163,9 @@ TEST(RequestJson, BadBodiesNameTheField) {
        "profile, context, batch, seq, prefill_chunk, grad_accum, rank, gpus, zero, tp, pp, cp, dp, "
        "vp, "
        "recompute, fp8_training, engine, stack, offload_optimizer, optimizer, "
-       "lora_targets, lora_dropout, pure_bf16, fused_kernels, chunked_loss, offload_activations, "
-       "offload_params, old_transformers, unchunked_nf4_quantization, foreach_adamw, "
+       "lora_targets, lora_dropout, pure_bf16, fused_kernels, chunked_loss, compiled_loss, "
+       "offload_activations, offload_params, old_transformers, unchunked_nf4_quantization, "
+       "foreach_adamw, "
        "optimizer_in_backward, flash_attention, gradient_checkpointing, double_quant, explain"},
       {R"({"kv-precision": "fp8"})", RequestKind::kFit,
        "unknown field 'kv-precision' (did you mean 'kv_precision'?); fit takes: model, config, "
@@ -172,7 +173,7 @@ TEST(RequestJson, BadBodiesNameTheField) {
        "grad_accum, rank, gpus, zero, "
        "tp, pp, cp, dp, vp, recompute, fp8_training, engine, stack, offload_optimizer, optimizer, "
        "lora_targets, lora_dropout, pure_bf16, fused_kernels, "
-       "chunked_loss, offload_activations, offload_params, old_transformers, "
+       "chunked_loss, compiled_loss, offload_activations, offload_params, old_transformers, "
        "unchunked_nf4_quantization, foreach_adamw, optimizer_in_backward, flash_attention, "
        "gradient_checkpointing, double_quant, explain, cuda_only, region, in_stock, "
        "max_monthly_usd, top, why_not, gpu"},

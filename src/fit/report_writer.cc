@@ -135,6 +135,7 @@ void WriteWorkload(JsonWriter& w, const sizing::Workload& wl, const sizing::Memo
     Field(w, "pure_bf16", wl.pure_bf16);
     Field(w, "fused_kernels", wl.fused_kernels);
     Field(w, "chunked_loss", wl.chunked_loss);
+    if (wl.compiled_loss) Field(w, "compiled_loss", true);
     Field(w, "flash_attention", wl.flash_attention);
     Field(w, "gradient_checkpointing", wl.gradient_checkpointing);
     Field(w, "recompute", RecomputeName(wl));

@@ -193,6 +193,7 @@ Status ResolveWorkload(const RequestFields& f, sizing::Workload& w, std::vector<
       {f.pure_bf16, &w.pure_bf16, false, "--pure-bf16", training, "training"},
       {f.fused_kernels, &w.fused_kernels, false, "--fused-kernels", training, "training"},
       {f.chunked_loss, &w.chunked_loss, false, "--chunked-loss", training, "training"},
+      {f.compiled_loss, &w.compiled_loss, false, "--compiled-loss", training, "training"},
       {f.offload_activations, &w.offload_activations, false, "--offload-activations", training,
        "training"},
       {f.offload_params, &w.offload_params, false, "--offload-params", training, "training"},

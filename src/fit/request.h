@@ -52,6 +52,7 @@ struct RequestFields {
   std::optional<bool> pure_bf16;            // --pure-bf16 (training)
   std::optional<bool> fused_kernels;        // --fused-kernels (training)
   std::optional<bool> chunked_loss;         // --chunked-loss (training)
+  std::optional<bool> compiled_loss;        // --compiled-loss (training)
   std::optional<bool> offload_activations;  // --offload-activations (training)
   std::optional<bool> offload_params;       // --offload-params (training, ZeRO-3 / FSDP)
   std::optional<bool> old_transformers;     // --old-transformers (transformers < 4.45)

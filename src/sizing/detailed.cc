@@ -464,6 +464,7 @@ GuideActivations GuideAdapterActivations(const ModelShape& model_in, const Workl
   w.flash_attention = true;
   w.fused_kernels = false;
   w.chunked_loss = false;
+  w.compiled_loss = false;
   w.lora_dropout = false;
   w.pure_bf16 = false;
   const Widths x = WidthsOf(m);

@@ -550,5 +550,36 @@ TEST(Detailed, PureBf16AndFusedKernelsCostLess) {
   EXPECT_LT(Component(Estimate(m, w), "logits_and_loss"), Component(pure, "logits_and_loss") / 3);
 }
 
+// torchtitan compiles the loss with --training.compile from bbb1b616e (April 2025): Inductor keeps
+// the bf16 logits and writes their bf16 gradient, with no fp32 copy, log-softmax or fp32 gradient.
+// Trainy's Llama 3.1 8B run (torchtitan e7c0cae): 32 GPUs FSDP, 2 x 8192, selective op AC, Float8.
+TEST(Detailed, CompiledLossKeepsTheLogitsAndTheirGradientOnly) {
+  const ModelShape m = Model("meta-llama/Llama-3.1-8B");
+  Workload w;
+  w.method = Method::kFullFineTune;
+  w.sequence_tokens = 8192;
+  w.batch = 2;
+  w.gpus = 32;
+  w.zero_stage = 3;
+  w.gradient_checkpointing = false;
+  w.selective_recompute = true;
+  w.fp8_training = true;
+  w.fused_kernels = true;
+  const double tokens_x_vocab = 16384.0 * 128256;
+  const MemoryEstimate eager = Estimate(m, w);  // torchtitan 9dec370 (Dec 2024): loss not compiled
+  EXPECT_DOUBLE_EQ(Component(eager, "logits_and_loss"), tokens_x_vocab * 14);  // 29.42 GB
+  w.compiled_loss = true;
+  const MemoryEstimate compiled = Estimate(m, w);
+  EXPECT_DOUBLE_EQ(Component(compiled, "logits_and_loss"), tokens_x_vocab * 4);  // 8.41 GB
+  // 21.01 GB less, and the allocator's 10% of it.
+  EXPECT_NEAR(eager.per_gpu_bytes - compiled.per_gpu_bytes, tokens_x_vocab * 10 * 1.1, 1e6);
+  EXPECT_DOUBLE_EQ(Component(compiled, "activations"), Component(eager, "activations"));
+  // Chunked loss is its own path: compiling it changes nothing here.
+  w.chunked_loss = true;
+  const double chunked = Component(Estimate(m, w), "logits_and_loss");
+  w.compiled_loss = false;
+  EXPECT_DOUBLE_EQ(chunked, Component(Estimate(m, w), "logits_and_loss"));
+}
+
 }  // namespace
 }  // namespace gpuhub::sizing

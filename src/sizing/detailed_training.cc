@@ -320,7 +320,16 @@ double AddTrainingParts(const ModelShape& m, const Workload& w, bool from_checkp
   // Older transformers upcast the logits inside the model's forward (old_transformers).
   double logit_bytes = (w.method == Method::kQlora && !w.pure_bf16) || w.old_transformers ? 4 : 2;
   // Chunked: only one chunk's fp32 work at a time (fused kernels do it without the fp32 copy).
+  // Compiled (torch.compile of cross_entropy(logits.float(), labels)): AOTAutograd's min-cut
+  // partitioner saves the logits themselves and the per-row max and log-sum-exp (a few bytes per
+  // token) rather than the fp32 log-softmax, recomputing the pointwise rest; Inductor turns
+  // nll_loss_backward's scatter into a zeros tensor into a pointwise select
+  // (scatter_upon_const_tensor) and fuses it with the softmax backward and the downcast, so the
+  // backward writes the logits' gradient in their dtype and nothing fp32 the size of the logits
+  // is ever allocated: the logits and their gradient at the start of backward.
+  const bool compiled = w.compiled_loss && !w.chunked_loss;
   double per = w.chunked_loss ? logit_bytes + (w.fused_kernels ? 4.0 : 12.0) / kLossChunks
+               : compiled     ? 2 * logit_bytes
                               : logit_bytes + 12;
   // Final logit soft-capping (Gemma 2): tanh keeps its bf16 output beside the capped logits.
   const double softcap = m.final_logit_softcapping > 0 ? 2 : 0;
@@ -330,8 +339,11 @@ double AddTrainingParts(const ModelShape& m, const Workload& w, bool from_checkp
   std::string logits_text =
       tok + " x vocab " + std::to_string(m.vocab) + " x " + B(per) +
       (w.chunked_loss ? " (logits kept + fp32 loss in " + std::to_string(kLossChunks) + " chunks)"
-                      : " (logits " + B(logit_bytes) +
-                            " + fp32 log-softmax 4 B + its gradient 4 B + logits gradient 4 B)") +
+       : compiled
+           ? " (compiled loss: logits " + B(logit_bytes) + " kept + their gradient " +
+                 B(logit_bytes) + ", no fp32 copy)"
+           : " (logits " + B(logit_bytes) +
+                 " + fp32 log-softmax 4 B + its gradient 4 B + logits gradient 4 B)") +
       (softcap > 0 ? " incl. 2 B for the soft-capping tanh output" : "") +
       (tp > 1 ? " / " + std::to_string(tp) + " tensor-parallel ranks" : std::string()) + " = " +
       Gb(logits);

@@ -79,6 +79,11 @@ struct Workload {
   bool gradient_checkpointing = true;  // full recomputation: one hidden state per layer kept
   bool chunked_loss = false;           // cross-entropy in chunks (torchtune, lit-gpt, Liger):
                                        // no full fp32 copy of the logits
+  // The cross-entropy loss runs under torch.compile (torchtitan from bbb1b616e, 2025-04-02, when
+  // --training.compile is on): Inductor saves the logits and per-row reductions only and writes
+  // the logits' gradient in their dtype in one fused kernel, with no fp32 copy, log-softmax or
+  // fp32 gradient (sizing-model.md §3). Unchunked loss only.
+  bool compiled_loss = false;
   bool double_quant = true;            // QLoRA: the NF4 absmax constants are quantized too
   // ZeRO-3 / FSDP CPU offload: parameters live in host memory (full fine-tuning: ZeRO-Infinity or
   // FSDP; LoRA/QLoRA: FSDP offloads the frozen base and the adapters, the optimizer steps on the
