@@ -215,6 +215,11 @@ Status ResolveWorkload(const RequestFields& f, sizing::Workload& w, std::vector<
     GPUHUB_RETURN_IF_ERROR(detailed_only(s.flag));
     *s.target = *s.value;
   }
+  if (w.foreach_adamw && w.optimizer != sizing::Optimizer::kAdamW) {
+    return BadField("--foreach-adamw is torch.optim.AdamW's step; it does not apply to --optimizer " +
+                        std::string(sizing::OptimizerName(w.optimizer)),
+                    "--foreach-adamw");
+  }
   if (f.recompute) {
     if (!training) return not_for("--recompute", "training");
     if (*f.recompute == "full") {

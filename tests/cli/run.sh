@@ -129,6 +129,9 @@ expect_ok "size --foreach-adamw: torch.optim.AdamW's foreach step copies the sha
 expect_bad "--unchunked-nf4-quantization is for QLoRA" \
   "--unchunked-nf4-quantization applies to QLoRA, not LoRA" \
   size --model meta-llama/Llama-2-7b-hf --workload lora --unchunked-nf4-quantization
+expect_bad "--foreach-adamw is AdamW's step, not SGD's" \
+  "--foreach-adamw is torch.optim.AdamW's step; it does not apply to --optimizer sgd" \
+  size --model meta-llama/Llama-3.2-3B --workload lora --optimizer sgd --foreach-adamw
 expect_bad "--optimizer-in-backward is for full fine-tuning" \
   "--optimizer-in-backward applies to full fine-tuning, not LoRA" \
   size --model meta-llama/Llama-3.2-3B --workload lora --optimizer-in-backward
