@@ -5,7 +5,7 @@ import { api } from './api.js';
 import { h, $, $$, replace, table, showFormError, clearFormErrors, errorBox } from './dom.js';
 import { usd, decimal, integer, componentLabel, WORKLOAD_LABEL } from './format.js';
 import { planFor } from './plan.js';
-import { actionLinks, loadSpotNames, rentHref } from './actions.js';
+import { actionLinks, loadSpotNames, quoteHref, rentHref } from './actions.js';
 
 const form = $('#calc');
 const results = $('#results');
@@ -148,17 +148,8 @@ function sharedFields() {
   return body;
 }
 
-// The quote request form (/quote/) with this job filled in: for a job no node of the fleet holds
-// (a multi-node job is priced by the operators, POST /v1/quote-requests).
+// The job no node holds, for the quote request form (actions.js quoteHref).
 let lastShared = null;
-function quoteHref(shared) {
-  const q = new URLSearchParams();
-  for (const name of ['model', 'workload', 'precision', 'context', 'seq', 'batch']) {
-    if (shared && shared[name] !== undefined && typeof shared[name] !== 'object') q.set(name, String(shared[name]));
-  }
-  return '/quote/?' + q;
-}
-
 function quoteLink(shared) {
   if (!shared || !shared.model) return null;  // a pasted config: the quote names a model
   return h('a', { href: quoteHref(shared), class: 'btn btn-small', id: 'quote-link', 'data-testid': 'quote-link' }, 'Multi-node: request a quote');
