@@ -1,6 +1,7 @@
 // The calculator's "Advanced (detailed profile)" switches, in a real browser against a real server:
-//  - for a real model (meta-llama/Llama-3.1-8B) LoRA shows the training switches; turning gradient
-//    checkpointing off (with the keyboard) raises the total; gradient accumulation on a full
+//  - for a real model (meta-llama/Llama-3.1-8B) LoRA shows the training switches; recompute none
+//    (gradient checkpointing off, with the keyboard) raises the total; an old link's
+//    gradient_checkpointing=0 opens as recompute none; gradient accumulation on a full
 //    fine-tune raises the gradients;
 //  - the page sends only the values that differ from the defaults (the default request is exactly
 //    the one without the disclosure), and the URL carries them: a fresh page from it shows the same
@@ -21,7 +22,7 @@ const ADVANCED = [
   'lora_targets',
   'grad_accum',
   'prefill_chunk',
-  'gradient_checkpointing',
+  'recompute',
   'flash_attention',
   'pure_bf16',
   'chunked_loss',
@@ -90,13 +91,15 @@ test('the calculator: detailed switches for a real model change the answer, live
     assert.equal(await page.locator('#adv-count').innerText(), '');
     for (const name of ADVANCED) assert.doesNotMatch(page.url(), new RegExp(`[?&]${name}=`));
 
-    // Gradient checkpointing off, with the keyboard: more activations, a larger total.
-    await page.focus('#gradient_checkpointing');
-    await page.keyboard.press('Space');
-    const noCkpt = await expectResult(page, bodies, { ...loraBody, gradient_checkpointing: false });
+    // Recompute none (gradient checkpointing off), with the keyboard: more activations, a larger
+    // total. Only `recompute` is sent: never `gradient_checkpointing` beside it.
+    await page.focus('#recompute');
+    await page.keyboard.press('End');
+    const noCkpt = await expectResult(page, bodies, { ...loraBody, recompute: 'none' });
     assert.ok(noCkpt.card_gb > lora.card_gb, `${noCkpt.card_gb} GB without checkpointing > ${lora.card_gb} GB with it`);
     assert.ok(gb(noCkpt, 'activations') > gb(lora, 'activations'));
-    assert.match(page.url(), /[?&]gradient_checkpointing=0(&|$)/);
+    assert.match(page.url(), /[?&]recompute=none(&|$)/);
+    assert.doesNotMatch(page.url(), /gradient_checkpointing/);
     assert.match(await page.locator('#adv-count').innerText(), /1 changed/);
     assert.match(await page.locator('#results').innerText(), /no checkpointing/, 'the result names the switch the API applied');
 
@@ -108,7 +111,7 @@ test('the calculator: detailed switches for a real model change the answer, live
         await fresh.page.goto(ckptUrl);
         await fresh.page.waitForFunction((want) => document.querySelector('#total')?.textContent === want, decimal(noCkpt.card_gb, 0) + ' GB');
         assert.equal(await fresh.page.locator('#advanced').evaluate((d) => d.open), true);
-        assert.equal(await fresh.page.locator('#gradient_checkpointing').isChecked(), false);
+        assert.equal(await fresh.page.locator('#recompute').inputValue(), 'none');
         assert.equal(await fresh.page.evaluate(() => document.documentElement.scrollWidth <= window.innerWidth), true, 'nothing wider than the phone');
         await screenshot(fresh.page, 'calculator-advanced-phone');
         assert.deepEqual(unexpected(fresh.problems), []);
@@ -117,15 +120,26 @@ test('the calculator: detailed switches for a real model change the answer, live
       }
     }
 
-    // Full fine-tune, checkpointing back on (the default again, so not sent): then 4 micro-batches
+    // A link from before the Recompute select (gradient_checkpointing=0) opens as recompute none,
+    // the same request.
+    {
+      const old = await context.newPage();
+      const oldBodies = recordSizeBodies(old);
+      await old.goto(ckptUrl.replace('recompute=none', 'gradient_checkpointing=0'));
+      await expectResult(old, oldBodies, { ...loraBody, recompute: 'none' });
+      assert.equal(await old.locator('#recompute').inputValue(), 'none');
+      await old.close();
+    }
+
+    // Full fine-tune, full recompute back (the default again, so not sent): then 4 micro-batches
     // per step keep every gradient allocated.
-    await page.check('#gradient_checkpointing');
+    await page.selectOption('#recompute', 'full');
     await page.selectOption('#workload', 'full');
     const fullBody = { model: MODEL, workload: 'full', precision: 'bf16', seq: 2048, batch: 1, explain: true };
     const full = await expectResult(page, bodies, fullBody);
     assert.equal(await visible(page, 'lora_targets'), false, 'no adapters in a full fine-tune');
     assert.equal(await visible(page, 'optimizer_in_backward'), true);
-    assert.doesNotMatch(page.url(), /gradient_checkpointing/);
+    assert.doesNotMatch(page.url(), /recompute/);
     await page.fill('#grad_accum', '4');
     const accum = await expectResult(page, bodies, { ...fullBody, grad_accum: 4 });
     assert.ok(gb(accum, 'gradients') > gb(full, 'gradients'), `gradients ${gb(accum, 'gradients')} GB > ${gb(full, 'gradients')} GB`);
