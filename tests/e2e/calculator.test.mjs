@@ -7,12 +7,17 @@
 //    the one without the disclosure), and the URL carries them: a fresh page from it shows the same
 //    total with the disclosure open;
 //  - a preset hides the switches (a hint says why) and sends none of them;
-//  - an API error about a switch is shown beside it.
+//  - an API error about a switch is shown beside it;
+//  - FP4 weights, an engine (inference), FP8 training and a layout (tp, pp, vp) go to size and fit
+//    where they apply (a layout never to fit), refusals land on their field (a plan's on the
+//    calculator's GPUs), and the URL brings every one back.
 // Every expected figure is asked of the API with the body the page sent, never written here.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
+import { isDeepStrictEqual } from 'node:util';
 import { newPage, screenshot } from './lib/browser.mjs';
 import { unexpected, useServerAndBrowser } from './lib/helpers.mjs';
+import { noSeriousViolations } from './lib/axe.mjs';
 import { decimal, componentLabel } from '../../web/assets/format.js';
 
 const env = useServerAndBrowser();
@@ -46,6 +51,10 @@ function recordSizeBodies(page) {
 // Asks the API for `body`, waits until the page shows that answer's total, and checks that the
 // page's last size request was exactly `body`. Returns the API's answer.
 async function expectResult(page, bodies, body) {
+  // The page asks 250 ms after a change (later on a loaded machine); a change that leaves the total
+  // as it was (an engine for a preset) must not be read from the previous answer.
+  const deadline = Date.now() + 30000;
+  while (!isDeepStrictEqual(bodies.at(-1), body) && Date.now() < deadline) await new Promise((r) => setTimeout(r, 50));
   const size = await env.api.call('POST', '/v1/size', body);
   const total = decimal(size.card_gb, 0) + ' GB';
   await page.waitForFunction(
@@ -79,6 +88,7 @@ test('the calculator: detailed switches for a real model change the answer, live
     assert.equal(await page.locator('#adv-body').isVisible(), false);
 
     // Llama-3.1-8B LoRA with every default: the request has no advanced field at all.
+    await page.selectOption('#precision', 'bf16');
     await page.check('input[name="source"][value="bundled"]');
     await page.selectOption('#m-bundled', MODEL);
     await page.selectOption('#workload', 'lora');
@@ -204,6 +214,146 @@ test('the calculator: detailed switches for a real model change the answer, live
     assert.equal(await page.locator('#prefill_chunk').getAttribute('aria-invalid'), 'true');
     assert.equal(await page.evaluate(() => document.activeElement?.id), 'prefill_chunk');
     assert.deepEqual(unexpected(problems, ['/v1/size', '/v1/fit', 'status of 400']), []);
+  } finally {
+    await context.close();
+  }
+});
+
+// The bodies of the page's POST `path` requests, in order.
+function recordBodies(page, path) {
+  const bodies = [];
+  page.on('request', (r) => {
+    if (r.method() === 'POST' && new URL(r.url()).pathname === path) bodies.push(JSON.parse(r.postData()));
+  });
+  return bodies;
+}
+
+// Waits until the page has shown the answer to its latest size and fit.
+async function settled(page) {
+  await page.waitForFunction(() => !document.querySelector('#results').hasAttribute('aria-busy') && document.querySelector('#verdict, #results .empty'));
+  await page.waitForTimeout(300);
+  await page.waitForFunction(() => !document.querySelector('#results').hasAttribute('aria-busy'));
+}
+
+test('the calculator: FP4 weights, an engine, FP8 training and a layout are sent where they apply, and refused on their field', async () => {
+  const { context, page, problems } = await newPage(env.chrome.browser, 'desktop', env.server.url);
+  const sizes = recordSizeBodies(page);
+  const fits = recordBodies(page, '/v1/fit');
+  try {
+    // FP4 weights: only Blackwell holds them; the verdict is the API's cheapest.
+    await page.goto('/calculator/?model=70b&workload=infer&precision=fp4');
+    const fp4 = await expectResult(page, sizes, { model: '70b', workload: 'infer', precision: 'fp4', kv_precision: 'fp16', context: 8192, batch: 1, explain: true });
+    assert.ok(fp4.card_gb > 0);
+    await settled(page);
+    const fp4Fit = await env.api.call('POST', '/v1/fit', { ...fits.at(-1) });
+    assert.match(await page.locator('#verdict').innerText(), new RegExp(fp4Fit.best.gpu));
+    assert.equal(await page.locator('#precision').inputValue(), 'fp4');
+
+    // An engine for inference: sent to size and fit, named in the result; hidden and not sent for training.
+    await page.selectOption('#engine', 'sglang');
+    await expectResult(page, sizes, { model: '70b', workload: 'infer', precision: 'fp4', kv_precision: 'fp16', engine: 'sglang', context: 8192, batch: 1, explain: true });
+    await settled(page);
+    assert.equal(fits.at(-1).engine, 'sglang');
+    assert.match(await page.locator('#results').innerText(), /SGLang/);
+    assert.match(page.url(), /[?&]engine=sglang(&|$)/);
+
+    // A real model, LoRA with FP8 training: the cheapest card changes from an Ampere card (no FP8
+    // tensor cores) to one with FP8; both figures asked of the API.
+    await page.selectOption('#precision', 'bf16');
+    await page.check('input[name="source"][value="bundled"]');
+    await page.selectOption('#m-bundled', MODEL);
+    await page.selectOption('#workload', 'lora');
+    const loraBody = { model: MODEL, workload: 'lora', precision: 'bf16', seq: 2048, rank: 16, batch: 1, explain: true };
+    await expectResult(page, sizes, loraBody);
+    assert.equal(await page.locator('#engine').isVisible(), false);
+    await settled(page);
+    assert.equal(fits.at(-1).engine, undefined, 'no engine for training');
+    const plain = await env.api.call('POST', '/v1/fit', fits.at(-1));
+    await page.click('#advanced summary');
+    await page.check('#fp8_training');
+    await expectResult(page, sizes, { ...loraBody, fp8_training: true });
+    await settled(page);
+    assert.equal(fits.at(-1).fp8_training, true);
+    const fp8 = await env.api.call('POST', '/v1/fit', fits.at(-1));
+    assert.notEqual(fp8.best.gpu, plain.best.gpu, 'FP8 training moves the cheapest card');
+    assert.match(await page.locator('#verdict').innerText(), new RegExp(fp8.best.gpu));
+    assert.match(await page.locator('#results').innerText(), /FP8 training/);
+    assert.match(page.url(), /[?&]fp8_training=1(&|$)/);
+
+    // Under a budget only cards without FP8 meet: the API's reason, no configuration.
+    await page.click('#filters summary');
+    await page.fill('#max_monthly_usd', '200');
+    await page.locator('#max_monthly_usd').press('Enter');
+    await page.waitForFunction(() => /over the \$200\.00 budget/.test(document.querySelector('#results')?.innerText || ''));
+    await page.fill('#max_monthly_usd', '');
+    await page.locator('#max_monthly_usd').press('Enter');
+    await settled(page);
+
+    // A full fine-tune in FP32 with FP8 training: the API's refusal beside the FP8 box.
+    await page.selectOption('#workload', 'full');
+    await page.selectOption('#precision', 'fp32');
+    await page.waitForFunction(() => document.querySelector('#err-fp8_training')?.textContent.length > 0);
+    const refused = await fetch(env.server.url + '/v1/size', {
+      method: 'POST',
+      headers: { 'Content-Type': 'application/json' },
+      body: JSON.stringify(sizes.at(-1)),
+    }).then((r) => r.json());
+    assert.equal(refused.error.field, 'fp8_training');
+    assert.match(await page.locator('#err-fp8_training').innerText(), /FP8 training keeps bf16 weights beside its FP8 matmuls/);
+    assert.equal(await page.locator('#fp8_training').getAttribute('aria-invalid'), 'true');
+    assert.equal(await page.evaluate(() => document.activeElement?.id), 'fp8_training');
+    await page.selectOption('#precision', 'bf16');
+    const fullBody = { model: MODEL, workload: 'full', precision: 'bf16', seq: 2048, batch: 1, fp8_training: true, explain: true };
+    await expectResult(page, sizes, fullBody);
+
+    // A layout: tp 2 x pp 2 sizes 4 cards (GPUs left at 1); fit never gets it; selective recompute.
+    assert.equal(await page.locator('#cp').isVisible(), true, 'context parallel for training');
+    await page.fill('#tp', '2');
+    await page.fill('#pp', '2');
+    await page.selectOption('#recompute', 'selective');
+    const layout = await expectResult(page, sizes, { ...fullBody, recompute: 'selective', gpus: 4, tp: 2, pp: 2, zero: 3 });
+    assert.equal(layout.gpus, 4);
+    await settled(page);
+    for (const name of ['tp', 'pp', 'gpus', 'zero']) assert.equal(fits.at(-1)[name], undefined, `fit gets no ${name}`);
+    assert.equal(fits.at(-1).recompute, 'selective');
+    assert.equal(fits.at(-1).gradient_checkpointing, undefined, 'never both recompute and gradient_checkpointing');
+    assert.match(await page.locator('#results').innerText(), /tp 2 x pp 2/);
+    assert.match(await page.locator('#results').innerText(), /selective recompute/);
+    assert.match(await page.locator('#adv-count').innerText(), /4 changed/);
+
+    // Virtual stages without pipeline stages: the refused degree is shown beside it (the API's field).
+    await page.fill('#pp', '');
+    await page.fill('#vp', '2');
+    await page.waitForFunction(() => document.querySelector('#err-vp')?.textContent.length > 0);
+    assert.match(await page.locator('#err-vp').innerText(), /virtual pipeline stages interleave pipeline stages/i);
+    assert.equal(await page.locator('#vp').getAttribute('aria-invalid'), 'true');
+    await page.fill('#vp', '');
+
+    // 12 GPUs with tp 2 size fine, but the plan wants whole nodes above 8: its refusal is shown
+    // beside the calculator's GPUs field.
+    await page.fill('#gpus', '12');
+    await page.waitForFunction(() => document.querySelector('#err-gpus')?.textContent.length > 0);
+    assert.match(await page.locator('#err-gpus').innerText(), /whole nodes of 8/);
+    assert.match(await page.locator('#plan-results').innerText(), /Fix the highlighted field of the calculator above/);
+    assert.equal(sizes.at(-1).gpus, 12);
+
+    // The URL reproduces the form in a fresh page: every new input has its value back.
+    await page.fill('#gpus', '4');
+    await expectResult(page, sizes, { ...fullBody, recompute: 'selective', gpus: 4, tp: 2, zero: 3 });
+    const url = page.url();
+    const fresh = await context.newPage();
+    const freshSizes = recordSizeBodies(fresh);
+    await fresh.goto(url);
+    await expectResult(fresh, freshSizes, { ...fullBody, recompute: 'selective', gpus: 4, tp: 2, zero: 3 });
+    assert.equal(await fresh.locator('#tp').inputValue(), '2');
+    assert.equal(await fresh.locator('#pp').inputValue(), '');
+    assert.equal(await fresh.locator('#gpus').inputValue(), '4');
+    assert.equal(await fresh.locator('#recompute').inputValue(), 'selective');
+    assert.equal(await fresh.locator('#fp8_training').isChecked(), true);
+    assert.equal(await fresh.locator('#advanced').evaluate((d) => d.open), true);
+    await noSeriousViolations(fresh, 'calculator with a layout');
+    await fresh.close();
+    assert.deepEqual(unexpected(problems, ['/v1/size', '/v1/fit', '/v1/plan', 'status of 400']), []);
   } finally {
     await context.close();
   }
