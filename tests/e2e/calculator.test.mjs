@@ -16,7 +16,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { isDeepStrictEqual } from 'node:util';
 import { newPage, screenshot } from './lib/browser.mjs';
-import { unexpected, useServerAndBrowser } from './lib/helpers.mjs';
+import { recordBodies, unexpected, useServerAndBrowser } from './lib/helpers.mjs';
 import { noSeriousViolations } from './lib/axe.mjs';
 import { decimal, componentLabel } from '../../web/assets/format.js';
 
@@ -41,11 +41,7 @@ const INFERENCE_SWITCHES = ['prefill_chunk', 'old_transformers'];
 
 // The bodies of the page's POST /v1/size requests, in order.
 function recordSizeBodies(page) {
-  const bodies = [];
-  page.on('request', (r) => {
-    if (r.method() === 'POST' && new URL(r.url()).pathname === '/v1/size') bodies.push(JSON.parse(r.postData()));
-  });
-  return bodies;
+  return recordBodies(page, '/v1/size');
 }
 
 // Asks the API for `body`, waits until the page shows that answer's total, and checks that the
@@ -218,15 +214,6 @@ test('the calculator: detailed switches for a real model change the answer, live
     await context.close();
   }
 });
-
-// The bodies of the page's POST `path` requests, in order.
-function recordBodies(page, path) {
-  const bodies = [];
-  page.on('request', (r) => {
-    if (r.method() === 'POST' && new URL(r.url()).pathname === path) bodies.push(JSON.parse(r.postData()));
-  });
-  return bodies;
-}
 
 // Waits until the page has shown the answer to its latest size and fit.
 async function settled(page) {

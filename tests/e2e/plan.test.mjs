@@ -8,24 +8,17 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { newPage, screenshot } from './lib/browser.mjs';
-import { unexpected, useServerAndBrowser } from './lib/helpers.mjs';
+import { recordBodies, unexpected, useServerAndBrowser } from './lib/helpers.mjs';
 import { noSeriousViolations } from './lib/axe.mjs';
 import { usd } from '../../web/assets/format.js';
 
 const env = useServerAndBrowser();
 const MODEL = 'meta-llama/Llama-3.1-8B';
 
+// The plan of the section; not the page's second request (`gpu`: the calculator's cheapest to hold,
+// planned alone for its own row).
 function recordPlanBodies(page) {
-  const bodies = [];
-  page.on('request', (r) => {
-    // The plan of the section; not the page's second request (`gpu`: the calculator's cheapest to
-    // hold, planned alone for its own row).
-    if (r.method() === 'POST' && new URL(r.url()).pathname === '/v1/plan') {
-      const body = JSON.parse(r.postData());
-      if (!body.gpu) bodies.push(body);
-    }
-  });
-  return bodies;
+  return recordBodies(page, '/v1/plan', (body) => !body.gpu);
 }
 
 function cost(option) {
@@ -146,15 +139,6 @@ test('the plan section: a training job from the URL, more epochs, serving, a ref
     await phone.context.close();
   }
 });
-
-// The bodies of the page's POST `path` requests, in order.
-function recordBodies(page, path) {
-  const bodies = [];
-  page.on('request', (r) => {
-    if (r.method() === 'POST' && new URL(r.url()).pathname === path) bodies.push(JSON.parse(r.postData()));
-  });
-  return bodies;
-}
 
 // The layout column's text of every row, in order.
 async function layoutCells(page) {
