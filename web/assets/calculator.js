@@ -81,6 +81,12 @@ function syncVisibility() {
     else el.removeAttribute('name');
   }
   const w = form.elements.workload.value;
+  // The degrees first: the ZeRO stage shows when the size spreads over several cards.
+  for (const [name, workloads] of Object.entries(LAYOUT)) {
+    const on = workloads.includes(w);
+    form.querySelector(`[data-layout="${name}"]`).hidden = !on;
+    form.elements[name].disabled = !on;
+  }
   for (const [name, workloads] of Object.entries(APPLIES)) {
     const on = workloads.includes(w) && (name !== 'zero' || sizeGpus(layoutValues()) > 1);
     const wrap = form.querySelector(`[data-for="${name}"]`);
@@ -94,11 +100,6 @@ function syncVisibility() {
   for (const [name, spec] of Object.entries(ADVANCED)) {
     const on = (detailed || spec.anyProfile) && spec.workloads.includes(w);
     form.querySelector(`[data-adv="${name}"]`).hidden = !on;
-    form.elements[name].disabled = !on;
-  }
-  for (const [name, workloads] of Object.entries(LAYOUT)) {
-    const on = workloads.includes(w);
-    form.querySelector(`[data-layout="${name}"]`).hidden = !on;
     form.elements[name].disabled = !on;
   }
   const changed = Object.keys(advancedValues()).length + Object.keys(layoutValues()).length;
