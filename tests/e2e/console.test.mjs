@@ -315,7 +315,7 @@ test('answers carry their action: the calculator\'s configurations, its verdict,
     const heldRow = page.locator('#plan-results tbody tr', { hasText: 'H100 PCIe' });
     assert.ok((await heldRow.count()) >= 1, 'one H100 PCIe is in the plan table');
     for (const row of await page.locator('#plan-results tbody tr').all()) {
-      const term = await row.locator('td').nth(4).innerText();
+      const term = await row.locator('td[data-label="Term"]').innerText();
       if (term.trim() === '—') assert.equal(await row.locator('a.action-rent').count(), 0, 'no Rent on a spot-only row');
     }
     await noSeriousViolations(page, 'calculator');

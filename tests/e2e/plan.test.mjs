@@ -8,23 +8,17 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { newPage, screenshot } from './lib/browser.mjs';
-import { unexpected, useServerAndBrowser } from './lib/helpers.mjs';
+import { recordBodies, unexpected, useServerAndBrowser } from './lib/helpers.mjs';
+import { noSeriousViolations } from './lib/axe.mjs';
 import { usd } from '../../web/assets/format.js';
 
 const env = useServerAndBrowser();
 const MODEL = 'meta-llama/Llama-3.1-8B';
 
+// The plan of the section; not the page's second request (`gpu`: the calculator's cheapest to hold,
+// planned alone for its own row).
 function recordPlanBodies(page) {
-  const bodies = [];
-  page.on('request', (r) => {
-    // The plan of the section; not the page's second request (`gpu`: the calculator's cheapest to
-    // hold, planned alone for its own row).
-    if (r.method() === 'POST' && new URL(r.url()).pathname === '/v1/plan') {
-      const body = JSON.parse(r.postData());
-      if (!body.gpu) bodies.push(body);
-    }
-  });
-  return bodies;
+  return recordBodies(page, '/v1/plan', (body) => !body.gpu);
 }
 
 function cost(option) {
@@ -143,5 +137,150 @@ test('the plan section: a training job from the URL, more epochs, serving, a ref
     assert.deepEqual(unexpected(phone.problems), []);
   } finally {
     await phone.context.close();
+  }
+});
+
+// The layout column's text of every row, in order.
+async function layoutCells(page) {
+  return page.locator('#plan-results tbody td[data-label^="Layout"] .layout-name').allInnerTexts();
+}
+
+test('serving with an engine and a layout: tp 2 on every option, the largest batch that fits, decode only, all in the URL', async () => {
+  const MODEL_70B = 'meta-llama/Llama-3.1-70B';
+  const { context, page, problems } = await newPage(env.chrome.browser, 'desktop', env.server.url);
+  const bodies = recordPlanBodies(page);
+  const fits = recordBodies(page, '/v1/fit');
+  const sizes = recordBodies(page, '/v1/size');
+  try {
+    await page.goto(`/calculator/?model=${encodeURIComponent(MODEL_70B)}&workload=infer`);
+    await expectPlan(page, bodies, (b) => assert.equal(b.workload, 'infer'));
+    // vLLM, and tensor parallel over 2 cards from the Advanced disclosure.
+    await page.selectOption('#engine', 'vllm');
+    await page.click('#advanced summary');
+    assert.equal(await page.locator('#cp').isVisible(), false, 'context parallel is for training');
+    assert.equal(await page.locator('#vp').isVisible(), false, 'virtual stages are for training');
+    await page.fill('#tp', '2');
+    const tp2 = await expectPlan(page, bodies, (b) => {
+      assert.equal(b.engine, 'vllm');
+      assert.equal(b.tp, 2);
+      assert.equal(b.gpus, undefined, 'the plan counts the cards of the layout itself');
+    });
+    assert.ok(tp2.options.length > 0);
+    for (const o of tp2.options) assert.equal(o.layout.name, 'tp 2', `${o.configuration}: ${o.layout.name}`);
+    assert.deepEqual(await layoutCells(page), tp2.options.map((o) => o.layout.name));
+    assert.match(await page.locator('#plan-verdict').innerText(), /\(tp 2\)/);
+    // The size is that layout's (two cards); fit, which picks its own layout, never gets one.
+    assert.equal(sizes.at(-1).tp, 2);
+    assert.equal(sizes.at(-1).gpus, 2);
+    assert.equal(sizes.at(-1).engine, 'vllm');
+    assert.equal(fits.at(-1).engine, 'vllm');
+    for (const name of ['tp', 'pp', 'cp', 'dp', 'vp', 'gpus']) assert.equal(fits.at(-1)[name], undefined, `fit gets no ${name}`);
+    assert.match(await page.locator('#results').innerText(), /vLLM · tp 2/);
+
+    // Decode only: 0 prompt tokens are a valid request.
+    await page.fill('#plan-prompt_tokens', '0');
+    const decode = await expectPlan(page, bodies, (b) => assert.equal(b.prompt_tokens, 0));
+    assert.equal(decode.job.prompt_tokens, 0);
+    assert.equal(await page.locator('#plan-prompt_tokens').getAttribute('aria-invalid'), null);
+
+    // The largest batch that fits: each option's batch, as the API found it, beside its layout.
+    assert.equal(await page.locator('[data-testid="plan-batch"]').count(), 0, 'no batch column for a given batch');
+    await page.check('input[name="batch_mode"][value="max"]');
+    const max = await expectPlan(page, bodies, (b) => assert.equal(b.batch, 'max'));
+    assert.equal(await page.locator('#plan-batch').isVisible(), false, 'no number with "largest that fits"');
+    const shown = await page.locator('[data-testid="plan-batch"]').allInnerTexts();
+    assert.deepEqual(shown.slice(0, max.options.length), max.options.map((o) => `batch ${o.batch.toLocaleString('en-US')}`));
+    assert.ok(max.options.every((o) => o.batch > 1), max.options.map((o) => o.batch).join(' '));
+    assert.match(await page.locator('#plan-verdict').innerText(), new RegExp(`\\(tp 2, batch ${max.cheapest.batch}\\)`));
+    assert.equal(sizes.at(-1).batch, 1, 'size and fit keep the calculator\'s batch');
+    await noSeriousViolations(page, 'calculator serving plan');
+    await screenshot(page, 'calculator-plan-serving-desktop');
+
+    // The URL carries every new input: a fresh page (a phone) from it shows the same values and asks
+    // the same plan.
+    const url = page.url();
+    assert.match(url, /[?&]engine=vllm(&|$)/);
+    assert.match(url, /[?&]tp=2(&|$)/);
+    assert.match(url, /[?&]plan_batch=max(&|$)/);
+    assert.match(url, /[?&]plan_prompt_tokens=0(&|$)/);
+    const phone = await newPage(env.chrome.browser, 'phone', env.server.url);
+    const phoneBodies = recordPlanBodies(phone.page);
+    try {
+      await phone.page.goto(url);
+      await expectPlan(phone.page, phoneBodies, (b) => {
+        assert.equal(b.engine, 'vllm');
+        assert.equal(b.tp, 2);
+        assert.equal(b.batch, 'max');
+        assert.equal(b.prompt_tokens, 0);
+      });
+      assert.equal(await phone.page.locator('#engine').inputValue(), 'vllm');
+      assert.equal(await phone.page.locator('#tp').inputValue(), '2');
+      assert.equal(await phone.page.locator('#advanced').evaluate((d) => d.open), true);
+      assert.equal(await phone.page.locator('input[name="batch_mode"][value="max"]').isChecked(), true);
+      assert.equal(await phone.page.locator('#plan-prompt_tokens').inputValue(), '0');
+      assert.equal(await phone.page.evaluate(() => document.documentElement.scrollWidth <= window.innerWidth), true, 'nothing wider than the phone');
+      await noSeriousViolations(phone.page, 'calculator serving plan (phone)');
+      await screenshot(phone.page, 'calculator-plan-serving-phone');
+      assert.deepEqual(unexpected(phone.problems), []);
+    } finally {
+      await phone.context.close();
+    }
+
+    // A number again: the plan's own batch goes to the plan only.
+    await page.check('input[name="batch_mode"][value="number"]');
+    await page.fill('#plan-batch', '8');
+    await expectPlan(page, bodies, (b) => assert.equal(b.batch, 8));
+    assert.match(page.url(), /[?&]plan_batch=8(&|$)/);
+    assert.deepEqual(unexpected(problems), []);
+  } finally {
+    await context.close();
+  }
+});
+
+test('a job no node holds: the plan names its nodes and links each multi-node option to a quote request', async () => {
+  const { context, page, problems } = await newPage(env.chrome.browser, 'desktop', env.server.url);
+  const bodies = recordPlanBodies(page);
+  try {
+    await page.goto('/calculator/?model=405b&workload=full&plan_tokens=200000000');
+    const plan = await expectPlan(page, bodies, (b) => {
+      assert.equal(b.model, '405b');
+      assert.equal(b.tokens, 200000000);
+    });
+    const c = plan.cheapest;
+    assert.equal(c.quote.needed, true);
+    assert.ok(c.quote.nodes > 1);
+    const verdict = await page.locator('#plan-verdict').innerText();
+    assert.ok(verdict.includes(`${c.quote.nodes} nodes of ${c.quote.gpus_per_node}× ${c.gpu} — request a quote`), verdict);
+    assert.ok(verdict.includes(`(${c.layout.name})`), verdict);
+    // Every multi-node row: a quote link with the job, no Rent or Buy spot (whole sets are not rented).
+    const rows = page.locator('#plan-results tbody tr');
+    for (let i = 0; i < plan.options.length; i++) {
+      const o = plan.options[i];
+      const row = rows.nth(i);
+      if (!o.quote.needed) continue;
+      assert.match(await row.locator('th').innerText(), new RegExp(`\\(${o.quote.nodes} nodes\\)`));
+      assert.equal(await row.locator('.action-rent, .action-spot').count(), 0);
+      const href = await row.locator('[data-testid="plan-quote-link"]').getAttribute('href');
+      const q = new URLSearchParams(href.split('?')[1]);
+      assert.equal(href.split('?')[0], '/quote/');
+      assert.equal(q.get('model'), '405b');
+      assert.equal(q.get('workload'), 'full');
+      assert.equal(q.get('tokens'), '200000000');
+      assert.equal(await row.locator('td[data-label="Layout"] .layout-name').innerText(), o.layout.name);
+    }
+    assert.match(await page.locator('#plan-results').innerText(), /Beyond one node of 8 cards a set is a quote request/);
+    assert.equal(await page.locator('[data-testid="plan-verdict-action"]').getAttribute('href'), await rows.first().locator('[data-testid="plan-quote-link"]').getAttribute('href'));
+    await noSeriousViolations(page, 'calculator multi-node plan');
+    await screenshot(page, 'calculator-plan-quote-desktop');
+
+    // The link opens the quote form with the job filled in.
+    await page.locator('[data-testid="plan-verdict-action"]').click();
+    await page.waitForURL('**/quote/**');
+    assert.equal(await page.inputValue('#q-model'), '405b');
+    assert.equal(await page.inputValue('#q-workload'), 'full');
+    assert.equal(await page.inputValue('#q-tokens'), '200000000');
+    assert.deepEqual(unexpected(problems), []);
+  } finally {
+    await context.close();
   }
 });

@@ -23,6 +23,21 @@ export function rentHref(gpu, count, { region, term = 'month' } = {}) {
   return '/rent/?' + q;
 }
 
+// The quote request form (/quote/) with a job filled in (quote.js reads these names): for a job no
+// single node of the fleet holds, priced by the operators (POST /v1/quote-requests). Only the fields
+// the form has, and only plain values (a pasted config, or batch "max", cannot be carried).
+const QUOTE_FIELDS = ['model', 'workload', 'precision', 'context', 'seq', 'batch', 'tokens', 'epochs', 'tokens_per_day'];
+export function quoteHref(job) {
+  const q = new URLSearchParams();
+  for (const name of QUOTE_FIELDS) {
+    const v = job ? job[name] : undefined;
+    if (v === undefined || v === null || typeof v === 'object') continue;
+    if (name === 'batch' && typeof v !== 'number') continue;
+    q.set(name, String(v));
+  }
+  return '/quote/?' + q;
+}
+
 export function spotHref(market, count, { region } = {}) {
   const q = new URLSearchParams({ gpu: market, count: String(count || 1) });
   if (region) q.set('region', region);

@@ -5,7 +5,7 @@ import { api } from './api.js';
 import { h, $, $$, replace, table, showFormError, clearFormErrors, errorBox } from './dom.js';
 import { usd, decimal, integer, componentLabel, WORKLOAD_LABEL } from './format.js';
 import { planFor } from './plan.js';
-import { actionLinks, loadSpotNames, rentHref } from './actions.js';
+import { actionLinks, loadSpotNames, quoteHref, rentHref } from './actions.js';
 
 const form = $('#calc');
 const results = $('#results');
@@ -19,31 +19,42 @@ const MODEL_CONTROLS = {
 const APPLIES = {
   precision: ['infer', 'full', 'lora'],
   kv_precision: ['infer'],
+  engine: ['infer'],
   context: ['infer'],
   seq: ['full', 'lora', 'qlora'],
   rank: ['lora', 'qlora'],
   zero: ['full'],
 };
 const TRAINING = ['lora', 'qlora', 'full'];
+const ALL = ['infer', ...TRAINING];
+// How the cards share the job (the "Parallelism" group): each degree for the workloads it applies
+// to (context parallel and virtual stages split a training step). Sent to size and plan, never to
+// fit (it picks its own layout); empty: the plan searches it.
+const LAYOUT = { tp: ALL, pp: ALL, cp: TRAINING, dp: ALL, vp: TRAINING };
+const RECOMPUTE_LABEL = { selective: 'selective recompute', none: 'no checkpointing' };
 // The detailed profile's switches (docs/sizing-model.md §3), in the "Advanced" disclosure: shown for
-// a real model or a pasted config only (the API refuses them for the guide's presets), each for the
-// workloads it applies to, and sent (and written to the URL) only when it differs from its default,
-// so that a request without them is exactly the default one.
+// a real model or a pasted config only (the API refuses them for the guide's presets; `anyProfile`:
+// also for a preset), each for the workloads it applies to, and sent (and written to the URL) only
+// when it differs from its default, so that a request without them is exactly the default one.
+// Recompute is the one control for activation checkpointing: the API's `gradient_checkpointing`
+// is never sent beside it (full = checkpointing, none = without; request.cc refuses a contradiction).
 const OPTIMIZER_LABEL = { adamw: 'AdamW', adam8bit: '8-bit Adam', sgd: 'SGD', adafactor: 'Adafactor' };
 const ADVANCED = {
   optimizer: { workloads: TRAINING, def: 'adamw', describe: (v) => OPTIMIZER_LABEL[v] || v },
   lora_targets: { workloads: ['lora', 'qlora'], def: 'qv', describe: (v) => `adapters on ${v}` },
   grad_accum: { workloads: TRAINING, def: '1', number: true, describe: (v) => `${integer(v)} micro-batches per step` },
   prefill_chunk: { workloads: ['infer'], def: '', number: true, describe: (v) => `prefill in chunks of ${integer(v)}` },
-  gradient_checkpointing: { workloads: TRAINING, def: true, describe: () => 'no checkpointing' },
+  recompute: { workloads: TRAINING, def: 'full', describe: (v) => RECOMPUTE_LABEL[v] || `recompute ${v}` },
+  fp8_training: { workloads: TRAINING, def: false, anyProfile: true, describe: () => 'FP8 training' },
   flash_attention: { workloads: TRAINING, def: true, describe: () => 'eager attention' },
   pure_bf16: { workloads: TRAINING, def: false, describe: () => 'pure BF16' },
   chunked_loss: { workloads: TRAINING, def: false, describe: () => 'chunked loss' },
   fused_kernels: { workloads: TRAINING, def: false, describe: () => 'fused kernels' },
   offload_optimizer: { workloads: TRAINING, def: false, describe: () => 'optimizer offloaded' },
   optimizer_in_backward: { workloads: ['full'], def: false, describe: () => 'optimizer step in backward' },
-  old_transformers: { workloads: ['infer', ...TRAINING], def: false, describe: () => 'transformers before 4.45' },
+  old_transformers: { workloads: ALL, def: false, describe: () => 'transformers before 4.45' },
 };
+const ENGINE_LABEL = { vllm: 'vLLM', sglang: 'SGLang', 'tensorrt-llm': 'TensorRT-LLM', 'llama.cpp': 'llama.cpp', transformers: 'Transformers' };
 const MAX_URL_CONFIG_CHARS = 6000;
 const TOP = 8;
 
@@ -70,8 +81,14 @@ function syncVisibility() {
     else el.removeAttribute('name');
   }
   const w = form.elements.workload.value;
+  // The degrees first: the ZeRO stage shows when the size spreads over several cards.
+  for (const [name, workloads] of Object.entries(LAYOUT)) {
+    const on = workloads.includes(w);
+    form.querySelector(`[data-layout="${name}"]`).hidden = !on;
+    form.elements[name].disabled = !on;
+  }
   for (const [name, workloads] of Object.entries(APPLIES)) {
-    const on = workloads.includes(w) && (name !== 'zero' || Number(form.elements.gpus.value) > 1);
+    const on = workloads.includes(w) && (name !== 'zero' || sizeGpus(layoutValues()) > 1);
     const wrap = form.querySelector(`[data-for="${name}"]`);
     wrap.hidden = !on;
     form.elements[name].disabled = !on;
@@ -81,11 +98,11 @@ function syncVisibility() {
   $('#adv-hint-infer').hidden = !detailed || w !== 'infer';
   $('#adv-body').hidden = !detailed;
   for (const [name, spec] of Object.entries(ADVANCED)) {
-    const on = detailed && spec.workloads.includes(w);
+    const on = (detailed || spec.anyProfile) && spec.workloads.includes(w);
     form.querySelector(`[data-adv="${name}"]`).hidden = !on;
     form.elements[name].disabled = !on;
   }
-  const changed = Object.keys(advancedValues()).length;
+  const changed = Object.keys(advancedValues()).length + Object.keys(layoutValues()).length;
   $('#adv-count').textContent = changed ? ` · ${changed} changed` : '';
 }
 
@@ -104,6 +121,29 @@ function advancedValues() {
     }
   }
   return out;
+}
+
+// The parallelism degrees given (enabled and not empty), as numbers where they are numbers.
+function layoutValues() {
+  const out = {};
+  for (const name of Object.keys(LAYOUT)) {
+    const el = form.elements[name];
+    const v = el.value.trim();
+    if (!el.disabled && v !== '') out[name] = numberOrText(v);
+  }
+  return out;
+}
+
+// The GPUs the size is asked for: the GPUs field, or, left at 1 with a layout given, the cards that
+// layout uses (tp x pp x cp x dp), so that "tp 2" alone sizes two cards rather than a contradiction.
+function sizeGpus(layout) {
+  const typed = form.elements.gpus.value.trim();
+  if (typed !== '' && typed !== '1') return numberOrText(typed);
+  let product = 1;
+  for (const name of ['tp', 'pp', 'cp', 'dp']) {
+    if (typeof layout[name] === 'number') product *= layout[name];
+  }
+  return product;
 }
 
 function numberOrText(value) {
@@ -140,6 +180,7 @@ function sharedFields() {
   for (const name of ['precision', 'kv_precision']) {
     if (!form.elements[name].disabled) body[name] = form.elements[name].value;
   }
+  if (!form.elements.engine.disabled && form.elements.engine.value) body.engine = form.elements.engine.value;
   for (const name of ['context', 'seq', 'rank', 'batch']) {
     const el = form.elements[name];
     if (!el.disabled && el.value.trim() !== '') body[name] = numberOrText(el.value);
@@ -148,27 +189,31 @@ function sharedFields() {
   return body;
 }
 
-// The quote request form (/quote/) with this job filled in: for a job no node of the fleet holds
-// (a multi-node job is priced by the operators, POST /v1/quote-requests).
+// The job no node holds, for the quote request form (actions.js quoteHref).
 let lastShared = null;
-function quoteHref(shared) {
-  const q = new URLSearchParams();
-  for (const name of ['model', 'workload', 'precision', 'context', 'seq', 'batch']) {
-    if (shared && shared[name] !== undefined && typeof shared[name] !== 'object') q.set(name, String(shared[name]));
-  }
-  return '/quote/?' + q;
-}
-
 function quoteLink(shared) {
   if (!shared || !shared.model) return null;  // a pasted config: the quote names a model
   return h('a', { href: quoteHref(shared), class: 'btn btn-small', id: 'quote-link', 'data-testid': 'quote-link' }, 'Multi-node: request a quote');
 }
 
 function sizeBody(shared) {
+  const layout = layoutValues();
   const body = { ...shared, explain: true };
-  const gpus = form.elements.gpus.value.trim();
-  if (gpus !== '' && gpus !== '1') body.gpus = numberOrText(gpus);
+  const gpus = sizeGpus(layout);
+  if (gpus !== 1) body.gpus = gpus;
+  Object.assign(body, layout);
   if (!form.elements.zero.disabled) body.zero = Number(form.elements.zero.value);
+  return body;
+}
+
+// The plan's request: fit's (the workload and the filters) with the layout given; the plan searches
+// what is not given. A typed GPU count goes with a layout only (alone, the plan searches counts).
+function planBody(shared) {
+  const { explain, top, ...body } = fitBody(shared);
+  const layout = layoutValues();
+  Object.assign(body, layout);
+  const typed = form.elements.gpus.value.trim();
+  if (Object.keys(layout).length && typed !== '' && typed !== '1') body.gpus = numberOrText(typed);
   return body;
 }
 
@@ -183,6 +228,10 @@ function fitBody(shared) {
 }
 
 // ---------- URL state ----------
+
+// The form's plain fields in the query string under their own names (the advanced switches and the
+// layout besides); empty ones are left out.
+const URL_FIELDS = ['precision', 'kv_precision', 'engine', 'context', 'seq', 'rank', 'batch', 'gpus', 'zero', 'region', 'max_monthly_usd'];
 
 function writeUrl() {
   const q = new URLSearchParams();
@@ -202,7 +251,7 @@ function writeUrl() {
     q.set('model', MODEL_CONTROLS[src].el.value);
   }
   q.set('workload', form.elements.workload.value);
-  for (const name of ['precision', 'kv_precision', 'context', 'seq', 'rank', 'batch', 'gpus', 'zero', 'region', 'max_monthly_usd']) {
+  for (const name of [...URL_FIELDS, ...Object.keys(LAYOUT)]) {
     const el = form.elements[name];
     if (el.disabled || String(el.value).trim() === '') continue;
     if (name === 'gpus' && el.value.trim() === '1') continue;
@@ -238,8 +287,14 @@ function readUrl() {
       selectBundled(m);
     }
   }
-  for (const name of ['workload', 'precision', 'kv_precision', 'context', 'seq', 'rank', 'batch', 'gpus', 'zero', 'region', 'max_monthly_usd']) {
+  for (const name of ['workload', ...URL_FIELDS, ...Object.keys(LAYOUT)]) {
     if (q.has(name)) form.elements[name].value = q.get(name);
+  }
+  if (Object.keys(LAYOUT).some((name) => q.has(name))) $('#advanced').open = true;
+  // Links from before the Recompute select: gradient_checkpointing=0 is recompute none.
+  if (q.get('gradient_checkpointing') === '0' && !q.has('recompute')) {
+    form.elements.recompute.value = 'none';
+    $('#advanced').open = true;
   }
   for (const name of ['cuda_only', 'in_stock']) form.elements[name].checked = q.get(name) === '1';
   if (q.has('region') || q.has('max_monthly_usd') || q.has('cuda_only') || q.has('in_stock')) $('#filters').open = true;
@@ -286,11 +341,15 @@ function modelLine(model, workload) {
   if (workload.context) w.push(`${integer(workload.context)} tokens`);
   if (workload.seq) w.push(`sequence ${integer(workload.seq)}`);
   if (workload.batch && workload.batch !== 1) w.push(`batch ${integer(workload.batch)}`);
+  if (workload.engine) w.push(ENGINE_LABEL[workload.engine] || workload.engine);
+  const degrees = ['tp', 'pp', 'cp', 'dp'].filter((d) => workload[d] > 1).map((d) => `${d} ${workload[d]}`);
+  if (degrees.length) w.push(degrees.join(' x ') + (workload.vp > 1 ? ` (${workload.vp} virtual stages)` : ''));
   if (workload.profile) w.push(`${workload.profile} profile`);
   // The detailed switches the API applied that differ from their defaults (its echo of the request).
   for (const [name, spec] of Object.entries(ADVANCED)) {
     const v = workload[name];
     if (v === undefined || v === null || String(v) === String(spec.def)) continue;
+    if (name === 'prefill_chunk' && v === 0) continue;  // the API's echo of "the whole prompt"
     w.push(spec.describe(v));
   }
   return h('p', { class: 'muted small' }, bits.join(' · '), h('br'), w.join(' · '));
@@ -479,8 +538,7 @@ async function calculate() {
     render(size, fit);
     // The plan of the same request, with the fit's filters (it prices every configuration), and
     // the cheapest to hold, so that the plan can say why the cheapest to finish differs.
-    const { explain, top, ...filters } = fitBody(shared);
-    planFor(filters, fit.best);
+    planFor(planBody(shared), fit.best);
   } catch (e) {
     if (mine !== run) return;
     revealField(e.field);

@@ -3,7 +3,7 @@
 import { api } from './api.js';
 import { h, $, replace, table, errorBox } from './dom.js';
 import { usd, decimal, integer } from './format.js';
-import { actionLinks, loadSpotNames } from './actions.js';
+import { actionLinks, loadSpotNames, quoteHref } from './actions.js';
 import { barChart } from './chart.js';
 
 let spotNames = new Map();  // term card -> spot market (actions.js)
@@ -119,7 +119,7 @@ function cheapestTable(cheapest, reasons, multiNode) {
         const q = new URLSearchParams({ model: p, ...col.query });
         if (!c) {
           const why = reasons && reasons[p] && reasons[p][col.key];
-          const quote = h('a', { href: '/quote/?' + q, class: 'quote-link small', 'aria-label': `request a quote: ${p} ${col.label}` }, 'request a quote');
+          const quote = h('a', { href: quoteHref({ model: p, ...col.query }), class: 'quote-link small', 'aria-label': `request a quote: ${p} ${col.label}` }, 'request a quote');
           const multi = multiNode && multiNode[p] && multiNode[p][col.key];
           if (multi) {
             // No single node holds it: the nodes that would, and a quote request.

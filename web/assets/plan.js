@@ -6,7 +6,7 @@
 import { api } from './api.js';
 import { h, $, replace, table, showFormError, clearFormErrors, errorBox } from './dom.js';
 import { usd, decimal, integer, timestamp } from './format.js';
-import { actionLinks, loadSpotNames, rentHref, spotHref } from './actions.js';
+import { actionLinks, loadSpotNames, quoteHref, rentHref, spotHref } from './actions.js';
 
 const form = $('#plan-form');
 const out = $('#plan-results');
@@ -33,6 +33,12 @@ function kind() {
   return shared && shared.workload === 'infer' ? 'serving' : 'training';
 }
 
+// Serving's "Sequences at once": a number (empty: the calculator's batch) or the largest batch
+// that fits each configuration (batch "max", found by the plan).
+function batchMax() {
+  return form.querySelector('input[name="batch_mode"]:checked').value === 'max';
+}
+
 function syncVisibility() {
   const k = kind();
   for (const [name, applies] of FIELDS) {
@@ -41,6 +47,13 @@ function syncVisibility() {
     el.closest('.field').hidden = !on;
     el.disabled = !on;
   }
+  const serving = k === 'serving';
+  $('#plan-batch-field').hidden = !serving;
+  for (const radio of form.querySelectorAll('input[name="batch_mode"]')) radio.disabled = !serving;
+  const number = form.elements.batch;
+  number.hidden = batchMax();
+  number.disabled = !serving || batchMax();
+  number.placeholder = shared && typeof shared.batch === 'number' ? `The batch above (${integer(shared.batch)})` : 'The batch above';
 }
 
 function numberOrText(value) {
@@ -57,7 +70,17 @@ function body() {
     if (v === '') continue;
     b[name] = name === 'start' || name === 'utilisation' || name === 'bandwidth_efficiency' ? v : numberOrText(v);
   }
+  const batch = planBatch();
+  if (batch !== null) b.batch = batch;
   return b;
+}
+
+// The plan's own batch ("max" or a number), or null: the calculator's.
+function planBatch() {
+  if (kind() !== 'serving') return null;
+  if (batchMax()) return 'max';
+  const v = form.elements.batch.value.trim();
+  return v === '' ? null : numberOrText(v);
 }
 
 // plan_<field> in the URL, kept beside the calculator's own parameters.
@@ -69,6 +92,9 @@ function writeUrl() {
     if (!el.disabled && v !== '' && v !== el.defaultValue) q.set('plan_' + name, v);
     else q.delete('plan_' + name);
   }
+  const batch = planBatch();
+  if (batch !== null) q.set('plan_batch', String(batch));
+  else q.delete('plan_batch');
   history.replaceState(null, '', '?' + q.toString());
 }
 
@@ -77,6 +103,17 @@ function readUrl() {
   for (const [name] of FIELDS) {
     if (q.has('plan_' + name)) form.elements[name].value = q.get('plan_' + name);
   }
+  const batch = q.get('plan_batch');
+  form.querySelector(`input[name="batch_mode"][value="${batch === 'max' ? 'max' : 'number'}"]`).checked = true;
+  if (batch !== null && batch !== 'max') form.elements.batch.value = batch;
+}
+
+// " (tp 2 x dp 4, batch 54)" after a verdict's configuration; nothing for a single card.
+function layoutPhrase(o, batchAsked) {
+  const bits = [];
+  if (o.layout && o.layout.name && o.layout.name !== 'single') bits.push(o.layout.name);
+  if (batchAsked && o.batch) bits.push(`batch ${integer(o.batch)}`);
+  return bits.length ? ` (${bits.join(', ')})` : '';
 }
 
 function hours(hh) {
@@ -89,22 +126,52 @@ function when(iso) {
   return iso ? timestamp(iso) : '—';
 }
 
+// A set beyond one node is named by its nodes ("12 nodes of 8× H100 SXM"): a quote, not a rental.
 function configName(o) {
+  if (needsQuote(o)) return `${integer(o.quote.nodes)} nodes of ${integer(o.quote.gpus_per_node)}× ${o.gpu}`;
   return o.count === 1 ? 'one ' + o.gpu : `${o.count}× ${o.gpu}`;
 }
 
-function optionTable(plan) {
+function needsQuote(o) {
+  return !!(o.quote && o.quote.needed);
+}
+
+// The job for the quote request form: the calculator's request and the plan's own fields.
+function quoteJob() {
+  return quoteHref(body());
+}
+
+function quoteAction(o) {
+  return h('a', { class: 'btn btn-small action-quote', href: quoteJob(), 'data-testid': 'plan-quote-link', 'aria-label': `Multi-node: request a quote for ${configName(o)}` }, 'Multi-node: request a quote');
+}
+
+// How the option's cards share the job ("tp 2 x dp 4 (ZeRO-3)"), and the batch the plan found
+// when it was asked for the largest that fits.
+function layoutCell(o, batchAsked) {
+  const name = (o.layout && o.layout.name) || o.parallelism;
+  return [
+    h('span', { class: 'layout-name' }, name),
+    batchAsked && o.batch ? h('span', { class: 'layout-batch', 'data-testid': 'plan-batch' }, `batch ${integer(o.batch)}`) : null,
+    // A layout fixed by the request that the memory model says is over the card (the plan still
+    // times it, ranked after every option that fits).
+    o.memory_warning ? h('span', { class: 'badge badge-warn', title: o.memory_warning, 'data-testid': 'plan-memory-warning' }, 'may not fit') : null,
+  ];
+}
+
+function optionTable(plan, batchAsked) {
   const serving = plan.job.kind === 'serving';
   const columns = [
     {
       label: 'Configuration',
       th: true,
       // The action of the cheaper way under the name: Buy spot first when spot finishes it for
-      // less, else Rent (a column of its own would push the table past its card).
-      cell: (o) => [o.configuration, o.parallelism !== 'single' ? h('span', { class: 'muted small' }, ' ' + o.parallelism) : null,
+      // less, else Rent (a column of its own would push the table past its card). A set of several
+      // nodes is not rented whole: its action is a quote request.
+      cell: (o) => [needsQuote(o) ? [o.configuration, h('span', { class: 'small' }, ` (${integer(o.quote.nodes)} nodes)`)] : o.configuration,
         o === plan.held ? [' ', h('span', { class: 'badge', 'data-testid': 'plan-held' }, 'cheapest to hold')] : null,
-        h('div', { class: 'row-actions' }, actionLinks({ gpu: o.gpu, count: o.count, region: shared && shared.region, term: termOf(o), spot: spotOf(o), prefer: o.best, rentable: !!o.term }))],
+        h('div', { class: 'row-actions' }, needsQuote(o) ? quoteAction(o) : actionLinks({ gpu: o.gpu, count: o.count, region: shared && shared.region, term: termOf(o), spot: spotOf(o), prefer: o.best, rentable: !!o.term }))],
     },
+    { label: batchAsked ? 'Layout, batch' : 'Layout', cell: (o) => layoutCell(o, batchAsked) },
     {
       label: serving ? 'Tokens/s each' : 'Tokens/s',
       num: true,
@@ -136,6 +203,7 @@ function spotOf(o) {
 
 // Where the cheaper way of a configuration is bought: the market (spot) or the rent page (term).
 function bestHref(o) {
+  if (needsQuote(o)) return quoteJob();
   const region = shared && shared.region;
   return o.best === 'spot' && spotOf(o) ? spotHref(spotOf(o), o.count, { region }) : rentHref(o.gpu, o.count, { region, term: termOf(o) });
 }
@@ -170,7 +238,7 @@ function whyTheyDiffer(plan) {
   return h('p', { class: 'why-differ', id: 'plan-why', 'data-testid': 'plan-why' }, text);
 }
 
-function render(plan) {
+function render(plan, batchAsked) {
   if (!plan.cheapest) {
     replace(out, h('div', { class: 'alert alert-warn', id: 'plan-verdict', role: 'status' }, h('strong', null, 'Nothing can be planned. '), plan.reason || ''));
     return;
@@ -178,14 +246,17 @@ function render(plan) {
   const c = plan.cheapest;
   const serving = plan.job.kind === 'serving';
   const cost = c.best === 'spot' ? c.spot.exact.total_usd : c.term.exact.total_usd;
+  const quote = needsQuote(c);
   const verdict = h(
     'p',
     { class: 'verdict', id: 'plan-verdict' },
     'Cheapest to finish: ',
-    h('a', { class: 'strong', href: bestHref(c), 'data-testid': 'plan-verdict-action' }, configName(c)),
+    h('a', { class: 'strong', href: bestHref(c), 'data-testid': 'plan-verdict-action' }, quote ? `${configName(c)} — request a quote` : configName(c)),
     c.replicas > 1 ? ` × ${integer(c.replicas)} replicas` : '',
+    layoutPhrase(c, batchAsked),
     ` on ${c.best === 'spot' ? 'spot' : 'a term'}, `,
     h('strong', null, usd(cost)),
+    quote ? ' indicative' : '',
     serving ? ` for ${integer(plan.job.days)} days (${usd(c.usd_per_million_tokens, 3)} per million tokens).` : `, ${hours(c.hours)}, done ${when(c.finish)}.`
   );
   const f = plan.fastest;
@@ -198,6 +269,7 @@ function render(plan) {
     plan.prices === 'market' ? 'Spot: the exchange\'s live best asks, billed by the hour.' : 'Spot: the catalog\'s opening asks.',
     'Term: the cheapest mix of months (720 h) and weeks (168 h) that covers the hours.',
   ];
+  if (plan.options.some(needsQuote)) notes.push('Beyond one node of 8 cards a set is a quote request: its prices are the list\'s, indicative.');
   if (plan.configurations > plan.options.length) notes.push(`${integer(plan.configurations - plan.options.length)} more configurations hold the job; the table lists the ${plan.options.length} cheapest${plan.held ? ', and last the calculator\'s cheapest to hold' : ''}.`);
   const open = document.getElementById('plan-arithmetic')?.open || undefined;
   replace(
@@ -205,7 +277,7 @@ function render(plan) {
     verdict,
     whyTheyDiffer(plan),
     fastest,
-    optionTable(plan),
+    optionTable(plan, batchAsked),
     h('p', { class: 'table-note' }, notes.join(' ')),
     h('details', { class: 'arith', id: 'plan-arithmetic', open }, h('summary', null, `Show the arithmetic (${c.configuration})`), h('ul', { class: 'formulas' }, (c.explain || []).map((line) => h('li', null, line))))
   );
@@ -225,11 +297,22 @@ async function calculate() {
     spotNames = spot;
     plan.held = await heldOption(plan, request);
     if (mine !== run) return;
-    render(plan);
+    render(plan, request.batch === 'max');
   } catch (e) {
     if (mine !== run) return;
-    if (!showFormError(form, e)) replace(out, errorBox(e.message));
-    else replace(out, h('div', { class: 'empty' }, 'Fix the highlighted field to see the plan.'));
+    if (showFormError(form, e)) {
+      replace(out, h('div', { class: 'empty' }, 'Fix the highlighted field to see the plan.'));
+    } else if (calculatorHas(e.field)) {
+      // A field of the calculator's (a parallelism degree the plan alone checks): the message
+      // goes beside it, the plan says where to look.
+      clearFormErrors(form);
+      const details = calculatorForm().querySelector(`[name="${CSS.escape(e.field)}"]`).closest('details');
+      if (details) details.open = true;
+      showFormError(calculatorForm(), e);
+      replace(out, h('div', { class: 'empty' }, 'Fix the highlighted field of the calculator above to see the plan.'));
+    } else {
+      replace(out, errorBox(e.message));
+    }
   } finally {
     if (mine === run) out.removeAttribute('aria-busy');
   }
@@ -251,6 +334,15 @@ async function heldOption(plan, request) {
   } catch {
     return null;
   }
+}
+
+function calculatorForm() {
+  return document.getElementById('calc');
+}
+
+function calculatorHas(field) {
+  const calc = calculatorForm();
+  return !!(field && calc && calc.querySelector(`[name="${CSS.escape(field)}"]:not([disabled])`));
 }
 
 let timer = 0;

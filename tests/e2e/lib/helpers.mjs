@@ -39,6 +39,18 @@ export async function headerLinksVisible(page) {
   assert.deepEqual(cut, [], 'header links cut or off screen');
 }
 
+// The JSON bodies of the page's POST requests to `path`, in order, as the page sends them (those
+// `keep` accepts).
+export function recordBodies(page, path, keep = () => true) {
+  const bodies = [];
+  page.on('request', (r) => {
+    if (r.method() !== 'POST' || new URL(r.url()).pathname !== path) return;
+    const body = JSON.parse(r.postData());
+    if (keep(body)) bodies.push(body);
+  });
+  return bodies;
+}
+
 // Problems other than the ones a test provokes on purpose.
 export function unexpected(problems, allowed = []) {
   return problems.filter((p) => !allowed.some((a) => p.includes(a)));
