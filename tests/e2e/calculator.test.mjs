@@ -305,6 +305,7 @@ test('the calculator: FP4 weights, an engine, FP8 training and a layout are sent
     assert.equal(fits.at(-1).recompute, 'selective');
     assert.equal(fits.at(-1).gradient_checkpointing, undefined, 'never both recompute and gradient_checkpointing');
     assert.match(await page.locator('#results').innerText(), /tp 2 x pp 2/);
+    assert.match(await page.locator('#fit-layout-note').innerText(), /the plan below keep tp 2 x pp 2/);
     assert.match(await page.locator('#results').innerText(), /selective recompute/);
     assert.match(await page.locator('#adv-count').innerText(), /4 changed/);
 

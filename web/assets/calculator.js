@@ -342,7 +342,7 @@ function modelLine(model, workload) {
   if (workload.seq) w.push(`sequence ${integer(workload.seq)}`);
   if (workload.batch && workload.batch !== 1) w.push(`batch ${integer(workload.batch)}`);
   if (workload.engine) w.push(ENGINE_LABEL[workload.engine] || workload.engine);
-  const degrees = ['tp', 'pp', 'cp', 'dp'].filter((d) => workload[d] > 1).map((d) => `${d} ${workload[d]}`);
+  const degrees = degreesOf(workload);
   if (degrees.length) w.push(degrees.join(' x ') + (workload.vp > 1 ? ` (${workload.vp} virtual stages)` : ''));
   if (workload.profile) w.push(`${workload.profile} profile`);
   // The detailed switches the API applied that differ from their defaults (its echo of the request).
@@ -353,6 +353,20 @@ function modelLine(model, workload) {
     w.push(spec.describe(v));
   }
   return h('p', { class: 'muted small' }, bits.join(' · '), h('br'), w.join(' · '));
+}
+
+// The degrees above 1 the API echoed, e.g. ["tp 2", "pp 2"].
+function degreesOf(workload) {
+  return ['tp', 'pp', 'cp', 'dp'].filter((d) => workload[d] > 1).map((d) => `${d} ${workload[d]}`);
+}
+
+// With degrees fixed, the memory above is that layout's, but the cheapest configurations are
+// fit's: each set is sized in the layout fit picks for it. Said, so that the two are not read as one.
+function layoutNote(workload) {
+  const degrees = degreesOf(workload);
+  if (!degrees.length) return null;
+  return h('p', { class: 'muted small', id: 'fit-layout-note', 'data-testid': 'fit-layout-note' },
+    `Each set below is sized in the layout that suits it best; the memory above and the plan below keep ${degrees.join(' x ')}.`);
 }
 
 function configName(c) {
@@ -507,6 +521,7 @@ function render(size, fit) {
       'div',
       { class: 'card' },
       h('div', { class: 'card-head' }, h('h2', null, 'Cheapest configurations'), h('span', { class: 'hint' }, 'Term fleet, list prices; cheapest first')),
+      layoutNote(size.workload),
       fit.best ? configTable(fit) : h('div', { class: 'empty' }, fit.reason || 'No configuration holds this job.')
     )
   );
